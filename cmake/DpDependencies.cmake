@@ -1,0 +1,51 @@
+# Every external dependency is found here, once. See NOTES-slurm-and-deps.md
+# for why each is found the way it is.
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+find_package(Protobuf REQUIRED)            # Debian ships only the FindProtobuf module
+pkg_check_modules(LIBEVENT REQUIRED IMPORTED_TARGET libevent_core)
+find_package(Gloo CONFIG REQUIRED)         # imported target: gloo
+find_package(ZLIB REQUIRED)
+
+find_path(SLURM_INCLUDE_DIR slurm/spank.h REQUIRED)
+find_library(SLURM_LIBRARY slurm REQUIRED)  # only for tools/tests; the plugin links nothing from Slurm
+# slurm_version.h has only SLURM_VERSION_NUMBER (0xMMmmuu).
+file(STRINGS ${SLURM_INCLUDE_DIR}/slurm/slurm_version.h _slurm_ver REGEX "#define SLURM_VERSION_NUMBER")
+string(REGEX MATCH "0x([0-9a-fA-F][0-9a-fA-F])([0-9a-fA-F][0-9a-fA-F])([0-9a-fA-F][0-9a-fA-F])" _m "${_slurm_ver}")
+math(EXPR _maj "0x${CMAKE_MATCH_1}")
+math(EXPR _min "0x${CMAKE_MATCH_2}")
+math(EXPR _mic "0x${CMAKE_MATCH_3}")
+if(_min LESS 10)
+  set(_min "0${_min}")
+endif()
+set(DP_SLURM_VERSION "${_maj}.${_min}.${_mic}" CACHE INTERNAL "Slurm version the plugin is built against")
+message(STATUS "slurm-dp: building against Slurm ${DP_SLURM_VERSION}")
+
+set(BLA_VENDOR OpenBLAS)
+find_package(BLAS REQUIRED)
+find_path(CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas openblas-pthread REQUIRED)
+
+# CUDA: AUTO builds it when nvcc is present, ON insists, OFF skips.
+set(DP_HAVE_CUDA OFF)
+if(NOT DP_WITH_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(CMAKE_CUDA_ARCHITECTURES ${DP_CUDA_ARCHITECTURES})
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+    find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
+    if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+      set(DP_HAVE_CUDA ON)
+      add_library(dp_nccl INTERFACE)
+      target_include_directories(dp_nccl SYSTEM INTERFACE ${NCCL_INCLUDE_DIR})
+      target_link_libraries(dp_nccl INTERFACE ${NCCL_LIBRARY} CUDA::cudart)
+    elseif(DP_WITH_CUDA STREQUAL "ON")
+      message(FATAL_ERROR "DP_WITH_CUDA=ON but NCCL (nccl.h, libnccl) was not found under the CUDA toolkit")
+    endif()
+  elseif(DP_WITH_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "DP_WITH_CUDA=ON but no nvcc was found; install the CUDA toolkit or use -DDP_WITH_CUDA=OFF")
+  endif()
+endif()
+message(STATUS "slurm-dp: CUDA/NCCL paths ${DP_HAVE_CUDA}")

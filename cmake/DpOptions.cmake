@@ -1,0 +1,25 @@
+# Build switches. One line each, default next to the name.
+set(DP_WITH_CUDA AUTO CACHE STRING "Build the CUDA/NCCL paths: AUTO|ON|OFF")
+set_property(CACHE DP_WITH_CUDA PROPERTY STRINGS AUTO ON OFF)
+option(DP_SANITIZE "Build everything with ASan+UBSan" OFF)
+option(DP_BUILD_TESTS "Build the test suite" ON)
+option(DP_FUZZ "Build libFuzzer targets (needs clang)" OFF)
+set(DP_CUDA_ARCHITECTURES "80;90" CACHE STRING "CUDA architectures (no GPU here, so never 'native')")
+
+# Warnings are errors in our own code only: apply per target, never globally,
+# so generated protobuf code and third-party headers do not break the build.
+function(dp_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX,C>:-Wall -Wextra -Werror>)
+endfunction()
+
+if(DP_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+find_program(CCACHE_PROGRAM ccache)
+if(CCACHE_PROGRAM)
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+  set(CMAKE_C_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+endif()

@@ -1,0 +1,57 @@
+// Collective communication for data-parallel training.
+//
+// CONTRACT shared by the runtime work (issue 5, which implements Gloo and
+// NCCL backends) and the trainer (issue 6, which uses it). Extend it; do not
+// break these signatures without updating both sides.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "dp/context.hpp"
+#include "dp/result.hpp"
+
+namespace dp {
+
+enum class DType { f32, f64, f16, bf16, i32, i64 };
+enum class ReduceOp { sum, avg };
+enum class Backend { automatic, gloo, nccl, single };  // single: world 1, no peers
+
+size_t dtype_size(DType t) noexcept;
+const char* backend_name(Backend b) noexcept;
+
+// Handle of an asynchronous operation; wait() returns its outcome.
+class Work {
+ public:
+  virtual ~Work() = default;
+  virtual Result<void> wait() = 0;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual Backend backend() const = 0;
+
+  // buf: host memory for gloo/single, device memory for nccl.
+  virtual Result<void> all_reduce(void* buf, size_t count, DType type, ReduceOp op) = 0;
+  virtual Result<std::unique_ptr<Work>> all_reduce_async(void* buf, size_t count, DType type,
+                                                         ReduceOp op) = 0;
+  virtual Result<void> broadcast(void* buf, size_t count, DType type, int root) = 0;
+  // recv holds size() * count elements, rank-major.
+  virtual Result<void> all_gather(const void* send, void* recv, size_t count, DType type) = 0;
+  virtual Result<void> barrier() = 0;
+};
+
+struct InitOptions {
+  Backend backend = Backend::automatic;  // or DP_BACKEND=gloo|nccl
+  int timeout_ms = 300'000;              // or DP_TIMEOUT_MS; collectives and rendezvous
+};
+
+// One call from the injected environment to a working communicator.
+Result<std::unique_ptr<Communicator>> init(const InitOptions& opts = {});
+Result<std::unique_ptr<Communicator>> init(const Context& ctx, const InitOptions& opts = {});
+
+}  // namespace dp

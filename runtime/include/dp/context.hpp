@@ -1,0 +1,30 @@
+// What a task knows about its place in the data-parallel job, read from the
+// environment the SPANK plugin injected (or torchrun-style variables, or
+// nothing: a single process of world 1). Owned by the runtime work (issue 5).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dp/result.hpp"
+
+namespace dp {
+
+struct Context {
+  int rank = 0;
+  int local_rank = 0;
+  int world_size = 1;
+  int local_world_size = 1;
+  int node_rank = 0;
+  std::string master_addr;      // MASTER_ADDR
+  int master_port = 0;          // MASTER_PORT
+  std::string rdv_addr;         // DP_RDV_ADDR "host:port" of dp-rendezvousd, empty if none
+  std::string secret;           // DP_RDV_SECRET; never printed
+  std::string job_id;           // DP_JOB_ID
+  std::string step_id;          // DP_STEP_ID
+  std::vector<int> tiles;       // DP_TILES: this task's accelerator tiles
+
+  static Result<Context> from_environment();
+};
+
+}  // namespace dp

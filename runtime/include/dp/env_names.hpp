@@ -1,0 +1,27 @@
+// Names of the environment variables the SPANK plugin sets for every task and
+// the runtime reads. One place, so both sides always agree.
+#pragma once
+
+namespace dp::env {
+
+// torchrun's names: PyTorch, Accelerate, Lightning, Megatron read these.
+inline constexpr const char* kRank = "RANK";
+inline constexpr const char* kLocalRank = "LOCAL_RANK";
+inline constexpr const char* kWorldSize = "WORLD_SIZE";
+inline constexpr const char* kLocalWorldSize = "LOCAL_WORLD_SIZE";
+inline constexpr const char* kNodeRank = "NODE_RANK";
+inline constexpr const char* kGroupRank = "GROUP_RANK";
+inline constexpr const char* kMasterAddr = "MASTER_ADDR";
+inline constexpr const char* kMasterPort = "MASTER_PORT";
+
+// slurm-dp's own.
+inline constexpr const char* kRdvAddr = "DP_RDV_ADDR";        // host:port of dp-rendezvousd
+inline constexpr const char* kRdvSecret = "DP_RDV_SECRET";    // per-step secret, hex; never logged
+inline constexpr const char* kJobId = "DP_JOB_ID";
+inline constexpr const char* kStepId = "DP_STEP_ID";
+inline constexpr const char* kTiles = "DP_TILES";             // this task's tiles, "0,1,2,3"
+inline constexpr const char* kBackend = "DP_BACKEND";         // user override: gloo|nccl
+inline constexpr const char* kTimeoutMs = "DP_TIMEOUT_MS";    // user override
+inline constexpr const char* kDebug = "DP_DEBUG";             // 1: per-phase start-up timings
+
+}  // namespace dp::env

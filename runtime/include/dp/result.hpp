@@ -1,0 +1,76 @@
+// Errors as values: every fallible call in slurm-dp returns dp::Result<T>.
+// (std::expected is C++23; this is the small subset we need.)
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace dp {
+
+enum class Errc {
+  ok = 0,
+  invalid_argument,   // bad option, setting or environment value
+  timeout,            // a call or connect exceeded its deadline
+  aborted,            // the job was aborted (a rank died or called abort)
+  unauthorized,       // wrong job secret
+  protocol,           // malformed frame, wrong version, unknown operation
+  limit,              // a size or count limit was exceeded
+  not_found,          // key absent (non-blocking get, delete)
+  conflict,           // compare-and-set mismatch, duplicate rank
+  connection,         // connect/read/write failure
+  unavailable,        // backend or device not usable here (e.g. no CUDA device)
+  internal,
+};
+
+const char* errc_name(Errc c) noexcept;
+
+struct Error {
+  Errc code = Errc::internal;
+  std::string message;  // one line a user can act on: what failed, where, what to do
+};
+
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}              // NOLINT: implicit by design
+  Result(Error err) : v_(std::move(err)) {}              // NOLINT
+  bool ok() const noexcept { return v_.index() == 0; }
+  explicit operator bool() const noexcept { return ok(); }
+  T& value() & { return std::get<0>(v_); }
+  const T& value() const& { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  const Error& error() const { return std::get<1>(v_); }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+template <>
+class [[nodiscard]] Result<void> {
+ public:
+  Result() = default;
+  Result(Error err) : err_(std::move(err)), ok_(false) {}  // NOLINT
+  bool ok() const noexcept { return ok_; }
+  explicit operator bool() const noexcept { return ok_; }
+  const Error& error() const { return err_; }
+
+ private:
+  Error err_;
+  bool ok_ = true;
+};
+
+inline Error make_error(Errc code, std::string message) { return Error{code, std::move(message)}; }
+
+}  // namespace dp
+
+// Propagate an error from a Result-returning expression.
+#define DP_TRY(expr)                              \
+  do {                                            \
+    auto&& dp_try_r_ = (expr);                    \
+    if (!dp_try_r_.ok()) return dp_try_r_.error(); \
+  } while (0)
