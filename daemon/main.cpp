@@ -1,6 +1,83 @@
-// Placeholder until the daemon lands (issue 4).
+// dp-rendezvousd: the per-step rendezvous broker. Launch contract (the SPANK
+// plugin's srun side): secret as one hex line on stdin, "READY <port>" or
+// "ERROR <message>" as the only line on stdout, logs on stderr.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
 #include <cstdio>
-int main() {
-  std::fprintf(stderr, "dp-rendezvousd: not implemented yet\n");
-  return 1;
+#include <string>
+#include <vector>
+
+#include "options.hpp"
+#include "server.hpp"
+
+namespace {
+
+// stdout carries exactly one line; afterwards fd 1 points at /dev/null so a
+// stray write can never land on a client socket that reused the number.
+void report_line(const std::string& line) {
+  std::fputs(line.c_str(), stdout);
+  std::fflush(stdout);
+  const int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (devnull >= 0) {
+    dup2(devnull, STDOUT_FILENO);
+    close(devnull);
+  }
+}
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "dp-rendezvousd: %s\n", message.c_str());
+  report_line("ERROR " + message + "\n");
+  return 2;
+}
+
+// One line from stdin with plain read(): no stdio buffer keeps a copy.
+std::string read_secret_line() {
+  std::string line;
+  char c = 0;
+  while (line.size() <= 1024) {
+    const ssize_t n = read(STDIN_FILENO, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || c == '\n') break;
+    line.push_back(c);
+  }
+  const int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (devnull >= 0) {
+    dup2(devnull, STDIN_FILENO);
+    close(devnull);
+  }
+  return line;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Helpers forked by srun/slurmstepd inherit a blocked signal mask.
+  sigset_t all;
+  sigfillset(&all);
+  sigprocmask(SIG_UNBLOCK, &all, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() == 1) return fail("the parent process is already gone; nothing to serve");
+
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto opts = dp::daemon::parse_options(args);
+  if (!opts) return fail(opts.error().message);
+  if (opts->help) {
+    std::fputs(dp::daemon::usage_text(), stdout);
+    return 0;
+  }
+  auto secret = dp::daemon::validate_secret(read_secret_line());
+  if (!secret) return fail(secret.error().message);
+
+  auto server = dp::daemon::Server::create(*opts, std::move(*secret));
+  if (!server) return fail(server.error().message);
+  std::fprintf(stderr, "dp-rendezvousd: job %s step %s: world size %d, listening on %s port %u\n",
+               opts->job_id.c_str(), opts->step_id.c_str(), opts->world_size, opts->listen_addr.c_str(),
+               (*server)->port());
+  report_line("READY " + std::to_string((*server)->port()) + "\n");
+  (*server)->run();
+  return 0;
 }

@@ -1,8 +1,15 @@
-// Minimal plugin until the SPANK work lands (issue 3): registers --dp-world.
-#include <cstdint>
-extern "C" {
-#include <slurm/spank.h>
-}
+// The SPANK entry points: each hands over to the file of its Slurm context
+// (srun_context.cpp, allocator_context.cpp, stepd_context.cpp). Nothing here
+// may let a C++ exception reach Slurm.
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "contexts.hpp"
+#include "dp/options.hpp"
+#include "dp/site_config.hpp"
+#include "plugin_state.hpp"
+#include "slurm_headers.hpp"
 
 extern "C" {
 extern const char plugin_name[];
@@ -13,12 +20,101 @@ SPANK_PLUGIN(dp, 1)
 }
 
 namespace {
-int on_world(int, const char*, int) { return 0; }
-struct spank_option world_opt = {const_cast<char*>("dp-world"), const_cast<char*>("auto|N"),
-                                 const_cast<char*>("[slurm-dp] data-parallel world: auto or the step's task count"),
-                                 1, 0, on_world};
+
+using dp::spank::report_error;
+using dp::spank::state;
+
+template <class F>
+int guarded(const char* where, F&& f) noexcept {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    report_error(std::string("internal error in ") + where + ": " + e.what());
+  } catch (...) {
+    report_error(std::string("internal error in ") + where);
+  }
+  return -1;
+}
+
+int on_option(int val, const char* optarg, int remote) noexcept {
+  return guarded("option", [&] {
+    // srun resolved every option before launch and passed the result on.
+    if (remote) return 0;
+    const auto& specs = dp::option_specs();
+    if (val < 0 || static_cast<size_t>(val) >= specs.size()) return -1;
+    auto r = dp::apply_option(state().cli_options, specs[static_cast<size_t>(val)].name, optarg);
+    if (r) return 0;
+    state().option_error = true;
+    report_error(r.error().message);
+    return -1;
+  });
+}
+
+int register_options(spank_t sp) {
+  const auto& specs = dp::option_specs();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    spank_option opt{};
+    opt.name = const_cast<char*>(specs[i].name);
+    opt.arginfo = const_cast<char*>(specs[i].arginfo);
+    opt.usage = const_cast<char*>(specs[i].usage);
+    opt.has_arg = specs[i].arginfo ? 1 : 0;
+    opt.val = static_cast<int>(i);
+    opt.cb = on_option;
+    // Slurm copies the struct; the strings are static.
+    if (spank_option_register(sp, &opt) != ESPANK_SUCCESS) {
+      report_error(std::string("cannot register --") + specs[i].name);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
-extern "C" int slurm_spank_init(spank_t sp, int, char**) {
-  return spank_option_register(sp, &world_opt) == ESPANK_SUCCESS ? 0 : -1;
+extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
+  return guarded("init", [&] {
+    const spank_context_t ctx = spank_context();
+    if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR && ctx != S_CTX_REMOTE) return 0;
+    std::vector<std::string> words(av, av + ac);
+    auto site = dp::parse_site_config(words);
+    if (!site) {
+      report_error(site.error().message);
+      return -1;
+    }
+    state().site = *site;
+    return register_options(sp);
+  });
+}
+
+extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) {
+  return guarded("init_post_opt", [&] {
+    switch (spank_context()) {
+      case S_CTX_ALLOCATOR: return dp::spank::allocator_init_post_opt(sp);
+      case S_CTX_REMOTE: return dp::spank::stepd_init_post_opt(sp);
+      case S_CTX_LOCAL: return state().option_error ? -1 : 0;
+      default: return 0;
+    }
+  });
+}
+
+extern "C" int slurm_spank_local_user_init(spank_t sp, int, char**) {
+  return guarded("local_user_init", [&] {
+    return spank_context() == S_CTX_LOCAL ? dp::spank::srun_local_user_init(sp) : 0;
+  });
+}
+
+extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
+  return guarded("task_init", [&] {
+    return spank_context() == S_CTX_REMOTE ? dp::spank::stepd_task_init(sp) : 0;
+  });
+}
+
+extern "C" int slurm_spank_exit(spank_t sp, int, char**) {
+  return guarded("exit", [&] {
+    switch (spank_context()) {
+      case S_CTX_LOCAL: return dp::spank::srun_exit(sp);
+      case S_CTX_REMOTE: return dp::spank::stepd_exit(sp);
+      default: return 0;
+    }
+  });
 }

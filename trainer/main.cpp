@@ -1,9 +1,92 @@
-// Placeholder until the trainer lands (issue 6): prints what the plugin wired.
+// dp-trainer: parse options, wire up the communicator and device, load data,
+// train, report. Exit 0 on success (also after a signal-triggered checkpoint),
+// 1 on a runtime error, 2 on bad options.
 #include <cstdio>
 #include <cstdlib>
-static const char* env(const char* k) { const char* v = std::getenv(k); return v ? v : "-"; }
-int main() {
-  std::printf("rank %s/%s local %s node %s master %s:%s\n", env("RANK"), env("WORLD_SIZE"),
-              env("LOCAL_RANK"), env("NODE_RANK"), env("MASTER_ADDR"), env("MASTER_PORT"));
+#include <string>
+#include <vector>
+
+#include "dp/communicator.hpp"
+#include "src/cpu_ops.hpp"
+#include "src/options.hpp"
+#include "src/stop_signal.hpp"
+#include "src/trainer.hpp"
+#ifdef DP_HAVE_CUDA
+#include "cuda/cuda_ops.hpp"
+#endif
+
+namespace {
+
+int fail(int rank, const dp::Error& e, int code) {
+  std::fprintf(stderr, "dp-trainer[rank %d]: %s\n", rank, e.message.c_str());
+  return code;
+}
+
+dp::Result<std::unique_ptr<dpt::Ops>> pick_device(dpt::DeviceChoice choice, dp::Communicator& comm) {
+#ifdef DP_HAVE_CUDA
+  const bool gpu = dpt::cuda_device_count() > 0;
+  if (choice == dpt::DeviceChoice::cuda || (choice == dpt::DeviceChoice::automatic && gpu)) {
+    if (!gpu)
+      return dp::make_error(dp::Errc::unavailable, "--device cuda: no usable CUDA device here; use --device cpu");
+    if (comm.size() > 1 && comm.backend() != dp::Backend::nccl)
+      return dp::make_error(dp::Errc::unavailable,
+                            "--device cuda: gradients live in GPU memory and need the nccl backend "
+                            "(got " + std::string(dp::backend_name(comm.backend())) + "); set DP_BACKEND=nccl or use --device cpu");
+    const char* local = std::getenv("LOCAL_RANK");
+    return dpt::make_cuda_ops(local ? std::atoi(local) : 0);
+  }
+#else
+  (void)comm;
+  if (choice == dpt::DeviceChoice::cuda)
+    return dp::make_error(dp::Errc::unavailable, "--device cuda: this dp-trainer was built without CUDA; use --device cpu");
+#endif
+  return dpt::make_cpu_ops();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto opts = dpt::parse_options(std::vector<std::string>(argv + 1, argv + argc));
+  if (!opts) return fail(0, opts.error(), 2);
+  if (opts->help) {
+    std::fputs(dpt::usage(), stdout);
+    return 0;
+  }
+  dpt::install_stop_handlers();
+  if (opts->threads > 0) dpt::set_cpu_threads(opts->threads);
+
+  auto comm = dp::init();
+  if (!comm) return fail(-1, comm.error(), 1);
+  dp::Communicator& c = **comm;
+  dpt::TrainConfig cfg = opts->train;
+  if (opts->global_batch > 0) {
+    if (opts->global_batch % c.size() != 0)
+      return fail(c.rank(), dp::make_error(dp::Errc::invalid_argument,
+                                           "--global-batch " + std::to_string(opts->global_batch) +
+                                               ": not divisible by the world size " + std::to_string(c.size()) +
+                                               "; pick a multiple of it"), 2);
+    cfg.batch = opts->global_batch / c.size();
+  }
+
+  auto ops = pick_device(opts->device, c);
+  if (!ops) return fail(c.rank(), ops.error(), 1);
+
+  dpt::Dataset train_set, test_set;
+  if (cfg.task == dpt::Task::fashion) {
+    auto data = dpt::load_fashion_mnist(opts->data_dir, opts->train_limit);
+    if (!data) return fail(c.rank(), data.error(), 1);
+    train_set = std::move(data->train);
+    test_set = std::move(data->test);
+    cfg.model.input = train_set.shape;
+    cfg.model.outputs = train_set.classes;
+  } else {
+    train_set = dpt::make_regression(opts->regression_samples, cfg.seed);
+    test_set = dpt::make_regression(1024, cfg.seed + 1);
+  }
+
+  auto result = dpt::train(c, **ops, cfg, train_set, &test_set);
+  if (!result) return fail(c.rank(), result.error(), 1);
+  if (cfg.task == dpt::Task::regression && c.rank() == 0 && !cfg.quiet)
+    std::printf("learned y = %.4f x + %.4f (true: y = 0.7 x + 0.3)\n", result->params[0], result->params[1]);
   return 0;
 }

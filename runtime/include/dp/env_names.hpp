@@ -20,8 +20,10 @@ inline constexpr const char* kRdvSecret = "DP_RDV_SECRET";    // per-step secret
 inline constexpr const char* kJobId = "DP_JOB_ID";
 inline constexpr const char* kStepId = "DP_STEP_ID";
 inline constexpr const char* kTiles = "DP_TILES";             // this task's tiles, "0,1,2,3"
+inline constexpr const char* kTilesPerTask = "DP_TILES_PER_TASK";  // --dp-tiles, srun -> nodes
 inline constexpr const char* kBackend = "DP_BACKEND";         // user override: gloo|nccl
 inline constexpr const char* kTimeoutMs = "DP_TIMEOUT_MS";    // user override
 inline constexpr const char* kDebug = "DP_DEBUG";             // 1: per-phase start-up timings
+inline constexpr const char* kStoreDir = "DP_STORE_DIR";       // no daemon: shared dir as Gloo store
 
 }  // namespace dp::env

@@ -1,2 +1,463 @@
-// Placeholder until the rendezvous client lands (issue 4).
-#include "dp/result.hpp"
+// TCP implementation of dp::RendezvousClient: the caller threads write
+// requests; one I/O thread reads replies, sends heartbeats and delivers the
+// daemon's abort push.
+#include "dp/rendezvous_client.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <condition_variable>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <unordered_map>
+
+#include "frame_codec.hpp"
+#include "tcp_connect.hpp"
+
+namespace dp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr auto kReplyGrace = milliseconds(2'000);     // the daemon answers timeouts itself; allow for the trip
+constexpr uint32_t kMaxReplyFrame = 512u << 20;       // replies carry at most one value
+
+std::string shown_key(std::string_view key) {
+  std::string s = "'";
+  s.append(key.substr(0, 64));
+  if (key.size() > 64) s += "...";
+  return s + "'";
+}
+
+uint32_t timeout_field(milliseconds t) {
+  // 0 on the wire means "no deadline"; a caller's 0 means "do not wait long".
+  return static_cast<uint32_t>(std::clamp<long long>(t.count(), 1, UINT32_MAX));
+}
+
+class TcpRendezvousClient final : public RendezvousClient {
+ public:
+  TcpRendezvousClient(const ClientOptions& o, int fd, int wake_fd) : opts_(o), fd_(fd), wake_fd_(wake_fd) {
+    io_ = std::thread([this] { io_loop(); });
+  }
+
+  ~TcpRendezvousClient() override {
+    if (!goodbye_sent_.load()) (void)goodbye();
+    stop_.store(true);
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+    if (io_.joinable()) io_.join();
+    ::close(fd_);
+    ::close(wake_fd_);
+  }
+
+  Result<void> set(std::string_view key, std::string_view value) override {
+    proto::Request r;
+    r.mutable_set()->set_key(std::string(key));
+    r.mutable_set()->set_value(std::string(value));
+    auto resp = call(r, Clock::now() + opts_.call_timeout, "set " + shown_key(key));
+    if (!resp) return resp.error();
+    return {};
+  }
+
+  Result<std::string> get(std::string_view key, std::optional<milliseconds> timeout) override {
+    const milliseconds t = timeout.value_or(opts_.call_timeout);
+    proto::Request r;
+    auto* g = r.mutable_get();
+    g->set_key(std::string(key));
+    g->set_blocking(true);
+    g->set_timeout_ms(timeout_field(t));
+    auto resp = call(r, Clock::now() + t + kReplyGrace, "get " + shown_key(key));
+    if (!resp) return resp.error();
+    return std::move(*resp->mutable_value());
+  }
+
+  Result<int64_t> add(std::string_view key, int64_t delta) override {
+    proto::Request r;
+    r.mutable_add()->set_key(std::string(key));
+    r.mutable_add()->set_delta(delta);
+    auto resp = call(r, Clock::now() + opts_.call_timeout, "add " + shown_key(key));
+    if (!resp) return resp.error();
+    return static_cast<int64_t>(resp->number());
+  }
+
+  Result<std::string> compare_and_set(std::string_view key, std::string_view expected,
+                                      std::string_view desired) override {
+    proto::Request r;
+    auto* c = r.mutable_compare_and_set();
+    c->set_key(std::string(key));
+    c->set_expected(std::string(expected));
+    c->set_desired(std::string(desired));
+    auto resp = call(r, Clock::now() + opts_.call_timeout, "compare_and_set " + shown_key(key));
+    if (!resp) return resp.error();
+    return std::move(*resp->mutable_value());
+  }
+
+  Result<void> erase(std::string_view key) override {
+    proto::Request r;
+    r.mutable_erase()->set_key(std::string(key));
+    auto resp = call(r, Clock::now() + opts_.call_timeout, "erase " + shown_key(key));
+    if (!resp) return resp.error();
+    return {};
+  }
+
+  Result<bool> exists(std::string_view key) override {
+    proto::Request r;
+    r.mutable_exists()->set_key(std::string(key));
+    auto resp = call(r, Clock::now() + opts_.call_timeout, "exists " + shown_key(key));
+    if (!resp) return resp.error();
+    return resp->flag();
+  }
+
+  Result<void> wait(const std::vector<std::string>& keys, std::optional<milliseconds> timeout) override {
+    const milliseconds t = timeout.value_or(opts_.call_timeout);
+    proto::Request r;
+    auto* w = r.mutable_wait();
+    for (const auto& k : keys) w->add_keys(k);
+    w->set_timeout_ms(timeout_field(t));
+    auto resp = call(r, Clock::now() + t + kReplyGrace, "wait");
+    if (!resp) return resp.error();
+    return {};
+  }
+
+  Result<void> barrier(std::string_view name, std::optional<milliseconds> timeout) override {
+    const milliseconds t = timeout.value_or(opts_.call_timeout);
+    proto::Request r;
+    r.mutable_barrier()->set_name(std::string(name));
+    r.mutable_barrier()->set_timeout_ms(timeout_field(t));
+    auto resp = call(r, Clock::now() + t + kReplyGrace, "barrier " + shown_key(name));
+    if (!resp) return resp.error();
+    return {};
+  }
+
+  Result<void> abort(std::string_view reason) override {
+    proto::Request r;
+    r.mutable_abort()->set_reason(std::string(reason));
+    auto resp = call(r, Clock::now() + opts_.call_timeout, "abort");
+    if (!resp && resp.error().code != Errc::aborted) return resp.error();
+    return {};
+  }
+
+  Result<DaemonStats> stats() override {
+    proto::Request r;
+    r.mutable_stats();
+    auto resp = call(r, Clock::now() + opts_.call_timeout, "stats", /*allowed_after_abort=*/true);
+    if (!resp) return resp.error();
+    const auto& s = resp->stats();
+    DaemonStats d;
+    d.connections = s.connections();
+    d.ranks_connected = s.ranks_connected();
+    d.keys = s.keys();
+    d.bytes_stored = s.bytes_stored();
+    d.requests = s.requests();
+    d.text = s.text();
+    return d;
+  }
+
+  Result<void> goodbye() override {
+    if (goodbye_sent_.exchange(true)) return {};
+    proto::Request r;
+    r.mutable_goodbye();
+    auto resp = call(r, Clock::now() + std::min<milliseconds>(opts_.call_timeout, milliseconds(5'000)), "goodbye",
+                     /*allowed_after_abort=*/true);
+    if (!resp && resp.error().code != Errc::connection) return resp.error();
+    return {};
+  }
+
+  void on_abort(std::function<void(const Error&)> handler) override {
+    std::optional<Error> late;
+    {
+      std::lock_guard lk(mu_);
+      handler_ = std::move(handler);
+      if (fatal_ && !delivered_) {
+        delivered_ = true;
+        late = fatal_;
+      }
+    }
+    if (late && handler_) handler_(*late);
+  }
+
+ private:
+  struct Pending {
+    bool done = false;
+    proto::Response resp;
+  };
+
+  Result<proto::Response> call(proto::Request& req, Clock::time_point deadline, const std::string& what,
+                               bool allowed_after_abort = false) {
+    auto slot = std::make_shared<Pending>();
+    uint64_t id = 0;
+    {
+      std::lock_guard lk(mu_);
+      if (fatal_ && !(allowed_after_abort && fatal_->code == Errc::aborted)) return *fatal_;
+      id = next_id_++;
+      pending_.emplace(id, slot);
+    }
+    req.set_id(id);
+    std::string frame;
+    rdv::append_frame(req, frame);
+    Result<void> sent = send_frame(frame, deadline);
+    std::unique_lock lk(mu_);
+    if (!sent) {
+      pending_.erase(id);
+      return make_error(sent.error().code, what + ": " + sent.error().message);
+    }
+    cv_.wait_until(lk, deadline, [&] { return slot->done || (fatal_ && !(allowed_after_abort && fatal_->code == Errc::aborted)) || closed_; });
+    pending_.erase(id);
+    if (slot->done) {
+      if (slot->resp.code() != proto::OK) return rdv::error_from(slot->resp);
+      return std::move(slot->resp);
+    }
+    if (fatal_ && !(allowed_after_abort && fatal_->code == Errc::aborted)) return *fatal_;
+    if (closed_) return make_error(Errc::connection, what + ": the connection to dp-rendezvousd is closed");
+    return make_error(Errc::timeout, what + ": no reply from dp-rendezvousd at " + opts_.host + ":" +
+                                         std::to_string(opts_.port) + " before the deadline");
+  }
+
+  Result<void> send_frame(const std::string& frame, Clock::time_point deadline) {
+    std::lock_guard wl(write_mu_);
+    return rdv::write_all(fd_, frame.data(), frame.size(), deadline);
+  }
+
+  void fail_all(Error e) {
+    std::function<void(const Error&)> h;
+    {
+      std::lock_guard lk(mu_);
+      if (fatal_) return;
+      fatal_ = e;
+      if (handler_ && !delivered_) {
+        delivered_ = true;
+        h = handler_;
+      }
+    }
+    cv_.notify_all();
+    if (h) h(e);
+  }
+
+  void handle(const proto::Response& r) {
+    if (r.id() == 0) {
+      if (r.code() == proto::ABORTED) fail_all(rdv::error_from(r));
+      // Other pushes (a closing notice) are followed by EOF; nothing to do.
+      return;
+    }
+    {
+      std::lock_guard lk(mu_);
+      auto it = pending_.find(r.id());
+      if (it == pending_.end()) return;  // the caller gave up already
+      it->second->done = true;
+      it->second->resp = r;
+    }
+    cv_.notify_all();
+    if (r.code() == proto::ABORTED) fail_all(rdv::error_from(r));
+  }
+
+  void io_loop() {
+    rdv::FrameDecoder decoder(kMaxReplyFrame);
+    auto next_beat = Clock::now() + opts_.heartbeat_interval;
+    char buf[65536];
+    std::string beat;
+    {
+      proto::Request hb;
+      hb.mutable_heartbeat();
+      rdv::append_frame(hb, beat);
+    }
+    while (!stop_.load()) {
+      pollfd fds[2] = {{fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+      const int pr = poll(fds, 2, rdv::ms_until(next_beat));
+      if (stop_.load()) break;
+      if (pr < 0 && errno != EINTR) break;
+      if (Clock::now() >= next_beat) {
+        (void)send_frame(beat, Clock::now() + opts_.heartbeat_interval);
+        next_beat = Clock::now() + opts_.heartbeat_interval;
+      }
+      if (pr <= 0 || !(fds[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+      if (n > 0) {
+        decoder.feed(buf, static_cast<size_t>(n));
+        std::string_view payload;
+        rdv::FrameDecoder::Status st;
+        bool bad = false;
+        while ((st = decoder.next(payload)) == rdv::FrameDecoder::Status::frame) {
+          proto::Response r;
+          if (!r.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
+            bad = true;
+            break;
+          }
+          handle(r);
+        }
+        if (!bad && st != rdv::FrameDecoder::Status::too_large) continue;
+        fail_all(make_error(Errc::protocol, "malformed reply from dp-rendezvousd at " + opts_.host + ":" +
+                                                std::to_string(opts_.port) + "; is it the same slurm-dp release?"));
+        break;
+      }
+      // EOF or error: after our goodbye this is the normal end.
+      if (goodbye_sent_.load()) {
+        std::lock_guard lk(mu_);
+        closed_ = true;
+      } else {
+        fail_all(make_error(Errc::connection, "lost the connection to dp-rendezvousd at " + opts_.host + ":" +
+                                                  std::to_string(opts_.port) +
+                                                  ": the daemon exited (the step ended or srun died)"));
+      }
+      cv_.notify_all();
+      break;
+    }
+    std::lock_guard lk(mu_);
+    closed_ = true;
+    cv_.notify_all();
+  }
+
+  ClientOptions opts_;
+  int fd_;
+  int wake_fd_;
+  std::thread io_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> goodbye_sent_{false};
+  std::mutex write_mu_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t next_id_ = 1;
+  std::unordered_map<uint64_t, std::shared_ptr<Pending>> pending_;
+  std::optional<Error> fatal_;
+  bool closed_ = false;
+  bool delivered_ = false;
+  std::function<void(const Error&)> handler_;
+};
+
+// Hello on a fresh socket, before the I/O thread exists.
+Result<void> say_hello(int fd, const ClientOptions& o, rdv::Deadline deadline) {
+  proto::Request req;
+  req.set_id(1);
+  auto* h = req.mutable_hello();
+  h->set_protocol_version(rdv::kProtocolVersion);
+  h->set_secret(o.secret);
+  h->set_role(o.role == PeerRole::rank ? proto::ROLE_RANK : proto::ROLE_AGENT);
+  h->set_rank(o.role == PeerRole::rank ? o.rank : -1);
+  h->set_world_size(o.world_size);
+  h->set_host(o.hostname);
+  std::string frame;
+  rdv::append_frame(req, frame);
+  DP_TRY(rdv::write_all(fd, frame.data(), frame.size(), deadline));
+  rdv::FrameDecoder decoder(64 * 1024);
+  char buf[4096];
+  for (;;) {
+    std::string_view payload;
+    const auto st = decoder.next(payload);
+    if (st == rdv::FrameDecoder::Status::frame) {
+      proto::Response r;
+      if (!r.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
+        return make_error(Errc::protocol, "malformed hello reply from dp-rendezvousd");
+      }
+      if (r.code() != proto::OK) return rdv::error_from(r);
+      return {};
+    }
+    if (st == rdv::FrameDecoder::Status::too_large) {
+      return make_error(Errc::protocol, "oversized hello reply from dp-rendezvousd");
+    }
+    pollfd p{fd, POLLIN, 0};
+    const int pr = poll(&p, 1, rdv::ms_until(deadline));
+    if (pr == 0) return make_error(Errc::timeout, "no hello reply from dp-rendezvousd");
+    if (pr < 0) {
+      if (errno == EINTR) continue;
+      return make_error(Errc::connection, "poll failed during hello");
+    }
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (n <= 0) return make_error(Errc::connection, "dp-rendezvousd closed the connection during hello");
+    decoder.feed(buf, static_cast<size_t>(n));
+  }
+}
+
+bool retryable(Errc c) { return c == Errc::connection || c == Errc::timeout; }
+
+}  // namespace
+
+Result<void> RendezvousClient::parse_address(std::string_view addr, ClientOptions& opts) {
+  const std::string shown = "DP_RDV_ADDR '" + std::string(addr) + "'";
+  std::string_view host;
+  std::string_view port;
+  if (!addr.empty() && addr.front() == '[') {
+    const size_t close = addr.find(']');
+    if (close == std::string_view::npos || close + 1 >= addr.size() || addr[close + 1] != ':') {
+      return make_error(Errc::invalid_argument, shown + ": expected [ipv6]:port");
+    }
+    host = addr.substr(1, close - 1);
+    port = addr.substr(close + 2);
+  } else {
+    const size_t colon = addr.rfind(':');
+    if (colon == std::string_view::npos || colon == 0) {
+      return make_error(Errc::invalid_argument, shown + ": expected host:port");
+    }
+    host = addr.substr(0, colon);
+    port = addr.substr(colon + 1);
+    if (host.find(':') != std::string_view::npos) {
+      return make_error(Errc::invalid_argument, shown + ": write IPv6 addresses as [addr]:port");
+    }
+  }
+  unsigned p = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+  if (host.empty() || ec != std::errc() || end != port.data() + port.size() || p == 0 || p > 65535) {
+    return make_error(Errc::invalid_argument, shown + ": expected host:port with a port in 1..65535");
+  }
+  opts.host = std::string(host);
+  opts.port = static_cast<uint16_t>(p);
+  return {};
+}
+
+Result<std::unique_ptr<RendezvousClient>> RendezvousClient::connect(const ClientOptions& in) {
+  ClientOptions o = in;
+  if (o.host.empty() || o.port == 0) {
+    return make_error(Errc::invalid_argument, "rendezvous client: no daemon address (DP_RDV_ADDR host:port)");
+  }
+  if (o.secret.empty()) return make_error(Errc::invalid_argument, "rendezvous client: empty secret (DP_RDV_SECRET)");
+  if (o.role == PeerRole::rank && (o.rank < 0 || (o.world_size > 0 && o.rank >= o.world_size))) {
+    return make_error(Errc::invalid_argument, "rendezvous client: RANK " + std::to_string(o.rank) +
+                                                  " is outside 0..WORLD_SIZE-1 (" + std::to_string(o.world_size) + ")");
+  }
+  if (o.heartbeat_interval.count() <= 0) o.heartbeat_interval = milliseconds(1'000);
+  if (o.hostname.empty()) {
+    char name[256] = {};
+    gethostname(name, sizeof name - 1);
+    o.hostname = name;
+  }
+  const auto deadline = Clock::now() + o.connect_timeout;
+  std::minstd_rand jitter(static_cast<unsigned>(Clock::now().time_since_epoch().count()) ^
+                          static_cast<unsigned>(getpid()));
+  milliseconds backoff(20);
+  Error last = make_error(Errc::timeout, "connect timeout is zero");
+  for (;;) {
+    // Each attempt gets a slice of the total so a dropped SYN is retried.
+    const auto attempt_deadline = std::min(deadline, Clock::now() + milliseconds(5'000));
+    auto fd = rdv::tcp_connect_once(o.host, o.port, attempt_deadline);
+    if (fd) {
+      auto hello = say_hello(*fd, o, std::min(deadline, Clock::now() + milliseconds(10'000)));
+      if (hello) {
+        const int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (wake < 0) {
+          ::close(*fd);
+          return make_error(Errc::internal, "eventfd failed");
+        }
+        return std::unique_ptr<RendezvousClient>(new TcpRendezvousClient(o, *fd, wake));
+      }
+      ::close(*fd);
+      if (!retryable(hello.error().code)) return hello.error();
+      last = hello.error();
+    } else {
+      last = fd.error();
+    }
+    if (Clock::now() + backoff >= deadline) break;
+    std::this_thread::sleep_for(backoff + milliseconds(jitter() % (backoff.count() / 2 + 1)));
+    backoff = std::min(backoff * 2, milliseconds(1'000));
+  }
+  return make_error(last.code == Errc::timeout ? Errc::timeout : Errc::connection,
+                    last.message + " (gave up after " + std::to_string(o.connect_timeout.count()) +
+                        " ms of retries; is the step's daemon running? check DP_RDV_ADDR)");
+}
+
+}  // namespace dp

@@ -1,2 +1,3 @@
-// Placeholder until the runtime lands (issue 5).
+#include "dp/dp.h"
+
 extern "C" const char* dp_version(void) { return "0.1.0"; }

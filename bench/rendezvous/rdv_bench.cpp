@@ -1,0 +1,321 @@
+// dp-rdv-bench: start-up workflow of N simulated ranks against dp-rendezvousd
+// on loopback. Each rank has its own connection: hello, set its own key,
+// rank 0 publishes a 128-byte ID, every rank gets it, one barrier. Wall time
+// runs from the first connect to the last rank out of the barrier. Ranks are
+// spread over several worker processes (the fd limit is per process); each
+// worker drives its ranks with one epoll loop, one state machine per rank.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "frame_codec.hpp"
+
+namespace {
+
+const std::string kSecret = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+int64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+enum class St { idle, connecting, hello, set_own, set_id, get_id, barrier, done };
+
+struct Rank {
+  int rank = 0;
+  int fd = -1;
+  St st = St::idle;
+  dp::rdv::FrameDecoder dec{1 << 20};
+};
+
+struct WorkerResult {
+  int64_t first_connect = 0;
+  int64_t last_done = 0;
+  int failures = 0;
+};
+
+void send_req(Rank& r, dp::proto::Request& req) {
+  std::string f;
+  dp::rdv::append_frame(req, f);
+  // Replies are small and requests tiny: a full socket buffer means something is badly wrong.
+  if (::send(r.fd, f.data(), f.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(f.size())) {
+    std::fprintf(stderr, "rank %d: short send\n", r.rank);
+  }
+}
+
+void start_connect(Rank& r, int ep, uint16_t port) {
+  r.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  const int one = 1;
+  setsockopt(r.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  connect(r.fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  r.st = St::connecting;
+  epoll_event ev{};
+  ev.events = EPOLLOUT | EPOLLIN;
+  ev.data.ptr = &r;
+  epoll_ctl(ep, EPOLL_CTL_ADD, r.fd, &ev);
+}
+
+WorkerResult run_worker(uint16_t port, int world, int first, int count, int inflight) {
+  WorkerResult res;
+  std::vector<Rank> ranks(count);
+  const int ep = epoll_create1(EPOLL_CLOEXEC);
+  int next = 0, active = 0, done = 0;
+  res.first_connect = now_ns();
+  auto launch_more = [&] {
+    while (next < count && active < inflight) {
+      ranks[next].rank = first + next;
+      start_connect(ranks[next], ep, port);
+      ++next;
+      ++active;
+    }
+  };
+  launch_more();
+  std::vector<epoll_event> evs(1024);
+  const std::string id(128, 'I');
+  while (done < count) {
+    const int n = epoll_wait(ep, evs.data(), static_cast<int>(evs.size()), 10'000);
+    if (n <= 0) {
+      std::fprintf(stderr, "worker %d: stalled with %d of %d ranks done\n", first, done, count);
+      res.failures += count - done;
+      break;
+    }
+    for (int i = 0; i < n; ++i) {
+      Rank& r = *static_cast<Rank*>(evs[i].data.ptr);
+      if (r.st == St::connecting) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        getsockopt(r.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err != 0) {  // refused under overload: try again
+          epoll_ctl(ep, EPOLL_CTL_DEL, r.fd, nullptr);
+          close(r.fd);
+          start_connect(r, ep, port);
+          continue;
+        }
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.ptr = &r;
+        epoll_ctl(ep, EPOLL_CTL_MOD, r.fd, &ev);
+        dp::proto::Request req;
+        req.set_id(1);
+        auto* h = req.mutable_hello();
+        h->set_protocol_version(dp::rdv::kProtocolVersion);
+        h->set_secret(kSecret);
+        h->set_rank(r.rank);
+        h->set_world_size(world);
+        h->set_host("bench");
+        send_req(r, req);
+        r.st = St::hello;
+        continue;
+      }
+      char buf[4096];
+      const ssize_t got = recv(r.fd, buf, sizeof buf, 0);
+      if (got <= 0) {
+        if (got < 0 && errno == EAGAIN) continue;
+        std::fprintf(stderr, "rank %d: connection closed in state %d\n", r.rank, static_cast<int>(r.st));
+        ++res.failures;
+        ++done;
+        epoll_ctl(ep, EPOLL_CTL_DEL, r.fd, nullptr);
+        close(r.fd);
+        continue;
+      }
+      r.dec.feed(buf, static_cast<size_t>(got));
+      std::string_view payload;
+      while (r.dec.next(payload) == dp::rdv::FrameDecoder::Status::frame) {
+        dp::proto::Response resp;
+        resp.ParseFromArray(payload.data(), static_cast<int>(payload.size()));
+        if (resp.code() != dp::proto::OK) {
+          std::fprintf(stderr, "rank %d: error %s\n", r.rank, resp.message().c_str());
+          ++res.failures;
+        }
+        dp::proto::Request req;
+        req.set_id(static_cast<uint64_t>(r.st) + 2);
+        switch (r.st) {
+          case St::hello:
+            --active;
+            launch_more();
+            req.mutable_set()->set_key("rank/" + std::to_string(r.rank));
+            req.mutable_set()->set_value("ready");
+            r.st = St::set_own;
+            break;
+          case St::set_own:
+            if (r.rank == 0) {
+              req.mutable_set()->set_key("nccl_id");
+              req.mutable_set()->set_value(id);
+              r.st = St::set_id;
+              break;
+            }
+            [[fallthrough]];
+          case St::set_id:
+            req.mutable_get()->set_key("nccl_id");
+            req.mutable_get()->set_blocking(true);
+            req.mutable_get()->set_timeout_ms(60'000);
+            r.st = St::get_id;
+            break;
+          case St::get_id:
+            if (resp.value() != id) ++res.failures;
+            req.mutable_barrier()->set_name("start");
+            req.mutable_barrier()->set_timeout_ms(60'000);
+            r.st = St::barrier;
+            break;
+          case St::barrier:
+            res.last_done = std::max(res.last_done, now_ns());
+            req.mutable_goodbye();
+            r.st = St::done;
+            ++done;
+            break;
+          default:
+            continue;
+        }
+        send_req(r, req);
+      }
+    }
+  }
+  for (auto& r : ranks) {
+    if (r.fd >= 0) close(r.fd);
+  }
+  close(ep);
+  return res;
+}
+
+struct Daemon {
+  pid_t pid = -1;
+  uint16_t port = 0;
+};
+
+Daemon start_daemon(const std::string& path, int world) {
+  int in[2], out[2];
+  if (pipe(in) != 0 || pipe(out) != 0) std::exit(1);
+  Daemon d;
+  d.pid = fork();
+  if (d.pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    close(in[1]);
+    close(out[0]);
+    const std::string w = std::to_string(world);
+    execl(path.c_str(), path.c_str(), "--world-size", w.c_str(), "--job-id", "bench", "--step-id", "0", "--listen",
+          "127.0.0.1", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  const std::string s = kSecret + "\n";
+  if (write(in[1], s.data(), s.size()) < 0) std::exit(1);
+  close(in[1]);
+  std::string line;
+  char c;
+  while (read(out[0], &c, 1) == 1 && c != '\n') line.push_back(c);
+  close(out[0]);
+  if (line.rfind("READY ", 0) != 0) {
+    std::fprintf(stderr, "daemon did not start: %s\n", line.c_str());
+    std::exit(1);
+  }
+  d.port = static_cast<uint16_t>(std::atoi(line.c_str() + 6));
+  return d;
+}
+
+long vm_hwm_kib(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  while (f >> key) {
+    if (key == "VmHWM:") {
+      long v = 0;
+      f >> v;
+      return v;
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string daemon_path;
+  int ranks = 1024, workers = 4, inflight = 1024, runs = 3;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    const std::string v = argv[i + 1];
+    if (a == "--daemon") daemon_path = v;
+    else if (a == "--ranks") ranks = std::atoi(v.c_str());
+    else if (a == "--workers") workers = std::atoi(v.c_str());
+    else if (a == "--inflight") inflight = std::atoi(v.c_str());
+    else if (a == "--runs") runs = std::atoi(v.c_str());
+    else {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  if (daemon_path.empty() || ranks < 1 || workers < 1 || inflight < 1 || runs < 1) {
+    std::fprintf(stderr, "usage: dp-rdv-bench --daemon PATH [--ranks N] [--workers P] [--inflight K] [--runs R]\n");
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  std::vector<double> walls;
+  for (int run = 0; run < runs; ++run) {
+    Daemon d = start_daemon(daemon_path, ranks);
+    std::vector<pid_t> kids;
+    std::vector<int> pipes;
+    const int per = (ranks + workers - 1) / workers;
+    for (int w = 0; w < workers; ++w) {
+      const int first = w * per;
+      const int count = std::min(per, ranks - first);
+      if (count <= 0) break;
+      int p[2];
+      if (pipe(p) != 0) return 1;
+      const pid_t pid = fork();
+      if (pid == 0) {
+        close(p[0]);
+        WorkerResult r = run_worker(d.port, ranks, first, count, std::max(1, inflight / workers));
+        if (write(p[1], &r, sizeof r) != sizeof r) _exit(1);
+        _exit(0);
+      }
+      close(p[1]);
+      kids.push_back(pid);
+      pipes.push_back(p[0]);
+    }
+    int64_t first = INT64_MAX, last = 0;
+    int failures = 0;
+    for (size_t i = 0; i < kids.size(); ++i) {
+      WorkerResult r{};
+      if (read(pipes[i], &r, sizeof r) != sizeof r) ++failures;
+      close(pipes[i]);
+      waitpid(kids[i], nullptr, 0);
+      first = std::min(first, r.first_connect);
+      last = std::max(last, r.last_done);
+      failures += r.failures;
+    }
+    const long hwm = vm_hwm_kib(d.pid);
+    kill(d.pid, SIGTERM);
+    waitpid(d.pid, nullptr, 0);
+    const double wall = static_cast<double>(last - first) / 1e9;
+    walls.push_back(wall);
+    std::printf("dp-rendezvousd ranks=%d run=%d wall_s=%.3f daemon_peak_rss_mib=%.1f failures=%d\n", ranks, run, wall,
+                static_cast<double>(hwm) / 1024.0, failures);
+    std::fflush(stdout);
+  }
+  std::sort(walls.begin(), walls.end());
+  std::printf("dp-rendezvousd ranks=%d median_wall_s=%.3f\n", ranks, walls[walls.size() / 2]);
+  return 0;
+}

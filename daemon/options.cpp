@@ -1,0 +1,116 @@
+#include "options.hpp"
+
+#include <charconv>
+#include <cctype>
+
+namespace dp::daemon {
+namespace {
+
+Result<long long> parse_int(const std::string& opt, const std::string& v, long long lo, long long hi) {
+  long long n = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || p != v.data() + v.size() || n < lo || n > hi) {
+    return make_error(Errc::invalid_argument, opt + ": expected an integer in " + std::to_string(lo) + ".." +
+                                                  std::to_string(hi) + ", got '" + v + "'");
+  }
+  return n;
+}
+
+}  // namespace
+
+const char* usage_text() noexcept {
+  return "usage: dp-rendezvousd --world-size N --job-id J --step-id S [options] < secret\n"
+         "  reads the step secret (one line of >= 32 hex digits) from stdin, binds an OS-chosen port,\n"
+         "  prints 'READY <port>' on stdout, logs to stderr.\n"
+         "  --listen ADDR               address to bind (default 0.0.0.0)\n"
+         "  --idle-timeout SEC          exit after SEC seconds without connections (default 600)\n"
+         "  --done-linger-ms MS         exit MS after every rank said goodbye (default 2000)\n"
+         "  --max-connections N         (default: the fd limit minus 32)\n"
+         "  --max-key-bytes N           (default 4096)\n"
+         "  --max-value-bytes N         (default 1048576)\n"
+         "  --max-total-bytes N         keys + values of the step (default 134217728)\n"
+         "  --hello-timeout-ms MS       close connections without hello (default 5000)\n"
+         "  --heartbeat-timeout-ms MS   a silent rank aborts the job (default 5000, 0: off)\n";
+}
+
+Result<DaemonOptions> parse_options(const std::vector<std::string>& args) {
+  DaemonOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      o.help = true;
+      return o;
+    }
+    if (a.rfind("--", 0) != 0) return make_error(Errc::invalid_argument, "unexpected argument '" + a + "'; see --help");
+    if (i + 1 >= args.size()) return make_error(Errc::invalid_argument, a + ": missing value; see --help");
+    const std::string& v = args[++i];
+    auto num = [&](long long lo, long long hi) { return parse_int(a, v, lo, hi); };
+    if (a == "--world-size") {
+      auto n = num(1, 1 << 20);
+      if (!n) return n.error();
+      o.world_size = static_cast<int>(*n);
+    } else if (a == "--job-id") {
+      o.job_id = v;
+    } else if (a == "--step-id") {
+      o.step_id = v;
+    } else if (a == "--listen") {
+      if (v.empty()) return make_error(Errc::invalid_argument, "--listen: empty address; give an IPv4/IPv6 address");
+      o.listen_addr = v;
+    } else if (a == "--idle-timeout") {
+      auto n = num(1, 7 * 24 * 3600);
+      if (!n) return n.error();
+      o.idle_timeout = std::chrono::seconds(*n);
+    } else if (a == "--done-linger-ms") {
+      auto n = num(0, 3'600'000);
+      if (!n) return n.error();
+      o.done_linger = std::chrono::milliseconds(*n);
+    } else if (a == "--max-connections") {
+      auto n = num(1, 10'000'000);
+      if (!n) return n.error();
+      o.max_connections = static_cast<int>(*n);
+    } else if (a == "--max-key-bytes") {
+      auto n = num(1, 1 << 20);
+      if (!n) return n.error();
+      o.limits.max_key_bytes = static_cast<uint32_t>(*n);
+    } else if (a == "--max-value-bytes") {
+      auto n = num(0, 256 << 20);
+      if (!n) return n.error();
+      o.limits.max_value_bytes = static_cast<uint32_t>(*n);
+    } else if (a == "--max-total-bytes") {
+      auto n = num(0, 1ll << 40);
+      if (!n) return n.error();
+      o.limits.max_total_bytes = static_cast<uint64_t>(*n);
+    } else if (a == "--hello-timeout-ms") {
+      auto n = num(1, 3'600'000);
+      if (!n) return n.error();
+      o.limits.hello_timeout = std::chrono::milliseconds(*n);
+    } else if (a == "--heartbeat-timeout-ms") {
+      auto n = num(0, 3'600'000);
+      if (!n) return n.error();
+      o.limits.heartbeat_timeout = std::chrono::milliseconds(*n);
+    } else {
+      return make_error(Errc::invalid_argument, "unknown option " + a + "; see --help");
+    }
+  }
+  if (o.world_size == 0) return make_error(Errc::invalid_argument, "--world-size is required (the step's number of ranks)");
+  if (o.job_id.empty()) return make_error(Errc::invalid_argument, "--job-id is required (SLURM_JOB_ID)");
+  if (o.step_id.empty()) return make_error(Errc::invalid_argument, "--step-id is required (SLURM_STEP_ID)");
+  return o;
+}
+
+Result<std::string> validate_secret(std::string line) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  if (line.size() < 32 || line.size() > 512) {
+    return make_error(Errc::invalid_argument,
+                      "secret on stdin: expected one line of 32 to 512 hex digits (at least 128 bits), got " +
+                          std::to_string(line.size()) + " characters");
+  }
+  for (char c : line) {
+    if (!std::isxdigit(static_cast<unsigned char>(c))) {
+      return make_error(Errc::invalid_argument, "secret on stdin: expected hex digits only (0-9, a-f)");
+    }
+  }
+  return line;
+}
+
+}  // namespace dp::daemon

@@ -1,0 +1,31 @@
+// Command line of dp-rendezvousd. The secret never comes from argv (every
+// user can read argv with ps): it is one line of hex on stdin.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "broker.hpp"
+#include "dp/result.hpp"
+
+namespace dp::daemon {
+
+struct DaemonOptions {
+  int world_size = 0;
+  std::string job_id;
+  std::string step_id;
+  std::string listen_addr = "0.0.0.0";
+  std::chrono::seconds idle_timeout{600};          // no connection for this long: exit
+  std::chrono::milliseconds done_linger{2'000};    // every rank said goodbye: exit after this
+  int max_connections = 0;                         // 0: from the fd limit
+  BrokerLimits limits;
+  bool help = false;
+};
+
+Result<DaemonOptions> parse_options(const std::vector<std::string>& args);
+// Checks one line of hex (at least 128 bits), without echoing it.
+Result<std::string> validate_secret(std::string line);
+const char* usage_text() noexcept;
+
+}  // namespace dp::daemon

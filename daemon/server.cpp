@@ -1,0 +1,312 @@
+#include "server.hpp"
+
+#include <arpa/inet.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace dp::daemon {
+namespace {
+
+constexpr size_t kMaxOutBytes = 64u << 20;  // a peer that never reads is dropped
+constexpr auto kCloseGrace = std::chrono::seconds(2);
+constexpr int kAcceptBatch = 256;
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+}  // namespace
+
+Server::Server(const DaemonOptions& opts, std::string secret) : opts_(opts) {
+  BrokerConfig cfg;
+  cfg.world_size = opts.world_size;
+  cfg.secret = std::move(secret);
+  cfg.job_id = opts.job_id;
+  cfg.step_id = opts.step_id;
+  cfg.limits = opts.limits;
+  broker_ = std::make_unique<Broker>(std::move(cfg), *this, Clock::now());
+}
+
+Result<std::unique_ptr<Server>> Server::create(const DaemonOptions& opts, std::string secret) {
+  std::unique_ptr<Server> s(new Server(opts, std::move(secret)));
+  if (s->opts_.max_connections == 0) {
+    rlimit rl{};
+    getrlimit(RLIMIT_NOFILE, &rl);
+    s->opts_.max_connections = rl.rlim_cur > 64 ? static_cast<int>(rl.rlim_cur - 32) : 32;
+  }
+
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
+  addrinfo* ai = nullptr;
+  if (getaddrinfo(opts.listen_addr.c_str(), "0", &hints, &ai) != 0 || !ai) {
+    return make_error(Errc::invalid_argument,
+                      "--listen " + opts.listen_addr + ": not a numeric IPv4/IPv6 address");
+  }
+  const int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    freeaddrinfo(ai);
+    return make_error(Errc::connection, "socket: " + errno_text(errno));
+  }
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  const int rc = bind(fd, ai->ai_addr, ai->ai_addrlen);
+  const int bind_errno = errno;
+  freeaddrinfo(ai);
+  if (rc != 0 || listen(fd, SOMAXCONN) != 0) {
+    const int e = rc != 0 ? bind_errno : errno;
+    ::close(fd);
+    return make_error(Errc::connection, "cannot listen on " + opts.listen_addr + " port 0: " + errno_text(e));
+  }
+  sockaddr_storage sa{};
+  socklen_t len = sizeof sa;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  s->port_ = ntohs(sa.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port
+                                            : reinterpret_cast<sockaddr_in*>(&sa)->sin_port);
+  s->listen_fd_ = fd;
+  s->spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+  s->base_ = event_base_new();
+  if (!s->base_) return make_error(Errc::internal, "event_base_new failed");
+  Server* self = s.get();
+  s->accept_ev_ = event_new(s->base_, fd, EV_READ | EV_PERSIST, &Server::on_accept, self);
+  s->tick_ev_ = event_new(s->base_, -1, EV_PERSIST, &Server::on_tick, self);
+  s->sigterm_ev_ = evsignal_new(s->base_, SIGTERM, &Server::on_signal, self);
+  s->sigint_ev_ = evsignal_new(s->base_, SIGINT, &Server::on_signal, self);
+  s->reap_ev_ = event_new(s->base_, -1, 0, &Server::on_reap, self);
+  timeval tv{0, 100'000};
+  event_add(s->accept_ev_, nullptr);
+  event_add(s->tick_ev_, &tv);
+  event_add(s->sigterm_ev_, nullptr);
+  event_add(s->sigint_ev_, nullptr);
+  s->parent_ = getppid();
+  s->idle_since_ = Clock::now();
+  return s;
+}
+
+Server::~Server() {
+  for (auto& [id, c] : conns_) {
+    if (c->rd) event_free(c->rd);
+    if (c->wr) event_free(c->wr);
+    ::close(c->fd);
+  }
+  conns_.clear();
+  for (auto& c : dead_) {
+    if (c->rd) event_free(c->rd);
+    if (c->wr) event_free(c->wr);
+    ::close(c->fd);
+  }
+  for (event* e : {accept_ev_, tick_ev_, sigterm_ev_, sigint_ev_, reap_ev_}) {
+    if (e) event_free(e);
+  }
+  if (base_) event_base_free(base_);
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  if (spare_fd_ >= 0) ::close(spare_fd_);
+}
+
+void Server::run() { event_base_dispatch(base_); }
+
+void Server::stop(const char* why) {
+  std::fprintf(stderr, "dp-rendezvousd: job %s step %s: exiting: %s\n", opts_.job_id.c_str(), opts_.step_id.c_str(),
+               why);
+  event_base_loopbreak(base_);
+}
+
+void Server::on_signal(int, short, void* arg) { static_cast<Server*>(arg)->stop("signal"); }
+void Server::on_tick(int, short, void* arg) { static_cast<Server*>(arg)->tick(); }
+void Server::on_accept(int, short, void* arg) { static_cast<Server*>(arg)->accept_some(); }
+
+void Server::on_reap(int, short, void* arg) {
+  auto* s = static_cast<Server*>(arg);
+  for (auto& c : s->dead_) {
+    if (c->rd) event_free(c->rd);
+    if (c->wr) event_free(c->wr);
+    ::close(c->fd);
+  }
+  s->dead_.clear();
+}
+
+void Server::accept_some() {
+  for (int i = 0; i < kAcceptBatch; ++i) {
+    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE) {
+        // Out of fds: take one waiting connection off the queue and refuse it,
+        // rather than spinning on a listener that stays readable.
+        if (spare_fd_ >= 0) {
+          ::close(spare_fd_);
+          const int x = accept(listen_fd_, nullptr, nullptr);
+          if (x >= 0) ::close(x);
+          spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        }
+        std::fprintf(stderr, "dp-rendezvousd: out of file descriptors; refused a connection\n");
+      }
+      return;
+    }
+    const int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    auto c = std::make_unique<Conn>();
+    c->server = this;
+    c->fd = fd;
+    c->id = next_id_++;
+    if (static_cast<int>(conns_.size()) >= opts_.max_connections) {
+      proto::Response r;
+      r.set_code(proto::LIMIT);
+      r.set_message("too many connections: the limit is " + std::to_string(opts_.max_connections) +
+                    " (dp-rendezvousd --max-connections)");
+      std::string frame;
+      rdv::append_frame(r, frame);
+      [[maybe_unused]] ssize_t n = ::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      ::close(fd);
+      continue;
+    }
+    c->rd = event_new(base_, fd, EV_READ | EV_PERSIST, &Server::on_read, c.get());
+    event_add(c->rd, nullptr);
+    const ConnId id = c->id;
+    conns_.emplace(id, std::move(c));
+    broker_->on_connect(id, Clock::now());
+  }
+}
+
+void Server::on_read(int, short, void* arg) {
+  auto* c = static_cast<Conn*>(arg);
+  c->server->read_from(*c);
+}
+
+void Server::on_write(int, short, void* arg) {
+  auto* c = static_cast<Conn*>(arg);
+  c->server->flush(*c);
+}
+
+void Server::read_from(Conn& c) {
+  char buf[65536];
+  const ConnId id = c.id;
+  bool eof = false;
+  for (int round = 0; round < 4; ++round) {
+    const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
+    if (n > 0) {
+      c.decoder.feed(buf, static_cast<size_t>(n));
+      if (static_cast<size_t>(n) < sizeof buf) break;
+      continue;
+    }
+    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) eof = true;
+    break;
+  }
+  const auto now = Clock::now();
+  // Frames received before a disconnect still count (a goodbye followed by close).
+  while (!c.closing) {
+    c.decoder.set_max_frame_bytes(broker_->max_frame_bytes(id));
+    std::string_view payload;
+    const auto st = c.decoder.next(payload);
+    if (st == rdv::FrameDecoder::Status::need_more) break;
+    if (st == rdv::FrameDecoder::Status::too_large) {
+      broker_->on_oversized_frame(id, c.decoder.frame_length(), broker_->max_frame_bytes(id));
+      break;
+    }
+    broker_->on_frame(id, payload, now);
+    if (!conns_.count(id)) return;  // dropped while handling
+  }
+  if (c.closing) return;
+  c.decoder.shrink_if_idle();
+  if (eof) {
+    broker_->on_disconnect(id, now);
+    drop(c);
+  }
+}
+
+void Server::send(ConnId conn, const proto::Response& r) {
+  auto it = conns_.find(conn);
+  if (it == conns_.end()) return;
+  Conn& c = *it->second;
+  if (c.out.size() - c.out_pos > kMaxOutBytes) {
+    std::fprintf(stderr, "dp-rendezvousd: a peer does not read its replies; dropping it\n");
+    broker_->on_disconnect(conn, Clock::now());
+    drop(c);
+    return;
+  }
+  rdv::append_frame(r, c.out);
+  if (!c.wr || !event_pending(c.wr, EV_WRITE, nullptr)) flush(c);
+}
+
+void Server::flush(Conn& c) {
+  while (c.out_pos < c.out.size()) {
+    const ssize_t n = ::send(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
+    if (n > 0) {
+      c.out_pos += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!c.wr) c.wr = event_new(base_, c.fd, EV_WRITE | EV_PERSIST, &Server::on_write, &c);
+      event_add(c.wr, nullptr);
+      return;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    // The peer is gone; the read side reports it (or the close finishes it).
+    c.out.clear();
+    c.out_pos = 0;
+    if (c.closing) drop(c);
+    return;
+  }
+  c.out.clear();
+  c.out_pos = 0;
+  if (c.out.capacity() > 4096) std::string().swap(c.out);
+  if (c.wr) event_del(c.wr);
+  if (c.closing) drop(c);
+}
+
+void Server::close(ConnId conn) {
+  auto it = conns_.find(conn);
+  if (it == conns_.end()) return;
+  Conn& c = *it->second;
+  if (c.closing) return;
+  c.closing = true;
+  c.closing_since = Clock::now();
+  event_del(c.rd);
+  shutdown(c.fd, SHUT_RD);
+  if (c.out_pos >= c.out.size()) drop(c);
+}
+
+void Server::drop(Conn& c) {
+  auto it = conns_.find(c.id);
+  if (it == conns_.end()) return;
+  event_del(c.rd);
+  if (c.wr) event_del(c.wr);
+  dead_.push_back(std::move(it->second));
+  conns_.erase(it);
+  event_active(reap_ev_, EV_TIMEOUT, 0);
+  if (conns_.empty()) idle_since_ = Clock::now();
+}
+
+void Server::tick() {
+  const auto now = Clock::now();
+  broker_->on_tick(now);
+  std::vector<Conn*> stuck;
+  for (auto& [id, c] : conns_) {
+    if (c->closing && now - c->closing_since > kCloseGrace) stuck.push_back(c.get());
+  }
+  for (Conn* c : stuck) drop(*c);
+
+  if (getppid() != parent_) return stop("the parent process (srun) is gone");
+  if (conns_.empty() && now - idle_since_ >= opts_.idle_timeout) return stop("idle timeout");
+  if (broker_->finished()) {
+    if (!was_finished_) {
+      was_finished_ = true;
+      finished_since_ = now;
+    }
+    if (now - finished_since_ >= opts_.done_linger) return stop("every rank said goodbye");
+  } else {
+    was_finished_ = false;
+  }
+}
+
+}  // namespace dp::daemon

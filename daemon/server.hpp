@@ -1,0 +1,85 @@
+// The socket side of dp-rendezvousd: one libevent loop, a non-blocking
+// listener, and per connection a frame decoder and an output buffer. Every
+// decision about requests is the Broker's.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "broker.hpp"
+#include "frame_codec.hpp"
+#include "options.hpp"
+
+struct event_base;
+struct event;
+
+namespace dp::daemon {
+
+class Server final : public Outbox {
+ public:
+  // Binds port 0 on opts.listen_addr and listens with backlog SOMAXCONN.
+  static Result<std::unique_ptr<Server>> create(const DaemonOptions& opts, std::string secret);
+  ~Server() override;
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  uint16_t port() const { return port_; }
+  // Runs until SIGTERM/SIGINT, parent death, idle time or the step's end.
+  void run();
+
+  void send(ConnId conn, const proto::Response& r) override;
+  void close(ConnId conn) override;
+
+ private:
+  struct Conn {
+    Server* server = nullptr;
+    int fd = -1;
+    ConnId id = 0;
+    event* rd = nullptr;
+    event* wr = nullptr;  // created on the first short write
+    rdv::FrameDecoder decoder{4096};
+    std::string out;
+    size_t out_pos = 0;
+    bool closing = false;
+    Clock::time_point closing_since;
+  };
+
+  Server(const DaemonOptions& opts, std::string secret);
+  static void on_accept(int fd, short what, void* arg);
+  static void on_read(int fd, short what, void* arg);
+  static void on_write(int fd, short what, void* arg);
+  static void on_tick(int fd, short what, void* arg);
+  static void on_signal(int fd, short what, void* arg);
+  static void on_reap(int fd, short what, void* arg);
+
+  void accept_some();
+  void read_from(Conn& c);
+  void flush(Conn& c);
+  void drop(Conn& c);  // destroy later, outside any callback of c
+  void tick();
+  void stop(const char* why);
+
+  DaemonOptions opts_;
+  event_base* base_ = nullptr;
+  int listen_fd_ = -1;
+  int spare_fd_ = -1;  // released to accept-and-close when out of fds
+  uint16_t port_ = 0;
+  event* accept_ev_ = nullptr;
+  event* tick_ev_ = nullptr;
+  event* sigterm_ev_ = nullptr;
+  event* sigint_ev_ = nullptr;
+  event* reap_ev_ = nullptr;
+  std::unique_ptr<Broker> broker_;
+  std::unordered_map<ConnId, std::unique_ptr<Conn>> conns_;
+  std::vector<std::unique_ptr<Conn>> dead_;
+  ConnId next_id_ = 1;
+  pid_t parent_ = 0;
+  Clock::time_point idle_since_;
+  Clock::time_point finished_since_{};
+  bool was_finished_ = false;
+};
+
+}  // namespace dp::daemon

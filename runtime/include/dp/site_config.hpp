@@ -1,0 +1,35 @@
+// Site settings: key=value words from the plugstack.conf line, parsed
+// strictly (unknown key or bad value is an error naming it). Pure.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dp/result.hpp"
+
+namespace dp {
+
+enum class AcceleratorKind { none, cuda, ze, rdu };
+const char* accelerator_kind_name(AcceleratorKind k) noexcept;
+
+struct SiteConfig {
+  AcceleratorKind kind = AcceleratorKind::cuda;
+  int devices_per_node = 0;      // 0: what Slurm tells (gres, visible devices)
+  int tiles_per_device = 1;      // GPU stacks (ze), RDU tiles (rdu)
+  int port_min = 29400;          // MASTER_PORT range when Slurm reserved none
+  int port_max = 29999;
+  bool default_on = false;       // every step is a slurm-dp step
+  std::string daemon_path;       // dp-rendezvousd; empty: the installed one
+  std::string lease_dir = "/run/slurm-dp/ports";
+  int idle_timeout_s = 0;        // passed to the daemon; 0: its default
+  int port_wait_s = 60;          // how long non-master nodes wait for MASTER_PORT
+
+  // Tiles per node the site declares; 0 when it leaves it to Slurm.
+  int declared_tiles_per_node() const noexcept { return devices_per_node * tiles_per_device; }
+};
+
+// Parses the plugin's argv (argc words after the plugin path). Messages name
+// the key and say the fix.
+Result<SiteConfig> parse_site_config(const std::vector<std::string>& words);
+
+}  // namespace dp

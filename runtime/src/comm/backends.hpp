@@ -1,0 +1,30 @@
+// Factories of the backends, and the rule that picks one. Internal to libdp.
+#pragma once
+
+#include <chrono>
+#include <memory>
+
+#include "dp/communicator.hpp"
+
+namespace dp::detail {
+
+struct ResolvedOptions {
+  Backend backend = Backend::single;
+  std::chrono::milliseconds timeout{300'000};
+};
+
+// Number of CUDA devices this process can use; 0 without CUDA support, a
+// driver, or a device (cudaGetDeviceCount fails then, see NOTES).
+int usable_cuda_devices() noexcept;
+
+// Options + DP_BACKEND/DP_TIMEOUT_MS + world size + visible devices -> the
+// backend to build. `cuda_devices` is a parameter so the rule is testable.
+Result<ResolvedOptions> resolve_options(const Context& ctx, const InitOptions& opts,
+                                        int cuda_devices);
+
+Result<std::unique_ptr<Communicator>> make_gloo_communicator(const Context& ctx,
+                                                             std::chrono::milliseconds timeout);
+Result<std::unique_ptr<Communicator>> make_nccl_communicator(const Context& ctx,
+                                                             std::chrono::milliseconds timeout);
+
+}  // namespace dp::detail

@@ -1,0 +1,44 @@
+// Gloo's rendezvous store for a job: dp-rendezvousd through our client (the
+// normal case under srun --dp-world=auto), or a shared directory
+// (DP_STORE_DIR: torchrun-style launches and tests without a daemon).
+#pragma once
+
+#include <chrono>
+#include <memory>
+
+#include <gloo/rendezvous/store.h>
+
+#include "dp/context.hpp"
+#include "dp/rendezvous_client.hpp"
+
+namespace dp::detail {
+
+// Adapts the daemon client to gloo's interface; gloo wants exceptions, which
+// stay inside libdp (the Gloo communicator catches them).
+class DaemonStore final : public gloo::rendezvous::Store {
+ public:
+  DaemonStore(RendezvousClient& client, std::chrono::milliseconds timeout)
+      : client_(client), timeout_(timeout) {}
+  void set(const std::string& key, const std::vector<char>& data) override;
+  std::vector<char> get(const std::string& key) override;
+  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
+
+ private:
+  RendezvousClient& client_;
+  std::chrono::milliseconds timeout_;
+};
+
+struct JobStore {
+  std::unique_ptr<RendezvousClient> client;  // null without a daemon
+  std::unique_ptr<gloo::rendezvous::Store> store;
+};
+
+// Error (one line, names the variables to set) when neither a daemon nor a
+// store directory is configured.
+Result<JobStore> open_job_store(const Context& ctx, std::chrono::milliseconds timeout);
+
+// The hostname reported to the daemon, so failure messages name the host.
+std::string this_hostname();
+
+}  // namespace dp::detail

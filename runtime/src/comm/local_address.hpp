@@ -1,0 +1,16 @@
+// Which local address reaches a peer: the interface Gloo must listen on so
+// that the master (and every rank routed like it) can connect back. Asking
+// the kernel's routing table avoids a hard-coded "lo" or eth0.
+#pragma once
+
+#include <string>
+
+#include "dp/result.hpp"
+
+namespace dp::detail {
+
+// Numeric address (IPv4 or IPv6) of the local interface the kernel would use
+// to send to host. No packet is sent.
+Result<std::string> local_address_towards(const std::string& host);
+
+}  // namespace dp::detail

@@ -1,0 +1,35 @@
+#include "dp/master_port.hpp"
+
+#include <string>
+
+#include "dp/options.hpp"
+
+namespace dp {
+
+Result<std::optional<int>> first_reserved_port(std::string_view resv) {
+  if (resv.empty()) return std::optional<int>{};
+  auto end = resv.find_first_of(",-");
+  auto p = parse_integer(resv.substr(0, end), 1, 65535, "SLURM_STEP_RESV_PORTS", "12000-12003");
+  if (!p)
+    return make_error(Errc::invalid_argument,
+                      "SLURM_STEP_RESV_PORTS=" + std::string(resv) +
+                          ": not a port list; check MpiParams=ports= in slurm.conf");
+  return std::optional<int>{static_cast<int>(*p)};
+}
+
+Result<int> pick_port(int min, int max, uint64_t seed, const std::function<bool(int)>& try_take) {
+  if (min < 1 || max > 65535 || min > max)
+    return make_error(Errc::invalid_argument, "port range " + std::to_string(min) + "-" +
+                                                  std::to_string(max) + " is empty or invalid");
+  const uint64_t span = static_cast<uint64_t>(max - min) + 1;
+  for (uint64_t i = 0; i < span; ++i) {
+    int port = min + static_cast<int>((seed + i) % span);
+    if (try_take(port)) return port;
+  }
+  return make_error(Errc::unavailable,
+                    "no free MASTER_PORT in " + std::to_string(min) + "-" + std::to_string(max) +
+                        " on the master node; widen ports= in plugstack.conf or pass "
+                        "--dp-master-port=PORT");
+}
+
+}  // namespace dp

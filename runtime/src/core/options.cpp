@@ -1,0 +1,121 @@
+#include "dp/options.hpp"
+
+#include <charconv>
+#include <limits>
+#include <string>
+
+namespace dp {
+
+namespace {
+
+std::string flag(std::string_view name) { return "--" + std::string(name); }
+
+Error bad(std::string_view name, std::string_view value, std::string_view why,
+          std::string_view fix) {
+  return make_error(Errc::invalid_argument, flag(name) + "=" + std::string(value) + ": " +
+                                                std::string(why) + "; " + std::string(fix));
+}
+
+// auto or an integer in [min, max]; auto is stored as 0.
+Result<int> parse_auto_or(std::string_view name, const char* value, long long min, long long max,
+                          std::string_view example) {
+  if (value == nullptr)
+    return make_error(Errc::invalid_argument,
+                      flag(name) + ": missing value; use " + flag(name) + "=auto or " +
+                          flag(name) + "=" + std::string(example));
+  std::string_view v(value);
+  if (v == "auto") return 0;
+  auto n = parse_integer(v, min, max, flag(name), std::string(example) + " or auto");
+  DP_TRY(n);
+  return static_cast<int>(*n);
+}
+
+}  // namespace
+
+Result<long long> parse_integer(std::string_view text, long long min, long long max,
+                                std::string_view what, std::string_view example) {
+  const std::string shown = std::string(what) + "=" + std::string(text);
+  const std::string fix = "use a whole number from " + std::to_string(min) + " to " +
+                          std::to_string(max) + ", e.g. " + std::string(what) + "=" +
+                          std::string(example);
+  if (text.empty())
+    return make_error(Errc::invalid_argument, std::string(what) + ": empty value; " + fix);
+  // from_chars accepts a leading '-', never '+' or spaces; reject both explicitly.
+  if (text.front() == '+' || text.front() == ' ')
+    return make_error(Errc::invalid_argument, shown + ": not a whole number; " + fix);
+  long long n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec == std::errc::result_out_of_range)
+    return make_error(Errc::invalid_argument, shown + ": too large; " + fix);
+  if (ec != std::errc() || end == text.data())
+    return make_error(Errc::invalid_argument, shown + ": not a whole number; " + fix);
+  if (end != text.data() + text.size())
+    return make_error(Errc::invalid_argument,
+                      shown + ": unexpected '" + std::string(end, text.data() + text.size()) +
+                          "' after the number; " + fix);
+  if (n < 0 && min >= 0)
+    return make_error(Errc::invalid_argument, shown + ": negative; " + fix);
+  if (n == 0 && min > 0)
+    return make_error(Errc::invalid_argument, shown + ": zero; " + fix);
+  if (n < min || n > max)
+    return make_error(Errc::invalid_argument, shown + ": out of range; " + fix);
+  return n;
+}
+
+const std::vector<OptionSpec>& option_specs() {
+  static const std::vector<OptionSpec> specs = {
+      {kOptWorld, "auto|N",
+       "[slurm-dp] data-parallel step: auto = the step's task count, or N (must equal it)"},
+      {kOptTiles, "K", "[slurm-dp] accelerator tiles (GPUs, stacks, RDU tiles) per task"},
+      {kOptMasterPort, "auto|PORT",
+       "[slurm-dp] MASTER_PORT: auto (reserved by Slurm or leased free) or a fixed port"},
+      {kOptExplain, nullptr, "[slurm-dp] print every task's layout and start nothing"},
+      {kOptVerbose, nullptr, "[slurm-dp] print the layout and the daemon's messages on stderr"},
+  };
+  return specs;
+}
+
+Result<void> apply_option(Options& opts, std::string_view name, const char* value) {
+  if (name == kOptWorld) {
+    auto w = parse_auto_or(name, value, 1, std::numeric_limits<int>::max(), "4");
+    DP_TRY(w);
+    opts.world = *w;
+    return {};
+  }
+  if (name == kOptTiles) {
+    if (value == nullptr)
+      return make_error(Errc::invalid_argument,
+                        "--dp-tiles: missing value; use --dp-tiles=K, e.g. --dp-tiles=1");
+    auto t = parse_integer(value, 1, 4096, "--dp-tiles", "1");
+    DP_TRY(t);
+    opts.tiles = static_cast<int>(*t);
+    return {};
+  }
+  if (name == kOptMasterPort) {
+    auto p = parse_auto_or(name, value, 1024, 65535, "29500");
+    DP_TRY(p);
+    opts.master_port = *p;
+    return {};
+  }
+  if (name == kOptExplain || name == kOptVerbose) {
+    // Slurm passes flags without a value; sbatch-propagated flags may carry "".
+    if (value != nullptr && *value != '\0')
+      return bad(name, value, "takes no value", "write just " + flag(name));
+    (name == kOptExplain ? opts.explain : opts.verbose) = true;
+    return {};
+  }
+  return make_error(Errc::invalid_argument,
+                    flag(name) + ": not a slurm-dp option; see srun --help for the --dp-* options");
+}
+
+Options overlay(const Options& base, const Options& top) {
+  Options o = base;
+  if (top.world) o.world = top.world;
+  if (top.tiles) o.tiles = top.tiles;
+  if (top.master_port) o.master_port = top.master_port;
+  if (top.explain) o.explain = top.explain;
+  if (top.verbose) o.verbose = top.verbose;
+  return o;
+}
+
+}  // namespace dp

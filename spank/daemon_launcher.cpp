@@ -1,0 +1,174 @@
+#include "daemon_launcher.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+namespace dp::spank {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Pipe {
+  int fd[2] = {-1, -1};
+  ~Pipe() {
+    for (int f : fd)
+      if (f >= 0) close(f);
+  }
+  int release(int i) {
+    int f = fd[i];
+    fd[i] = -1;
+    return f;
+  }
+};
+
+// Runs in the forked child: only async-signal-safe calls until exec.
+[[noreturn]] void exec_child(const std::vector<char*>& argv, int in_fd, int out_fd, bool show_stderr,
+                             pid_t parent) {
+  // Die with srun: the daemon must never outlive the step.
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent) _exit(1);
+  // srun blocks and ignores signals; exec keeps both, so reset them.
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM})
+    signal(s, SIG_DFL);
+  if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0) _exit(126);
+  if (!show_stderr) {
+    int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) dup2(devnull, 2);
+  }
+  // Keep srun's sockets and the tasks' I/O out of the daemon.
+  close_range(3, ~0U, 0);
+  execv(argv[0], argv.data());
+  const char msg[] = "ERROR cannot execute the daemon\n";
+  ssize_t ignored = write(1, msg, sizeof msg - 1);
+  (void)ignored;
+  _exit(127);
+}
+
+// Reads one line from fd within the deadline.
+Result<std::string> read_line(int fd, Clock::time_point deadline) {
+  std::string line;
+  char buf[256];
+  while (line.find('\n') == std::string::npos) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return make_error(Errc::timeout, "no answer");
+    pollfd p{fd, POLLIN, 0};
+    int r = poll(&p, 1, static_cast<int>(left.count()));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) continue;
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return make_error(Errc::connection, line.empty() ? "exited without answering"
+                                                                  : "answer cut short: " + line);
+    line.append(buf, static_cast<size_t>(n));
+    if (line.size() > 4096) break;
+  }
+  return line.substr(0, line.find('\n'));
+}
+
+}  // namespace
+
+Result<std::string> make_secret() {
+  unsigned char raw[32];
+  size_t got = 0;
+  while (got < sizeof raw) {
+    ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return make_error(Errc::internal, std::string("getrandom: ") + std::strerror(errno));
+    got += static_cast<size_t>(n);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char b : raw) {
+    hex += kHex[b >> 4];
+    hex += kHex[b & 15];
+  }
+  return hex;
+}
+
+Result<RunningDaemon> launch_daemon(const DaemonRequest& req, const std::string& secret) {
+  if (access(req.path.c_str(), X_OK) != 0)
+    return make_error(Errc::unavailable,
+                      "rendezvous daemon " + req.path + " is not executable (" +
+                          std::strerror(errno) + "); ask the site to install it or set daemon= "
+                          "in plugstack.conf");
+  std::vector<std::string> args = {req.path,           "--world-size",
+                                   std::to_string(req.world_size), "--job-id",
+                                   std::to_string(req.job_id),     "--step-id",
+                                   std::to_string(req.step_id)};
+  if (req.idle_timeout_s > 0) {
+    args.push_back("--idle-timeout");
+    args.push_back(std::to_string(req.idle_timeout_s));
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  Pipe in, out;
+  if (pipe2(in.fd, O_CLOEXEC) != 0 || pipe2(out.fd, O_CLOEXEC) != 0)
+    return make_error(Errc::internal, std::string("pipe: ") + std::strerror(errno));
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) return make_error(Errc::internal, std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) exec_child(argv, in.fd[0], out.fd[1], req.show_stderr, parent);
+
+  close(in.release(0));
+  close(out.release(1));
+  // The secret travels through the pipe only; a daemon that died early
+  // must not kill srun with SIGPIPE.
+  std::string line = secret + "\n";
+  const int wfd = in.release(1);
+  sighandler_t old = signal(SIGPIPE, SIG_IGN);
+  ssize_t w = write(wfd, line.data(), line.size());
+  signal(SIGPIPE, old);
+  close(wfd);
+  std::fill(line.begin(), line.end(), '\0');
+
+  auto answer = read_line(out.fd[0], Clock::now() + std::chrono::milliseconds(req.ready_timeout_ms));
+  auto fail = [&](const std::string& why) -> Result<RunningDaemon> {
+    stop_daemon(pid, 500);
+    return make_error(Errc::unavailable, "rendezvous daemon " + req.path + ": " + why +
+                                             "; rerun with --dp-verbose to see its messages");
+  };
+  if (w != static_cast<ssize_t>(secret.size() + 1)) return fail("could not receive the secret");
+  if (!answer) return fail(answer.error().message);
+  const std::string& a = *answer;
+  if (a.rfind("READY ", 0) == 0) {
+    char* end = nullptr;
+    long port = std::strtol(a.c_str() + 6, &end, 10);
+    if (port > 0 && port < 65536 && end && *end == '\0') return RunningDaemon{pid, static_cast<int>(port)};
+    return fail("bad answer '" + a + "'");
+  }
+  if (a.rfind("ERROR ", 0) == 0) return fail(a.substr(6));
+  return fail("bad answer '" + a + "'");
+}
+
+void stop_daemon(pid_t pid, int grace_ms) {
+  if (pid <= 0) return;
+  kill(pid, SIGTERM);
+  const auto deadline = Clock::now() + std::chrono::milliseconds(grace_ms);
+  while (true) {
+    pid_t r = waitpid(pid, nullptr, WNOHANG);
+    if (r == pid || (r < 0 && errno != EINTR)) return;
+    if (Clock::now() >= deadline) break;
+    usleep(2'000);  // bounded by the deadline above; waitpid has no timeout
+  }
+  kill(pid, SIGKILL);
+  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace dp::spank

@@ -1,0 +1,40 @@
+// Starts and stops dp-rendezvousd for one step (srun side).
+//
+// Contract with the daemon: argv carries no secret; the secret is one hex
+// line on the child's stdin; the child answers "READY <port>" or
+// "ERROR <message>" as one line on stdout.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "dp/result.hpp"
+
+namespace dp::spank {
+
+struct DaemonRequest {
+  std::string path;
+  int world_size = 0;
+  uint32_t job_id = 0;
+  uint32_t step_id = 0;
+  int idle_timeout_s = 0;  // 0: the daemon's default
+  bool show_stderr = false;
+  int ready_timeout_ms = 10'000;
+};
+
+struct RunningDaemon {
+  pid_t pid = -1;
+  int port = 0;
+};
+
+// 256 bits from getrandom(), as 64 hex digits.
+Result<std::string> make_secret();
+
+Result<RunningDaemon> launch_daemon(const DaemonRequest& req, const std::string& secret);
+
+// SIGTERM, then SIGKILL if it has not exited within grace_ms; always reaps.
+void stop_daemon(pid_t pid, int grace_ms = 2'000);
+
+}  // namespace dp::spank

@@ -1,0 +1,35 @@
+// State one plugin instance keeps between Slurm's callbacks. Each Slurm
+// process (srun, sbatch, slurmstepd) loads its own copy of the plugin.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "dp/options.hpp"
+#include "dp/result.hpp"
+#include "dp/site_config.hpp"
+
+namespace dp::spank {
+
+struct PluginState {
+  SiteConfig site;
+  Options cli_options;          // from option callbacks in this process (srun wins)
+  bool option_error = false;    // a callback already reported a bad value
+
+  // srun side
+  pid_t daemon_pid = -1;
+
+  // slurmstepd side
+  bool active = false;          // this step is a slurm-dp step
+  std::string lease_path;       // MASTER_PORT lease to release at step end
+};
+
+PluginState& state();
+
+// The one line a user sees for a refused request: "slurm-dp: <message>".
+void report_error(const std::string& message);
+// Diagnostics that are not the user's fault (slurmstepd log, srun -v).
+void log_info(const std::string& message);
+
+}  // namespace dp::spank

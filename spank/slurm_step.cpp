@@ -1,0 +1,62 @@
+#include "slurm_step.hpp"
+
+#include <set>
+
+#include "host_list.hpp"
+#include "slurm_headers.hpp"
+
+namespace dp::spank {
+
+Result<StepShape> load_step_shape(uint32_t job_id, uint32_t step_id) {
+  slurm_step_id_t id{};
+  id.job_id = job_id;
+  id.step_id = step_id;
+  id.step_het_comp = NO_VAL;
+  slurm_step_layout_t* layout = slurm_job_step_layout_get(&id);
+  if (layout == nullptr)
+    return make_error(Errc::unavailable, "cannot read the layout of step " + std::to_string(job_id) +
+                                             "." + std::to_string(step_id) + " from slurmctld: " +
+                                             slurm_strerror(slurm_get_errno()));
+  auto hosts = expand_host_list(layout->node_list);
+  if (!hosts) {
+    slurm_job_step_layout_free(layout);
+    return hosts.error();
+  }
+  StepShape shape;
+  shape.hosts = std::move(*hosts);
+  if (shape.hosts.size() != layout->node_cnt) {
+    slurm_job_step_layout_free(layout);
+    return make_error(Errc::internal, "step node list and node count disagree");
+  }
+  for (uint32_t n = 0; n < layout->node_cnt; ++n) {
+    std::vector<int> ids;
+    for (uint16_t t = 0; t < layout->tasks[n]; ++t) ids.push_back(static_cast<int>(layout->tids[n][t]));
+    shape.task_ids.push_back(std::move(ids));
+  }
+  slurm_job_step_layout_free(layout);
+  return shape;
+}
+
+Result<std::map<std::string, NodeFacts>> load_nodes(const std::vector<std::string>& names) {
+  node_info_msg_t* msg = nullptr;
+  int rc = names.size() == 1
+               ? slurm_load_node_single(&msg, const_cast<char*>(names[0].c_str()), SHOW_ALL)
+               : slurm_load_node(0, &msg, SHOW_ALL);
+  if (rc != SLURM_SUCCESS || msg == nullptr)
+    return make_error(Errc::unavailable, std::string("cannot read node information from slurmctld: ") +
+                                             slurm_strerror(slurm_get_errno()));
+  std::set<std::string> wanted(names.begin(), names.end());
+  std::map<std::string, NodeFacts> out;
+  for (uint32_t i = 0; i < msg->record_count; ++i) {
+    const node_info_t& n = msg->node_array[i];
+    if (n.name == nullptr || !wanted.count(n.name)) continue;
+    out[n.name] = NodeFacts{n.node_addr ? n.node_addr : n.name, n.gres ? n.gres : ""};
+  }
+  slurm_free_node_info_msg(msg);
+  for (const auto& name : names)
+    if (!out.count(name))
+      return make_error(Errc::unavailable, "node " + name + " is not known to slurmctld");
+  return out;
+}
+
+}  // namespace dp::spank

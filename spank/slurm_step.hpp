@@ -1,0 +1,24 @@
+// What srun learns from slurmctld about the step it just created.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dp/layout.hpp"
+#include "dp/result.hpp"
+
+namespace dp::spank {
+
+// Nodes (expanded with slurm_hostlist_*) and task ids per node.
+Result<StepShape> load_step_shape(uint32_t job_id, uint32_t step_id);
+
+struct NodeFacts {
+  std::string address;  // NodeAddr
+  std::string gres;     // configured Gres, e.g. "gpu:4"
+};
+// NodeAddr and Gres of the given nodes, one RPC.
+Result<std::map<std::string, NodeFacts>> load_nodes(const std::vector<std::string>& names);
+
+}  // namespace dp::spank

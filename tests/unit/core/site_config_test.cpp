@@ -1,0 +1,74 @@
+// Site settings from the plugstack.conf line: strict, errors name the word.
+#include "dp/site_config.hpp"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+TEST(SiteConfig, DefaultsWhenEmpty) {
+  auto c = dp::parse_site_config({});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->kind, dp::AcceleratorKind::cuda);
+  EXPECT_EQ(c->tiles_per_device, 1);
+  EXPECT_FALSE(c->default_on);
+  EXPECT_LE(c->port_min, c->port_max);
+}
+
+TEST(SiteConfig, ParsesEveryKey) {
+  auto c = dp::parse_site_config({"kind=rdu", "devices_per_node=8", "tiles_per_device=8",
+                                  "ports=20000-20099", "default=on", "daemon=/opt/dp/bin/d",
+                                  "lease_dir=/var/run/x", "idle_timeout=600", "port_wait=5"});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->kind, dp::AcceleratorKind::rdu);
+  EXPECT_EQ(c->declared_tiles_per_node(), 64);
+  EXPECT_EQ(c->port_min, 20000);
+  EXPECT_EQ(c->port_max, 20099);
+  EXPECT_TRUE(c->default_on);
+  EXPECT_EQ(c->daemon_path, "/opt/dp/bin/d");
+  EXPECT_EQ(c->lease_dir, "/var/run/x");
+  EXPECT_EQ(c->idle_timeout_s, 600);
+  EXPECT_EQ(c->port_wait_s, 5);
+}
+
+TEST(SiteConfig, LaterWordWins) {
+  auto c = dp::parse_site_config({"kind=ze", "kind=none"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->kind, dp::AcceleratorKind::none);
+}
+
+class BadSite : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
+
+TEST_P(BadSite, NamesTheWord) {
+  auto [word, why] = GetParam();
+  auto c = dp::parse_site_config({"kind=cuda", word});
+  ASSERT_FALSE(c.ok()) << word;
+  EXPECT_EQ(c.error().code, dp::Errc::invalid_argument);
+  EXPECT_NE(c.error().message.find(word), std::string::npos) << c.error().message;
+  EXPECT_NE(c.error().message.find(why), std::string::npos) << c.error().message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadSite,
+    ::testing::Values(std::pair{"colour=blue", "unknown key"},
+                      std::pair{"kind=tpu", "kind must be"},
+                      std::pair{"kind", "expected key=value"},
+                      std::pair{"=cuda", "expected key=value"},
+                      std::pair{"devices_per_node=-1", "negative"},
+                      std::pair{"devices_per_node=8x", "unexpected 'x'"},
+                      std::pair{"tiles_per_device=0", "zero"},
+                      std::pair{"ports=30000", "LOW-HIGH"},
+                      std::pair{"ports=30000-20000", "low end is above"},
+                      std::pair{"ports=80-90", "out of range"},
+                      std::pair{"ports=20000-99999", "out of range"},
+                      std::pair{"default=yes", "on or off"},
+                      std::pair{"daemon=relative/path", "absolute path"},
+                      std::pair{"idle_timeout=soon", "not a whole number"},
+                      std::pair{"port_wait=0", "zero"}));
+
+TEST(SiteConfig, CudaHasOneTilePerDevice) {
+  auto c = dp::parse_site_config({"kind=cuda", "tiles_per_device=2"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message.find("tiles_per_device=2"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,201 @@
+// The "Security and bad input" list: each bad peer gets an error
+// (or is closed), and the daemon stays up, serves the others, loses no key.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "daemon_process.hpp"
+
+namespace dp::test {
+namespace {
+
+using std::chrono::milliseconds;
+
+class BadInput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    d_ = std::make_unique<DaemonProcess>(1, std::vector<std::string>{"--hello-timeout-ms", "1000",
+                                                                     "--max-value-bytes", "1024"});
+    ASSERT_TRUE(d_->ready()) << d_->first_line();
+    auto c = RendezvousClient::connect(d_->client_options(0, 1));
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    good_ = std::move(*c);
+    ASSERT_TRUE(good_->set("precious", "value").ok());
+  }
+  // The daemon still serves the good rank and kept its key.
+  void expect_healthy() {
+    ASSERT_TRUE(d_->running());
+    auto v = good_->get("precious", milliseconds(2'000));
+    ASSERT_TRUE(v.ok()) << v.error().message;
+    EXPECT_EQ(*v, "value");
+    EXPECT_TRUE(good_->set("after", "ok").ok());
+    EXPECT_EQ(d_->log().find(kSecret), std::string::npos) << "the secret leaked into the log";
+  }
+  std::unique_ptr<DaemonProcess> d_;
+  std::unique_ptr<RendezvousClient> good_;
+};
+
+TEST_F(BadInput, GarbageBytes) {
+  RawConn c(d_->port());
+  ASSERT_TRUE(c.send_bytes(std::string("\x00\x00\x00\x10GET / HTTP/1.1\r\n", 20)));
+  auto r = c.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_NE(r->code(), proto::OK);
+  EXPECT_TRUE(c.closed_by_peer());
+  expect_healthy();
+}
+
+TEST_F(BadInput, HttpRequestIsAnOversizedFrame) {
+  RawConn c(d_->port());
+  ASSERT_TRUE(c.send_bytes("GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
+  auto r = c.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->code(), proto::LIMIT);
+  EXPECT_TRUE(c.closed_by_peer());
+  expect_healthy();
+}
+
+TEST_F(BadInput, TruncatedFrameIsClosedAtHelloTimeout) {
+  RawConn c(d_->port());
+  proto::Request req;
+  req.mutable_hello()->set_protocol_version(1);
+  req.mutable_hello()->set_secret(kSecret);
+  const std::string f = frame_of(req);
+  ASSERT_TRUE(c.send_bytes(f.substr(0, f.size() - 3)));
+  expect_healthy();
+  EXPECT_TRUE(c.closed_by_peer(milliseconds(4'000)));
+  expect_healthy();
+}
+
+TEST_F(BadInput, OverLimitFrameAfterHello) {
+  RawConn c(d_->port());
+  ASSERT_TRUE(c.hello());
+  ASSERT_TRUE(c.send_bytes(std::string("\x7f\xff\xff\xff", 4)));
+  auto r = c.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->code(), proto::LIMIT);
+  EXPECT_NE(r->message().find("exceeds the limit"), std::string::npos);
+  EXPECT_TRUE(c.closed_by_peer());
+  expect_healthy();
+}
+
+TEST_F(BadInput, UnknownOperationKeepsTheConnection) {
+  RawConn c(d_->port());
+  ASSERT_TRUE(c.hello());
+  // A request with field 99 set (an operation this daemon does not know).
+  std::string payload;
+  payload += static_cast<char>(0x08);  // id = 7
+  payload += static_cast<char>(7);
+  payload.append("\x9a\x06\x00", 3);  // field 99, length-delimited, empty
+  std::string frame(4, '\0');
+  frame[3] = static_cast<char>(payload.size());
+  ASSERT_TRUE(c.send_bytes(frame + payload));
+  auto r = c.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->id(), 7u);
+  EXPECT_EQ(r->code(), proto::PROTOCOL);
+  EXPECT_NE(r->message().find("unknown operation"), std::string::npos);
+  proto::Request ok;
+  ok.set_id(8);
+  ok.mutable_exists()->set_key("precious");
+  ASSERT_TRUE(c.send_request(ok));
+  auto r2 = c.read_response();
+  ASSERT_TRUE(r2.has_value());
+  EXPECT_TRUE(r2->flag());
+  expect_healthy();
+}
+
+TEST_F(BadInput, WrongProtocolVersion) {
+  RawConn c(d_->port());
+  EXPECT_FALSE(c.hello(kSecret, -1, proto::ROLE_AGENT, 99));
+  EXPECT_TRUE(c.closed_by_peer());
+  RawConn c2(d_->port());
+  proto::Request req;
+  req.set_id(1);
+  req.mutable_hello()->set_protocol_version(99);
+  req.mutable_hello()->set_secret(kSecret);
+  ASSERT_TRUE(c2.send_request(req));
+  auto r = c2.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->code(), proto::PROTOCOL);
+  EXPECT_NE(r->message().find("protocol version 99"), std::string::npos);
+  expect_healthy();
+}
+
+TEST_F(BadInput, OverLimitValueAndKey) {
+  auto big = good_->set("big", std::string(2048, 'x'));
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().code, Errc::limit);
+  EXPECT_NE(big.error().message.find("--max-value-bytes"), std::string::npos);
+  auto key = good_->set(std::string(5000, 'k'), "v");
+  ASSERT_FALSE(key.ok());
+  EXPECT_EQ(key.error().code, Errc::limit);
+  auto ex = good_->exists("big");
+  ASSERT_TRUE(ex.ok());
+  EXPECT_FALSE(*ex);
+  expect_healthy();
+}
+
+TEST_F(BadInput, WrongSecret) {
+  RawConn c(d_->port());
+  EXPECT_FALSE(c.hello(std::string(64, '0')));
+  EXPECT_TRUE(c.closed_by_peer());
+  RawConn c2(d_->port());
+  proto::Request req;
+  req.set_id(5);
+  req.mutable_set()->set_key("precious");
+  req.mutable_set()->set_value("stolen");
+  ASSERT_TRUE(c2.send_request(req));  // no hello at all
+  auto r = c2.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->code(), proto::UNAUTHORIZED);
+  EXPECT_TRUE(c2.closed_by_peer());
+  expect_healthy();
+  auto s = good_->stats();
+  ASSERT_TRUE(s.ok());
+  EXPECT_NE(s->text.find("rejected_unauthorized 2"), std::string::npos) << s->text;
+}
+
+TEST_F(BadInput, SlowClientOneBytePerTick) {
+  RawConn slow(d_->port());
+  proto::Request req;
+  req.set_id(1);
+  req.mutable_hello()->set_protocol_version(1);
+  req.mutable_hello()->set_secret(kSecret);
+  const std::string f = frame_of(req);
+  // A byte every 100 ms: the hello cannot complete within the 1 s hello timeout.
+  bool closed = false;
+  for (size_t i = 0; i < f.size() && !closed; ++i) {
+    if (!slow.send_bytes(f.substr(i, 1))) closed = true;
+    expect_healthy();
+    closed = closed || slow.closed_by_peer(milliseconds(100));
+  }
+  EXPECT_TRUE(closed || slow.closed_by_peer(milliseconds(3'000)));
+  expect_healthy();
+}
+
+TEST_F(BadInput, TenThousandIdleConnections) {
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  if (rl.rlim_cur < 10'200) GTEST_SKIP() << "fd limit " << rl.rlim_cur << " < 10200";
+  std::vector<std::unique_ptr<RawConn>> idle;
+  idle.reserve(10'000);
+  for (int i = 0; i < 10'000; ++i) {
+    idle.push_back(std::make_unique<RawConn>(d_->port()));
+    ASSERT_TRUE(idle.back()->connected()) << "connection " << i;
+  }
+  expect_healthy();
+  // A new rank can still join and be served while they sit there.
+  auto agent = RendezvousClient::connect(d_->client_options(-1, 1, PeerRole::agent));
+  ASSERT_TRUE(agent.ok()) << agent.error().message;
+  EXPECT_EQ(*(*agent)->get("precious"), "value");
+  // The hello timeout sweeps them all away.
+  EXPECT_TRUE(poll_until([&] { return good_->stats()->connections <= 2; }, milliseconds(10'000)))
+      << good_->stats()->text;
+  expect_healthy();
+}
+
+}  // namespace
+}  // namespace dp::test

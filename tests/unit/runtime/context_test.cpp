@@ -1,0 +1,188 @@
+// Context::from_environment and the backend choice, from plain environments.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include "backends.hpp"
+#include "dp/context.hpp"
+#include "dp/env_names.hpp"
+
+namespace {
+
+const char* const kAllVars[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                                "NODE_RANK", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT",
+                                "DP_RDV_ADDR", "DP_RDV_SECRET", "DP_JOB_ID", "DP_STEP_ID",
+                                "DP_TILES", "DP_BACKEND", "DP_TIMEOUT_MS", "DP_STORE_DIR"};
+
+// Replaces the variables this test cares about, restores nothing: each test
+// starts from a clean slate instead.
+void set_env(const std::map<std::string, std::string>& vars) {
+  for (const char* v : kAllVars) unsetenv(v);
+  for (const auto& [k, v] : vars) setenv(k.c_str(), v.c_str(), 1);
+}
+
+TEST(Context, NothingSetIsASingleProcess) {
+  set_env({});
+  auto c = dp::Context::from_environment();
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->rank, 0);
+  EXPECT_EQ(c->world_size, 1);
+  EXPECT_EQ(c->local_rank, 0);
+  EXPECT_TRUE(c->rdv_addr.empty());
+  EXPECT_TRUE(c->tiles.empty());
+}
+
+TEST(Context, PluginVariables) {
+  set_env({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "4"},
+           {"NODE_RANK", "1"}, {"GROUP_RANK", "1"}, {"MASTER_ADDR", "10.0.0.1"},
+           {"MASTER_PORT", "29500"}, {"DP_RDV_ADDR", "10.0.0.1:4000"},
+           {"DP_RDV_SECRET", "abcdef"}, {"DP_JOB_ID", "42"}, {"DP_STEP_ID", "0"},
+           {"DP_TILES", "4,5,6,7"}});
+  auto c = dp::Context::from_environment();
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->rank, 5);
+  EXPECT_EQ(c->world_size, 8);
+  EXPECT_EQ(c->local_rank, 1);
+  EXPECT_EQ(c->local_world_size, 4);
+  EXPECT_EQ(c->node_rank, 1);
+  EXPECT_EQ(c->master_addr, "10.0.0.1");
+  EXPECT_EQ(c->master_port, 29500);
+  EXPECT_EQ(c->rdv_addr, "10.0.0.1:4000");
+  EXPECT_EQ(c->secret, "abcdef");
+  EXPECT_EQ(c->job_id, "42");
+  EXPECT_EQ(c->step_id, "0");
+  EXPECT_EQ(c->tiles, (std::vector<int>{4, 5, 6, 7}));
+}
+
+TEST(Context, TorchrunVariablesAlone) {
+  set_env({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
+           {"GROUP_RANK", "3"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "6000"}});
+  auto c = dp::Context::from_environment();
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->rank, 1);
+  EXPECT_EQ(c->world_size, 2);
+  EXPECT_EQ(c->node_rank, 3);  // torchrun's GROUP_RANK
+  EXPECT_TRUE(c->rdv_addr.empty());
+}
+
+struct BadCase {
+  std::map<std::string, std::string> env;
+  std::string names;  // the error must name this
+};
+
+TEST(Context, BadValuesNameTheVariable) {
+  const BadCase cases[] = {
+      {{{"RANK", "0"}}, "WORLD_SIZE"},
+      {{{"WORLD_SIZE", "2"}}, "RANK"},
+      {{{"RANK", "2"}, {"WORLD_SIZE", "2"}}, "RANK"},
+      {{{"RANK", "x"}, {"WORLD_SIZE", "2"}}, "RANK"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "0"}}, "WORLD_SIZE"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}}, "MASTER_PORT"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "2"}},
+       "LOCAL_RANK"},
+      {{{"DP_TILES", "0,,1"}}, "DP_TILES"},
+      {{{"DP_TILES", "-1"}}, "DP_TILES"},
+      {{{"DP_RDV_ADDR", "h:1"}}, "DP_RDV_SECRET"},
+  };
+  for (const auto& bc : cases) {
+    set_env(bc.env);
+    auto c = dp::Context::from_environment();
+    ASSERT_FALSE(c.ok()) << "accepted a bad environment naming " << bc.names;
+    EXPECT_EQ(c.error().code, dp::Errc::invalid_argument);
+    EXPECT_NE(c.error().message.find(bc.names), std::string::npos) << c.error().message;
+    EXPECT_EQ(c.error().message.find('\n'), std::string::npos) << "one line only";
+  }
+}
+
+TEST(Context, SecretNeverInErrors) {
+  set_env({{"DP_RDV_ADDR", "h:1"}, {"DP_RDV_SECRET", "topsecretvalue"}, {"DP_TILES", "bad"}});
+  auto c = dp::Context::from_environment();
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().message.find("topsecretvalue"), std::string::npos);
+}
+
+dp::Context world(int n) {
+  dp::Context c;
+  c.world_size = n;
+  return c;
+}
+
+TEST(BackendChoice, Rules) {
+  set_env({});
+  using dp::Backend;
+  auto r = [](const dp::Context& c, Backend b, int gpus) {
+    dp::InitOptions o;
+    o.backend = b;
+    return dp::detail::resolve_options(c, o, gpus);
+  };
+  EXPECT_EQ(r(world(1), Backend::automatic, 0)->backend, Backend::single);
+  EXPECT_EQ(r(world(1), Backend::automatic, 4)->backend, Backend::single);
+  EXPECT_EQ(r(world(1), Backend::gloo, 0)->backend, Backend::single);
+  EXPECT_EQ(r(world(1), Backend::nccl, 0)->backend, Backend::nccl);
+  EXPECT_EQ(r(world(4), Backend::automatic, 0)->backend, Backend::gloo);
+  EXPECT_EQ(r(world(4), Backend::automatic, 2)->backend, Backend::nccl);
+  EXPECT_EQ(r(world(4), Backend::gloo, 2)->backend, Backend::gloo);
+  EXPECT_FALSE(r(world(4), Backend::single, 0).ok());
+
+  setenv("DP_BACKEND", "gloo", 1);
+  EXPECT_EQ(r(world(4), Backend::automatic, 2)->backend, Backend::gloo);
+  setenv("DP_BACKEND", "nccl", 1);
+  EXPECT_EQ(r(world(4), Backend::automatic, 0)->backend, Backend::nccl);
+  setenv("DP_BACKEND", "mpi", 1);
+  auto bad = r(world(4), Backend::automatic, 0);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("DP_BACKEND"), std::string::npos);
+  unsetenv("DP_BACKEND");
+
+  setenv("DP_TIMEOUT_MS", "1234", 1);
+  EXPECT_EQ(r(world(2), Backend::gloo, 0)->timeout.count(), 1234);
+  setenv("DP_TIMEOUT_MS", "0", 1);
+  auto badt = r(world(2), Backend::gloo, 0);
+  ASSERT_FALSE(badt.ok());
+  EXPECT_NE(badt.error().message.find("DP_TIMEOUT_MS"), std::string::npos);
+  unsetenv("DP_TIMEOUT_MS");
+}
+
+TEST(Init, WorldOneGivesAWorkingSingleCommunicator) {
+  set_env({});
+  auto comm = dp::init();
+  ASSERT_TRUE(comm.ok()) << comm.error().message;
+  auto& c = **comm;
+  EXPECT_EQ(c.rank(), 0);
+  EXPECT_EQ(c.size(), 1);
+  EXPECT_EQ(c.backend(), dp::Backend::single);
+  float v[3] = {1.5f, -2.0f, 3.0f};
+  ASSERT_TRUE(c.all_reduce(v, 3, dp::DType::f32, dp::ReduceOp::avg).ok());
+  EXPECT_EQ(v[1], -2.0f);
+  auto w = c.all_reduce_async(v, 3, dp::DType::f32, dp::ReduceOp::sum);
+  ASSERT_TRUE(w.ok());
+  EXPECT_TRUE((*w)->wait().ok());
+  float out[3] = {};
+  ASSERT_TRUE(c.all_gather(v, out, 3, dp::DType::f32).ok());
+  EXPECT_EQ(out[2], 3.0f);
+  EXPECT_TRUE(c.broadcast(v, 3, dp::DType::f32, 0).ok());
+  EXPECT_FALSE(c.broadcast(v, 3, dp::DType::f32, 1).ok());
+  EXPECT_FALSE(c.all_reduce(nullptr, 3, dp::DType::f32, dp::ReduceOp::sum).ok());
+  EXPECT_TRUE(c.barrier().ok());
+}
+
+TEST(Init, WorldTwoWithoutAStoreRefusesClearly) {
+  set_env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
+           {"MASTER_PORT", "29500"}, {"DP_BACKEND", "gloo"}});
+  auto comm = dp::init();
+  ASSERT_FALSE(comm.ok());
+  EXPECT_NE(comm.error().message.find("DP_RDV_ADDR"), std::string::npos) << comm.error().message;
+  EXPECT_NE(comm.error().message.find("DP_STORE_DIR"), std::string::npos) << comm.error().message;
+}
+
+TEST(Init, NcclWithoutADeviceFailsAtOnce) {
+  set_env({{"DP_BACKEND", "nccl"}});
+  auto comm = dp::init();
+  ASSERT_FALSE(comm.ok());
+  EXPECT_EQ(comm.error().code, dp::Errc::unavailable);
+  EXPECT_NE(comm.error().message.find("CUDA"), std::string::npos) << comm.error().message;
+}
+
+}  // namespace

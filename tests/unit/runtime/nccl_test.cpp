@@ -1,0 +1,85 @@
+// The NCCL backend without a GPU: error mapping, the unique-ID round trip
+// through a real dp-rendezvousd, and failing at once with no CUDA device.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "backends.hpp"
+#include "gloo_store.hpp"
+#include "nccl_support.hpp"
+#include "process_group.hpp"
+
+namespace {
+
+const std::string kSecret = "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100";
+
+TEST(NcclErrors, MapToOurCodesWithAFix) {
+  auto e = dp::detail::nccl_error(ncclUnhandledCudaError, "ncclCommInitRank");
+  EXPECT_EQ(e.code, dp::Errc::unavailable);
+  EXPECT_NE(e.message.find("ncclCommInitRank"), std::string::npos);
+  EXPECT_NE(e.message.find("DP_BACKEND=gloo"), std::string::npos);
+  EXPECT_EQ(dp::detail::nccl_error(ncclSystemError, "x").code, dp::Errc::connection);
+  EXPECT_EQ(dp::detail::nccl_error(ncclRemoteError, "x").code, dp::Errc::connection);
+  EXPECT_EQ(dp::detail::nccl_error(ncclInvalidArgument, "x").code, dp::Errc::invalid_argument);
+  EXPECT_EQ(dp::detail::nccl_error(ncclInvalidUsage, "x").code, dp::Errc::invalid_argument);
+  EXPECT_EQ(dp::detail::nccl_error(ncclInternalError, "x").code, dp::Errc::internal);
+  EXPECT_EQ(dp::detail::nccl_error(ncclInProgress, "x").code, dp::Errc::timeout);
+}
+
+TEST(NcclErrors, NoDeviceHereFailsAtOnceNamingCuda) {
+  EXPECT_EQ(dp::detail::usable_cuda_devices(), 0) << "this test expects a machine without a GPU";
+  dp::Context ctx;
+  ctx.world_size = 2;
+  ctx.rdv_addr = "127.0.0.1:1";  // never contacted: the device check comes first
+  ctx.secret = kSecret;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto c = dp::detail::make_nccl_communicator(ctx, std::chrono::seconds(30));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().code, dp::Errc::unavailable);
+  EXPECT_NE(c.error().message.find("no usable CUDA device"), std::string::npos) << c.error().message;
+  EXPECT_LT(took, std::chrono::seconds(2));
+}
+
+TEST(NcclId, RoundTripThroughTheDaemon) {
+  setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+  std::string err;
+  auto daemon = dp::test::Daemon::start(DP_RENDEZVOUSD, 2, kSecret, &err);
+  ASSERT_TRUE(daemon.has_value()) << err;
+  ncclUniqueId ids[2];
+  dp::Result<void> outcome[2] = {dp::Result<void>(), dp::Result<void>()};
+  auto rank_main = [&](int rank) {
+    dp::Context ctx;
+    ctx.rank = rank;
+    ctx.world_size = 2;
+    ctx.rdv_addr = "127.0.0.1:" + std::to_string(daemon->port());
+    ctx.secret = kSecret;
+    auto js = dp::detail::open_job_store(ctx, std::chrono::seconds(20));
+    if (!js) {
+      outcome[rank] = js.error();
+      return;
+    }
+    auto id = dp::detail::exchange_nccl_id(*js->store, rank, "dp/nccl/test/id");
+    if (!id) {
+      outcome[rank] = id.error();
+    } else {
+      ids[rank] = *id;
+    }
+    (void)js->client->goodbye();
+  };
+  std::thread r1(rank_main, 1);  // the fetcher first: it must block until rank 0 publishes
+  std::thread r0(rank_main, 0);
+  r0.join();
+  r1.join();
+  ASSERT_TRUE(outcome[0].ok()) << outcome[0].error().message;
+  ASSERT_TRUE(outcome[1].ok()) << outcome[1].error().message;
+  EXPECT_EQ(std::memcmp(ids[0].internal, ids[1].internal, sizeof(ids[0].internal)), 0);
+  ncclUniqueId zero;
+  std::memset(&zero, 0, sizeof(zero));
+  EXPECT_NE(std::memcmp(ids[0].internal, zero.internal, sizeof(zero.internal)), 0);
+}
+
+}  // namespace
