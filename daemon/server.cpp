@@ -84,6 +84,7 @@ Result<std::unique_ptr<Server>> Server::create(const DaemonOptions& opts, std::s
   s->sigterm_ev_ = evsignal_new(s->base_, SIGTERM, &Server::on_signal, self);
   s->sigint_ev_ = evsignal_new(s->base_, SIGINT, &Server::on_signal, self);
   s->reap_ev_ = event_new(s->base_, -1, 0, &Server::on_reap, self);
+  s->flush_ev_ = event_new(s->base_, -1, 0, &Server::on_flush, self);
   timeval tv{0, 100'000};
   event_add(s->accept_ev_, nullptr);
   event_add(s->tick_ev_, &tv);
@@ -106,7 +107,7 @@ Server::~Server() {
     if (c->wr) event_free(c->wr);
     ::close(c->fd);
   }
-  for (event* e : {accept_ev_, tick_ev_, sigterm_ev_, sigint_ev_, reap_ev_}) {
+  for (event* e : {accept_ev_, tick_ev_, sigterm_ev_, sigint_ev_, reap_ev_, flush_ev_}) {
     if (e) event_free(e);
   }
   if (base_) event_base_free(base_);
@@ -235,7 +236,23 @@ void Server::send(ConnId conn, const proto::Response& r) {
     return;
   }
   rdv::append_frame(r, c.out);
-  if (!c.wr || !event_pending(c.wr, EV_WRITE, nullptr)) flush(c);
+  if (!c.flush_queued && !(c.wr && event_pending(c.wr, EV_WRITE, nullptr))) {
+    c.flush_queued = true;
+    flush_queue_.push_back(conn);
+    if (flush_queue_.size() == 1) event_active(flush_ev_, EV_TIMEOUT, 0);
+  }
+}
+
+void Server::on_flush(int, short, void* arg) {
+  auto* s = static_cast<Server*>(arg);
+  std::vector<ConnId> q;
+  q.swap(s->flush_queue_);
+  for (ConnId id : q) {
+    auto it = s->conns_.find(id);
+    if (it == s->conns_.end()) continue;
+    it->second->flush_queued = false;
+    s->flush(*it->second);
+  }
 }
 
 void Server::flush(Conn& c) {
@@ -273,7 +290,11 @@ void Server::close(ConnId conn) {
   c.closing_since = Clock::now();
   event_del(c.rd);
   shutdown(c.fd, SHUT_RD);
-  if (c.out_pos >= c.out.size()) drop(c);
+  if (c.out_pos >= c.out.size()) {
+    drop(c);
+  } else if (!c.flush_queued && !(c.wr && event_pending(c.wr, EV_WRITE, nullptr))) {
+    flush(c);
+  }
 }
 
 void Server::drop(Conn& c) {

@@ -44,6 +44,7 @@ class Server final : public Outbox {
     std::string out;
     size_t out_pos = 0;
     bool closing = false;
+    bool flush_queued = false;
     Clock::time_point closing_since;
   };
 
@@ -54,6 +55,7 @@ class Server final : public Outbox {
   static void on_tick(int fd, short what, void* arg);
   static void on_signal(int fd, short what, void* arg);
   static void on_reap(int fd, short what, void* arg);
+  static void on_flush(int fd, short what, void* arg);
 
   void accept_some();
   void read_from(Conn& c);
@@ -72,6 +74,8 @@ class Server final : public Outbox {
   event* sigterm_ev_ = nullptr;
   event* sigint_ev_ = nullptr;
   event* reap_ev_ = nullptr;
+  event* flush_ev_ = nullptr;  // replies of one loop pass leave in one send per connection
+  std::vector<ConnId> flush_queue_;
   std::unique_ptr<Broker> broker_;
   std::unordered_map<ConnId, std::unique_ptr<Conn>> conns_;
   std::vector<std::unique_ptr<Conn>> dead_;

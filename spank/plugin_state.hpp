@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 
 #include "dp/options.hpp"
@@ -23,6 +24,9 @@ struct PluginState {
   // slurmstepd side
   bool active = false;          // this step is a slurm-dp step
   std::string lease_path;       // MASTER_PORT lease to release at step end
+  // The node's device lists before Slurm narrows them per task; a task
+  // whose list differs was bound per task by Slurm.
+  std::optional<std::string> node_cuda, node_ze;
 };
 
 PluginState& state();

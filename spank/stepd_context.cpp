@@ -55,7 +55,8 @@ Result<std::unique_ptr<RendezvousClient>> connect_agent(spank_t sp, const SiteCo
 // port on the master node, shared with the other nodes through the daemon.
 Result<std::string> settle_master_port(spank_t sp, PluginState& st, uint32_t job_id, uint32_t step_id) {
   if (auto fixed = job_env(sp, env::kMasterPort)) return *fixed;  // --dp-master-port=N
-  if (auto resv = job_env(sp, "SLURM_STEP_RESV_PORTS")) {
+  auto resv = st.site.use_resv_ports ? job_env(sp, "SLURM_STEP_RESV_PORTS") : std::nullopt;
+  if (resv) {
     auto first = first_reserved_port(*resv);
     DP_TRY(first);
     if (first->has_value()) return std::to_string(**first);
@@ -112,6 +113,10 @@ int stepd_init_post_opt(spank_t sp) {
       *marked_step != std::to_string(step_id))
     return 0;
   st.active = true;
+  st.node_cuda = job_env(sp, "CUDA_VISIBLE_DEVICES");
+  st.node_ze = job_env(sp, "ZE_AFFINITY_MASK");
+  slurm_debug("slurm-dp: step %u.%u node devices cuda=%s ze=%s", job_id, step_id,
+             st.node_cuda ? st.node_cuda->c_str() : "-", st.node_ze ? st.node_ze->c_str() : "-");
   auto port = settle_master_port(sp, st, job_id, step_id);
   if (!port) {
     slurm_error("slurm-dp: step %u.%u: %s", job_id, step_id, port.error().message.c_str());
@@ -150,6 +155,9 @@ int stepd_task_init(spank_t sp) {
     report_error(tiles.error().message);
     return -1;
   }
+  const auto& mine = st.site.kind == AcceleratorKind::ze ? visible.ze : visible.cuda;
+  const auto& node = st.site.kind == AcceleratorKind::ze ? st.node_ze : st.node_cuda;
+  tiles->per_task = mine.has_value() && node.has_value() && *mine != *node;
   TaskPlace place{static_cast<int>(rank), local_rank, static_cast<int>(local_count),
                   static_cast<int>(node_id)};
   auto vars = task_environment(plan, st.site, place, *tiles);

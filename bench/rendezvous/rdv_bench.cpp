@@ -37,12 +37,13 @@ int64_t now_ns() {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
-enum class St { idle, connecting, hello, set_own, set_id, get_id, barrier, done };
+enum class St { idle, connecting, hello };
 
 struct Rank {
   int rank = 0;
   int fd = -1;
   St st = St::idle;
+  bool said_goodbye = false;
   dp::rdv::FrameDecoder dec{1 << 20};
 };
 
@@ -52,7 +53,47 @@ struct WorkerResult {
   int failures = 0;
 };
 
-void send_req(Rank& r, dp::proto::Request& req) {
+// Request ids name the workflow step, so replies need no other bookkeeping.
+enum class Step { hello = 1, set_own, set_id, get_id, barrier, goodbye };
+
+dp::proto::Request request_for(Step st, int rank, int world, const std::string& id) {
+  dp::proto::Request req;
+  req.set_id(static_cast<uint64_t>(st));
+  switch (st) {
+    case Step::hello: {
+      auto* h = req.mutable_hello();
+      h->set_protocol_version(dp::rdv::kProtocolVersion);
+      h->set_secret(kSecret);
+      h->set_rank(rank);
+      h->set_world_size(world);
+      h->set_host("bench");
+      break;
+    }
+    case Step::set_own:
+      req.mutable_set()->set_key("rank/" + std::to_string(rank));
+      req.mutable_set()->set_value("ready");
+      break;
+    case Step::set_id:
+      req.mutable_set()->set_key("nccl_id");
+      req.mutable_set()->set_value(id);
+      break;
+    case Step::get_id:
+      req.mutable_get()->set_key("nccl_id");
+      req.mutable_get()->set_blocking(true);
+      req.mutable_get()->set_timeout_ms(60'000);
+      break;
+    case Step::barrier:
+      req.mutable_barrier()->set_name("start");
+      req.mutable_barrier()->set_timeout_ms(60'000);
+      break;
+    case Step::goodbye:
+      req.mutable_goodbye();
+      break;
+  }
+  return req;
+}
+
+void send_req(Rank& r, const dp::proto::Request& req) {
   std::string f;
   dp::rdv::append_frame(req, f);
   // Replies are small and requests tiny: a full socket buffer means something is badly wrong.
@@ -65,6 +106,15 @@ void start_connect(Rank& r, int ep, uint16_t port) {
   r.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   const int one = 1;
   setsockopt(r.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  // Real ranks come from many hosts. From one source address, 16 384
+  // connections to one port exhaust the ephemeral range and connect() spends
+  // its time searching for a free port, so each rank takes a source address
+  // of its own in 127.0.0.0/8 and lets connect() pick the port.
+  setsockopt(r.fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+  sockaddr_in src{};
+  src.sin_family = AF_INET;
+  src.sin_addr.s_addr = htonl((127u << 24) | (1u << 16) | static_cast<uint32_t>(r.rank % 4096 + 1));
+  bind(r.fd, reinterpret_cast<sockaddr*>(&src), sizeof src);
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_port = htons(port);
@@ -77,7 +127,7 @@ void start_connect(Rank& r, int ep, uint16_t port) {
   epoll_ctl(ep, EPOLL_CTL_ADD, r.fd, &ev);
 }
 
-WorkerResult run_worker(uint16_t port, int world, int first, int count, int inflight) {
+WorkerResult run_worker(uint16_t port, int world, int first, int count, int inflight, bool pipeline) {
   WorkerResult res;
   std::vector<Rank> ranks(count);
   const int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -117,22 +167,30 @@ WorkerResult run_worker(uint16_t port, int world, int first, int count, int infl
         ev.events = EPOLLIN;
         ev.data.ptr = &r;
         epoll_ctl(ep, EPOLL_CTL_MOD, r.fd, &ev);
-        dp::proto::Request req;
-        req.set_id(1);
-        auto* h = req.mutable_hello();
-        h->set_protocol_version(dp::rdv::kProtocolVersion);
-        h->set_secret(kSecret);
-        h->set_rank(r.rank);
-        h->set_world_size(world);
-        h->set_host("bench");
-        send_req(r, req);
         r.st = St::hello;
+        if (!pipeline) {
+          send_req(r, request_for(Step::hello, r.rank, world, id));
+          continue;
+        }
+        std::string all;
+        for (Step st : {Step::hello, Step::set_own, Step::set_id, Step::get_id, Step::barrier}) {
+          if (st == Step::set_id && r.rank != 0) continue;
+          dp::rdv::append_frame(request_for(st, r.rank, world, id), all);
+        }
+        if (::send(r.fd, all.data(), all.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(all.size())) ++res.failures;
         continue;
       }
       char buf[4096];
       const ssize_t got = recv(r.fd, buf, sizeof buf, 0);
       if (got <= 0) {
         if (got < 0 && errno == EAGAIN) continue;
+        epoll_ctl(ep, EPOLL_CTL_DEL, r.fd, nullptr);
+        if (r.said_goodbye) {
+          // Closed by the daemon after our goodbye: the normal end.
+          close(r.fd);
+          r.fd = -1;
+          continue;
+        }
         std::fprintf(stderr, "rank %d: connection closed in state %d\n", r.rank, static_cast<int>(r.st));
         ++res.failures;
         ++done;
@@ -149,46 +207,23 @@ WorkerResult run_worker(uint16_t port, int world, int first, int count, int infl
           std::fprintf(stderr, "rank %d: error %s\n", r.rank, resp.message().c_str());
           ++res.failures;
         }
-        dp::proto::Request req;
-        req.set_id(static_cast<uint64_t>(r.st) + 2);
-        switch (r.st) {
-          case St::hello:
-            --active;
-            launch_more();
-            req.mutable_set()->set_key("rank/" + std::to_string(r.rank));
-            req.mutable_set()->set_value("ready");
-            r.st = St::set_own;
-            break;
-          case St::set_own:
-            if (r.rank == 0) {
-              req.mutable_set()->set_key("nccl_id");
-              req.mutable_set()->set_value(id);
-              r.st = St::set_id;
-              break;
-            }
-            [[fallthrough]];
-          case St::set_id:
-            req.mutable_get()->set_key("nccl_id");
-            req.mutable_get()->set_blocking(true);
-            req.mutable_get()->set_timeout_ms(60'000);
-            r.st = St::get_id;
-            break;
-          case St::get_id:
-            if (resp.value() != id) ++res.failures;
-            req.mutable_barrier()->set_name("start");
-            req.mutable_barrier()->set_timeout_ms(60'000);
-            r.st = St::barrier;
-            break;
-          case St::barrier:
-            res.last_done = std::max(res.last_done, now_ns());
-            req.mutable_goodbye();
-            r.st = St::done;
-            ++done;
-            break;
-          default:
-            continue;
+        const auto step = static_cast<Step>(resp.id());
+        if (step == Step::hello) {
+          --active;
+          launch_more();
         }
-        send_req(r, req);
+        if (step == Step::get_id && resp.value() != id) ++res.failures;
+        if (step == Step::barrier) {
+          res.last_done = std::max(res.last_done, now_ns());
+          ++done;
+          r.said_goodbye = true;
+          send_req(r, request_for(Step::goodbye, r.rank, world, id));
+          continue;
+        }
+        if (pipeline || step == Step::goodbye) continue;
+        Step next_step = static_cast<Step>(static_cast<int>(step) + 1);
+        if (next_step == Step::set_id && r.rank != 0) next_step = Step::get_id;
+        send_req(r, request_for(next_step, r.rank, world, id));
       }
     }
   }
@@ -204,7 +239,7 @@ struct Daemon {
   uint16_t port = 0;
 };
 
-Daemon start_daemon(const std::string& path, int world) {
+Daemon start_daemon(const std::string& path, int world, const std::string& heartbeat_ms) {
   int in[2], out[2];
   if (pipe(in) != 0 || pipe(out) != 0) std::exit(1);
   Daemon d;
@@ -216,7 +251,8 @@ Daemon start_daemon(const std::string& path, int world) {
     close(out[0]);
     const std::string w = std::to_string(world);
     execl(path.c_str(), path.c_str(), "--world-size", w.c_str(), "--job-id", "bench", "--step-id", "0", "--listen",
-          "127.0.0.1", static_cast<char*>(nullptr));
+          "127.0.0.1", "--heartbeat-timeout-ms",
+          heartbeat_ms.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   close(in[0]);
@@ -253,7 +289,8 @@ long vm_hwm_kib(pid_t pid) {
 
 int main(int argc, char** argv) {
   std::string daemon_path;
-  int ranks = 1024, workers = 4, inflight = 1024, runs = 3;
+  int ranks = 1024, workers = 4, inflight = 1024, runs = 3, pipeline = 0;
+  std::string heartbeat_ms = "5000";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const std::string v = argv[i + 1];
@@ -262,19 +299,21 @@ int main(int argc, char** argv) {
     else if (a == "--workers") workers = std::atoi(v.c_str());
     else if (a == "--inflight") inflight = std::atoi(v.c_str());
     else if (a == "--runs") runs = std::atoi(v.c_str());
+    else if (a == "--pipeline") pipeline = std::atoi(v.c_str());
+    else if (a == "--heartbeat-timeout-ms") heartbeat_ms = v;
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
     }
   }
   if (daemon_path.empty() || ranks < 1 || workers < 1 || inflight < 1 || runs < 1) {
-    std::fprintf(stderr, "usage: dp-rdv-bench --daemon PATH [--ranks N] [--workers P] [--inflight K] [--runs R]\n");
+    std::fprintf(stderr, "usage: dp-rdv-bench --daemon PATH [--ranks N] [--workers P] [--inflight K] [--runs R] [--pipeline 0|1]\n");
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
   std::vector<double> walls;
   for (int run = 0; run < runs; ++run) {
-    Daemon d = start_daemon(daemon_path, ranks);
+    Daemon d = start_daemon(daemon_path, ranks, heartbeat_ms);
     std::vector<pid_t> kids;
     std::vector<int> pipes;
     const int per = (ranks + workers - 1) / workers;
@@ -287,7 +326,7 @@ int main(int argc, char** argv) {
       const pid_t pid = fork();
       if (pid == 0) {
         close(p[0]);
-        WorkerResult r = run_worker(d.port, ranks, first, count, std::max(1, inflight / workers));
+        WorkerResult r = run_worker(d.port, ranks, first, count, std::max(1, inflight / workers), pipeline != 0);
         if (write(p[1], &r, sizeof r) != sizeof r) _exit(1);
         _exit(0);
       }
@@ -311,11 +350,11 @@ int main(int argc, char** argv) {
     waitpid(d.pid, nullptr, 0);
     const double wall = static_cast<double>(last - first) / 1e9;
     walls.push_back(wall);
-    std::printf("dp-rendezvousd ranks=%d run=%d wall_s=%.3f daemon_peak_rss_mib=%.1f failures=%d\n", ranks, run, wall,
-                static_cast<double>(hwm) / 1024.0, failures);
+    std::printf("dp-rendezvousd ranks=%d pipeline=%d run=%d wall_s=%.3f daemon_peak_rss_mib=%.1f failures=%d\n", ranks,
+                pipeline, run, wall, static_cast<double>(hwm) / 1024.0, failures);
     std::fflush(stdout);
   }
   std::sort(walls.begin(), walls.end());
-  std::printf("dp-rendezvousd ranks=%d median_wall_s=%.3f\n", ranks, walls[walls.size() / 2]);
+  std::printf("dp-rendezvousd ranks=%d pipeline=%d median_wall_s=%.3f\n", ranks, pipeline, walls[walls.size() / 2]);
   return 0;
 }

@@ -7,15 +7,22 @@
 #include <cstddef>
 #include <cstdint>
 
+// Geometry helpers run in CUDA kernels too.
+#ifdef __CUDACC__
+#define DPT_HOST_DEVICE __host__ __device__
+#else
+#define DPT_HOST_DEVICE
+#endif
+
 namespace dpt {
 
 // NHWC image geometry of one convolution (per sample).
 struct ConvGeometry {
   int in_h = 0, in_w = 0, in_c = 0;
   int kernel = 0, pad = 0;  // stride 1, square kernel
-  int out_h() const { return in_h + 2 * pad - kernel + 1; }
-  int out_w() const { return in_w + 2 * pad - kernel + 1; }
-  int patch() const { return kernel * kernel * in_c; }
+  DPT_HOST_DEVICE int out_h() const { return in_h + 2 * pad - kernel + 1; }
+  DPT_HOST_DEVICE int out_w() const { return in_w + 2 * pad - kernel + 1; }
+  DPT_HOST_DEVICE int patch() const { return kernel * kernel * in_c; }
 };
 
 class Ops {

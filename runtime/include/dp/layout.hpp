@@ -64,6 +64,9 @@ struct VisibleDevices {
 // Tiles of one node, as the entries the mask variable takes.
 struct NodeTiles {
   std::vector<std::string> entries;  // cuda: device ids; ze: "dev.stack"; rdu/none: tile numbers
+  // Slurm narrowed this task's view to its own share (--gpus-per-task,
+  // --gpu-bind): entries are the task's, not the node's.
+  bool per_task = false;
 };
 // Devices of gres `name` in a node's Gres string ("gpu:tesla:4(S:0-1),mps:100"
 // -> 4 for "gpu"); 0 when absent or unreadable.

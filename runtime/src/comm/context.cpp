@@ -44,7 +44,9 @@ Result<Context> Context::from_environment() {
     c.rank = *rank;
   }
 
-  auto lws = int_var(env::kLocalWorldSize, 1, 1, c.world_size);
+  // Unknown LOCAL_WORLD_SIZE (hand-written launch scripts often omit it):
+  // WORLD_SIZE is its only safe upper bound.
+  auto lws = int_var(env::kLocalWorldSize, c.world_size, 1, c.world_size);
   if (!lws) return lws.error();
   c.local_world_size = *lws;
   auto lr = int_var(env::kLocalRank, 0, 0, c.local_world_size - 1);

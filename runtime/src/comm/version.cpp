@@ -1,3 +1,3 @@
 #include "dp/dp.h"
 
-extern "C" const char* dp_version(void) { return "0.1.0"; }
+extern "C" const char* dp_version(void) { return DP_VERSION_STRING; }

@@ -228,11 +228,17 @@ Result<EnvList> task_environment(const StepPlan& plan, const SiteConfig& site,
   const int have = static_cast<int>(tiles.entries.size());
   std::vector<std::string> mine;
   std::vector<int> indices;
-  if (have == k && place.local_world_size > 1) {
-    // Slurm already bound devices per task (--gpus-per-task, --gpu-bind):
-    // this task's view is exactly its share.
-    mine = tiles.entries;
-    for (int i = 0; i < k; ++i) indices.push_back(place.local_rank * k + i);
+  if (tiles.per_task) {
+    if (have < k)
+      return make_error(Errc::invalid_argument,
+                        "--dp-tiles=" + std::to_string(k) + ": Slurm bound " + std::to_string(have) +
+                            " device(s) to task " + std::to_string(place.rank) +
+                            "; request at least that many per task (--gpus-per-task=" +
+                            std::to_string(k) + ") or use --dp-tiles=" + std::to_string(std::max(have, 1)));
+    for (int i = 0; i < k; ++i) {
+      mine.push_back(tiles.entries[static_cast<size_t>(i)]);
+      indices.push_back(place.local_rank * k + i);
+    }
   } else {
     const int first = place.local_rank * k;
     if (first + k > have)

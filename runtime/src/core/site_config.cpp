@@ -77,6 +77,12 @@ Result<void> apply(SiteConfig& c, std::string_view word) {
     else return site_error(word, "default must be on or off");
     return {};
   }
+  if (key == "resv_ports") {
+    if (value == "use") c.use_resv_ports = true;
+    else if (value == "ignore") c.use_resv_ports = false;
+    else return site_error(word, "resv_ports must be use or ignore");
+    return {};
+  }
   if (key == "daemon" || key == "lease_dir") {
     if (value.empty() || value.front() != '/')
       return site_error(word, "needs an absolute path");
@@ -97,7 +103,7 @@ Result<void> apply(SiteConfig& c, std::string_view word) {
   }
   return site_error(word,
                     "unknown key; known keys: kind, devices_per_node, tiles_per_device, ports, "
-                    "default, daemon, lease_dir, idle_timeout, port_wait");
+                    "default, daemon, lease_dir, idle_timeout, port_wait, resv_ports");
 }
 
 }  // namespace

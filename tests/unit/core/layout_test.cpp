@@ -129,10 +129,32 @@ TEST(Layout, CudaAlreadyBoundPerTaskIsKept) {
   dp::StepPlan plan{4, 1};
   auto t = dp::node_tiles(s, {"3", {}});
   ASSERT_TRUE(t.ok());
+  t->per_task = true;
   auto env = dp::task_environment(plan, s, {3, 1, 2, 1}, *t);
   ASSERT_TRUE(env.ok()) << env.error().message;
   Env e(env->begin(), env->end());
   EXPECT_EQ(e["CUDA_VISIBLE_DEVICES"], "3");
+  EXPECT_EQ(e["DP_TILES"], "1");
+}
+
+TEST(Layout, OneStepWideGpuIsNeverSharedByTwoTasks) {
+  // srun --gpus=4 -N2 --ntasks-per-node=2: Slurm put 3 GPUs on n1, 1 on n2.
+  auto s = site({"kind=cuda"});
+  dp::StepPlan plan{4, 1};
+  auto t = dp::node_tiles(s, {"0", {}});
+  ASSERT_TRUE(t.ok());
+  EXPECT_TRUE(dp::task_environment(plan, s, {2, 0, 2, 1}, *t).ok());
+  auto second = dp::task_environment(plan, s, {3, 1, 2, 1}, *t);
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.error().message.find("only 1"), std::string::npos) << second.error().message;
+}
+
+TEST(Layout, PerTaskBindingSmallerThanTilesIsRefused) {
+  auto s = site({"kind=cuda"});
+  dp::NodeTiles t{{"2"}, true};
+  auto env = dp::task_environment(dp::StepPlan{2, 2}, s, {1, 1, 2, 0}, t);
+  ASSERT_FALSE(env.ok());
+  EXPECT_NE(env.error().message.find("--gpus-per-task=2"), std::string::npos) << env.error().message;
 }
 
 TEST(Layout, CudaTooFewVisibleOnNodeIsRefusedAtTask) {

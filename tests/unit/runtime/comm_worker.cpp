@@ -3,13 +3,15 @@
 //   comm_worker collectives   all-reduce (every dtype, 1 element .. 64 MiB),
 //                             broadcast, all-gather, barrier, async overlap
 //   comm_worker long          all-reduce 64 MiB in a loop until it fails
-// Prints "OK" / "LOOPING" / "ERROR <message>" lines; exit 0 on success.
+// Prints "OK" / "LOOPING pid <pid>" / "ERROR <message>" lines; exit 0 on success.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "dp/communicator.hpp"
 #include "reduce_kernels.hpp"
@@ -168,7 +170,7 @@ int long_all_reduce(dp::Communicator& c) {
       return 3;
     }
     if (iter == 0) {
-      std::printf("LOOPING\n");
+      std::printf("LOOPING pid %d\n", static_cast<int>(getpid()));
       std::fflush(stdout);
     }
   }

@@ -67,6 +67,14 @@ TEST(Context, TorchrunVariablesAlone) {
   EXPECT_TRUE(c->rdv_addr.empty());
 }
 
+TEST(Context, LocalWorldSizeMayBeOmitted) {
+  set_env({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}});
+  auto c = dp::Context::from_environment();
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->local_rank, 1);
+  EXPECT_EQ(c->local_world_size, 4);
+}
+
 struct BadCase {
   std::map<std::string, std::string> env;
   std::string names;  // the error must name this

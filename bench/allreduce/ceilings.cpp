@@ -1,0 +1,120 @@
+// The machine's limits for a 2-rank all-reduce, measured in the same run:
+// memcpy bandwidth and loopback TCP bandwidth (one direction, and both
+// directions at once, which is what a 2-rank ring does).
+// Prints: ceiling,<name>,<bytes>,<GBps> (median of several rounds).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kBytes = size_t{64} << 20;
+constexpr int kRounds = 9;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double memcpy_gbps() {
+  std::vector<char> a(kBytes, 1), b(kBytes, 2);
+  std::vector<double> r;
+  for (int i = 0; i < kRounds; ++i) {
+    auto t0 = Clock::now();
+    std::memcpy(b.data(), a.data(), kBytes);
+    double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    a[static_cast<size_t>(i)] = b[static_cast<size_t>(i) + 1];  // keep the copy observable
+    r.push_back(kBytes / s / 1e9);
+  }
+  return median(r);
+}
+
+void send_all(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::send(fd, p, n, 0);
+    if (w <= 0) std::exit(1);
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+void recv_all(int fd, char* p, size_t n) {
+  while (n > 0) {
+    ssize_t r = ::recv(fd, p, n, 0);
+    if (r <= 0) std::exit(1);
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+}
+
+// Two processes on loopback, as two ranks would be; rounds of kBytes.
+double tcp_gbps(bool both_ways) {
+  int ls = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  getsockname(ls, reinterpret_cast<sockaddr*>(&a), &len);
+  listen(ls, 1);
+  pid_t child = fork();
+  if (child == 0) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) _exit(1);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    std::vector<char> buf(kBytes, 3), in(kBytes);
+    for (int i = 0; i < kRounds + 1; ++i) {
+      if (both_ways) {
+        std::thread rx([&] { recv_all(fd, in.data(), kBytes); });
+        send_all(fd, buf.data(), kBytes);
+        rx.join();
+      } else {
+        send_all(fd, buf.data(), kBytes);
+      }
+      char ack;
+      recv_all(fd, &ack, 1);
+    }
+    _exit(0);
+  }
+  int fd = accept(ls, nullptr, nullptr);
+  std::vector<char> buf(kBytes), out(kBytes, 4);
+  std::vector<double> r;
+  for (int i = 0; i < kRounds + 1; ++i) {
+    auto t0 = Clock::now();
+    if (both_ways) {
+      std::thread tx([&] { send_all(fd, out.data(), kBytes); });
+      recv_all(fd, buf.data(), kBytes);
+      tx.join();
+    } else {
+      recv_all(fd, buf.data(), kBytes);
+    }
+    double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    send_all(fd, "k", 1);
+    if (i > 0) r.push_back(kBytes / s / 1e9);  // first round warms up
+  }
+  close(fd);
+  close(ls);
+  waitpid(child, nullptr, 0);
+  return median(r);
+}
+
+}  // namespace
+
+int main() {
+  std::printf("ceiling,memcpy,%zu,%.3f\n", kBytes, memcpy_gbps());
+  std::printf("ceiling,tcp_loopback_one_way,%zu,%.3f\n", kBytes, tcp_gbps(false));
+  std::printf("ceiling,tcp_loopback_both_ways_per_direction,%zu,%.3f\n", kBytes, tcp_gbps(true));
+  return 0;
+}

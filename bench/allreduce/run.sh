@@ -1,0 +1,48 @@
+#!/bin/sh
+# All-reduce between 2 ranks on this machine: libdp (Gloo backend) and
+# torch.distributed gloo side by side, interleaved in the same run, plus the
+# memcpy and loopback-TCP ceilings. Medians of ROUNDS runs per size.
+#   bench/allreduce/run.sh <build-dir> [rounds=3] [min_bytes=1024] [max_bytes=268435456]
+# Installs the anchor (python3-torch) if missing; never run by ctest.
+set -eu
+build=${1:?usage: run.sh <build-dir> [rounds] [min_bytes] [max_bytes]}
+rounds=${2:-3}
+lo=${3:-1024}
+hi=${4:-268435456}
+here=$(cd "$(dirname "$0")" && pwd)
+bench=$build/bench/allreduce/dp_allreduce_bench
+ceil=$build/bench/allreduce/dp_bench_ceilings
+[ -x "$bench" ] && [ -x "$ceil" ] || { echo "run.sh: build dp_allreduce_bench and dp_bench_ceilings in $build first" >&2; exit 2; }
+
+# Debian's interpreter: a python3 earlier on PATH (pyenv, venv) does not see python3-torch.
+py=/usr/bin/python3
+if ! $py -c 'import torch' 2>/dev/null; then
+  echo "installing the anchor: python3-torch (+ OpenBLAS so torch is not on the reference BLAS)" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch libopenblas0-pthread >/dev/null
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/dp-bench-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export OMP_NUM_THREADS=1 MASTER_ADDR=127.0.0.1 WORLD_SIZE=2 DP_BACKEND=gloo
+
+free_port() { $py -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# Runs 2 ranks of "$@"; rank 0's stdout is appended to $out.
+two_ranks() {
+  out=$1; shift
+  store=$(mktemp -d "$work/store-XXXXXX")
+  MASTER_PORT=$(free_port) DP_STORE_DIR=$store RANK=1 LOCAL_RANK=1 "$@" >/dev/null &
+  p1=$!
+  MASTER_PORT=$MASTER_PORT DP_STORE_DIR=$store RANK=0 LOCAL_RANK=0 "$@" >>"$out" || true
+  wait $p1 || true
+}
+
+for i in $(seq "$rounds"); do
+  "$ceil" >>"$work/raw.csv"
+  MASTER_PORT=$(free_port); export MASTER_PORT
+  two_ranks "$work/raw.csv" "$bench" "$lo" "$hi"
+  MASTER_PORT=$(free_port); export MASTER_PORT
+  two_ranks "$work/raw.csv" $py "$here/torch_allreduce.py" "$lo" "$hi"
+done
+
+$py "$here/report.py" "$work/raw.csv" "$rounds"

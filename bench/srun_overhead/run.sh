@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# srun overhead of slurm-dp: median wall time of `srun -N2 --ntasks-per-node=2
+# true` with --dp-world=auto against without, alternating in one run.
+# Target (issue 3): with/without <= 1.15.
+#
+#   bench/srun_overhead/run.sh BUILD_DIR [RUNS=30] [MODE=lo]
+#
+# Brings up a private 2-node cluster (ports DP_BENCH_PORT_BASE, default 17600)
+# with the built plugin and daemon, and takes it down at the end.
+set -euo pipefail
+build=$(realpath "${1:?usage: $0 BUILD_DIR [RUNS] [MODE]}")
+runs=${2:-30}
+mode=${3:-lo}
+src=$(cd "$(dirname "$0")/../.." && pwd)
+cluster=$src/tests/cluster/dp-cluster
+plugin=$build/spank/spank_dp.so
+daemon=$build/daemon/dp-rendezvousd
+[[ -f $plugin && -x $daemon ]] || { echo "build spank_dp and dp-rendezvousd in $build first" >&2; exit 1; }
+((runs >= 20)) || { echo "RUNS must be >= 20" >&2; exit 1; }
+
+export DP_CLUSTER_DIR=$(mktemp -d /tmp/dp-bench-srun.XXXXXX)
+export DP_CLUSTER_PORT_BASE=${DP_BENCH_PORT_BASE:-17600} DP_CLUSTER_MODE=$mode DP_CLUSTER_PLUGIN=$plugin
+trap '"$cluster" down >/dev/null 2>&1 || true; rm -rf "$DP_CLUSTER_DIR"' EXIT
+"$cluster" up >/dev/null
+"$cluster" plugstack "daemon=$daemon"
+eval "$("$cluster" env)"
+
+ms() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null; t1=$(date +%s%N); echo $(((t1 - t0) / 1000)); }
+median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+
+# Warm-up: first srun pays for cold caches.
+srun -N2 --ntasks-per-node=2 true
+srun --dp-world=auto -N2 --ntasks-per-node=2 true
+with=() without=()
+for ((i = 0; i < runs; i++)); do
+  without+=("$(ms srun -Q -N2 --ntasks-per-node=2 true)")
+  with+=("$(ms srun -Q --dp-world=auto -N2 --ntasks-per-node=2 true)")
+done
+mw=$(printf '%s\n' "${with[@]}" | median)
+mo=$(printf '%s\n' "${without[@]}" | median)
+printf 'mode=%s runs=%d median without=%.1f ms with --dp-world=auto=%.1f ms ratio=%.3f (target <= 1.15)\n' \
+  "$mode" "$runs" "$(echo "$mo / 1000" | bc -l)" "$(echo "$mw / 1000" | bc -l)" "$(echo "$mw / $mo" | bc -l)"

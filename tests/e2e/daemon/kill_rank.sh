@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# kill -9 of one rank makes every other rank stop within 5 s with an error
+# that names the dead rank; srun exits non-zero and no daemon is left.
+. "$(dirname "$0")/../spank/common.sh"
+: "${DP_RDV_PROBE:?set DP_RDV_PROBE to the built dp-rdv-probe}"
+site
+
+victim=3
+as_user timeout 120 srun --dp-world=auto -N2 --ntasks-per-node=2 --kill-on-bad-exit=0 \
+  -o "$WORK/task.%t.out" "$DP_RDV_PROBE" hold &
+srun_pid=$!
+holding() { [[ $(cat "$WORK"/task.*.out 2>/dev/null | grep -c "holding pid") -eq 4 ]]; }
+wait_until 60 "all 4 ranks holding" holding
+victim_pid=$(sed -n 's/.*holding pid \([0-9]*\).*/\1/p' "$WORK/task.$victim.out")
+[[ -n $victim_pid ]] || fail "no pid for rank $victim"
+job=$(squeue -h -u dptest -o %i | head -1)
+killed_at=$(date +%s%3N)
+kill -9 "$victim_pid"
+
+rc=0
+wait "$srun_pid" || rc=$?
+cat "$WORK"/task.*.out
+((rc != 0)) || fail "srun exited 0 after rank $victim was killed"
+for t in 0 1 2; do
+  line=$(grep "aborted at" "$WORK/task.$t.out") || fail "rank $t did not report the abort"
+  grep -q "rank $victim (host " <<<"$line" || fail "rank $t's error does not name rank $victim: $line"
+  at=$(sed -n 's/.*aborted at \([0-9]*\):.*/\1/p' <<<"$line")
+  ((at - killed_at < 5000)) || fail "rank $t learned of the death after $((at - killed_at)) ms (limit 5000)"
+  echo "rank $t aborted $((at - killed_at)) ms after the kill"
+done
+[[ -z $job ]] || wait_until 30 "job $job to end" job_done "$job"
+[[ -z $job ]] || wait_until 10 "no daemon of job $job" no_daemon "$job"
+pass "every rank stopped within 5 s naming rank $victim"
