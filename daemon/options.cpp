@@ -30,7 +30,7 @@ const char* usage_text() noexcept {
          "  --max-value-bytes N         (default 1048576)\n"
          "  --max-total-bytes N         keys + values of the step (default 134217728)\n"
          "  --hello-timeout-ms MS       close connections without hello (default 5000)\n"
-         "  --heartbeat-timeout-ms MS   a silent rank aborts the job (default 5000, 0: off)\n";
+         "  --heartbeat-timeout-ms MS   a silent rank aborts the job (default 4000, 0: off)\n";
 }
 
 Result<DaemonOptions> parse_options(const std::vector<std::string>& args) {

@@ -60,6 +60,8 @@ Result<std::unique_ptr<Server>> Server::create(const DaemonOptions& opts, std::s
   }
   const int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  // Accepted sockets inherit TCP_NODELAY from the listener: one syscall less per rank.
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   const int rc = bind(fd, ai->ai_addr, ai->ai_addrlen);
   const int bind_errno = errno;
   freeaddrinfo(ai);
@@ -154,8 +156,6 @@ void Server::accept_some() {
       }
       return;
     }
-    const int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     auto c = std::make_unique<Conn>();
     c->server = this;
     c->fd = fd;
@@ -289,7 +289,6 @@ void Server::close(ConnId conn) {
   c.closing = true;
   c.closing_since = Clock::now();
   event_del(c.rd);
-  shutdown(c.fd, SHUT_RD);
   if (c.out_pos >= c.out.size()) {
     drop(c);
   } else if (!c.flush_queued && !(c.wr && event_pending(c.wr, EV_WRITE, nullptr))) {

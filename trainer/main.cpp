@@ -17,8 +17,10 @@
 
 namespace {
 
+// rank < 0: not known yet (before the communicator is up).
 int fail(int rank, const dp::Error& e, int code) {
-  std::fprintf(stderr, "dp-trainer[rank %d]: %s\n", rank, e.message.c_str());
+  if (rank < 0) std::fprintf(stderr, "dp-trainer: %s\n", e.message.c_str());
+  else std::fprintf(stderr, "dp-trainer[rank %d]: %s\n", rank, e.message.c_str());
   return code;
 }
 
@@ -47,7 +49,7 @@ dp::Result<std::unique_ptr<dpt::Ops>> pick_device(dpt::DeviceChoice choice, dp::
 
 int main(int argc, char** argv) {
   auto opts = dpt::parse_options(std::vector<std::string>(argv + 1, argv + argc));
-  if (!opts) return fail(0, opts.error(), 2);
+  if (!opts) return fail(-1, opts.error(), 2);
   if (opts->help) {
     std::fputs(dpt::usage(), stdout);
     return 0;

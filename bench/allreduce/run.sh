@@ -23,25 +23,25 @@ fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/dp-bench-XXXXXX")
 trap 'rm -rf "$work"' EXIT
-export OMP_NUM_THREADS=1 MASTER_ADDR=127.0.0.1 WORLD_SIZE=2 DP_BACKEND=gloo
+export OMP_NUM_THREADS=1 MASTER_ADDR=127.0.0.1 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 DP_BACKEND=gloo
 
 free_port() { $py -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# Runs 2 ranks of "$@"; rank 0's stdout is appended to $out.
+# Runs 2 ranks of "$@" (fresh port and store); rank 0's stdout is appended to $out.
+# A rank that fails is killed by the timeout rather than hanging the run.
 two_ranks() {
   out=$1; shift
   store=$(mktemp -d "$work/store-XXXXXX")
-  MASTER_PORT=$(free_port) DP_STORE_DIR=$store RANK=1 LOCAL_RANK=1 "$@" >/dev/null &
+  port=$(free_port)
+  MASTER_PORT=$port DP_STORE_DIR=$store RANK=1 LOCAL_RANK=1 timeout 900 "$@" >/dev/null &
   p1=$!
-  MASTER_PORT=$MASTER_PORT DP_STORE_DIR=$store RANK=0 LOCAL_RANK=0 "$@" >>"$out" || true
-  wait $p1 || true
+  MASTER_PORT=$port DP_STORE_DIR=$store RANK=0 LOCAL_RANK=0 timeout 900 "$@" >>"$out" || echo "run.sh: rank 0 of $1 failed" >&2
+  wait $p1 || echo "run.sh: rank 1 of $1 failed" >&2
 }
 
 for i in $(seq "$rounds"); do
   "$ceil" >>"$work/raw.csv"
-  MASTER_PORT=$(free_port); export MASTER_PORT
   two_ranks "$work/raw.csv" "$bench" "$lo" "$hi"
-  MASTER_PORT=$(free_port); export MASTER_PORT
   two_ranks "$work/raw.csv" $py "$here/torch_allreduce.py" "$lo" "$hi"
 done
 

@@ -22,6 +22,8 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -285,6 +287,23 @@ long vm_hwm_kib(pid_t pid) {
   return -1;
 }
 
+// CPU seconds (user + system) the daemon used so far: a figure that, unlike
+// wall time, does not depend on how busy the rest of the machine is.
+double cpu_seconds(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t close_paren = stat.rfind(')');
+  if (close_paren == std::string::npos) return -1;
+  std::istringstream rest(stat.substr(close_paren + 2));
+  std::string field;
+  double utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::atof(field.c_str());
+    if (i == 15) stime = std::atof(field.c_str());
+  }
+  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -346,12 +365,14 @@ int main(int argc, char** argv) {
       failures += r.failures;
     }
     const long hwm = vm_hwm_kib(d.pid);
+    const double cpu = cpu_seconds(d.pid);
     kill(d.pid, SIGTERM);
     waitpid(d.pid, nullptr, 0);
     const double wall = static_cast<double>(last - first) / 1e9;
     walls.push_back(wall);
-    std::printf("dp-rendezvousd ranks=%d pipeline=%d run=%d wall_s=%.3f daemon_peak_rss_mib=%.1f failures=%d\n", ranks,
-                pipeline, run, wall, static_cast<double>(hwm) / 1024.0, failures);
+    std::printf("dp-rendezvousd ranks=%d pipeline=%d run=%d wall_s=%.3f daemon_peak_rss_mib=%.1f daemon_cpu_s=%.2f "
+                "failures=%d\n",
+                ranks, pipeline, run, wall, static_cast<double>(hwm) / 1024.0, cpu, failures);
     std::fflush(stdout);
   }
   std::sort(walls.begin(), walls.end());

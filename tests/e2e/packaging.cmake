@@ -20,7 +20,7 @@ add_test(NAME packaging.e2e.install_run_purge_deb
                  ${CMAKE_BINARY_DIR}/packages
                  ${PROJECT_SOURCE_DIR}/tests/cluster
                  ${_dp_pkg_port_base}
-                 ${PROJECT_SOURCE_DIR}
+                 "${PROJECT_SOURCE_DIR}:${CMAKE_BINARY_DIR}"
                  ${DP_SLURM_CONF_DIR}/plugstack.conf.d/slurm-dp.conf
                  ${_dp_pkg_plugin})
 set_tests_properties(packaging.e2e.install_run_purge_deb PROPERTIES

@@ -239,7 +239,9 @@ dp::Result<TrainSummary> train(dp::Communicator& comm, Ops& ops, const TrainConf
       ops.upload(extras, host_extras, kExtraCount);
       sync.begin_step();
       model.backward(B, [&](size_t layer) { sync.on_layer_done(layer); });
+      const auto t_wait = Clock::now();
       DP_TRY(sync.finish());
+      sum.comm_wait_seconds += seconds_since(t_wait);
       ops.download(host_extras, extras, kExtraCount);
 
       opt.step(model.params(), model.grads(), learning_rate(cfg.optimizer, pos.global_step, schedule_steps));
@@ -320,9 +322,10 @@ dp::Result<TrainSummary> train(dp::Communicator& comm, Ops& ops, const TrainConf
     for (int r = 0; r < world; ++r)
       std::printf("rank %d: %.0f samples in %.2f s, %.0f samples/s\n", r, sum.ranks[r].samples,
                   sum.ranks[r].seconds, sum.ranks[r].samples / std::max(sum.ranks[r].seconds, 1e-9f));
-    std::printf("aggregate: %.0f samples/s over %d ranks, %lld steps, %.2f s, final loss %.4f\n",
-                sum.aggregate_samples_per_sec, world, static_cast<long long>(sum.steps_this_run),
-                max_s, sum.last_loss);
+    std::printf("aggregate: %.0f samples/s over %d ranks, %lld steps, %.2f s (rank 0 waited %.2f s for "
+                "all-reduces), final loss %.4f\n",
+                sum.aggregate_samples_per_sec, world, static_cast<long long>(sum.steps_this_run), max_s,
+                sum.comm_wait_seconds, sum.last_loss);
     if (cfg.baseline_samples_per_sec > 0)
       std::printf("scaling efficiency: %.1f%% of %d x %.0f samples/s (world-1 baseline)\n",
                   100.0 * sum.aggregate_samples_per_sec / (world * cfg.baseline_samples_per_sec), world,
@@ -345,6 +348,7 @@ dp::Result<TrainSummary> train(dp::Communicator& comm, Ops& ops, const TrainConf
         .add("steps", static_cast<long long>(sum.steps))
         .add("loss", static_cast<double>(sum.last_loss))
         .add("seconds", max_s)
+        .add("rank0_comm_wait_seconds", sum.comm_wait_seconds)
         .add("aggregate_samples_per_sec", sum.aggregate_samples_per_sec)
         .add("stopped_by_signal", sum.stopped_by_signal);
     if (cfg.baseline_samples_per_sec > 0)

@@ -46,6 +46,7 @@ struct TrainSummary {
   int signal = 0;
   float last_loss = 0;          // global mean loss of the last step
   double train_seconds = 0;
+  double comm_wait_seconds = 0;  // blocked in gradient all-reduces after backward
   std::vector<RankThroughput> ranks;
   double aggregate_samples_per_sec = 0;
   double test_accuracy = -1;    // classification

@@ -51,6 +51,20 @@ struct InitOptions {
 };
 
 // One call from the injected environment to a working communicator.
+//
+// Backend: WORLD_SIZE=1 -> single (no peers, no store); otherwise nccl when a
+// CUDA device is visible, else gloo; InitOptions.backend or DP_BACKEND forces
+// one (nccl without a usable device fails at once, Errc::unavailable).
+// Rendezvous store: dp-rendezvousd from DP_RDV_ADDR/DP_RDV_SECRET (srun
+// --dp-world=auto). torchrun-style variables alone (no daemon) need
+// DP_STORE_DIR, a directory every rank can write (shared file system); without
+// it init refuses with a message naming both variables, rather than guess.
+// Failure: when the daemon reports a dead rank, every pending and later
+// collective fails with Errc::aborted and the daemon's reason (which names the
+// rank and host). Destroy the communicator before exiting: a rank that exits
+// without it (std::exit, _exit) looks dead to the daemon and aborts the job.
+// Threading: one thread issues collectives; all_reduce_async handles may be
+// waited on from any thread, in any order.
 Result<std::unique_ptr<Communicator>> init(const InitOptions& opts = {});
 Result<std::unique_ptr<Communicator>> init(const Context& ctx, const InitOptions& opts = {});
 

@@ -220,8 +220,22 @@ class TcpRendezvousClient final : public RendezvousClient {
   }
 
   Result<void> send_frame(const std::string& frame, Clock::time_point deadline) {
-    std::lock_guard wl(write_mu_);
-    return rdv::write_all(fd_, frame.data(), frame.size(), deadline);
+    Result<void> r;
+    {
+      std::lock_guard wl(write_mu_);
+      if (broken_) return make_error(Errc::connection, "the connection to dp-rendezvousd is broken");
+      r = rdv::write_all(fd_, frame.data(), frame.size(), deadline);
+      // A frame cut short leaves the stream unframed: the connection is done.
+      if (!r) {
+        broken_ = true;
+        shutdown(fd_, SHUT_RDWR);
+      }
+    }
+    if (!r) {
+      fail_all(make_error(Errc::connection, "cannot send to dp-rendezvousd at " + opts_.host + ":" +
+                                                std::to_string(opts_.port) + ": " + r.error().message));
+    }
+    return r;
   }
 
   void fail_all(Error e) {
@@ -320,6 +334,7 @@ class TcpRendezvousClient final : public RendezvousClient {
   std::atomic<bool> stop_{false};
   std::atomic<bool> goodbye_sent_{false};
   std::mutex write_mu_;
+  bool broken_ = false;  // guarded by write_mu_
   std::mutex mu_;
   std::condition_variable cv_;
   uint64_t next_id_ = 1;

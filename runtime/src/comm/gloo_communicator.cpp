@@ -54,6 +54,10 @@ class AbortSignal {
   std::optional<Error> err_;
 };
 
+std::string op_label(const char* op, int rank, int size) {
+  return std::string(op) + " (gloo, rank " + std::to_string(rank) + " of " + std::to_string(size) + ")";
+}
+
 Errc classify(const std::string& what) {
   if (what.find("imed out") != std::string::npos || what.find("imeout") != std::string::npos) {
     return Errc::timeout;
@@ -74,11 +78,10 @@ Result<void> run_gloo(const char* op, int rank, int size, const std::shared_ptr<
   } catch (...) {
     what = "unknown exception";
   }
-  const std::string where = std::string(op) + " (gloo, rank " + std::to_string(rank) + " of " +
-                            std::to_string(size) + ")";
+  const std::string where = op_label(op, rank, size);
   if (has_daemon) {
     if (auto reason = abort->wait_for(kAbortReasonGrace)) {
-      return make_error(Errc::aborted, where + " aborted: " + reason->message);
+      return make_error(Errc::aborted, where + ": " + reason->message);
     }
   }
   // gloo's messages are multi-line with source locations; keep the first line.
@@ -216,12 +219,14 @@ class GlooCommunicator final : public Communicator {
     }
   }
 
+  std::string op_label(const char* op) const { return detail::op_label(op, rank_, size_); }
+
   uint32_t next_tag() { return tag_.fetch_add(1) & 0xffffff; }
 
   template <class F>
   Result<std::unique_ptr<Work>> submit(const char* name, F f) {
     if (!ctx_) return make_error(Errc::internal, std::string(name) + ": communicator not started");
-    auto state = queue_->submit([name, rank = rank_, size = size_, abort = abort_,
+    auto state = queue_->submit(op_label(name), [name, rank = rank_, size = size_, abort = abort_,
                                  daemon = store_.client != nullptr, f = std::move(f)]() mutable {
       return run_gloo(name, rank, size, abort, daemon, f);
     });

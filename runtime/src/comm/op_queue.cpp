@@ -64,12 +64,21 @@ OpQueue::~OpQueue() {
   }
 }
 
-std::shared_ptr<OpState> OpQueue::submit(Op op) {
-  auto state = std::make_shared<OpState>();
+namespace {
+
+Error labelled(const std::shared_ptr<OpState>& op, const Error& e) {
+  if (op->label().empty()) return e;
+  return make_error(e.code, op->label() + ": " + e.message);
+}
+
+}  // namespace
+
+std::shared_ptr<OpState> OpQueue::submit(std::string label, Op op) {
+  auto state = std::make_shared<OpState>(std::move(label));
   {
     std::lock_guard<std::mutex> lock(s_->m);
     if (s_->failure) {
-      state->complete(*s_->failure);
+      state->complete(labelled(state, *s_->failure));
       return state;
     }
     s_->queue.emplace_back(std::move(op), state);
@@ -87,8 +96,8 @@ void OpQueue::fail_all(const Error& err) {
     dropped.swap(s_->queue);
     running = s_->running;
   }
-  if (running) running->complete(err);
-  for (auto& [op, state] : dropped) state->complete(err);
+  if (running) running->complete(labelled(running, err));
+  for (auto& [op, state] : dropped) state->complete(labelled(state, err));
 }
 
 std::optional<Error> OpQueue::failure() {
@@ -112,7 +121,7 @@ void OpQueue::run(std::shared_ptr<Shared> s) {
       std::lock_guard<std::mutex> lock(s->m);
       s->running.reset();
       // A failure that arrived meanwhile explains this op's outcome better.
-      if (s->failure) r = *s->failure;
+      if (s->failure) r = labelled(item.second, *s->failure);
     }
     item.second->complete(std::move(r));
   }

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include "dp/communicator.hpp"
@@ -21,6 +22,9 @@ namespace dp::detail {
 // Outcome slot shared by a handle, the worker and the abort path.
 class OpState {
  public:
+  explicit OpState(std::string label = {}) : label_(std::move(label)) {}
+  // "all_reduce (gloo, rank 0 of 4)": prefixes an abort that fails this op.
+  const std::string& label() const { return label_; }
   // First completion wins: an abort that arrives first is not overwritten.
   void complete(Result<void> r);
   Result<void> wait();
@@ -30,6 +34,7 @@ class OpState {
   std::mutex m_;
   std::condition_variable cv_;
   std::optional<Result<void>> result_;
+  std::string label_;
 };
 
 class OpWork final : public Work {
@@ -59,7 +64,7 @@ class OpQueue {
   OpQueue& operator=(const OpQueue&) = delete;
 
   // After fail_all(), returns a handle already failed with that error.
-  std::shared_ptr<OpState> submit(Op op);
+  std::shared_ptr<OpState> submit(std::string label, Op op);
   void fail_all(const Error& err);
   std::optional<Error> failure();
 

@@ -1,8 +1,8 @@
 // dp-rdv-probe: one task of an e2e step. Reads DP_RDV_ADDR, DP_RDV_SECRET,
 // RANK and WORLD_SIZE, exchanges a 128-byte ID through the step's daemon
 // (rank 0 publishes, everyone fetches), passes a barrier, and then either
-// says goodbye (mode "exchange") or waits in a barrier that never completes
-// (mode "hold") until the daemon reports an abort.
+// says goodbye (mode "exchange") or waits for a key nobody sets (mode
+// "hold") until the daemon reports an abort.
 //
 // Output, one line each: "probe rank R: id ok <first 16 hex>" and, on an
 // abort, "probe rank R: aborted at <unix ms>: <message>" (exit 3).
@@ -84,7 +84,8 @@ int main(int argc, char** argv) {
   if (mode == "hold") {
     std::printf("probe rank %d: holding pid %d\n", rank, static_cast<int>(getpid()));
     std::fflush(stdout);
-    auto r = c.barrier("probe/never", std::chrono::milliseconds(120'000));
+    // Nobody sets this key: only an abort (or the timeout) ends the wait.
+    auto r = c.get("probe/never", std::chrono::milliseconds(120'000));
     if (!r) return fail(rank, r.error());
     return 0;
   }

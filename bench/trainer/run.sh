@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# dp-trainer vs PyTorch DDP (gloo), side by side in the same run on this
+# machine: MLP 784-512-256-10, Fashion-MNIST, SGD momentum 0.9, lr 0.05,
+# global batch 256, EPOCHS epochs, world 1 and 2, 1 BLAS thread per rank.
+# Both are launched the same way (ranks as local processes with the
+# torchrun variables; dp-trainer's through a real dp-rendezvousd, as srun
+# --dp-world=auto would). Aggregate samples/s = all samples / slowest rank's
+# training-loop time. Each cell is the median of REPEATS runs.
+#
+#   bench/trainer/run.sh BUILD_DIR          (EPOCHS=5 REPEATS=3 by default)
+#
+# Installs the anchor (python3-torch + OpenBLAS for it) if missing, as NOTES
+# "Running the PyTorch anchors fairly" says.
+set -euo pipefail
+BUILD=${1:?usage: bench/trainer/run.sh BUILD_DIR}
+TRAINER=$BUILD/trainer/dp-trainer
+DAEMON=$BUILD/daemon/dp-rendezvousd
+HERE=$(cd "$(dirname "$0")" && pwd)
+# Debian's interpreter: python3-torch lives there, not in a pyenv on PATH.
+PY=/usr/bin/python3
+EPOCHS=${EPOCHS:-5}
+REPEATS=${REPEATS:-3}
+[[ -x $TRAINER && -x $DAEMON ]] || { echo "run.sh: build dp-trainer and dp-rendezvousd in $BUILD first" >&2; exit 1; }
+
+if ! "$PY" -c 'import torch' 2>/dev/null; then
+  echo "run.sh: installing the PyTorch anchor (python3-torch, OpenBLAS for it)" >&2
+  apt-get install -y -qq python3-torch libtorch-dev libopenblas0-pthread >/dev/null
+fi
+
+# The anchor is only fair on OpenBLAS (reference BLAS is ~6x slower): show it.
+"$PY" -c '
+import time, torch
+torch.set_num_threads(1)
+a, b = torch.randn(256, 784), torch.randn(784, 512)
+for _ in range(3): a @ b
+t = time.perf_counter(); n = 50
+for _ in range(n): a @ b
+print("torch 256x784x512 matmul, 1 thread: %.1f GFLOPS" % (2 * 256 * 784 * 512 * n / (time.perf_counter() - t) / 1e9))' >&2
+
+OUT=$(mktemp -d /tmp/dpt-bench.XXXXXX)
+trap 'rm -rf "$OUT"' EXIT
+SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+common_env=(OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1)
+
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# run_dp WORLD LOGPREFIX: one dp-trainer world; prints "agg_samples_per_sec accuracy".
+run_dp() {
+  local world=$1 tag=$2 pids=() port="" dpid="" r
+  if (( world > 1 )); then
+    coproc DAEMON_PROC { exec "$DAEMON" --world-size "$world" --job-id bench --step-id 0 2>"$OUT/$tag.daemon.log" <<<"$SECRET"; }
+    dpid=$DAEMON_PROC_PID
+    read -r ready port <&"${DAEMON_PROC[0]}"
+    [[ $ready == READY ]] || { echo "run.sh: dp-rendezvousd did not start" >&2; exit 1; }
+  fi
+  for ((r = 0; r < world; r++)); do
+    env "${common_env[@]}" RANK=$r WORLD_SIZE=$world LOCAL_RANK=$r LOCAL_WORLD_SIZE=$world \
+      MASTER_ADDR=127.0.0.1 MASTER_PORT=1 DP_BACKEND=gloo ${port:+DP_RDV_ADDR=127.0.0.1:$port DP_RDV_SECRET=$SECRET} \
+      "$TRAINER" --hidden 512,256 --optimizer sgd --momentum 0.9 --lr 0.05 --global-batch 256 \
+      --epochs "$EPOCHS" --log-every 0 --metrics "$OUT/$tag.r$r.jsonl" >"$OUT/$tag.r$r.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || { cat "$OUT/$tag".r*.log >&2; exit 1; }; done
+  [[ -n $dpid ]] && { kill "$dpid" 2>/dev/null || true; wait "$dpid" 2>/dev/null || true; }
+  "$PY" - "$OUT/$tag.r0.jsonl" <<'PY'
+import json, sys
+final = [json.loads(l) for l in open(sys.argv[1]) if '"final"' in l][-1]
+print(final["aggregate_samples_per_sec"], final["test_accuracy"])
+PY
+}
+
+run_torch() {
+  local world=$1 tag=$2 pids=() port r
+  port=$(free_port)
+  for ((r = 0; r < world; r++)); do
+    env "${common_env[@]}" RANK=$r WORLD_SIZE=$world LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+      EPOCHS=$EPOCHS GLOBAL_BATCH=256 LR=0.05 THREADS=1 "$PY" "$HERE/ddp_mlp.py" >"$OUT/$tag.r$r.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || { cat "$OUT/$tag".r*.log >&2; exit 1; }; done
+  cat "$OUT/$tag".r*.log | "$PY" -c '
+import json, sys
+rows = [json.loads(l) for l in sys.stdin if l.startswith("{")]
+print(sum(r["samples"] for r in rows) / max(r["seconds"] for r in rows),
+      next(r["test_accuracy"] for r in rows if r["rank"] == 0))'
+}
+
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+declare -A rate acc
+for world in 1 2; do
+  for impl in dp torch; do
+    : >"$OUT/$impl.$world.rates"
+    : >"$OUT/$impl.$world.accs"
+    for ((i = 1; i <= REPEATS; i++)); do
+      read -r s a < <("run_$impl" "$world" "$impl.w$world.$i")
+      echo "$s" >>"$OUT/$impl.$world.rates"
+      echo "$a" >>"$OUT/$impl.$world.accs"
+      printf 'run %s world %d #%d: %.0f samples/s, test accuracy %.4f\n' "$impl" "$world" "$i" "$s" "$a" >&2
+    done
+    rate[$impl.$world]=$(median <"$OUT/$impl.$world.rates")
+    acc[$impl.$world]=$(median <"$OUT/$impl.$world.accs")
+  done
+done
+
+echo
+echo "MLP 784-512-256-10, Fashion-MNIST, SGD momentum, global batch 256, $EPOCHS epochs, 1 thread/rank, median of $REPEATS"
+printf '%-22s %8s %12s %10s %9s\n' impl world samples/s scaling test_acc
+for impl in dp torch; do
+  name=$([[ $impl == dp ]] && echo dp-trainer || echo "pytorch-ddp (gloo)")
+  for world in 1 2; do
+    eff=$(awk -v a="${rate[$impl.$world]}" -v b="${rate[$impl.1]}" -v w="$world" 'BEGIN{printf "%.0f%%", 100*a/(w*b)}')
+    printf '%-22s %8d %12.0f %10s %9.4f\n' "$name" "$world" "${rate[$impl.$world]}" "$eff" "${acc[$impl.$world]}"
+  done
+done
+awk -v a="${rate[dp.2]}" -v b="${rate[torch.2]}" 'BEGIN{printf "dp-trainer / pytorch-ddp at world 2: %.2fx (target >= 1.5x)\n", a/b}'

@@ -1,0 +1,99 @@
+// The shipped plugstack.conf.d snippet tells the truth: every default it
+// documents is what the plugin's parser assumes, and every example plugin
+// line is accepted by that parser. Reads the configured snippet.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dp/site_config.hpp"
+
+namespace {
+
+std::vector<std::string> snippet_lines() {
+  std::ifstream in(DP_SNIPPET_PATH);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::vector<std::string> words_of(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+// "#   key=value" lines: one documented default each.
+std::vector<std::string> documented_defaults() {
+  std::vector<std::string> out;
+  const std::string mark = "#   ";
+  for (const auto& line : snippet_lines()) {
+    if (line.rfind(mark, 0) != 0 || line.size() <= mark.size() || line[mark.size()] == ' ') continue;
+    const std::string word = line.substr(mark.size());
+    if (word.find('=') != std::string::npos && word.find(' ') == std::string::npos) out.push_back(word);
+  }
+  return out;
+}
+
+// Commented example plugin lines: "#     required <path> key=value ...".
+std::vector<std::vector<std::string>> example_settings() {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& line : snippet_lines()) {
+    if (line.empty() || line[0] != '#') continue;
+    auto words = words_of(line.substr(1));
+    if (words.size() < 2 || (words[0] != "required" && words[0] != "optional")) continue;
+    out.emplace_back(words.begin() + 2, words.end());
+  }
+  return out;
+}
+
+TEST(PlugstackSnippet, DocumentedDefaultsAreTheParsersDefaults) {
+  const auto defaults = documented_defaults();
+  ASSERT_GE(defaults.size(), 5u) << "no '#   key=default' lines found in " << DP_SNIPPET_PATH;
+  auto parsed = dp::parse_site_config(defaults);
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  const dp::SiteConfig want;
+  EXPECT_EQ(parsed->kind, want.kind);
+  EXPECT_EQ(parsed->devices_per_node, want.devices_per_node);
+  EXPECT_EQ(parsed->tiles_per_device, want.tiles_per_device);
+  EXPECT_EQ(parsed->port_min, want.port_min);
+  EXPECT_EQ(parsed->port_max, want.port_max);
+  EXPECT_EQ(parsed->default_on, want.default_on);
+  EXPECT_EQ(parsed->lease_dir, want.lease_dir);
+  EXPECT_EQ(parsed->idle_timeout_s, want.idle_timeout_s);
+  EXPECT_EQ(parsed->port_wait_s, want.port_wait_s);
+  EXPECT_EQ(parsed->use_resv_ports, want.use_resv_ports);
+  // An empty daemon path means the installed daemon, which the snippet names.
+  EXPECT_TRUE(want.daemon_path.empty());
+  EXPECT_EQ(parsed->daemon_path, DP_DAEMON_PATH);
+}
+
+TEST(PlugstackSnippet, EveryExampleLineIsAccepted) {
+  const auto examples = example_settings();
+  ASSERT_GE(examples.size(), 4u) << "expected NVIDIA, Intel GPU, SambaNova and CPU examples";
+  for (const auto& words : examples) {
+    auto parsed = dp::parse_site_config(words);
+    std::string shown;
+    for (const auto& w : words) shown += w + " ";
+    EXPECT_TRUE(parsed) << shown << ": " << (parsed ? "" : parsed.error().message);
+  }
+}
+
+TEST(PlugstackSnippet, ExamplesCoverEveryAcceleratorKind) {
+  std::vector<dp::AcceleratorKind> seen;
+  for (const auto& words : example_settings()) {
+    auto parsed = dp::parse_site_config(words);
+    if (parsed) seen.push_back(parsed->kind);
+  }
+  for (auto kind : {dp::AcceleratorKind::cuda, dp::AcceleratorKind::ze, dp::AcceleratorKind::rdu,
+                    dp::AcceleratorKind::none}) {
+    EXPECT_NE(std::find(seen.begin(), seen.end(), kind), seen.end())
+        << "no example line for kind=" << dp::accelerator_kind_name(kind);
+  }
+}
+
+}  // namespace

@@ -1,0 +1,100 @@
+# The local Slurm clusters the e2e tests run against, as ctest fixtures:
+#   cluster_lo  slurmd nodes sharing loopback       (ports DP_CLUSTER_PORT_BASE + 0..24)
+#   cluster_ns  one network namespace per node      (ports DP_CLUSTER_PORT_BASE + 25..49)
+# A plain `ctest` brings each up before its first test and down after its last.
+#
+# Parts register their tests with
+#   dp_e2e_test(NAME <name> MODES lo ns COMMAND <cmd...> [TIMEOUT s] [ENVIRONMENT k=v ...])
+# which adds e2e.<mode>.<name> (label e2e) with DP_CLUSTER_DIR, DP_CLUSTER_MODE,
+# DP_CLUSTER_PORT_BASE, DP_CLUSTER (the script), DP_BUILD_DIR and DP_SOURCE_DIR
+# set. Scripts may source tests/e2e/lib.sh for the cluster environment and helpers.
+
+set(DP_CLUSTER_PORT_BASE 17000 CACHE STRING
+    "First of the 50 ports the e2e clusters use (lo: +0..24, ns: +25..49); change it when another tree's clusters run on this machine")
+# Site settings for the plugin line of the fixtures' plugstack.conf.d (key=value
+# list, e.g. daemon=/path); empty by default, tests set what they need.
+set(DP_CLUSTER_SITE_ARGS "" CACHE STRING "key=value words for the plugin line of the e2e clusters")
+
+if(NOT DEFINED DP_CLUSTER)
+  set(DP_CLUSTER ${PROJECT_SOURCE_DIR}/tests/cluster/dp-cluster)
+endif()
+set(DP_E2E_DIR ${CMAKE_CURRENT_LIST_DIR})
+
+set(_dp_cluster_plugin "")
+if(TARGET spank_dp)
+  set(_dp_cluster_plugin $<TARGET_FILE:spank_dp>)
+endif()
+
+# State folders stay short: unix socket paths under them must fit in 108 bytes.
+set(_dp_cluster_base_lo ${DP_CLUSTER_PORT_BASE})
+math(EXPR _dp_cluster_base_ns "${DP_CLUSTER_PORT_BASE} + 25")
+
+separate_arguments(_dp_cluster_site_args UNIX_COMMAND "${DP_CLUSTER_SITE_ARGS}")
+
+foreach(mode lo ns)
+  set(dir ${CMAKE_BINARY_DIR}/e2e-cluster-${mode})
+  set(DP_CLUSTER_DIR_${mode} ${dir})
+  set(env DP_CLUSTER_DIR=${dir} DP_CLUSTER_MODE=${mode}
+          DP_CLUSTER_PORT_BASE=${_dp_cluster_base_${mode}}
+          DP_CLUSTER_PLUGIN=${_dp_cluster_plugin})
+
+  add_test(NAME e2e.${mode}.cluster.up
+           COMMAND ${DP_E2E_DIR}/cluster/fixture_up.sh ${DP_CLUSTER} ${_dp_cluster_site_args})
+  set_tests_properties(e2e.${mode}.cluster.up PROPERTIES
+    LABELS e2e FIXTURES_SETUP cluster_${mode} RESOURCE_LOCK cluster_${mode}
+    TIMEOUT 120 ENVIRONMENT "${env}")
+
+  # down, then check that nothing of the cluster is left (processes, namespaces, links).
+  add_test(NAME e2e.${mode}.cluster.down
+           COMMAND ${DP_E2E_DIR}/cluster/fixture_down.sh ${DP_CLUSTER})
+  set_tests_properties(e2e.${mode}.cluster.down PROPERTIES
+    LABELS e2e FIXTURES_CLEANUP cluster_${mode} RESOURCE_LOCK cluster_${mode}
+    TIMEOUT 120 ENVIRONMENT "${env}")
+endforeach()
+
+function(dp_e2e_test)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "NAME;TIMEOUT" "MODES;COMMAND;ENVIRONMENT")
+  if(NOT arg_NAME OR NOT arg_COMMAND)
+    message(FATAL_ERROR "dp_e2e_test: NAME and COMMAND are required")
+  endif()
+  if(NOT arg_MODES)
+    set(arg_MODES lo ns)
+  endif()
+  if(NOT arg_TIMEOUT)
+    set(arg_TIMEOUT 300)
+  endif()
+  foreach(mode IN LISTS arg_MODES)
+    if(NOT mode MATCHES "^(lo|ns)$")
+      message(FATAL_ERROR "dp_e2e_test(${arg_NAME}): MODES takes lo and/or ns, not '${mode}'")
+    endif()
+    set(test e2e.${mode}.${arg_NAME})
+    add_test(NAME ${test} COMMAND ${arg_COMMAND})
+    # The fixture's own variables come last so a caller cannot point a test at
+    # another cluster by accident.
+    set(env ${arg_ENVIRONMENT}
+        DP_CLUSTER_DIR=${DP_CLUSTER_DIR_${mode}} DP_CLUSTER_MODE=${mode}
+        DP_CLUSTER_PORT_BASE=${_dp_cluster_base_${mode}} DP_CLUSTER=${DP_CLUSTER}
+        DP_BUILD_DIR=${CMAKE_BINARY_DIR} DP_SOURCE_DIR=${PROJECT_SOURCE_DIR})
+    set_tests_properties(${test} PROPERTIES
+      LABELS e2e
+      FIXTURES_REQUIRED cluster_${mode}
+      RESOURCE_LOCK cluster_${mode}
+      TIMEOUT ${arg_TIMEOUT}
+      ENVIRONMENT "${env}")
+  endforeach()
+endfunction()
+
+# Issue 2's tests of the cluster itself.
+foreach(t hostnames srun_help sbatch_option user_jobs ns_network)
+  set(modes lo ns)
+  if(t STREQUAL ns_network)
+    set(modes ns)
+  endif()
+  dp_e2e_test(NAME cluster.${t} MODES ${modes} TIMEOUT 120
+              COMMAND ${DP_E2E_DIR}/cluster/${t}.sh)
+endforeach()
+dp_e2e_test(NAME cluster.refuse_taken_port MODES lo ns TIMEOUT 120
+            COMMAND ${DP_E2E_DIR}/cluster/refuse_taken_port.sh)
+# Needs no running cluster: a non-root caller is refused before anything starts.
+add_test(NAME e2e.cluster.refuse_non_root COMMAND ${DP_E2E_DIR}/cluster/refuse_non_root.sh ${DP_CLUSTER})
+set_tests_properties(e2e.cluster.refuse_non_root PROPERTIES LABELS e2e TIMEOUT 60)
