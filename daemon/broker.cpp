@@ -9,18 +9,22 @@
 namespace dp::daemon {
 namespace {
 
-// Keys are bytes: show them printable and short in messages.
-std::string shown(std::string_view key) {
-  std::string s = "'";
-  for (size_t i = 0; i < key.size() && i < 64; ++i) {
-    const unsigned char c = static_cast<unsigned char>(key[i]);
+std::string ms_text(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + " ms"; }
+
+// Peer-supplied text goes into logs and other peers' errors: printable ASCII only.
+std::string printable(std::string_view text, size_t limit) {
+  std::string s;
+  for (size_t i = 0; i < text.size() && i < limit; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
     s += (c >= 0x20 && c < 0x7f) ? static_cast<char>(c) : '?';
   }
-  if (key.size() > 64) s += "...";
-  return s + "'";
+  return s;
 }
 
-std::string ms_text(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + " ms"; }
+// Keys are bytes: show them printable and short in messages.
+std::string shown(std::string_view key) {
+  return "'" + printable(key, 64) + (key.size() > 64 ? "...'" : "'");
+}
 
 constexpr uint32_t kHelloFrameLimit = 4096;  // before authentication, frames stay tiny
 
@@ -183,7 +187,7 @@ void Broker::handle_hello(ConnId conn, Peer& p, uint64_t id, const proto::Hello&
   p.state = PeerState::ready;
   p.role = h.role();
   p.rank = is_rank ? h.rank() : -1;
-  p.host = h.host();
+  p.host = printable(h.host(), 255);
   reply_ok(conn, id);
   if (is_rank) {
     phases_.reached(Phase::first_hello, now);
@@ -412,7 +416,7 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req, Clo
     }
     case proto::Request::kAbort: {
       std::string who = describe_peer(p);
-      abort_job("job aborted by " + who + ": " + req.abort().reason().substr(0, 1024));
+      abort_job("job aborted by " + who + ": " + printable(req.abort().reason(), 1024));
       reply_ok(conn, id);
       return;
     }

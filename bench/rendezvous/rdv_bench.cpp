@@ -123,8 +123,10 @@ void start_connect(Rank& r, int ep, uint16_t port) {
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   connect(r.fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
   r.st = St::connecting;
+  // Edge-triggered: the connect completion and each reply arrive as one edge,
+  // with no EPOLL_CTL_MOD between the two phases.
   epoll_event ev{};
-  ev.events = EPOLLOUT | EPOLLIN;
+  ev.events = EPOLLOUT | EPOLLIN | EPOLLET;
   ev.data.ptr = &r;
   epoll_ctl(ep, EPOLL_CTL_ADD, r.fd, &ev);
 }
@@ -156,19 +158,11 @@ WorkerResult run_worker(uint16_t port, int world, int first, int count, int infl
     for (int i = 0; i < n; ++i) {
       Rank& r = *static_cast<Rank*>(evs[i].data.ptr);
       if (r.st == St::connecting) {
-        int err = 0;
-        socklen_t len = sizeof err;
-        getsockopt(r.fd, SOL_SOCKET, SO_ERROR, &err, &len);
-        if (err != 0) {  // refused under overload: try again
-          epoll_ctl(ep, EPOLL_CTL_DEL, r.fd, nullptr);
+        if (evs[i].events & (EPOLLERR | EPOLLHUP)) {  // refused under overload: try again
           close(r.fd);
           start_connect(r, ep, port);
           continue;
         }
-        epoll_event ev{};
-        ev.events = EPOLLIN;
-        ev.data.ptr = &r;
-        epoll_ctl(ep, EPOLL_CTL_MOD, r.fd, &ev);
         r.st = St::hello;
         if (!pipeline) {
           send_req(r, request_for(Step::hello, r.rank, world, id));
@@ -182,52 +176,54 @@ WorkerResult run_worker(uint16_t port, int world, int first, int count, int infl
         if (::send(r.fd, all.data(), all.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(all.size())) ++res.failures;
         continue;
       }
-      char buf[4096];
-      const ssize_t got = recv(r.fd, buf, sizeof buf, 0);
-      if (got <= 0) {
-        if (got < 0 && errno == EAGAIN) continue;
-        epoll_ctl(ep, EPOLL_CTL_DEL, r.fd, nullptr);
-        if (r.said_goodbye) {
-          // Closed by the daemon after our goodbye: the normal end.
-          close(r.fd);
-          r.fd = -1;
-          continue;
-        }
-        std::fprintf(stderr, "rank %d: connection closed in state %d\n", r.rank, static_cast<int>(r.st));
-        ++res.failures;
-        ++done;
-        epoll_ctl(ep, EPOLL_CTL_DEL, r.fd, nullptr);
-        close(r.fd);
-        continue;
-      }
-      r.dec.feed(buf, static_cast<size_t>(got));
-      std::string_view payload;
-      while (r.dec.next(payload) == dp::rdv::FrameDecoder::Status::frame) {
-        dp::proto::Response resp;
-        resp.ParseFromArray(payload.data(), static_cast<int>(payload.size()));
-        if (resp.code() != dp::proto::OK) {
-          std::fprintf(stderr, "rank %d: error %s\n", r.rank, resp.message().c_str());
+      if (!(evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) || r.said_goodbye) continue;
+      // Drain the edge: a short read means nothing more was queued.
+      for (;;) {
+        char buf[4096];
+        const ssize_t got = recv(r.fd, buf, sizeof buf, 0);
+        if (got < 0 && errno == EAGAIN) break;
+        if (got <= 0) {
+          std::fprintf(stderr, "rank %d: connection closed before the barrier\n", r.rank);
           ++res.failures;
-        }
-        const auto step = static_cast<Step>(resp.id());
-        if (step == Step::hello) {
-          --active;
-          launch_more();
-        }
-        if (step == Step::get_id && resp.value() != id) ++res.failures;
-        if (step == Step::barrier) {
-          res.last_done = std::max(res.last_done, now_ns());
           ++done;
-          r.said_goodbye = true;
-          send_req(r, request_for(Step::goodbye, r.rank, world, id));
-          continue;
+          r.said_goodbye = true;  // nothing more to do for it
+          break;
         }
-        if (pipeline || step == Step::goodbye) continue;
-        Step next_step = static_cast<Step>(static_cast<int>(step) + 1);
-        if (next_step == Step::set_id && r.rank != 0) next_step = Step::get_id;
-        send_req(r, request_for(next_step, r.rank, world, id));
+        r.dec.feed(buf, static_cast<size_t>(got));
+        std::string_view payload;
+        while (r.dec.next(payload) == dp::rdv::FrameDecoder::Status::frame) {
+          dp::proto::Response resp;
+          resp.ParseFromArray(payload.data(), static_cast<int>(payload.size()));
+          if (resp.code() != dp::proto::OK) {
+            std::fprintf(stderr, "rank %d: error %s\n", r.rank, resp.message().c_str());
+            ++res.failures;
+          }
+          const auto step = static_cast<Step>(resp.id());
+          if (step == Step::hello) {
+            --active;
+            launch_more();
+          }
+          if (step == Step::get_id && resp.value() != id) ++res.failures;
+          if (step == Step::barrier) {
+            res.last_done = std::max(res.last_done, now_ns());
+            ++done;
+            r.said_goodbye = true;  // sent below, once every rank of this worker is out
+            continue;
+          }
+          if (pipeline) continue;
+          Step next_step = static_cast<Step>(static_cast<int>(step) + 1);
+          if (next_step == Step::set_id && r.rank != 0) next_step = Step::get_id;
+          send_req(r, request_for(next_step, r.rank, world, id));
+        }
+        if (static_cast<size_t>(got) < sizeof buf) break;
       }
     }
+  }
+  // Leave cleanly (no abort): goodbye, then close without waiting for the reply;
+  // the daemon handles the goodbye before it sees the end of the stream.
+  for (auto& r : ranks) {
+    if (r.fd < 0) continue;
+    send_req(r, request_for(Step::goodbye, r.rank, world, id));
   }
   for (auto& r : ranks) {
     if (r.fd >= 0) close(r.fd);

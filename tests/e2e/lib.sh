@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers for e2e test scripts; source it first:  . "$DP_SOURCE_DIR/tests/e2e/lib.sh"
 #
 # Needs DP_CLUSTER_DIR (set by dp_e2e_test); puts the cluster's SLURM_CONF in

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # srun -N2 --ntasks-per-node=2 hostname returns the two node names, twice
 # each: every slurmd runs under its own hostname (own UTS namespace).
+# shellcheck source-path=SCRIPTDIR source=../lib.sh disable=SC2016 # single quotes: expanded in the tasks
 . "$(dirname "$0")/../lib.sh"
 
 out=$(with_timeout 60 srun -N2 --ntasks-per-node=2 hostname) || fail "srun failed: $out"

@@ -3,6 +3,7 @@
 # same port at once and reach each other's address; a server on the host
 # bound to 0.0.0.0 (slurmctld here, as the rendezvous daemon will be) is
 # reachable from the nodes by the host's name and by its own addresses.
+# shellcheck source-path=SCRIPTDIR source=../lib.sh disable=SC2016 # single quotes: expanded in the tasks
 . "$(dirname "$0")/../lib.sh"
 [[ $DP_CLUSTER_MODE == ns ]] || fail "this test is for ns mode, not $DP_CLUSTER_MODE"
 

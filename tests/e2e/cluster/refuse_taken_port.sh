@@ -2,13 +2,14 @@
 # dp-cluster up refuses, naming the port and the variable to change, when a
 # port it needs is taken (here: by the fixture's running cluster), starts
 # nothing, and leaves the running cluster alone.
+# shellcheck source-path=SCRIPTDIR source=../lib.sh disable=SC2016 # single quotes: expanded in the tasks
 . "$(dirname "$0")/../lib.sh"
 base=${DP_CLUSTER_PORT_BASE:?}
 
 try_up() {  # <base> <mode>: a second cluster in a fresh folder
   local dir rc=0
   dir=$(mktemp -d /tmp/dp-refuse.XXXXXX)
-  out=$(DP_CLUSTER_DIR=$dir DP_CLUSTER_MODE=$2 DP_CLUSTER_PORT_BASE=$1 DP_CLUSTER_PLUGIN= \
+  out=$(DP_CLUSTER_DIR=$dir DP_CLUSTER_MODE=$2 DP_CLUSTER_PORT_BASE=$1 DP_CLUSTER_PLUGIN='' \
         with_timeout 60 "$DP_CLUSTER" up 2>&1) || rc=$?
   if grep -lzxF "DP_CLUSTER_DAEMON_OF=$dir" /proc/[0-9]*/environ 2>/dev/null; then
     DP_CLUSTER_DIR=$dir "$DP_CLUSTER" down || true

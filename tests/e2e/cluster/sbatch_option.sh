@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # sbatch --dp-world=auto --wrap 'srun ...' as the unprivileged user: the
 # option is accepted and the job completes, its step running on both nodes.
+# shellcheck source-path=SCRIPTDIR source=../lib.sh disable=SC2016 # single quotes: expanded in the tasks
 . "$(dirname "$0")/../lib.sh"
 
 # The plugin starts the built rendezvous daemon for the inner srun.

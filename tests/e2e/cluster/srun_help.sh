@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The cluster loads the built spank_dp.so: srun --help lists --dp-world.
+# shellcheck source-path=SCRIPTDIR source=../lib.sh disable=SC2016 # single quotes: expanded in the tasks
 . "$(dirname "$0")/../lib.sh"
 
 grep -q '^PLUGIN=/' "$DP_CLUSTER_DIR/cluster.env" \

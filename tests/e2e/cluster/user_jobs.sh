@@ -2,6 +2,7 @@
 # Jobs of the unprivileged test user work: tasks run as that user, get 2 of
 # the node's 4 fake GPUs through gres (CUDA_VISIBLE_DEVICES), and
 # srun --resv-ports=2 gets two ports from the cluster's MpiParams range.
+# shellcheck source-path=SCRIPTDIR source=../lib.sh disable=SC2016 # single quotes: expanded in the tasks
 . "$(dirname "$0")/../lib.sh"
 
 out=$(with_timeout 60 as_user srun -N2 --ntasks-per-node=2 --gres=gpu:2 \

@@ -197,5 +197,49 @@ TEST_F(BadInput, TenThousandIdleConnections) {
   expect_healthy();
 }
 
+TEST(Sanitizing, BinaryHostAndReasonReachOthersPrintable) {
+  DaemonProcess d(2);
+  ASSERT_TRUE(d.ready());
+  auto c0 = RendezvousClient::connect(d.client_options(0, 2));
+  ASSERT_TRUE(c0.ok());
+  RawConn raw(d.port());
+  proto::Request h;
+  h.set_id(1);
+  h.mutable_hello()->set_protocol_version(1);
+  h.mutable_hello()->set_secret(kSecret);
+  h.mutable_hello()->set_rank(1);
+  h.mutable_hello()->set_role(proto::ROLE_RANK);
+  h.mutable_hello()->set_host(std::string("bad\xff\x1b[31mhost", 14));  // not UTF-8, with an escape
+  ASSERT_TRUE(raw.send_request(h));
+  auto hr = raw.read_response();
+  ASSERT_TRUE(hr.has_value());
+  ASSERT_EQ(hr->code(), proto::OK) << hr->message();
+  proto::Request a;
+  a.set_id(2);
+  a.mutable_abort()->set_reason(std::string("nan\xfe\n", 5));
+  ASSERT_TRUE(raw.send_request(a));
+  auto r = (*c0)->get("x", milliseconds(5'000));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::aborted);
+  EXPECT_NE(r.error().message.find("rank 1 (host bad??[31mhost): nan??"), std::string::npos) << r.error().message;
+}
+
+TEST(Limits, ConnectionsOverTheLimitAreRefusedWithAMessage) {
+  DaemonProcess d(1, {"--max-connections", "3"});
+  ASSERT_TRUE(d.ready());
+  auto c = RendezvousClient::connect(d.client_options(0, 1));
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->set("k", "v").ok());
+  RawConn a(d.port()), b(d.port());
+  ASSERT_TRUE(a.hello() && b.hello());
+  RawConn over(d.port());
+  auto r = over.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->code(), proto::LIMIT);
+  EXPECT_NE(r->message().find("--max-connections"), std::string::npos) << r->message();
+  EXPECT_TRUE(over.closed_by_peer());
+  EXPECT_EQ(*(*c)->get("k"), "v");
+}
+
 }  // namespace
 }  // namespace dp::test

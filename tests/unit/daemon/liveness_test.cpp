@@ -132,6 +132,22 @@ TEST(Liveness, SilentRankIsDeclaredDeadAfterHeartbeatTimeout) {
   EXPECT_LT(Clock::now() - t0, milliseconds(3'000));
 }
 
+TEST(Liveness, HeartbeatsKeepAnIdleRankAlive) {
+  DaemonProcess d(2, {"--heartbeat-timeout-ms", "600"});
+  ASSERT_TRUE(d.ready());
+  auto c0 = RendezvousClient::connect(d.client_options(0, 2));  // heartbeats every 200 ms
+  auto c1 = RendezvousClient::connect(d.client_options(1, 2));
+  ASSERT_TRUE(c0.ok() && c1.ok());
+  // Rank 1 waits 2 s (more than three heartbeat timeouts) for a key rank 0 never sets.
+  auto r = (*c1)->get("late", milliseconds(2'000));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::timeout) << r.error().message;
+  auto s = (*c0)->stats();
+  ASSERT_TRUE(s.ok());
+  EXPECT_NE(s->text.find("aborted no"), std::string::npos) << s->text;
+  EXPECT_EQ(s->text.find("heartbeats 0\n"), std::string::npos) << s->text;
+}
+
 TEST(Liveness, ExplicitAbortReachesEveryone) {
   DaemonProcess d(2);
   ASSERT_TRUE(d.ready());
