@@ -67,6 +67,7 @@ class Broker {
   bool finished() const;
   bool aborted() const { return aborted_; }
   proto::Stats stats() const;
+  std::string startup_summary() const { return phases_.summary(); }
 
  private:
   enum class PeerState : uint8_t { awaiting_hello, ready };

@@ -120,8 +120,11 @@ Server::~Server() {
 void Server::run() { event_base_dispatch(base_); }
 
 void Server::stop(const char* why) {
-  std::fprintf(stderr, "dp-rendezvousd: job %s step %s: exiting: %s\n", opts_.job_id.c_str(), opts_.step_id.c_str(),
-               why);
+  const proto::Stats st = broker_->stats();
+  std::fprintf(stderr,
+               "dp-rendezvousd: job %s step %s: exiting: %s (requests %llu, keys %llu, startup %s)\n",
+               opts_.job_id.c_str(), opts_.step_id.c_str(), why, static_cast<unsigned long long>(st.requests()),
+               static_cast<unsigned long long>(st.keys()), broker_->startup_summary().c_str());
   event_base_loopbreak(base_);
 }
 

@@ -99,7 +99,7 @@ Result<std::string> make_secret() {
   return hex;
 }
 
-Result<RunningDaemon> launch_daemon(const DaemonRequest& req, const std::string& secret) {
+Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string& secret) {
   if (access(req.path.c_str(), X_OK) != 0)
     return make_error(Errc::unavailable,
                       "rendezvous daemon " + req.path + " is not executable (" +
@@ -127,8 +127,8 @@ Result<RunningDaemon> launch_daemon(const DaemonRequest& req, const std::string&
 
   close(in.release(0));
   close(out.release(1));
-  // The secret travels through the pipe only; a daemon that died early
-  // must not kill srun with SIGPIPE.
+  // The secret travels through the pipe only (a pipe holds 64 KiB, so this
+  // never blocks); a daemon that died early must not kill srun with SIGPIPE.
   std::string line = secret + "\n";
   const int wfd = in.release(1);
   sighandler_t old = signal(SIGPIPE, SIG_IGN);
@@ -136,24 +136,48 @@ Result<RunningDaemon> launch_daemon(const DaemonRequest& req, const std::string&
   signal(SIGPIPE, old);
   close(wfd);
   std::fill(line.begin(), line.end(), '\0');
+  StartingDaemon d{pid, out.release(0), req.path};
+  if (w != static_cast<ssize_t>(secret.size() + 1)) {
+    abandon_daemon(d);
+    return make_error(Errc::unavailable, "rendezvous daemon " + req.path +
+                                             ": could not receive the secret; rerun with "
+                                             "--dp-verbose to see its messages");
+  }
+  return d;
+}
 
-  auto answer = read_line(out.fd[0], Clock::now() + std::chrono::milliseconds(req.ready_timeout_ms));
+void abandon_daemon(StartingDaemon& d) {
+  if (d.answer_fd >= 0) close(d.answer_fd);
+  d.answer_fd = -1;
+  stop_daemon(d.pid, 500);
+  d.pid = -1;
+}
+
+Result<RunningDaemon> await_daemon(StartingDaemon& d, int timeout_ms) {
+  auto answer = read_line(d.answer_fd, Clock::now() + std::chrono::milliseconds(timeout_ms));
+  close(d.answer_fd);
+  d.answer_fd = -1;
   auto fail = [&](const std::string& why) -> Result<RunningDaemon> {
-    stop_daemon(pid, 500);
-    return make_error(Errc::unavailable, "rendezvous daemon " + req.path + ": " + why +
+    abandon_daemon(d);
+    return make_error(Errc::unavailable, "rendezvous daemon " + d.path + ": " + why +
                                              "; rerun with --dp-verbose to see its messages");
   };
-  if (w != static_cast<ssize_t>(secret.size() + 1)) return fail("could not receive the secret");
   if (!answer) return fail(answer.error().message);
   const std::string& a = *answer;
   if (a.rfind("READY ", 0) == 0) {
     char* end = nullptr;
     long port = std::strtol(a.c_str() + 6, &end, 10);
-    if (port > 0 && port < 65536 && end && *end == '\0') return RunningDaemon{pid, static_cast<int>(port)};
+    if (port > 0 && port < 65536 && end && *end == '\0') return RunningDaemon{d.pid, static_cast<int>(port)};
     return fail("bad answer '" + a + "'");
   }
   if (a.rfind("ERROR ", 0) == 0) return fail(a.substr(6));
   return fail("bad answer '" + a + "'");
+}
+
+Result<RunningDaemon> launch_daemon(const DaemonRequest& req, const std::string& secret) {
+  auto d = start_daemon(req, secret);
+  DP_TRY(d);
+  return await_daemon(*d, req.ready_timeout_ms);
 }
 
 void stop_daemon(pid_t pid, int grace_ms) {

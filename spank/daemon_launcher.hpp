@@ -32,6 +32,22 @@ struct RunningDaemon {
 // 256 bits from getrandom(), as 64 hex digits.
 Result<std::string> make_secret();
 
+// A daemon forked and given its secret, not yet known to be listening.
+struct StartingDaemon {
+  pid_t pid = -1;
+  int answer_fd = -1;  // its stdout
+  std::string path;
+};
+
+// Forks the daemon and hands it the secret; returns at once so the caller
+// can do other work while the daemon starts.
+Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string& secret);
+// Waits for "READY <port>"; on any failure the daemon is stopped.
+Result<RunningDaemon> await_daemon(StartingDaemon& d, int timeout_ms);
+// Stops a daemon that is not needed after all.
+void abandon_daemon(StartingDaemon& d);
+
+// start_daemon + await_daemon.
 Result<RunningDaemon> launch_daemon(const DaemonRequest& req, const std::string& secret);
 
 // SIGTERM, then SIGKILL if it has not exited within grace_ms; always reaps.

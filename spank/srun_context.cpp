@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "contexts.hpp"
@@ -86,43 +87,63 @@ int srun_local_user_init(spank_t sp) {
       spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS)
     return fail(make_error(Errc::internal, "cannot read the job and step ids from srun"));
 
+  uint32_t total_tasks = 0;
+  if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &total_tasks) != ESPANK_SUCCESS)
+    return fail(make_error(Errc::internal, "cannot read the step's task count from srun"));
+
+  // The daemon starts (exec, bind) while the layout is fetched and checked:
+  // that overlap is most of srun's extra cost.
+  const bool explain = opts.explain.value_or(false);
+  auto secret = make_secret();
+  if (!secret) return fail(secret.error());
+  const char* debug = std::getenv(env::kDebug);
+  DaemonRequest req;
+  req.path = st.site.daemon_path.empty() ? DP_DEFAULT_DAEMON_PATH : st.site.daemon_path;
+  req.world_size = static_cast<int>(total_tasks);
+  req.job_id = job_id;
+  req.step_id = step_id;
+  req.idle_timeout_s = st.site.idle_timeout_s;
+  req.show_stderr = opts.verbose.value_or(false) || (debug && std::string(debug) == "1");
+  std::optional<StartingDaemon> starting;
+  if (!explain) {
+    auto s = start_daemon(req, *secret);
+    if (!s) return fail(s.error());
+    starting = *s;
+  }
+  auto refuse = [&](const Error& e) {
+    if (starting) abandon_daemon(*starting);
+    return fail(e);
+  };
+
   auto shape = load_step_shape(job_id, step_id);
-  if (!shape) return fail(shape.error());
+  if (!shape) return refuse(shape.error());
   const int master_index = shape->host_of(0);
-  if (master_index < 0) return fail(make_error(Errc::internal, "no node holds task 0"));
+  if (master_index < 0) return refuse(make_error(Errc::internal, "no node holds task 0"));
   const std::string& master_host = shape->hosts[static_cast<size_t>(master_index)];
 
-  const bool need_all_nodes = opts.tiles.has_value() || opts.explain.value_or(false);
+  const bool need_all_nodes = opts.tiles.has_value() || explain;
   auto nodes = load_nodes(need_all_nodes ? shape->hosts : std::vector<std::string>{master_host});
-  if (!nodes) return fail(nodes.error());
+  if (!nodes) return refuse(nodes.error());
   std::vector<int> node_tile_counts;
   for (const auto& h : shape->hosts) {
     auto it = nodes->find(h);
     node_tile_counts.push_back(it == nodes->end() ? -1 : tiles_of_node(st.site, it->second));
   }
   auto plan = plan_step(opts, st.site, *shape, node_tile_counts);
-  if (!plan) return fail(plan.error());
+  if (!plan) return refuse(plan.error());
+  if (plan->world_size != req.world_size)
+    return refuse(make_error(Errc::internal, "srun and slurmctld disagree on the step's task count"));
   const std::string master_addr = nodes->at(master_host).address;
 
-  if (opts.explain.value_or(false)) {
+  if (explain) {
     print_explain(*plan, st.site, *shape, *nodes, master_addr, opts);
     return fail(make_error(Errc::ok, "--dp-explain: dry run; the layout is above and no task "
                                      "was started (srun exits non-zero by design)"));
   }
 
-  auto secret = make_secret();
-  if (!secret) return fail(secret.error());
   auto route = local_address_towards(master_addr);
-  if (!route) return fail(route.error());
-  const char* debug = std::getenv(env::kDebug);
-  DaemonRequest req;
-  req.path = st.site.daemon_path.empty() ? DP_DEFAULT_DAEMON_PATH : st.site.daemon_path;
-  req.world_size = plan->world_size;
-  req.job_id = job_id;
-  req.step_id = step_id;
-  req.idle_timeout_s = st.site.idle_timeout_s;
-  req.show_stderr = opts.verbose.value_or(false) || (debug && std::string(debug) == "1");
-  auto daemon = launch_daemon(req, *secret);
+  if (!route) return refuse(route.error());
+  auto daemon = await_daemon(*starting, req.ready_timeout_ms);
   if (!daemon) return fail(daemon.error());
   st.daemon_pid = daemon->pid;
 

@@ -1,9 +1,13 @@
 // dp-trainer: parse options, wire up the communicator and device, load data,
 // train, report. Exit 0 on success (also after a signal-triggered checkpoint),
 // 1 on a runtime error, 2 on bad options.
+#include <sched.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dp/communicator.hpp"
@@ -55,7 +59,19 @@ int main(int argc, char** argv) {
     return 0;
   }
   dpt::install_stop_handlers();
-  if (opts->threads > 0) dpt::set_cpu_threads(opts->threads);
+  if (opts->threads > 0) {
+    dpt::set_cpu_threads(opts->threads);
+  } else if (!std::getenv("OPENBLAS_NUM_THREADS")) {
+    // Ranks sharing a node split its cores; oversubscribed BLAS threads
+    // cost 2-3x (NOTES). LOCAL_WORLD_SIZE is set by --dp-world / torchrun.
+    // A task Slurm bound to some CPUs already has its share.
+    const char* lws = std::getenv("LOCAL_WORLD_SIZE");
+    const int local = lws ? std::max(1, std::atoi(lws)) : 1;
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    cpu_set_t set;
+    const int mine = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : cores;
+    dpt::set_cpu_threads(mine < cores ? std::max(1, mine) : std::max(1, cores / local));
+  }
 
   auto comm = dp::init();
   if (!comm) return fail(-1, comm.error(), 1);

@@ -3,6 +3,8 @@
 # torch.distributed gloo side by side, interleaved in the same run, plus the
 # memcpy and loopback-TCP ceilings. Medians of ROUNDS runs per size.
 #   bench/allreduce/run.sh <build-dir> [rounds=3] [min_bytes=1024] [max_bytes=268435456]
+# PIN=1 pins rank r to CPU r for both implementations (as Slurm's task/affinity
+# would); unpinned, the kernel may stack both ranks on one CPU for a while.
 # Installs the anchor (python3-torch) if missing; never run by ctest.
 set -eu
 build=${1:?usage: run.sh <build-dir> [rounds] [min_bytes] [max_bytes]}
@@ -25,6 +27,9 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/dp-bench-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=1 MASTER_ADDR=127.0.0.1 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 DP_BACKEND=gloo
 
+pin0="" pin1=""
+if [ "${PIN:-0}" = 1 ]; then pin0="taskset -c 0" pin1="taskset -c 1"; fi
+
 free_port() { $py -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # Runs 2 ranks of "$@" (fresh port and store); rank 0's stdout is appended to $out.
@@ -33,9 +38,9 @@ two_ranks() {
   out=$1; shift
   store=$(mktemp -d "$work/store-XXXXXX")
   port=$(free_port)
-  MASTER_PORT=$port DP_STORE_DIR=$store RANK=1 LOCAL_RANK=1 timeout 900 "$@" >/dev/null &
+  MASTER_PORT=$port DP_STORE_DIR=$store RANK=1 LOCAL_RANK=1 $pin1 timeout 900 "$@" >/dev/null &
   p1=$!
-  MASTER_PORT=$port DP_STORE_DIR=$store RANK=0 LOCAL_RANK=0 timeout 900 "$@" >>"$out" || echo "run.sh: rank 0 of $1 failed" >&2
+  MASTER_PORT=$port DP_STORE_DIR=$store RANK=0 LOCAL_RANK=0 $pin0 timeout 900 "$@" >>"$out" || echo "run.sh: rank 0 of $1 failed" >&2
   wait $p1 || echo "run.sh: rank 1 of $1 failed" >&2
 }
 
@@ -45,4 +50,6 @@ for i in $(seq "$rounds"); do
   two_ranks "$work/raw.csv" $py "$here/torch_allreduce.py" "$lo" "$hi"
 done
 
-$py "$here/report.py" "$work/raw.csv" "$rounds"
+# RAW=<file> keeps the raw CSV lines.
+[ -n "${RAW:-}" ] && cp "$work/raw.csv" "$RAW"
+$py "$here/report.py" "$work/raw.csv" "$rounds" "${PIN:-0}"

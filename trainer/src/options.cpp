@@ -75,7 +75,8 @@ Data-parallel training on Fashion-MNIST or a synthetic regression task.
   --baseline S                  world-1 samples/s, prints scaling efficiency
   --no-eval                     skip the test-set evaluation
   --device auto|cpu|cuda        (default auto: cuda when a GPU is visible)
-  --threads N                   BLAS threads per rank (default: OpenBLAS's choice)
+  --threads N                   BLAS threads per rank (default: cores / ranks on the node,
+                                or OPENBLAS_NUM_THREADS when set)
 )";
 }
 

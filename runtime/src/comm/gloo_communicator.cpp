@@ -81,7 +81,7 @@ Result<void> run_gloo(const char* op, int rank, int size, const std::shared_ptr<
   const std::string where = op_label(op, rank, size);
   if (has_daemon) {
     if (auto reason = abort->wait_for(kAbortReasonGrace)) {
-      return make_error(Errc::aborted, where + ": " + reason->message);
+      return make_error(Errc::aborted, where + ": job aborted: " + reason->message);
     }
   }
   // gloo's messages are multi-line with source locations; keep the first line.

@@ -44,6 +44,7 @@ expect_refused --dp-master-port srun -n1 --dp-master-port=29500x "${task[@]}"
 expect_refused --dp-tiles sbatch --dp-tiles=abc --wrap "touch $marker"
 expect_refused --dp-world sbatch --dp-world=0 --wrap "touch $marker"
 expect_refused --dp-tiles salloc -n1 --dp-tiles=0 touch "$marker"
+expect_refused heterogeneous srun -n1 --dp-world=auto "${task[@]}" : -n1 "${task[@]}"
 
 # A bad site setting refuses every srun (and names the setting).
 site kind=tpu
@@ -51,5 +52,5 @@ expect_refused kind=tpu srun -n1 --dp-world=auto "${task[@]}"
 site ports=30000-20000
 expect_refused ports=30000-20000 srun -n1 --dp-world=auto "${task[@]}"
 site
-((n >= 20)) || fail "only $n cases ran"
+((n >= 23)) || fail "only $n cases ran"
 pass "$n bad inputs refused before launch"

@@ -27,4 +27,11 @@ while read -r procid localid node rest; do
   [[ $(field "$line" SECRET) == 64 ]] || fail "DP_RDV_SECRET should be 64 hex digits: $line"
   [[ $(field "$line" DP_TILES) == unset ]] || fail "no --dp-tiles, no DP_TILES: $line"
 done <<<"$out"
-pass "4 tasks on 2 nodes wired correctly (MASTER_ADDR=$want_addr, $ports)"
+
+# -w n2: a step on the second node only counts its own tasks, and its
+# master is n2.
+out=$(as_user timeout 60 srun --dp-world=auto -w n2 -n2 bash -c "$print_task")
+echo "$out"
+[[ $(grep -c "WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 NODE_RANK=0 GROUP_RANK=0 MASTER_ADDR=$(node_addr n2) " <<<"$out") -eq 2 ]] \
+  || fail "-w n2: want WORLD_SIZE=2, NODE_RANK=0, MASTER_ADDR=$(node_addr n2)"
+pass "4 tasks on 2 nodes wired correctly (MASTER_ADDR=$want_addr, $ports); -w n2 step too"

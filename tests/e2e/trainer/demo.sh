@@ -5,7 +5,7 @@
 
 start=$(date +%s)
 out=$(as_user timeout 120 srun --dp-world=auto -N2 --ntasks-per-node=2 \
-  --export=ALL,OPENBLAS_NUM_THREADS=1 "$DP_TRAINER" --global-batch 256 --epochs 1 \
+  "$DP_TRAINER" --global-batch 256 --epochs 1 \
   --hidden 256,128 --log-every 50 2>&1) || fail "srun failed: $out"
 echo "$out"
 grep -q "world 4," <<<"$out" || fail "not a world of 4"

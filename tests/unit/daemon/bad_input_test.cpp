@@ -209,7 +209,7 @@ TEST(Sanitizing, BinaryHostAndReasonReachOthersPrintable) {
   h.mutable_hello()->set_secret(kSecret);
   h.mutable_hello()->set_rank(1);
   h.mutable_hello()->set_role(proto::ROLE_RANK);
-  h.mutable_hello()->set_host(std::string("bad\xff\x1b[31mhost", 14));  // not UTF-8, with an escape
+  h.mutable_hello()->set_host(std::string("bad\xff\x1b[31mhost", 13));  // not UTF-8, with an escape
   ASSERT_TRUE(raw.send_request(h));
   auto hr = raw.read_response();
   ASSERT_TRUE(hr.has_value());
