@@ -44,10 +44,18 @@ two_ranks() {
   wait $p1 || echo "run.sh: rank 1 of $1 failed" >&2
 }
 
+# The order alternates between rounds and the ceilings run last: which pair of
+# processes starts first, or right after a CPU-heavy program, measurably
+# changes where the kernel places them (up to 10x at small sizes here).
 for i in $(seq "$rounds"); do
+  if [ $((i % 2)) = 1 ]; then
+    two_ranks "$work/raw.csv" "$bench" "$lo" "$hi"
+    two_ranks "$work/raw.csv" $py "$here/torch_allreduce.py" "$lo" "$hi"
+  else
+    two_ranks "$work/raw.csv" $py "$here/torch_allreduce.py" "$lo" "$hi"
+    two_ranks "$work/raw.csv" "$bench" "$lo" "$hi"
+  fi
   "$ceil" >>"$work/raw.csv"
-  two_ranks "$work/raw.csv" "$bench" "$lo" "$hi"
-  two_ranks "$work/raw.csv" $py "$here/torch_allreduce.py" "$lo" "$hi"
 done
 
 # RAW=<file> keeps the raw CSV lines.
