@@ -579,8 +579,14 @@ void Broker::abort_job(std::string reason) {
   push.set_id(0);
   push.set_code(proto::ABORTED);
   push.set_message(abort_reason_);
+  // A send may drop a peer that does not read (and so change peers_): walk a copy.
+  std::vector<ConnId> ready;
+  ready.reserve(peers_.size());
   for (const auto& [conn, p] : peers_) {
-    if (p.state == PeerState::ready) out_.send(conn, push);
+    if (p.state == PeerState::ready) ready.push_back(conn);
+  }
+  for (ConnId conn : ready) {
+    if (peers_.count(conn)) out_.send(conn, push);
   }
 }
 

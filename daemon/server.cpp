@@ -232,14 +232,14 @@ void Server::send(ConnId conn, const proto::Response& r) {
   auto it = conns_.find(conn);
   if (it == conns_.end()) return;
   Conn& c = *it->second;
+  if (c.overflowed) return;
   if (c.out.size() - c.out_pos > kMaxOutBytes) {
-    std::fprintf(stderr, "dp-rendezvousd: a peer does not read its replies; dropping it\n");
-    broker_->on_disconnect(conn, Clock::now());
-    drop(c);
-    return;
+    // Not from here: the broker is in the middle of a call. on_flush drops it.
+    c.overflowed = true;
+  } else {
+    rdv::append_frame(r, c.out);
   }
-  rdv::append_frame(r, c.out);
-  if (!c.flush_queued && !(c.wr && event_pending(c.wr, EV_WRITE, nullptr))) {
+  if (!c.flush_queued && (c.overflowed || !(c.wr && event_pending(c.wr, EV_WRITE, nullptr)))) {
     c.flush_queued = true;
     flush_queue_.push_back(conn);
     if (flush_queue_.size() == 1) event_active(flush_ev_, EV_TIMEOUT, 0);
@@ -253,8 +253,15 @@ void Server::on_flush(int, short, void* arg) {
   for (ConnId id : q) {
     auto it = s->conns_.find(id);
     if (it == s->conns_.end()) continue;
-    it->second->flush_queued = false;
-    s->flush(*it->second);
+    Conn& c = *it->second;
+    c.flush_queued = false;
+    if (c.overflowed) {
+      std::fprintf(stderr, "dp-rendezvousd: a peer does not read its replies; dropping it\n");
+      s->broker_->on_disconnect(id, Clock::now());
+      s->drop(c);
+      continue;
+    }
+    s->flush(c);
   }
 }
 

@@ -45,6 +45,7 @@ class Server final : public Outbox {
     size_t out_pos = 0;
     bool closing = false;
     bool flush_queued = false;
+    bool overflowed = false;  // never reads its replies; dropped from on_flush
     Clock::time_point closing_since;
   };
 

@@ -1,16 +1,14 @@
-# libdp on the real local cluster (label e2e): srun --dp-world=auto -N2
-# --ntasks-per-node=2 of the multi-process test worker, in whatever network
-# mode the cluster runs (lo or ns). The scripts read the cluster from
-# DP_CLUSTER_DIR (via `dp-cluster env`) and need the plugin loaded.
-if(NOT DEFINED DP_E2E_CLUSTER_DIR)
-  set(DP_E2E_CLUSTER_DIR ${CMAKE_BINARY_DIR}/e2e-cluster)
+# libdp on the real local cluster (label e2e), in both network modes:
+# srun --dp-world=auto -N2 --ntasks-per-node=2 of the multi-process test
+# worker (every collective exact; kill -9 of one rank fails the others,
+# naming it, within 10 s). The scripts point the cluster at the built daemon.
+if(COMMAND dp_e2e_test)
+  foreach(t collectives kill_rank)
+    dp_e2e_test(NAME runtime.${t} MODES lo ns TIMEOUT 300
+      ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_CLUSTER_SCRIPT=${DP_CLUSTER}
+                  DP_COMM_WORKER=$<TARGET_FILE:dp_comm_worker>
+      COMMAND ${CMAKE_CURRENT_LIST_DIR}/runtime/${t}.sh)
+  endforeach()
+else()
+  message(STATUS "slurm-dp: dp_e2e_test() not defined yet; runtime e2e tests not registered")
 endif()
-foreach(_dp_rt_test collectives kill_rank)
-  add_test(NAME runtime.e2e.${_dp_rt_test}
-           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/runtime/${_dp_rt_test}.sh)
-  set_tests_properties(runtime.e2e.${_dp_rt_test} PROPERTIES
-    LABELS e2e
-    FIXTURES_REQUIRED dp_cluster
-    TIMEOUT 300
-    ENVIRONMENT "DP_CLUSTER_DIR=${DP_E2E_CLUSTER_DIR};DP_CLUSTER_SCRIPT=${DP_CLUSTER};DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>;DP_COMM_WORKER=$<TARGET_FILE:dp_comm_worker>")
-endforeach()

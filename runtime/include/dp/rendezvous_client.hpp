@@ -40,6 +40,8 @@ struct ClientOptions {
   std::string hostname;        // reported to the daemon, used in failure messages
   std::chrono::milliseconds connect_timeout{30'000};  // total, with retry + backoff
   std::chrono::milliseconds call_timeout{60'000};     // default per call
+  // Keep well under dp-rendezvousd's --heartbeat-timeout-ms (4 s): a rank silent
+  // for that long is declared dead and the job aborted.
   std::chrono::milliseconds heartbeat_interval{1'000};
 };
 

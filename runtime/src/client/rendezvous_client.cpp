@@ -47,6 +47,14 @@ class TcpRendezvousClient final : public RendezvousClient {
   }
 
   ~TcpRendezvousClient() override {
+    if (getpid() != owner_pid_) {
+      // A forked child (a data-loader worker, say) exiting: the connection and
+      // the I/O thread belong to the parent. No goodbye, no join.
+      io_.detach();
+      ::close(fd_);
+      ::close(wake_fd_);
+      return;
+    }
     if (!goodbye_sent_.load()) (void)goodbye();
     stop_.store(true);
     const uint64_t one = 1;
@@ -330,6 +338,7 @@ class TcpRendezvousClient final : public RendezvousClient {
   ClientOptions opts_;
   int fd_;
   int wake_fd_;
+  const pid_t owner_pid_ = getpid();
   std::thread io_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> goodbye_sent_{false};

@@ -148,6 +148,26 @@ TEST(Liveness, HeartbeatsKeepAnIdleRankAlive) {
   EXPECT_EQ(s->text.find("heartbeats 0\n"), std::string::npos) << s->text;
 }
 
+TEST(Liveness, AForkedChildDestroyingItsCopyDoesNotEndTheParentsConnection) {
+  DaemonProcess d(1);
+  ASSERT_TRUE(d.ready());
+  auto c = RendezvousClient::connect(d.client_options(0, 1));
+  ASSERT_TRUE(c.ok());
+  const pid_t kid = fork();
+  if (kid == 0) {
+    c->reset();  // as exit() would in a data-loader worker
+    _exit(0);
+  }
+  int st = 0;
+  waitpid(kid, &st, 0);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  EXPECT_TRUE((*c)->set("still", "mine").ok());
+  auto s = (*c)->stats();
+  ASSERT_TRUE(s.ok());
+  EXPECT_NE(s->text.find("aborted no"), std::string::npos) << s->text;
+  EXPECT_NE(s->text.find("ranks_goodbye 0"), std::string::npos) << s->text;
+}
+
 TEST(Liveness, ExplicitAbortReachesEveryone) {
   DaemonProcess d(2);
   ASSERT_TRUE(d.ready());
