@@ -197,6 +197,30 @@ TEST_F(BadInput, TenThousandIdleConnections) {
   expect_healthy();
 }
 
+TEST(Limits, APeerThatNeverReadsIsDroppedWithoutHarm) {
+  DaemonProcess d(1);
+  ASSERT_TRUE(d.ready());
+  auto c = RendezvousClient::connect(d.client_options(0, 1));
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->set("big", std::string(1 << 20, 'b')).ok());
+  RawConn hog(d.port());  // an agent: dropping it must not abort the job
+  ASSERT_TRUE(hog.hello());
+  std::string burst;
+  for (int i = 0; i < 120; ++i) {  // 120 MiB of replies it never reads
+    proto::Request g;
+    g.set_id(10 + i);
+    g.mutable_get()->set_key("big");
+    burst += frame_of(g);
+  }
+  ASSERT_TRUE(hog.send_bytes(burst));
+  EXPECT_TRUE(poll_until([&] { return (*c)->stats()->connections == 1; }, milliseconds(10'000)))
+      << (*c)->stats()->text;
+  auto s = (*c)->stats();
+  ASSERT_TRUE(s.ok());
+  EXPECT_NE(s->text.find("aborted no"), std::string::npos);
+  EXPECT_EQ((*c)->get("big")->size(), 1u << 20);
+}
+
 TEST(Sanitizing, BinaryHostAndReasonReachOthersPrintable) {
   DaemonProcess d(2);
   ASSERT_TRUE(d.ready());
