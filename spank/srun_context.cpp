@@ -13,7 +13,7 @@
 #include "dp/layout.hpp"
 #include "job_options.hpp"
 #include "plugin_state.hpp"
-#include "route_address.hpp"
+#include "route_address.hpp"  // dp_client
 #include "slurm_step.hpp"
 
 #ifndef DP_DEFAULT_DAEMON_PATH
@@ -141,8 +141,10 @@ int srun_local_user_init(spank_t sp) {
                                      "was started (srun exits non-zero by design)"));
   }
 
-  auto route = local_address_towards(master_addr);
-  if (!route) return refuse(route.error());
+  auto route = net::local_address_towards(master_addr);
+  if (!route) return refuse(make_error(route.error().code,
+                                       "no route from this host to the master node: " + route.error().message));
+  if (route->find(':') != std::string::npos) *route = "[" + *route + "]";  // IPv6 in "addr:port"
   auto daemon = await_daemon(*starting, req.ready_timeout_ms);
   if (!daemon) return fail(daemon.error());
   st.daemon_pid = daemon->pid;

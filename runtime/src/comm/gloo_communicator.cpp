@@ -20,7 +20,7 @@
 #include "arg_checks.hpp"
 #include "backends.hpp"
 #include "gloo_store.hpp"
-#include "local_address.hpp"
+#include "route_address.hpp"
 #include "op_queue.hpp"
 #include "reduce_kernels.hpp"
 #include "startup_log.hpp"
@@ -119,7 +119,7 @@ class GlooCommunicator final : public Communicator {
                                                        : ctx.rdv_addr.substr(0, ctx.rdv_addr.rfind(':'));
     std::string local = "127.0.0.1";
     if (!peer.empty()) {
-      auto addr = local_address_towards(peer);
+      auto addr = net::local_address_towards(peer);
       if (!addr) return addr.error();
       local = *addr;
     }

@@ -1,4 +1,6 @@
-#include "local_address.hpp"
+#include "route_address.hpp"
+
+#include <cerrno>
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -8,7 +10,7 @@
 
 #include <cstring>
 
-namespace dp::detail {
+namespace dp::net {
 
 Result<std::string> local_address_towards(const std::string& host) {
   addrinfo hints{};
@@ -17,7 +19,7 @@ Result<std::string> local_address_towards(const std::string& host) {
   int rc = getaddrinfo(host.c_str(), "9", &hints, &list);
   if (rc != 0) {
     return make_error(Errc::invalid_argument,
-                      "cannot resolve '" + host + "' (MASTER_ADDR / DP_RDV_ADDR host): " +
+                      "cannot resolve '" + host + "': " +
                           gai_strerror(rc) + "; check the name or use an IP address");
   }
   std::string failure = "no address";
@@ -50,4 +52,4 @@ Result<std::string> local_address_towards(const std::string& host) {
                         "); check the network configuration of this node");
 }
 
-}  // namespace dp::detail
+}  // namespace dp::net

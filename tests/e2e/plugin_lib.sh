@@ -1,7 +1,9 @@
-# Helpers for the SPANK plugin's e2e tests. Sourced by each test script.
+# Helpers for e2e tests that run jobs through the plugin (spank, daemon,
+# runtime, trainer). Sourced by each test script.
 #
 # Needs: SLURM_CONF and DP_CLUSTER_DIR (from `dp-cluster env`), DP_DAEMON
 # (the built dp-rendezvousd) and DP_CLUSTER_SCRIPT (tests/cluster/dp-cluster).
+# Nothing a test finds in a task's environment may come from the caller's shell.
 # Jobs run as the unprivileged `dptest` user, as real users would.
 set -euo pipefail
 
@@ -15,10 +17,12 @@ fi
 unset SLURM_JOB_ID SLURM_JOBID SLURM_STEP_ID SLURM_NODELIST SLURM_JOB_NODELIST
 # Variables the plugin sets must not leak in from the caller's shell.
 unset RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE NODE_RANK GROUP_RANK MASTER_ADDR MASTER_PORT \
-  DP_RDV_ADDR DP_RDV_SECRET DP_JOB_ID DP_STEP_ID DP_TILES DP_TILES_PER_TASK CUDA_VISIBLE_DEVICES
+  DP_RDV_ADDR DP_RDV_SECRET DP_JOB_ID DP_STEP_ID DP_TILES DP_TILES_PER_TASK CUDA_VISIBLE_DEVICES \
+  DP_BACKEND DP_STORE_DIR
 
 TEST_NAME=$(basename "$0" .sh)
-WORK=$(mktemp -d "${DP_CLUSTER_WORK:-$DP_CLUSTER_DIR/work}/spank-$TEST_NAME.XXXXXX")
+TEST_PART=$(basename "$(dirname "$0")")
+WORK=$(mktemp -d "${DP_CLUSTER_WORK:-$DP_CLUSTER_DIR/work}/$TEST_PART-$TEST_NAME.XXXXXX")
 chmod 777 "$WORK"
 cleanup_work() { rm -rf "$WORK"; }
 trap cleanup_work EXIT
