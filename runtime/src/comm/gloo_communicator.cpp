@@ -32,6 +32,22 @@ namespace {
 // a dead neighbour closes our socket a little before the daemon's push.
 constexpr std::chrono::milliseconds kAbortReasonGrace{3'000};
 
+// Grows to the largest op seen; never shrinks (ops of one size repeat).
+class StagingBuffer {
+ public:
+  uint8_t* reserve(size_t bytes) {
+    if (bytes > size_) {
+      data_.reset(new uint8_t[bytes]);  // uninitialised: every op writes before it reads
+      size_ = bytes;
+    }
+    return data_.get();
+  }
+
+ private:
+  std::unique_ptr<uint8_t[]> data_;
+  size_t size_ = 0;
+};
+
 // The daemon's abort, shared by the abort callback and the worker thread.
 class AbortSignal {
  public:
@@ -154,15 +170,19 @@ class GlooCommunicator final : public Communicator {
     DP_TRY(check_buffer("all_reduce", buf, count));
     if (count == 0) return std::unique_ptr<Work>(new ReadyWork({}));
     return submit("all_reduce", [buf, count, type, op, gctx = ctx_, tag = next_tag(),
-                                  timeout = timeout_, size = size_] {
+                                  timeout = timeout_, size = size_, staging = staging_](OpState& st) {
+      const size_t bytes = count * dtype_size(type);
+      uint8_t* work = staging->reserve(bytes);
+      if (!st.touch_user_memory([&] { std::memcpy(work, buf, bytes); })) return;
       gloo::AllreduceOptions o(gctx);
       o.setTag(tag);
       o.setTimeout(timeout);
-      set_buffers(o, buf, count, type);
+      set_buffers(o, work, count, type);
       SumFn sum = sum_function(type);
       o.setReduceFunction([sum](void* out, const void* a, const void* b, size_t n) { sum(out, a, b, n); });
       gloo::allreduce(o);
-      if (op == ReduceOp::avg) divide_in_place(buf, count, type, size);
+      if (op == ReduceOp::avg) divide_in_place(work, count, type, size);
+      st.touch_user_memory([&] { std::memcpy(buf, work, bytes); });
     });
   }
 
@@ -171,13 +191,17 @@ class GlooCommunicator final : public Communicator {
     DP_TRY(check_root("broadcast", root, size_));
     if (count == 0) return {};
     return wait_for(submit("broadcast", [buf, count, type, root, gctx = ctx_, tag = next_tag(),
-                                       timeout = timeout_] {
+                                       timeout = timeout_, staging = staging_](OpState& st) {
+      const size_t bytes = count * dtype_size(type);
+      uint8_t* work = staging->reserve(bytes);
+      if (!st.touch_user_memory([&] { std::memcpy(work, buf, bytes); })) return;
       gloo::BroadcastOptions o(gctx);
       o.setTag(tag);
       o.setTimeout(timeout);
       o.setRoot(root);
-      o.setOutput(static_cast<uint8_t*>(buf), count * dtype_size(type));
+      o.setOutput(work, bytes);
       gloo::broadcast(o);
+      st.touch_user_memory([&] { std::memcpy(buf, work, bytes); });
     }));
   }
 
@@ -187,21 +211,24 @@ class GlooCommunicator final : public Communicator {
     if (count == 0) return {};
     const size_t bytes = count * dtype_size(type);
     return wait_for(submit("all_gather", [send, recv, bytes, gctx = ctx_, tag = next_tag(),
-                                        timeout = timeout_, rank = rank_, size = size_] {
-      uint8_t* out = static_cast<uint8_t*>(recv);
+                                        timeout = timeout_, rank = rank_, size = size_,
+                                        staging = staging_](OpState& st) {
+      const size_t total = bytes * static_cast<size_t>(size);
+      uint8_t* work = staging->reserve(total);
       // Without an input gloo gathers in place from this rank's slot.
-      uint8_t* mine = out + static_cast<size_t>(rank) * bytes;
-      if (send != mine) std::memmove(mine, send, bytes);
+      uint8_t* mine = work + static_cast<size_t>(rank) * bytes;
+      if (!st.touch_user_memory([&] { std::memcpy(mine, send, bytes); })) return;
       gloo::AllgatherOptions o(gctx);
       o.setTag(tag);
       o.setTimeout(timeout);
-      o.setOutput(out, bytes * static_cast<size_t>(size));
+      o.setOutput(work, total);
       gloo::allgather(o);
+      st.touch_user_memory([&] { std::memcpy(recv, work, total); });
     }));
   }
 
   Result<void> barrier() override {
-    return wait_for(submit("barrier", [gctx = ctx_, tag = next_tag(), timeout = timeout_] {
+    return wait_for(submit("barrier", [gctx = ctx_, tag = next_tag(), timeout = timeout_](OpState&) {
       gloo::BarrierOptions o(gctx);
       o.setTag(tag);
       o.setTimeout(timeout);
@@ -227,8 +254,9 @@ class GlooCommunicator final : public Communicator {
   Result<std::unique_ptr<Work>> submit(const char* name, F f) {
     if (!ctx_) return make_error(Errc::internal, std::string(name) + ": communicator not started");
     auto state = queue_->submit(op_label(name), [name, rank = rank_, size = size_, abort = abort_,
-                                 daemon = store_.client != nullptr, f = std::move(f)]() mutable {
-      return run_gloo(name, rank, size, abort, daemon, f);
+                                 daemon = store_.client != nullptr,
+                                 f = std::move(f)](OpState& st) mutable {
+      return run_gloo(name, rank, size, abort, daemon, [&] { f(st); });
     });
     return std::unique_ptr<Work>(new OpWork(std::move(state)));
   }
@@ -244,6 +272,11 @@ class GlooCommunicator final : public Communicator {
   std::atomic<uint32_t> tag_{0};
   std::shared_ptr<AbortSignal> abort_ = std::make_shared<AbortSignal>();
   std::shared_ptr<gloo::Context> ctx_;
+  // Gloo works on this buffer, not the caller's: after an abort the worker
+  // may stay inside gloo with a dead peer, and must not write into memory
+  // the caller has already freed. Ops run one at a time, so one buffer serves
+  // them all; a stuck op keeps it alive through its shared_ptr.
+  std::shared_ptr<StagingBuffer> staging_ = std::make_shared<StagingBuffer>();
   std::unique_ptr<OpQueue> queue_;
   JobStore store_;
 };

@@ -116,7 +116,7 @@ void OpQueue::run(std::shared_ptr<Shared> s) {
       s->queue.pop_front();
       s->running = item.second;
     }
-    Result<void> r = item.first();
+    Result<void> r = item.first(*item.second);
     {
       std::lock_guard<std::mutex> lock(s->m);
       s->running.reset();

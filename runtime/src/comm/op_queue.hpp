@@ -27,6 +27,17 @@ class OpState {
   const std::string& label() const { return label_; }
   // First completion wins: an abort that arrives first is not overwritten.
   void complete(Result<void> r);
+  // Runs f (which reads or writes the caller's buffers) only while the op is
+  // still pending, under the same lock as complete(): once a caller has been
+  // told its op failed, nothing touches its memory again, even if the worker
+  // is still stuck inside the backend with a dead peer.
+  template <class F>
+  bool touch_user_memory(F&& f) {
+    std::lock_guard<std::mutex> lock(m_);
+    if (result_) return false;
+    f();
+    return true;
+  }
   Result<void> wait();
   bool done();
 
@@ -57,7 +68,7 @@ class ReadyWork final : public Work {
 
 class OpQueue {
  public:
-  using Op = std::function<Result<void>()>;
+  using Op = std::function<Result<void>(OpState&)>;
   OpQueue();
   ~OpQueue();  // joins the worker, or leaves it (and its state) behind after fail_all
   OpQueue(const OpQueue&) = delete;

@@ -117,7 +117,8 @@ TEST_P(KillOneRank, EveryOtherRankFailsNamingItWithin10s) {
   for (int r = 0; r < world; ++r) {
     if (r == victim) continue;
     const std::string out = dp::test::read_file(kids[r].log);
-    EXPECT_TRUE(WIFEXITED(*kids[r].status) && WEXITSTATUS(*kids[r].status) == 3) << out;
+    EXPECT_TRUE(WIFEXITED(*kids[r].status) && WEXITSTATUS(*kids[r].status) == 3)
+        << "rank " << r << " wait status " << *kids[r].status << "\n" << out;
     EXPECT_NE(out.find("ERROR"), std::string::npos) << out;
     EXPECT_NE(out.find("rank " + std::to_string(victim)), std::string::npos)
         << "rank " << r << "'s error does not name the dead rank:\n" << out;
