@@ -3,7 +3,6 @@ set(DP_WITH_CUDA AUTO CACHE STRING "Build the CUDA/NCCL paths: AUTO|ON|OFF")
 set_property(CACHE DP_WITH_CUDA PROPERTY STRINGS AUTO ON OFF)
 option(DP_SANITIZE "Build everything with ASan+UBSan" OFF)
 option(DP_BUILD_TESTS "Build the test suite" ON)
-option(DP_FUZZ "Build libFuzzer targets (needs clang)" OFF)
 set(DP_CUDA_ARCHITECTURES "80;90" CACHE STRING "CUDA architectures (no GPU here, so never 'native')")
 
 # Warnings are errors in our own code only: apply per target, never globally,
