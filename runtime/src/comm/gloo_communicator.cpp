@@ -9,7 +9,10 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <signal.h>
+
 #include <atomic>
+#include <csignal>
 #include <condition_variable>
 #include <cstring>
 #include <exception>
@@ -19,6 +22,7 @@
 
 #include "arg_checks.hpp"
 #include "backends.hpp"
+#include "gloo_sockets.hpp"
 #include "gloo_store.hpp"
 #include "route_address.hpp"
 #include "op_queue.hpp"
@@ -31,22 +35,6 @@ namespace {
 // How long a failed collective waits for the daemon to explain the failure:
 // a dead neighbour closes our socket a little before the daemon's push.
 constexpr std::chrono::milliseconds kAbortReasonGrace{3'000};
-
-// Grows to the largest op seen; never shrinks (ops of one size repeat).
-class StagingBuffer {
- public:
-  uint8_t* reserve(size_t bytes) {
-    if (bytes > size_) {
-      data_.reset(new uint8_t[bytes]);  // uninitialised: every op writes before it reads
-      size_ = bytes;
-    }
-    return data_.get();
-  }
-
- private:
-  std::unique_ptr<uint8_t[]> data_;
-  size_t size_ = 0;
-};
 
 // The daemon's abort, shared by the abort callback and the worker thread.
 class AbortSignal {
@@ -126,9 +114,14 @@ class GlooCommunicator final : public Communicator {
     if (store_.client) {
       OpQueue* q = queue_.get();
       std::shared_ptr<AbortSignal> sig = abort_;
-      store_.client->on_abort([q, sig](const Error& e) {
+      std::shared_ptr<GlooSockets> sockets = sockets_;
+      store_.client->on_abort([q, sig, sockets](const Error& e) {
         sig->set(e);
         q->fail_all(make_error(Errc::aborted, "job aborted: " + e.message));
+        // gloo cannot cancel an op: break its connections so every op blocked
+        // in it fails now, before the caller is told (its buffers stay ours
+        // until then), and so do the peers' ops on the other ends.
+        sockets->shut_down();
       });
     }
     const std::string& peer = !ctx.master_addr.empty() ? ctx.master_addr
@@ -150,6 +143,7 @@ class GlooCommunicator final : public Communicator {
       static std::atomic<int> generation{0};
       gloo::rendezvous::PrefixStore prefixed("dp/gloo/" + std::to_string(generation++), *store_.store);
       gctx->connectFullMesh(prefixed, device);
+      sockets_->record(*gctx, rank_);
       ctx_ = std::move(gctx);
       log.phase("gloo full mesh");
     });
@@ -170,19 +164,15 @@ class GlooCommunicator final : public Communicator {
     DP_TRY(check_buffer("all_reduce", buf, count));
     if (count == 0) return std::unique_ptr<Work>(new ReadyWork({}));
     return submit("all_reduce", [buf, count, type, op, gctx = ctx_, tag = next_tag(),
-                                  timeout = timeout_, size = size_, staging = staging_](OpState& st) {
-      const size_t bytes = count * dtype_size(type);
-      uint8_t* work = staging->reserve(bytes);
-      if (!st.touch_user_memory([&] { std::memcpy(work, buf, bytes); })) return;
+                                  timeout = timeout_, size = size_](OpState&) {
       gloo::AllreduceOptions o(gctx);
       o.setTag(tag);
       o.setTimeout(timeout);
-      set_buffers(o, work, count, type);
+      set_buffers(o, buf, count, type);
       SumFn sum = sum_function(type);
       o.setReduceFunction([sum](void* out, const void* a, const void* b, size_t n) { sum(out, a, b, n); });
       gloo::allreduce(o);
-      if (op == ReduceOp::avg) divide_in_place(work, count, type, size);
-      st.touch_user_memory([&] { std::memcpy(buf, work, bytes); });
+      if (op == ReduceOp::avg) divide_in_place(buf, count, type, size);
     });
   }
 
@@ -191,17 +181,13 @@ class GlooCommunicator final : public Communicator {
     DP_TRY(check_root("broadcast", root, size_));
     if (count == 0) return {};
     return wait_for(submit("broadcast", [buf, count, type, root, gctx = ctx_, tag = next_tag(),
-                                       timeout = timeout_, staging = staging_](OpState& st) {
-      const size_t bytes = count * dtype_size(type);
-      uint8_t* work = staging->reserve(bytes);
-      if (!st.touch_user_memory([&] { std::memcpy(work, buf, bytes); })) return;
+                                       timeout = timeout_](OpState&) {
       gloo::BroadcastOptions o(gctx);
       o.setTag(tag);
       o.setTimeout(timeout);
       o.setRoot(root);
-      o.setOutput(work, bytes);
+      o.setOutput(static_cast<uint8_t*>(buf), count * dtype_size(type));
       gloo::broadcast(o);
-      st.touch_user_memory([&] { std::memcpy(buf, work, bytes); });
     }));
   }
 
@@ -211,19 +197,16 @@ class GlooCommunicator final : public Communicator {
     if (count == 0) return {};
     const size_t bytes = count * dtype_size(type);
     return wait_for(submit("all_gather", [send, recv, bytes, gctx = ctx_, tag = next_tag(),
-                                        timeout = timeout_, rank = rank_, size = size_,
-                                        staging = staging_](OpState& st) {
-      const size_t total = bytes * static_cast<size_t>(size);
-      uint8_t* work = staging->reserve(total);
+                                        timeout = timeout_, rank = rank_, size = size_](OpState&) {
+      uint8_t* out = static_cast<uint8_t*>(recv);
       // Without an input gloo gathers in place from this rank's slot.
-      uint8_t* mine = work + static_cast<size_t>(rank) * bytes;
-      if (!st.touch_user_memory([&] { std::memcpy(mine, send, bytes); })) return;
+      uint8_t* mine = out + static_cast<size_t>(rank) * bytes;
+      if (send != mine) std::memmove(mine, send, bytes);
       gloo::AllgatherOptions o(gctx);
       o.setTag(tag);
       o.setTimeout(timeout);
-      o.setOutput(work, total);
+      o.setOutput(out, bytes * static_cast<size_t>(size));
       gloo::allgather(o);
-      st.touch_user_memory([&] { std::memcpy(recv, work, total); });
     }));
   }
 
@@ -272,11 +255,7 @@ class GlooCommunicator final : public Communicator {
   std::atomic<uint32_t> tag_{0};
   std::shared_ptr<AbortSignal> abort_ = std::make_shared<AbortSignal>();
   std::shared_ptr<gloo::Context> ctx_;
-  // Gloo works on this buffer, not the caller's: after an abort the worker
-  // may stay inside gloo with a dead peer, and must not write into memory
-  // the caller has already freed. Ops run one at a time, so one buffer serves
-  // them all; a stuck op keeps it alive through its shared_ptr.
-  std::shared_ptr<StagingBuffer> staging_ = std::make_shared<StagingBuffer>();
+  std::shared_ptr<GlooSockets> sockets_ = std::make_shared<GlooSockets>();
   std::unique_ptr<OpQueue> queue_;
   JobStore store_;
 };
@@ -285,6 +264,14 @@ class GlooCommunicator final : public Communicator {
 
 Result<std::unique_ptr<Communicator>> make_gloo_communicator(const Context& ctx,
                                                              std::chrono::milliseconds timeout) {
+  // gloo writes with plain writev: a write to a peer that died (or whose
+  // socket an abort shut down) would kill this process with SIGPIPE instead of
+  // failing the op. Ignore SIGPIPE unless the program chose a handler itself
+  // (Python, and so PyTorch, does the same at start-up).
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+    std::signal(SIGPIPE, SIG_IGN);
+  }
   StartupLog log("gloo", ctx.rank);
   auto comm = std::make_unique<GlooCommunicator>(ctx.rank, ctx.world_size, timeout);
   DP_TRY(comm->start(ctx, log));

@@ -14,9 +14,25 @@ void OpState::complete(Result<void> r) {
   cv_.notify_all();
 }
 
+void OpState::fail_after(const Error& err, std::chrono::milliseconds grace) {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    if (result_ || doomed_) return;
+    doomed_ = err;
+    doomed_deadline_ = std::chrono::steady_clock::now() + grace;
+  }
+  cv_.notify_all();
+}
+
 Result<void> OpState::wait() {
   std::unique_lock<std::mutex> lock(m_);
-  cv_.wait(lock, [&] { return result_.has_value(); });
+  while (!result_) {
+    if (!doomed_) {
+      cv_.wait(lock);
+    } else if (cv_.wait_until(lock, doomed_deadline_) == std::cv_status::timeout && !result_) {
+      result_.emplace(*doomed_);  // the backend did not let go: stop waiting for it
+    }
+  }
   return *result_;
 }
 
@@ -36,7 +52,7 @@ struct OpQueue::Shared {
   bool finished = false;
 };
 
-OpQueue::OpQueue() : s_(std::make_shared<Shared>()) {
+OpQueue::OpQueue(std::chrono::milliseconds grace) : s_(std::make_shared<Shared>()), grace_(grace) {
   worker_ = std::thread(&OpQueue::run, s_);
 }
 
@@ -96,7 +112,7 @@ void OpQueue::fail_all(const Error& err) {
     dropped.swap(s_->queue);
     running = s_->running;
   }
-  if (running) running->complete(labelled(running, err));
+  if (running) running->fail_after(labelled(running, err), grace_);
   for (auto& [op, state] : dropped) state->complete(labelled(state, err));
 }
 

@@ -1,11 +1,13 @@
 // Runs a communicator's collectives in order on one worker thread, so a
 // caller can overlap them with compute (all_reduce_async) while every rank
-// still issues them in the same order. fail_all() completes every pending
-// handle with an error at once (a peer died); the worker may stay blocked
-// inside the backend until its own timeout, so the queue's state is shared
-// with the thread and outlives the communicator if it must.
+// still issues them in the same order. fail_all() (a peer died) completes
+// queued handles at once; the running op completes when the worker leaves
+// the backend (the backend is expected to break its connections so that
+// happens at once), or after a grace period if it does not. The queue's state
+// is shared with the thread and outlives the communicator if it must.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -27,17 +29,9 @@ class OpState {
   const std::string& label() const { return label_; }
   // First completion wins: an abort that arrives first is not overwritten.
   void complete(Result<void> r);
-  // Runs f (which reads or writes the caller's buffers) only while the op is
-  // still pending, under the same lock as complete(): once a caller has been
-  // told its op failed, nothing touches its memory again, even if the worker
-  // is still stuck inside the backend with a dead peer.
-  template <class F>
-  bool touch_user_memory(F&& f) {
-    std::lock_guard<std::mutex> lock(m_);
-    if (result_) return false;
-    f();
-    return true;
-  }
+  // The op is doomed: a caller waiting on it gets err once the worker is out
+  // of the backend, or after grace at the latest.
+  void fail_after(const Error& err, std::chrono::milliseconds grace);
   Result<void> wait();
   bool done();
 
@@ -45,6 +39,8 @@ class OpState {
   std::mutex m_;
   std::condition_variable cv_;
   std::optional<Result<void>> result_;
+  std::optional<Error> doomed_;
+  std::chrono::steady_clock::time_point doomed_deadline_;
   std::string label_;
 };
 
@@ -69,7 +65,9 @@ class ReadyWork final : public Work {
 class OpQueue {
  public:
   using Op = std::function<Result<void>(OpState&)>;
-  OpQueue();
+  // grace: how long a caller waits for the worker to leave the backend after
+  // fail_all before it is told of the failure anyway.
+  explicit OpQueue(std::chrono::milliseconds grace = std::chrono::seconds(5));
   ~OpQueue();  // joins the worker, or leaves it (and its state) behind after fail_all
   OpQueue(const OpQueue&) = delete;
   OpQueue& operator=(const OpQueue&) = delete;
@@ -83,6 +81,7 @@ class OpQueue {
   struct Shared;
   static void run(std::shared_ptr<Shared> s);
   std::shared_ptr<Shared> s_;
+  std::chrono::milliseconds grace_;
   std::thread worker_;
 };
 

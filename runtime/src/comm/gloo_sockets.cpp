@@ -1,0 +1,70 @@
+#include "gloo_sockets.hpp"
+
+#include <dirent.h>
+#include <gloo/context.h>
+#include <gloo/transport/tcp/address.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace dp::detail {
+namespace {
+
+bool same_endpoint(const sockaddr_storage& a, const sockaddr_storage& b) {
+  if (a.ss_family != b.ss_family) return false;
+  if (a.ss_family == AF_INET) {
+    const auto& x = reinterpret_cast<const sockaddr_in&>(a);
+    const auto& y = reinterpret_cast<const sockaddr_in&>(b);
+    return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
+  }
+  if (a.ss_family == AF_INET6) {
+    const auto& x = reinterpret_cast<const sockaddr_in6&>(a);
+    const auto& y = reinterpret_cast<const sockaddr_in6&>(b);
+    return x.sin6_port == y.sin6_port &&
+           std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof(x.sin6_addr)) == 0;
+  }
+  return false;
+}
+
+}  // namespace
+
+void GlooSockets::record(gloo::Context& ctx, int self_rank) {
+  std::lock_guard<std::mutex> lock(m_);
+  for (int i = 0; i < ctx.size; ++i) {
+    if (i == self_rank) continue;
+    auto& pair = ctx.getPair(i);
+    if (!pair) continue;
+    // Each connected pair reports its socket's own local address (ip:port),
+    // which no other socket of this process shares.
+    if (auto* a = dynamic_cast<const gloo::transport::tcp::Address*>(&pair->address())) {
+      local_.push_back(a->getSockaddr());
+    }
+  }
+}
+
+void GlooSockets::shut_down() {
+  std::lock_guard<std::mutex> lock(m_);
+  if (done_ || local_.empty()) return;
+  done_ = true;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return;
+  while (dirent* e = readdir(dir)) {
+    char* end = nullptr;
+    const long fd = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || fd == dirfd(dir)) continue;
+    sockaddr_storage ss{};
+    socklen_t len = sizeof(ss);
+    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&ss), &len) != 0) continue;
+    for (const auto& want : local_) {
+      if (same_endpoint(ss, want)) {
+        ::shutdown(static_cast<int>(fd), SHUT_RDWR);
+        break;
+      }
+    }
+  }
+  closedir(dir);
+}
+
+}  // namespace dp::detail
