@@ -292,13 +292,7 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req, Clo
         reply_error(conn, id, proto::NOT_FOUND, "key " + shown(m.key()) + " does not exist");
         return;
       }
-      Waiter w;
-      w.conn = conn;
-      w.request_id = id;
-      w.kind = WaitKind::get;
-      w.keys.push_back(m.key());
-      w.timeout = std::chrono::milliseconds(m.timeout_ms());
-      const uint64_t wid = add_waiter(std::move(w), now);
+      const uint64_t wid = add_waiter(conn, id, WaitKind::get, {m.key()}, m.timeout_ms(), now);
       key_waiters_[m.key()].push_back(wid);
       return;
     }
@@ -364,21 +358,16 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req, Clo
     }
     case proto::Request::kWait: {
       const auto& m = req.wait();
-      Waiter w;
-      w.conn = conn;
-      w.request_id = id;
-      w.kind = WaitKind::wait;
+      std::vector<std::string> missing;
       for (const auto& k : m.keys()) {
         if (!check_key(conn, id, k)) return;
-        if (!store_.count(k)) w.keys.push_back(k);
+        if (!store_.count(k)) missing.push_back(k);
       }
-      if (w.keys.empty()) {
+      if (missing.empty()) {
         reply_ok(conn, id);
         return;
       }
-      w.timeout = std::chrono::milliseconds(m.timeout_ms());
-      std::vector<std::string> missing = w.keys;
-      const uint64_t wid = add_waiter(std::move(w), now);
+      const uint64_t wid = add_waiter(conn, id, WaitKind::wait, missing, m.timeout_ms(), now);
       for (const auto& k : missing) key_waiters_[k].push_back(wid);
       return;
     }
@@ -397,13 +386,8 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req, Clo
                     "barrier " + shown(m.name()) + ": rank " + std::to_string(p.rank) + " entered it twice");
         return;
       }
-      Waiter w;
-      w.conn = conn;
-      w.request_id = id;
-      w.kind = WaitKind::barrier;
-      w.keys.push_back(m.name());
-      w.timeout = std::chrono::milliseconds(m.timeout_ms());
-      const uint64_t wid = add_waiter(std::move(w), now);
+      const uint64_t wid =
+          add_waiter(conn, id, WaitKind::barrier, {m.name()}, m.timeout_ms(), now);
       b.arrived[p.rank] = 1;
       b.waiters.push_back(wid);
       if (++b.count == cfg_.world_size) {
@@ -428,8 +412,15 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req, Clo
   }
 }
 
-uint64_t Broker::add_waiter(Waiter w, Clock::time_point now) {
+uint64_t Broker::add_waiter(ConnId conn, uint64_t request_id, WaitKind kind,
+                            std::vector<std::string> keys, uint32_t timeout_ms, Clock::time_point now) {
   const uint64_t wid = next_waiter_++;
+  Waiter w;
+  w.conn = conn;
+  w.request_id = request_id;
+  w.kind = kind;
+  w.keys = std::move(keys);
+  w.timeout = std::chrono::milliseconds(timeout_ms);
   if (w.timeout.count() > 0) {
     w.has_deadline = true;
     w.deadline = now + w.timeout;

@@ -104,7 +104,9 @@ class Broker {
   bool check_key(ConnId conn, uint64_t id, const std::string& key);
   bool store_value(ConnId conn, uint64_t id, const std::string& key, const std::string& value);
   void key_changed(const std::string& key);
-  uint64_t add_waiter(Waiter w, Clock::time_point now);
+  // timeout_ms 0: no deadline.
+  uint64_t add_waiter(ConnId conn, uint64_t request_id, WaitKind kind, std::vector<std::string> keys,
+                      uint32_t timeout_ms, Clock::time_point now);
   void finish_waiter(uint64_t wid);
   void drop_waiter(uint64_t wid);
   void fail_waiter(uint64_t wid, proto::Code code, std::string message);

@@ -97,25 +97,27 @@ __global__ void col2im_kernel(const float* dcols, float* dx, int batch, ConvGeom
   }
 }
 
-__global__ void maxpool_forward_kernel(const float* x, float* y, int batch, int h, int w, int c) {
+// NHWC input offset of the top-left element of output i's 2x2 pooling window.
+__device__ size_t pool_window(size_t i, int h, int w, int c) {
   const int oh = h / 2, ow = w / 2;
-  const size_t n = size_t(batch) * oh * ow * c;
+  const int ch = int(i % c), ox = int((i / c) % ow), oy = int((i / (size_t(c) * ow)) % oh);
+  const int b = int(i / (size_t(c) * ow * oh));
+  return ((size_t(b) * h + 2 * oy) * w + 2 * ox) * c + ch;
+}
+
+__global__ void maxpool_forward_kernel(const float* x, float* y, int batch, int h, int w, int c) {
+  const size_t n = size_t(batch) * (h / 2) * (w / 2) * c;
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t(blockDim.x) * gridDim.x) {
-    const int ch = int(i % c), ox = int((i / c) % ow), oy = int((i / (size_t(c) * ow)) % oh);
-    const int b = int(i / (size_t(c) * ow * oh));
-    const size_t p = ((size_t(b) * h + 2 * oy) * w + 2 * ox) * c + ch;
+    const size_t p = pool_window(i, h, w, c);
     y[i] = fmaxf(fmaxf(x[p], x[p + c]), fmaxf(x[p + size_t(w) * c], x[p + size_t(w) * c + c]));
   }
 }
 
 __global__ void maxpool_backward_kernel(const float* x, const float* y, const float* dy, float* dx,
                                         int batch, int h, int w, int c) {
-  const int oh = h / 2, ow = w / 2;
-  const size_t n = size_t(batch) * oh * ow * c;
+  const size_t n = size_t(batch) * (h / 2) * (w / 2) * c;
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t(blockDim.x) * gridDim.x) {
-    const int ch = int(i % c), ox = int((i / c) % ow), oy = int((i / (size_t(c) * ow)) % oh);
-    const int b = int(i / (size_t(c) * ow * oh));
-    const size_t p = ((size_t(b) * h + 2 * oy) * w + 2 * ox) * c + ch;
+    const size_t p = pool_window(i, h, w, c);
     const size_t offs[4] = {p, p + c, p + size_t(w) * c, p + size_t(w) * c + c};
     bool routed = false;
     for (int k = 0; k < 4; ++k) {

@@ -22,6 +22,12 @@ int usable_cuda_devices() noexcept;
 Result<ResolvedOptions> resolve_options(const Context& ctx, const InitOptions& opts,
                                         int cuda_devices);
 
+// A blocking collective is its asynchronous form, waited for.
+inline Result<void> wait_now(Result<std::unique_ptr<Work>> w) {
+  if (!w) return w.error();
+  return (*w)->wait();
+}
+
 Result<std::unique_ptr<Communicator>> make_gloo_communicator(const Context& ctx,
                                                              std::chrono::milliseconds timeout);
 Result<std::unique_ptr<Communicator>> make_nccl_communicator(const Context& ctx,

@@ -154,9 +154,7 @@ class GlooCommunicator final : public Communicator {
   Backend backend() const override { return Backend::gloo; }
 
   Result<void> all_reduce(void* buf, size_t count, DType type, ReduceOp op) override {
-    auto w = all_reduce_async(buf, count, type, op);
-    if (!w) return w.error();
-    return (*w)->wait();
+    return wait_now(all_reduce_async(buf, count, type, op));
   }
 
   Result<std::unique_ptr<Work>> all_reduce_async(void* buf, size_t count, DType type,
@@ -164,7 +162,7 @@ class GlooCommunicator final : public Communicator {
     DP_TRY(check_buffer("all_reduce", buf, count));
     if (count == 0) return std::unique_ptr<Work>(new ReadyWork({}));
     return submit("all_reduce", [buf, count, type, op, gctx = ctx_, tag = next_tag(),
-                                  timeout = timeout_, size = size_](OpState&) {
+                                  timeout = timeout_, size = size_] {
       gloo::AllreduceOptions o(gctx);
       o.setTag(tag);
       o.setTimeout(timeout);
@@ -180,8 +178,8 @@ class GlooCommunicator final : public Communicator {
     DP_TRY(check_buffer("broadcast", buf, count));
     DP_TRY(check_root("broadcast", root, size_));
     if (count == 0) return {};
-    return wait_for(submit("broadcast", [buf, count, type, root, gctx = ctx_, tag = next_tag(),
-                                       timeout = timeout_](OpState&) {
+    return wait_now(submit("broadcast", [buf, count, type, root, gctx = ctx_, tag = next_tag(),
+                                       timeout = timeout_] {
       gloo::BroadcastOptions o(gctx);
       o.setTag(tag);
       o.setTimeout(timeout);
@@ -196,8 +194,8 @@ class GlooCommunicator final : public Communicator {
     DP_TRY(check_buffer("all_gather", recv, count));
     if (count == 0) return {};
     const size_t bytes = count * dtype_size(type);
-    return wait_for(submit("all_gather", [send, recv, bytes, gctx = ctx_, tag = next_tag(),
-                                        timeout = timeout_, rank = rank_, size = size_](OpState&) {
+    return wait_now(submit("all_gather", [send, recv, bytes, gctx = ctx_, tag = next_tag(),
+                                        timeout = timeout_, rank = rank_, size = size_] {
       uint8_t* out = static_cast<uint8_t*>(recv);
       // Without an input gloo gathers in place from this rank's slot.
       uint8_t* mine = out + static_cast<size_t>(rank) * bytes;
@@ -211,7 +209,7 @@ class GlooCommunicator final : public Communicator {
   }
 
   Result<void> barrier() override {
-    return wait_for(submit("barrier", [gctx = ctx_, tag = next_tag(), timeout = timeout_](OpState&) {
+    return wait_now(submit("barrier", [gctx = ctx_, tag = next_tag(), timeout = timeout_] {
       gloo::BarrierOptions o(gctx);
       o.setTag(tag);
       o.setTimeout(timeout);
@@ -237,16 +235,10 @@ class GlooCommunicator final : public Communicator {
   Result<std::unique_ptr<Work>> submit(const char* name, F f) {
     if (!ctx_) return make_error(Errc::internal, std::string(name) + ": communicator not started");
     auto state = queue_->submit(op_label(name), [name, rank = rank_, size = size_, abort = abort_,
-                                 daemon = store_.client != nullptr,
-                                 f = std::move(f)](OpState& st) mutable {
-      return run_gloo(name, rank, size, abort, daemon, [&] { f(st); });
+                                 daemon = store_.client != nullptr, f = std::move(f)]() mutable {
+      return run_gloo(name, rank, size, abort, daemon, f);
     });
     return std::unique_ptr<Work>(new OpWork(std::move(state)));
-  }
-
-  static Result<void> wait_for(Result<std::unique_ptr<Work>> w) {
-    if (!w) return w.error();
-    return (*w)->wait();
   }
 
   int rank_;

@@ -182,9 +182,7 @@ class NcclCommunicator final : public Communicator {
   Backend backend() const override { return Backend::nccl; }
 
   Result<void> all_reduce(void* buf, size_t count, DType type, ReduceOp op) override {
-    auto w = all_reduce_async(buf, count, type, op);
-    if (!w) return w.error();
-    return (*w)->wait();
+    return wait_now(all_reduce_async(buf, count, type, op));
   }
 
   Result<std::unique_ptr<Work>> all_reduce_async(void* buf, size_t count, DType type,
@@ -199,7 +197,7 @@ class NcclCommunicator final : public Communicator {
   Result<void> broadcast(void* buf, size_t count, DType type, int root) override {
     DP_TRY(check_buffer("broadcast", buf, count));
     DP_TRY(check_root("broadcast", root, size_));
-    return wait_for(enqueue("broadcast", [&](ncclComm_t c, cudaStream_t s) {
+    return wait_now(enqueue("broadcast", [&](ncclComm_t c, cudaStream_t s) {
       return ncclBroadcast(buf, buf, count, nccl_type(type), root, c, s);
     }));
   }
@@ -207,7 +205,7 @@ class NcclCommunicator final : public Communicator {
   Result<void> all_gather(const void* send, void* recv, size_t count, DType type) override {
     DP_TRY(check_buffer("all_gather", send, count));
     DP_TRY(check_buffer("all_gather", recv, count));
-    return wait_for(enqueue("all_gather", [&](ncclComm_t c, cudaStream_t s) {
+    return wait_now(enqueue("all_gather", [&](ncclComm_t c, cudaStream_t s) {
       return ncclAllGather(send, recv, count, nccl_type(type), c, s);
     }));
   }
@@ -246,11 +244,6 @@ class NcclCommunicator final : public Communicator {
       return cuda_error(e, name);
     }
     return std::unique_ptr<Work>(new NcclWork(s_, ev, name));
-  }
-
-  static Result<void> wait_for(Result<std::unique_ptr<Work>> w) {
-    if (!w) return w.error();
-    return (*w)->wait();
   }
 
   int rank_;

@@ -132,7 +132,7 @@ void OpQueue::run(std::shared_ptr<Shared> s) {
       s->queue.pop_front();
       s->running = item.second;
     }
-    Result<void> r = item.first(*item.second);
+    Result<void> r = item.first();
     {
       std::lock_guard<std::mutex> lock(s->m);
       s->running.reset();

@@ -64,7 +64,7 @@ class ReadyWork final : public Work {
 
 class OpQueue {
  public:
-  using Op = std::function<Result<void>(OpState&)>;
+  using Op = std::function<Result<void>()>;
   // grace: how long a caller waits for the worker to leave the backend after
   // fail_all before it is told of the failure anyway.
   explicit OpQueue(std::chrono::milliseconds grace = std::chrono::seconds(5));
