@@ -1,11 +1,14 @@
 // One rank of the all-reduce benchmark over libdp (Gloo backend). Rank 0
-// prints one CSV line per size: impl,bytes,iters,median_us,busbw_GBps.
+// prints one CSV line per size: impl,bytes,iters,median_us,busbw_GBps, where
+// impl is libdp-shm when all_reduce goes through shared memory (every rank on
+// one host, the default) and libdp-tcp otherwise (DP_SHM=off).
 // busbw = bytes/time * 2(n-1)/n, as nccl-tests defines it.
 // Usage: dp_allreduce_bench [min_bytes max_bytes]   (environment: RANK, WORLD_SIZE, ...)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "dp/communicator.hpp"
@@ -30,6 +33,7 @@ int main(int argc, char** argv) {
   }
   dp::Communicator& c = **comm;
   const int n = c.size();
+  const char* impl = c.describe().find("shared memory") != std::string::npos ? "libdp-shm" : "libdp-tcp";
   std::vector<float> buf(hi / sizeof(float), 1.0f);
   for (size_t bytes = lo; bytes <= hi; bytes *= 4) {
     const size_t count = bytes / sizeof(float);
@@ -55,7 +59,7 @@ int main(int argc, char** argv) {
     const double med = us[us.size() / 2];
     const double busbw = static_cast<double>(bytes) / (med * 1e-6) * 2.0 * (n - 1) / n / 1e9;
     if (c.rank() == 0) {
-      std::printf("libdp,%zu,%d,%.1f,%.3f\n", bytes, iters, med, busbw);
+      std::printf("%s,%zu,%d,%.1f,%.3f\n", impl, bytes, iters, med, busbw);
       std::fflush(stdout);
     }
   }

@@ -20,16 +20,16 @@ def size(b):
 
 
 print(f"2 ranks{' pinned to CPUs 0,1' if pinned else ''}, medians of {rounds} runs (each run: median of its iterations)")
-print(f"{'size':>8} | {'libdp us':>10} {'GB/s':>6} | {'torch us':>10} {'GB/s':>6} | libdp/torch bw")
+print(f"{'size':>8} | {'libdp tcp us':>12} {'GB/s':>6} | {'libdp shm us':>12} {'GB/s':>6} | {'torch us':>10} {'GB/s':>6} | tcp/torch shm/torch")
 for b in sorted({k[1] for k in runs}):
-    d, t = runs.get(("libdp", b)), runs.get(("torch-gloo", b))
-    if not d or not t:
+    d, m, t = runs.get(("libdp-tcp", b)), runs.get(("libdp-shm", b)), runs.get(("torch-gloo", b))
+    if not d or not m or not t:
         continue
-    dus, dbw = statistics.median(x[0] for x in d), statistics.median(x[1] for x in d)
-    tus, tbw = statistics.median(x[0] for x in t), statistics.median(x[1] for x in t)
+    med = lambda xs, i: statistics.median(x[i] for x in xs)
     # Same bytes, so the bandwidth ratio is the inverse time ratio (exact even
     # where the printed GB/s rounds to 0).
-    print(f"{size(b):>8} | {dus:10.1f} {dbw:6.3f} | {tus:10.1f} {tbw:6.3f} | {tus / dus:5.2f}x")
+    print(f"{size(b):>8} | {med(d, 0):12.1f} {med(d, 1):6.3f} | {med(m, 0):12.1f} {med(m, 1):6.3f} | "
+          f"{med(t, 0):10.1f} {med(t, 1):6.3f} | {med(t, 0) / med(d, 0):8.2f}x {med(t, 0) / med(m, 0):8.2f}x")
 print("ceilings (GB/s, 64 MiB):")
 for k, v in ceil.items():
     print(f"  {k:40s} {statistics.median(v):.3f}")

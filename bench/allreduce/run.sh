@@ -1,5 +1,6 @@
 #!/bin/sh
-# All-reduce between 2 ranks on this machine: libdp (Gloo backend) and
+# All-reduce between 2 ranks on this machine: libdp (Gloo backend; all_reduce
+# through shared memory, its default here, and over TCP with DP_SHM=off) and
 # torch.distributed gloo side by side, interleaved in the same run, plus the
 # memcpy and loopback-TCP ceilings. Medians of ROUNDS runs per size.
 #   bench/allreduce/run.sh <build-dir> [rounds=3] [min_bytes=1024] [max_bytes=268435456]
@@ -49,11 +50,13 @@ two_ranks() {
 # changes where the kernel places them (up to 10x at small sizes here).
 for i in $(seq "$rounds"); do
   if [ $((i % 2)) = 1 ]; then
-    two_ranks "$work/raw.csv" "$bench" "$lo" "$hi"
+    DP_SHM=off two_ranks "$work/raw.csv" "$bench" "$lo" "$hi"
+    DP_SHM=auto two_ranks "$work/raw.csv" "$bench" "$lo" "$hi"
     two_ranks "$work/raw.csv" $py "$here/torch_allreduce.py" "$lo" "$hi"
   else
     two_ranks "$work/raw.csv" $py "$here/torch_allreduce.py" "$lo" "$hi"
-    two_ranks "$work/raw.csv" "$bench" "$lo" "$hi"
+    DP_SHM=auto two_ranks "$work/raw.csv" "$bench" "$lo" "$hi"
+    DP_SHM=off two_ranks "$work/raw.csv" "$bench" "$lo" "$hi"
   fi
   "$ceil" >>"$work/raw.csv"
 done

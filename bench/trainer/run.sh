@@ -5,7 +5,10 @@
 # Both are launched the same way (ranks as local processes with the
 # torchrun variables; dp-trainer's through a real dp-rendezvousd, as srun
 # --dp-world=auto would). Aggregate samples/s = all samples / slowest rank's
-# training-loop time. Each cell is the median of REPEATS runs.
+# training-loop time. Each cell is the median of REPEATS runs. dp-trainer's
+# all_reduce goes through shared memory here (both ranks on one host, libdp's
+# default); the "dp-trainer tcp" row is the same with DP_SHM=off, over
+# loopback TCP as torch's gloo.
 #
 #   bench/trainer/run.sh BUILD_DIR          (EPOCHS=5 REPEATS=3 by default)
 #
@@ -44,9 +47,9 @@ common_env=(OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1)
 
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# run_dp WORLD LOGPREFIX: one dp-trainer world; prints "agg_samples_per_sec accuracy".
+# run_dp WORLD LOGPREFIX [DP_SHM]: one dp-trainer world; prints "agg_samples_per_sec accuracy".
 run_dp() {
-  local world=$1 tag=$2 pids=() port="" dpid="" r
+  local world=$1 tag=$2 shm=${3:-auto} pids=() port="" dpid="" r
   if (( world > 1 )); then
     coproc DAEMON_PROC { exec "$DAEMON" --world-size "$world" --job-id bench --step-id 0 2>"$OUT/$tag.daemon.log" <<<"$SECRET"; }
     dpid=$DAEMON_PROC_PID
@@ -55,7 +58,7 @@ run_dp() {
   fi
   for ((r = 0; r < world; r++)); do
     env "${common_env[@]}" RANK=$r WORLD_SIZE=$world LOCAL_RANK=$r LOCAL_WORLD_SIZE=$world \
-      MASTER_ADDR=127.0.0.1 MASTER_PORT=1 DP_BACKEND=gloo ${port:+DP_RDV_ADDR=127.0.0.1:$port DP_RDV_SECRET=$SECRET} \
+      MASTER_ADDR=127.0.0.1 MASTER_PORT=1 DP_BACKEND=gloo DP_SHM=$shm ${port:+DP_RDV_ADDR=127.0.0.1:$port DP_RDV_SECRET=$SECRET} \
       "$TRAINER" --hidden 512,256 --optimizer sgd --momentum 0.9 --lr 0.05 --global-batch 256 \
       --epochs "$EPOCHS" --log-every 0 --metrics "$OUT/$tag.r$r.jsonl" >"$OUT/$tag.r$r.log" 2>&1 &
     pids+=($!)
@@ -68,6 +71,8 @@ final = [json.loads(l) for l in open(sys.argv[1]) if '"final"' in l][-1]
 print(final["aggregate_samples_per_sec"], final["test_accuracy"])
 PY
 }
+
+run_dptcp() { run_dp "$1" "$2" off; }
 
 run_torch() {
   local world=$1 tag=$2 pids=() port r
@@ -89,7 +94,8 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 declare -A rate acc
 for world in 1 2; do
-  for impl in dp torch; do
+  for impl in dp dptcp torch; do
+    [[ $impl == dptcp && $world == 1 ]] && continue
     : >"$OUT/$impl.$world.rates"
     : >"$OUT/$impl.$world.accs"
     for ((i = 1; i <= REPEATS; i++)); do
@@ -106,11 +112,14 @@ done
 echo
 echo "MLP 784-512-256-10, Fashion-MNIST, SGD momentum, global batch 256, $EPOCHS epochs, 1 thread/rank, median of $REPEATS"
 printf '%-22s %8s %12s %10s %9s\n' impl world samples/s scaling test_acc
-for impl in dp torch; do
-  name=$([[ $impl == dp ]] && echo dp-trainer || echo "pytorch-ddp (gloo)")
+for impl in dp dptcp torch; do
+  case $impl in dp) name=dp-trainer ;; dptcp) name="dp-trainer tcp" ;; *) name="pytorch-ddp (gloo)" ;; esac
   for world in 1 2; do
-    eff=$(awk -v a="${rate[$impl.$world]}" -v b="${rate[$impl.1]}" -v w="$world" 'BEGIN{printf "%.0f%%", 100*a/(w*b)}')
+    [[ $impl == dptcp && $world == 1 ]] && continue
+    base=${rate[$impl.1]:-${rate[dp.1]}}
+    eff=$(awk -v a="${rate[$impl.$world]}" -v b="$base" -v w="$world" 'BEGIN{printf "%.0f%%", 100*a/(w*b)}')
     printf '%-22s %8d %12.0f %10s %9.4f\n' "$name" "$world" "${rate[$impl.$world]}" "$eff" "${acc[$impl.$world]}"
   done
 done
 awk -v a="${rate[dp.2]}" -v b="${rate[torch.2]}" 'BEGIN{printf "dp-trainer / pytorch-ddp at world 2: %.2fx (target >= 1.5x)\n", a/b}'
+awk -v a="${rate[dptcp.2]}" -v b="${rate[torch.2]}" 'BEGIN{printf "dp-trainer tcp / pytorch-ddp at world 2: %.2fx (both over loopback TCP)\n", a/b}'

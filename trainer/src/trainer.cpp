@@ -189,8 +189,8 @@ dp::Result<TrainSummary> train(dp::Communicator& comm, Ops& ops, const TrainConf
   };
 
   if (talk) {
-    std::printf("dp-trainer: %s on %s, world %d, batch %d per rank (global %d), %lld steps/epoch\n",
-                model.describe().c_str(), ops.name(), world, B, B * world,
+    std::printf("dp-trainer: %s on %s, world %d, %s, batch %d per rank (global %d), %lld steps/epoch\n",
+                model.describe().c_str(), ops.name(), world, comm.describe().c_str(), B, B * world,
                 static_cast<long long>(steps_per_epoch));
     std::fflush(stdout);
   }
@@ -198,6 +198,7 @@ dp::Result<TrainSummary> train(dp::Communicator& comm, Ops& ops, const TrainConf
                     .add("event", "start")
                     .add("model", model.describe())
                     .add("world", world)
+                    .add("communicator", comm.describe())
                     .add("batch_per_rank", B)
                     .add("steps_per_epoch", static_cast<long long>(steps_per_epoch))
                     .add("start_step", static_cast<long long>(pos.global_step)));

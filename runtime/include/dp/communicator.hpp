@@ -34,6 +34,8 @@ class Communicator {
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual Backend backend() const = 0;
+  // The backend and how it moves data here, e.g. "gloo over tcp"; for logs.
+  virtual std::string describe() const = 0;
 
   // buf: host memory for gloo/single, device memory for nccl.
   virtual Result<void> all_reduce(void* buf, size_t count, DType type, ReduceOp op) = 0;

@@ -25,5 +25,6 @@ inline constexpr const char* kBackend = "DP_BACKEND";         // user override: 
 inline constexpr const char* kTimeoutMs = "DP_TIMEOUT_MS";    // user override
 inline constexpr const char* kDebug = "DP_DEBUG";             // 1: per-phase start-up timings
 inline constexpr const char* kStoreDir = "DP_STORE_DIR";       // no daemon: shared dir as Gloo store
+inline constexpr const char* kShm = "DP_SHM";                 // auto|off: all_reduce in shared memory
 
 }  // namespace dp::env

@@ -11,6 +11,8 @@ namespace dp::detail {
 struct ResolvedOptions {
   Backend backend = Backend::single;
   std::chrono::milliseconds timeout{300'000};
+  // Gloo: all_reduce through shared memory when every rank shares one host.
+  bool shared_memory = true;
 };
 
 // Number of CUDA devices this process can use; 0 without CUDA support, a
@@ -29,7 +31,7 @@ inline Result<void> wait_now(Result<std::unique_ptr<Work>> w) {
 }
 
 Result<std::unique_ptr<Communicator>> make_gloo_communicator(const Context& ctx,
-                                                             std::chrono::milliseconds timeout);
+                                                             const ResolvedOptions& opts);
 Result<std::unique_ptr<Communicator>> make_nccl_communicator(const Context& ctx,
                                                              std::chrono::milliseconds timeout);
 

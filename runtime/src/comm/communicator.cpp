@@ -48,6 +48,17 @@ Result<ResolvedOptions> resolve_options(const Context& ctx, const InitOptions& o
                           " must be positive (milliseconds)");
   }
 
+  if (auto v = env_value(env::kShm)) {
+    if (*v == "off") {
+      r.shared_memory = false;
+    } else if (*v != "auto") {
+      return make_error(Errc::invalid_argument,
+                        std::string(env::kShm) + "='" + *v +
+                            "' is not a choice; use auto (all_reduce through shared memory when "
+                            "every rank is on one host, the default) or off (always TCP)");
+    }
+  }
+
   Backend want = opts.backend;
   // The user's variable wins over the program's default choice only.
   if (auto b = env_value(env::kBackend); b && want == Backend::automatic) {
@@ -87,7 +98,7 @@ Result<std::unique_ptr<Communicator>> init(const Context& ctx, const InitOptions
   if (!resolved) return resolved.error();
   switch (resolved->backend) {
     case Backend::single: return detail::make_single_communicator();
-    case Backend::gloo: return detail::make_gloo_communicator(ctx, resolved->timeout);
+    case Backend::gloo: return detail::make_gloo_communicator(ctx, *resolved);
     case Backend::nccl: return detail::make_nccl_communicator(ctx, resolved->timeout);
     case Backend::automatic: break;
   }

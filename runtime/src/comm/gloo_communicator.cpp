@@ -1,6 +1,8 @@
-// Backend::gloo: TCP collectives on host buffers. Every collective runs on
-// the communicator's OpQueue worker; the daemon's abort push fails every
-// pending handle at once, with the daemon's reason (which names the rank).
+// Backend::gloo: TCP collectives on host buffers, and all_reduce through
+// shared memory when every rank is on one host (shm_reducer.hpp). Every
+// collective runs on the communicator's OpQueue worker; the daemon's abort
+// push fails every pending handle at once, with the daemon's reason (which
+// names the rank).
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
@@ -12,21 +14,27 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cctype>
 #include <csignal>
+#include <cstdio>
 #include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <array>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <string>
 
 #include "arg_checks.hpp"
 #include "backends.hpp"
 #include "gloo_sockets.hpp"
 #include "gloo_store.hpp"
+#include "host_identity.hpp"
 #include "route_address.hpp"
 #include "op_queue.hpp"
 #include "reduce_kernels.hpp"
+#include "shm_reducer.hpp"
 #include "startup_log.hpp"
 
 namespace dp::detail {
@@ -69,34 +77,96 @@ Errc classify(const std::string& what) {
   return Errc::connection;
 }
 
-// Runs one gloo call, turning exceptions (gloo's only error channel) into values.
+// A failed op's error. With a daemon, its abort reason (which names the dead
+// rank) if it arrives within the grace: that is what the user needs to read.
+Error explain_failure(const char* op, int rank, int size, const std::shared_ptr<AbortSignal>& abort,
+                      bool has_daemon, Errc code, const std::string& what) {
+  const std::string where = op_label(op, rank, size);
+  if (has_daemon) {
+    if (auto reason = abort->wait_for(kAbortReasonGrace)) {
+      return Error{Errc::aborted, where + ": job aborted: " + reason->message};
+    }
+  }
+  return Error{code, where + " failed: " + what};
+}
+
+// Runs gloo code; what it threw (gloo's only error channel), if anything.
 template <class F>
-Result<void> run_gloo(const char* op, int rank, int size, const std::shared_ptr<AbortSignal>& abort,
-                      bool has_daemon, F&& f) {
+std::optional<std::string> catch_gloo(F&& f) {
   std::string what;
   try {
     f();
-    return {};
+    return std::nullopt;
   } catch (const std::exception& e) {
     what = e.what();
   } catch (...) {
     what = "unknown exception";
   }
-  const std::string where = op_label(op, rank, size);
-  if (has_daemon) {
-    if (auto reason = abort->wait_for(kAbortReasonGrace)) {
-      return make_error(Errc::aborted, where + ": job aborted: " + reason->message);
-    }
-  }
   // gloo's messages are multi-line with source locations; keep the first line.
   if (auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
-  return make_error(classify(what), where + " failed: " + what);
+  return what;
+}
+
+// Runs one gloo call of this communicator, its failure as a value.
+template <class F>
+Result<void> run_gloo(const char* op, int rank, int size, const std::shared_ptr<AbortSignal>& abort,
+                      bool has_daemon, F&& f) {
+  auto what = catch_gloo(f);
+  if (!what) return {};
+  return explain_failure(op, rank, size, abort, has_daemon, classify(*what), *what);
+}
+
+// gloo's sum all-reduce in place, any DType: gloo only needs the element size
+// to cut segments, and the sum function knows the type. Throws as gloo does.
+void gloo_sum(const std::shared_ptr<gloo::Context>& ctx, uint32_t tag, std::chrono::milliseconds timeout,
+              void* buf, size_t count, DType type) {
+  gloo::AllreduceOptions o(ctx);
+  o.setTag(tag);
+  o.setTimeout(timeout);
+  switch (dtype_size(type)) {
+    case 2: o.setOutput(static_cast<uint16_t*>(buf), count); break;
+    case 4: o.setOutput(static_cast<uint32_t*>(buf), count); break;
+    default: o.setOutput(static_cast<uint64_t*>(buf), count); break;
+  }
+  SumFn sum = sum_function(type);
+  o.setReduceFunction([sum](void* out, const void* a, const void* b, size_t n) { sum(out, a, b, n); });
+  gloo::allreduce(o);
+}
+
+// The reducer, once start-up has built it, for the abort callback (which runs
+// on the client's I/O thread) to wake its waits.
+class ShmSlot {
+ public:
+  void set(std::shared_ptr<ShmReducer> r) {
+    std::lock_guard<std::mutex> lock(m_);
+    r_ = std::move(r);
+  }
+  void abort() {
+    std::lock_guard<std::mutex> lock(m_);
+    if (r_) r_->abort();
+  }
+
+ private:
+  std::mutex m_;
+  std::shared_ptr<ShmReducer> r_;
+};
+
+// A name no other segment has: the job id for whoever lists /dev/shm, and
+// 64 random bits.
+std::string segment_name(const std::string& job_id) {
+  std::string job;
+  for (char c : job_id.substr(0, 32)) job += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  std::random_device rd;
+  const uint64_t nonce = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(nonce));
+  return "/slurm-dp." + (job.empty() ? std::string("nojob") : job) + "." + hex;
 }
 
 class GlooCommunicator final : public Communicator {
  public:
-  GlooCommunicator(int rank, int size, std::chrono::milliseconds timeout)
-      : rank_(rank), size_(size), timeout_(timeout) {}
+  GlooCommunicator(int rank, int size, const ResolvedOptions& opts)
+      : rank_(rank), size_(size), timeout_(opts.timeout), want_shm_(opts.shared_memory) {}
 
   ~GlooCommunicator() override {
     // The client's I/O thread calls into queue_ on abort: stop it first.
@@ -115,13 +185,15 @@ class GlooCommunicator final : public Communicator {
       OpQueue* q = queue_.get();
       std::shared_ptr<AbortSignal> sig = abort_;
       std::shared_ptr<GlooSockets> sockets = sockets_;
-      store_.client->on_abort([q, sig, sockets](const Error& e) {
+      std::shared_ptr<ShmSlot> shm = shm_slot_;
+      store_.client->on_abort([q, sig, sockets, shm](const Error& e) {
         sig->set(e);
         q->fail_all(make_error(Errc::aborted, "job aborted: " + e.message));
         // gloo cannot cancel an op: break its connections so every op blocked
         // in it fails now, before the caller is told (its buffers stay ours
         // until then), and so do the peers' ops on the other ends.
         sockets->shut_down();
+        shm->abort();
       });
     }
     const std::string& peer = !ctx.master_addr.empty() ? ctx.master_addr
@@ -133,25 +205,138 @@ class GlooCommunicator final : public Communicator {
       local = *addr;
     }
     log.phase("route to master -> " + local);
-    return run_gloo("rendezvous", rank_, size_, abort_, store_.client != nullptr, [&] {
+    DP_TRY(run_gloo("rendezvous", rank_, size_, abort_, store_.client != nullptr, [&] {
       gloo::transport::tcp::attr attr;
       attr.hostname = local;
-      auto device = gloo::transport::tcp::CreateDevice(attr);
+      device_ = gloo::transport::tcp::CreateDevice(attr);
       auto gctx = std::make_shared<gloo::rendezvous::Context>(rank_, size_);
       gctx->setTimeout(timeout_);
       // A per-process generation keeps a second communicator's keys apart.
       static std::atomic<int> generation{0};
-      gloo::rendezvous::PrefixStore prefixed("dp/gloo/" + std::to_string(generation++), *store_.store);
-      gctx->connectFullMesh(prefixed, device);
+      key_prefix_ = "dp/gloo/" + std::to_string(generation++);
+      gloo::rendezvous::PrefixStore prefixed(key_prefix_, *store_.store);
+      gctx->connectFullMesh(prefixed, device_);
       sockets_->record(*gctx, rank_);
       ctx_ = std::move(gctx);
       log.phase("gloo full mesh");
-    });
+    }));
+    if (want_shm_) DP_TRY(start_shared_memory(ctx.job_id, log));
+    return {};
+  }
+
+  // Ranks that share a host all_reduce through shared memory; with several
+  // hosts, their leaders then join the hosts over TCP. All ranks take the
+  // same decisions: each learns every rank's host and every attach outcome.
+  Result<void> start_shared_memory(const std::string& job_id, StartupLog& log) {
+    const bool daemon = store_.client != nullptr;
+    const auto mine = domain_digest(shared_memory_domain());
+    std::vector<std::array<uint64_t, 2>> all(static_cast<size_t>(size_));
+    DP_TRY(run_gloo("shared-memory check", rank_, size_, abort_, daemon, [&] {
+      gloo::AllgatherOptions o(ctx_);
+      o.setInput(const_cast<uint64_t*>(mine.data()), 2);
+      o.setOutput(all.front().data(), 2 * all.size());
+      gloo::allgather(o);
+    }));
+    const HostGroups g = group_by_host(all, rank_);
+    if (g.largest_host == 1) {
+      log.phase("one rank per host: all_reduce over tcp");
+      return {};
+    }
+
+    // Each host's leader creates its segment; every rank learns every name.
+    constexpr size_t kName = 96;
+    char name[kName] = {};
+    std::vector<char> names(kName * static_cast<size_t>(size_));
+    std::optional<Error> failure;
+    const size_t chunk = ShmReducer::chunk_bytes_for(g.largest_host);
+    if (g.local_ranks.size() == 1) {
+      shm_ = ShmReducer::alone(rank_, chunk);
+    } else if (g.local_rank == 0) {
+      const std::string n = segment_name(job_id);
+      auto r = ShmReducer::create(n, g.local_ranks, chunk);
+      if (r) {
+        shm_ = *r;
+        std::snprintf(name, sizeof name, "%s", n.c_str());
+      } else {
+        failure = r.error();
+      }
+    }
+    DP_TRY(run_gloo("shared-memory setup", rank_, size_, abort_, daemon, [&] {
+      gloo::AllgatherOptions o(ctx_);
+      o.setInput(name, kName);
+      o.setOutput(names.data(), names.size());
+      gloo::allgather(o);
+    }));
+    const char* leader_name = names.data() + kName * static_cast<size_t>(g.local_ranks.front());
+    if (g.local_rank != 0 && leader_name[0] != '\0') {
+      auto r = ShmReducer::open(leader_name, g.local_rank, g.local_ranks, chunk);
+      if (r) shm_ = *r;
+      else failure = r.error();
+    }
+    std::vector<uint8_t> ok(static_cast<size_t>(size_));
+    uint8_t mine_ok = shm_ ? 1 : 0;
+    DP_TRY(run_gloo("shared-memory setup", rank_, size_, abort_, daemon, [&] {
+      gloo::AllgatherOptions o(ctx_);
+      o.setInput(&mine_ok, 1);
+      o.setOutput(ok.data(), ok.size());
+      gloo::allgather(o);
+    }));
+    // Every rank has mapped it (or failed): the name has served its purpose.
+    if (name[0] != '\0') ShmReducer::unlink(name);
+    for (int r = 0; r < size_; ++r) {
+      if (ok[static_cast<size_t>(r)]) continue;
+      shm_.reset();
+      if (failure) return *failure;
+      return make_error(Errc::internal, "rank " + std::to_string(r) +
+                                            " could not set up shared memory (its error says why); "
+                                            "set DP_SHM=off to use TCP");
+    }
+    shm_->attach_peers();
+    hosts_ = static_cast<int>(g.leaders.size());
+    if (!g.single_host()) DP_TRY(join_hosts(g));
+    shm_slot_->set(shm_);
+    const std::string here = g.local_ranks.size() == 1
+                                 ? std::string("alone on this host")
+                                 : std::to_string(g.local_ranks.size()) + " ranks and " +
+                                       std::to_string(shm_->bytes() >> 20) + " MiB on this host";
+    log.phase("all_reduce through shared memory: " + here + ", " + std::to_string(hosts_) + " host(s)");
+    return {};
+  }
+
+  // The hosts' leaders form their own gloo context; each leader's reducer
+  // sums every chunk through it.
+  Result<void> join_hosts(const HostGroups& g) {
+    ShmReducer::CrossHost stage;
+    if (g.leader_index >= 0) {
+      std::shared_ptr<gloo::rendezvous::Context> leaders;
+      DP_TRY(run_gloo("shared-memory setup", rank_, size_, abort_, store_.client != nullptr, [&] {
+        leaders = std::make_shared<gloo::rendezvous::Context>(g.leader_index, static_cast<int>(g.leaders.size()));
+        leaders->setTimeout(timeout_);
+        gloo::rendezvous::PrefixStore prefixed(key_prefix_ + "/leaders", *store_.store);
+        leaders->connectFullMesh(prefixed, device_);
+        sockets_->record(*leaders, g.leader_index);
+      }));
+      stage = [leaders, timeout = timeout_, tag = uint32_t{0}](void* data, size_t n, DType type) mutable -> Result<void> {
+        auto what = catch_gloo([&] { gloo_sum(leaders, tag++ & 0xffffff, timeout, data, n, type); });
+        if (!what) return {};
+        return make_error(classify(*what), "between hosts: " + *what);
+      };
+    }
+    shm_->set_cross_host(size_, std::move(stage));
+    return {};
   }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   Backend backend() const override { return Backend::gloo; }
+  std::string describe() const override {
+    if (!shm_) return "gloo over tcp";
+    if (hosts_ == 1) {
+      return "gloo over tcp, all_reduce through shared memory (" + std::to_string(size_) + " ranks on one host)";
+    }
+    return "gloo over tcp, all_reduce through shared memory within each of " + std::to_string(hosts_) +
+           " hosts, then tcp between them";
+  }
 
   Result<void> all_reduce(void* buf, size_t count, DType type, ReduceOp op) override {
     return wait_now(all_reduce_async(buf, count, type, op));
@@ -161,15 +346,23 @@ class GlooCommunicator final : public Communicator {
                                                  ReduceOp op) override {
     DP_TRY(check_buffer("all_reduce", buf, count));
     if (count == 0) return std::unique_ptr<Work>(new ReadyWork({}));
+    if (shm_) {
+      return submit_result("all_reduce", [buf, count, type, op, shm = shm_, sockets = sockets_,
+                                           timeout = timeout_] {
+        auto r = shm->all_reduce(buf, count, type, op, std::chrono::steady_clock::now() + timeout);
+        if (!r) {
+          // Fail this host's peers waiting on us, and, through our sockets,
+          // the other hosts' leaders waiting in TCP: nobody waits for a
+          // timeout because of one failure.
+          shm->abort();
+          sockets->shut_down();
+        }
+        return r;
+      });
+    }
     return submit("all_reduce", [buf, count, type, op, gctx = ctx_, tag = next_tag(),
                                   timeout = timeout_, size = size_] {
-      gloo::AllreduceOptions o(gctx);
-      o.setTag(tag);
-      o.setTimeout(timeout);
-      set_buffers(o, buf, count, type);
-      SumFn sum = sum_function(type);
-      o.setReduceFunction([sum](void* out, const void* a, const void* b, size_t n) { sum(out, a, b, n); });
-      gloo::allreduce(o);
+      gloo_sum(gctx, tag, timeout, buf, count, type);
       if (op == ReduceOp::avg) divide_in_place(buf, count, type, size);
     });
   }
@@ -218,15 +411,6 @@ class GlooCommunicator final : public Communicator {
   }
 
  private:
-  static void set_buffers(gloo::AllreduceOptions& o, void* buf, size_t count, DType type) {
-    // gloo only needs the element size to cut segments; the sum function knows the type.
-    switch (dtype_size(type)) {
-      case 2: o.setOutput(static_cast<uint16_t*>(buf), count); break;
-      case 4: o.setOutput(static_cast<uint32_t*>(buf), count); break;
-      default: o.setOutput(static_cast<uint64_t*>(buf), count); break;
-    }
-  }
-
   std::string op_label(const char* op) const { return detail::op_label(op, rank_, size_); }
 
   uint32_t next_tag() { return tag_.fetch_add(1) & 0xffffff; }
@@ -241,13 +425,31 @@ class GlooCommunicator final : public Communicator {
     return std::unique_ptr<Work>(new OpWork(std::move(state)));
   }
 
+  // submit() for an op that reports errors as values.
+  template <class F>
+  Result<std::unique_ptr<Work>> submit_result(const char* name, F f) {
+    auto state = queue_->submit(op_label(name), [name, rank = rank_, size = size_, abort = abort_,
+                                 daemon = store_.client != nullptr, f = std::move(f)]() mutable -> Result<void> {
+      auto r = f();
+      if (r) return r;
+      return explain_failure(name, rank, size, abort, daemon, r.error().code, r.error().message);
+    });
+    return std::unique_ptr<Work>(new OpWork(std::move(state)));
+  }
+
   int rank_;
   int size_;
   std::chrono::milliseconds timeout_;
+  bool want_shm_;
   std::atomic<uint32_t> tag_{0};
   std::shared_ptr<AbortSignal> abort_ = std::make_shared<AbortSignal>();
   std::shared_ptr<gloo::Context> ctx_;
+  std::shared_ptr<gloo::transport::Device> device_;
+  std::string key_prefix_;  // of this communicator's keys in the job store
+  int hosts_ = 0;           // with shm_: how many hosts the ranks span
   std::shared_ptr<GlooSockets> sockets_ = std::make_shared<GlooSockets>();
+  std::shared_ptr<ShmReducer> shm_;
+  std::shared_ptr<ShmSlot> shm_slot_ = std::make_shared<ShmSlot>();
   std::unique_ptr<OpQueue> queue_;
   JobStore store_;
 };
@@ -255,7 +457,7 @@ class GlooCommunicator final : public Communicator {
 }  // namespace
 
 Result<std::unique_ptr<Communicator>> make_gloo_communicator(const Context& ctx,
-                                                             std::chrono::milliseconds timeout) {
+                                                             const ResolvedOptions& opts) {
   // gloo writes with plain writev: a write to a peer that died (or whose
   // socket an abort shut down) would kill this process with SIGPIPE instead of
   // failing the op. Ignore SIGPIPE unless the program chose a handler itself
@@ -265,7 +467,7 @@ Result<std::unique_ptr<Communicator>> make_gloo_communicator(const Context& ctx,
     std::signal(SIGPIPE, SIG_IGN);
   }
   StartupLog log("gloo", ctx.rank);
-  auto comm = std::make_unique<GlooCommunicator>(ctx.rank, ctx.world_size, timeout);
+  auto comm = std::make_unique<GlooCommunicator>(ctx.rank, ctx.world_size, opts);
   DP_TRY(comm->start(ctx, log));
   log.done();
   return std::unique_ptr<Communicator>(std::move(comm));

@@ -180,6 +180,7 @@ class NcclCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   Backend backend() const override { return Backend::nccl; }
+  std::string describe() const override { return "nccl"; }
 
   Result<void> all_reduce(void* buf, size_t count, DType type, ReduceOp op) override {
     return wait_now(all_reduce_async(buf, count, type, op));

@@ -14,6 +14,7 @@ class SingleCommunicator final : public Communicator {
   int rank() const override { return 0; }
   int size() const override { return 1; }
   Backend backend() const override { return Backend::single; }
+  std::string describe() const override { return "single, no peers"; }
 
   Result<void> all_reduce(void* buf, size_t count, DType, ReduceOp) override {
     return check_buffer("all_reduce", buf, count);

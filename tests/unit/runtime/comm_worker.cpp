@@ -3,6 +3,8 @@
 //   comm_worker collectives   all-reduce (every dtype, 1 element .. 64 MiB),
 //                             broadcast, all-gather, barrier, async overlap
 //   comm_worker long          all-reduce 64 MiB in a loop until it fails
+//   comm_worker stall         rank 0 all-reduces once (and fails when the
+//                             timeout passes); the others never call it
 // Prints "OK" / "LOOPING pid <pid>" / "ERROR <message>" lines; exit 0 on success.
 #include <cmath>
 #include <cstdint>
@@ -177,6 +179,20 @@ int long_all_reduce(dp::Communicator& c) {
   return 0;
 }
 
+int stall(dp::Communicator& c) {
+  if (c.rank() != 0) {
+    std::printf("STALLING\n");
+    std::fflush(stdout);
+    for (;;) pause();  // the test kills this rank by pid
+  }
+  std::vector<float> buf(1024, 1.0f);
+  auto r = c.all_reduce(buf.data(), buf.size(), dp::DType::f32, dp::ReduceOp::sum);
+  if (r) return 0;
+  std::printf("ERROR %s\n", r.error().message.c_str());
+  std::fflush(stdout);
+  return 3;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -188,8 +204,9 @@ int main(int argc, char** argv) {
   }
   g_rank = (*comm)->rank();
   if (mode == "long") return long_all_reduce(**comm);
+  if (mode == "stall") return stall(**comm);
   if (!collectives(**comm)) return 1;
-  std::printf("OK rank %d of %d backend %s\n", (*comm)->rank(), (*comm)->size(),
-              dp::backend_name((*comm)->backend()));
+  std::printf("OK rank %d of %d backend %s via %s\n", (*comm)->rank(), (*comm)->size(),
+              dp::backend_name((*comm)->backend()), (*comm)->describe().c_str());
   return 0;
 }

@@ -14,7 +14,8 @@ namespace {
 const char* const kAllVars[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
                                 "NODE_RANK", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT",
                                 "DP_RDV_ADDR", "DP_RDV_SECRET", "DP_JOB_ID", "DP_STEP_ID",
-                                "DP_TILES", "DP_BACKEND", "DP_TIMEOUT_MS", "DP_STORE_DIR"};
+                                "DP_TILES", "DP_BACKEND", "DP_TIMEOUT_MS", "DP_STORE_DIR",
+                                "DP_SHM"};
 
 // Replaces the variables this test cares about, restores nothing: each test
 // starts from a clean slate instead.
@@ -151,6 +152,18 @@ TEST(BackendChoice, Rules) {
   ASSERT_FALSE(badt.ok());
   EXPECT_NE(badt.error().message.find("DP_TIMEOUT_MS"), std::string::npos);
   unsetenv("DP_TIMEOUT_MS");
+
+  EXPECT_TRUE(r(world(2), Backend::gloo, 0)->shared_memory);
+  setenv("DP_SHM", "off", 1);
+  EXPECT_FALSE(r(world(2), Backend::gloo, 0)->shared_memory);
+  setenv("DP_SHM", "auto", 1);
+  EXPECT_TRUE(r(world(2), Backend::gloo, 0)->shared_memory);
+  setenv("DP_SHM", "yes", 1);
+  auto bads = r(world(2), Backend::gloo, 0);
+  ASSERT_FALSE(bads.ok());
+  EXPECT_NE(bads.error().message.find("DP_SHM='yes'"), std::string::npos) << bads.error().message;
+  EXPECT_NE(bads.error().message.find("auto"), std::string::npos);
+  unsetenv("DP_SHM");
 }
 
 TEST(Init, WorldOneGivesAWorkingSingleCommunicator) {

@@ -31,6 +31,7 @@ class ThreadCommunicator final : public dp::Communicator {
   int rank() const override { return rank_; }
   int size() const override { return g_.size(); }
   dp::Backend backend() const override { return dp::Backend::single; }
+  std::string describe() const override { return "threads (test)"; }
 
   dp::Result<void> all_reduce(void* buf, size_t count, dp::DType type, dp::ReduceOp op) override {
     if (type != dp::DType::f32) return dp::make_error(dp::Errc::invalid_argument, "f32 only");
