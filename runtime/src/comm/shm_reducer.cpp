@@ -277,6 +277,13 @@ Result<void> ShmReducer::all_reduce(void* buf, size_t count, DType type, ReduceO
   if (failed_) {
     return make_error(Errc::aborted, "shared memory: an earlier collective failed; the communicator is unusable");
   }
+  // A failure leaves the slots and barrier counts out of step with the peers.
+  auto r = reduce(buf, count, type, op, deadline);
+  if (!r) failed_ = true;
+  return r;
+}
+
+Result<void> ShmReducer::reduce(void* buf, size_t count, DType type, ReduceOp op, Deadline deadline) {
   const size_t esz = dtype_size(type);
   const size_t per_chunk = chunk_ / esz;
   const size_t per_line = 64 / esz;  // ranks write whole cache lines of the output
@@ -287,10 +294,7 @@ Result<void> ShmReducer::all_reduce(void* buf, size_t count, DType type, ReduceO
     // cut in the same chunks as the other hosts'.
     for (size_t off = 0; off < count; off += per_chunk) {
       const size_t n = std::min(per_chunk, count - off);
-      if (auto r = leader_stage_(data + off * esz, n, type); !r) {
-        failed_ = true;
-        return r;
-      }
+      DP_TRY(leader_stage_(data + off * esz, n, type));
       if (op == ReduceOp::avg) divide_in_place(data + off * esz, n, type, world_);
     }
     return {};
@@ -299,10 +303,7 @@ Result<void> ShmReducer::all_reduce(void* buf, size_t count, DType type, ReduceO
     const size_t n = std::min(per_chunk, count - off);
     const int set = static_cast<int>(round_++ & 1);
     std::memcpy(slot(set, rank_), data + off * esz, n * esz);
-    if (auto r = barrier(deadline); !r) {
-      failed_ = true;
-      return r;
-    }
+    DP_TRY(barrier(deadline));
     auto cut = [&](int r) {
       return r == size_ ? n : std::min(n, n * static_cast<size_t>(r) / static_cast<size_t>(size_) / per_line * per_line);
     };
@@ -313,23 +314,14 @@ Result<void> ShmReducer::all_reduce(void* buf, size_t count, DType type, ReduceO
       for (int j = 2; j < size_; ++j) sum(out, out, slot(set, j) + lo * esz, hi - lo);
       if (op == ReduceOp::avg && !cross_host_) divide_in_place(out, hi - lo, type, size_);
     }
-    if (auto r = barrier(deadline); !r) {
-      failed_ = true;
-      return r;
-    }
+    DP_TRY(barrier(deadline));
     if (cross_host_) {
       if (leader_stage_) {
         char* out = slot(set, size_);
-        if (auto r = leader_stage_(out, n, type); !r) {
-          failed_ = true;
-          return r;
-        }
+        DP_TRY(leader_stage_(out, n, type));
         if (op == ReduceOp::avg) divide_in_place(out, n, type, world_);
       }
-      if (auto r = barrier(deadline); !r) {
-        failed_ = true;
-        return r;
-      }
+      DP_TRY(barrier(deadline));
     }
     std::memcpy(data + off * esz, slot(set, size_), n * esz);
   }

@@ -1,10 +1,11 @@
 // All-reduce between ranks that share one host, through a shared-memory
 // segment instead of loopback TCP: each rank copies a chunk of its buffer into
 // its own slot, reduces 1/N of the chunk over every slot into a shared output,
-// and copies the whole output back. Over loopback the kernel copies every byte
-// twice per hop on the very cores the ranks compute on; here each byte crosses
-// memory about three times, once per rank. NCCL and MPI move intra-node
-// traffic the same way.
+// and copies the whole output back. Over loopback TCP the kernel copies every
+// byte into and out of socket buffers, on the very cores the ranks compute
+// on; here a rank's bytes are copied in once, read once by the rank that sums
+// them, and the sum is copied out. NCCL and MPI move intra-node traffic the
+// same way.
 //
 // Two sets of slots alternate, so a chunk costs two barriers, not three; the
 // chunk counter runs across calls, so every rank must issue the same calls in
@@ -80,6 +81,7 @@ class ShmReducer {
   static Result<std::shared_ptr<ShmReducer>> map(int fd, int rank, std::vector<int> ranks,
                                                  size_t chunk, bool fresh);
   char* slot(int set, int index) const;
+  Result<void> reduce(void* buf, size_t count, DType type, ReduceOp op, Deadline deadline);
   Result<void> barrier(Deadline deadline);
   Result<void> check_peers();
 
