@@ -1,6 +1,7 @@
-// The shipped plugstack.conf.d snippet tells the truth: every default it
-// documents is what the plugin's parser assumes, and every example plugin
-// line is accepted by that parser. Reads the configured snippet.
+// The shipped plugstack.conf.d snippet tells the truth: it documents exactly
+// the keys the plugin's parser accepts, every default it documents is what
+// the parser assumes, and every example plugin line is accepted by that
+// parser. Reads the configured snippet.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -70,6 +71,16 @@ TEST(PlugstackSnippet, DocumentedDefaultsAreTheParsersDefaults) {
   // An empty daemon path means the installed daemon, which the snippet names.
   EXPECT_TRUE(want.daemon_path.empty());
   EXPECT_EQ(parsed->daemon_path, DP_DAEMON_PATH);
+}
+
+TEST(PlugstackSnippet, DocumentsExactlyTheSettingsTheParserAccepts) {
+  std::vector<std::string> documented;
+  for (const auto& word : documented_defaults()) documented.push_back(word.substr(0, word.find('=')));
+  std::vector<std::string> accepted = dp::site_config_keys();
+  std::sort(documented.begin(), documented.end());
+  std::sort(accepted.begin(), accepted.end());
+  EXPECT_EQ(documented, accepted) << "every key the plugin accepts needs one '#   key=default' line in "
+                                  << DP_SNIPPET_PATH << ", and no other key may have one";
 }
 
 TEST(PlugstackSnippet, EveryExampleLineIsAccepted) {

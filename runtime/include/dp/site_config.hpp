@@ -33,4 +33,8 @@ struct SiteConfig {
 // the key and say the fix.
 Result<SiteConfig> parse_site_config(const std::vector<std::string>& words);
 
+// Every key parse_site_config accepts, and no other (the shipped snippet must
+// document exactly these; packaging tests check it).
+const std::vector<std::string>& site_config_keys();
+
 }  // namespace dp

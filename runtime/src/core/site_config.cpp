@@ -1,5 +1,6 @@
 #include "dp/site_config.hpp"
 
+#include <algorithm>
 #include <string_view>
 
 #include "dp/options.hpp"
@@ -38,6 +39,13 @@ Result<void> apply(SiteConfig& c, std::string_view word) {
     return site_error(word, "expected key=value");
   std::string_view key = word.substr(0, eq);
   std::string_view value = word.substr(eq + 1);
+  // The list decides what is accepted, so it and the parser cannot drift.
+  const auto& keys = site_config_keys();
+  if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+    std::string known;
+    for (const auto& k : keys) known += (known.empty() ? "" : ", ") + k;
+    return site_error(word, "unknown key; known keys: " + known);
+  }
   if (key == "kind") {
     if (value == "cuda") c.kind = AcceleratorKind::cuda;
     else if (value == "ze") c.kind = AcceleratorKind::ze;
@@ -101,12 +109,18 @@ Result<void> apply(SiteConfig& c, std::string_view word) {
     c.port_wait_s = *n;
     return {};
   }
-  return site_error(word,
-                    "unknown key; known keys: kind, devices_per_node, tiles_per_device, ports, "
-                    "default, daemon, lease_dir, idle_timeout, port_wait, resv_ports");
+  return site_error(word, "listed in site_config_keys() but not parsed (a slurm-dp bug)");
 }
 
 }  // namespace
+
+const std::vector<std::string>& site_config_keys() {
+  static const std::vector<std::string> keys{"kind",    "devices_per_node", "tiles_per_device",
+                                             "ports",   "default",          "daemon",
+                                             "lease_dir", "idle_timeout",   "port_wait",
+                                             "resv_ports"};
+  return keys;
+}
 
 Result<SiteConfig> parse_site_config(const std::vector<std::string>& words) {
   SiteConfig c;

@@ -68,6 +68,21 @@ INSTANTIATE_TEST_SUITE_P(
                       std::pair{"port_wait=0", "zero"},
                       std::pair{"resv_ports=maybe", "use or ignore"}));
 
+TEST(SiteConfig, EveryListedKeyIsParsed) {
+  // An empty value is wrong for every key, so the error shows which part of
+  // the parser handled it: never the unknown-key or missing-branch path.
+  for (const auto& key : dp::site_config_keys()) {
+    auto c = dp::parse_site_config({key + "="});
+    ASSERT_FALSE(c.ok()) << key;
+    EXPECT_EQ(c.error().message.find("unknown key"), std::string::npos) << c.error().message;
+    EXPECT_EQ(c.error().message.find("bug"), std::string::npos) << c.error().message;
+  }
+  auto unknown = dp::parse_site_config({"colour=blue"});
+  ASSERT_FALSE(unknown.ok());
+  for (const auto& key : dp::site_config_keys())
+    EXPECT_NE(unknown.error().message.find(key), std::string::npos) << unknown.error().message;
+}
+
 TEST(SiteConfig, CudaHasOneTilePerDevice) {
   auto c = dp::parse_site_config({"kind=cuda", "tiles_per_device=2"});
   ASSERT_FALSE(c.ok());
