@@ -228,15 +228,9 @@ class GlooCommunicator final : public Communicator {
   // hosts, their leaders then join the hosts over TCP. All ranks take the
   // same decisions: each learns every rank's host and every attach outcome.
   Result<void> start_shared_memory(const std::string& job_id, StartupLog& log) {
-    const bool daemon = store_.client != nullptr;
     const auto mine = domain_digest(shared_memory_domain());
     std::vector<std::array<uint64_t, 2>> all(static_cast<size_t>(size_));
-    DP_TRY(run_gloo("shared-memory check", rank_, size_, abort_, daemon, [&] {
-      gloo::AllgatherOptions o(ctx_);
-      o.setInput(const_cast<uint64_t*>(mine.data()), 2);
-      o.setOutput(all.front().data(), 2 * all.size());
-      gloo::allgather(o);
-    }));
+    DP_TRY(all_gather(mine.data(), all.data(), 2, DType::i64));
     const HostGroups g = group_by_host(all, rank_);
     if (g.largest_host == 1) {
       log.phase("one rank per host: all_reduce over tcp");
@@ -244,8 +238,8 @@ class GlooCommunicator final : public Communicator {
     }
 
     // Each host's leader creates its segment; every rank learns every name.
-    constexpr size_t kName = 96;
-    char name[kName] = {};
+    constexpr size_t kName = 96;  // exchanged as 32-bit words
+    alignas(4) char name[kName] = {};
     std::vector<char> names(kName * static_cast<size_t>(size_));
     std::optional<Error> failure;
     const size_t chunk = ShmReducer::chunk_bytes_for(g.largest_host);
@@ -261,26 +255,16 @@ class GlooCommunicator final : public Communicator {
         failure = r.error();
       }
     }
-    DP_TRY(run_gloo("shared-memory setup", rank_, size_, abort_, daemon, [&] {
-      gloo::AllgatherOptions o(ctx_);
-      o.setInput(name, kName);
-      o.setOutput(names.data(), names.size());
-      gloo::allgather(o);
-    }));
+    DP_TRY(all_gather(name, names.data(), kName / 4, DType::i32));
     const char* leader_name = names.data() + kName * static_cast<size_t>(g.local_ranks.front());
     if (g.local_rank != 0 && leader_name[0] != '\0') {
       auto r = ShmReducer::open(leader_name, g.local_rank, g.local_ranks, chunk);
       if (r) shm_ = *r;
       else failure = r.error();
     }
-    std::vector<uint8_t> ok(static_cast<size_t>(size_));
-    uint8_t mine_ok = shm_ ? 1 : 0;
-    DP_TRY(run_gloo("shared-memory setup", rank_, size_, abort_, daemon, [&] {
-      gloo::AllgatherOptions o(ctx_);
-      o.setInput(&mine_ok, 1);
-      o.setOutput(ok.data(), ok.size());
-      gloo::allgather(o);
-    }));
+    std::vector<int32_t> ok(static_cast<size_t>(size_));
+    const int32_t mine_ok = shm_ ? 1 : 0;
+    DP_TRY(all_gather(&mine_ok, ok.data(), 1, DType::i32));
     // Every rank has mapped it (or failed): the name has served its purpose.
     if (name[0] != '\0') ShmReducer::unlink(name);
     for (int r = 0; r < size_; ++r) {
@@ -417,17 +401,17 @@ class GlooCommunicator final : public Communicator {
 
   template <class F>
   Result<std::unique_ptr<Work>> submit(const char* name, F f) {
-    if (!ctx_) return make_error(Errc::internal, std::string(name) + ": communicator not started");
-    auto state = queue_->submit(op_label(name), [name, rank = rank_, size = size_, abort = abort_,
-                                 daemon = store_.client != nullptr, f = std::move(f)]() mutable {
-      return run_gloo(name, rank, size, abort, daemon, f);
+    return submit_result(name, [f = std::move(f)]() mutable -> Result<void> {
+      auto what = catch_gloo(f);
+      if (!what) return {};
+      return make_error(classify(*what), *what);
     });
-    return std::unique_ptr<Work>(new OpWork(std::move(state)));
   }
 
   // submit() for an op that reports errors as values.
   template <class F>
   Result<std::unique_ptr<Work>> submit_result(const char* name, F f) {
+    if (!ctx_) return make_error(Errc::internal, std::string(name) + ": communicator not started");
     auto state = queue_->submit(op_label(name), [name, rank = rank_, size = size_, abort = abort_,
                                  daemon = store_.client != nullptr, f = std::move(f)]() mutable -> Result<void> {
       auto r = f();

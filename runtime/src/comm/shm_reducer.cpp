@@ -180,7 +180,6 @@ Result<std::shared_ptr<ShmReducer>> ShmReducer::open(const std::string& name, in
 }
 
 void ShmReducer::set_cross_host(int world, CrossHost leader_stage) {
-  cross_host_ = true;
   world_ = world;
   leader_stage_ = std::move(leader_stage);
 }
@@ -312,10 +311,10 @@ Result<void> ShmReducer::reduce(void* buf, size_t count, DType type, ReduceOp op
       char* out = slot(set, size_) + lo * esz;
       sum(out, slot(set, 0) + lo * esz, slot(set, 1) + lo * esz, hi - lo);
       for (int j = 2; j < size_; ++j) sum(out, out, slot(set, j) + lo * esz, hi - lo);
-      if (op == ReduceOp::avg && !cross_host_) divide_in_place(out, hi - lo, type, size_);
+      if (op == ReduceOp::avg && world_ == size_) divide_in_place(out, hi - lo, type, size_);
     }
     DP_TRY(barrier(deadline));
-    if (cross_host_) {
+    if (world_ > size_) {  // other hosts: the leader joins them, then releases its peers
       if (leader_stage_) {
         char* out = slot(set, size_);
         DP_TRY(leader_stage_(out, n, type));

@@ -97,8 +97,7 @@ class ShmReducer {
   uint64_t round_ = 0;  // chunks reduced: picks the slot set
   std::vector<int> pidfds_;  // per rank, -1 for self
   bool failed_ = false;
-  bool cross_host_ = false;
-  int world_ = 0;
+  int world_;  // more than size_ once set_cross_host joined other hosts
   CrossHost leader_stage_;
 };
 

@@ -33,6 +33,20 @@ Result<int> site_int(std::string_view word, std::string_view key, std::string_vi
   return static_cast<int>(*n);
 }
 
+// Settings that are one bounded integer each.
+struct IntSetting {
+  std::string_view key;
+  int SiteConfig::*field;
+  long long min, max;
+  std::string_view example;
+};
+constexpr IntSetting kIntSettings[] = {
+    {"devices_per_node", &SiteConfig::devices_per_node, 0, 4096, "8"},
+    {"tiles_per_device", &SiteConfig::tiles_per_device, 1, 1024, "2"},
+    {"idle_timeout", &SiteConfig::idle_timeout_s, 0, 30 * 24 * 3600, "3600"},
+    {"port_wait", &SiteConfig::port_wait_s, 1, 3600, "60"},
+};
+
 Result<void> apply(SiteConfig& c, std::string_view word) {
   auto eq = word.find('=');
   if (eq == std::string_view::npos || eq == 0)
@@ -54,16 +68,11 @@ Result<void> apply(SiteConfig& c, std::string_view word) {
     else return site_error(word, "kind must be cuda, ze, rdu or none");
     return {};
   }
-  if (key == "devices_per_node") {
-    auto n = site_int(word, key, value, 0, 4096, "8");
+  for (const auto& s : kIntSettings) {
+    if (key != s.key) continue;
+    auto n = site_int(word, key, value, s.min, s.max, s.example);
     DP_TRY(n);
-    c.devices_per_node = *n;
-    return {};
-  }
-  if (key == "tiles_per_device") {
-    auto n = site_int(word, key, value, 1, 1024, "2");
-    DP_TRY(n);
-    c.tiles_per_device = *n;
+    c.*s.field = *n;
     return {};
   }
   if (key == "ports") {
@@ -95,18 +104,6 @@ Result<void> apply(SiteConfig& c, std::string_view word) {
     if (value.empty() || value.front() != '/')
       return site_error(word, "needs an absolute path");
     (key == "daemon" ? c.daemon_path : c.lease_dir) = std::string(value);
-    return {};
-  }
-  if (key == "idle_timeout") {
-    auto n = site_int(word, key, value, 0, 30 * 24 * 3600, "3600");
-    DP_TRY(n);
-    c.idle_timeout_s = *n;
-    return {};
-  }
-  if (key == "port_wait") {
-    auto n = site_int(word, key, value, 1, 3600, "60");
-    DP_TRY(n);
-    c.port_wait_s = *n;
     return {};
   }
   return site_error(word, "listed in site_config_keys() but not parsed (a slurm-dp bug)");
