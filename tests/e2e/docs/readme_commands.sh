@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Every command in the README's ```sh blocks, run against the test cluster as
+# a user would type it (dp-trainer from the build on PATH), and checked for
+# what the README says it does. A README command that is neither run here nor
+# listed with the test that covers it fails this test, so the list stays in
+# step with the README.
+. "$(dirname "$0")/../plugin_lib.sh"
+: "${DP_TRAINER:?set DP_TRAINER to the built dp-trainer}"
+: "${DP_SOURCE_DIR:?set DP_SOURCE_DIR to the source tree}"
+site
+
+readme=$DP_SOURCE_DIR/README.md
+# Command text (comment and surrounding blanks removed), one per line.
+commands=$(awk '/^```sh$/ { on = 1; next } /^```/ { on = 0 } on' "$readme" |
+  sed -e 's/[[:space:]]*#.*$//' -e 's/^[[:space:]]*//' | grep -v '^$')
+
+# Commands another test runs, and why they are not run here.
+declare -A covered=(
+  ['./scripts/demo']='installs and builds first; its srun is trainer.e2e.demo, its closing hint e2e.<mode>.docs.demo_hint'
+  ['./scripts/test']='is the whole suite this test belongs to (CI runs it)'
+  ['apt install ./slurm-dp_<version>_amd64.deb']='packaging.e2e.install_run_purge_deb'
+  ['dnf install ./slurm-dp-<version>-1.x86_64.rpm']='needs an RPM distribution; packaging/tests/compare-deb-rpm checks the rpm holds the same files'
+  ['apt remove slurm-dp']='packaging.e2e.install_run_purge_deb'
+  ['apt purge slurm-dp']='packaging.e2e.install_run_purge_deb'
+  ['rpm -e slurm-dp']='needs an RPM distribution (see dnf install)'
+)
+
+bin=$WORK/bin
+mkdir -p "$bin"
+ln -s "$DP_TRAINER" "$bin/dp-trainer"
+chmod -R a+rx "$bin"
+# As the user, in $WORK, with the trainer on PATH.
+user_sh() { as_user env PATH="$bin:/usr/bin:/bin" bash -c "$1" </dev/null; }
+
+explain_ok() {  # the layout of 4 tasks on n1,n2 and no task started
+  local out=$1
+  for r in 0 1 2 3; do
+    grep -qE "^task $r on n[12]:.* RANK=$r( |$)" <<<"$out" || fail "--dp-explain printed no line for task $r: $out"
+  done
+}
+
+run_one() {
+  local cmd=$1 out rc=0
+  case $cmd in
+    'srun --dp-world=auto -N2 --ntasks-per-node=2 --dp-explain true' | \
+    'srun -N2 --ntasks-per-node=2 --dp-world=auto --dp-explain true')
+      out=$(user_sh "timeout 60 $cmd" 2>&1) || true
+      explain_ok "$out" ;;
+    'srun -N2 --ntasks-per-node=2 --dp-world=auto dp-trainer --task regression --epochs 10')
+      out=$(user_sh "timeout 240 $cmd --log-every 0" 2>&1) || fail "'$cmd' failed: $out"
+      # The README promises: learned y = 0.7... x + 0.3... (each within 0.05).
+      awk '/^learned y = /{ ok = ($4 > 0.65 && $4 < 0.75 && $7 > 0.25 && $7 < 0.35) } END { exit !ok }' <<<"$out" \
+        || fail "'$cmd' did not end with learned y = 0.7.. x + 0.3..: $out"
+      for r in 0 1 2 3; do grep -qE "^rank $r: " <<<"$out" || fail "'$cmd': no throughput line of rank $r: $out"; done ;;
+    'srun --dp-world=auto -N2 --ntasks-per-node=4 --gpus-per-task=1 python train.py')
+      # A torchrun-style script: it reads the variables and nothing else.
+      cat >"$WORK/train.py" <<'PY'
+import os
+print("ranks", os.environ["RANK"], os.environ["WORLD_SIZE"], os.environ["LOCAL_RANK"],
+      os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"], os.environ.get("CUDA_VISIBLE_DEVICES", "-"),
+      os.environ["SLURMD_NODENAME"])
+PY
+      ln -sf /usr/bin/python3 "$bin/python"
+      out=$(user_sh "timeout 60 $cmd" 2>&1) || fail "'$cmd' failed: $out"
+      [[ $(grep -c '^ranks ' <<<"$out") -eq 8 ]] || fail "'$cmd': 8 tasks expected: $out"
+      [[ $(awk '/^ranks /{ print $2 }' <<<"$out" | sort -n | tr '\n' ' ') == "0 1 2 3 4 5 6 7 " ]] \
+        || fail "'$cmd': RANK 0..7 expected: $out"
+      awk '/^ranks /{ if ($3 != 8) exit 1 }' <<<"$out" || fail "'$cmd': WORLD_SIZE 8 expected: $out"
+      # One GPU per task: no two tasks of a node share one.
+      [[ -z $(awk '/^ranks /{ print $8, $7 }' <<<"$out" | sort | uniq -d) ]] \
+        || fail "'$cmd': two tasks of a node share a GPU: $out" ;;
+    'sbatch --dp-tiles=4 job.sh')
+      cat >"$WORK/job.sh" <<'SH'
+#!/bin/bash
+#SBATCH -N1 -n1 --gpus=4 -o job.out
+srun --dp-world=auto printenv DP_TILES_PER_TASK DP_TILES CUDA_VISIBLE_DEVICES
+SH
+      chmod a+rx "$WORK/job.sh"
+      out=$(user_sh "$cmd") || fail "'$cmd' was refused: $out"
+      local job
+      job=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' <<<"$out")
+      [[ -n $job ]] || fail "'$cmd': no job id in: $out"
+      wait_until 60 "job $job to end" job_done "$job"
+      out=$(cat "$WORK/job.out" 2>/dev/null || true)
+      [[ $out == $'4\n0,1,2,3\n0,1,2,3' ]] \
+        || fail "'$cmd': the step inside did not get 4 tiles (DP_TILES_PER_TASK, DP_TILES, CUDA_VISIBLE_DEVICES): $out" ;;
+    *) return 1 ;;
+  esac
+}
+
+ran=0 listed=0
+mapfile -t all <<<"$commands"
+for cmd in "${all[@]}"; do
+  if [[ -n ${covered[$cmd]+x} ]]; then
+    listed=$((listed + 1))
+    echo "covered elsewhere: $cmd  -> ${covered[$cmd]}"
+    continue
+  fi
+  run_one "$cmd" || fail "README command '$cmd' is neither run by this test nor listed as covered elsewhere; add it to $0"
+  echo "ran: $cmd"
+  ran=$((ran + 1))
+done
+# A listed command that left the README is a stale entry.
+for cmd in "${!covered[@]}"; do
+  grep -qxF -- "$cmd" <<<"$commands" || fail "'$cmd' is listed in $0 but no longer in the README; remove it"
+done
+((ran >= 4)) || fail "only $ran README commands ran; the extraction is broken"
+pass "$ran README commands ran as the README says, $listed covered by other tests"
