@@ -46,6 +46,7 @@ Broker::Broker(BrokerConfig cfg, Outbox& out, Clock::time_point now)
     : cfg_(std::move(cfg)),
       out_(out),
       phases_(now, "job " + cfg_.job_id + " step " + cfg_.step_id),
+      report_(now, cfg_.job_id, cfg_.step_id, cfg_.world_size, cfg_.limits.hang_timeout),
       rank_conn_(cfg_.world_size, 0),
       rank_hello_(cfg_.world_size, 0),
       rank_fetched_(cfg_.world_size, 0),
@@ -87,14 +88,16 @@ void Broker::reply_error(ConnId conn, uint64_t id, proto::Code code, std::string
 
 void Broker::reject_and_close(ConnId conn, uint64_t id, proto::Code code, std::string message) {
   std::string lost;
+  Peer who;
   if (auto it = peers_.find(conn); it != peers_.end() && it->second.state == PeerState::ready &&
                                    it->second.role == proto::ROLE_RANK && code != proto::TIMEOUT) {
     lost = describe_peer(it->second) + " was disconnected by the rendezvous daemon: " + message;
+    who = it->second;
   }
   reply_error(conn, id, code, std::move(message));
   forget_peer(conn);
   out_.close(conn);
-  if (!lost.empty()) abort_job(std::move(lost));
+  if (!lost.empty()) abort_job(who, FailureHow::disconnected, std::move(lost));
 }
 
 void Broker::on_oversized_frame(ConnId conn, uint32_t announced, uint32_t limit) {
@@ -190,6 +193,7 @@ void Broker::handle_hello(ConnId conn, Peer& p, uint64_t id, const proto::Hello&
   p.host = printable(h.host(), 255);
   reply_ok(conn, id);
   if (is_rank) {
+    report_.on_hello(p.rank, p.host, now);
     phases_.reached(Phase::first_hello, now);
     if (ranks_seen_ == cfg_.world_size) phases_.reached(Phase::all_hellos, now);
   }
@@ -236,10 +240,13 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req, Clo
   const auto op = req.op_case();
   if (op == proto::Request::kHeartbeat) {
     ++heartbeats_;
+    if (p.rank >= 0 && req.heartbeat().has_progress()) report_.on_progress(p.rank, req.heartbeat().progress(), now);
     return;
   }
   if (op == proto::Request::kGoodbye) {
     if (p.rank >= 0) {
+      if (req.goodbye().has_progress()) report_.on_progress(p.rank, req.goodbye().progress(), now);
+      report_.on_goodbye(p.rank);
       if (!rank_goodbye_[p.rank]) {
         rank_goodbye_[p.rank] = 1;
         ++ranks_goodbye_;
@@ -270,6 +277,7 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req, Clo
       if (!check_key(conn, id, m.key())) return;
       if (!store_value(conn, id, m.key(), m.value())) return;
       if (p.rank == 0) phases_.reached(Phase::id_published, now);
+      if (p.role == proto::ROLE_AGENT) report_.on_agent_set(now);
       reply_ok(conn, id);
       return;
     }
@@ -400,7 +408,7 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req, Clo
     }
     case proto::Request::kAbort: {
       std::string who = describe_peer(p);
-      abort_job("job aborted by " + who + ": " + printable(req.abort().reason(), 1024));
+      abort_job(p, FailureHow::explicit_abort, "job aborted by " + who + ": " + printable(req.abort().reason(), 1024));
       reply_ok(conn, id);
       return;
     }
@@ -556,6 +564,12 @@ void Broker::forget_peer(ConnId conn) {
   peers_.erase(conn);
 }
 
+void Broker::abort_job(const Peer& who, FailureHow how, std::string what) {
+  if (aborted_) return;
+  if (how == FailureHow::hang) hang_rank_ = who.rank;
+  abort_job(report_.first_failure(who.rank, who.host, how, what, Clock::now()));
+}
+
 void Broker::abort_job(std::string reason) {
   if (aborted_) return;
   aborted_ = true;
@@ -570,6 +584,7 @@ void Broker::abort_job(std::string reason) {
   push.set_id(0);
   push.set_code(proto::ABORTED);
   push.set_message(abort_reason_);
+  if (hang_rank_ >= 0) push.mutable_hang()->set_rank(hang_rank_);
   // A send may drop a peer that does not read (and so change peers_): walk a copy.
   std::vector<ConnId> ready;
   ready.reserve(peers_.size());
@@ -587,7 +602,7 @@ void Broker::on_disconnect(ConnId conn, Clock::time_point) {
   const Peer p = it->second;
   forget_peer(conn);
   if (p.state == PeerState::ready && p.role == proto::ROLE_RANK) {
-    abort_job(describe_peer(p) +
+    abort_job(p, FailureHow::lost_connection, describe_peer(p) +
               " lost its connection to the rendezvous daemon without saying goodbye: the task exited, crashed or was killed");
   }
 }
@@ -624,6 +639,15 @@ void Broker::on_tick(Clock::time_point now) {
     fail_waiter(wid, proto::TIMEOUT, std::move(msg));
   }
 
+  if (!aborted_) {
+    if (auto hang = report_.check_hang(now)) {
+      Peer who;
+      who.rank = hang->rank;
+      if (hang->rank >= 0 && rank_conn_[hang->rank] != 0) who = peers_[rank_conn_[hang->rank]];
+      abort_job(who, FailureHow::hang, hang->message);
+    }
+  }
+
   std::vector<ConnId> late_hello, silent;
   for (const auto& [conn, p] : peers_) {
     if (p.state == PeerState::awaiting_hello) {
@@ -642,7 +666,7 @@ void Broker::on_tick(Clock::time_point now) {
     if (it == peers_.end()) continue;
     const Peer p = it->second;
     reject_and_close(c, 0, proto::TIMEOUT, "no heartbeat for " + ms_text(cfg_.limits.heartbeat_timeout));
-    abort_job(describe_peer(p) + " sent no heartbeat for " + ms_text(cfg_.limits.heartbeat_timeout) +
+    abort_job(p, FailureHow::silence, describe_peer(p) + " sent no heartbeat for " + ms_text(cfg_.limits.heartbeat_timeout) +
               ": the task hangs or its node is unreachable");
   }
 }
@@ -673,7 +697,25 @@ proto::Stats Broker::stats() const {
   t += std::string("aborted ") + (aborted_ ? "yes" : "no") + "\n";
   t += "startup " + phases_.summary() + "\n";
   s.set_text(std::move(t));
+  s.set_startup_line(startup_line());
+  s.set_report_json(report_json(Clock::now()));
+  s.set_rank_table(report_.text(Clock::now()));
+  if (report_.failure()) s.set_first_failure(report_.failure()->message);
   return s;
+}
+
+std::string Broker::report_json(Clock::time_point now) const {
+  DaemonCounters c;
+  c.connections = peers_.size();
+  c.connections_accepted = accepted_;
+  c.requests = requests_;
+  c.heartbeats = heartbeats_;
+  c.keys = store_.size();
+  c.bytes_stored = bytes_stored_;
+  c.refused_unauthorized = rejected_auth_;
+  c.protocol_errors = protocol_errors_;
+  c.limit_errors = limit_errors_;
+  return report_.json(phases_, c, now);
 }
 
 }  // namespace dp::daemon

@@ -14,6 +14,7 @@
 
 #include "dp/proto/rendezvous.pb.h"
 #include "startup_phases.hpp"
+#include "step_report.hpp"
 
 namespace dp::daemon {
 
@@ -26,6 +27,8 @@ struct BrokerLimits {
   uint64_t max_total_bytes = 128ull << 20;  // keys + values of the whole step
   std::chrono::milliseconds hello_timeout{5'000};
   std::chrono::milliseconds heartbeat_timeout{4'000};  // ranks only; + the 100 ms tick stays within 5 s
+  // Others wait this long in a collective a live rank does not enter: it hangs (0: off).
+  std::chrono::milliseconds hang_timeout{120'000};
 };
 
 struct BrokerConfig {
@@ -68,6 +71,10 @@ class Broker {
   bool aborted() const { return aborted_; }
   proto::Stats stats() const;
   std::string startup_summary() const { return phases_.summary(); }
+  // The step report (issue 16): JSON, srun's start-up line, the first failure.
+  const StepReport& report() const { return report_; }
+  std::string report_json(Clock::time_point now) const;
+  std::string startup_line() const { return report_.startup_line(phases_); }
 
  private:
   enum class PeerState : uint8_t { awaiting_hello, ready };
@@ -112,12 +119,15 @@ class Broker {
   void fail_waiter(uint64_t wid, proto::Code code, std::string message);
   void forget_peer(ConnId conn);
   void abort_job(std::string reason);
+  // The same, naming the first failure for the step report (rank -1: an agent).
+  void abort_job(const Peer& who, FailureHow how, std::string what);
   std::string describe_peer(const Peer& p) const;
   std::string missing_ranks(const BarrierState& b) const;
 
   BrokerConfig cfg_;
   Outbox& out_;
   StartupPhases phases_;
+  StepReport report_;
 
   std::unordered_map<ConnId, Peer> peers_;
   std::vector<ConnId> rank_conn_;   // rank -> live connection (0: none)
@@ -136,6 +146,7 @@ class Broker {
   std::unordered_map<std::string, BarrierState> barriers_;
 
   bool aborted_ = false;
+  int hang_rank_ = -1;  // the abort names this rank as hanging
   std::string abort_reason_;
 
   uint64_t requests_ = 0, accepted_ = 0, rejected_auth_ = 0, protocol_errors_ = 0,

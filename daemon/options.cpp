@@ -30,7 +30,9 @@ const char* usage_text() noexcept {
          "  --max-value-bytes N         (default 1048576)\n"
          "  --max-total-bytes N         keys + values of the step (default 134217728)\n"
          "  --hello-timeout-ms MS       close connections without hello (default 5000)\n"
-         "  --heartbeat-timeout-ms MS   a silent rank aborts the job (default 4000, 0: off)\n";
+         "  --heartbeat-timeout-ms MS   a silent rank aborts the job (default 4000, 0: off)\n"
+         "  --hang-timeout-ms MS        a live rank that does not enter a collective the others have\n"
+         "                              waited in for MS aborts the job, named (default 120000, 0: off)\n";
 }
 
 Result<DaemonOptions> parse_options(const std::vector<std::string>& args) {
@@ -88,6 +90,10 @@ Result<DaemonOptions> parse_options(const std::vector<std::string>& args) {
       auto n = num(0, 3'600'000);
       if (!n) return n.error();
       o.limits.heartbeat_timeout = std::chrono::milliseconds(*n);
+    } else if (a == "--hang-timeout-ms") {
+      auto n = num(0, 24 * 3'600'000);
+      if (!n) return n.error();
+      o.limits.hang_timeout = std::chrono::milliseconds(*n);
     } else {
       return make_error(Errc::invalid_argument, "unknown option " + a + "; see --help");
     }

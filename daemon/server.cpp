@@ -15,6 +15,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "step_socket.hpp"
+
 namespace dp::daemon {
 namespace {
 
@@ -92,12 +94,25 @@ Result<std::unique_ptr<Server>> Server::create(const DaemonOptions& opts, std::s
   event_add(s->tick_ev_, &tv);
   event_add(s->sigterm_ev_, nullptr);
   event_add(s->sigint_ev_, nullptr);
+  // The user's read-only view of the step (dp-top, srun's closing lines). The
+  // step runs without it if the folder is unusable.
+  if (auto path = obs::socket_path(opts.job_id, opts.step_id, true)) {
+    auto rs = ReportSocket::create(s->base_, *path, [self] { return self->broker_->stats(); });
+    if (rs) {
+      s->report_socket_ = std::move(*rs);
+    } else {
+      std::fprintf(stderr, "dp-rendezvousd: no dp-top view of this step: %s\n", rs.error().message.c_str());
+    }
+  } else {
+    std::fprintf(stderr, "dp-rendezvousd: no dp-top view of this step: %s\n", path.error().message.c_str());
+  }
   s->parent_ = getppid();
   s->idle_since_ = Clock::now();
   return s;
 }
 
 Server::~Server() {
+  report_socket_.reset();  // its events belong to base_
   for (auto& [id, c] : conns_) {
     if (c->rd) event_free(c->rd);
     if (c->wr) event_free(c->wr);

@@ -12,6 +12,7 @@
 #include "broker.hpp"
 #include "frame_codec.hpp"
 #include "options.hpp"
+#include "report_socket.hpp"
 
 struct event_base;
 struct event;
@@ -78,6 +79,7 @@ class Server final : public Outbox {
   event* flush_ev_ = nullptr;  // replies of one loop pass leave in one send per connection
   std::vector<ConnId> flush_queue_;
   std::unique_ptr<Broker> broker_;
+  std::unique_ptr<ReportSocket> report_socket_;  // dp-top's and srun's read-only view
   std::unordered_map<ConnId, std::unique_ptr<Conn>> conns_;
   std::vector<std::unique_ptr<Conn>> dead_;
   ConnId next_id_ = 1;

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <chrono>
+#include <optional>
 #include <string>
 
 namespace dp::daemon {
@@ -19,6 +20,10 @@ class StartupPhases {
   // Records the phase the first time only and logs it to stderr.
   void reached(Phase p, Clock::time_point now);
   bool has(Phase p) const { return done_[static_cast<int>(p)]; }
+  // Milliseconds since the start, once reached.
+  std::optional<double> at_ms(Phase p) const {
+    return done_[static_cast<int>(p)] ? std::optional<double>(ms_[static_cast<int>(p)]) : std::nullopt;
+  }
   // "first_hello=+1.2ms all_hellos=+30.0ms ..." (unreached phases: "-").
   std::string summary() const;
 

@@ -113,6 +113,10 @@ Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string&
     args.push_back("--idle-timeout");
     args.push_back(std::to_string(req.idle_timeout_s));
   }
+  if (req.hang_timeout_s >= 0) {
+    args.push_back("--hang-timeout-ms");
+    args.push_back(std::to_string(static_cast<long long>(req.hang_timeout_s) * 1000));
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -20,6 +20,7 @@ struct DaemonRequest {
   uint32_t job_id = 0;
   uint32_t step_id = 0;
   int idle_timeout_s = 0;  // 0: the daemon's default
+  int hang_timeout_s = -1; // -1: the daemon's default; 0: off
   bool show_stderr = false;
   int ready_timeout_ms = 10'000;
 };

@@ -20,6 +20,11 @@ struct PluginState {
 
   // srun side
   pid_t daemon_pid = -1;
+  // For the step's end (step_end.cpp): the report, the start-up line, the first failure.
+  std::string job_id, step_id;
+  bool verbose = false;
+  std::string report_file;      // --dp-report or the site's report=, %j/%s expanded
+  double srun_check_ms = -1, srun_daemon_ms = -1, srun_layout_ms = -1, srun_ready_ms = -1;
 
   // slurmstepd side
   bool active = false;          // this step is a slurm-dp step

@@ -15,6 +15,7 @@
 #include "plugin_state.hpp"
 #include "route_address.hpp"  // dp_client
 #include "slurm_step.hpp"
+#include "step_end.hpp"
 
 #ifndef DP_DEFAULT_DAEMON_PATH
 #error "DP_DEFAULT_DAEMON_PATH must name the installed dp-rendezvousd"
@@ -70,6 +71,7 @@ int fail(const Error& e) {
 }  // namespace
 
 int srun_local_user_init(spank_t sp) {
+  const StepClock clock;  // srun's side of the start-up timings
   PluginState& st = state();
   if (st.option_error) return -1;
   auto job_opts = options_from_environment();
@@ -96,6 +98,7 @@ int srun_local_user_init(spank_t sp) {
   const bool explain = opts.explain.value_or(false);
   auto secret = make_secret();
   if (!secret) return fail(secret.error());
+  st.srun_check_ms = clock.ms();
   const char* debug = std::getenv(env::kDebug);
   DaemonRequest req;
   req.path = st.site.daemon_path.empty() ? DP_DEFAULT_DAEMON_PATH : st.site.daemon_path;
@@ -103,6 +106,7 @@ int srun_local_user_init(spank_t sp) {
   req.job_id = job_id;
   req.step_id = step_id;
   req.idle_timeout_s = st.site.idle_timeout_s;
+  req.hang_timeout_s = st.site.hang_timeout_s;
   req.show_stderr = opts.verbose.value_or(false) || (debug && std::string(debug) == "1");
   std::optional<StartingDaemon> starting;
   if (!explain) {
@@ -134,6 +138,7 @@ int srun_local_user_init(spank_t sp) {
   if (plan->world_size != req.world_size)
     return refuse(make_error(Errc::internal, "srun and slurmctld disagree on the step's task count"));
   const std::string master_addr = nodes->at(master_host).address;
+  st.srun_layout_ms = clock.ms();
 
   if (explain) {
     print_explain(*plan, st.site, *shape, *nodes, master_addr, opts);
@@ -148,6 +153,7 @@ int srun_local_user_init(spank_t sp) {
   auto daemon = await_daemon(*starting, req.ready_timeout_ms);
   if (!daemon) return fail(daemon.error());
   st.daemon_pid = daemon->pid;
+  st.srun_daemon_ms = clock.ms();
 
   // srun's own environment is what it sends to the tasks.
   const std::string rdv = *route + ":" + std::to_string(daemon->port);
@@ -168,6 +174,7 @@ int srun_local_user_init(spank_t sp) {
   else
     unsetenv(env::kTilesPerTask);
 
+  remember_step(st, job_id, step_id, opts, clock.ms());
   if (opts.verbose.value_or(false))
     std::cerr << "slurm-dp: step " << job_id << "." << step_id << ": world " << plan->world_size
               << " on " << shape->hosts.size() << " nodes, MASTER_ADDR=" << master_addr
@@ -178,6 +185,7 @@ int srun_local_user_init(spank_t sp) {
 int srun_exit(spank_t) {
   PluginState& st = state();
   if (st.daemon_pid > 0) {
+    report_step_end(st);  // before the daemon goes: it holds the report
     stop_daemon(st.daemon_pid);
     st.daemon_pid = -1;
   }

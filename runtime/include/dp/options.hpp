@@ -19,9 +19,10 @@ struct Options {
   std::optional<int> master_port;  // 0: auto
   std::optional<bool> explain;     // print the layout, start nothing
   std::optional<bool> verbose;     // plan and daemon messages on stderr
+  std::optional<std::string> report;  // step report file (JSON), written by srun at step end
 
   bool any() const noexcept {
-    return world || tiles || master_port || explain || verbose;
+    return world || tiles || master_port || explain || verbose || report;
   }
 };
 
@@ -31,6 +32,7 @@ inline constexpr const char* kOptTiles = "dp-tiles";
 inline constexpr const char* kOptMasterPort = "dp-master-port";
 inline constexpr const char* kOptExplain = "dp-explain";
 inline constexpr const char* kOptVerbose = "dp-verbose";
+inline constexpr const char* kOptReport = "dp-report";
 
 struct OptionSpec {
   const char* name;

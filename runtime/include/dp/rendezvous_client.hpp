@@ -52,6 +52,7 @@ struct DaemonStats {
   uint64_t bytes_stored = 0;
   uint64_t requests = 0;
   std::string text;            // full human-readable dump
+  std::string report_json;     // the step report: start-up timings, first failure, stragglers
 };
 
 class RendezvousClient {

@@ -24,6 +24,8 @@ struct SiteConfig {
   int idle_timeout_s = 0;        // passed to the daemon; 0: its default
   int port_wait_s = 60;          // how long non-master nodes wait for MASTER_PORT
   bool use_resv_ports = true;    // take MASTER_PORT from SLURM_STEP_RESV_PORTS when set
+  int hang_timeout_s = 120;      // a live rank others wait for this long in a collective is named; 0: off
+  std::string report;            // step report written by srun at step end (%j job, %s step); empty: none
 
   // Tiles per node the site declares; 0 when it leaves it to Slurm.
   int declared_tiles_per_node() const noexcept { return devices_per_node * tiles_per_device; }

@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "frame_codec.hpp"
+#include "rank_progress.hpp"
 #include "tcp_connect.hpp"
 
 namespace dp {
@@ -164,6 +165,7 @@ class TcpRendezvousClient final : public RendezvousClient {
     d.bytes_stored = s.bytes_stored();
     d.requests = s.requests();
     d.text = s.text();
+    d.report_json = s.report_json();
     return d;
   }
 
@@ -171,6 +173,8 @@ class TcpRendezvousClient final : public RendezvousClient {
     if (goodbye_sent_.exchange(true)) return {};
     proto::Request r;
     r.mutable_goodbye();
+    if (opts_.role == PeerRole::rank && !detail::rank_progress().fill(*r.mutable_goodbye()->mutable_progress()))
+      r.mutable_goodbye()->clear_progress();
     auto resp = call(r, Clock::now() + std::min<milliseconds>(opts_.call_timeout, milliseconds(5'000)), "goodbye",
                      /*allowed_after_abort=*/true);
     if (!resp && resp.error().code != Errc::connection) return resp.error();
@@ -263,6 +267,8 @@ class TcpRendezvousClient final : public RendezvousClient {
 
   void handle(const proto::Response& r) {
     if (r.id() == 0) {
+      if (r.code() == proto::ABORTED && r.has_hang() && opts_.role == PeerRole::rank && r.hang().rank() == opts_.rank)
+        detail::end_hanging_rank(opts_.rank, r.message());  // does not return
       if (r.code() == proto::ABORTED) fail_all(rdv::error_from(r));
       // Other pushes (a closing notice) are followed by EOF; nothing to do.
       return;
@@ -294,6 +300,8 @@ class TcpRendezvousClient final : public RendezvousClient {
       if (stop_.load()) break;
       if (pr < 0 && errno != EINTR) break;
       if (Clock::now() >= next_beat) {
+        // A rank's heartbeat carries its collective counters (hang and straggler detection).
+        if (opts_.role == PeerRole::rank) detail::heartbeat_frame(beat);
         (void)send_frame(beat, Clock::now() + opts_.heartbeat_interval);
         next_beat = Clock::now() + opts_.heartbeat_interval;
       }

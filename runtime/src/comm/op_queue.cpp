@@ -3,6 +3,8 @@
 #include <chrono>
 #include <exception>
 
+#include "rank_progress.hpp"
+
 namespace dp::detail {
 
 void OpState::complete(Result<void> r) {
@@ -132,7 +134,9 @@ void OpQueue::run(std::shared_ptr<Shared> s) {
       s->queue.pop_front();
       s->running = item.second;
     }
+    rank_progress().op_begin();  // what the daemon's hang and straggler detection sees
     Result<void> r = item.first();
+    rank_progress().op_end();
     {
       std::lock_guard<std::mutex> lock(s->m);
       s->running.reset();

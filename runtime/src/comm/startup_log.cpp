@@ -4,6 +4,7 @@
 
 #include "dp/env_names.hpp"
 #include "env_parse.hpp"
+#include "rank_progress.hpp"
 
 namespace dp::detail {
 
@@ -12,9 +13,12 @@ StartupLog::StartupLog(std::string backend, int rank)
       rank_(rank),
       enabled_(env_value(env::kDebug).value_or("0") != "0"),
       start_(Clock::now()),
-      last_(start_) {}
+      last_(start_) {
+  rank_progress().init_begin();  // the daemon's start-up timings get each rank's phases
+}
 
 void StartupLog::phase(const std::string& name) {
+  rank_progress().init_connected();  // the first phase reaches the daemon
   if (!enabled_) return;
   auto now = Clock::now();
   std::fprintf(stderr, "slurm-dp: rank %d %s init: %s %.2f ms\n", rank_, backend_.c_str(),
@@ -23,6 +27,7 @@ void StartupLog::phase(const std::string& name) {
 }
 
 void StartupLog::done() {
+  rank_progress().init_done();
   if (!enabled_) return;
   std::fprintf(stderr, "slurm-dp: rank %d %s init: total %.2f ms\n", rank_, backend_.c_str(),
                std::chrono::duration<double, std::milli>(Clock::now() - start_).count());

@@ -70,7 +70,9 @@ const std::vector<OptionSpec>& option_specs() {
       {kOptMasterPort, "auto|PORT",
        "[slurm-dp] MASTER_PORT: auto (reserved by Slurm or leased free) or a fixed port"},
       {kOptExplain, nullptr, "[slurm-dp] print every task's layout and start nothing"},
-      {kOptVerbose, nullptr, "[slurm-dp] print the layout and the daemon's messages on stderr"},
+      {kOptVerbose, nullptr, "[slurm-dp] print the layout, the start-up timings and the daemon's messages on stderr"},
+      {kOptReport, "FILE",
+       "[slurm-dp] write the step report (start-up timings, first failure, stragglers) as JSON at step end"},
   };
   return specs;
 }
@@ -104,6 +106,17 @@ Result<void> apply_option(Options& opts, std::string_view name, const char* valu
     (name == kOptExplain ? opts.explain : opts.verbose) = true;
     return {};
   }
+  if (name == kOptReport) {
+    if (value == nullptr || *value == '\0')
+      return make_error(Errc::invalid_argument,
+                        "--dp-report: missing file name; use --dp-report=FILE, e.g. --dp-report=step-%j.%s.json");
+    for (const char* c = value; *c; ++c) {
+      if (static_cast<unsigned char>(*c) < 0x20)
+        return bad(name, "...", "contains a control character", "use a plain file name");
+    }
+    opts.report = std::string(value);
+    return {};
+  }
   return make_error(Errc::invalid_argument,
                     flag(name) + ": not a slurm-dp option; see srun --help for the --dp-* options");
 }
@@ -115,6 +128,7 @@ Options overlay(const Options& base, const Options& top) {
   if (top.master_port) o.master_port = top.master_port;
   if (top.explain) o.explain = top.explain;
   if (top.verbose) o.verbose = top.verbose;
+  if (top.report) o.report = top.report;
   return o;
 }
 

@@ -45,6 +45,7 @@ constexpr IntSetting kIntSettings[] = {
     {"tiles_per_device", &SiteConfig::tiles_per_device, 1, 1024, "2"},
     {"idle_timeout", &SiteConfig::idle_timeout_s, 0, 30 * 24 * 3600, "3600"},
     {"port_wait", &SiteConfig::port_wait_s, 1, 3600, "60"},
+    {"hang_timeout", &SiteConfig::hang_timeout_s, 0, 24 * 3600, "120"},
 };
 
 Result<void> apply(SiteConfig& c, std::string_view word) {
@@ -100,6 +101,12 @@ Result<void> apply(SiteConfig& c, std::string_view word) {
     else return site_error(word, "resv_ports must be use or ignore");
     return {};
   }
+  if (key == "report") {
+    if (value.empty() || value.front() != '/')
+      return site_error(word, "needs an absolute path, e.g. report=/var/log/slurm-dp/%j.%s.json");
+    c.report = std::string(value);
+    return {};
+  }
   if (key == "daemon" || key == "lease_dir") {
     if (value.empty() || value.front() != '/')
       return site_error(word, "needs an absolute path");
@@ -115,7 +122,7 @@ const std::vector<std::string>& site_config_keys() {
   static const std::vector<std::string> keys{"kind",    "devices_per_node", "tiles_per_device",
                                              "ports",   "default",          "daemon",
                                              "lease_dir", "idle_timeout",   "port_wait",
-                                             "resv_ports"};
+                                             "resv_ports", "hang_timeout", "report"};
   return keys;
 }
 

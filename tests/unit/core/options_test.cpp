@@ -59,7 +59,20 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{"dp-master-port", "29500abc", "unexpected 'abc'"},
                       BadCase{"dp-master-port", "-1", "negative"},
                       BadCase{"dp-explain", "yes", "takes no value"},
-                      BadCase{"dp-verbose", "1", "takes no value"}));
+                      BadCase{"dp-verbose", "1", "takes no value"},
+                      BadCase{"dp-report", "", "missing file name"},
+                      BadCase{"dp-report", nullptr, "missing file name"},
+                      BadCase{"dp-report", "a\nb", "control character"}));
+
+TEST(Options, ReportFile) {
+  dp::Options o;
+  ASSERT_TRUE(apply(o, "dp-report", "run-%j.%s.json").ok());
+  EXPECT_EQ(o.report, "run-%j.%s.json");
+  EXPECT_TRUE(o.any());
+  dp::Options top;
+  ASSERT_TRUE(apply(top, "dp-report", "/tmp/x.json").ok());
+  EXPECT_EQ(dp::overlay(o, top).report, "/tmp/x.json");
+}
 
 TEST(Options, AutoAndNumbers) {
   dp::Options o;
@@ -113,7 +126,7 @@ TEST(Options, UnknownNameIsRefused) {
 
 TEST(Options, SpecsCoverEveryOptionOnce) {
   const auto& specs = dp::option_specs();
-  ASSERT_EQ(specs.size(), 5u);
+  ASSERT_EQ(specs.size(), 6u);
   for (const auto& s : specs) {
     EXPECT_EQ(std::string(s.usage).rfind("[slurm-dp]", 0), 0u) << s.name;
     dp::Options o;

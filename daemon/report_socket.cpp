@@ -1,0 +1,136 @@
+#include "report_socket.hpp"
+
+#include <event2/event.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace dp::daemon {
+namespace {
+
+constexpr size_t kMaxConns = 16;
+constexpr int kReadTimeoutS = 2;
+constexpr int kWriteTimeoutMs = 500;  // the reader is the user's own dp-top or srun
+
+}  // namespace
+
+Result<std::unique_ptr<ReportSocket>> ReportSocket::create(event_base* base, std::string path, Answer answer) {
+  std::unique_ptr<ReportSocket> s(new ReportSocket());
+  s->base_ = base;
+  s->answer_ = std::move(answer);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  if (path.size() >= sizeof sa.sun_path) return make_error(Errc::invalid_argument, "socket path too long: " + path);
+  std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return make_error(Errc::connection, std::string("socket: ") + std::strerror(errno));
+  ::unlink(path.c_str());  // a stale socket of an earlier daemon of this step
+  const mode_t old = umask(077);
+  const int rc = bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  umask(old);
+  if (rc != 0 || listen(fd, 16) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return make_error(Errc::connection, "cannot listen on " + path + ": " + std::strerror(e));
+  }
+  s->listen_fd_ = fd;
+  s->path_ = std::move(path);
+  s->accept_ev_ = event_new(base, fd, EV_READ | EV_PERSIST, &ReportSocket::on_accept, s.get());
+  event_add(s->accept_ev_, nullptr);
+  return s;
+}
+
+ReportSocket::~ReportSocket() {
+  for (auto& [fd, c] : conns_) {
+    event_free(c->ev);
+    ::close(fd);
+  }
+  if (accept_ev_) event_free(accept_ev_);
+  if (listen_fd_ >= 0) {
+    ::close(listen_fd_);
+    ::unlink(path_.c_str());
+  }
+}
+
+void ReportSocket::on_accept(int, short, void* arg) {
+  auto* s = static_cast<ReportSocket*>(arg);
+  while (true) {
+    const int fd = accept4(s->listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    const bool ours = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+                      (cred.uid == getuid() || cred.uid == 0);
+    if (!ours || s->conns_.size() >= kMaxConns) {
+      ::close(fd);
+      continue;
+    }
+    auto c = std::make_unique<Conn>();
+    c->owner = s;
+    c->fd = fd;
+    c->ev = event_new(s->base_, fd, EV_READ | EV_PERSIST, &ReportSocket::on_read, c.get());
+    timeval tv{kReadTimeoutS, 0};
+    event_add(c->ev, &tv);
+    s->conns_.emplace(fd, std::move(c));
+  }
+}
+
+void ReportSocket::on_read(int, short what, void* arg) {
+  auto* c = static_cast<Conn*>(arg);
+  ReportSocket* s = c->owner;
+  if (what & EV_TIMEOUT) return s->drop(c->fd);
+  char buf[4096];
+  const ssize_t n = ::recv(c->fd, buf, sizeof buf, 0);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (n <= 0) return s->drop(c->fd);
+  c->dec.feed(buf, static_cast<size_t>(n));
+  s->serve(*c);
+}
+
+void ReportSocket::serve(Conn& c) {
+  std::string_view payload;
+  const auto st = c.dec.next(payload);
+  if (st == rdv::FrameDecoder::Status::need_more) return;
+  const int fd = c.fd;
+  proto::Request req;
+  proto::Response r;
+  if (st != rdv::FrameDecoder::Status::frame || !req.ParseFromArray(payload.data(), static_cast<int>(payload.size())) ||
+      req.op_case() != proto::Request::kStats) {
+    r.set_code(proto::PROTOCOL);
+    r.set_message("this socket answers only a stats request (the step report)");
+  } else {
+    r.set_id(req.id());
+    *r.mutable_stats() = answer_();
+  }
+  std::string out;
+  rdv::append_frame(r, out);
+  size_t off = 0;
+  while (off < out.size()) {
+    const ssize_t n = ::send(fd, out.data() + off, out.size() - off, MSG_NOSIGNAL);
+    if (n > 0) {
+      off += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      pollfd p{fd, POLLOUT, 0};
+      if (poll(&p, 1, kWriteTimeoutMs) > 0) continue;
+    }
+    break;
+  }
+  drop(fd);
+}
+
+void ReportSocket::drop(int fd) {
+  auto it = conns_.find(fd);
+  if (it == conns_.end()) return;
+  event_free(it->second->ev);
+  ::close(fd);
+  conns_.erase(it);
+}
+
+}  // namespace dp::daemon

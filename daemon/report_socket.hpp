@@ -1,0 +1,52 @@
+// The daemon's read-only door for its own user (issue 16): a unix socket in
+// the user's 0700 folder (dp::obs::user_dir) that answers one stats request
+// per connection with the step report, for dp-top and srun's closing lines.
+// Peers of another uid (root aside) are closed at once. It never changes the
+// step and never blocks the loop for long: small frames, short deadlines.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "dp/proto/rendezvous.pb.h"
+#include "dp/result.hpp"
+#include "frame_codec.hpp"
+
+struct event_base;
+struct event;
+
+namespace dp::daemon {
+
+class ReportSocket {
+ public:
+  using Answer = std::function<proto::Stats()>;
+  static Result<std::unique_ptr<ReportSocket>> create(event_base* base, std::string path, Answer answer);
+  ~ReportSocket();  // closes every connection and removes the path
+  ReportSocket(const ReportSocket&) = delete;
+  ReportSocket& operator=(const ReportSocket&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  struct Conn {
+    ReportSocket* owner = nullptr;
+    int fd = -1;
+    event* ev = nullptr;
+    rdv::FrameDecoder dec{4096};
+  };
+  ReportSocket() = default;
+  static void on_accept(int fd, short what, void* arg);
+  static void on_read(int fd, short what, void* arg);
+  void serve(Conn& c);
+  void drop(int fd);
+
+  event_base* base_ = nullptr;
+  std::string path_;
+  Answer answer_;
+  int listen_fd_ = -1;
+  event* accept_ev_ = nullptr;
+  std::unordered_map<int, std::unique_ptr<Conn>> conns_;
+};
+
+}  // namespace dp::daemon

@@ -1,0 +1,342 @@
+#include "step_report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace dp::daemon {
+namespace {
+
+// Heartbeats come every second: a rank heard from within this is alive and
+// not stopped (a suspended job sends none, so a hang is not suspected then).
+constexpr auto kFresh = std::chrono::milliseconds(3'000);
+// What a waiting rank may already have waited when a hang is first seen.
+constexpr auto kMaxHeadStart = std::chrono::milliseconds(1'500);
+
+std::string num(double v, const char* fmt = "%.1f") {
+  char b[48];
+  std::snprintf(b, sizeof b, fmt, v);
+  return b;
+}
+
+std::string quoted(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if (u < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", u);
+      o += b;
+    } else {
+      o += c;
+    }
+  }
+  return o + "\"";
+}
+
+double us_to_ms(uint64_t us) { return static_cast<double>(us) / 1000.0; }
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s;
+  for (size_t i = 0; i < ranks.size() && i < 8; ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
+  if (ranks.size() > 8) s += ",... (" + std::to_string(ranks.size()) + " ranks)";
+  return s;
+}
+
+}  // namespace
+
+const char* failure_how_name(FailureHow h) noexcept {
+  switch (h) {
+    case FailureHow::lost_connection: return "lost_connection";
+    case FailureHow::silence: return "silence";
+    case FailureHow::explicit_abort: return "explicit_abort";
+    case FailureHow::hang: return "hang";
+    case FailureHow::disconnected: return "disconnected";
+  }
+  return "unknown";
+}
+
+StepReport::StepReport(Clock::time_point start, std::string job, std::string step, int world_size,
+                       std::chrono::milliseconds hang_timeout)
+    : start_(start),
+      job_(std::move(job)),
+      step_(std::move(step)),
+      world_size_(world_size),
+      hang_timeout_(hang_timeout),
+      ranks_(static_cast<size_t>(std::max(world_size, 0))) {}
+
+double StepReport::since_start_ms(Clock::time_point t) const {
+  return std::chrono::duration<double, std::milli>(t - start_).count();
+}
+
+std::string StepReport::rank_name(int rank) const {
+  if (rank < 0 || rank >= world_size_) return "an agent";
+  const auto& h = ranks_[static_cast<size_t>(rank)].host;
+  return "rank " + std::to_string(rank) + " (host " + (h.empty() ? "?" : h) + ")";
+}
+
+void StepReport::on_hello(int rank, const std::string& host, Clock::time_point now) {
+  if (rank < 0 || rank >= world_size_) return;
+  Rank& r = ranks_[static_cast<size_t>(rank)];
+  r.host = host;
+  if (!r.hello) r.hello_ms = since_start_ms(now);
+  r.hello = true;
+}
+
+void StepReport::on_agent_set(Clock::time_point now) {
+  if (agent_set_ms_ < 0) agent_set_ms_ = since_start_ms(now);
+}
+
+void StepReport::on_progress(int rank, const proto::Progress& p, Clock::time_point now) {
+  if (rank < 0 || rank >= world_size_) return;
+  Rank& r = ranks_[static_cast<size_t>(rank)];
+  r.p = p;
+  r.p_at = now;
+  r.has_progress = true;
+}
+
+void StepReport::on_goodbye(int rank) {
+  if (rank >= 0 && rank < world_size_) ranks_[static_cast<size_t>(rank)].goodbye = true;
+}
+
+std::string StepReport::first_failure(int rank, const std::string& host, FailureHow how, const std::string& what,
+                                      Clock::time_point now) {
+  if (failure_) return failure_->message;
+  FailureRecord f;
+  f.rank = rank;
+  f.host = host;
+  f.how = how;
+  f.at_s = since_start_ms(now) / 1000.0;
+  // One shape for every rank's error and srun's last line: who, how, when, then the detail.
+  f.message = "first failure: " + what + " [" + failure_how_name(how) + ", " + num(f.at_s, "%.2f") +
+              " s after the step's daemon started]";
+  failure_ = f;
+  return f.message;
+}
+
+std::optional<HangVerdict> StepReport::check_hang(Clock::time_point now) {
+  if (hang_timeout_.count() <= 0 || failure_ || world_size_ < 2) return std::nullopt;
+  uint64_t top = 0;
+  for (const Rank& r : ranks_) {
+    // Every rank must be alive, counting, and recently heard from.
+    if (!r.has_progress || r.goodbye || now - r.p_at > kFresh) {
+      hang_op_ = 0;
+      return std::nullopt;
+    }
+    top = std::max<uint64_t>(top, r.p.ops_started());
+  }
+  std::vector<int> waiting, missing;
+  auto head_start = kMaxHeadStart;
+  for (int i = 0; i < world_size_; ++i) {
+    const Rank& r = ranks_[static_cast<size_t>(i)];
+    if (r.p.ops_started() < top) {
+      missing.push_back(i);
+    } else if (r.p.in_op_us() > 0) {
+      waiting.push_back(i);
+      head_start = std::min(head_start, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            std::chrono::microseconds(r.p.in_op_us())));
+    }
+  }
+  if (missing.empty() || waiting.empty()) {
+    hang_op_ = 0;
+    return std::nullopt;
+  }
+  if (hang_op_ != top) {
+    hang_op_ = top;
+    hang_since_ = now - head_start;
+  }
+  const auto waited = now - hang_since_;
+  if (waited < hang_timeout_) return std::nullopt;
+  HangVerdict v;
+  v.rank = missing.front();
+  const Rank& m = ranks_[static_cast<size_t>(v.rank)];
+  v.message = rank_name(v.rank) + " hangs: it is alive (its heartbeats arrive) but has not entered collective #" +
+              std::to_string(top) + " (it is at #" + std::to_string(m.p.ops_started()) + ") that rank(s) " +
+              rank_list(waiting) + " have waited in for " +
+              num(std::chrono::duration<double>(waited).count()) + " s; the site's bound is hang_timeout=" +
+              num(std::chrono::duration<double>(hang_timeout_).count(), "%g") + " s";
+  if (missing.size() > 1) v.message += " (also not arrived: ranks " + rank_list(missing) + ")";
+  return v;
+}
+
+double StepReport::wait_share(const Rank& r) const {
+  if (!r.has_progress || r.p.since_first_op_us() == 0) return -1;
+  return std::min(1.0, static_cast<double>(r.p.wait_us()) / static_cast<double>(r.p.since_first_op_us()));
+}
+
+std::vector<int> StepReport::straggler_order() const {
+  std::vector<int> order;
+  for (int i = 0; i < world_size_; ++i) {
+    if (wait_share(ranks_[static_cast<size_t>(i)]) >= 0) order.push_back(i);
+  }
+  // The rank that waits least is the one the others wait for.
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return wait_share(ranks_[static_cast<size_t>(a)]) < wait_share(ranks_[static_cast<size_t>(b)]);
+  });
+  return order;
+}
+
+StepReport::Slowest StepReport::slowest(double (*value)(const Rank&)) const {
+  Slowest s;
+  for (int i = 0; i < world_size_; ++i) {
+    const double v = value(ranks_[static_cast<size_t>(i)]);
+    if (v >= 0 && (s.rank < 0 || v > s.ms)) s = {i, v};
+  }
+  return s;
+}
+
+namespace {
+double v_hello(const auto& r) { return r.hello ? r.hello_ms : -1; }
+double v_connect(const auto& r) { return r.has_progress && r.p.init_connect_us() ? us_to_ms(r.p.init_connect_us()) : -1; }
+double v_setup(const auto& r) {
+  return r.has_progress && r.p.init_total_us() > r.p.init_connect_us() && r.p.init_connect_us()
+             ? us_to_ms(r.p.init_total_us() - r.p.init_connect_us())
+             : -1;
+}
+double v_ready(const auto& r) { return r.has_progress && r.p.init_total_us() ? us_to_ms(r.p.init_total_us()) : -1; }
+double v_first(const auto& r) { return r.has_progress && r.p.first_op_done_us() ? us_to_ms(r.p.first_op_done_us()) : -1; }
+}  // namespace
+
+// Each phase once: name, what it measures, and its slowest rank.
+std::string StepReport::startup_line(const StartupPhases& phases) const {
+  std::string s;
+  auto add = [&](const std::string& part) { s += (s.empty() ? "" : ", ") + part; };
+  auto daemon_phase = [&](const char* label, Phase p) {
+    const auto ms = phases.at_ms(p);
+    add(std::string(label) + " " + (ms ? "+" + num(*ms) + "ms" : std::string("-")));
+  };
+  auto rank_phase = [&](const char* label, const Slowest& sl, bool relative) {
+    if (sl.rank < 0) {
+      add(std::string(label) + " -");
+      return;
+    }
+    const auto& h = ranks_[static_cast<size_t>(sl.rank)].host;
+    add(std::string(label) + " " + (relative ? "+" : "") + num(sl.ms) + "ms (slowest rank " +
+        std::to_string(sl.rank) + " on " + (h.empty() ? "?" : h) + ")");
+  };
+  rank_phase("launch+hello", slowest([](const Rank& r) { return v_hello(r); }), true);
+  add(std::string("master_port ") +
+      (agent_set_ms_ >= 0 ? "+" + num(agent_set_ms_) + "ms" : std::string("none (fixed or reserved by Slurm)")));
+  rank_phase("connect", slowest([](const Rank& r) { return v_connect(r); }), false);
+  daemon_phase("id_exchange", Phase::id_fetched_by_all);
+  // Gloo's full mesh is the start-up barrier of a gloo step (it asks the daemon
+  // for none): each rank's set-up ends when the last peer has connected.
+  if (phases.has(Phase::first_barrier)) daemon_phase("barrier", Phase::first_barrier);
+  rank_phase(phases.has(Phase::first_barrier) ? "comm_setup" : "barrier(mesh)",
+             slowest([](const Rank& r) { return v_setup(r); }), false);
+  rank_phase("comm_ready", slowest([](const Rank& r) { return v_ready(r); }), false);
+  rank_phase("first_collective", slowest([](const Rank& r) { return v_first(r); }), false);
+  return s;
+}
+
+std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& c, Clock::time_point now) const {
+  std::string j = "{";
+  j += "\"job\":" + quoted(job_) + ",\"step\":" + quoted(step_) + ",\"world_size\":" + std::to_string(world_size_);
+  j += ",\"elapsed_s\":" + num(since_start_ms(now) / 1000.0, "%.3f");
+  j += ",\"hang_timeout_s\":" + num(std::chrono::duration<double>(hang_timeout_).count(), "%g");
+
+  j += ",\"startup\":{\"line\":" + quoted(startup_line(phases)) + ",\"daemon_ms\":{";
+  for (int i = 0; i < kPhaseCount; ++i) {
+    const auto ms = phases.at_ms(static_cast<Phase>(i));
+    j += std::string(i ? "," : "") + quoted(phase_name(static_cast<Phase>(i))) + ":" + (ms ? num(*ms, "%.3f") : "null");
+  }
+  j += ",\"master_port\":" + (agent_set_ms_ >= 0 ? num(agent_set_ms_, "%.3f") : std::string("null")) + "}";
+  j += ",\"slowest\":{";
+  struct P {
+    const char* name;
+    Slowest s;
+  };
+  const P ps[] = {{"hello", slowest([](const Rank& r) { return v_hello(r); })},
+                  {"connect", slowest([](const Rank& r) { return v_connect(r); })},
+                  {"comm_setup", slowest([](const Rank& r) { return v_setup(r); })},
+                  {"comm_ready", slowest([](const Rank& r) { return v_ready(r); })},
+                  {"first_collective", slowest([](const Rank& r) { return v_first(r); })}};
+  bool first = true;
+  for (const P& p : ps) {
+    j += std::string(first ? "" : ",") + quoted(p.name) + ":";
+    first = false;
+    if (p.s.rank < 0) {
+      j += "null";
+    } else {
+      j += "{\"rank\":" + std::to_string(p.s.rank) + ",\"host\":" + quoted(ranks_[static_cast<size_t>(p.s.rank)].host) +
+           ",\"ms\":" + num(p.s.ms, "%.3f") + "}";
+    }
+  }
+  j += "}}";
+
+  j += ",\"failure\":";
+  if (failure_) {
+    j += "{\"rank\":" + std::to_string(failure_->rank) + ",\"host\":" + quoted(failure_->host) + ",\"how\":" +
+         quoted(failure_how_name(failure_->how)) + ",\"at_s\":" + num(failure_->at_s, "%.3f") +
+         ",\"message\":" + quoted(failure_->message) + "}";
+  } else {
+    j += "null";
+  }
+
+  auto rank_json = [&](int i) {
+    const Rank& r = ranks_[static_cast<size_t>(i)];
+    std::string state = !r.hello ? "not_connected" : r.goodbye ? "done" : (r.p.in_op_us() > 0 ? "in_collective" : "computing");
+    if (failure_ && failure_->rank == i) state = "failed";
+    const double ws = wait_share(r);
+    return "{\"rank\":" + std::to_string(i) + ",\"host\":" + quoted(r.host) + ",\"state\":" + quoted(state) +
+           ",\"ops_done\":" + std::to_string(r.p.ops_done()) +
+           ",\"wait_share\":" + (ws >= 0 ? num(ws, "%.4f") : std::string("null")) +
+           ",\"wait_s\":" + num(static_cast<double>(r.p.wait_us()) / 1e6, "%.3f") +
+           ",\"in_collective_s\":" + num(static_cast<double>(r.p.in_op_us()) / 1e6, "%.3f") +
+           ",\"hello_ms\":" + (r.hello ? num(r.hello_ms, "%.3f") : std::string("null")) +
+           ",\"init_ms\":" + (r.p.init_total_us() ? num(us_to_ms(r.p.init_total_us()), "%.3f") : std::string("null")) +
+           ",\"last_heard_s\":" +
+           (r.has_progress ? num(std::chrono::duration<double>(now - r.p_at).count(), "%.3f") : std::string("null")) + "}";
+  };
+  j += ",\"ranks\":[";
+  for (int i = 0; i < world_size_; ++i) j += (i ? "," : "") + rank_json(i);
+  j += "]";
+  // Least waiting first: the head of the table is who the others wait for.
+  j += ",\"stragglers\":[";
+  const auto order = straggler_order();
+  for (size_t k = 0; k < order.size(); ++k) j += (k ? "," : "") + rank_json(order[k]);
+  j += "]";
+
+  j += ",\"daemon\":{\"connections\":" + std::to_string(c.connections) +
+       ",\"connections_accepted\":" + std::to_string(c.connections_accepted) +
+       ",\"requests\":" + std::to_string(c.requests) + ",\"heartbeats\":" + std::to_string(c.heartbeats) +
+       ",\"keys\":" + std::to_string(c.keys) + ",\"bytes_stored\":" + std::to_string(c.bytes_stored) +
+       ",\"refused_unauthorized\":" + std::to_string(c.refused_unauthorized) +
+       ",\"protocol_errors\":" + std::to_string(c.protocol_errors) +
+       ",\"limit_errors\":" + std::to_string(c.limit_errors) + "}";
+  j += "}";
+  return j;
+}
+
+std::string StepReport::text(Clock::time_point now) const {
+  // dp-top's table: one line per rank, then who the others wait for.
+  // Counters are as of each rank's last heartbeat (heard_s ago), not one instant.
+  std::string t = "rank  host              state           ops_done  wait%   in_coll_s  heard_s\n";
+  for (int i = 0; i < world_size_; ++i) {
+    const Rank& r = ranks_[static_cast<size_t>(i)];
+    std::string state = !r.hello ? "not_connected" : r.goodbye ? "done" : (r.p.in_op_us() > 0 ? "in_collective" : "computing");
+    if (failure_ && failure_->rank == i) state = "failed";
+    const double ws = wait_share(r);
+    char line[256];
+    std::snprintf(line, sizeof line, "%-5d %-17s %-15s %-9llu %-7s %-10s %s\n", i,
+                  (r.host.empty() ? "?" : r.host.substr(0, 17)).c_str(), state.c_str(),
+                  static_cast<unsigned long long>(r.p.ops_done()),
+                  ws >= 0 ? num(100 * ws).c_str() : "-", num(static_cast<double>(r.p.in_op_us()) / 1e6, "%.2f").c_str(),
+                  r.has_progress ? num(std::chrono::duration<double>(now - r.p_at).count()).c_str() : "-");
+    t += line;
+  }
+  const auto order = straggler_order();
+  if (!order.empty()) {
+    t += "slowest ranks (the others wait for them; least waiting first):";
+    for (size_t k = 0; k < order.size() && k < 3; ++k) {
+      t += (k ? ", " : " ") + rank_name(order[k]) + " waits " + num(100 * wait_share(ranks_[static_cast<size_t>(order[k])])) + "%";
+    }
+    t += "\n";
+  }
+  if (failure_) t += failure_->message + "\n";
+  return t;
+}
+
+}  // namespace dp::daemon

@@ -1,0 +1,98 @@
+// What the daemon learns about a step beyond brokering (issue 16): each
+// rank's start-up and progress (from hellos and heartbeats), the step's first
+// failure, ranks that hang (alive, but not entering a collective the others
+// wait in) and stragglers (ranks the others wait for). It answers the abort
+// text, the hang verdict, and the step report (JSON for files and dp-top, one
+// start-up line for srun --dp-verbose). Pure logic, no sockets.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dp/proto/rendezvous.pb.h"
+#include "startup_phases.hpp"
+
+namespace dp::daemon {
+
+// How a step's first failure showed itself to the daemon.
+enum class FailureHow { lost_connection, silence, explicit_abort, hang, disconnected };
+const char* failure_how_name(FailureHow h) noexcept;
+
+struct FailureRecord {
+  int rank = -1;  // -1: not a rank (an agent)
+  std::string host;
+  FailureHow how = FailureHow::lost_connection;
+  double at_s = 0;  // since the daemon started
+  std::string message;
+};
+
+// Counters of the daemon itself, for the report.
+struct DaemonCounters {
+  uint64_t connections = 0, connections_accepted = 0, requests = 0, heartbeats = 0, keys = 0,
+           bytes_stored = 0, refused_unauthorized = 0, protocol_errors = 0, limit_errors = 0;
+};
+
+struct HangVerdict {
+  int rank = -1;  // the first rank that does not arrive
+  std::string message;
+};
+
+class StepReport {
+ public:
+  using Clock = std::chrono::steady_clock;
+  StepReport(Clock::time_point start, std::string job, std::string step, int world_size,
+             std::chrono::milliseconds hang_timeout);
+
+  void on_hello(int rank, const std::string& host, Clock::time_point now);
+  void on_agent_set(Clock::time_point now);  // the master node published its port
+  void on_progress(int rank, const proto::Progress& p, Clock::time_point now);
+  void on_goodbye(int rank);
+
+  // Records the step's first failure; returns the text every rank's error
+  // and srun's last line carry. Later calls return the first text unchanged.
+  std::string first_failure(int rank, const std::string& host, FailureHow how, const std::string& what,
+                            Clock::time_point now);
+  const std::optional<FailureRecord>& failure() const { return failure_; }
+
+  // A hang that has lasted hang_timeout; call a few times a second.
+  std::optional<HangVerdict> check_hang(Clock::time_point now);
+
+  std::string json(const StartupPhases& phases, const DaemonCounters& c, Clock::time_point now) const;
+  // "hello 2.1ms (rank 3 on n2), ..." for srun --dp-verbose.
+  std::string startup_line(const StartupPhases& phases) const;
+  // A few lines for the daemon's stats text.
+  std::string text(Clock::time_point now) const;
+
+ private:
+  struct Rank {
+    bool hello = false, goodbye = false, has_progress = false;
+    std::string host;
+    double hello_ms = 0;  // since the daemon started
+    proto::Progress p;
+    Clock::time_point p_at{};
+  };
+  struct Slowest {
+    int rank = -1;
+    double ms = 0;
+  };
+  double since_start_ms(Clock::time_point t) const;
+  double wait_share(const Rank& r) const;
+  std::vector<int> straggler_order() const;  // least waiting first
+  std::string rank_name(int rank) const;
+  Slowest slowest(double (*value)(const Rank&)) const;
+
+  Clock::time_point start_;
+  std::string job_, step_;
+  int world_size_;
+  std::chrono::milliseconds hang_timeout_;
+  std::vector<Rank> ranks_;
+  double agent_set_ms_ = -1;
+  std::optional<FailureRecord> failure_;
+  uint64_t hang_op_ = 0;  // the collective a hang is suspected in (0: none)
+  Clock::time_point hang_since_{};
+};
+
+}  // namespace dp::daemon

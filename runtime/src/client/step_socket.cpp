@@ -1,0 +1,118 @@
+#include "step_socket.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "frame_codec.hpp"
+#include "tcp_connect.hpp"
+
+namespace dp::obs {
+namespace {
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+uint32_t fnv1a(const std::string& s) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 16777619u;
+  }
+  return h;
+}
+
+}  // namespace
+
+Result<std::string> user_dir(bool create) {
+  const uid_t uid = getuid();
+  const std::string dir = "/tmp/slurm-dp-" + std::to_string(uid);
+  if (create && mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return make_error(Errc::unavailable, "cannot create " + dir + ": " + errno_text(errno));
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0) {
+    return make_error(Errc::not_found, dir + " does not exist: no step of yours has run on this host");
+  }
+  if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077) != 0) {
+    return make_error(Errc::unauthorized,
+                      dir + " is not a folder of yours with mode 0700 (a link, or another user's, or open to "
+                            "others): remove it; slurm-dp recreates it");
+  }
+  return dir;
+}
+
+std::string socket_name(const std::string& job, const std::string& step) {
+  const char* conf = std::getenv("SLURM_CONF");
+  char tag[16];
+  std::snprintf(tag, sizeof tag, "%08x", fnv1a(conf && *conf ? conf : "/etc/slurm/slurm.conf"));
+  return job + "." + step + "." + tag + ".sock";
+}
+
+Result<std::string> socket_path(const std::string& job, const std::string& step, bool create) {
+  auto dir = user_dir(create);
+  if (!dir) return dir.error();
+  std::string p = *dir + "/" + socket_name(job, step);
+  if (p.size() >= sizeof(sockaddr_un{}.sun_path)) return make_error(Errc::invalid_argument, "socket path too long: " + p);
+  return p;
+}
+
+Result<proto::Stats> query(const std::string& path, std::chrono::milliseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + timeout;
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  if (path.size() >= sizeof sa.sun_path) return make_error(Errc::invalid_argument, "socket path too long: " + path);
+  std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return make_error(Errc::connection, "socket: " + errno_text(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    const int e = errno;
+    if (e == ENOENT || e == ECONNREFUSED)
+      return make_error(Errc::not_found, "no running step daemon at " + path + " (" + errno_text(e) + ")");
+    return make_error(Errc::connection, "cannot connect to " + path + ": " + errno_text(e));
+  }
+  proto::Request req;
+  req.set_id(1);
+  req.mutable_stats();
+  std::string frame;
+  rdv::append_frame(req, frame);
+  if (::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(frame.size()))
+    return make_error(Errc::connection, "cannot send to " + path + ": " + errno_text(errno));
+  rdv::FrameDecoder dec(64u << 20);
+  char buf[65536];
+  while (true) {
+    std::string_view payload;
+    const auto st = dec.next(payload);
+    if (st == rdv::FrameDecoder::Status::frame) {
+      proto::Response r;
+      if (!r.ParseFromArray(payload.data(), static_cast<int>(payload.size())))
+        return make_error(Errc::protocol, "malformed answer from " + path);
+      if (r.code() != proto::OK) return rdv::error_from(r);
+      return r.stats();
+    }
+    if (st == rdv::FrameDecoder::Status::too_large) return make_error(Errc::limit, "answer from " + path + " too large");
+    const int left = rdv::ms_until(deadline);
+    if (left <= 0) return make_error(Errc::timeout, "no answer from " + path + " within " + std::to_string(timeout.count()) + " ms");
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, left) <= 0) continue;
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n == 0) return make_error(Errc::connection, "the daemon at " + path + " closed the connection without an answer");
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return make_error(Errc::connection, "cannot read from " + path + ": " + errno_text(errno));
+    }
+    dec.feed(buf, static_cast<size_t>(n));
+  }
+}
+
+}  // namespace dp::obs

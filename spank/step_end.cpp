@@ -1,0 +1,107 @@
+#include "step_end.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "step_socket.hpp"  // dp_client
+
+namespace dp::spank {
+namespace {
+
+std::string ms_text(double ms) {
+  if (ms < 0) return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1fms", ms);
+  return b;
+}
+
+std::string num(double v) {
+  if (v < 0) return "null";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f", v);
+  return b;
+}
+
+Result<void> write_file(const std::string& path, const std::string& text) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return make_error(Errc::unavailable, "cannot write the step report " + path + ": " + std::strerror(errno));
+  size_t off = 0;
+  while (off < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int e = errno;
+      ::close(fd);
+      return make_error(Errc::unavailable, "cannot write the step report " + path + ": " + std::strerror(e));
+    }
+    off += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return {};
+}
+
+}  // namespace
+
+std::string expand_report_path(const std::string& pattern, const std::string& job, const std::string& step) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size()) {
+      const char c = pattern[i + 1];
+      if (c == 'j' || c == 's' || c == '%') {
+        out += c == 'j' ? job : c == 's' ? step : "%";
+        ++i;
+        continue;
+      }
+    }
+    out += pattern[i];
+  }
+  return out;
+}
+
+void remember_step(PluginState& st, uint32_t job_id, uint32_t step_id, const Options& opts, double ready_ms) {
+  st.job_id = std::to_string(job_id);
+  st.step_id = std::to_string(step_id);
+  st.verbose = opts.verbose.value_or(false);
+  const std::string pattern = opts.report ? *opts.report : st.site.report;
+  st.report_file = pattern.empty() ? "" : expand_report_path(pattern, st.job_id, st.step_id);
+  st.srun_ready_ms = ready_ms;
+}
+
+void report_step_end(const PluginState& st) {
+  if (st.job_id.empty()) return;
+  const std::string label = "step " + st.job_id + "." + st.step_id;
+  auto path = obs::socket_path(st.job_id, st.step_id, false);
+  Result<proto::Stats> stats = path ? obs::query(*path, std::chrono::milliseconds(2'000))
+                                    : Result<proto::Stats>(path.error());
+  const std::string srun_part = "srun: check " + ms_text(st.srun_check_ms) + ", layout " + ms_text(st.srun_layout_ms) +
+                                ", daemon up " + ms_text(st.srun_daemon_ms) + ", ready " + ms_text(st.srun_ready_ms);
+  if (st.verbose) {
+    std::fprintf(stderr, "slurm-dp: %s start-up: %s; %s\n", label.c_str(), srun_part.c_str(),
+                 stats ? stats->startup_line().c_str() : ("daemon report unavailable: " + stats.error().message).c_str());
+  }
+  if (!st.report_file.empty()) {
+    std::string j = "{\"srun\":{\"check_ms\":" + num(st.srun_check_ms) + ",\"layout_ms\":" + num(st.srun_layout_ms) +
+                    ",\"daemon_up_ms\":" + num(st.srun_daemon_ms) + ",\"ready_ms\":" + num(st.srun_ready_ms) + "}";
+    if (stats && stats->report_json().size() > 2 && stats->report_json().front() == '{') {
+      j += "," + stats->report_json().substr(1);
+    } else {
+      std::string why = stats ? std::string("empty report") : stats.error().message;
+      for (char& c : why) {
+        if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) c = '\'';
+      }
+      j += ",\"error\":\"the daemon's report was unavailable: " + why + "\"}";
+    }
+    j += "\n";
+    if (auto w = write_file(st.report_file, j); !w) std::fprintf(stderr, "slurm-dp: %s: %s\n", label.c_str(), w.error().message.c_str());
+  }
+  // Last, so it is srun's last line: who failed first, how, when.
+  if (stats && !stats->first_failure().empty())
+    std::fprintf(stderr, "slurm-dp: %s failed: %s\n", label.c_str(), stats->first_failure().c_str());
+  std::fflush(stderr);
+}
+
+}  // namespace dp::spank

@@ -1,0 +1,16 @@
+# Seeing the job (issue 16), on the real cluster (label e2e): the start-up
+# timing line of a 2x2 --dp-verbose step, the first failure named on every
+# rank and in srun's last line, a hanging rank named within the site's bound,
+# a straggler in dp-top and in the --dp-report file, dp-top refused for
+# another user's step. dp_obs_worker is a small training loop linking libdp.
+add_executable(dp_obs_worker ${CMAKE_CURRENT_LIST_DIR}/obs/obs_worker.cpp)
+target_link_libraries(dp_obs_worker PRIVATE dp_comm)
+dp_warnings(dp_obs_worker)
+if(COMMAND dp_e2e_test)
+  foreach(t timing_line first_failure hang straggler_top)
+    dp_e2e_test(NAME obs.${t} MODES lo TIMEOUT 300
+      ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_CLUSTER_SCRIPT=${DP_CLUSTER}
+                  DP_OBS_WORKER=$<TARGET_FILE:dp_obs_worker> DP_TOP=$<TARGET_FILE:dp-top>
+      COMMAND ${CMAKE_CURRENT_LIST_DIR}/obs/${t}.sh)
+  endforeach()
+endif()

@@ -1,0 +1,113 @@
+// The step report's logic from plain inputs and a fake clock: the first
+// failure stays first, a hang is named only after the bound and only while
+// every rank is heard from (not while the job is suspended), stragglers are
+// the ranks that wait least.
+#include "step_report.hpp"
+
+#include <gtest/gtest.h>
+
+namespace dp::daemon {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = StepReport::Clock;
+
+proto::Progress progress(uint64_t started, uint64_t in_op_ms, uint64_t wait_ms = 0, uint64_t since_ms = 1000) {
+  proto::Progress p;
+  p.set_ops_started(started);
+  p.set_ops_done(in_op_ms ? started - 1 : started);
+  p.set_in_op_us(in_op_ms * 1000);
+  p.set_wait_us(wait_ms * 1000);
+  p.set_since_first_op_us(since_ms * 1000);
+  return p;
+}
+
+class StepReportTest : public ::testing::Test {
+ protected:
+  StepReportTest() : r_(t0_, "7", "0", 3, milliseconds(10'000)) {
+    for (int i = 0; i < 3; ++i) r_.on_hello(i, "n" + std::to_string(i + 1), t0_);
+  }
+  // Ranks 0 and 2 wait in collective #5; rank 1 is still at #4, computing.
+  void beat(Clock::time_point t, uint64_t waited_ms) {
+    r_.on_progress(0, progress(5, waited_ms), t);
+    r_.on_progress(1, progress(4, 0), t);
+    r_.on_progress(2, progress(5, waited_ms), t);
+  }
+  Clock::time_point t0_ = Clock::now();
+  StepReport r_;
+};
+
+TEST_F(StepReportTest, HangNamedAfterTheBound) {
+  for (int s = 1; s <= 9; ++s) {
+    beat(t0_ + milliseconds(1000 * s), 1000 * s);
+    EXPECT_FALSE(r_.check_hang(t0_ + milliseconds(1000 * s))) << s << " s";
+  }
+  beat(t0_ + milliseconds(10'000), 10'000);
+  auto v = r_.check_hang(t0_ + milliseconds(11'100));
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->rank, 1);
+  EXPECT_NE(v->message.find("rank 1 (host n2) hangs"), std::string::npos) << v->message;
+  EXPECT_NE(v->message.find("rank(s) 0,2"), std::string::npos) << v->message;
+  EXPECT_NE(v->message.find("hang_timeout=10 s"), std::string::npos) << v->message;
+}
+
+TEST_F(StepReportTest, NoHangWhileSuspended) {
+  beat(t0_ + milliseconds(1000), 1000);
+  EXPECT_FALSE(r_.check_hang(t0_ + milliseconds(1000)));
+  // Stopped for 30 s: no heartbeat arrives, so nothing is suspected...
+  EXPECT_FALSE(r_.check_hang(t0_ + milliseconds(31'000)));
+  // ...and after the resume the wait counts afresh.
+  beat(t0_ + milliseconds(31'500), 31'500);
+  EXPECT_FALSE(r_.check_hang(t0_ + milliseconds(31'500)));
+  beat(t0_ + milliseconds(35'000), 35'000);
+  EXPECT_FALSE(r_.check_hang(t0_ + milliseconds(35'000)));
+}
+
+TEST_F(StepReportTest, NoHangWhenTheLateRankArrives) {
+  beat(t0_ + milliseconds(1000), 1000);
+  EXPECT_FALSE(r_.check_hang(t0_ + milliseconds(1000)));
+  r_.on_progress(1, progress(5, 10), t0_ + milliseconds(2000));  // rank 1 enters #5
+  beat(t0_ + milliseconds(12'000), 12'000);
+  r_.on_progress(1, progress(5, 10), t0_ + milliseconds(12'000));
+  EXPECT_FALSE(r_.check_hang(t0_ + milliseconds(12'000)));
+}
+
+TEST_F(StepReportTest, OffWithZeroBound) {
+  StepReport off(t0_, "7", "0", 2, milliseconds(0));
+  off.on_progress(0, progress(5, 60'000), t0_);
+  off.on_progress(1, progress(4, 0), t0_);
+  EXPECT_FALSE(off.check_hang(t0_ + milliseconds(100'000)));
+}
+
+TEST_F(StepReportTest, FirstFailureStaysFirst) {
+  const auto first = r_.first_failure(2, "n3", FailureHow::lost_connection, "rank 2 (host n3) lost its connection",
+                                      t0_ + milliseconds(2500));
+  EXPECT_NE(first.find("first failure: rank 2 (host n3)"), std::string::npos) << first;
+  EXPECT_NE(first.find("[lost_connection, 2.50 s"), std::string::npos) << first;
+  const auto later = r_.first_failure(0, "n1", FailureHow::silence, "rank 0 (host n1) sent no heartbeat",
+                                      t0_ + milliseconds(5000));
+  EXPECT_EQ(later, first);
+  ASSERT_TRUE(r_.failure());
+  EXPECT_EQ(r_.failure()->rank, 2);
+  // A failed step is not also a hang.
+  beat(t0_ + milliseconds(20'000), 20'000);
+  EXPECT_FALSE(r_.check_hang(t0_ + milliseconds(20'000)));
+}
+
+TEST_F(StepReportTest, StragglerWaitsLeast) {
+  r_.on_progress(0, progress(100, 0, 600, 1000), t0_);
+  r_.on_progress(1, progress(100, 0, 50, 1000), t0_);  // the others wait for rank 1
+  r_.on_progress(2, progress(100, 0, 550, 1000), t0_);
+  StartupPhases phases(t0_, "test");
+  const std::string j = r_.json(phases, DaemonCounters{}, t0_);
+  const auto s = j.find("\"stragglers\":[{\"rank\":1,\"host\":\"n2\"");
+  EXPECT_NE(s, std::string::npos) << j;
+  EXPECT_NE(j.find("\"wait_share\":0.0500"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"failure\":null"), std::string::npos) << j;
+  EXPECT_NE(r_.text(t0_).find("slowest ranks (the others wait for them; least waiting first): rank 1 (host n2)"),
+            std::string::npos)
+      << r_.text(t0_);
+}
+
+}  // namespace
+}  // namespace dp::daemon

@@ -1,0 +1,180 @@
+// dp-top: a live view of one of your running slurm-dp steps (issue 16).
+//   dp-top [--json] [--once] [--interval SEC] JOBID[.STEP]
+// It asks the step's daemon over the unix socket in your own 0700 folder
+// (/tmp/slurm-dp-<uid>, on the host where srun runs), so it sees only your
+// steps; a job of another user is refused by name before any look.
+#include <dirent.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "step_socket.hpp"
+
+extern "C" {
+#include <slurm/slurm.h>
+}
+
+namespace {
+
+const char* kUsage =
+    "usage: dp-top [--json] [--once] [--interval SEC] JOBID[.STEP]\n"
+    "  shows one of your running slurm-dp steps: ranks and nodes, state, progress and\n"
+    "  wait share per rank, the slowest ranks, the start-up timings, the daemon's counters.\n"
+    "  Run it on the host where the step's srun runs (the login node; for a batch job, its\n"
+    "  first node: srun --jobid=JOBID --overlap -N1 dp-top JOBID.STEP).\n"
+    "  --json          print the step report as JSON once (for scripts)\n"
+    "  --once          print the view once instead of refreshing it\n"
+    "  --interval SEC  seconds between refreshes (default 2)\n";
+
+int usage_error(const std::string& msg) {
+  std::fprintf(stderr, "dp-top: %s\n%s", msg.c_str(), kUsage);
+  return 2;
+}
+
+bool all_digits(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+// Refuses another user's job by name (root may look at any). A job Slurm no
+// longer knows passes: the socket folder is the real boundary.
+bool job_is_ours(uint32_t job, std::string& why) {
+  if (getuid() == 0) return true;
+  slurm_init(nullptr);
+  job_info_msg_t* info = nullptr;
+  if (slurm_load_job(&info, job, SHOW_ALL) != 0 || !info) return true;
+  bool ours = true;
+  for (uint32_t i = 0; i < info->record_count; ++i) {
+    const uint32_t uid = info->job_array[i].user_id;
+    if (uid != getuid()) {
+      ours = false;
+      why = "job " + std::to_string(job) + " belongs to uid " + std::to_string(uid) + ", not to you (uid " +
+            std::to_string(getuid()) + "): dp-top shows only your own steps";
+    }
+  }
+  slurm_free_job_info_msg(info);
+  return ours;
+}
+
+// The steps of job that have a daemon here, from the socket names.
+std::vector<std::string> steps_of(const std::string& dir, const std::string& job) {
+  std::vector<std::string> steps;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return steps;
+  while (dirent* e = readdir(d)) {
+    const std::string n = e->d_name;
+    if (n.rfind(job + ".", 0) != 0) continue;
+    const size_t a = job.size() + 1, b = n.find('.', a);
+    if (b == std::string::npos) continue;
+    const std::string step = n.substr(a, b - a);
+    if (all_digits(step) && n == dp::obs::socket_name(job, step)) steps.push_back(step);
+  }
+  closedir(d);
+  return steps;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool json = false, once = false;
+  double interval = 2;
+  std::string target;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--once") {
+      once = true;
+    } else if (a == "--interval") {
+      if (i + 1 >= argc) return usage_error("--interval: missing value; e.g. --interval 2");
+      char* end = nullptr;
+      interval = std::strtod(argv[++i], &end);
+      if (!end || *end || interval < 0.2 || interval > 3600)
+        return usage_error(std::string("--interval ") + argv[i] + ": give seconds from 0.2 to 3600, e.g. --interval 2");
+    } else if (!a.empty() && a[0] == '-') {
+      return usage_error("unknown option " + a);
+    } else if (target.empty()) {
+      target = a;
+    } else {
+      return usage_error("one JOBID[.STEP] only");
+    }
+  }
+  if (target.empty()) return usage_error("which step? give JOBID or JOBID.STEP");
+  const size_t dot = target.find('.');
+  const std::string job = target.substr(0, dot);
+  std::string step = dot == std::string::npos ? "" : target.substr(dot + 1);
+  if (!all_digits(job) || (dot != std::string::npos && !all_digits(step)))
+    return usage_error("'" + target + "' is not JOBID or JOBID.STEP, e.g. 1234 or 1234.0");
+
+  std::string why;
+  if (!job_is_ours(static_cast<uint32_t>(std::strtoul(job.c_str(), nullptr, 10)), why)) {
+    std::fprintf(stderr, "dp-top: %s\n", why.c_str());
+    return 1;
+  }
+  auto dir = dp::obs::user_dir(false);
+  if (!dir) {
+    std::fprintf(stderr, "dp-top: no running slurm-dp step of yours on this host: %s\n", dir.error().message.c_str());
+    return 1;
+  }
+  if (step.empty()) {
+    const auto steps = steps_of(*dir, job);
+    if (steps.empty()) {
+      std::fprintf(stderr, "dp-top: job %s has no running slurm-dp step on this host (run dp-top where its srun runs)\n",
+                   job.c_str());
+      return 1;
+    }
+    if (steps.size() > 1) {
+      std::string list;
+      for (const auto& s : steps) list += " " + job + "." + s;
+      std::fprintf(stderr, "dp-top: job %s has several running steps; name one:%s\n", job.c_str(), list.c_str());
+      return 2;
+    }
+    step = steps.front();
+  }
+  auto path = dp::obs::socket_path(job, step, false);
+  if (!path) {
+    std::fprintf(stderr, "dp-top: %s\n", path.error().message.c_str());
+    return 1;
+  }
+  const bool refresh = !json && !once && isatty(STDOUT_FILENO);
+  for (bool first = true;; first = false) {
+    auto st = dp::obs::query(*path, std::chrono::milliseconds(3'000));
+    if (!st) {
+      if (!first) return 0;  // the step ended while we watched
+      std::fprintf(stderr, "dp-top: step %s.%s: %s (is it running, and is this the host of its srun?)\n", job.c_str(),
+                   step.c_str(), st.error().message.c_str());
+      return 1;
+    }
+    if (json) {
+      std::printf("%s\n", st->report_json().c_str());
+      return 0;
+    }
+    if (refresh) std::fputs("\033[H\033[2J", stdout);
+    std::printf("dp-top: step %s.%s\n%s", job.c_str(), step.c_str(), st->rank_table().c_str());
+    std::printf("start-up: %s\n", st->startup_line().c_str());
+    std::string daemon = st->text();
+    std::printf("daemon:\n");
+    for (size_t a = 0; a < daemon.size();) {
+      const size_t b = daemon.find('\n', a);
+      std::printf("  %s\n", daemon.substr(a, b - a).c_str());
+      if (b == std::string::npos) break;
+      a = b + 1;
+    }
+    std::fflush(stdout);
+    if (!refresh) return 0;
+    std::this_thread::sleep_for(std::chrono::duration<double>(interval));
+  }
+}
