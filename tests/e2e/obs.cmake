@@ -9,7 +9,7 @@ dp_warnings(dp_obs_worker)
 if(COMMAND dp_e2e_test)
   foreach(t timing_line first_failure hang straggler_top)
     dp_e2e_test(NAME obs.${t} MODES lo TIMEOUT 300
-      ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_CLUSTER_SCRIPT=${DP_CLUSTER}
+      ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
                   DP_OBS_WORKER=$<TARGET_FILE:dp_obs_worker> DP_TOP=$<TARGET_FILE:dp-top>
       COMMAND ${CMAKE_CURRENT_LIST_DIR}/obs/${t}.sh)
   endforeach()

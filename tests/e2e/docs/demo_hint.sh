@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The hint scripts/demo prints at its end works when pasted into a fresh
 # shell: no DP_CLUSTER_DIR or SLURM_CONF set, as after opening a new terminal.
-. "$(dirname "$0")/../plugin_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 : "${DP_SOURCE_DIR:?set DP_SOURCE_DIR to the source tree}"
 site
 

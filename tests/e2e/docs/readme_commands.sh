@@ -4,7 +4,7 @@
 # what the README says it does. A README command that is neither run here nor
 # listed with the test that covers it fails this test, so the list stays in
 # step with the README.
-. "$(dirname "$0")/../plugin_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 : "${DP_TRAINER:?set DP_TRAINER to the built dp-trainer}"
 : "${DP_SOURCE_DIR:?set DP_SOURCE_DIR to the source tree}"
 site
@@ -16,12 +16,12 @@ commands=$(awk '/^```sh$/ { on = 1; next } /^```/ { on = 0 } on' "$readme" |
 
 # Commands another test runs, and why they are not run here.
 declare -A covered=(
-  ['./scripts/demo']='installs and builds first; its srun is trainer.e2e.demo, its closing hint e2e.<mode>.docs.demo_hint'
+  ['./scripts/demo']='installs and builds first; its srun is e2e.lo.trainer.demo, its closing hint e2e.<mode>.docs.demo_hint'
   ['./scripts/test']='is the whole suite this test belongs to (CI runs it)'
-  ['apt install ./slurm-dp_<version>_amd64.deb']='packaging.e2e.install_run_purge_deb'
+  ['apt install ./slurm-dp_<version>_amd64.deb']='e2e.own.packaging.install_run_purge_deb'
   ['dnf install ./slurm-dp-<version>-1.x86_64.rpm']='needs an RPM distribution; packaging/tests/compare-deb-rpm checks the rpm holds the same files'
-  ['apt remove slurm-dp']='packaging.e2e.install_run_purge_deb'
-  ['apt purge slurm-dp']='packaging.e2e.install_run_purge_deb'
+  ['apt remove slurm-dp']='e2e.own.packaging.install_run_purge_deb'
+  ['apt purge slurm-dp']='e2e.own.packaging.install_run_purge_deb'
   ['rpm -e slurm-dp']='needs an RPM distribution (see dnf install)'
 )
 

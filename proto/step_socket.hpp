@@ -1,3 +1,4 @@
+// Shared by dp-rendezvousd, srun's plugin and dp-top.
 // Where a running step's daemon answers its user's read-only questions (the
 // step report for dp-top and srun's closing lines, issue 16): a unix socket
 // in /tmp/slurm-dp-<uid>, a folder only that user may enter (0700, checked,

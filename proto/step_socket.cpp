@@ -12,7 +12,6 @@
 #include <cstring>
 
 #include "frame_codec.hpp"
-#include "tcp_connect.hpp"
 
 namespace dp::obs {
 namespace {
@@ -101,7 +100,8 @@ Result<proto::Stats> query(const std::string& path, std::chrono::milliseconds ti
       return r.stats();
     }
     if (st == rdv::FrameDecoder::Status::too_large) return make_error(Errc::limit, "answer from " + path + " too large");
-    const int left = rdv::ms_until(deadline);
+    const int left = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
     if (left <= 0) return make_error(Errc::timeout, "no answer from " + path + " within " + std::to_string(timeout.count()) + " ms");
     pollfd p{fd, POLLIN, 0};
     if (poll(&p, 1, left) <= 0) continue;
