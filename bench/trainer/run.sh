@@ -11,6 +11,11 @@
 # loopback TCP as torch's gloo.
 #
 #   bench/trainer/run.sh BUILD_DIR          (EPOCHS=5 REPEATS=3 by default)
+#   PROGRESS_OVERHEAD=1 bench/trainer/run.sh BUILD_DIR
+#       only dp-trainer at world 2, with libdp's collective counters (which the
+#       daemon's hang and straggler detection reads from the heartbeats; on by
+#       default) and with DP_PROGRESS=off, interleaved run by run; prints both
+#       medians and their ratio (issue 16: within 2 %).
 #
 # Installs the anchor (python3-torch + OpenBLAS for it) if missing, as NOTES
 # "Running the PyTorch anchors fairly" says.
@@ -25,13 +30,15 @@ EPOCHS=${EPOCHS:-5}
 REPEATS=${REPEATS:-3}
 [[ -x $TRAINER && -x $DAEMON ]] || { echo "run.sh: build dp-trainer and dp-rendezvousd in $BUILD first" >&2; exit 1; }
 
-if ! "$PY" -c 'import torch' 2>/dev/null; then
-  echo "run.sh: installing the PyTorch anchor (python3-torch, OpenBLAS for it)" >&2
-  apt-get install -y -qq python3-torch libtorch-dev libopenblas0-pthread >/dev/null
-fi
+# The counters comparison needs no anchor.
+if [[ ${PROGRESS_OVERHEAD:-0} != 1 ]]; then
+  if ! "$PY" -c 'import torch' 2>/dev/null; then
+    echo "run.sh: installing the PyTorch anchor (python3-torch, OpenBLAS for it)" >&2
+    apt-get install -y -qq python3-torch libtorch-dev libopenblas0-pthread >/dev/null
+  fi
 
-# The anchor is only fair on OpenBLAS (reference BLAS is ~6x slower): show it.
-"$PY" -c '
+  # The anchor is only fair on OpenBLAS (reference BLAS is ~6x slower): show it.
+  "$PY" -c '
 import time, torch
 torch.set_num_threads(1)
 a, b = torch.randn(256, 784), torch.randn(784, 512)
@@ -39,6 +46,7 @@ for _ in range(3): a @ b
 t = time.perf_counter(); n = 50
 for _ in range(n): a @ b
 print("torch 256x784x512 matmul, 1 thread: %.1f GFLOPS" % (2 * 256 * 784 * 512 * n / (time.perf_counter() - t) / 1e9))' >&2
+fi
 
 OUT=$(mktemp -d /tmp/dpt-bench.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
@@ -47,9 +55,9 @@ common_env=(OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1)
 
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# run_dp WORLD LOGPREFIX [DP_SHM]: one dp-trainer world; prints "agg_samples_per_sec accuracy".
+# run_dp WORLD LOGPREFIX [DP_SHM [DP_PROGRESS]]: one dp-trainer world; prints "agg_samples_per_sec accuracy".
 run_dp() {
-  local world=$1 tag=$2 shm=${3:-auto} pids=() port="" dpid="" r
+  local world=$1 tag=$2 shm=${3:-auto} progress=${4:-on} pids=() port="" dpid="" r
   if (( world > 1 )); then
     coproc DAEMON_PROC { exec "$DAEMON" --world-size "$world" --job-id bench --step-id 0 2>"$OUT/$tag.daemon.log" <<<"$SECRET"; }
     dpid=$DAEMON_PROC_PID
@@ -58,7 +66,7 @@ run_dp() {
   fi
   for ((r = 0; r < world; r++)); do
     env "${common_env[@]}" RANK=$r WORLD_SIZE=$world LOCAL_RANK=$r LOCAL_WORLD_SIZE=$world \
-      MASTER_ADDR=127.0.0.1 MASTER_PORT=1 DP_BACKEND=gloo DP_SHM=$shm ${port:+DP_RDV_ADDR=127.0.0.1:$port DP_RDV_SECRET=$SECRET} \
+      MASTER_ADDR=127.0.0.1 MASTER_PORT=1 DP_BACKEND=gloo DP_SHM=$shm DP_PROGRESS=$progress ${port:+DP_RDV_ADDR=127.0.0.1:$port DP_RDV_SECRET=$SECRET} \
       "$TRAINER" --hidden 512,256 --optimizer sgd --momentum 0.9 --lr 0.05 --global-batch 256 \
       --epochs "$EPOCHS" --log-every 0 --metrics "$OUT/$tag.r$r.jsonl" >"$OUT/$tag.r$r.log" 2>&1 &
     pids+=($!)
@@ -91,6 +99,21 @@ print(sum(r["samples"] for r in rows) / max(r["seconds"] for r in rows),
 }
 
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+if [[ ${PROGRESS_OVERHEAD:-0} == 1 ]]; then
+  for ((i = 1; i <= REPEATS; i++)); do
+    for p in on off; do
+      read -r s _ < <(run_dp 2 "progress-$p.$i" auto "$p")
+      echo "$s" >>"$OUT/progress-$p.rates"
+      printf 'run DP_PROGRESS=%s #%d: %.0f samples/s\n' "$p" "$i" "$s" >&2
+    done
+  done
+  on=$(median <"$OUT/progress-on.rates")
+  off=$(median <"$OUT/progress-off.rates")
+  echo "dp-trainer world 2, $EPOCHS epoch(s), median of $REPEATS: counters on $on, off $off samples/s"
+  awk -v a="$on" -v b="$off" 'BEGIN{printf "on / off: %.4f (%+.2f %%; target within 2 %%)\n", a/b, 100*(a/b-1)}'
+  exit 0
+fi
 
 declare -A rate acc
 for world in 1 2; do

@@ -6,6 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
+#include "broker.hpp"
+#include "frame_codec.hpp"
+
 namespace dp::daemon {
 namespace {
 
@@ -107,6 +112,88 @@ TEST_F(StepReportTest, StragglerWaitsLeast) {
   EXPECT_NE(r_.text(t0_).find("slowest ranks (the others wait for them; least waiting first): rank 1 (host n2)"),
             std::string::npos)
       << r_.text(t0_);
+}
+
+// Through the broker: what ranks receive.
+struct Pushes : Outbox {
+  std::map<ConnId, std::vector<proto::Response>> got;
+  void send(ConnId c, const proto::Response& r) override { got[c].push_back(r); }
+  void close(ConnId) override {}
+};
+
+class BrokerReportTest : public ::testing::Test {
+ protected:
+  BrokerReportTest() : broker_(config(), out_, t0_) {
+    for (int r = 0; r < 3; ++r) {
+      broker_.on_connect(static_cast<ConnId>(r + 1), t0_);
+      proto::Request q;
+      auto* h = q.mutable_hello();
+      h->set_protocol_version(rdv::kProtocolVersion);
+      h->set_secret(std::string(64, 'b'));
+      h->set_rank(r);
+      h->set_host("node" + std::to_string(r));
+      send(r, q, t0_);
+    }
+  }
+  static BrokerConfig config() {
+    BrokerConfig c;
+    c.world_size = 3;
+    c.secret = std::string(64, 'b');
+    c.job_id = "9";
+    c.step_id = "1";
+    c.limits.heartbeat_timeout = milliseconds(0);
+    c.limits.hang_timeout = milliseconds(5'000);
+    return c;
+  }
+  void send(int rank, const proto::Request& q, Clock::time_point t) {
+    const std::string s = q.SerializeAsString();
+    broker_.on_frame(static_cast<ConnId>(rank + 1), s, t);
+  }
+  void heartbeat(int rank, const proto::Progress& p, Clock::time_point t) {
+    proto::Request q;
+    *q.mutable_heartbeat()->mutable_progress() = p;
+    send(rank, q, t);
+  }
+  const proto::Response& push_of(int rank) { return out_.got[static_cast<ConnId>(rank + 1)].back(); }
+  Clock::time_point t0_ = Clock::now();
+  Pushes out_;
+  Broker broker_;
+};
+
+TEST_F(BrokerReportTest, LaterDisconnectsDoNotReplaceTheFirstFailure) {
+  broker_.on_disconnect(3, t0_ + milliseconds(1'000));  // rank 2
+  broker_.on_disconnect(1, t0_ + milliseconds(1'100));  // rank 0, after it
+  ASSERT_TRUE(broker_.aborted());
+  const auto& p = push_of(1);
+  EXPECT_EQ(p.id(), 0u);
+  EXPECT_NE(p.message().find("first failure: rank 2 (host node2) lost its connection"), std::string::npos)
+      << p.message();
+  EXPECT_FALSE(p.has_hang());
+  const proto::Stats st = broker_.stats();
+  EXPECT_EQ(st.first_failure(), p.message());
+  EXPECT_NE(st.report_json().find("\"failure\":{\"rank\":2,\"host\":\"node2\",\"how\":\"lost_connection\""),
+            std::string::npos)
+      << st.report_json();
+}
+
+TEST_F(BrokerReportTest, HangIsNamedAndTheHangingRankTold) {
+  for (int s = 0; s <= 6; ++s) {
+    const auto t = t0_ + milliseconds(1'000 * s);
+    heartbeat(0, progress(8, 1'000 * s + 1), t);
+    heartbeat(1, progress(7, 0), t);
+    heartbeat(2, progress(8, 1'000 * s + 1), t);
+    broker_.on_tick(t);
+    if (s < 5) {
+      EXPECT_FALSE(broker_.aborted()) << s << " s";
+    }
+  }
+  ASSERT_TRUE(broker_.aborted());
+  const auto& p = push_of(1);  // rank 1 gets the push that names it
+  EXPECT_TRUE(p.has_hang());
+  EXPECT_EQ(p.hang().rank(), 1);
+  EXPECT_NE(p.message().find("first failure: rank 1 (host node1) hangs"), std::string::npos) << p.message();
+  EXPECT_NE(p.message().find("[hang, "), std::string::npos) << p.message();
+  EXPECT_NE(broker_.stats().rank_table().find("slowest ranks"), std::string::npos);
 }
 
 }  // namespace
