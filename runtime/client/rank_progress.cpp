@@ -24,8 +24,10 @@ int64_t RankProgress::now_us() noexcept {
 void RankProgress::op_begin() noexcept {
   if (!enabled_) return;
   const int64_t t = now_us();
-  int64_t zero = 0;
-  first_op_us_.compare_exchange_strong(zero, t, std::memory_order_relaxed);
+  if (first_op_us_.load(std::memory_order_relaxed) == 0) {  // a plain load on every later op
+    int64_t zero = 0;
+    first_op_us_.compare_exchange_strong(zero, t, std::memory_order_relaxed);
+  }
   op_start_us_.store(t, std::memory_order_relaxed);
   started_.fetch_add(1, std::memory_order_relaxed);
 }

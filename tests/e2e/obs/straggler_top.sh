@@ -9,13 +9,31 @@ site
 
 slow=2
 as_user timeout 120 srun --dp-world=auto -N2 --ntasks-per-node=2 --dp-report=report-%j.%s.json \
-  -o "$WORK/rank%t.log" "$DP_OBS_WORKER" 150 --slow $slow 40 >"$WORK/srun.log" 2>&1 &
+  -o "$WORK/rank%t.log" "$DP_OBS_WORKER" 300 --slow $slow 40 >"$WORK/srun.log" 2>&1 &
 srun_pid=$!
 trap 'kill "$srun_pid" 2>/dev/null || true; cleanup_work' EXIT
 # 50 steps, then at least one heartbeat (1 s) carries them.
 wait_log "$WORK/rank0.log" '^ITER 50$' 60
 job=$(squeue -h -u dptest -o %i | head -n1)
 [[ -n $job ]] || fail "no running job of dptest"
+
+# Another user: refused by name, and the socket folder is closed to them.
+(flock 9; id dpother >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash dpother) 9>/run/lock/dp-cluster-useradd.lock
+other=$(cd "$WORK" && runuser -u dpother -- env -i SLURM_CONF="$SLURM_CONF" PATH=/usr/bin:/bin "$DP_TOP" --once "$job.0" 2>&1) \
+  && fail "dp-top of another user's step succeeded: $other"
+[[ $other == *"belongs to uid $(id -u dptest), not to you"* ]] || fail "dp-top did not refuse another user's step by name: $other"
+sock=$(ls /tmp/slurm-dp-"$(id -u dptest)"/"$job".0.*.sock) || fail "no socket of step $job.0"
+# Exit 3: refused by the folder's permissions, not for another reason.
+rc=0
+runuser -u dpother -- /usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1])
+except PermissionError:
+    sys.exit(3)' "$sock" || rc=$?
+((rc == 3)) || fail "another user's connect to $sock was not refused for permission (exit $rc)"
+
 # Waiting on a condition: dp-top shows every rank with progress.
 top_ready() { as_user "$DP_TOP" --once "$job.0" 2>&1 | grep -qE '^3 +n2 .* [0-9]+\.[0-9]+ +[0-9]'; }
 wait_until 20 "dp-top to show rank 3's progress" top_ready
@@ -33,15 +51,6 @@ json=$(as_user "$DP_TOP" --json "$job.0" 2>&1) || fail "dp-top --json failed: $j
 python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["stragglers"][0]["rank"]==int(sys.argv[2]), d["stragglers"]; assert len(d["ranks"])==4; assert d["daemon"]["requests"]>0' \
   "$json" "$slow" || fail "dp-top --json does not put rank $slow first: $json"
 
-# Another user: refused by name, and the socket folder is closed to them.
-(flock 9; id dpother >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash dpother) 9>/run/lock/dp-cluster-useradd.lock
-other=$(cd "$WORK" && runuser -u dpother -- env -i SLURM_CONF="$SLURM_CONF" PATH=/usr/bin:/bin "$DP_TOP" --once "$job.0" 2>&1) \
-  && fail "dp-top of another user's step succeeded: $other"
-[[ $other == *"belongs to uid $(id -u dptest), not to you"* ]] || fail "dp-top did not refuse another user's step by name: $other"
-sock=$(ls /tmp/slurm-dp-"$(id -u dptest)"/"$job".0.*.sock) || fail "no socket of step $job.0"
-runuser -u dpother -- python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])' "$sock" 2>/dev/null \
-  && fail "another user could connect to $sock"
-
 wait "$srun_pid" || fail "the step failed: $(cat "$WORK/srun.log")"
 report=$WORK/report-$job.0.json
 [[ -s $report ]] || fail "no report file $report: $(ls "$WORK")"
@@ -51,6 +60,6 @@ d = json.load(open(sys.argv[1]))
 assert d["stragglers"][0]["rank"] == int(sys.argv[2]), d["stragglers"]
 assert d["failure"] is None, d["failure"]
 assert d["srun"]["daemon_up_ms"] > 0 and d["startup"]["slowest"]["comm_ready"]["host"] in ("n1", "n2"), d
-assert all(r["state"] == "done" and r["ops_done"] >= 150 for r in d["ranks"]), d["ranks"]
+assert all(r["state"] == "done" and r["ops_done"] >= 300 for r in d["ranks"]), d["ranks"]
 PY
 pass "rank $slow is the straggler in dp-top, dp-top --json and the report; another user is refused"
