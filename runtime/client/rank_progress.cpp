@@ -6,13 +6,14 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "dp/env_names.hpp"
 #include "dp/proto/rendezvous.pb.h"
 #include "frame_codec.hpp"
 
 namespace dp::detail {
 
 RankProgress::RankProgress() {
-  const char* v = std::getenv("DP_PROGRESS");
+  const char* v = std::getenv(env::kProgress);
   enabled_ = !(v && std::strcmp(v, "off") == 0);
 }
 

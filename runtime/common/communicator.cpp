@@ -63,6 +63,13 @@ Result<ResolvedOptions> resolve_options(const Context& ctx, const InitOptions& o
     }
   }
 
+  if (auto v = env_value(env::kProgress); v && *v != "on" && *v != "off") {
+    return make_error(Errc::invalid_argument,
+                      std::string(env::kProgress) + "='" + *v +
+                          "' is not a choice; use on (collective counters on the heartbeats, for hang and "
+                          "straggler detection; the default) or off");
+  }
+
   Backend want = opts.backend;
   // The user's variable wins over the program's default choice only.
   if (auto b = env_value(env::kBackend); b && want == Backend::automatic) {

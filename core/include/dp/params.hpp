@@ -49,6 +49,7 @@ Result<long long> parse_env_integer(std::string_view name, std::string_view text
 #define DP_TEXT_PARAMS(T)                                                                       \
   T("DP_BACKEND", "auto|gloo|nccl", "the communicator; auto: NCCL when a CUDA device is visible") \
   T("DP_SHM", "auto|off", "auto: ranks on one host all-reduce through shared memory")            \
+  T("DP_PROGRESS", "on|off", "off: heartbeats carry no collective counters (no hang/straggler view)") \
   T("DP_DEBUG", "0|1", "1: print the effective settings and per-phase start-up timings")        \
   T("DP_STORE_DIR", "DIR", "without a daemon: a folder every rank sees, used as the store")      \
   T("DP_RDV_ADDR", "HOST:PORT", "set by the plugin: the step's dp-rendezvousd")                  \

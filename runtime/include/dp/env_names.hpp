@@ -31,5 +31,6 @@ inline constexpr const char* kTimeoutMs = "DP_TIMEOUT_MS";    // user override
 inline constexpr const char* kDebug = "DP_DEBUG";             // 1: per-phase start-up timings
 inline constexpr const char* kStoreDir = "DP_STORE_DIR";       // no daemon: shared dir as Gloo store
 inline constexpr const char* kShm = "DP_SHM";                 // auto|off: all_reduce in shared memory
+inline constexpr const char* kProgress = "DP_PROGRESS";       // on|off: collective counters on heartbeats
 
 }  // namespace dp::env

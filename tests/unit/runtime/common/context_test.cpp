@@ -166,6 +166,19 @@ TEST(BackendChoice, Rules) {
   unsetenv("DP_SHM");
 }
 
+TEST(BackendChoice, ProgressSwitchIsStrict) {
+  set_env({});
+  dp::InitOptions o;
+  setenv("DP_PROGRESS", "off", 1);
+  EXPECT_TRUE(dp::detail::resolve_options(world(2), o, 0).ok());
+  setenv("DP_PROGRESS", "0", 1);
+  auto bad = dp::detail::resolve_options(world(2), o, 0);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("DP_PROGRESS='0'"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("use on"), std::string::npos) << bad.error().message;
+  unsetenv("DP_PROGRESS");
+}
+
 TEST(Init, WorldOneGivesAWorkingSingleCommunicator) {
   set_env({});
   auto comm = dp::init();
