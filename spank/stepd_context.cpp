@@ -168,10 +168,10 @@ Result<std::string> settle_master_port(spank_t sp, PluginState& st, const StepId
   if (master) return master_node_port(sp, st, id, nnodes <= 1);
   auto answer = exchange(sp, st.site, std::nullopt);
   if (!answer)
-    return make_error(answer.error().code, "MASTER_PORT: no answer from the master node within " +
-                                               std::to_string(st.site.port_wait_s) + " s (port_wait=" +
+    return make_error(answer.error().code, "MASTER_PORT: no answer from the master node through the "
+                                           "step's daemon (waiting at most port_wait=" +
                                                std::to_string(st.site.port_wait_s) +
-                                               "): " + sanitize(answer.error().message));
+                                               " s): " + sanitize(answer.error().message));
   auto port = parse_port_answer(*answer);
   DP_TRY(port);
   return std::to_string(*port);

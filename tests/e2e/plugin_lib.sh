@@ -38,6 +38,19 @@ as_user() {
     HOME="$WORK" USER=dptest LANG=C.UTF-8 "$@")
 }
 
+# The same as another tenant of the nodes (dptest2), for attacks on the plugin.
+as_other() {
+  (cd "$WORK" && runuser -u dptest2 -- env -i SLURM_CONF="$SLURM_CONF" PATH=/usr/bin:/bin \
+    HOME="$WORK" USER=dptest2 LANG=C.UTF-8 "$@")
+}
+
+# A port range of this cluster's own for lease tests (attackers bind parts
+# of it): 20 ports from 20000 + (base % 1000) * 10, apart from other trees'.
+test_port_range() {
+  local lo=$((20000 + (DP_CLUSTER_PORT_BASE % 1000) * 10))
+  echo "$lo-$((lo + 19))"
+}
+
 # The site settings every test needs (the daemon under test), plus extras.
 site() { "$DP_CLUSTER_SCRIPT" plugstack "daemon=$DP_DAEMON" "$@"; }
 
