@@ -5,11 +5,15 @@
 # overlap: dp_e2e_test takes the cluster's RESOURCE_LOCK).
 if(COMMAND dp_e2e_test)
   foreach(t env_vars untouched batch_alloc gres_masks bad_input explain concurrent_ports
-            tenant_leases master_failure hostile_env)
+            tenant_leases master_failure hostile_env overlap_ports)
     dp_e2e_test(NAME spank.${t} MODES lo ns TIMEOUT 300
       ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_CLUSTER_SCRIPT=${DP_CLUSTER}
       COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/${t}.sh)
   endforeach()
+  # Slurm starts a requeued job again after about two minutes.
+  dp_e2e_test(NAME spank.requeue MODES lo ns TIMEOUT 600
+    ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_CLUSTER_SCRIPT=${DP_CLUSTER}
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/requeue.sh)
   # 100 consecutive steps take about 90 s on 2 shared cores.
   dp_e2e_test(NAME spank.daemon_lifecycle MODES lo ns TIMEOUT 900
     ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_CLUSTER_SCRIPT=${DP_CLUSTER}
