@@ -17,8 +17,10 @@ wait_until 60 "the first run to bind MASTER_PORT" test -s "$WORK/run0.port"
 first=$(cut -d' ' -f1 "$WORK/run0.port")
 scontrol requeue "$job"
 # Slurm starts a requeued job again only after a delay (about 2 min here).
-wait_until 300 "the requeued run to bind MASTER_PORT (job state: \$(squeue -h -j $job -o %T))" test -s "$WORK/run1.port"
+wait_until 300 "the requeued run to bind MASTER_PORT" test -s "$WORK/run1.port"
 second=$(cut -d' ' -f1 "$WORK/run1.port")
+held=$(find "$leases" -name '[0-9]*' -printf '%f ')
+[[ $held == "$second " ]] || fail "while the requeued run holds $second the leases are: $held"
 touch "$WORK/release"
 wait_until 60 "job $job to end" job_done "$job"
 echo "first run MASTER_PORT $first, requeued run $second"
