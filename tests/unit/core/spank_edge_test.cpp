@@ -21,6 +21,7 @@
 #include "host_list.hpp"
 #include "job_options.hpp"
 #include "port_lease.hpp"
+#include "step_gres.hpp"
 #include "user_child.hpp"
 
 namespace fs = std::filesystem;
@@ -58,6 +59,17 @@ TEST(JobOptions, SbatchValuesAreReadAndChecked) {
   unsetenv("SLURM_SPANK__SLURM_SPANK_OPTION_dp_dp_tiles");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("sbatch/salloc"), std::string::npos);
+}
+
+TEST(StepGres, GpusPerNodeFromWhatTheStepAskedFor) {
+  using dp::spank::step_gpus_on_node;
+  EXPECT_EQ(step_gpus_on_node({"gres:gpu:2", "", ""}, 3, 2), 2);          // --gres=gpu:2 (or the job's)
+  EXPECT_EQ(step_gpus_on_node({"gres:gpu:a100:4", "", ""}, 1, 1), 4);     // typed
+  EXPECT_EQ(step_gpus_on_node({"", "gres:gpu:1", ""}, 3, 2), 3);          // --gpus-per-task=1
+  EXPECT_EQ(step_gpus_on_node({"", "", "gres:gpu:4"}, 4, 1), 4);          // --gpus=4 on one node
+  EXPECT_EQ(step_gpus_on_node({"", "", "gres:gpu:4"}, 2, 2), -1);         // spread: not knowable
+  EXPECT_EQ(step_gpus_on_node({"", "", ""}, 2, 2), 0);                    // asked for none
+  EXPECT_EQ(step_gpus_on_node({"gres:nic:1", "", ""}, 2, 2), 0);
 }
 
 class LeaseDir : public ::testing::Test {
