@@ -2,7 +2,7 @@
 # --dp-explain prints every task's layout, starts nothing and ends srun
 # successfully, without Slurm error lines, on its own and inside a batch
 # job; a srun that made its own allocation leaves no job behind.
-. "$(dirname "$0")/../plugin_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 site
 
 marker="$WORK/task-ran"

@@ -5,7 +5,7 @@
 # srun overwrites them; and where the plugin does act on them (site
 # default=on, the user's srun loading no plugin) only a child running as the
 # user connects, reads at most a small frame, and the step fails cleanly.
-. "$(dirname "$0")/../plugin_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 trap 'touch "$WORK/listener.stop"; site; cleanup_work' EXIT
 here=$(cd "$(dirname "$0")" && pwd)
 cp "$here/big_frame_listener.py" "$WORK/"

@@ -2,7 +2,7 @@
 # The master node's set-up fails (its MASTER_PORT range is full): every other
 # node fails within 2 s with the master node's cause instead of waiting out
 # port_wait, and srun exits non-zero (issue 13).
-. "$(dirname "$0")/../plugin_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 holder=""
 cleanup() {
   [[ -n $holder ]] && kill "$holder" 2>/dev/null

@@ -2,7 +2,7 @@
 # 20 steps of 2 tasks started at once on one node (srun --overlap) all get
 # distinct MASTER_PORTs that their rank 0 binds, all held at the same time;
 # no lease is left afterwards (issue 13).
-. "$(dirname "$0")/../plugin_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 trap 'site; cleanup_work' EXIT
 here=$(cd "$(dirname "$0")" && pwd)
 cp "$here/bind_master_port.py" "$WORK/"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A running slurm-dp job requeued with `scontrol requeue` starts again with a
 # working MASTER_PORT (rank 0 binds it) and leaves no lease behind (issue 13).
-. "$(dirname "$0")/../plugin_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 trap 'site; cleanup_work' EXIT
 here=$(cd "$(dirname "$0")" && pwd)
 cp "$here/bind_master_port.py" "$WORK/"

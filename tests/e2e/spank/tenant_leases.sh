@@ -6,7 +6,7 @@
 #    step fail within 10 s with a slurm-dp: line naming .lock, never hang;
 #  - with dptest2 holding half the range and watching the folder, 20
 #    consecutive steps all start and their rank 0 binds MASTER_PORT.
-. "$(dirname "$0")/../plugin_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 holder=""
 cleanup() {
   [[ -n $holder ]] && kill "$holder" 2>/dev/null
