@@ -15,12 +15,14 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "daemon_launcher.hpp"
 #include "host_list.hpp"
 #include "job_options.hpp"
 #include "port_lease.hpp"
+#include "rendezvous_client.hpp"
 #include "step_gres.hpp"
 #include "user_child.hpp"
 
@@ -300,6 +302,53 @@ TEST(UserChild, HangingChildIsKilledAtTheDeadline) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, dp::Errc::timeout);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+}
+
+// What slurmstepd's exchange child does against a hostile "daemon" that
+// answers with a 100 MiB frame: the client refuses it from its header.
+TEST(UserChild, ExchangeClientRefusesAnOversizedReply) {
+  const int srv = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(bind(srv, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(srv, 4), 0);
+  ASSERT_EQ(getsockname(srv, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  size_t sent = 0;
+  std::thread fake([&] {
+    const int c = accept(srv, nullptr, nullptr);
+    if (c < 0) return;
+    const uint32_t header = htonl(100u << 20);
+    (void)!write(c, &header, sizeof header);
+    std::string chunk(65536, '\0');
+    while (sent < (100u << 20)) {
+      const ssize_t n = send(c, chunk.data(), chunk.size(), MSG_NOSIGNAL);
+      if (n <= 0) break;
+      sent += static_cast<size_t>(n);
+    }
+    close(c);
+  });
+  const uint16_t port = ntohs(a.sin_port);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = dp::spank::run_as_user({65534, 65534}, std::chrono::seconds(10), [&]() -> dp::Result<std::string> {
+    dp::ClientOptions o;
+    o.host = "127.0.0.1";
+    o.port = port;
+    o.secret = "00";
+    o.role = dp::PeerRole::agent;
+    o.connect_timeout = std::chrono::seconds(2);
+    o.max_reply_frame = 4096;
+    auto c = dp::RendezvousClient::connect(o);
+    if (!c) return c.error();
+    return std::string("connected");
+  });
+  fake.join();
+  close(srv);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("oversized"), std::string::npos) << r.error().message;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_LT(sent, 100u << 20) << "the client stopped reading long before the frame's end";
 }
 
 TEST(UserChild, SanitizeKeepsPrintableAsciiAndCuts) {
