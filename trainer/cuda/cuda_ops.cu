@@ -17,6 +17,7 @@ namespace dpt {
 namespace {
 
 constexpr int kThreads = 256;
+constexpr size_t kBlasWorkspace = size_t{32} << 20;
 
 inline int blocks_for(size_t n) {
   size_t b = (n + kThreads - 1) / kThreads;
@@ -66,13 +67,19 @@ __global__ void column_partials_kernel(float* out, const float* dy, int rows, in
     out[size_t(blockIdx.y) * cols + c] = s;
   }
 }
-// Pass 2: each column adds its partials in order.
+// Pass 2: one block per column adds its partials in a fixed tree order.
 __global__ void column_finish_kernel(float* db, const float* partials, int parts, int cols) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= cols) return;
-  float s = 0.0f;
-  for (int p = 0; p < parts; ++p) s += partials[size_t(p) * cols + c];
-  db[c] = s;
+  __shared__ float s[kThreads];
+  const int c = blockIdx.x;
+  float v = 0.0f;
+  for (int p = threadIdx.x; p < parts; p += kThreads) v += partials[size_t(p) * cols + c];
+  s[threadIdx.x] = v;
+  __syncthreads();
+  for (int w = kThreads / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) s[threadIdx.x] += s[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) db[c] = s[0];
 }
 
 // One block; a fixed order, so the mean repeats bit for bit.
@@ -89,37 +96,43 @@ __global__ void mean_kernel(float* out, const float* x, int n) {
   if (threadIdx.x == 0) *out = s[0] / float(n);
 }
 
-__global__ void im2col_kernel(const float* x, float* cols, int batch, ConvGeometry g) {
+// Block = (patch lanes, pixels): threadIdx.y picks an output pixel, x walks
+// its patch, so the divisions are per pixel and per patch element in 32-bit
+// arithmetic (the 64-bit index math of one thread per element cost 4x), and
+// writes along the patch are contiguous.
+__global__ void im2col_kernel(const float* x, float* cols, int pixels, ConvGeometry g) {
+  const int pix = blockIdx.x * blockDim.y + threadIdx.y;
+  if (pix >= pixels) return;
   const int oh = g.out_h(), ow = g.out_w(), patch = g.patch();
-  DPT_GRID_STRIDE(i, size_t(batch) * oh * ow * patch) {
-    const int e = int(i % patch);
-    const size_t pix = i / patch;
-    const int ox = int(pix % ow), oy = int((pix / ow) % oh), b = int(pix / (size_t(ow) * oh));
+  const int ox = pix % ow, oy = (pix / ow) % oh, b = pix / (ow * oh);
+  float* out = cols + size_t(pix) * patch;
+  const float* img = x + size_t(b) * g.in_h * g.in_w * g.in_c;
+  for (int e = threadIdx.x; e < patch; e += blockDim.x) {
     const int ch = e % g.in_c, kx = (e / g.in_c) % g.kernel, ky = e / (g.in_c * g.kernel);
     const int iy = oy + ky - g.pad, ix = ox + kx - g.pad;
-    cols[i] = (iy >= 0 && iy < g.in_h && ix >= 0 && ix < g.in_w)
-                  ? x[((size_t(b) * g.in_h + iy) * g.in_w + ix) * g.in_c + ch]
-                  : 0.0f;
+    out[e] = (iy >= 0 && iy < g.in_h && ix >= 0 && ix < g.in_w) ? img[(iy * g.in_w + ix) * g.in_c + ch] : 0.0f;
   }
 }
 
 // Gather form of col2im: each input element sums its own contributions, so
-// no atomics and a deterministic order.
+// no atomics and a deterministic order. 32-bit index math (sizes < 2^31).
 __global__ void col2im_kernel(const float* dcols, float* dx, int batch, ConvGeometry g) {
   const int oh = g.out_h(), ow = g.out_w(), patch = g.patch();
-  DPT_GRID_STRIDE(i, size_t(batch) * g.in_h * g.in_w * g.in_c) {
-    const int ch = int(i % g.in_c);
-    const int ix = int((i / g.in_c) % g.in_w);
-    const int iy = int((i / (size_t(g.in_c) * g.in_w)) % g.in_h);
-    const int b = int(i / (size_t(g.in_c) * g.in_w * g.in_h));
+  const int n = batch * g.in_h * g.in_w * g.in_c;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    const int ch = i % g.in_c;
+    const int ix = (i / g.in_c) % g.in_w;
+    const int iy = (i / (g.in_c * g.in_w)) % g.in_h;
+    const int b = i / (g.in_c * g.in_w * g.in_h);
     float s = 0.0f;
     for (int ky = 0; ky < g.kernel; ++ky) {
       const int oy = iy - ky + g.pad;
       if (oy < 0 || oy >= oh) continue;
+      const float* row = dcols + (size_t(b) * oh + oy) * ow * patch + (ky * g.kernel) * g.in_c + ch;
       for (int kx = 0; kx < g.kernel; ++kx) {
         const int ox = ix - kx + g.pad;
         if (ox < 0 || ox >= ow) continue;
-        s += dcols[((size_t(b) * oh + oy) * ow + ox) * patch + (ky * g.kernel + kx) * g.in_c + ch];
+        s += row[size_t(ox) * patch + kx * g.in_c];
       }
     }
     dx[i] = s;
@@ -229,6 +242,9 @@ class CudaOps final : public Ops {
     ok(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     ok(cublasCreate(&blas_), "cublasCreate");
     if (blas_) ok(cublasSetStream(blas_, stream_), "cublasSetStream");
+    // cuBLAS's own workspace, so it never allocates inside a graph capture.
+    ok(cudaMalloc(&blas_workspace_, kBlasWorkspace), "cudaMalloc");
+    if (blas_ && blas_workspace_) ok(cublasSetWorkspace(blas_, blas_workspace_, kBlasWorkspace), "cublasSetWorkspace");
     ok(cudaMallocHost(reinterpret_cast<void**>(&pinned_), sizeof(float) * kCopyOutFloats * kCopyOutSlots),
        "cudaMallocHost");
     for (auto& e : copied_) ok(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
@@ -236,12 +252,14 @@ class CudaOps final : public Ops {
   }
   ~CudaOps() override {
     if (stream_) (void)cudaStreamSynchronize(stream_);
+    drop_graph();
     for (auto& e : copied_)
       if (e) (void)cudaEventDestroy(e);
     if (pinned_) (void)cudaFreeHost(pinned_);
     for (float* p : {scratch_, partials_})
       if (p) (void)cudaFree(p);
     if (blas_) (void)cublasDestroy(blas_);
+    if (blas_workspace_) (void)cudaFree(blas_workspace_);
     if (stream_) (void)cudaStreamDestroy(stream_);
   }
   const char* name() const override { return "cuda"; }
@@ -290,7 +308,41 @@ class CudaOps final : public Ops {
     fill_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(x, v, n);
     launched("fill");
   }
+  void copy(float* dst, const float* src, size_t n) override {
+    ok(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, stream_), "copy");
+  }
   void synchronize() override { ok(cudaStreamSynchronize(stream_), "synchronize"); }
+
+  dp::Result<void> capture(const std::function<void()>& body) override {
+    if (error_) return *error_;
+    drop_graph();
+    capture_error_.reset();
+    capturing_ = true;
+    cudaError_t e = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal);
+    cudaGraph_t graph = nullptr;
+    if (e == cudaSuccess) {
+      body();
+      e = cudaStreamEndCapture(stream_, &graph);
+    }
+    capturing_ = false;
+    if (e == cudaSuccess && !capture_error_) e = cudaGraphInstantiate(&graph_, graph, 0);
+    if (graph) (void)cudaGraphDestroy(graph);
+    if (e != cudaSuccess || capture_error_) {
+      (void)cudaGetLastError();  // capture errors are not sticky: the stream works on
+      graph_ = nullptr;
+      return dp::make_error(dp::Errc::unavailable, capture_error_ ? capture_error_->message
+                                                                  : std::string("graph capture: ") + cudaGetErrorString(e));
+    }
+    replay();
+    return {};
+  }
+  void replay() override {
+    if (!graph_) {
+      ok(cudaErrorInvalidResourceHandle, "graph replay after its buffers changed");
+      return;
+    }
+    ok(cudaGraphLaunch(graph_, stream_), "cudaGraphLaunch");
+  }
 
   void gather_rows(float* dst, const float* table, const float* idx, int rows, size_t width) override {
     gather_rows_kernel<<<blocks_for(size_t(rows) * width), kThreads, 0, stream_>>>(dst, table, idx, rows, width);
@@ -303,8 +355,7 @@ class CudaOps final : public Ops {
     const cublasStatus_t s =
         cublasGemmEx(blas_, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b,
                      CUDA_R_32F, ldb, a, CUDA_R_32F, lda, &beta, c, CUDA_R_32F, ldc, compute_, CUBLAS_GEMM_DEFAULT);
-    if (s != CUBLAS_STATUS_SUCCESS && !error_)
-      error_ = dp::make_error(dp::Errc::internal, std::string("cuBLAS gemm failed: ") + cublasGetStatusString(s));
+    ok(s, "gemm");
   }
   void bias_activation(float* y, const float* bias, int rows, int cols, bool relu) override {
     bias_activation_kernel<<<blocks_for(size_t(rows) * cols), kThreads, 0, stream_>>>(y, bias, rows, cols, relu);
@@ -326,13 +377,14 @@ class CudaOps final : public Ops {
       float* partials = partials_for(size_t(parts) * cols);
       if (!partials) return;
       column_partials_kernel<<<grid, block, 0, stream_>>>(partials, dy, rows, cols, chunk);
-      column_finish_kernel<<<blocks_for(cols), kThreads, 0, stream_>>>(db, partials, parts, cols);
+      column_finish_kernel<<<cols, kThreads, 0, stream_>>>(db, partials, parts, cols);
     }
     launched("column_sums");
   }
   void im2col(const float* x, float* cols, int batch, const ConvGeometry& g) override {
-    im2col_kernel<<<blocks_for(size_t(batch) * g.out_h() * g.out_w() * g.patch()), kThreads, 0, stream_>>>(
-        x, cols, batch, g);
+    const int pixels = batch * g.out_h() * g.out_w();
+    const int lanes = std::min(g.patch(), kThreads), per_block = std::max(1, kThreads / lanes);
+    im2col_kernel<<<(pixels + per_block - 1) / per_block, dim3(lanes, per_block), 0, stream_>>>(x, cols, pixels, g);
     launched("im2col");
   }
   void col2im(const float* dcols, float* dx, int batch, const ConvGeometry& g) override {
@@ -390,13 +442,20 @@ class CudaOps final : public Ops {
   }
 
  private:
+  // The first failure is kept; during a capture it fails the capture only.
+  void record(std::string message) {
+    std::optional<dp::Error>& slot = capturing_ ? capture_error_ : error_;
+    if (!slot) slot = dp::make_error(dp::Errc::internal, std::move(message));
+  }
   void ok(cudaError_t e, const char* what) {
-    if (e != cudaSuccess && !error_)
-      error_ = dp::make_error(dp::Errc::internal, std::string("CUDA ") + what + ": " + cudaGetErrorString(e));
+    if (e != cudaSuccess) record(std::string("CUDA ") + what + ": " + cudaGetErrorString(e));
   }
   void ok(cublasStatus_t s, const char* what) {
-    if (s != CUBLAS_STATUS_SUCCESS && !error_)
-      error_ = dp::make_error(dp::Errc::internal, std::string("cuBLAS ") + what + ": " + cublasGetStatusString(s));
+    if (s != CUBLAS_STATUS_SUCCESS) record(std::string("cuBLAS ") + what + ": " + cublasGetStatusString(s));
+  }
+  void drop_graph() {
+    if (graph_) (void)cudaGraphExecDestroy(graph_);
+    graph_ = nullptr;
   }
   // A launch with a bad configuration fails at once, without a sticky error.
   void launched(const char* kernel) { ok(cudaGetLastError(), kernel); }
@@ -405,6 +464,7 @@ class CudaOps final : public Ops {
   // is reused; freeing waits for queued work that may still read it.
   float* grow(float*& buf, size_t& have, size_t n, const char* what) {
     if (n <= have) return buf;
+    drop_graph();  // it would read the freed buffer
     if (buf) {
       ok(cudaStreamSynchronize(stream_), what);
       ok(cudaFree(buf), what);
@@ -425,7 +485,10 @@ class CudaOps final : public Ops {
   cublasComputeType_t compute_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
-  std::optional<dp::Error> error_;
+  std::optional<dp::Error> error_, capture_error_;
+  bool capturing_ = false;
+  cudaGraphExec_t graph_ = nullptr;
+  void* blas_workspace_ = nullptr;
   float* scratch_ = nullptr;
   size_t scratch_size_ = 0;
   float* partials_ = nullptr;

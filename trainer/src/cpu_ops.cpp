@@ -30,6 +30,7 @@ class CpuOps final : public Ops {
     if (dst != src) std::memcpy(dst, src, n * sizeof(float));
   }
   void fill(float* x, float value, size_t n) override { std::fill(x, x + n, value); }
+  void copy(float* dst, const float* src, size_t n) override { std::memmove(dst, src, n * sizeof(float)); }
   void synchronize() override {}
   dp::Result<void> status() override { return {}; }
 

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "dp/result.hpp"
 
@@ -44,6 +45,8 @@ class Ops {
   virtual void upload(float* dst, const float* src, size_t n) = 0;
   virtual void download(float* dst, const float* src, size_t n) = 0;
   virtual void fill(float* x, float value, size_t n) = 0;
+  // Device to device, queued like a kernel.
+  virtual void copy(float* dst, const float* src, size_t n) = 0;
   // Waits until every queued kernel finished (no-op on CPU).
   virtual void synchronize() = 0;
   // The first failure of any operation so far (a kernel launch, a copy, a
@@ -65,6 +68,16 @@ class Ops {
   static constexpr uint64_t kCopyOutSlots = 4;
   virtual uint64_t copy_out(const float* src, size_t n) = 0;
   virtual const float* fetch(uint64_t ticket) = 0;
+
+  // Records the work `body` queues as one graph and runs it; replay() runs
+  // it again (same pointers, same sizes), for one launch per step instead
+  // of dozens. An error means nothing of `body` ran (no graphs on the CPU,
+  // or the capture failed); the caller then runs it directly.
+  virtual dp::Result<void> capture(const std::function<void()>& body) {
+    (void)body;
+    return dp::make_error(dp::Errc::unavailable, std::string(name()) + ": no graphs");
+  }
+  virtual void replay() {}
 
   // Row-major C[m x n] = alpha * op(A) * op(B) + beta * C.
   virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,

@@ -82,7 +82,7 @@ Data-parallel training on Fashion-MNIST or a synthetic regression task.
   --threads N                   BLAS threads per rank (default: cores / ranks on the node,
                                 or OPENBLAS_NUM_THREADS when set)
 Each model's defaults are its tested recipe; options given override them:
-  mlp, linear: sgd, lr 0.05, momentum 0.9, constant rate, batch 128 per rank
+  mlp: sgd, lr 0.05, momentum 0.9, cosine decay, batch 128 per rank (linear: constant rate)
   cnn: adam, lr 0.002, 50 warm-up steps, cosine decay, global batch 128
 )";
 }
@@ -247,7 +247,9 @@ const OptionSpec* find_option(const std::string& a) {
 // Each model's defaults are the recipe its accuracy was measured with
 // (trainer/README.md); only options the user did not give are filled in.
 void apply_recipe(Options& o, const std::set<std::string>& given) {
-  OptimizerSpec r;  // mlp and linear: SGD, momentum 0.9, lr 0.05, constant
+  OptimizerSpec r;  // mlp: SGD, momentum 0.9, lr 0.05, cosine decay
+  r.decay = DecayKind::cosine;
+  if (o.train.model.kind == ModelKind::linear) r.decay = DecayKind::constant;
   if (o.train.model.kind == ModelKind::cnn) {
     r.kind = OptimizerKind::adam;
     r.lr = 0.002f;

@@ -176,7 +176,14 @@ class Training {
   TrainSummary take_summary() { return std::move(sum_); }
 
  private:
-  dp::Result<void> step(GradientSync& sync, const float* idx, float* labels, float* extras);
+  // What one step reads and writes at fixed addresses.
+  struct StepBuffers {
+    StepBuffers(Ops& ops, int batch, float* extras_at) : batch_idx(ops, batch), labels(ops, batch), extras(extras_at) {}
+    DeviceBuffer batch_idx, labels;
+    float* extras;
+    enum class Graph { off, warm_up, record, replay } graph = Graph::off;
+  };
+  dp::Result<void> step(GradientSync& sync, const float* idx, StepBuffers& b);
   void after_step(const float* extras_now);
   void log_progress();
   dp::Result<void> save();
@@ -298,21 +305,35 @@ dp::Result<void> Training::save() {
 }
 
 // Queues one step; waits only for the gradient all-reduces (world > 1).
-dp::Result<void> Training::step(GradientSync& sync, const float* idx, float* labels, float* extras) {
+// The part between the batch's indices and the gradients is the same work
+// on the same buffers every step: on a GPU at world 1 it is recorded once as
+// a graph (step 2; step 1 sizes every buffer) and replayed.
+dp::Result<void> Training::step(GradientSync& sync, const float* idx, StepBuffers& b) {
   const int B = cfg_.batch;
   Model& model = *model_;
-  ops_.gather_rows(model.input(), data_.x(), idx, B, train_set_.shape.size());
-  ops_.gather_rows(labels, data_.y(), idx, B, 1);
-  const float* out = model.forward(B);
-  // Mean over the local batch; averaging over ranks makes it the global mean.
-  if (train_set_.classes > 0)
-    ops_.softmax_cross_entropy(out, labels, B, static_cast<int>(model.output_size()), model.output_grad(), 1.0f / B,
-                               extras + kLoss);
-  else
-    ops_.mean_squared_error(out, labels, B, model.output_grad(), 1.0f / B, extras + kLoss);
-  ops_.fill(extras + kStopFlag, stop_requested() ? 1.0f : 0.0f, 1);
+  ops_.copy(b.batch_idx.data(), idx, B);
+  ops_.fill(b.extras + kStopFlag, stop_requested() ? 1.0f : 0.0f, 1);
   sync.begin_step();
-  model.backward(B, [&](size_t layer) { sync.on_layer_done(layer); });
+  auto body = [&] {
+    ops_.gather_rows(model.input(), data_.x(), b.batch_idx.data(), B, train_set_.shape.size());
+    ops_.gather_rows(b.labels.data(), data_.y(), b.batch_idx.data(), B, 1);
+    const float* out = model.forward(B);
+    // Mean over the local batch; averaging over ranks makes it the global mean.
+    if (train_set_.classes > 0)
+      ops_.softmax_cross_entropy(out, b.labels.data(), B, static_cast<int>(model.output_size()), model.output_grad(),
+                                 1.0f / B, b.extras + kLoss);
+    else
+      ops_.mean_squared_error(out, b.labels.data(), B, model.output_grad(), 1.0f / B, b.extras + kLoss);
+    model.backward(B, [&](size_t layer) { sync.on_layer_done(layer); });
+  };
+  if (b.graph == StepBuffers::Graph::replay) {
+    ops_.replay();
+  } else if (b.graph == StepBuffers::Graph::record && ops_.capture(body)) {
+    b.graph = StepBuffers::Graph::replay;
+  } else {
+    body();
+    b.graph = b.graph == StepBuffers::Graph::warm_up ? StepBuffers::Graph::record : StepBuffers::Graph::off;
+  }
   const auto t_wait = Clock::now();
   DP_TRY(sync.finish());
   sum_.comm_wait_seconds += seconds_since(t_wait);
@@ -351,9 +372,12 @@ dp::Result<void> Training::run_loop() {
   // each collective costs a round of TCP messages.
   const size_t bucket = cfg_.bucket_bytes > 0 ? cfg_.bucket_bytes : ops_.host_memory() ? size_t{1} << 20 : 1;
   GradientSync sync(comm_, *model_, bucket, kExtraCount);
-  DeviceBuffer labels(ops_, B), order_dev(ops_, std::max<size_t>(sampler_.samples_per_rank(), 1));
+  DeviceBuffer order_dev(ops_, std::max<size_t>(sampler_.samples_per_rank(), 1));
   std::vector<uint32_t> order;
   float* extras = model_->grads() + model_->param_count();
+  StepBuffers buffers(ops_, B, extras);
+  // Graphs only without peers: collectives stay outside any recording.
+  if (!ops_.host_memory() && world_ == 1) buffers.graph = StepBuffers::Graph::warm_up;
   std::optional<uint64_t> previous;
   const auto t0 = Clock::now();
   t_log_ = t0;
@@ -362,7 +386,7 @@ dp::Result<void> Training::run_loop() {
     sampler_.indices(pos_.epoch, order);
     upload_indices(ops_, order_dev, order);
     while (!done) {
-      DP_TRY(step(sync, order_dev.data() + pos_.batch_in_epoch * B, labels.data(), extras));
+      DP_TRY(step(sync, order_dev.data() + pos_.batch_in_epoch * B, buffers));
       const uint64_t ticket = ops_.copy_out(extras, kExtraCount);
       ++pos_.global_step;
       ++sum_.steps_this_run;
