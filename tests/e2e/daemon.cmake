@@ -5,14 +5,8 @@ add_executable(dp-rdv-probe ${CMAKE_CURRENT_LIST_DIR}/daemon/rdv_probe.cpp)
 target_link_libraries(dp-rdv-probe PRIVATE dp_client)
 dp_warnings(dp-rdv-probe)
 
-if(COMMAND dp_e2e_test)
-  foreach(t exchange_id kill_rank)
-    dp_e2e_test(NAME daemon.${t} MODES lo ns
-      COMMAND env DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
-                  DP_RDV_PROBE=$<TARGET_FILE:dp-rdv-probe>
-                  DP_CLUSTER_SCRIPT=${PROJECT_SOURCE_DIR}/tests/cluster/dp-cluster
-                  ${CMAKE_CURRENT_LIST_DIR}/daemon/${t}.sh)
-  endforeach()
-else()
-  message(STATUS "slurm-dp: dp_e2e_test() not defined yet; daemon e2e tests not registered")
-endif()
+foreach(t exchange_id kill_rank)
+  dp_e2e_test(NAME daemon.${t} MODES lo ns
+    ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_RDV_PROBE=$<TARGET_FILE:dp-rdv-probe>
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/daemon/${t}.sh)
+endforeach()

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "dp/env_names.hpp"
-#include "dp/rendezvous_client.hpp"
+#include "rendezvous_client.hpp"
 
 namespace {
 

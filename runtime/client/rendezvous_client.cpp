@@ -1,7 +1,7 @@
 // TCP implementation of dp::RendezvousClient: the caller threads write
 // requests; one I/O thread reads replies, sends heartbeats and delivers the
 // daemon's abort push.
-#include "dp/rendezvous_client.hpp"
+#include "rendezvous_client.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>
