@@ -96,21 +96,32 @@ __global__ void mean_kernel(float* out, const float* x, int n) {
   if (threadIdx.x == 0) *out = s[0] / float(n);
 }
 
-// Block = (patch lanes, pixels): threadIdx.y picks an output pixel, x walks
-// its patch, so the divisions are per pixel and per patch element in 32-bit
-// arithmetic (the 64-bit index math of one thread per element cost 4x), and
-// writes along the patch are contiguous.
+// A block writes the im2col rows of kIm2colPixels output pixels. The
+// divisions that decode a pixel (b, oy, ox) and a patch element (ky, kx, ch)
+// are done once per block and once per thread, not once per element (the
+// per-element 64-bit index math made this the slowest kernel of the CNN);
+// consecutive threads write consecutive elements of a row.
+constexpr int kIm2colPixels = 16;
 __global__ void im2col_kernel(const float* x, float* cols, int pixels, ConvGeometry g) {
-  const int pix = blockIdx.x * blockDim.y + threadIdx.y;
-  if (pix >= pixels) return;
+  __shared__ int img_base[kIm2colPixels], top[kIm2colPixels], left[kIm2colPixels];
   const int oh = g.out_h(), ow = g.out_w(), patch = g.patch();
-  const int ox = pix % ow, oy = (pix / ow) % oh, b = pix / (ow * oh);
-  float* out = cols + size_t(pix) * patch;
-  const float* img = x + size_t(b) * g.in_h * g.in_w * g.in_c;
+  const int first = blockIdx.x * kIm2colPixels;
+  if (threadIdx.x < kIm2colPixels) {
+    const int pix = first + threadIdx.x;
+    const int ox = pix % ow, oy = (pix / ow) % oh, b = pix / (ow * oh);
+    img_base[threadIdx.x] = b * g.in_h * g.in_w * g.in_c;
+    top[threadIdx.x] = oy - g.pad;
+    left[threadIdx.x] = ox - g.pad;
+  }
+  __syncthreads();
+  const int count = min(kIm2colPixels, pixels - first);
   for (int e = threadIdx.x; e < patch; e += blockDim.x) {
     const int ch = e % g.in_c, kx = (e / g.in_c) % g.kernel, ky = e / (g.in_c * g.kernel);
-    const int iy = oy + ky - g.pad, ix = ox + kx - g.pad;
-    out[e] = (iy >= 0 && iy < g.in_h && ix >= 0 && ix < g.in_w) ? img[(iy * g.in_w + ix) * g.in_c + ch] : 0.0f;
+    for (int p = 0; p < count; ++p) {
+      const int iy = top[p] + ky, ix = left[p] + kx;
+      cols[size_t(first + p) * patch + e] =
+          (iy >= 0 && iy < g.in_h && ix >= 0 && ix < g.in_w) ? x[img_base[p] + (iy * g.in_w + ix) * g.in_c + ch] : 0.0f;
+    }
   }
 }
 
@@ -383,8 +394,9 @@ class CudaOps final : public Ops {
   }
   void im2col(const float* x, float* cols, int batch, const ConvGeometry& g) override {
     const int pixels = batch * g.out_h() * g.out_w();
-    const int lanes = std::min(g.patch(), kThreads), per_block = std::max(1, kThreads / lanes);
-    im2col_kernel<<<(pixels + per_block - 1) / per_block, dim3(lanes, per_block), 0, stream_>>>(x, cols, pixels, g);
+    // At least a warp per block, at most kThreads lanes along the patch.
+    const int lanes = std::max(32, std::min(kThreads, (g.patch() + 31) / 32 * 32));
+    im2col_kernel<<<(pixels + kIm2colPixels - 1) / kIm2colPixels, lanes, 0, stream_>>>(x, cols, pixels, g);
     launched("im2col");
   }
   void col2im(const float* dcols, float* dx, int batch, const ConvGeometry& g) override {
