@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -286,7 +287,7 @@ class TcpRendezvousClient final : public RendezvousClient {
   }
 
   void io_loop() {
-    rdv::FrameDecoder decoder(kMaxReplyFrame);
+    rdv::FrameDecoder decoder(std::min(opts_.max_reply_frame, kMaxReplyFrame));
     auto next_beat = Clock::now() + opts_.heartbeat_interval;
     char buf[65536];
     std::string beat;
@@ -377,7 +378,7 @@ Result<void> say_hello(int fd, const ClientOptions& o, rdv::Deadline deadline) {
   std::string frame;
   rdv::append_frame(req, frame);
   DP_TRY(rdv::write_all(fd, frame.data(), frame.size(), deadline));
-  rdv::FrameDecoder decoder(64 * 1024);
+  rdv::FrameDecoder decoder(std::min<uint32_t>(o.max_reply_frame, 64 * 1024));
   char buf[4096];
   for (;;) {
     std::string_view payload;

@@ -43,6 +43,10 @@ struct ClientOptions {
   // Keep well under dp-rendezvousd's --heartbeat-timeout-ms (4 s): a rank silent
   // for that long is declared dead and the job aborted.
   std::chrono::milliseconds heartbeat_interval{1'000};
+  // Largest reply frame accepted; a larger one fails the connection as a
+  // protocol error before it is buffered. The SPANK plugin's port exchange
+  // uses a few KiB: it only ever reads a port number.
+  uint32_t max_reply_frame = 512u << 20;
 };
 
 struct DaemonStats {
