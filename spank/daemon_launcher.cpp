@@ -109,10 +109,10 @@ Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string&
                                    std::to_string(req.world_size), "--job-id",
                                    std::to_string(req.job_id),     "--step-id",
                                    std::to_string(req.step_id)};
-  if (req.idle_timeout_s > 0) {
-    args.push_back("--idle-timeout");
-    args.push_back(std::to_string(req.idle_timeout_s));
-  }
+  // The address to listen on follows the secret on stdin: srun learns the
+  // route to the master node while the daemon starts (send_listen_address).
+  args.push_back("--listen");
+  args.push_back("-");
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -134,9 +134,8 @@ Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string&
   sighandler_t old = signal(SIGPIPE, SIG_IGN);
   ssize_t w = write(wfd, line.data(), line.size());
   signal(SIGPIPE, old);
-  close(wfd);
   std::fill(line.begin(), line.end(), '\0');
-  StartingDaemon d{pid, out.release(0), req.path};
+  StartingDaemon d{pid, out.release(0), req.path, wfd};
   if (w != static_cast<ssize_t>(secret.size() + 1)) {
     abandon_daemon(d);
     return make_error(Errc::unavailable, "rendezvous daemon " + req.path +
@@ -146,7 +145,20 @@ Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string&
   return d;
 }
 
+void send_listen_address(StartingDaemon& d, const std::string& address) {
+  if (d.input_fd < 0) return;
+  const std::string line = address + "\n";
+  // A daemon that already failed closed its stdin: its answer says why.
+  sighandler_t old = signal(SIGPIPE, SIG_IGN);
+  [[maybe_unused]] const ssize_t w = write(d.input_fd, line.data(), line.size());
+  signal(SIGPIPE, old);
+  close(d.input_fd);
+  d.input_fd = -1;
+}
+
 void abandon_daemon(StartingDaemon& d) {
+  if (d.input_fd >= 0) close(d.input_fd);
+  d.input_fd = -1;
   if (d.answer_fd >= 0) close(d.answer_fd);
   d.answer_fd = -1;
   stop_daemon(d.pid, 500);
@@ -154,6 +166,10 @@ void abandon_daemon(StartingDaemon& d) {
 }
 
 Result<RunningDaemon> await_daemon(StartingDaemon& d, int timeout_ms) {
+  if (d.input_fd >= 0) {  // no address sent: the daemon answers why it cannot start
+    close(d.input_fd);
+    d.input_fd = -1;
+  }
   auto answer = read_line(d.answer_fd, Clock::now() + std::chrono::milliseconds(timeout_ms));
   close(d.answer_fd);
   d.answer_fd = -1;
@@ -174,9 +190,11 @@ Result<RunningDaemon> await_daemon(StartingDaemon& d, int timeout_ms) {
   return fail("bad answer '" + a + "'");
 }
 
-Result<RunningDaemon> launch_daemon(const DaemonRequest& req, const std::string& secret) {
+Result<RunningDaemon> launch_daemon(const DaemonRequest& req, const std::string& secret,
+                                    const std::string& listen_address) {
   auto d = start_daemon(req, secret);
   DP_TRY(d);
+  send_listen_address(*d, listen_address);
   return await_daemon(*d, req.ready_timeout_ms);
 }
 

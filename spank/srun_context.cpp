@@ -144,6 +144,8 @@ int srun_local_user_init(spank_t sp) {
   auto route = net::local_address_towards(master_addr);
   if (!route) return refuse(make_error(route.error().code,
                                        "no route from this host to the master node: " + route.error().message));
+  // The daemon listens only there, not on every address of srun's host.
+  send_listen_address(*starting, *route);
   if (route->find(':') != std::string::npos) *route = "[" + *route + "]";  // IPv6 in "addr:port"
   auto daemon = await_daemon(*starting, req.ready_timeout_ms);
   if (!daemon) return fail(daemon.error());

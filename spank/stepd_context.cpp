@@ -48,6 +48,7 @@ Result<std::unique_ptr<RendezvousClient>> connect_agent(spank_t sp, const SiteCo
   o.hostname = node_name();
   o.connect_timeout = std::chrono::seconds(site.port_wait_s);
   o.call_timeout = std::chrono::seconds(site.port_wait_s);
+  o.max_reply_bytes = 64 * 1024;  // slurmstepd is root: replies here are a port number
   return RendezvousClient::connect(o);
 }
 
