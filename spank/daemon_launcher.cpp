@@ -113,6 +113,10 @@ Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string&
   // route to the master node while the daemon starts (send_listen_address).
   args.push_back("--listen");
   args.push_back("-");
+  if (req.heartbeat_timeout_s >= 0) {
+    args.push_back("--heartbeat-timeout-ms");
+    args.push_back(std::to_string(req.heartbeat_timeout_s * 1000LL));
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

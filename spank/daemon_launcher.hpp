@@ -22,6 +22,7 @@ struct DaemonRequest {
   uint32_t job_id = 0;
   uint32_t step_id = 0;
   int idle_timeout_s = 0;  // no longer passed: the daemon lives exactly as long as srun
+  int heartbeat_timeout_s = -1;  // site setting heartbeat_timeout; -1: the daemon's default
   bool show_stderr = false;
   int ready_timeout_ms = 10'000;
 };

@@ -103,6 +103,7 @@ int srun_local_user_init(spank_t sp) {
   req.job_id = job_id;
   req.step_id = step_id;
   req.idle_timeout_s = st.site.idle_timeout_s;
+  req.heartbeat_timeout_s = st.site.heartbeat_timeout_s;
   req.show_stderr = opts.verbose.value_or(false) || (debug && std::string(debug) == "1");
   std::optional<StartingDaemon> starting;
   if (!explain) {

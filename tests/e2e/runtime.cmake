@@ -10,6 +10,13 @@ if(COMMAND dp_e2e_test)
                   DP_COMM_WORKER=$<TARGET_FILE:dp_comm_worker>
       COMMAND ${CMAKE_CURRENT_LIST_DIR}/runtime/${t}.sh)
   endforeach()
+  # Shared memory that cannot be had, or a rank killed during its start-up.
+  add_library(dp_shm_shim MODULE ${CMAKE_CURRENT_LIST_DIR}/runtime/shm_shim.c)
+  target_link_libraries(dp_shm_shim PRIVATE ${CMAKE_DL_LIBS})
+  dp_e2e_test(NAME runtime.shm_failures MODES lo ns TIMEOUT 300
+    ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_CLUSTER_SCRIPT=${DP_CLUSTER}
+                DP_COMM_WORKER=$<TARGET_FILE:dp_comm_worker> DP_SHM_SHIM=$<TARGET_FILE:dp_shm_shim>
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/runtime/shm_failures.sh)
 else()
   message(STATUS "slurm-dp: dp_e2e_test() not defined yet; runtime e2e tests not registered")
 endif()

@@ -45,6 +45,7 @@ constexpr IntSetting kIntSettings[] = {
     {"tiles_per_device", &SiteConfig::tiles_per_device, 1, 1024, "2"},
     {"idle_timeout", &SiteConfig::idle_timeout_s, 0, 30 * 24 * 3600, "3600"},
     {"port_wait", &SiteConfig::port_wait_s, 1, 3600, "60"},
+    {"heartbeat_timeout", &SiteConfig::heartbeat_timeout_s, 0, 24 * 3600, "60"},
 };
 
 Result<void> apply(SiteConfig& c, std::string_view word) {
@@ -115,7 +116,7 @@ const std::vector<std::string>& site_config_keys() {
   static const std::vector<std::string> keys{"kind",    "devices_per_node", "tiles_per_device",
                                              "ports",   "default",          "daemon",
                                              "lease_dir", "idle_timeout",   "port_wait",
-                                             "resv_ports"};
+                                             "resv_ports", "heartbeat_timeout"};
   return keys;
 }
 
