@@ -12,6 +12,9 @@ as_user timeout 180 srun --dp-world=auto -N2 --ntasks-per-node=2 \
   'until [ -e "$0/go" ]; do sleep 0.05; done; exec "$1" collectives' "$WORK" "$DP_COMM_WORKER" \
   >"$WORK/srun.log" 2>&1 &
 srun_pid=$!
+squat_pid=""
+# On any failure, end what this test started (by pid): the step and the squatter.
+trap 'kill "$srun_pid" $squat_pid 2>/dev/null || true; cleanup_work' EXIT
 job=""
 find_job() { job=$(squeue -h -u dptest -o %i | head -1); [[ -n $job ]] && has_daemon "$job"; }
 wait_until 60 "the step's daemon" find_job
@@ -61,10 +64,10 @@ while True:
                 time.sleep(0.01)
 PY
 (ulimit -n 8192 && exec setpriv --reuid=65534 --regid=65534 --clear-groups \
-  python3 "$WORK/squat.py" "$addr" "$port" 2000 "$WORK/squatting") >"$WORK/squat.log" 2>&1 &
+  /usr/bin/python3 "$WORK/squat.py" "$addr" "$port" 2000 "$WORK/squatting") >"$WORK/squat.log" 2>&1 &
 squat_pid=$!
-trap 'kill "$squat_pid" 2>/dev/null || true; cleanup_work' EXIT
-wait_until 60 "2 000 connections opened" test -s "$WORK/squatting"
+squatting() { test -s "$WORK/squatting" || { kill -0 "$squat_pid" || fail "the squatter failed: $(cat "$WORK/squat.log")"; false; }; }
+wait_until 60 "2 000 connections opened" squatting
 echo "squatter holds $(cat "$WORK/squatting") connections"
 
 touch "$WORK/go"
