@@ -17,17 +17,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t pos = 1;
   while (pos < size) {
     const size_t chunk = std::min<size_t>(size - pos, 1 + data[pos - 1] % 97);
-    auto r = reader.feed(reinterpret_cast<const char*>(data + pos), chunk);
+    auto fed = reader.feed(reinterpret_cast<const char*>(data + pos), chunk);
     pos += chunk;
-    while (reader.has_reply()) {
-      const dp::proto::Response resp = reader.take();
+    if (!fed) break;
+    for (;;) {
+      auto r = reader.next();
+      if (!r) return 0;  // the stream is unusable; the client closes the connection
+      if (!*r) break;
+      const dp::proto::Response& resp = **r;
       if (!dp::proto::Code_IsValid(resp.code())) std::abort();
       if (resp.message().size() > 1027) std::abort();
       for (char c : resp.message()) {
         if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) std::abort();
       }
     }
-    if (!r) break;  // the stream is unusable; the client closes the connection
   }
   return 0;
 }

@@ -13,7 +13,7 @@
 #include "dp/layout.hpp"
 #include "dp/master_port.hpp"
 #include "dp/options.hpp"
-#include "dp/rendezvous_client.hpp"
+#include "rendezvous_client.hpp"
 #include "plugin_state.hpp"
 #include "port_lease.hpp"
 

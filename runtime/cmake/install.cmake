@@ -14,7 +14,6 @@ install(FILES
   ${PROJECT_SOURCE_DIR}/runtime/include/dp/context.hpp
   ${PROJECT_SOURCE_DIR}/runtime/include/dp/communicator.hpp
   ${PROJECT_SOURCE_DIR}/runtime/include/dp/env_names.hpp
-  ${PROJECT_SOURCE_DIR}/runtime/include/dp/rendezvous_client.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dp COMPONENT libdp)
 install(EXPORT slurm-dp-targets NAMESPACE slurm-dp:: DESTINATION ${DP_CMAKE_DIR} COMPONENT libdp)
 

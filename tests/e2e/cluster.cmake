@@ -7,7 +7,9 @@
 #   dp_e2e_test(NAME <name> MODES lo ns COMMAND <cmd...> [TIMEOUT s] [ENVIRONMENT k=v ...])
 # which adds e2e.<mode>.<name> (label e2e) with DP_CLUSTER_DIR, DP_CLUSTER_MODE,
 # DP_CLUSTER_PORT_BASE, DP_CLUSTER (the script), DP_BUILD_DIR and DP_SOURCE_DIR
-# set. Scripts may source tests/e2e/lib.sh for the cluster environment and helpers.
+# set; <name> is <part>.<feature>. Scripts source tests/e2e/lib.sh for the
+# cluster environment and helpers. Tests that need no shared cluster (they
+# start their own, or none) are named e2e.own.<part>.<feature>.
 
 set(DP_CLUSTER_PORT_BASE 17000 CACHE STRING
     "First of the 50 ports the e2e clusters use (lo: +0..24, ns: +25..49); change it when another tree's clusters run on this machine")
@@ -29,13 +31,6 @@ endif()
 set(_dp_cluster_base_lo ${DP_CLUSTER_PORT_BASE})
 math(EXPR _dp_cluster_base_ns "${DP_CLUSTER_PORT_BASE} + 25")
 
-# Bridge for tests added with plain add_test(... FIXTURES_REQUIRED dp_cluster)
-# and DP_E2E_CLUSTER_DIR: they get the lo cluster (and its lock, below).
-# New tests should use dp_e2e_test().
-set(_dp_fixtures_lo cluster_lo dp_cluster)
-set(_dp_fixtures_ns cluster_ns)
-set(DP_E2E_CLUSTER_DIR ${CMAKE_BINARY_DIR}/e2e-cluster-lo)
-
 separate_arguments(_dp_cluster_site_args UNIX_COMMAND "${DP_CLUSTER_SITE_ARGS}")
 
 foreach(mode lo ns)
@@ -48,14 +43,14 @@ foreach(mode lo ns)
   add_test(NAME e2e.${mode}.cluster.up
            COMMAND ${DP_E2E_DIR}/cluster/fixture_up.sh ${DP_CLUSTER} ${_dp_cluster_site_args})
   set_tests_properties(e2e.${mode}.cluster.up PROPERTIES
-    LABELS e2e FIXTURES_SETUP "${_dp_fixtures_${mode}}" RESOURCE_LOCK cluster_${mode}
+    LABELS e2e FIXTURES_SETUP cluster_${mode} RESOURCE_LOCK cluster_${mode}
     TIMEOUT 120 ENVIRONMENT "${env}")
 
   # down, then check that nothing of the cluster is left (processes, namespaces, links).
   add_test(NAME e2e.${mode}.cluster.down
            COMMAND ${DP_E2E_DIR}/cluster/fixture_down.sh ${DP_CLUSTER})
   set_tests_properties(e2e.${mode}.cluster.down PROPERTIES
-    LABELS e2e FIXTURES_CLEANUP "${_dp_fixtures_${mode}}" RESOURCE_LOCK cluster_${mode}
+    LABELS e2e FIXTURES_CLEANUP cluster_${mode} RESOURCE_LOCK cluster_${mode}
     TIMEOUT 120 ENVIRONMENT "${env}")
 endforeach()
 
@@ -103,18 +98,5 @@ endforeach()
 dp_e2e_test(NAME cluster.refuse_taken_port MODES lo ns TIMEOUT 120
             COMMAND ${DP_E2E_DIR}/cluster/refuse_taken_port.sh)
 # Needs no running cluster: a non-root caller is refused before anything starts.
-add_test(NAME e2e.cluster.refuse_non_root COMMAND ${DP_E2E_DIR}/cluster/refuse_non_root.sh ${DP_CLUSTER})
-set_tests_properties(e2e.cluster.refuse_non_root PROPERTIES LABELS e2e TIMEOUT 60)
-
-# Runs at the end of this directory, after every part's .cmake: tests on the
-# legacy dp_cluster fixture share the lo cluster, so they take its lock too.
-function(_dp_e2e_lock_legacy_tests)
-  get_property(tests DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} PROPERTY TESTS)
-  foreach(t IN LISTS tests)
-    get_test_property(${t} FIXTURES_REQUIRED fixtures)
-    if(fixtures AND "dp_cluster" IN_LIST fixtures)
-      set_property(TEST ${t} APPEND PROPERTY RESOURCE_LOCK cluster_lo)
-    endif()
-  endforeach()
-endfunction()
-cmake_language(DEFER CALL _dp_e2e_lock_legacy_tests)
+add_test(NAME e2e.own.cluster.refuse_non_root COMMAND ${DP_E2E_DIR}/cluster/refuse_non_root.sh ${DP_CLUSTER})
+set_tests_properties(e2e.own.cluster.refuse_non_root PROPERTIES LABELS e2e TIMEOUT 60)

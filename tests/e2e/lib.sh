@@ -1,17 +1,27 @@
 # shellcheck shell=bash
-# Helpers for e2e test scripts; source it first:  . "$DP_SOURCE_DIR/tests/e2e/lib.sh"
+# The one helper library of the e2e tests; each script sources it first:
+#   . "$(dirname "$0")/../lib.sh"
 #
 # Needs DP_CLUSTER_DIR (set by dp_e2e_test); puts the cluster's SLURM_CONF in
-# the environment so plain srun/sbatch/squeue/scontrol reach it, and gives:
+# the environment so plain srun/sbatch/squeue/scontrol reach it. Tests that run
+# jobs through the plugin also need DP_DAEMON (the built dp-rendezvousd, used by
+# `site`). Nothing a test finds in a task's environment may come from the
+# caller's shell, and jobs run as the unprivileged `dptest` user, as real users'
+# would. It gives:
 #   fail MSG | pass MSG | expect_eq ACTUAL EXPECTED WHAT | expect_contains TEXT PART WHAT
 #   with_timeout SECS CMD...        run CMD, fail loudly if it takes longer
 #   wait_until SECS WHAT CMD...     poll CMD until it succeeds, fail on the deadline
 #   wait_job_end JOBID SECS         poll until the job ends; prints its final state
-#   as_user CMD...                  run CMD as the unprivileged test user in $WORK
+#   job_done JOBID                  the job has left the queue
+#   as_user CMD...                  run CMD as dptest in $WORK with a login's clean environment
+#   site [key=value...]             the plugin line: the daemon under test plus extras
+#   daemons_of_job / has_daemon / no_daemon JOBID    the job's dp-rendezvousd processes
+#   node_addr NODE | field LINE NAME | TASK_VARS | print_task
 #   WORK                            a fresh folder any user may write, removed at exit
 set -euo pipefail
 
 TEST_NAME=$(basename "$0" .sh)
+TEST_PART=$(basename "$(dirname "$0")")
 fail() { echo "FAIL [$TEST_NAME]: $*" >&2; exit 1; }
 pass() { echo "ok [$TEST_NAME]: $*"; }
 
@@ -21,7 +31,13 @@ cluster_env=$("$DP_CLUSTER" env) || fail "no cluster in $DP_CLUSTER_DIR; run '$D
 eval "$cluster_env"
 unset cluster_env
 
-export DP_TEST_USER=dptest TEST_NAME
+unset SLURM_JOB_ID SLURM_JOBID SLURM_STEP_ID SLURM_NODELIST SLURM_JOB_NODELIST
+# Variables the plugin sets must not leak in from the caller's shell.
+unset RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE NODE_RANK GROUP_RANK MASTER_ADDR MASTER_PORT \
+  DP_RDV_ADDR DP_RDV_SECRET DP_JOB_ID DP_STEP_ID DP_TILES DP_TILES_PER_TASK CUDA_VISIBLE_DEVICES \
+  DP_BACKEND DP_STORE_DIR
+
+export DP_TEST_USER=dptest TEST_NAME DP_CLUSTER
 
 expect_eq() {
   [[ $1 == "$2" ]] || fail "${3:-value}: expected '$2', got '$1'"
@@ -45,6 +61,7 @@ with_timeout() {
   return "$rc"
 }
 
+# The command's output is not the test's: only its status counts.
 wait_until() {
   local secs=$1 what=$2
   shift 2
@@ -69,11 +86,38 @@ wait_job_end() {
   job_state "$1"
 }
 
-WORK=$(mktemp -d "${DP_CLUSTER_WORK:-$DP_CLUSTER_DIR/work}/$TEST_NAME.XXXXXX")
+job_done() { [[ -z $(squeue -h -j "$1" 2>/dev/null) ]]; }
+
+WORK=$(mktemp -d "${DP_CLUSTER_WORK:-$DP_CLUSTER_DIR/work}/$TEST_PART-$TEST_NAME.XXXXXX")
 chmod 777 "$WORK"
 export WORK
-trap 'rm -rf "$WORK"' EXIT
+cleanup_work() { rm -rf "$WORK"; }
+trap cleanup_work EXIT
 
+# Runs a command as dptest in $WORK; stdin, stdout and stderr pass through. A
+# clean environment, only what a login would give, so anything found in a task
+# was put there by Slurm or the plugin.
 as_user() {
-  (cd "$WORK" && runuser -u "$DP_TEST_USER" -- env SLURM_CONF="$SLURM_CONF" HOME="$WORK" "$@")
+  (cd "$WORK" && runuser -u "$DP_TEST_USER" -- env -i SLURM_CONF="$SLURM_CONF" PATH=/usr/bin:/bin \
+    HOME="$WORK" USER="$DP_TEST_USER" LANG=C.UTF-8 "$@")
 }
+
+# The site settings every plugin test needs (the daemon under test), plus extras.
+site() { "$DP_CLUSTER" plugstack "daemon=${DP_DAEMON:?set DP_DAEMON to the built dp-rendezvousd}" "$@"; }
+
+# The daemons of a job still alive (any user).
+daemons_of_job() { pgrep -f -- "dp-rendezvousd .*--job-id $1( |\$)" || true; }
+has_daemon() { [[ -n $(daemons_of_job "$1") ]]; }
+no_daemon() { [[ -z $(daemons_of_job "$1") ]]; }
+
+# NodeAddr of a node, as MASTER_ADDR must be.
+node_addr() { scontrol show node "$1" | sed -n 's/.*NodeAddr=\([^ ]*\).*/\1/p'; }
+
+# "KEY=VALUE ..." of the listed variables in one task's environment.
+# shellcheck disable=SC2034 # used by the scripts that source this file
+TASK_VARS='RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE NODE_RANK GROUP_RANK MASTER_ADDR MASTER_PORT DP_RDV_ADDR DP_JOB_ID DP_STEP_ID DP_TILES CUDA_VISIBLE_DEVICES'
+# shellcheck disable=SC2034,SC2016 # expanded in the tasks
+print_task='printf "%s %s %s" "$SLURM_PROCID" "$SLURM_LOCALID" "$SLURMD_NODENAME"; for v in '"$TASK_VARS"'; do printf " %s=%s" "$v" "${!v-unset}"; done; printf " SECRET=%s\n" "${DP_RDV_SECRET:+${#DP_RDV_SECRET}}"'
+
+# Field `name` from a task line.
+field() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p"; }

@@ -15,7 +15,7 @@ if(IS_ABSOLUTE "${DP_SLURM_PLUGIN_DIR}")
 else()
   set(_dp_pkg_plugin "${CMAKE_INSTALL_PREFIX}/${DP_SLURM_PLUGIN_DIR}/spank_dp.so")
 endif()
-add_test(NAME packaging.e2e.install_run_purge_deb
+add_test(NAME e2e.own.packaging.install_run_purge_deb
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/packaging/install-from-deb
                  ${CMAKE_BINARY_DIR}/packages
                  ${PROJECT_SOURCE_DIR}/tests/cluster
@@ -23,5 +23,5 @@ add_test(NAME packaging.e2e.install_run_purge_deb
                  "${PROJECT_SOURCE_DIR}:${CMAKE_BINARY_DIR}"
                  ${DP_SLURM_CONF_DIR}/plugstack.conf.d/slurm-dp.conf
                  ${_dp_pkg_plugin})
-set_tests_properties(packaging.e2e.install_run_purge_deb PROPERTIES
+set_tests_properties(e2e.own.packaging.install_run_purge_deb PROPERTIES
   LABELS e2e FIXTURES_REQUIRED dp_packages TIMEOUT 900 RUN_SERIAL ON)

@@ -1,18 +1,14 @@
 # SPANK plugin e2e tests (issue 3 and the plugin side of issue 4), one script
 # per feature under spank/, run against the real cluster in both network
 # modes. The scripts run jobs as `dptest` and point the cluster at the built
-# daemon with `dp-cluster plugstack daemon=...` (tests on one cluster never
-# overlap: dp_e2e_test takes the cluster's RESOURCE_LOCK).
-if(COMMAND dp_e2e_test)
-  foreach(t env_vars untouched batch_alloc gres_masks bad_input explain concurrent_ports)
-    dp_e2e_test(NAME spank.${t} MODES lo ns TIMEOUT 300
-      ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_CLUSTER_SCRIPT=${DP_CLUSTER}
-      COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/${t}.sh)
-  endforeach()
-  # 100 consecutive steps take about 90 s on 2 shared cores.
-  dp_e2e_test(NAME spank.daemon_lifecycle MODES lo ns TIMEOUT 900
-    ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_CLUSTER_SCRIPT=${DP_CLUSTER}
-    COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/daemon_lifecycle.sh)
-else()
-  message(STATUS "slurm-dp: dp_e2e_test() not defined yet; SPANK e2e tests not registered")
-endif()
+# daemon with `site` (tests on one cluster never overlap: dp_e2e_test takes
+# the cluster's RESOURCE_LOCK).
+foreach(t env_vars untouched batch_alloc gres_masks bad_input explain concurrent_ports)
+  dp_e2e_test(NAME spank.${t} MODES lo ns TIMEOUT 300
+    ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/${t}.sh)
+endforeach()
+# 100 consecutive steps take about 90 s on 2 shared cores.
+dp_e2e_test(NAME spank.daemon_lifecycle MODES lo ns TIMEOUT 900
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
+  COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/daemon_lifecycle.sh)

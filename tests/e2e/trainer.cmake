@@ -1,14 +1,7 @@
 # dp-trainer on the real local cluster (label e2e): srun --dp-world=auto with
 # the plugin loaded, Gloo through the plugin's daemon, jobs run as `dptest`.
-if(NOT DEFINED DP_E2E_CLUSTER_DIR)
-  set(DP_E2E_CLUSTER_DIR ${CMAKE_BINARY_DIR}/e2e-cluster)
-endif()
-foreach(_dp_tr_test mlp_accuracy preempt_resume demo)
-  add_test(NAME trainer.e2e.${_dp_tr_test}
-           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/trainer/${_dp_tr_test}.sh)
-  set_tests_properties(trainer.e2e.${_dp_tr_test} PROPERTIES
-    LABELS e2e
-    FIXTURES_REQUIRED dp_cluster
-    TIMEOUT 300
-    ENVIRONMENT "DP_CLUSTER_DIR=${DP_E2E_CLUSTER_DIR};DP_CLUSTER_SCRIPT=${DP_CLUSTER};DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>;DP_TRAINER=$<TARGET_FILE:dp-trainer>")
+foreach(t mlp_accuracy preempt_resume demo)
+  dp_e2e_test(NAME trainer.${t} MODES lo TIMEOUT 300
+    ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_TRAINER=$<TARGET_FILE:dp-trainer>
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/trainer/${t}.sh)
 endforeach()

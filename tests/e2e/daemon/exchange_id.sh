@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # srun --dp-world=auto -N2 --ntasks-per-node=2: the four ranks exchange a
 # 128-byte ID through the step's dp-rendezvousd, and no daemon is left after.
-. "$(dirname "$0")/../plugin_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 : "${DP_RDV_PROBE:?set DP_RDV_PROBE to the built dp-rdv-probe}"
 site
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kill -9 of one rank makes every other rank stop within 5 s with an error
 # that names the dead rank; srun exits non-zero and no daemon is left.
-. "$(dirname "$0")/../plugin_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 : "${DP_RDV_PROBE:?set DP_RDV_PROBE to the built dp-rdv-probe}"
 site
 

@@ -17,7 +17,7 @@
 #include <string>
 
 #include "dp/env_names.hpp"
-#include "dp/rendezvous_client.hpp"
+#include "rendezvous_client.hpp"
 
 namespace {
 

@@ -2,7 +2,7 @@
 # Both directions are watched. With the step's daemon stopped (SIGSTOP, as a
 # frozen srun host would be) and one rank killed with kill -9, every other
 # rank, blocked on the daemon, exits within 10 s naming the failure.
-. "$(dirname "$0")/../plugin_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 : "${DP_RDV_PROBE:?set DP_RDV_PROBE to the built dp-rdv-probe}"
 site
 

@@ -6,7 +6,7 @@
 # every rank fall silent together), once inside sbatch (srun and the daemon
 # are stopped with the job and see their own clock jump).
 : "${DP_TRAINER:?set DP_TRAINER to the built dp-trainer}"
-. "$(dirname "$0")/../plugin_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 site
 
 args=(--train-limit 16384 --hidden 512,256 --global-batch 32 --epochs 2 --no-eval --seed 5)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every bad value: non-zero exit before any task starts, one line starting
 # "slurm-dp:" that names the option.
-. "$(dirname "$0")/../plugin_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 site
 
 marker="$WORK/task-ran"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # sbatch/salloc values reach the steps (srun wins); subset and uneven steps
 # count from the step, not the job.
-. "$(dirname "$0")/../plugin_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 site
 
 cat >"$WORK/job.sh" <<JOB

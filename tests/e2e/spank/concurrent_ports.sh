@@ -3,7 +3,7 @@
 # MASTER_PORT: rank 0 of each binds it and holds it while the other binds.
 # Runs with Slurm's reserved ports (default) and with the lease directory
 # (resv_ports=ignore), which is what sites without MpiParams=ports get.
-. "$(dirname "$0")/../plugin_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 trap 'site; cleanup_work' EXIT
 here=$(cd "$(dirname "$0")" && pwd)
 cp "$here/bind_master_port.py" "$WORK/"

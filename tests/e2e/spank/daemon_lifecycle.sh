@@ -2,7 +2,7 @@
 # The step's dp-rendezvousd runs as the job's user and never outlives its
 # step: after 100 consecutive steps, a step cancelled with scancel, and a
 # step killed by a failing task, no daemon of the job remains.
-. "$(dirname "$0")/../plugin_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 site
 
 # Runs as the user, never as root.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # srun --dp-world=auto -N2 --ntasks-per-node=2: every task's variables match
 # its SLURM_PROCID / SLURM_LOCALID / node, MASTER_ADDR is rank 0's node.
-. "$(dirname "$0")/../plugin_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 site
 
 out=$(as_user timeout 60 srun --dp-world=auto -N2 --ntasks-per-node=2 bash -c "$print_task")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # --dp-explain prints every task's layout and starts nothing.
-. "$(dirname "$0")/../plugin_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 site
 
 marker="$WORK/task-ran"

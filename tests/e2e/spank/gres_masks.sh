@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fake gres GPUs: --gpus-per-task=1 and --gpus=4 give each task its own
 # devices, taken from the list Slurm gave the step; no device is shared.
-. "$(dirname "$0")/../plugin_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 site
 
 check_distinct() {  # $1: task lines; every (node, device) used once

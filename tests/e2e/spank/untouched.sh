@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A step without any --dp-* option gets no DP_* or torchrun variable and no daemon.
-. "$(dirname "$0")/../plugin_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 site
 
 # Each task also looks for a daemon of its job while the step runs.

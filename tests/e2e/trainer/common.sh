@@ -1,7 +1,7 @@
 # Helpers for dp-trainer's e2e tests on the real local cluster. Sourced by each
-# test. Needs, beyond plugin_lib.sh: DP_TRAINER (the built dp-trainer).
+# test. Needs, beyond lib.sh: DP_TRAINER (the built dp-trainer).
 : "${DP_TRAINER:?set DP_TRAINER to the built dp-trainer}"
-. "$(dirname "$0")/../plugin_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 site >/dev/null
 

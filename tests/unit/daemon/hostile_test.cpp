@@ -6,14 +6,17 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <fstream>
 #include <thread>
 
 #include "daemon_process.hpp"
-#include "dp/rendezvous_client.hpp"
+#include "rendezvous_client.hpp"
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
 #include "reply_reader.hpp"
@@ -200,10 +203,50 @@ TEST(Hello, AFakeDaemonsTextIsSanitized) {
   EXPECT_EQ(c.error().message.rfind("owned?]0;title??", 0), 0u) << c.error().message;
 }
 
+TEST(Hello, OutOfMemoryInTheIoThreadIsAnErrorNotACrash) {
+  // Within the frame limit but beyond the process's address space: the I/O
+  // thread's bad_alloc must become an error of the connection.
+  proto::Response ok;
+  ok.set_id(1);
+  proto::Response big;
+  big.set_message(std::string(192 << 20, 'm'));
+  std::string then;
+  rdv::append_frame(ok, then);
+  rdv::append_frame(big, then);
+  FakeDaemon fake(challenge_frame(), then);
+  const pid_t kid = fork();
+  if (kid == 0) {
+    rlimit as{};
+    getrlimit(RLIMIT_AS, &as);
+    // Room for this process as it is, plus 96 MiB: the 192 MiB frame cannot fit.
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    long vm_kb = 0;
+    while (std::getline(status, line)) {
+      if (line.rfind("VmSize:", 0) == 0) vm_kb = std::atol(line.c_str() + 7);
+    }
+    as.rlim_cur = static_cast<rlim_t>(vm_kb + 96 * 1024) * 1024;
+    if (vm_kb == 0 || setrlimit(RLIMIT_AS, &as) != 0) _exit(20);
+    auto o = options_for(fake.port());
+    auto c = RendezvousClient::connect(o);
+    if (!c) _exit(21);
+    std::atomic<bool> told{false};
+    (*c)->on_abort([&](const Error&) { told = true; });
+    if (!poll_until([&] { return told.load(); }, milliseconds(10'000))) _exit(22);
+    auto r = (*c)->set("k", "v");
+    _exit(r.ok() ? 23 : 0);
+  }
+  int st = 0;
+  waitpid(kid, &st, 0);
+  ASSERT_TRUE(WIFEXITED(st)) << "the client died of signal " << (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+  EXPECT_EQ(WEXITSTATUS(st), 0);
+}
+
 TEST(ReplyReader, BoundsValidatesAndSanitizes) {
   rdv::ReplyReader r(4096);
   const std::string huge("\x7f\xff\xff\xff", 4);
-  auto e = r.feed(huge.data(), huge.size());
+  ASSERT_TRUE(r.feed(huge.data(), huge.size()).ok());
+  auto e = r.next();
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.error().message.find("2147483647 bytes exceeds this client's limit of 4096"), std::string::npos)
       << e.error().message;
@@ -213,7 +256,8 @@ TEST(ReplyReader, BoundsValidatesAndSanitizes) {
   unknown.set_code(static_cast<proto::Code>(99));
   std::string f;
   rdv::append_frame(unknown, f);
-  auto e2 = r2.feed(f.data(), f.size());
+  ASSERT_TRUE(r2.feed(f.data(), f.size()).ok());
+  auto e2 = r2.next();
   ASSERT_FALSE(e2.ok());
   EXPECT_NE(e2.error().message.find("unknown code 99"), std::string::npos);
   rdv::ReplyReader r3(4096);
@@ -221,7 +265,27 @@ TEST(ReplyReader, BoundsValidatesAndSanitizes) {
   shortc.set_challenge("short");
   f.clear();
   rdv::append_frame(shortc, f);
-  EXPECT_FALSE(r3.feed(f.data(), f.size()).ok());
+  ASSERT_TRUE(r3.feed(f.data(), f.size()).ok());
+  EXPECT_FALSE(r3.next().ok());
+  // Frames are taken one at a time: what follows a reply stays buffered.
+  rdv::ReplyReader r4(4096);
+  proto::Response one, two;
+  one.set_id(1);
+  two.set_id(2);
+  two.set_message(std::string("a\x01" "b", 3));
+  f.clear();
+  rdv::append_frame(one, f);
+  rdv::append_frame(two, f);
+  ASSERT_TRUE(r4.feed(f.data(), f.size()).ok());
+  auto a = r4.next();
+  ASSERT_TRUE(a.ok() && a->has_value());
+  EXPECT_EQ((*a)->id(), 1u);
+  auto b = r4.next();
+  ASSERT_TRUE(b.ok() && b->has_value());
+  EXPECT_EQ((*b)->message(), "a?b");
+  auto none = r4.next();
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
 }
 
 TEST(DaemonSilence, AStoppedDaemonIsNamedWithinTheLimit) {
@@ -255,7 +319,8 @@ TEST(DaemonSilence, AStoppedDaemonIsNamedWithinTheLimit) {
   EXPECT_EQ(failed->code, Errc::connection);
   EXPECT_NE(failed->message.find("is stopped, frozen or unreachable"), std::string::npos) << failed->message;
   EXPECT_LT(failed_at - stopped_at, milliseconds(4'500));
-  EXPECT_TRUE(told.load());
+  // The handler runs on the I/O thread right after the waiters are released.
+  EXPECT_TRUE(poll_until([&] { return told.load(); }, milliseconds(2'000)));
 }
 
 TEST(DaemonSilence, KeepalivesKeepAnIdleClientConnected) {

@@ -33,32 +33,30 @@ Result<void> validate(const proto::Response& r) {
   return {};
 }
 
-Result<void> ReplyReader::parse_frames() {
-  for (;;) {
-    std::string_view payload;
-    const auto st = decoder_.next(payload);
-    if (st == FrameDecoder::Status::need_more) return {};
-    if (st == FrameDecoder::Status::too_large) {
-      return make_error(Errc::protocol, "reply frame of " + std::to_string(decoder_.frame_length()) +
-                                            " bytes exceeds this client's limit of " + std::to_string(max_) +
-                                            " bytes");
-    }
-    proto::Response r;
-    if (!r.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
-      return make_error(Errc::protocol, "malformed reply frame");
-    }
-    DP_TRY(validate(r));
-    if (!r.message().empty()) r.set_message(sanitized(r.message()));
-    ready_.push_back(std::move(r));
+Result<std::optional<proto::Response>> ReplyReader::parse_one() {
+  std::string_view payload;
+  const auto st = decoder_.next(payload);
+  if (st == FrameDecoder::Status::need_more) {
+    decoder_.shrink_if_idle();
+    return std::optional<proto::Response>();
   }
+  if (st == FrameDecoder::Status::too_large) {
+    return make_error(Errc::protocol, "reply frame of " + std::to_string(decoder_.frame_length()) +
+                                          " bytes exceeds this client's limit of " + std::to_string(max_) + " bytes");
+  }
+  proto::Response r;
+  if (!r.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
+    return make_error(Errc::protocol, "malformed reply frame");
+  }
+  DP_TRY(validate(r));
+  if (!r.message().empty()) r.set_message(sanitized(r.message()));
+  return std::optional<proto::Response>(std::move(r));
 }
 
 Result<void> ReplyReader::feed(const char* data, size_t n) noexcept {
   try {
     decoder_.feed(data, n);
-    auto r = parse_frames();
-    decoder_.shrink_if_idle();
-    return r;
+    return {};
   } catch (const std::bad_alloc&) {
     return make_error(Errc::internal, "out of memory while reading a reply");
   } catch (...) {
@@ -66,10 +64,14 @@ Result<void> ReplyReader::feed(const char* data, size_t n) noexcept {
   }
 }
 
-proto::Response ReplyReader::take() {
-  proto::Response r = std::move(ready_.front());
-  ready_.pop_front();
-  return r;
+Result<std::optional<proto::Response>> ReplyReader::next() noexcept {
+  try {
+    return parse_one();
+  } catch (const std::bad_alloc&) {
+    return make_error(Errc::internal, "out of memory while reading a reply");
+  } catch (...) {
+    return make_error(Errc::internal, "unexpected failure while reading a reply");
+  }
 }
 
 }  // namespace dp::rdv

@@ -1,7 +1,7 @@
 // TCP implementation of dp::RendezvousClient: the caller threads write
 // requests; one I/O thread reads replies, sends heartbeats and delivers the
 // daemon's abort push.
-#include "dp/rendezvous_client.hpp"
+#include "rendezvous_client.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -44,7 +44,10 @@ uint32_t timeout_field(milliseconds t) {
 
 class TcpRendezvousClient final : public RendezvousClient {
  public:
-  TcpRendezvousClient(const ClientOptions& o, int fd, int wake_fd) : opts_(o), fd_(fd), wake_fd_(wake_fd) {
+  // reader: what the hello left buffered (a push right behind its reply).
+  TcpRendezvousClient(const ClientOptions& o, int fd, int wake_fd, rdv::ReplyReader reader)
+      : opts_(o), fd_(fd), wake_fd_(wake_fd), reader_(std::move(reader)) {
+    reader_.set_max_frame_bytes(opts_.max_reply_bytes);
     io_ = std::thread([this] { io_loop(); });
   }
 
@@ -312,8 +315,22 @@ class TcpRendezvousClient final : public RendezvousClient {
     cv_.notify_all();
   }
 
+  // Hands every buffered response to its caller; false when the stream went bad.
+  bool deliver_buffered() {
+    for (;;) {
+      auto r = reader_.next();
+      if (!r) {
+        fail_all(make_error(Errc::protocol, "bad reply from dp-rendezvousd at " + where() + ": " +
+                                                r.error().message + "; is it the same slurm-dp release?"));
+        return false;
+      }
+      if (!*r) return true;
+      handle(std::move(**r));
+    }
+  }
+
   void io_loop_body() {
-    rdv::ReplyReader reader(opts_.max_reply_bytes);
+    if (!deliver_buffered()) return;
     auto now = Clock::now();
     auto next_beat = now + opts_.heartbeat_interval;
     auto last_heard = now;  // anything from the daemon: a reply or its keepalive
@@ -351,12 +368,11 @@ class TcpRendezvousClient final : public RendezvousClient {
           return;
         }
         last_heard = now;
-        if (auto r = reader.feed(buf, static_cast<size_t>(n)); !r) {
-          fail_all(make_error(Errc::protocol, "bad reply from dp-rendezvousd at " + where() + ": " +
-                                                  r.error().message + "; is it the same slurm-dp release?"));
+        if (auto r = reader_.feed(buf, static_cast<size_t>(n)); !r) {
+          fail_all(make_error(r.error().code, "reading from dp-rendezvousd at " + where() + ": " + r.error().message));
           return;
         }
-        while (reader.has_reply()) handle(reader.take());
+        if (!deliver_buffered()) return;
         continue;
       }
       if (watch && now - last_heard >= opts_.daemon_silence_limit) {
@@ -386,6 +402,7 @@ class TcpRendezvousClient final : public RendezvousClient {
   ClientOptions opts_;
   int fd_;
   int wake_fd_;
+  rdv::ReplyReader reader_;  // used by the I/O thread only
   const pid_t owner_pid_ = getpid();
   std::thread io_;
   std::atomic<bool> stop_{false};
@@ -405,7 +422,10 @@ class TcpRendezvousClient final : public RendezvousClient {
 // The next response on a fresh socket, before the I/O thread exists.
 Result<proto::Response> read_reply(int fd, rdv::ReplyReader& reader, rdv::Deadline deadline, const char* what) {
   char buf[4096];
-  while (!reader.has_reply()) {
+  for (;;) {
+    auto next = reader.next();
+    if (!next) return make_error(Errc::protocol, std::string("bad ") + what + " from dp-rendezvousd: " + next.error().message);
+    if (*next) return std::move(**next);
     pollfd p{fd, POLLIN, 0};
     const int pr = poll(&p, 1, rdv::ms_until(deadline));
     if (pr == 0) return make_error(Errc::timeout, std::string("no ") + what + " from dp-rendezvousd");
@@ -416,16 +436,12 @@ Result<proto::Response> read_reply(int fd, rdv::ReplyReader& reader, rdv::Deadli
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
     if (n <= 0) return make_error(Errc::connection, std::string("dp-rendezvousd closed the connection before the ") + what);
-    if (auto r = reader.feed(buf, static_cast<size_t>(n)); !r) {
-      return make_error(Errc::protocol, std::string("bad ") + what + " from dp-rendezvousd: " + r.error().message);
-    }
+    if (auto r = reader.feed(buf, static_cast<size_t>(n)); !r) return r.error();
   }
-  return reader.take();
 }
 
 // Challenge, hello with the proof, reply: the secret itself is never sent.
-Result<void> say_hello(int fd, const ClientOptions& o, rdv::Deadline deadline) {
-  rdv::ReplyReader reader(kHelloFrameLimit);
+Result<void> say_hello(int fd, const ClientOptions& o, rdv::Deadline deadline, rdv::ReplyReader& reader) {
   auto challenge = read_reply(fd, reader, deadline, "challenge");
   if (!challenge) return challenge.error();
   if (challenge->code() != proto::OK) return rdv::error_from(*challenge);  // refused: LIMIT and the like
@@ -522,14 +538,15 @@ Result<std::unique_ptr<RendezvousClient>> RendezvousClient::connect(const Client
     const auto attempt_deadline = std::min(deadline, Clock::now() + milliseconds(5'000));
     auto fd = rdv::tcp_connect_once(o.host, o.port, attempt_deadline);
     if (fd) {
-      auto hello = say_hello(*fd, o, std::min(deadline, Clock::now() + milliseconds(10'000)));
+      rdv::ReplyReader reader(kHelloFrameLimit);
+      auto hello = say_hello(*fd, o, std::min(deadline, Clock::now() + milliseconds(10'000)), reader);
       if (hello) {
         const int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (wake < 0) {
           ::close(*fd);
           return make_error(Errc::internal, "eventfd failed");
         }
-        return std::unique_ptr<RendezvousClient>(new TcpRendezvousClient(o, *fd, wake));
+        return std::unique_ptr<RendezvousClient>(new TcpRendezvousClient(o, *fd, wake, std::move(reader)));
       }
       ::close(*fd);
       if (!retryable(hello.error().code)) return hello.error();

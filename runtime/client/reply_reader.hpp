@@ -7,7 +7,7 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,20 +20,24 @@ namespace dp::rdv {
 class ReplyReader {
  public:
   explicit ReplyReader(uint32_t max_frame_bytes) : decoder_(max_frame_bytes), max_(max_frame_bytes) {}
+  // The hello needs small frames only; the I/O thread then takes over the
+  // same reader (and whatever it buffered) with the client's limit.
+  void set_max_frame_bytes(uint32_t n) {
+    decoder_.set_max_frame_bytes(n);
+    max_ = n;
+  }
 
-  // Takes bytes as they arrive and parses every complete frame. An error
-  // (malformed or oversized frame, invalid field) leaves the stream unusable.
+  // Buffers bytes as they arrive (error: out of memory).
   Result<void> feed(const char* data, size_t n) noexcept;
-  // Parsed responses, oldest first.
-  bool has_reply() const { return !ready_.empty(); }
-  proto::Response take();
+  // The next complete response, or nullopt when more bytes are needed. An
+  // error (oversized or malformed frame, invalid field) leaves the stream unusable.
+  Result<std::optional<proto::Response>> next() noexcept;
 
  private:
-  Result<void> parse_frames();
+  Result<std::optional<proto::Response>> parse_one();
 
   FrameDecoder decoder_;
   uint32_t max_;
-  std::deque<proto::Response> ready_;
 };
 
 // Server text before it reaches a log, an error or Slurm: printable ASCII,

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "daemon_process.hpp"
-#include "dp/rendezvous_client.hpp"
+#include "rendezvous_client.hpp"
 
 namespace dp::test {
 namespace {

@@ -9,7 +9,7 @@
 #include <gloo/rendezvous/store.h>
 
 #include "dp/context.hpp"
-#include "dp/rendezvous_client.hpp"
+#include "rendezvous_client.hpp"
 
 namespace dp::detail {
 

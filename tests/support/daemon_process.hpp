@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "dp/proto/rendezvous.pb.h"
-#include "dp/rendezvous_client.hpp"
+#include "rendezvous_client.hpp"
 
 namespace dp::test {
 
