@@ -25,6 +25,7 @@ const char* usage_text() noexcept {
          "  lives as long as its parent (srun): exits on SIGTERM/SIGINT or when the parent dies.\n"
          "  --listen ADDR               address to bind: the one the ranks route to (default 0.0.0.0);\n"
          "                              '-': read it from the second line of stdin\n"
+         "  --idle-timeout SEC          accepted from plugins of earlier releases; no effect\n"
          "  --max-connections N         (default: the fd limit, raised to the hard limit, minus 32)\n"
          "  --max-unauthenticated N     connections waiting for hello; the oldest is evicted (default 64)\n"
          "  --max-key-bytes N           (default 4096)\n"
