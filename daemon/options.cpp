@@ -1,17 +1,17 @@
 #include "options.hpp"
 
-#include <charconv>
 #include <cctype>
+
+#include "dp/params.hpp"
 
 namespace dp::daemon {
 namespace {
 
 Result<long long> parse_int(const std::string& opt, const std::string& v, long long lo, long long hi) {
-  long long n = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (ec != std::errc() || p != v.data() + v.size() || n < lo || n > hi) {
+  auto n = parse_whole_number(v, lo, hi);
+  if (!n) {
     return make_error(Errc::invalid_argument, opt + ": expected an integer in " + std::to_string(lo) + ".." +
-                                                  std::to_string(hi) + ", got '" + v + "'");
+                                                  std::to_string(hi) + ", got '" + v + "' (" + n.error().message + ")");
   }
   return n;
 }

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <vector>
 
+#include "dp/params.hpp"
+
 namespace dp::spank {
 
 namespace {
@@ -185,9 +187,8 @@ Result<RunningDaemon> await_daemon(StartingDaemon& d, int timeout_ms) {
   if (!answer) return fail(answer.error().message);
   const std::string& a = *answer;
   if (a.rfind("READY ", 0) == 0) {
-    char* end = nullptr;
-    long port = std::strtol(a.c_str() + 6, &end, 10);
-    if (port > 0 && port < 65536 && end && *end == '\0') return RunningDaemon{d.pid, static_cast<int>(port)};
+    auto port = parse_whole_number(std::string_view(a).substr(6), 1, 65535);
+    if (port) return RunningDaemon{d.pid, static_cast<int>(*port)};
     return fail("bad answer '" + a + "'");
   }
   if (a.rfind("ERROR ", 0) == 0) return fail(a.substr(6));

@@ -38,8 +38,9 @@ dp::Result<std::unique_ptr<dpt::Ops>> pick_device(dpt::DeviceChoice choice, dp::
       return dp::make_error(dp::Errc::unavailable,
                             "--device cuda: gradients live in GPU memory and need the nccl backend "
                             "(got " + std::string(dp::backend_name(comm.backend())) + "); set DP_BACKEND=nccl or use --device cpu");
-    const char* local = std::getenv("LOCAL_RANK");
-    return dpt::make_cuda_ops(local ? std::atoi(local) : 0);
+    auto ctx = dp::Context::from_environment();  // LOCAL_RANK, strictly parsed
+    if (!ctx) return ctx.error();
+    return dpt::make_cuda_ops(ctx->local_rank);
   }
 #else
   (void)comm;
@@ -65,8 +66,9 @@ int main(int argc, char** argv) {
     // Ranks sharing a node split its cores; oversubscribed BLAS threads
     // cost 2-3x (NOTES). LOCAL_WORLD_SIZE is set by --dp-world / torchrun.
     // A task Slurm bound to some CPUs already has its share.
-    const char* lws = std::getenv("LOCAL_WORLD_SIZE");
-    const int local = lws ? std::max(1, std::atoi(lws)) : 1;
+    // A bad variable is reported by dp::init below; here it means one rank.
+    auto ctx = dp::Context::from_environment();
+    const int local = ctx ? std::max(1, ctx->local_world_size) : 1;
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     cpu_set_t set;
     const int mine = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : cores;

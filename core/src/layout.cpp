@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "dp/env_names.hpp"
+
 namespace dp {
 
 namespace {
@@ -215,12 +217,12 @@ std::string tile_bitmask(const std::vector<int>& tiles) {
 Result<EnvList> task_environment(const StepPlan& plan, const SiteConfig& site,
                                  const TaskPlace& place, const NodeTiles& tiles) {
   EnvList env = {
-      {"RANK", std::to_string(place.rank)},
-      {"LOCAL_RANK", std::to_string(place.local_rank)},
-      {"WORLD_SIZE", std::to_string(plan.world_size)},
-      {"LOCAL_WORLD_SIZE", std::to_string(place.local_world_size)},
-      {"NODE_RANK", std::to_string(place.node_rank)},
-      {"GROUP_RANK", std::to_string(place.node_rank)},
+      {env::kRank, std::to_string(place.rank)},
+      {env::kLocalRank, std::to_string(place.local_rank)},
+      {env::kWorldSize, std::to_string(plan.world_size)},
+      {env::kLocalWorldSize, std::to_string(place.local_world_size)},
+      {env::kNodeRank, std::to_string(place.node_rank)},
+      {env::kGroupRank, std::to_string(place.node_rank)},
   };
   const int k = plan.tiles_per_task;
   if (k == 0) return env;
@@ -257,17 +259,21 @@ Result<EnvList> task_environment(const StepPlan& plan, const SiteConfig& site,
   std::vector<std::string> idx_text;
   for (int i : indices) idx_text.push_back(std::to_string(i));
   switch (site.kind) {
-    case AcceleratorKind::cuda: env.emplace_back("CUDA_VISIBLE_DEVICES", join(mine)); break;
-    case AcceleratorKind::ze: env.emplace_back("ZE_AFFINITY_MASK", join(mine)); break;
+    case AcceleratorKind::cuda: env.emplace_back(env::kCudaVisibleDevices, join(mine)); break;
+    case AcceleratorKind::ze: env.emplace_back(env::kZeAffinityMask, join(mine)); break;
     case AcceleratorKind::rdu: {
       std::vector<int> bits;
-      for (const auto& e : mine) bits.push_back(std::stoi(e));
-      env.emplace_back("SF_RNT_TILE_AFFINITY", tile_bitmask(bits));
+      for (const auto& e : mine) {
+        auto bit = parse_integer(e, 0, 1 << 20, "tile", "3");
+        DP_TRY(bit);
+        bits.push_back(static_cast<int>(*bit));
+      }
+      env.emplace_back(env::kRduTileAffinity, tile_bitmask(bits));
       break;
     }
     case AcceleratorKind::none: break;
   }
-  env.emplace_back("DP_TILES", join(idx_text));
+  env.emplace_back(env::kTiles, join(idx_text));
   return env;
 }
 

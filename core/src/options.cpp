@@ -1,6 +1,5 @@
 #include "dp/options.hpp"
 
-#include <charconv>
 #include <limits>
 #include <string>
 
@@ -31,36 +30,6 @@ Result<int> parse_auto_or(std::string_view name, const char* value, long long mi
 }
 
 }  // namespace
-
-Result<long long> parse_integer(std::string_view text, long long min, long long max,
-                                std::string_view what, std::string_view example) {
-  const std::string shown = std::string(what) + "=" + std::string(text);
-  const std::string fix = "use a whole number from " + std::to_string(min) + " to " +
-                          std::to_string(max) + ", e.g. " + std::string(what) + "=" +
-                          std::string(example);
-  if (text.empty())
-    return make_error(Errc::invalid_argument, std::string(what) + ": empty value; " + fix);
-  // from_chars accepts a leading '-', never '+' or spaces; reject both explicitly.
-  if (text.front() == '+' || text.front() == ' ')
-    return make_error(Errc::invalid_argument, shown + ": not a whole number; " + fix);
-  long long n = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec == std::errc::result_out_of_range)
-    return make_error(Errc::invalid_argument, shown + ": too large; " + fix);
-  if (ec != std::errc() || end == text.data())
-    return make_error(Errc::invalid_argument, shown + ": not a whole number; " + fix);
-  if (end != text.data() + text.size())
-    return make_error(Errc::invalid_argument,
-                      shown + ": unexpected '" + std::string(end, text.data() + text.size()) +
-                          "' after the number; " + fix);
-  if (n < 0 && min >= 0)
-    return make_error(Errc::invalid_argument, shown + ": negative; " + fix);
-  if (n == 0 && min > 0)
-    return make_error(Errc::invalid_argument, shown + ": zero; " + fix);
-  if (n < min || n > max)
-    return make_error(Errc::invalid_argument, shown + ": out of range; " + fix);
-  return n;
-}
 
 const std::vector<OptionSpec>& option_specs() {
   static const std::vector<OptionSpec> specs = {

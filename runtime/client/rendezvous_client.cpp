@@ -9,13 +9,13 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <charconv>
 #include <condition_variable>
 #include <mutex>
 #include <random>
 #include <thread>
 #include <unordered_map>
 
+#include "dp/params.hpp"
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
 #include "reply_reader.hpp"
@@ -27,8 +27,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-constexpr auto kReplyGrace = milliseconds(2'000);     // the daemon answers timeouts itself; allow for the trip
-constexpr uint32_t kHelloFrameLimit = 4096;           // challenge and hello reply are small
+// The daemon answers timeouts itself; allow for the trip.
+milliseconds reply_grace() { return milliseconds(param(Param::reply_grace_ms)); }
+constexpr uint32_t kHelloFrameLimit = 4096;  // challenge and hello reply are small
 
 std::string shown_key(std::string_view key) {
   std::string s = "'";
@@ -85,7 +86,7 @@ class TcpRendezvousClient final : public RendezvousClient {
     g->set_key(std::string(key));
     g->set_blocking(true);
     g->set_timeout_ms(timeout_field(t));
-    auto resp = call(r, Clock::now() + t + kReplyGrace, "get " + shown_key(key));
+    auto resp = call(r, Clock::now() + t + reply_grace(), "get " + shown_key(key));
     if (!resp) return resp.error();
     return std::move(*resp->mutable_value());
   }
@@ -133,7 +134,7 @@ class TcpRendezvousClient final : public RendezvousClient {
     auto* w = r.mutable_wait();
     for (const auto& k : keys) w->add_keys(k);
     w->set_timeout_ms(timeout_field(t));
-    auto resp = call(r, Clock::now() + t + kReplyGrace, "wait");
+    auto resp = call(r, Clock::now() + t + reply_grace(), "wait");
     if (!resp) return resp.error();
     return {};
   }
@@ -143,7 +144,7 @@ class TcpRendezvousClient final : public RendezvousClient {
     proto::Request r;
     r.mutable_barrier()->set_name(std::string(name));
     r.mutable_barrier()->set_timeout_ms(timeout_field(t));
-    auto resp = call(r, Clock::now() + t + kReplyGrace, "barrier " + shown_key(name));
+    auto resp = call(r, Clock::now() + t + reply_grace(), "barrier " + shown_key(name));
     if (!resp) return resp.error();
     return {};
   }
@@ -497,13 +498,12 @@ Result<void> RendezvousClient::parse_address(std::string_view addr, ClientOption
       return make_error(Errc::invalid_argument, shown + ": write IPv6 addresses as [addr]:port");
     }
   }
-  unsigned p = 0;
-  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
-  if (host.empty() || ec != std::errc() || end != port.data() + port.size() || p == 0 || p > 65535) {
+  auto p = parse_whole_number(port, 1, 65535);
+  if (host.empty() || !p) {
     return make_error(Errc::invalid_argument, shown + ": expected host:port with a port in 1..65535");
   }
   opts.host = std::string(host);
-  opts.port = static_cast<uint16_t>(p);
+  opts.port = static_cast<uint16_t>(*p);
   return {};
 }
 

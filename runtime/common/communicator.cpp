@@ -5,6 +5,7 @@
 
 #include "backends.hpp"
 #include "dp/env_names.hpp"
+#include "dp/params.hpp"
 #include "env_parse.hpp"
 #include "single_communicator.hpp"
 
@@ -38,8 +39,11 @@ Result<ResolvedOptions> resolve_options(const Context& ctx, const InitOptions& o
                                         int cuda_devices) {
   ResolvedOptions r;
   r.timeout = std::chrono::milliseconds(opts.timeout_ms);
+  // Every integer setting of the table is checked here, at start-up, so a
+  // bad value fails init instead of being replaced by its default later.
+  DP_TRY(check_params());
   if (auto t = env_value(env::kTimeoutMs)) {
-    auto ms = parse_int(env::kTimeoutMs, *t, 1, 24 * 3600 * 1000);
+    auto ms = parse_param(Param::timeout_ms, *t);
     if (!ms) return ms.error();
     r.timeout = std::chrono::milliseconds(*ms);
   } else if (opts.timeout_ms <= 0) {
@@ -96,6 +100,7 @@ Result<ResolvedOptions> resolve_options(const Context& ctx, const InitOptions& o
 Result<std::unique_ptr<Communicator>> init(const Context& ctx, const InitOptions& opts) {
   auto resolved = detail::resolve_options(ctx, opts, detail::usable_cuda_devices());
   if (!resolved) return resolved.error();
+  detail::print_params_once(ctx.rank);
   switch (resolved->backend) {
     case Backend::single: return detail::make_single_communicator();
     case Backend::gloo: return detail::make_gloo_communicator(ctx, *resolved);

@@ -1,7 +1,12 @@
 #include "env_parse.hpp"
 
-#include <charconv>
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <sstream>
+
+#include "dp/env_names.hpp"
+#include "dp/params.hpp"
 
 namespace dp::detail {
 
@@ -12,17 +17,19 @@ std::optional<std::string> env_value(const char* name) {
 }
 
 Result<int> parse_int(std::string_view name, std::string_view text, int lo, int hi) {
-  int value = 0;
-  const char* first = text.data();
-  const char* last = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(first, last, value);
-  if (text.empty() || ec != std::errc() || ptr != last || value < lo || value > hi) {
-    return make_error(Errc::invalid_argument,
-                      std::string(name) + "='" + std::string(text) + "' is not an integer in [" +
-                          std::to_string(lo) + ", " + std::to_string(hi) +
-                          "]; fix or unset the variable");
-  }
-  return value;
+  auto n = parse_env_integer(name, text, lo, hi);
+  DP_TRY(n);
+  return static_cast<int>(*n);
+}
+
+void print_params_once(int rank) {
+  static std::once_flag once;
+  std::call_once(once, [rank] {
+    if (rank != 0 || env_value(env::kDebug).value_or("0") == "0") return;
+    std::istringstream lines(describe_params());
+    for (std::string line; std::getline(lines, line);)
+      std::fprintf(stderr, "slurm-dp: rank 0 setting %s\n", line.c_str());
+  });
 }
 
 Result<std::vector<int>> parse_int_list(std::string_view name, std::string_view text) {

@@ -28,6 +28,7 @@
 
 #include "arg_checks.hpp"
 #include "backends.hpp"
+#include "dp/params.hpp"
 #include "gloo_sockets.hpp"
 #include "gloo_store.hpp"
 #include "host_identity.hpp"
@@ -42,7 +43,7 @@ namespace {
 
 // How long a failed collective waits for the daemon to explain the failure:
 // a dead neighbour closes our socket a little before the daemon's push.
-constexpr std::chrono::milliseconds kAbortReasonGrace{3'000};
+std::chrono::milliseconds abort_reason_grace() { return std::chrono::milliseconds(param(Param::abort_grace_ms)); }
 
 // The daemon's abort, shared by the abort callback and the worker thread.
 class AbortSignal {
@@ -83,7 +84,7 @@ Error explain_failure(const char* op, int rank, int size, const std::shared_ptr<
                       bool has_daemon, Errc code, const std::string& what) {
   const std::string where = op_label(op, rank, size);
   if (has_daemon) {
-    if (auto reason = abort->wait_for(kAbortReasonGrace)) {
+    if (auto reason = abort->wait_for(abort_reason_grace())) {
       return Error{Errc::aborted, where + ": job aborted: " + reason->message};
     }
   }

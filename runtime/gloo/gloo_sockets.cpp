@@ -6,8 +6,11 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdlib>
 #include <cstring>
+
+#include "dp/params.hpp"
 
 namespace dp::detail {
 namespace {
@@ -51,15 +54,14 @@ void GlooSockets::shut_down() {
   DIR* dir = opendir("/proc/self/fd");
   if (dir == nullptr) return;
   while (dirent* e = readdir(dir)) {
-    char* end = nullptr;
-    const long fd = std::strtol(e->d_name, &end, 10);
-    if (end == e->d_name || *end != '\0' || fd == dirfd(dir)) continue;
+    const auto fd = parse_whole_number(e->d_name, 0, INT_MAX);  // skips "." and ".."
+    if (!fd || *fd == dirfd(dir)) continue;
     sockaddr_storage ss{};
     socklen_t len = sizeof(ss);
-    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&ss), &len) != 0) continue;
+    if (getsockname(static_cast<int>(*fd), reinterpret_cast<sockaddr*>(&ss), &len) != 0) continue;
     for (const auto& want : local_) {
       if (same_endpoint(ss, want)) {
-        ::shutdown(static_cast<int>(fd), SHUT_RDWR);
+        ::shutdown(static_cast<int>(*fd), SHUT_RDWR);
         break;
       }
     }

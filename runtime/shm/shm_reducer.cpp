@@ -16,6 +16,7 @@
 #include <cstring>
 #include <new>
 
+#include "dp/params.hpp"
 #include "reduce_kernels.hpp"
 
 namespace dp::detail {
@@ -25,9 +26,9 @@ namespace {
 constexpr uint64_t kMagic = 0x64707368'6d000001ULL;
 // How long a barrier spins before it sleeps: peers usually arrive within
 // microseconds, and a futex sleep + wake costs about as much.
-constexpr std::chrono::microseconds kSpin{20};
+std::chrono::microseconds spin_time() { return std::chrono::microseconds(param(Param::shm_spin_us)); }
 // Sleep slice: how often a wait checks that its peers still live.
-constexpr std::chrono::milliseconds kSlice{20};
+std::chrono::milliseconds slice_time() { return std::chrono::milliseconds(param(Param::shm_slice_ms)); }
 
 static_assert(std::atomic<uint32_t>::is_always_lock_free && std::atomic<uint64_t>::is_always_lock_free,
               "atomics in shared memory must be lock-free to work across processes");
@@ -248,7 +249,7 @@ Result<void> ShmReducer::barrier(Deadline deadline) {
   hdr_->epoch.fetch_add(1);
   if (hdr_->waiters.load() > 0) futex(&hdr_->epoch, FUTEX_WAKE, INT_MAX, nullptr);
 
-  const auto spin_until = Clock::now() + kSpin;
+  const auto spin_until = Clock::now() + spin_time();
   for (;;) {
     const uint32_t epoch = hdr_->epoch.load();
     int late = -1;
@@ -272,7 +273,7 @@ Result<void> ShmReducer::barrier(Deadline deadline) {
                                            std::to_string(ranks_[static_cast<size_t>(late)]) +
                                            " on this host (DP_TIMEOUT_MS)");
     }
-    const auto left = std::min<Clock::duration>(kSlice, deadline - now);
+    const auto left = std::min<Clock::duration>(slice_time(), deadline - now);
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
     const timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
     hdr_->waiters.fetch_add(1);

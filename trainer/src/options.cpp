@@ -1,10 +1,12 @@
 #include "options.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <cstdlib>
 #include <cmath>
+#include <type_traits>
+
+#include "dp/params.hpp"
 
 namespace dpt {
 namespace {
@@ -16,11 +18,12 @@ dp::Error bad(const std::string& opt, const std::string& value, const std::strin
 
 template <class T>
 dp::Result<T> integer(const std::string& opt, const std::string& v, T lo, T hi) {
-  T out{};
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (ec != std::errc() || p != v.data() + v.size() || out < lo || out > hi)
-    return bad(opt, v, "expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
-  return out;
+  auto n = [&] {
+    if constexpr (std::is_signed_v<T>) return dp::parse_whole_number(v, lo, hi);
+    else return dp::parse_whole_number_u64(v, lo, hi);
+  }();
+  if (!n) return bad(opt, v, "expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+  return static_cast<T>(*n);
 }
 
 dp::Result<float> real(const std::string& opt, const std::string& v, double lo, double hi) {

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dp/params.hpp"  // parse_integer
 #include "dp/result.hpp"
 
 namespace dp {
@@ -47,11 +48,5 @@ Result<void> apply_option(Options& opts, std::string_view name, const char* valu
 
 // Fields set in `top` replace those of `base`.
 Options overlay(const Options& base, const Options& top);
-
-// Strict decimal integer in [min, max]: rejects empty, signs where min > 0,
-// trailing garbage, overflow. `what` names the option in the message, and
-// `example` is a valid value shown as the fix.
-Result<long long> parse_integer(std::string_view text, long long min, long long max,
-                                std::string_view what, std::string_view example);
 
 }  // namespace dp

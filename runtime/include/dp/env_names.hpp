@@ -14,6 +14,11 @@ inline constexpr const char* kGroupRank = "GROUP_RANK";
 inline constexpr const char* kMasterAddr = "MASTER_ADDR";
 inline constexpr const char* kMasterPort = "MASTER_PORT";
 
+// The accelerator mask, one of them by the site's kind.
+inline constexpr const char* kCudaVisibleDevices = "CUDA_VISIBLE_DEVICES";
+inline constexpr const char* kZeAffinityMask = "ZE_AFFINITY_MASK";     // "device.stack" entries
+inline constexpr const char* kRduTileAffinity = "SF_RNT_TILE_AFFINITY";  // "0x" bit mask
+
 // slurm-dp's own.
 inline constexpr const char* kRdvAddr = "DP_RDV_ADDR";        // host:port of dp-rendezvousd
 inline constexpr const char* kRdvSecret = "DP_RDV_SECRET";    // per-step secret, hex; never logged
