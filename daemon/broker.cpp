@@ -51,7 +51,7 @@ void Broker::on_connect(ConnId conn, Clock::time_point now) {
   ++unauthenticated_count_;
   // Anyone who can reach the port can open connections; they never take a
   // rank's place: past the budget, the one waiting longest for its hello goes.
-  while (unauthenticated_count_ > cfg_.limits.max_unauthenticated && !unauthenticated_.empty()) {
+  while (unauthenticated_count_ > unauthenticated_budget() && !unauthenticated_.empty()) {
     const ConnId oldest = unauthenticated_.front();
     unauthenticated_.pop_front();
     auto it = peers_.find(oldest);
@@ -62,6 +62,12 @@ void Broker::on_connect(ConnId conn, Clock::time_point now) {
                          std::to_string(cfg_.limits.max_unauthenticated) + "); closing the oldest");
   }
   prune_unauthenticated();
+}
+
+// Room for every rank still to come (a whole step starts at once, and each
+// connection waits a round trip for its hello) plus a small budget for the rest.
+int Broker::unauthenticated_budget() const {
+  return cfg_.limits.max_unauthenticated + (cfg_.world_size - live_.connected_count());
 }
 
 void Broker::prune_unauthenticated() {

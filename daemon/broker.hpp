@@ -38,7 +38,9 @@ struct BrokerLimits {
   // for a death; a dead process is found by its dropped connection at once,
   // so this only bounds how long an unreachable node goes unnoticed. 0: off.
   std::chrono::milliseconds heartbeat_timeout{60'000};
-  int max_unauthenticated = 64;  // connections before hello; the oldest is evicted
+  // Connections before hello beyond one per rank still to come; past that the
+  // oldest is evicted.
+  int max_unauthenticated = 64;
   int max_agents = 256;          // authenticated non-rank peers (stepd agents, tools)
 };
 
@@ -142,6 +144,7 @@ class Broker {
   std::string describe_peer(const Peer& p) const;
   void judge_silence(Clock::time_point now);
   void prune_unauthenticated();
+  int unauthenticated_budget() const;
   // broker_ops.cpp: one per operation
   void op_goodbye(const Call& c);
   void op_set(const Call& c, const proto::Set& m);
