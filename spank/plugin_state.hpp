@@ -10,6 +10,7 @@
 #include "dp/options.hpp"
 #include "dp/result.hpp"
 #include "dp/site_config.hpp"
+#include "port_lease.hpp"
 
 namespace dp::spank {
 
@@ -21,9 +22,14 @@ struct PluginState {
   // srun side
   pid_t daemon_pid = -1;
 
-  // slurmstepd side
+  // slurmstepd side. Whether a step is a slurm-dp step is decided from the
+  // option values Slurm carries to slurmstepd (cli_options, filled by the
+  // remote option callbacks) or the site's default=on, never from DP_*
+  // variables, which the user may set to anything.
   bool active = false;          // this step is a slurm-dp step
-  std::string lease_path;       // MASTER_PORT lease to release at step end
+  std::string setup_error;      // set-up failed: every task fails with it
+  PortLease lease;              // MASTER_PORT lease to release at step end
+  int leased_port = 0;          // on the master node: re-checked free in rank 0
   // The node's device lists before Slurm narrows them per task; a task
   // whose list differs was bound per task by Slurm.
   std::optional<std::string> node_cuda, node_ze;

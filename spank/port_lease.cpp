@@ -1,17 +1,23 @@
 #include "port_lease.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "dp/master_port.hpp"
 
@@ -19,13 +25,15 @@ namespace dp::spank {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 // Field 22 of /proc/<pid>/stat: start time in clock ticks; tells a live
 // process from a recycled pid.
 std::string start_time_of(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
   std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   auto close_paren = all.rfind(')');
-  if (close_paren == std::string::npos) return {};
+  if (close_paren == std::string::npos || close_paren + 2 > all.size()) return {};
   std::istringstream rest(all.substr(close_paren + 2));
   std::string field;
   for (int i = 3; i <= 22 && rest >> field; ++i) {
@@ -33,90 +41,295 @@ std::string start_time_of(pid_t pid) {
   return field;
 }
 
-bool lease_is_stale(const std::string& path) {
-  std::ifstream f(path);
+struct LeaseFile {
   long pid = 0;
   std::string start;
-  if (!(f >> pid >> start) || pid <= 0) return true;  // torn or foreign: reclaim
-  if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return true;
-  return start_time_of(static_cast<pid_t>(pid)) != start;
+  long uid = -1;  // -1: written by a release that did not record it
+};
+
+// Reads a lease file of the folder (regular file, no symlink, bounded).
+std::optional<LeaseFile> read_lease(int dir, const std::string& name) {
+  const int fd = openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  char buf[256];
+  ssize_t n = -1;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return LeaseFile{};  // empty or torn: stale
+  std::istringstream in(std::string(buf, static_cast<size_t>(n)));
+  LeaseFile f;
+  std::string third;
+  in >> f.pid >> f.start >> third;
+  if (!third.empty() && third.find_first_not_of("0123456789") == std::string::npos)
+    f.uid = std::stol(third.substr(0, 9));
+  return f;
 }
 
-Result<void> make_dirs(const std::string& dir) {
-  for (size_t pos = 1; pos != std::string::npos;) {
-    pos = dir.find('/', pos + 1);
-    std::string part = dir.substr(0, pos);
-    if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
-      return make_error(Errc::unavailable,
-                        "cannot create the port lease directory " + part + ": " + std::strerror(errno) +
-                            "; set lease_dir= in plugstack.conf to a writable local directory");
+bool is_stale(const LeaseFile& f) {
+  if (f.pid <= 0) return true;
+  if (kill(static_cast<pid_t>(f.pid), 0) != 0 && errno == ESRCH) return true;
+  return start_time_of(static_cast<pid_t>(f.pid)) != f.start;
+}
+
+bool all_digits(const char* s) {
+  if (*s == '\0') return false;
+  for (; *s; ++s)
+    if (*s < '0' || *s > '9') return false;
+  return true;
+}
+
+// Live leases of `owner`; stale leases met on the way are removed (the
+// caller holds the folder's lock).
+int live_leases_of(int dir, uid_t owner) {
+  const int copy = dup(dir);
+  if (copy < 0) return 0;
+  DIR* d = fdopendir(copy);
+  if (d == nullptr) {
+    close(copy);
+    return 0;
   }
-  return {};
+  int count = 0;
+  std::vector<std::string> stale;
+  while (dirent* e = readdir(d)) {
+    if (!all_digits(e->d_name)) continue;
+    auto f = read_lease(dir, e->d_name);
+    if (!f) continue;
+    if (is_stale(*f))
+      stale.emplace_back(e->d_name);
+    else if (f->uid == static_cast<long>(owner))
+      ++count;
+  }
+  closedir(d);
+  for (const auto& name : stale) unlinkat(dir, name.c_str(), 0);
+  return count;
 }
 
-bool try_lease(const std::string& path, int port, const std::string& content) {
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    int fd = open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      bool ok = write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
-      close(fd);
-      if (ok && port_binds(port)) return true;
-      unlink(path.c_str());
-      return false;
+// A socket bound to the port on every address and not listening: while we
+// hold it nobody else can bind the port (no SO_REUSEADDR on our side, and
+// SO_REUSEPORT would need our uid). A port only in TIME_WAIT binds with
+// SO_REUSEADDR, which still keeps out every binder without it.
+int bind_port(int port, bool reuse) {
+  for (int family : {AF_INET6, AF_INET}) {
+    const int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;  // no IPv6 on this node: IPv4 alone
+    int one = 1, zero = 0;
+    if (reuse) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    int rc;
+    if (family == AF_INET6) {
+      setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);  // IPv4 too
+      sockaddr_in6 a{};
+      a.sin6_family = AF_INET6;
+      a.sin6_addr = in6addr_any;
+      a.sin6_port = htons(static_cast<uint16_t>(port));
+      rc = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    } else {
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_ANY);
+      a.sin_port = htons(static_cast<uint16_t>(port));
+      rc = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
     }
-    if (errno != EEXIST || !lease_is_stale(path)) return false;
-    unlink(path.c_str());
+    if (rc == 0) return fd;
+    close(fd);
+    if (errno != EAFNOSUPPORT && errno != EADDRNOTAVAIL) return -1;
   }
-  return false;
+  return -1;
+}
+
+int hold_port(int port) {
+  const int fd = bind_port(port, false);
+  return fd >= 0 ? fd : bind_port(port, true);
+}
+
+// Creates the lease file for `port` (reclaiming a stale one) and binds the
+// port; returns the holding socket, or -1 when either is taken.
+int try_lease(int dir, int port, const std::string& content) {
+  const std::string name = std::to_string(port);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const int fd = openat(dir, name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      const bool ok = write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+      close(fd);
+      const int hold = ok ? hold_port(port) : -1;
+      if (hold >= 0) return hold;
+      unlinkat(dir, name.c_str(), 0);
+      return -1;
+    }
+    if (errno != EEXIST) return -1;
+    auto f = read_lease(dir, name);
+    if (f && !is_stale(*f)) return -1;
+    unlinkat(dir, name.c_str(), 0);
+  }
+  return -1;
+}
+
+Error dir_error(const std::string& path, const std::string& what) {
+  return make_error(Errc::unavailable, "port lease folder " + path + ": " + what +
+                                           "; set lease_dir= in plugstack.conf to a local folder "
+                                           "only root can write (default /run/slurm-dp/ports)");
+}
+
+// Takes the folder's lock without ever blocking for longer than `wait`:
+// slurmstepd must not hang on a lock, whoever holds it.
+Result<int> lock_folder(int dir, const std::string& path, std::chrono::milliseconds wait) {
+  const int fd = openat(dir, ".lock", O_CREAT | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return dir_error(path, std::string("cannot open .lock: ") + std::strerror(errno));
+  const auto deadline = Clock::now() + wait;
+  for (;;) {
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+    if (errno != EWOULDBLOCK && errno != EINTR) {
+      const int e = errno;
+      close(fd);
+      return dir_error(path, std::string("cannot lock .lock: ") + std::strerror(e));
+    }
+    if (Clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // bounded retry
+  }
+  close(fd);
+  return make_error(Errc::timeout,
+                    "the MASTER_PORT lease lock " + path + "/.lock was held by another process for " +
+                        std::to_string(wait.count()) + " ms; find it with 'fuser " + path +
+                        "/.lock' (a stuck slurmstepd?), or pass --dp-master-port=PORT");
 }
 
 }  // namespace
 
-bool port_binds(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  // The way PyTorch's TCPStore and most servers bind: TIME_WAIT leftovers ok.
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_ANY);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  close(fd);
-  return ok;
+PortLease& PortLease::operator=(PortLease&& o) noexcept {
+  if (this != &o) {
+    release();
+    port_ = o.port_;
+    dir_fd_ = o.dir_fd_;
+    name_ = std::move(o.name_);
+    hold_fd_ = o.hold_fd_;
+    o.dir_fd_ = o.hold_fd_ = -1;
+    o.port_ = 0;
+  }
+  return *this;
 }
 
-Result<PortLease> lease_master_port(const SiteConfig& site, uint64_t seed, const std::string& tag) {
-  DP_TRY(make_dirs(site.lease_dir));
-  const std::string lock_path = site.lease_dir + "/.lock";
-  int lock = open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-  if (lock < 0)
-    return make_error(Errc::unavailable, "cannot open " + lock_path + ": " + std::strerror(errno));
-  while (flock(lock, LOCK_EX) != 0 && errno == EINTR) {
+void PortLease::drop_hold() noexcept {
+  if (hold_fd_ >= 0) close(hold_fd_);
+  hold_fd_ = -1;
+}
+
+void PortLease::release() noexcept {
+  drop_hold();
+  if (dir_fd_ < 0) return;
+  // Only our own lease: a reclaimed-and-retaken file belongs to someone else.
+  auto f = read_lease(dir_fd_, name_);
+  if (f && f->pid == getpid()) unlinkat(dir_fd_, name_.c_str(), 0);
+  close(dir_fd_);
+  dir_fd_ = -1;
+}
+
+Result<int> open_lease_dir(const std::string& path) {
+  if (path.empty() || path.front() != '/') return dir_error(path, "not an absolute path");
+  std::vector<std::string> parts;
+  for (size_t pos = 0; pos < path.size();) {
+    size_t next = path.find('/', pos);
+    if (next == std::string::npos) next = path.size();
+    if (next > pos) parts.push_back(path.substr(pos, next - pos));
+    pos = next + 1;
+  }
+  if (parts.empty()) return dir_error(path, "not a folder of its own");
+  int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return dir_error(path, std::string("cannot open /: ") + std::strerror(errno));
+  const uid_t me = geteuid();
+  std::string shown;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const bool last = i + 1 == parts.size();
+    shown += "/" + parts[i];
+    if (parts[i] == "." || parts[i] == "..") {
+      close(fd);
+      return dir_error(path, "'.' and '..' are not allowed");
+    }
+    if (mkdirat(fd, parts[i].c_str(), last ? 0700 : 0755) != 0 && errno != EEXIST) {
+      const int e = errno;
+      close(fd);
+      return dir_error(path, "cannot create " + shown + ": " + std::strerror(e));
+    }
+    const int next = openat(fd, parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const int e = errno;
+    close(fd);
+    if (next < 0)
+      return dir_error(path, shown + (e == ELOOP || e == ENOTDIR ? " is a symlink or not a folder"
+                                                                 : ": " + std::string(std::strerror(e))));
+    fd = next;
+    struct stat st {};
+    if (fstat(fd, &st) != 0) {
+      close(fd);
+      return dir_error(path, "cannot stat " + shown);
+    }
+    if (!last) {
+      const bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0;
+      if ((st.st_uid != 0 && st.st_uid != me) || others_write) {
+        close(fd);
+        return dir_error(path, shown + " may be changed by other users (owner uid " +
+                                   std::to_string(st.st_uid) + ", mode " + std::to_string(st.st_mode & 07777) + ")");
+      }
+      continue;
+    }
+    if (st.st_uid != me) {
+      close(fd);
+      return dir_error(path, "owned by uid " + std::to_string(st.st_uid) + ", not by root");
+    }
+    // An older release created it 0755; it is ours, so tighten it.
+    if ((st.st_mode & 077) != 0 && fchmod(fd, 0700) != 0) {
+      close(fd);
+      return dir_error(path, std::string("cannot make it private (0700): ") + std::strerror(errno));
+    }
+  }
+  return fd;
+}
+
+bool port_binds(int port) {
+  const int fd = bind_port(port, true);  // the way servers bind: TIME_WAIT leftovers ok
+  if (fd < 0) return false;
+  close(fd);
+  return true;
+}
+
+uint64_t random_seed() {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof v, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof v))
+    v = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) ^ (static_cast<uint64_t>(getpid()) << 32);
+  return v;
+}
+
+Result<PortLease> lease_master_port(const SiteConfig& site, const LeaseRequest& req) {
+  auto dir = open_lease_dir(site.lease_dir);
+  DP_TRY(dir);
+  auto lock = lock_folder(*dir, site.lease_dir, req.lock_wait);
+  if (!lock) {
+    close(*dir);
+    return lock.error();
+  }
+  if (req.max_per_user > 0) {
+    const int held = live_leases_of(*dir, req.owner);
+    if (held >= req.max_per_user) {
+      close(*lock);
+      close(*dir);
+      return make_error(Errc::unavailable,
+                        "uid " + std::to_string(req.owner) + " already holds " + std::to_string(held) +
+                            " MASTER_PORT leases on this node (at most " + std::to_string(req.max_per_user) +
+                            " per user); end some steps or pass --dp-master-port=PORT");
+    }
   }
   const pid_t self = getpid();
-  const std::string content =
-      std::to_string(self) + " " + start_time_of(self) + " " + tag + "\n";
-  PortLease lease;
-  auto port = pick_port(site.port_min, site.port_max, seed, [&](int p) {
-    std::string path = site.lease_dir + "/" + std::to_string(p);
-    if (!try_lease(path, p, content)) return false;
-    lease.path = path;
-    return true;
+  const std::string content = std::to_string(self) + " " + start_time_of(self) + " " +
+                              std::to_string(req.owner) + " " + req.tag + "\n";
+  int hold = -1;
+  auto port = pick_port(site.port_min, site.port_max, req.seed, [&](int p) {
+    hold = try_lease(*dir, p, content);
+    return hold >= 0;
   });
-  close(lock);  // releases the flock
-  DP_TRY(port);
-  lease.port = *port;
-  return lease;
-}
-
-void release_port_lease(const std::string& path) {
-  if (path.empty()) return;
-  // Only our own lease: a reclaimed-and-retaken file belongs to someone else.
-  std::ifstream f(path);
-  long pid = 0;
-  if (f >> pid && pid == getpid()) unlink(path.c_str());
+  close(*lock);  // releases the flock
+  if (!port) {
+    close(*dir);
+    return port.error();
+  }
+  return PortLease(*port, *dir, std::to_string(*port), hold);
 }
 
 }  // namespace dp::spank

@@ -37,6 +37,29 @@ Result<StepShape> load_step_shape(uint32_t job_id, uint32_t step_id) {
   return shape;
 }
 
+Result<StepGresRequest> load_step_gres(uint32_t job_id, uint32_t step_id) {
+  job_step_info_response_msg_t* resp = nullptr;
+  if (slurm_get_job_steps(0, job_id, step_id, &resp, SHOW_ALL) != SLURM_SUCCESS || resp == nullptr)
+    return make_error(Errc::unavailable, "cannot read step " + std::to_string(job_id) + "." +
+                                             std::to_string(step_id) + " from slurmctld: " +
+                                             slurm_strerror(slurm_get_errno()));
+  StepGresRequest req;
+  bool found = false;
+  for (uint32_t i = 0; i < resp->job_step_count; ++i) {
+    const job_step_info_t& s = resp->job_steps[i];
+    if (s.step_id.job_id != job_id || s.step_id.step_id != step_id) continue;
+    found = true;
+    req.per_node = s.tres_per_node ? s.tres_per_node : "";
+    req.per_task = s.tres_per_task ? s.tres_per_task : "";
+    req.per_step = s.tres_per_step ? s.tres_per_step : "";
+  }
+  slurm_free_job_step_info_response_msg(resp);
+  if (!found)
+    return make_error(Errc::unavailable, "slurmctld does not know step " + std::to_string(job_id) + "." +
+                                             std::to_string(step_id));
+  return req;
+}
+
 Result<std::map<std::string, NodeFacts>> load_nodes(const std::vector<std::string>& names) {
   node_info_msg_t* msg = nullptr;
   int rc = names.size() == 1

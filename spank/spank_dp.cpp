@@ -38,13 +38,14 @@ int guarded(const char* where, F&& f) noexcept {
 
 int on_option(int val, const char* optarg, int remote) noexcept {
   return guarded("option", [&] {
-    // srun resolved every option before launch and passed the result on.
-    if (remote) return 0;
     const auto& specs = dp::option_specs();
     if (val < 0 || static_cast<size_t>(val) >= specs.size()) return -1;
     auto r = dp::apply_option(state().cli_options, specs[static_cast<size_t>(val)].name, optarg);
     if (r) return 0;
     state().option_error = true;
+    // In slurmstepd the values are srun's, already checked there: the node
+    // reports the failure through the tasks (stepd_context.cpp).
+    if (remote) return 0;
     report_error(r.error().message);
     return -1;
   });
@@ -100,6 +101,12 @@ extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) {
 extern "C" int slurm_spank_local_user_init(spank_t sp, int, char**) {
   return guarded("local_user_init", [&] {
     return spank_context() == S_CTX_LOCAL ? dp::spank::srun_local_user_init(sp) : 0;
+  });
+}
+
+extern "C" int slurm_spank_user_init(spank_t sp, int, char**) {
+  return guarded("user_init", [&] {
+    return spank_context() == S_CTX_REMOTE ? dp::spank::stepd_user_init(sp) : 0;
   });
 }
 

@@ -1,11 +1,13 @@
 // srun (S_CTX_LOCAL): after the step exists and before any task starts,
 // check the request against the step, start the step's rendezvous daemon,
 // and put the step-wide variables in the tasks' environment.
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "contexts.hpp"
 #include "daemon_launcher.hpp"
@@ -35,7 +37,7 @@ int tiles_of_node(const SiteConfig& site, const NodeFacts& node) {
   }
 }
 
-void print_explain(const StepPlan& plan, const SiteConfig& site, const StepShape& shape,
+bool print_explain(const StepPlan& plan, const SiteConfig& site, const StepShape& shape,
                    const std::map<std::string, NodeFacts>& nodes, const std::string& master_addr,
                    const Options& opts) {
   std::vector<NodeTiles> tiles;
@@ -52,14 +54,15 @@ void print_explain(const StepPlan& plan, const SiteConfig& site, const StepShape
                                : "auto(chosen-on-" + shape.hosts[static_cast<size_t>(shape.host_of(0))] + ")";
   auto tasks = step_environment(plan, site, shape, tiles, master_addr, port);
   if (!tasks) {
-    std::cout << "slurm-dp: " << tasks.error().message << "\n";
-    return;
+    std::cout << "slurm-dp: " << tasks.error().message << std::endl;
+    return false;
   }
   std::cout << "slurm-dp: step of " << plan.world_size << " tasks on " << shape.hosts.size()
             << " nodes, kind=" << accelerator_kind_name(site.kind)
             << " (masks from the devices Slurm gives each node at launch)\n";
   for (const auto& line : explain_lines(*tasks)) std::cout << line << "\n";
   std::cout.flush();
+  return true;
 }
 
 int fail(const Error& e) {
@@ -67,44 +70,171 @@ int fail(const Error& e) {
   return -1;
 }
 
+struct StepIds {
+  uint32_t job = 0, step = 0, tasks = 0;
+};
+
+Result<StepIds> step_ids(spank_t sp) {
+  StepIds id;
+  if (spank_get_item(sp, S_JOB_ID, &id.job) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_STEPID, &id.step) != ESPANK_SUCCESS)
+    return make_error(Errc::internal, "cannot read the job and step ids from srun");
+  if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &id.tasks) != ESPANK_SUCCESS)
+    return make_error(Errc::internal, "cannot read the step's task count from srun");
+  return id;
+}
+
+// The step's options (job values, then srun's); nullopt for a step that
+// did not ask for slurm-dp.
+Result<std::optional<Options>> resolve_options(const PluginState& st) {
+  auto job_opts = options_from_environment();
+  DP_TRY(job_opts);
+  const Options opts = overlay(*job_opts, st.cli_options);
+  if (!opts.any() && !st.site.default_on) return std::optional<Options>{};
+  if (std::getenv("SLURM_HET_SIZE") != nullptr)
+    return make_error(Errc::invalid_argument, "--dp-*: heterogeneous jobs are not supported; submit the "
+                                              "data-parallel step as an ordinary (single-component) job");
+  return std::optional<Options>{opts};
+}
+
+// Where Slurm's gres decides which devices a task sees, the tiles a node
+// offers this step are capped by the GPUs the step asked for: a request
+// that cannot be met is refused here, naming the option to add, instead of
+// failing on the nodes at launch.
+Result<void> cap_by_step_gres(const SiteConfig& site, const Options& opts, const StepShape& shape,
+                              const StepIds& id, std::vector<int>& counts) {
+  if (!opts.tiles || site.declared_tiles_per_node() > 0 ||
+      (site.kind != AcceleratorKind::cuda && site.kind != AcceleratorKind::ze))
+    return {};
+  auto req = load_step_gres(id.job, id.step);
+  DP_TRY(req);
+  const int k = *opts.tiles;
+  const int per_gpu = site.kind == AcceleratorKind::ze ? std::max(site.tiles_per_device, 1) : 1;
+  const std::string add = "add --gpus-per-task=" + std::to_string((k + per_gpu - 1) / per_gpu) +
+                          " to srun (or sbatch), or --gres=gpu:N with N GPUs per node";
+  for (size_t i = 0; i < shape.hosts.size(); ++i) {
+    const int local = static_cast<int>(shape.task_ids[i].size());
+    const int gpus = step_gpus_on_node(*req, local, static_cast<int>(shape.hosts.size()));
+    if (gpus < 0) continue;
+    const long long need = static_cast<long long>(local) * k;
+    if (gpus == 0 || static_cast<long long>(gpus) * per_gpu < need)
+      return make_error(Errc::invalid_argument,
+                        "--dp-tiles=" + std::to_string(k) + ": the step asks Slurm for " + std::to_string(gpus) +
+                            " GPUs on node " + shape.hosts[i] + ", whose " + std::to_string(local) +
+                            " tasks need " + std::to_string(need) + " tiles; " + add);
+    counts[i] = counts[i] < 0 ? gpus * per_gpu : std::min(counts[i], gpus * per_gpu);
+  }
+  return {};
+}
+
+// What srun learns and checks about the step before any task starts.
+struct CheckedStep {
+  StepShape shape;
+  std::map<std::string, NodeFacts> nodes;
+  StepPlan plan;
+  std::string master_addr;
+};
+
+Result<CheckedStep> check_step(const SiteConfig& site, const Options& opts, const StepIds& id) {
+  CheckedStep c;
+  auto shape = load_step_shape(id.job, id.step);
+  DP_TRY(shape);
+  c.shape = std::move(*shape);
+  const int master_index = c.shape.host_of(0);
+  if (master_index < 0) return make_error(Errc::internal, "no node holds task 0");
+  const std::string master_host = c.shape.hosts[static_cast<size_t>(master_index)];
+  const bool need_all_nodes = opts.tiles.has_value() || opts.explain.value_or(false);
+  auto nodes = load_nodes(need_all_nodes ? c.shape.hosts : std::vector<std::string>{master_host});
+  DP_TRY(nodes);
+  c.nodes = std::move(*nodes);
+  std::vector<int> counts;
+  for (const auto& h : c.shape.hosts) {
+    auto it = c.nodes.find(h);
+    counts.push_back(it == c.nodes.end() ? -1 : tiles_of_node(site, it->second));
+  }
+  DP_TRY(cap_by_step_gres(site, opts, c.shape, id, counts));
+  auto plan = plan_step(opts, site, c.shape, counts);
+  DP_TRY(plan);
+  c.plan = *plan;
+  if (c.plan.world_size != static_cast<int>(id.tasks))
+    return make_error(Errc::internal, "srun and slurmctld disagree on the step's task count");
+  c.master_addr = c.nodes.at(master_host).address;
+  return c;
+}
+
+// A dry run ends srun here, successfully: srun itself exits at this point
+// when a plugin refuses the launch, and its shepherd process then releases
+// the allocation if srun made it; we exit the same way, but with status 0
+// and without Slurm's two error lines.
+[[noreturn]] void explain_and_exit(const CheckedStep& c, const SiteConfig& site, const Options& opts) {
+  const bool ok = print_explain(c.plan, site, c.shape, c.nodes, c.master_addr, opts);
+  std::cout << "slurm-dp: --dp-explain: dry run; no task was started" << std::endl;
+  std::exit(ok ? 0 : 1);
+}
+
+// srun's own environment is what it sends to the tasks.
+void export_step_environment(const StepIds& id, const CheckedStep& c, const Options& opts,
+                             const std::string& rdv, const std::string& secret) {
+  setenv(env::kRdvAddr, rdv.c_str(), 1);
+  setenv(env::kRdvSecret, secret.c_str(), 1);
+  setenv(env::kJobId, std::to_string(id.job).c_str(), 1);
+  setenv(env::kStepId, std::to_string(id.step).c_str(), 1);
+  setenv(env::kWorldSize, std::to_string(c.plan.world_size).c_str(), 1);
+  setenv(env::kMasterAddr, c.master_addr.c_str(), 1);
+  // Set only when fixed here; otherwise the master node chooses it. A value
+  // inherited from the user's shell must not pass for our choice.
+  if (opts.master_port.value_or(0) > 0)
+    setenv(env::kMasterPort, std::to_string(*opts.master_port).c_str(), 1);
+  else
+    unsetenv(env::kMasterPort);
+  if (c.plan.tiles_per_task > 0)
+    setenv(env::kTilesPerTask, std::to_string(c.plan.tiles_per_task).c_str(), 1);
+  else
+    unsetenv(env::kTilesPerTask);
+}
+
+DaemonRequest daemon_request(const SiteConfig& site, const Options& opts, const StepIds& id) {
+  const char* debug = std::getenv(env::kDebug);
+  DaemonRequest req;
+  req.path = site.daemon_path.empty() ? DP_DEFAULT_DAEMON_PATH : site.daemon_path;
+  req.world_size = static_cast<int>(id.tasks);
+  req.job_id = id.job;
+  req.step_id = id.step;
+  req.idle_timeout_s = site.idle_timeout_s;
+  req.heartbeat_timeout_s = site.heartbeat_timeout_s;
+  req.show_stderr = opts.verbose.value_or(false) || (debug && std::string(debug) == "1");
+  return req;
+}
+
+// The daemon's address as the tasks reach it: srun's own address on the
+// route to the master node.
+Result<std::string> rendezvous_host(const std::string& master_addr) {
+  auto route = net::local_address_towards(master_addr);
+  if (!route)
+    return make_error(route.error().code, "no route from this host to the master node: " + route.error().message);
+  if (route->find(':') != std::string::npos) *route = "[" + *route + "]";  // IPv6 in "addr:port"
+  return *route;
+}
+
 }  // namespace
 
 int srun_local_user_init(spank_t sp) {
   PluginState& st = state();
   if (st.option_error) return -1;
-  auto job_opts = options_from_environment();
-  if (!job_opts) return fail(job_opts.error());
-  const Options opts = overlay(*job_opts, st.cli_options);
+  auto resolved = resolve_options(st);
+  if (!resolved) return fail(resolved.error());
   // A step that did not ask for slurm-dp is left exactly as it was.
-  if (!opts.any() && !st.site.default_on) return 0;
-
-  if (std::getenv("SLURM_HET_SIZE") != nullptr)
-    return fail(make_error(Errc::invalid_argument,
-                           "--dp-*: heterogeneous jobs are not supported; submit the "
-                           "data-parallel step as an ordinary (single-component) job"));
-  uint32_t job_id = 0, step_id = 0;
-  if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS)
-    return fail(make_error(Errc::internal, "cannot read the job and step ids from srun"));
-
-  uint32_t total_tasks = 0;
-  if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &total_tasks) != ESPANK_SUCCESS)
-    return fail(make_error(Errc::internal, "cannot read the step's task count from srun"));
+  if (!*resolved) return 0;
+  const Options& opts = **resolved;
+  auto id = step_ids(sp);
+  if (!id) return fail(id.error());
 
   // The daemon starts (exec, bind) while the layout is fetched and checked:
   // that overlap is most of srun's extra cost.
   const bool explain = opts.explain.value_or(false);
   auto secret = make_secret();
   if (!secret) return fail(secret.error());
-  const char* debug = std::getenv(env::kDebug);
-  DaemonRequest req;
-  req.path = st.site.daemon_path.empty() ? DP_DEFAULT_DAEMON_PATH : st.site.daemon_path;
-  req.world_size = static_cast<int>(total_tasks);
-  req.job_id = job_id;
-  req.step_id = step_id;
-  req.idle_timeout_s = st.site.idle_timeout_s;
-  req.heartbeat_timeout_s = st.site.heartbeat_timeout_s;
-  req.show_stderr = opts.verbose.value_or(false) || (debug && std::string(debug) == "1");
+  DaemonRequest req = daemon_request(st.site, opts, *id);
   std::optional<StartingDaemon> starting;
   if (!explain) {
     auto s = start_daemon(req, *secret);
@@ -116,64 +246,23 @@ int srun_local_user_init(spank_t sp) {
     return fail(e);
   };
 
-  auto shape = load_step_shape(job_id, step_id);
-  if (!shape) return refuse(shape.error());
-  const int master_index = shape->host_of(0);
-  if (master_index < 0) return refuse(make_error(Errc::internal, "no node holds task 0"));
-  const std::string& master_host = shape->hosts[static_cast<size_t>(master_index)];
-
-  const bool need_all_nodes = opts.tiles.has_value() || explain;
-  auto nodes = load_nodes(need_all_nodes ? shape->hosts : std::vector<std::string>{master_host});
-  if (!nodes) return refuse(nodes.error());
-  std::vector<int> node_tile_counts;
-  for (const auto& h : shape->hosts) {
-    auto it = nodes->find(h);
-    node_tile_counts.push_back(it == nodes->end() ? -1 : tiles_of_node(st.site, it->second));
-  }
-  auto plan = plan_step(opts, st.site, *shape, node_tile_counts);
-  if (!plan) return refuse(plan.error());
-  if (plan->world_size != req.world_size)
-    return refuse(make_error(Errc::internal, "srun and slurmctld disagree on the step's task count"));
-  const std::string master_addr = nodes->at(master_host).address;
-
-  if (explain) {
-    print_explain(*plan, st.site, *shape, *nodes, master_addr, opts);
-    return fail(make_error(Errc::ok, "--dp-explain: dry run; the layout is above and no task "
-                                     "was started (srun exits non-zero by design)"));
-  }
-
-  auto route = net::local_address_towards(master_addr);
-  if (!route) return refuse(make_error(route.error().code,
-                                       "no route from this host to the master node: " + route.error().message));
+  auto step = check_step(st.site, opts, *id);
+  if (!step) return refuse(step.error());
+  if (explain) explain_and_exit(*step, st.site, opts);
+  auto host = rendezvous_host(step->master_addr);
+  if (!host) return refuse(host.error());
   // The daemon listens only there, not on every address of srun's host.
-  send_listen_address(*starting, *route);
-  if (route->find(':') != std::string::npos) *route = "[" + *route + "]";  // IPv6 in "addr:port"
+  const bool v6 = host->size() > 2 && host->front() == '[';
+  send_listen_address(*starting, v6 ? host->substr(1, host->size() - 2) : *host);
   auto daemon = await_daemon(*starting, req.ready_timeout_ms);
   if (!daemon) return fail(daemon.error());
   st.daemon_pid = daemon->pid;
 
-  // srun's own environment is what it sends to the tasks.
-  const std::string rdv = *route + ":" + std::to_string(daemon->port);
-  setenv(env::kRdvAddr, rdv.c_str(), 1);
-  setenv(env::kRdvSecret, secret->c_str(), 1);
-  setenv(env::kJobId, std::to_string(job_id).c_str(), 1);
-  setenv(env::kStepId, std::to_string(step_id).c_str(), 1);
-  setenv(env::kWorldSize, std::to_string(plan->world_size).c_str(), 1);
-  setenv(env::kMasterAddr, master_addr.c_str(), 1);
-  // Set only when fixed here; otherwise the master node chooses it. A value
-  // inherited from the user's shell must not pass for our choice.
-  if (opts.master_port.value_or(0) > 0)
-    setenv(env::kMasterPort, std::to_string(*opts.master_port).c_str(), 1);
-  else
-    unsetenv(env::kMasterPort);
-  if (plan->tiles_per_task > 0)
-    setenv(env::kTilesPerTask, std::to_string(plan->tiles_per_task).c_str(), 1);
-  else
-    unsetenv(env::kTilesPerTask);
-
+  const std::string rdv = *host + ":" + std::to_string(daemon->port);
+  export_step_environment(*id, *step, opts, rdv, *secret);
   if (opts.verbose.value_or(false))
-    std::cerr << "slurm-dp: step " << job_id << "." << step_id << ": world " << plan->world_size
-              << " on " << shape->hosts.size() << " nodes, MASTER_ADDR=" << master_addr
+    std::cerr << "slurm-dp: step " << id->job << "." << id->step << ": world " << step->plan.world_size
+              << " on " << step->shape.hosts.size() << " nodes, MASTER_ADDR=" << step->master_addr
               << ", rendezvous " << rdv << " (pid " << daemon->pid << ")" << std::endl;
   return 0;
 }

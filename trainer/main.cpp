@@ -1,6 +1,6 @@
-// dp-trainer: parse options, wire up the communicator and device, load data,
-// train, report. Exit 0 on success (also after a signal-triggered checkpoint),
-// 1 on a runtime error, 2 on bad options.
+// dp-trainer: parse options, pick the device, wire up the communicator, load
+// data, train, report. Exit 0 on success (also after a signal-triggered
+// checkpoint), 1 on a runtime error, 2 on bad options.
 #include <sched.h>
 
 #include <algorithm>
@@ -28,26 +28,71 @@ int fail(int rank, const dp::Error& e, int code) {
   return code;
 }
 
-dp::Result<std::unique_ptr<dpt::Ops>> pick_device(dpt::DeviceChoice choice, dp::Communicator& comm) {
+// Decided before the communicator exists, so a CPU run never gets NCCL
+// (which would be handed host pointers) just because a GPU is visible.
+dp::Result<bool> wants_cuda(dpt::DeviceChoice choice) {
 #ifdef DP_HAVE_CUDA
   const bool gpu = dpt::cuda_device_count() > 0;
-  if (choice == dpt::DeviceChoice::cuda || (choice == dpt::DeviceChoice::automatic && gpu)) {
-    if (!gpu)
-      return dp::make_error(dp::Errc::unavailable, "--device cuda: no usable CUDA device here; use --device cpu");
-    if (comm.size() > 1 && comm.backend() != dp::Backend::nccl)
-      return dp::make_error(dp::Errc::unavailable,
-                            "--device cuda: gradients live in GPU memory and need the nccl backend "
-                            "(got " + std::string(dp::backend_name(comm.backend())) + "); set DP_BACKEND=nccl or use --device cpu");
-    auto ctx = dp::Context::from_environment();  // LOCAL_RANK, strictly parsed
-    if (!ctx) return ctx.error();
-    return dpt::make_cuda_ops(ctx->local_rank);
-  }
+  if (choice == dpt::DeviceChoice::cuda && !gpu)
+    return dp::make_error(dp::Errc::unavailable, "--device cuda: no usable CUDA device here; use --device cpu");
+  return choice == dpt::DeviceChoice::cuda || (choice == dpt::DeviceChoice::automatic && gpu);
 #else
-  (void)comm;
   if (choice == dpt::DeviceChoice::cuda)
     return dp::make_error(dp::Errc::unavailable, "--device cuda: this dp-trainer was built without CUDA; use --device cpu");
+  return false;
 #endif
+}
+
+// The device is the one dp::Context names (the communicator's choice too).
+dp::Result<std::unique_ptr<dpt::Ops>> make_ops(bool cuda, const dpt::Options& opts, const dp::Context& ctx,
+                                               dp::Communicator& comm) {
+#ifdef DP_HAVE_CUDA
+  if (cuda) {
+    if (comm.size() > 1 && comm.backend() != dp::Backend::nccl)
+      return dp::make_error(dp::Errc::unavailable,
+                            "--device cuda: gradients live in GPU memory and need the nccl backend (got " +
+                                std::string(dp::backend_name(comm.backend())) +
+                                "); set DP_BACKEND=nccl or use --device cpu");
+    auto device = ctx.cuda_device(dpt::cuda_device_count());
+    if (!device) return device.error();
+    return dpt::make_cuda_ops(*device, opts.precision);
+  }
+#else
+  (void)cuda, (void)ctx, (void)comm;
+#endif
+  if (opts.precision != dpt::Precision::fp32)
+    return dp::make_error(dp::Errc::invalid_argument, "--precision: the CPU computes in fp32; drop the option or train on a GPU");
   return dpt::make_cpu_ops();
+}
+
+// Ranks sharing a node split its cores; oversubscribed BLAS threads cost
+// 2-3x (NOTES). A task Slurm bound to some CPUs already has its share.
+void set_blas_threads(const dpt::Options& opts, const dp::Context& ctx) {
+  if (opts.threads > 0) {
+    dpt::set_cpu_threads(opts.threads);
+    return;
+  }
+  if (std::getenv("OPENBLAS_NUM_THREADS")) return;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  cpu_set_t set;
+  const int mine = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : cores;
+  dpt::set_cpu_threads(mine < cores ? std::max(1, mine) : std::max(1, cores / ctx.local_world_size));
+}
+
+dp::Result<void> load_data(const dpt::Options& opts, dpt::TrainConfig& cfg, dpt::Dataset& train_set,
+                           dpt::Dataset& test_set) {
+  if (cfg.task == dpt::Task::fashion) {
+    auto data = dpt::load_fashion_mnist(opts.data_dir, opts.train_limit);
+    if (!data) return data.error();
+    train_set = std::move(data->train);
+    test_set = std::move(data->test);
+    cfg.model.input = train_set.shape;
+    cfg.model.outputs = train_set.classes;
+  } else {
+    train_set = dpt::make_regression(opts.regression_samples, cfg.seed);
+    test_set = dpt::make_regression(1024, cfg.seed + 1);
+  }
+  return {};
 }
 
 }  // namespace
@@ -60,22 +105,15 @@ int main(int argc, char** argv) {
     return 0;
   }
   dpt::install_stop_handlers();
-  if (opts->threads > 0) {
-    dpt::set_cpu_threads(opts->threads);
-  } else if (!std::getenv("OPENBLAS_NUM_THREADS")) {
-    // Ranks sharing a node split its cores; oversubscribed BLAS threads
-    // cost 2-3x (NOTES). LOCAL_WORLD_SIZE is set by --dp-world / torchrun.
-    // A task Slurm bound to some CPUs already has its share.
-    // A bad variable is reported by dp::init below; here it means one rank.
-    auto ctx = dp::Context::from_environment();
-    const int local = ctx ? std::max(1, ctx->local_world_size) : 1;
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    cpu_set_t set;
-    const int mine = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : cores;
-    dpt::set_cpu_threads(mine < cores ? std::max(1, mine) : std::max(1, cores / local));
-  }
+  auto ctx = dp::Context::from_environment();
+  if (!ctx) return fail(-1, ctx.error(), 1);
+  set_blas_threads(*opts, *ctx);
+  auto cuda = wants_cuda(opts->device);
+  if (!cuda) return fail(-1, cuda.error(), 1);
 
-  auto comm = dp::init();
+  dp::InitOptions init;
+  if (!*cuda && ctx->world_size > 1) init.backend = dp::Backend::gloo;
+  auto comm = dp::init(*ctx, init);
   if (!comm) return fail(-1, comm.error(), 1);
   dp::Communicator& c = **comm;
   dpt::TrainConfig cfg = opts->train;
@@ -88,21 +126,11 @@ int main(int argc, char** argv) {
     cfg.batch = opts->global_batch / c.size();
   }
 
-  auto ops = pick_device(opts->device, c);
+  auto ops = make_ops(*cuda, *opts, *ctx, c);
   if (!ops) return fail(c.rank(), ops.error(), 1);
 
   dpt::Dataset train_set, test_set;
-  if (cfg.task == dpt::Task::fashion) {
-    auto data = dpt::load_fashion_mnist(opts->data_dir, opts->train_limit);
-    if (!data) return fail(c.rank(), data.error(), 1);
-    train_set = std::move(data->train);
-    test_set = std::move(data->test);
-    cfg.model.input = train_set.shape;
-    cfg.model.outputs = train_set.classes;
-  } else {
-    train_set = dpt::make_regression(opts->regression_samples, cfg.seed);
-    test_set = dpt::make_regression(1024, cfg.seed + 1);
-  }
+  if (auto loaded = load_data(*opts, cfg, train_set, test_set); !loaded) return fail(c.rank(), loaded.error(), 1);
 
   auto result = dpt::train(c, **ops, cfg, train_set, &test_set);
   if (!result) return fail(c.rank(), result.error(), 1);

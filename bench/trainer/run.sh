@@ -59,7 +59,7 @@ run_dp() {
   for ((r = 0; r < world; r++)); do
     env "${common_env[@]}" RANK=$r WORLD_SIZE=$world LOCAL_RANK=$r LOCAL_WORLD_SIZE=$world \
       MASTER_ADDR=127.0.0.1 MASTER_PORT=1 DP_BACKEND=gloo DP_SHM=$shm ${port:+DP_RDV_ADDR=127.0.0.1:$port DP_RDV_SECRET=$SECRET} \
-      "$TRAINER" --hidden 512,256 --optimizer sgd --momentum 0.9 --lr 0.05 --global-batch 256 \
+      "$TRAINER" --hidden 512,256 --optimizer sgd --momentum 0.9 --lr 0.05 --lr-decay constant --global-batch 256 \
       --epochs "$EPOCHS" --log-every 0 --metrics "$OUT/$tag.r$r.jsonl" >"$OUT/$tag.r$r.log" 2>&1 &
     pids+=($!)
   done

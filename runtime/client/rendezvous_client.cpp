@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -48,7 +49,7 @@ class TcpRendezvousClient final : public RendezvousClient {
   // reader: what the hello left buffered (a push right behind its reply).
   TcpRendezvousClient(const ClientOptions& o, int fd, int wake_fd, rdv::ReplyReader reader)
       : opts_(o), fd_(fd), wake_fd_(wake_fd), reader_(std::move(reader)) {
-    reader_.set_max_frame_bytes(opts_.max_reply_bytes);
+    reader_.set_max_frame_bytes(opts_.max_reply_frame);
     io_ = std::thread([this] { io_loop(); });
   }
 
@@ -518,8 +519,8 @@ Result<std::unique_ptr<RendezvousClient>> RendezvousClient::connect(const Client
                                                   " is outside 0..WORLD_SIZE-1 (" + std::to_string(o.world_size) + ")");
   }
   if (o.heartbeat_interval.count() <= 0) o.heartbeat_interval = milliseconds(1'000);
-  if (o.max_reply_bytes < kHelloFrameLimit) {
-    return make_error(Errc::invalid_argument, "rendezvous client: max_reply_bytes " + std::to_string(o.max_reply_bytes) +
+  if (o.max_reply_frame < kHelloFrameLimit) {
+    return make_error(Errc::invalid_argument, "rendezvous client: max_reply_frame " + std::to_string(o.max_reply_frame) +
                                                   " is below the smallest useful frame (" +
                                                   std::to_string(kHelloFrameLimit) + ")");
   }

@@ -47,9 +47,11 @@ struct ClientOptions {
   // only while this process runs) means it or its host is stopped or gone:
   // every pending and later call fails, and on_abort() is told. 0: never.
   std::chrono::milliseconds daemon_silence_limit{6'000};
-  // Largest reply frame accepted; a bigger one ends the connection. Callers
-  // in a privileged context (slurmstepd) keep it small (64 KiB).
-  uint32_t max_reply_bytes = (256u << 20) + 65'536;  // the largest value a daemon may store, and room
+  // Largest reply frame accepted; a larger one fails the connection as a
+  // protocol error before it is buffered. The SPANK plugin's port exchange
+  // uses a few KiB: it only ever reads a port number. The default is the
+  // largest value a daemon may store (--max-value-bytes), and room.
+  uint32_t max_reply_frame = (256u << 20) + 65'536;
 };
 
 struct DaemonStats {

@@ -41,7 +41,7 @@ Result<std::optional<proto::Response>> ReplyReader::parse_one() {
     return std::optional<proto::Response>();
   }
   if (st == FrameDecoder::Status::too_large) {
-    return make_error(Errc::protocol, "reply frame of " + std::to_string(decoder_.frame_length()) +
+    return make_error(Errc::protocol, "oversized reply frame: " + std::to_string(decoder_.frame_length()) +
                                           " bytes exceeds this client's limit of " + std::to_string(max_) + " bytes");
   }
   proto::Response r;

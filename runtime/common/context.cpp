@@ -4,6 +4,7 @@
 
 #include "dp/env_names.hpp"
 #include "env_parse.hpp"
+#include "nccl_device.hpp"
 
 namespace dp {
 namespace {
@@ -81,6 +82,10 @@ Result<Context> Context::from_environment() {
   if (!tiles) return tiles.error();
   c.tiles = std::move(*tiles);
   return c;
+}
+
+Result<int> Context::cuda_device(int visible) const {
+  return detail::select_cuda_device(tiles, local_rank, visible);
 }
 
 }  // namespace dp

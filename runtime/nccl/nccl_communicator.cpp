@@ -4,8 +4,10 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -14,7 +16,6 @@
 #include "arg_checks.hpp"
 #include "backends.hpp"
 #include "gloo_store.hpp"
-#include "nccl_device.hpp"
 #include "nccl_support.hpp"
 #include "startup_log.hpp"
 
@@ -46,44 +47,91 @@ Error cuda_error(cudaError_t e, const std::string& what) {
   return make_error(Errc::unavailable, what + ": " + cudaGetErrorString(e));
 }
 
-// The communicator handle, shared with handles and the abort callback.
+// Polls that start with yields (a short collective ends in microseconds)
+// and back off to sleeps of up to 1 ms, so a long wait does not spin a core.
+class Backoff {
+ public:
+  void pause() {
+    if (++n_ <= 32) {
+      std::this_thread::yield();
+      return;
+    }
+    std::this_thread::sleep_for(sleep_);
+    sleep_ = std::min(sleep_ * 2, std::chrono::microseconds(1000));
+  }
+
+ private:
+  int n_ = 0;
+  std::chrono::microseconds sleep_{10};
+};
+
+// The communicator handle, shared with handles and the abort callback. Every
+// use of `comm` holds `m`: the daemon's thread may abort (and so free) it at
+// any time, and ncclCommGetAsyncError on a freed communicator is a
+// use-after-free.
 class NcclShared {
  public:
   ncclComm_t comm = nullptr;
-  cudaStream_t stream = nullptr;
+  cudaStream_t stream = nullptr;    // NCCL's own stream
+  cudaStream_t producer = nullptr;  // the caller's compute stream (null: legacy default stream)
+  cudaEvent_t produced = nullptr;   // recorded on `producer` before each collective
   std::chrono::milliseconds timeout{0};
-
-  // Serialises enqueues against an abort from the daemon's thread.
   std::mutex m;
 
   void abort(const Error& why) {
     std::lock_guard<std::mutex> lock(m);
+    abort_locked(why);
+  }
+  void abort_locked(const Error& why) {
     if (!reason_) reason_ = why;
     if (comm != nullptr && !aborted_) {
-      (void)ncclCommAbort(comm);
+      (void)ncclCommAbort(comm);  // frees comm; its result cannot change what we report
       aborted_ = true;
     }
   }
-  std::optional<Error> failure() {
-    std::lock_guard<std::mutex> lock(m);
-    return reason_;
-  }
-  bool aborted_locked() const { return aborted_; }
+  bool failed_locked() const { return reason_.has_value() || aborted_; }
 
-  // Waits until a non-blocking NCCL call has left ncclInProgress.
+  // The communicator's state: an error once it failed or was aborted (a
+  // collective cut short by an abort is never a success), in_progress
+  // while a non-blocking call is still running.
+  Result<void> poll(const std::string& what, bool* in_progress = nullptr) {
+    std::lock_guard<std::mutex> lock(m);
+    if (reason_) return make_error(reason_->code == Errc::timeout ? Errc::timeout : Errc::aborted,
+                                   what + ": " + reason_->message);
+    if (aborted_ || comm == nullptr) return make_error(Errc::aborted, what + ": the communicator was aborted");
+    ncclResult_t r = ncclSuccess;
+    if (ncclResult_t q = ncclCommGetAsyncError(comm, &r); q != ncclSuccess) r = q;
+    if (in_progress) *in_progress = r == ncclInProgress;
+    if (r == ncclSuccess || r == ncclInProgress) return {};
+    Error e = nccl_error(r, what);
+    abort_locked(e);
+    return e;
+  }
+
+  // Waits, bounded by `deadline`, until a non-blocking NCCL call has left
+  // ncclInProgress; aborts the communicator when the deadline passes.
   Result<void> settle(ncclResult_t r, const std::string& what, Clock::time_point deadline) {
-    while (r == ncclInProgress) {
-      if (auto f = failure()) return make_error(Errc::aborted, what + ": " + f->message);
-      if (Clock::now() > deadline) {
-        abort(make_error(Errc::timeout, what + " timed out"));
-        return make_error(Errc::timeout, what + " did not finish within " +
-                                             std::to_string(timeout.count()) + " ms (DP_TIMEOUT_MS)");
-      }
-      std::this_thread::yield();
-      if (ncclCommGetAsyncError(comm, &r) != ncclSuccess) break;
+    if (r != ncclSuccess && r != ncclInProgress) {
+      Error e = nccl_error(r, what);
+      abort(e);
+      return e;
     }
-    if (r != ncclSuccess) return nccl_error(r, what);
+    Backoff backoff;
+    for (bool busy = r == ncclInProgress; busy;) {
+      DP_TRY(poll(what, &busy));
+      if (!busy) break;
+      if (Clock::now() > deadline) return expire(what);
+      backoff.pause();
+    }
     return {};
+  }
+
+  // The deadline passed: abort, and say which limit.
+  Error expire(const std::string& what) {
+    Error e = make_error(Errc::timeout, what + " did not finish within " + std::to_string(timeout.count()) +
+                                            " ms (DP_TIMEOUT_MS); communicator aborted");
+    abort(e);
+    return e;
   }
 
  private:
@@ -95,30 +143,24 @@ class NcclWork final : public Work {
  public:
   NcclWork(std::shared_ptr<NcclShared> s, cudaEvent_t ev, std::string what)
       : s_(std::move(s)), ev_(ev), what_(std::move(what)) {}
-  ~NcclWork() override { cudaEventDestroy(ev_); }
+  ~NcclWork() override { (void)cudaEventDestroy(ev_); }
 
   Result<void> wait() override {
     const auto deadline = Clock::now() + s_->timeout;
+    Backoff backoff;
     while (true) {
-      cudaError_t q = cudaEventQuery(ev_);
-      if (q == cudaSuccess) return {};
-      if (q != cudaErrorNotReady) return cuda_error(q, what_);
-      if (auto f = s_->failure()) return make_error(Errc::aborted, what_ + " aborted: " + f->message);
-      ncclResult_t async = ncclSuccess;
-      (void)ncclCommGetAsyncError(s_->comm, &async);
-      if (async != ncclSuccess && async != ncclInProgress) {
-        Error e = nccl_error(async, what_);
+      const cudaError_t q = cudaEventQuery(ev_);
+      // An abort completes the collective's kernels early: the event alone
+      // does not prove success, the communicator's state must agree.
+      if (q == cudaSuccess) return s_->poll(what_);
+      if (q != cudaErrorNotReady) {
+        Error e = cuda_error(q, what_);
         s_->abort(e);
         return e;
       }
-      if (Clock::now() > deadline) {
-        Error e = make_error(Errc::timeout, what_ + " did not finish within " +
-                                                std::to_string(s_->timeout.count()) +
-                                                " ms (DP_TIMEOUT_MS); communicator aborted");
-        s_->abort(e);
-        return e;
-      }
-      std::this_thread::yield();
+      DP_TRY(s_->poll(what_));
+      if (Clock::now() > deadline) return s_->expire(what_);
+      backoff.pause();
     }
   }
 
@@ -128,50 +170,61 @@ class NcclWork final : public Work {
   std::string what_;
 };
 
+// How long teardown may take before the communicator is aborted instead.
+constexpr std::chrono::milliseconds kTeardownLimit{10'000};
+
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(int rank, int size) : rank_(rank), size_(size) {}
   ~NcclCommunicator() override {
+    // Finalize while the daemon's abort callback is still installed, so a
+    // peer that dies now still ends this wait at once.
+    teardown();
     if (store_.client) (void)store_.client->goodbye();
     store_.client.reset();  // no abort callback after this point
-    std::lock_guard<std::mutex> lock(s_->m);
-    if (s_->comm != nullptr && !s_->aborted_locked()) {
-      cudaStreamSynchronize(s_->stream);
-      ncclCommDestroy(s_->comm);
-    }
-    if (s_->stream != nullptr) cudaStreamDestroy(s_->stream);
-    if (scratch_ != nullptr) cudaFree(scratch_);
+    if (s_->produced != nullptr) (void)cudaEventDestroy(s_->produced);
+    if (s_->stream != nullptr) (void)cudaStreamDestroy(s_->stream);
+    if (scratch_ != nullptr) (void)cudaFree(scratch_);
   }
 
   Result<void> start(const Context& ctx, std::chrono::milliseconds timeout, StartupLog& log) {
     s_->timeout = timeout;
-    auto device = select_cuda_device(ctx.tiles, ctx.local_rank, usable_cuda_devices());
+    auto device = ctx.cuda_device(usable_cuda_devices());
     if (!device) return device.error();
     if (auto e = cudaSetDevice(*device); e != cudaSuccess) return cuda_error(e, "cudaSetDevice");
     if (auto e = cudaStreamCreateWithFlags(&s_->stream, cudaStreamNonBlocking); e != cudaSuccess) {
       return cuda_error(e, "cudaStreamCreate");
     }
-    log.phase("device " + std::to_string(*device));
-    auto js = open_job_store(ctx, timeout);
-    if (!js) return js.error();
-    store_ = std::move(*js);
-    log.phase("connect to store");
-    if (store_.client) {
-      std::shared_ptr<NcclShared> s = s_;
-      store_.client->on_abort([s](const Error& e) { s->abort(make_error(Errc::aborted, "job aborted: " + e.message)); });
+    if (auto e = cudaEventCreateWithFlags(&s_->produced, cudaEventDisableTiming); e != cudaSuccess) {
+      return cuda_error(e, "cudaEventCreate");
     }
-    static std::atomic<int> generation{0};
-    auto id = exchange_nccl_id(*store_.store, rank_, "dp/nccl/" + std::to_string(generation++) + "/id");
-    if (!id) return id.error();
-    log.phase("unique id exchange");
+    log.phase("device " + std::to_string(*device));
+    ncclUniqueId id;
+    if (size_ == 1) {
+      // Nobody to meet: no store, no daemon.
+      if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess) return nccl_error(r, "ncclGetUniqueId");
+    } else {
+      auto js = open_job_store(ctx, timeout);
+      if (!js) return js.error();
+      store_ = std::move(*js);
+      log.phase("connect to store");
+      if (store_.client) {
+        std::shared_ptr<NcclShared> s = s_;
+        store_.client->on_abort([s](const Error& e) { s->abort(make_error(Errc::aborted, "job aborted: " + e.message)); });
+      }
+      static std::atomic<int> generation{0};
+      auto got = exchange_nccl_id(*store_.store, rank_, "dp/nccl/" + std::to_string(generation++) + "/id");
+      if (!got) return got.error();
+      id = *got;
+      log.phase("unique id exchange");
+    }
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     ncclResult_t r;
     {
       std::lock_guard<std::mutex> lock(s_->m);
-      r = ncclCommInitRankConfig(&s_->comm, size_, *id, rank_, &config);
+      r = ncclCommInitRankConfig(&s_->comm, size_, id, rank_, &config);
     }
-    if (r != ncclSuccess && r != ncclInProgress) return nccl_error(r, "ncclCommInitRank");
     DP_TRY(s_->settle(r, "ncclCommInitRank", Clock::now() + timeout));
     log.phase("ncclCommInitRank");
     return {};
@@ -181,6 +234,12 @@ class NcclCommunicator final : public Communicator {
   int size() const override { return size_; }
   Backend backend() const override { return Backend::nccl; }
   std::string describe() const override { return "nccl"; }
+
+  Result<void> set_stream(void* cuda_stream) override {
+    std::lock_guard<std::mutex> lock(s_->m);
+    s_->producer = static_cast<cudaStream_t>(cuda_stream);
+    return {};
+  }
 
   Result<void> all_reduce(void* buf, size_t count, DType type, ReduceOp op) override {
     return wait_now(all_reduce_async(buf, count, type, op));
@@ -219,6 +278,50 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
+  // A healthy communicator is finalized and destroyed, each step bounded;
+  // one that failed, or whose teardown runs out of time, is aborted, never
+  // destroyed (ncclCommDestroy after an error can hang).
+  void teardown() {
+    const auto deadline = Clock::now() + std::min(s_->timeout, kTeardownLimit);
+    const std::string what = "nccl teardown (rank " + std::to_string(rank_) + ")";
+    Result<void> ok = drain_stream(what, deadline);
+    if (ok) {
+      ncclResult_t r;
+      {
+        std::lock_guard<std::mutex> lock(s_->m);
+        if (s_->comm == nullptr || s_->failed_locked()) return;
+        r = ncclCommFinalize(s_->comm);
+      }
+      ok = s_->settle(r, what + ": ncclCommFinalize", deadline);
+    }
+    std::lock_guard<std::mutex> lock(s_->m);
+    if (s_->comm == nullptr || s_->failed_locked()) return;  // aborted on the way
+    if (ok) {
+      const ncclResult_t r = ncclCommDestroy(s_->comm);
+      s_->comm = nullptr;
+      if (r == ncclSuccess) return;
+      ok = nccl_error(r, what + ": ncclCommDestroy");
+    } else {
+      s_->abort_locked(ok.error());
+    }
+    std::fprintf(stderr, "slurm-dp: %s\n", ok.error().message.c_str());
+  }
+
+  // The NCCL stream's queued work ends, or the deadline aborts it.
+  Result<void> drain_stream(const std::string& what, Clock::time_point deadline) {
+    if (s_->stream == nullptr) return {};
+    Backoff backoff;
+    while (true) {
+      const cudaError_t q = cudaStreamQuery(s_->stream);
+      if (q == cudaSuccess) return {};
+      if (q != cudaErrorNotReady) return cuda_error(q, what);
+      DP_TRY(s_->poll(what));
+      if (Clock::now() > deadline) return make_error(Errc::timeout, what + ": queued collectives did not end within " +
+                                                                        std::to_string(kTeardownLimit.count()) + " ms");
+      backoff.pause();
+    }
+  }
+
   template <class F>
   Result<std::unique_ptr<Work>> enqueue(const char* what, F&& call) {
     const std::string name = std::string(what) + " (nccl, rank " + std::to_string(rank_) + " of " +
@@ -230,18 +333,26 @@ class NcclCommunicator final : public Communicator {
     ncclResult_t r;
     {
       std::lock_guard<std::mutex> lock(s_->m);
-      if (s_->aborted_locked()) {
-        cudaEventDestroy(ev);
+      if (s_->failed_locked()) {
+        (void)cudaEventDestroy(ev);
         return make_error(Errc::aborted, name + ": the communicator was aborted");
+      }
+      // The buffer was produced by work queued on the caller's stream; the
+      // NCCL stream does not wait for another stream by itself.
+      cudaError_t e = cudaEventRecord(s_->produced, s_->producer);
+      if (e == cudaSuccess) e = cudaStreamWaitEvent(s_->stream, s_->produced, 0);
+      if (e != cudaSuccess) {
+        (void)cudaEventDestroy(ev);
+        return cuda_error(e, name + ": ordering after the compute stream");
       }
       r = call(s_->comm, s_->stream);
     }
     if (auto settled = s_->settle(r, name, Clock::now() + s_->timeout); !settled) {
-      cudaEventDestroy(ev);
+      (void)cudaEventDestroy(ev);
       return settled.error();
     }
     if (auto e = cudaEventRecord(ev, s_->stream); e != cudaSuccess) {
-      cudaEventDestroy(ev);
+      (void)cudaEventDestroy(ev);
       return cuda_error(e, name);
     }
     return std::unique_ptr<Work>(new NcclWork(s_, ev, name));

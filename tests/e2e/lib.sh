@@ -14,6 +14,8 @@
 #   wait_job_end JOBID SECS         poll until the job ends; prints its final state
 #   job_done JOBID                  the job has left the queue
 #   as_user CMD...                  run CMD as dptest in $WORK with a login's clean environment
+#   as_other CMD...                 the same as dptest2, another tenant of the nodes (attacks)
+#   test_port_range                 LOW-HIGH: 20 ports of this cluster's own for lease tests
 #   site [key=value...]             the plugin line: the daemon under test plus extras
 #   daemons_of_job / has_daemon / no_daemon JOBID    the job's dp-rendezvousd processes
 #   node_addr NODE | field LINE NAME | TASK_VARS | print_task
@@ -100,6 +102,19 @@ trap cleanup_work EXIT
 as_user() {
   (cd "$WORK" && runuser -u "$DP_TEST_USER" -- env -i SLURM_CONF="$SLURM_CONF" PATH=/usr/bin:/bin \
     HOME="$WORK" USER="$DP_TEST_USER" LANG=C.UTF-8 "$@")
+}
+
+# The same as another tenant of the nodes (dptest2), for attacks on the plugin.
+as_other() {
+  (cd "$WORK" && runuser -u dptest2 -- env -i SLURM_CONF="$SLURM_CONF" PATH=/usr/bin:/bin \
+    HOME="$WORK" USER=dptest2 LANG=C.UTF-8 "$@")
+}
+
+# A port range of this cluster's own for lease tests (attackers bind parts
+# of it): 20 ports from 20000 + (base % 1000) * 10, apart from other trees'.
+test_port_range() {
+  local lo=$((20000 + (${DP_CLUSTER_PORT_BASE:?run under dp_e2e_test} % 1000) * 10))
+  echo "$lo-$((lo + 19))"
 }
 
 # The site settings every plugin test needs (the daemon under test), plus extras.

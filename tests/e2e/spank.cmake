@@ -1,13 +1,18 @@
 # SPANK plugin e2e tests (issue 3 and the plugin side of issue 4), one script
 # per feature under spank/, run against the real cluster in both network
-# modes. The scripts run jobs as `dptest` and point the cluster at the built
-# daemon with `site` (tests on one cluster never overlap: dp_e2e_test takes
-# the cluster's RESOURCE_LOCK).
-foreach(t env_vars untouched batch_alloc gres_masks bad_input explain concurrent_ports)
+# modes. The scripts run jobs as `dptest` (and attacks as `dptest2`) and
+# point the cluster at the built daemon with `site` (tests on one cluster
+# never overlap: dp_e2e_test takes the cluster's RESOURCE_LOCK).
+foreach(t env_vars untouched batch_alloc gres_masks bad_input explain concurrent_ports
+          tenant_leases master_failure hostile_env overlap_ports tiles_request)
   dp_e2e_test(NAME spank.${t} MODES lo ns TIMEOUT 300
     ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/${t}.sh)
 endforeach()
+# Slurm starts a requeued job again after about two minutes.
+dp_e2e_test(NAME spank.requeue MODES lo ns TIMEOUT 600
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
+  COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/requeue.sh)
 # 100 consecutive steps take about 90 s on 2 shared cores.
 dp_e2e_test(NAME spank.daemon_lifecycle MODES lo ns TIMEOUT 900
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>

@@ -10,7 +10,8 @@ namespace dpt {
 
 // 0 when there is no driver or no device (any CUDA error counts as none).
 int cuda_device_count();
-// Uses device `device_hint` modulo the visible devices.
-std::unique_ptr<Ops> make_cuda_ops(int device_hint);
+// Drives `device` (from dp::Context::cuda_device, the communicator's choice
+// too); GEMMs at the given precision.
+dp::Result<std::unique_ptr<Ops>> make_cuda_ops(int device, Precision precision);
 
 }  // namespace dpt

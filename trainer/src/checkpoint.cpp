@@ -70,6 +70,17 @@ bool write_all(int fd, const uint8_t* p, size_t n) {
   return true;
 }
 
+// A fresh file, never one reached through a symlink someone planted in a
+// shared folder (O_EXCL fails on any existing name, links included). A name
+// left by a crashed writer with our pid is removed (unlink removes a link,
+// not its target) and tried once more.
+int create_new(const std::string& tmp) {
+  const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  int fd = ::open(tmp.c_str(), flags, 0644);
+  if (fd < 0 && errno == EEXIST && ::unlink(tmp.c_str()) == 0) fd = ::open(tmp.c_str(), flags, 0644);
+  return fd;
+}
+
 }  // namespace
 
 dp::Result<void> write_checkpoint(const std::string& path, const CheckpointData& data) {
@@ -88,7 +99,7 @@ dp::Result<void> write_checkpoint(const std::string& path, const CheckpointData&
   w.bytes(&crc, sizeof crc);
 
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = create_new(tmp);
   if (fd < 0) return io_error("cannot create", tmp);
   const bool ok = write_all(fd, w.data().data(), w.data().size()) && ::fsync(fd) == 0;
   const int saved = errno;

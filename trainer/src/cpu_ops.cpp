@@ -30,7 +30,20 @@ class CpuOps final : public Ops {
     if (dst != src) std::memcpy(dst, src, n * sizeof(float));
   }
   void fill(float* x, float value, size_t n) override { std::fill(x, x + n, value); }
+  void copy(float* dst, const float* src, size_t n) override { std::memmove(dst, src, n * sizeof(float)); }
   void synchronize() override {}
+  dp::Result<void> status() override { return {}; }
+
+  void gather_rows(float* dst, const float* table, const float* idx, int rows, size_t width) override {
+    for (int r = 0; r < rows; ++r)
+      std::memcpy(dst + r * width, table + static_cast<size_t>(idx[r]) * width, width * sizeof(float));
+  }
+  uint64_t copy_out(const float* src, size_t n) override {
+    const uint64_t t = next_ticket_++;
+    std::memcpy(slots_[t % kCopyOutSlots], src, std::min(n, kCopyOutFloats) * sizeof(float));
+    return t;
+  }
+  const float* fetch(uint64_t ticket) override { return slots_[ticket % kCopyOutSlots]; }
 
   void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
             const float* b, int ldb, float beta, float* c, int ldc) override {
@@ -155,8 +168,8 @@ class CpuOps final : public Ops {
     }
   }
 
-  float softmax_cross_entropy(const float* logits, const float* labels, int rows, int cols,
-                              float* dlogits, float grad_scale) override {
+  void softmax_cross_entropy(const float* logits, const float* labels, int rows, int cols,
+                             float* dlogits, float grad_scale, float* mean_loss) override {
     double loss = 0.0;
     for (int r = 0; r < rows; ++r) {
       const float* z = logits + static_cast<size_t>(r) * cols;
@@ -173,18 +186,18 @@ class CpuOps final : public Ops {
       for (int c = 0; c < cols; ++c) d[c] = d[c] * inv * grad_scale;
       d[label] -= grad_scale;
     }
-    return static_cast<float>(loss / rows);
+    *mean_loss = static_cast<float>(loss / rows);
   }
 
-  float mean_squared_error(const float* pred, const float* target, int n, float* dpred,
-                           float grad_scale) override {
+  void mean_squared_error(const float* pred, const float* target, int n, float* dpred,
+                          float grad_scale, float* mean_loss) override {
     double loss = 0.0;
     for (int i = 0; i < n; ++i) {
       const float e = pred[i] - target[i];
       loss += static_cast<double>(e) * e;
       dpred[i] = 2.0f * e * grad_scale;
     }
-    return static_cast<float>(loss / n);
+    *mean_loss = static_cast<float>(loss / n);
   }
 
   int count_correct(const float* logits, const float* labels, int rows, int cols) override {
@@ -218,6 +231,10 @@ class CpuOps final : public Ops {
       p[i] -= step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_c2 + eps);
     }
   }
+
+ private:
+  float slots_[kCopyOutSlots][kCopyOutFloats] = {};
+  uint64_t next_ticket_ = 0;
 };
 
 }  // namespace

@@ -6,6 +6,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+
+#include "dp/result.hpp"
 
 // Geometry helpers run in CUDA kernels too.
 #ifdef __CUDACC__
@@ -15,6 +18,10 @@
 #endif
 
 namespace dpt {
+
+// Arithmetic of the GEMMs (CUDA): fp32, or fp32 storage with TF32 or bf16
+// tensor-core products (cuBLAS's FAST compute types). The CPU does fp32.
+enum class Precision { fp32, tf32, bf16 };
 
 // NHWC image geometry of one convolution (per sample).
 struct ConvGeometry {
@@ -38,8 +45,39 @@ class Ops {
   virtual void upload(float* dst, const float* src, size_t n) = 0;
   virtual void download(float* dst, const float* src, size_t n) = 0;
   virtual void fill(float* x, float value, size_t n) = 0;
+  // Device to device, queued like a kernel.
+  virtual void copy(float* dst, const float* src, size_t n) = 0;
   // Waits until every queued kernel finished (no-op on CPU).
   virtual void synchronize() = 0;
+  // The first failure of any operation so far (a kernel launch, a copy, a
+  // library call), or ok. Operations are queued without waiting, so the
+  // trainer asks here once per step instead of every call returning one.
+  virtual dp::Result<void> status() = 0;
+  // The CUDA stream every operation is queued on (a cudaStream_t); null on
+  // the CPU. Collectives on device buffers must wait for it.
+  virtual void* stream() { return nullptr; }
+
+  // Rows of `width` floats: dst[r] = table[idx[r]]. idx holds row numbers as
+  // floats (exact below 2^24) in device memory, like labels.
+  virtual void gather_rows(float* dst, const float* table, const float* idx, int rows,
+                           size_t width) = 0;
+  // Read-back without a wait: copy_out queues a copy of n <= kCopyOutFloats
+  // values and returns a ticket; fetch(ticket) waits for that copy only and
+  // returns the values, valid until kCopyOutSlots more copy_out calls.
+  static constexpr size_t kCopyOutFloats = 16;
+  static constexpr uint64_t kCopyOutSlots = 4;
+  virtual uint64_t copy_out(const float* src, size_t n) = 0;
+  virtual const float* fetch(uint64_t ticket) = 0;
+
+  // Records the work `body` queues as one graph and runs it; replay() runs
+  // it again (same pointers, same sizes), for one launch per step instead
+  // of dozens. An error means nothing of `body` ran (no graphs on the CPU,
+  // or the capture failed); the caller then runs it directly.
+  virtual dp::Result<void> capture(const std::function<void()>& body) {
+    (void)body;
+    return dp::make_error(dp::Errc::unavailable, std::string(name()) + ": no graphs");
+  }
+  virtual void replay() {}
 
   // Row-major C[m x n] = alpha * op(A) * op(B) + beta * C.
   virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
@@ -63,12 +101,13 @@ class Ops {
                                 int batch, int h, int w, int c) = 0;
 
   // Mean softmax cross-entropy over rows; labels hold class indices as floats.
-  // dlogits = (softmax - onehot) * grad_scale. Returns the mean loss.
-  virtual float softmax_cross_entropy(const float* logits, const float* labels, int rows, int cols,
-                                      float* dlogits, float grad_scale) = 0;
-  // Mean of (pred - target)^2 over n; dpred = 2 (pred - target) * grad_scale.
-  virtual float mean_squared_error(const float* pred, const float* target, int n, float* dpred,
-                                   float grad_scale) = 0;
+  // dlogits = (softmax - onehot) * grad_scale. The mean loss goes to *loss
+  // (device memory), so no step waits for it.
+  virtual void softmax_cross_entropy(const float* logits, const float* labels, int rows, int cols,
+                                     float* dlogits, float grad_scale, float* loss) = 0;
+  // Mean of (pred - target)^2 over n into *loss; dpred = 2 (pred - target) * grad_scale.
+  virtual void mean_squared_error(const float* pred, const float* target, int n, float* dpred,
+                                  float grad_scale, float* loss) = 0;
   // Number of rows whose argmax equals the label.
   virtual int count_correct(const float* logits, const float* labels, int rows, int cols) = 0;
 

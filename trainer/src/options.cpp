@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
+#include <initializer_list>
+#include <set>
 #include <type_traits>
+#include <utility>
 
 #include "dp/params.hpp"
 
@@ -58,10 +61,10 @@ Data-parallel training on Fashion-MNIST or a synthetic regression task.
   --channels C1,C2              CNN conv channels (default 16,32)
   --kernel K                    CNN kernel size, odd (default 5)
   --fc N                        CNN dense width (default 128)
-  --optimizer sgd|adam          (default sgd, momentum 0.9)
+  --optimizer sgd|adam          (default: the model's recipe, below)
   --lr X  --momentum X  --weight-decay X
-  --warmup-steps N              linear learning-rate warm-up (default 0)
-  --lr-decay constant|cosine    after warm-up (default constant)
+  --warmup-steps N              linear learning-rate warm-up
+  --lr-decay constant|cosine    after warm-up
   --batch N                     samples per rank per step (default 128)
   --global-batch N              or: samples per step over all ranks
   --epochs N  --max-steps N     training length (default 1 epoch)
@@ -69,7 +72,7 @@ Data-parallel training on Fashion-MNIST or a synthetic regression task.
   --data-dir DIR                Fashion-MNIST IDX .gz files (default /usr/share/datasets/fashion-mnist)
   --train-limit N               use only the first N training samples
   --regression-samples N        size of the synthetic set (default 4096)
-  --bucket-kb N                 all-reduce bucket size (default 1024)
+  --bucket-kb N                 all-reduce bucket size (default: one per layer on a GPU, 1024 on CPUs)
   --log-every N                 progress line every N steps (default 100; 0: none)
   --checkpoint FILE             rank 0 writes training state here (atomically)
   --checkpoint-every N          ... every N steps (also on SIGTERM/SIGUSR1 and at the end)
@@ -78,163 +81,232 @@ Data-parallel training on Fashion-MNIST or a synthetic regression task.
   --baseline S                  world-1 samples/s, prints scaling efficiency
   --no-eval                     skip the test-set evaluation
   --device auto|cpu|cuda        (default auto: cuda when a GPU is visible)
+  --precision fp32|tf32|bf16    GEMM arithmetic on a GPU (default fp32; the CPU does fp32)
   --threads N                   BLAS threads per rank (default: cores / ranks on the node,
                                 or OPENBLAS_NUM_THREADS when set)
+Each model's defaults are its tested recipe; options given override them:
+  mlp: sgd, lr 0.05, momentum 0.9, cosine decay, batch 128 per rank (linear: constant rate)
+  cnn: adam, lr 0.002, 50 warm-up steps, cosine decay, global batch 128
 )";
 }
 
-dp::Result<Options> parse_options(const std::vector<std::string>& args) {
-  Options o;
-  TrainConfig& t = o.train;
-  bool model_given = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> dp::Result<std::string> {
-      if (i + 1 >= args.size())
-        return dp::make_error(dp::Errc::invalid_argument, a + ": missing value (see dp-trainer --help)");
-      return args[++i];
-    };
-#define DPT_VALUE(var)            \
-  auto var##_r = value();         \
-  if (!var##_r) return var##_r.error(); \
-  const std::string& var = *var##_r
-#define DPT_SET(target, expr)     \
-  do {                            \
-    auto r_ = (expr);             \
-    if (!r_) return r_.error();   \
-    target = *r_;                 \
-  } while (0)
-    if (a == "--help" || a == "-h") {
-      o.help = true;
-    } else if (a == "--task") {
-      DPT_VALUE(v);
-      if (v == "fashion") t.task = Task::fashion;
-      else if (v == "regression") t.task = Task::regression;
-      else return bad(a, v, "use fashion or regression");
-    } else if (a == "--model") {
-      DPT_VALUE(v);
-      model_given = true;
-      if (v == "mlp") t.model.kind = ModelKind::mlp;
-      else if (v == "cnn") t.model.kind = ModelKind::cnn;
-      else if (v == "linear") t.model.kind = ModelKind::linear;
-      else return bad(a, v, "use mlp, cnn or linear");
-    } else if (a == "--hidden") {
-      DPT_VALUE(v);
-      DPT_SET(t.model.hidden, int_list(a, v));
-    } else if (a == "--channels") {
-      DPT_VALUE(v);
-      DPT_SET(t.model.channels, int_list(a, v));
-      if (t.model.channels.size() != 2) return bad(a, v, "give exactly two channel counts, e.g. 16,32");
-    } else if (a == "--kernel") {
-      DPT_VALUE(v);
-      DPT_SET(t.model.kernel, integer<int>(a, v, 1, 15));
-      if (t.model.kernel % 2 == 0) return bad(a, v, "use an odd kernel size such as 3 or 5");
-    } else if (a == "--fc") {
-      DPT_VALUE(v);
-      DPT_SET(t.model.fc, integer<int>(a, v, 1, 65536));
-    } else if (a == "--optimizer") {
-      DPT_VALUE(v);
-      if (v == "sgd") t.optimizer.kind = OptimizerKind::sgd;
-      else if (v == "adam") t.optimizer.kind = OptimizerKind::adam;
-      else return bad(a, v, "use sgd or adam");
-    } else if (a == "--lr") {
-      DPT_VALUE(v);
-      DPT_SET(t.optimizer.lr, real(a, v, 1e-9, 100));
-    } else if (a == "--momentum") {
-      DPT_VALUE(v);
-      DPT_SET(t.optimizer.momentum, real(a, v, 0, 0.999999));
-    } else if (a == "--weight-decay") {
-      DPT_VALUE(v);
-      DPT_SET(t.optimizer.weight_decay, real(a, v, 0, 1));
-    } else if (a == "--warmup-steps") {
-      DPT_VALUE(v);
-      DPT_SET(t.optimizer.warmup_steps, integer<long>(a, v, 0, 1L << 40));
-    } else if (a == "--lr-decay") {
-      DPT_VALUE(v);
-      if (v == "constant") t.optimizer.decay = DecayKind::constant;
-      else if (v == "cosine") t.optimizer.decay = DecayKind::cosine;
-      else return bad(a, v, "use constant or cosine");
-    } else if (a == "--batch") {
-      DPT_VALUE(v);
-      DPT_SET(t.batch, integer<int>(a, v, 1, 1 << 20));
-    } else if (a == "--global-batch") {
-      DPT_VALUE(v);
-      DPT_SET(o.global_batch, integer<int>(a, v, 1, 1 << 24));
-    } else if (a == "--epochs") {
-      DPT_VALUE(v);
-      DPT_SET(t.epochs, integer<long>(a, v, 1, 1'000'000));
-    } else if (a == "--max-steps") {
-      DPT_VALUE(v);
-      DPT_SET(t.max_steps, integer<long>(a, v, 1, 1L << 40));
-    } else if (a == "--seed") {
-      DPT_VALUE(v);
-      DPT_SET(t.seed, integer<uint64_t>(a, v, 0, UINT64_MAX));
-    } else if (a == "--data-dir") {
-      DPT_VALUE(v);
-      o.data_dir = v;
-    } else if (a == "--train-limit") {
-      DPT_VALUE(v);
-      DPT_SET(o.train_limit, integer<size_t>(a, v, 1, size_t{1} << 31));
-    } else if (a == "--regression-samples") {
-      DPT_VALUE(v);
-      DPT_SET(o.regression_samples, integer<size_t>(a, v, 1, size_t{1} << 28));
-    } else if (a == "--bucket-kb") {
-      DPT_VALUE(v);
-      size_t kb = 0;
-      DPT_SET(kb, integer<size_t>(a, v, 1, size_t{1} << 22));
-      t.bucket_bytes = kb * 1024;
-    } else if (a == "--log-every") {
-      DPT_VALUE(v);
-      DPT_SET(t.log_every, integer<long>(a, v, 0, 1L << 40));
-    } else if (a == "--checkpoint") {
-      DPT_VALUE(v);
-      if (v.empty()) return bad(a, v, "give a file path");
-      t.checkpoint = v;
-    } else if (a == "--checkpoint-every") {
-      DPT_VALUE(v);
-      DPT_SET(t.checkpoint_every, integer<long>(a, v, 1, 1L << 40));
-    } else if (a == "--resume") {
-      t.resume = true;
-    } else if (a == "--metrics") {
-      DPT_VALUE(v);
-      t.metrics = v;
-    } else if (a == "--baseline") {
-      DPT_VALUE(v);
-      float b = 0;
-      DPT_SET(b, real(a, v, 1e-6, 1e12));
-      t.baseline_samples_per_sec = b;
-    } else if (a == "--no-eval") {
-      t.evaluate = false;
-    } else if (a == "--device") {
-      DPT_VALUE(v);
-      if (v == "auto") o.device = DeviceChoice::automatic;
-      else if (v == "cpu") o.device = DeviceChoice::cpu;
-      else if (v == "cuda") o.device = DeviceChoice::cuda;
-      else return bad(a, v, "use auto, cpu or cuda");
-    } else if (a == "--threads") {
-      DPT_VALUE(v);
-      DPT_SET(o.threads, integer<int>(a, v, 1, 1024));
-    } else {
-      return dp::make_error(dp::Errc::invalid_argument,
-                            "unknown option '" + a + "' (see dp-trainer --help)");
+namespace {
+
+// What an option does with its value ("" for flags). `given` records the
+// options seen, so the model's recipe fills in only the others.
+using Setter = dp::Result<void> (*)(Options&, const std::string& opt, const std::string& v);
+struct OptionSpec {
+  const char* name;
+  bool takes_value;
+  Setter set;
+};
+
+template <class T, class F>
+dp::Result<void> assign(T& target, F&& parsed) {
+  auto r = parsed;
+  if (!r) return r.error();
+  target = *r;
+  return {};
+}
+
+template <class E>
+dp::Result<void> choose(E& target, const std::string& opt, const std::string& v,
+                        std::initializer_list<std::pair<const char*, E>> choices, const char* fix) {
+  for (const auto& [name, value] : choices)
+    if (v == name) {
+      target = value;
+      return {};
     }
-#undef DPT_VALUE
-#undef DPT_SET
+  return bad(opt, v, fix);
+}
+
+const OptionSpec kOptions[] = {
+    {"--help", false, [](Options& o, const std::string&, const std::string&) -> dp::Result<void> { o.help = true; return {}; }},
+    {"--task", true, [](Options& o, const std::string& a, const std::string& v) {
+       return choose(o.train.task, a, v, {{"fashion", Task::fashion}, {"regression", Task::regression}},
+                     "use fashion or regression");
+     }},
+    {"--model", true, [](Options& o, const std::string& a, const std::string& v) {
+       return choose(o.train.model.kind, a, v,
+                     {{"mlp", ModelKind::mlp}, {"cnn", ModelKind::cnn}, {"linear", ModelKind::linear}},
+                     "use mlp, cnn or linear");
+     }},
+    {"--hidden", true, [](Options& o, const std::string& a, const std::string& v) {
+       return assign(o.train.model.hidden, int_list(a, v));
+     }},
+    {"--channels", true, [](Options& o, const std::string& a, const std::string& v) -> dp::Result<void> {
+       DP_TRY(assign(o.train.model.channels, int_list(a, v)));
+       if (o.train.model.channels.size() != 2) return bad(a, v, "give exactly two channel counts, e.g. 16,32");
+       return {};
+     }},
+    {"--kernel", true, [](Options& o, const std::string& a, const std::string& v) -> dp::Result<void> {
+       DP_TRY(assign(o.train.model.kernel, integer<int>(a, v, 1, 15)));
+       if (o.train.model.kernel % 2 == 0) return bad(a, v, "use an odd kernel size such as 3 or 5");
+       return {};
+     }},
+    {"--fc", true, [](Options& o, const std::string& a, const std::string& v) {
+       return assign(o.train.model.fc, integer<int>(a, v, 1, 65536));
+     }},
+    {"--optimizer", true, [](Options& o, const std::string& a, const std::string& v) {
+       return choose(o.train.optimizer.kind, a, v, {{"sgd", OptimizerKind::sgd}, {"adam", OptimizerKind::adam}},
+                     "use sgd or adam");
+     }},
+    {"--lr", true, [](Options& o, const std::string& a, const std::string& v) {
+       return assign(o.train.optimizer.lr, real(a, v, 1e-9, 100));
+     }},
+    {"--momentum", true, [](Options& o, const std::string& a, const std::string& v) {
+       return assign(o.train.optimizer.momentum, real(a, v, 0, 0.999999));
+     }},
+    {"--weight-decay", true, [](Options& o, const std::string& a, const std::string& v) {
+       return assign(o.train.optimizer.weight_decay, real(a, v, 0, 1));
+     }},
+    {"--warmup-steps", true, [](Options& o, const std::string& a, const std::string& v) {
+       return assign(o.train.optimizer.warmup_steps, integer<long>(a, v, 0, 1L << 40));
+     }},
+    {"--lr-decay", true, [](Options& o, const std::string& a, const std::string& v) {
+       return choose(o.train.optimizer.decay, a, v, {{"constant", DecayKind::constant}, {"cosine", DecayKind::cosine}},
+                     "use constant or cosine");
+     }},
+    {"--batch", true, [](Options& o, const std::string& a, const std::string& v) {
+       return assign(o.train.batch, integer<int>(a, v, 1, 1 << 20));
+     }},
+    {"--global-batch", true, [](Options& o, const std::string& a, const std::string& v) {
+       return assign(o.global_batch, integer<int>(a, v, 1, 1 << 24));
+     }},
+    {"--epochs", true, [](Options& o, const std::string& a, const std::string& v) {
+       return assign(o.train.epochs, integer<long>(a, v, 1, 1'000'000));
+     }},
+    {"--max-steps", true, [](Options& o, const std::string& a, const std::string& v) {
+       return assign(o.train.max_steps, integer<long>(a, v, 1, 1L << 40));
+     }},
+    {"--seed", true, [](Options& o, const std::string& a, const std::string& v) {
+       return assign(o.train.seed, integer<uint64_t>(a, v, 0, UINT64_MAX));
+     }},
+    {"--data-dir", true, [](Options& o, const std::string&, const std::string& v) -> dp::Result<void> {
+       o.data_dir = v;
+       return {};
+     }},
+    {"--train-limit", true, [](Options& o, const std::string& a, const std::string& v) {
+       return assign(o.train_limit, integer<size_t>(a, v, 1, size_t{1} << 31));
+     }},
+    {"--regression-samples", true, [](Options& o, const std::string& a, const std::string& v) {
+       return assign(o.regression_samples, integer<size_t>(a, v, 1, size_t{1} << 28));
+     }},
+    {"--bucket-kb", true, [](Options& o, const std::string& a, const std::string& v) -> dp::Result<void> {
+       DP_TRY(assign(o.train.bucket_bytes, integer<size_t>(a, v, 1, size_t{1} << 22)));
+       o.train.bucket_bytes *= 1024;
+       return {};
+     }},
+    {"--log-every", true, [](Options& o, const std::string& a, const std::string& v) {
+       return assign(o.train.log_every, integer<long>(a, v, 0, 1L << 40));
+     }},
+    {"--checkpoint", true, [](Options& o, const std::string& a, const std::string& v) -> dp::Result<void> {
+       if (v.empty()) return bad(a, v, "give a file path");
+       o.train.checkpoint = v;
+       return {};
+     }},
+    {"--checkpoint-every", true, [](Options& o, const std::string& a, const std::string& v) {
+       return assign(o.train.checkpoint_every, integer<long>(a, v, 1, 1L << 40));
+     }},
+    {"--resume", false, [](Options& o, const std::string&, const std::string&) -> dp::Result<void> {
+       o.train.resume = true;
+       return {};
+     }},
+    {"--metrics", true, [](Options& o, const std::string&, const std::string& v) -> dp::Result<void> {
+       o.train.metrics = v;
+       return {};
+     }},
+    {"--baseline", true, [](Options& o, const std::string& a, const std::string& v) -> dp::Result<void> {
+       float b = 0;
+       DP_TRY(assign(b, real(a, v, 1e-6, 1e12)));
+       o.train.baseline_samples_per_sec = b;
+       return {};
+     }},
+    {"--no-eval", false, [](Options& o, const std::string&, const std::string&) -> dp::Result<void> {
+       o.train.evaluate = false;
+       return {};
+     }},
+    {"--device", true, [](Options& o, const std::string& a, const std::string& v) {
+       return choose(o.device, a, v,
+                     {{"auto", DeviceChoice::automatic}, {"cpu", DeviceChoice::cpu}, {"cuda", DeviceChoice::cuda}},
+                     "use auto, cpu or cuda");
+     }},
+    {"--precision", true, [](Options& o, const std::string& a, const std::string& v) {
+       return choose(o.precision, a, v, {{"fp32", Precision::fp32}, {"tf32", Precision::tf32}, {"bf16", Precision::bf16}},
+                     "use fp32, tf32 or bf16");
+     }},
+    {"--threads", true, [](Options& o, const std::string& a, const std::string& v) {
+       return assign(o.threads, integer<int>(a, v, 1, 1024));
+     }},
+};
+
+const OptionSpec* find_option(const std::string& a) {
+  const std::string name = a == "-h" ? "--help" : a;
+  for (const auto& o : kOptions)
+    if (name == o.name) return &o;
+  return nullptr;
+}
+
+// Each model's defaults are the recipe its accuracy was measured with
+// (trainer/README.md); only options the user did not give are filled in.
+void apply_recipe(Options& o, const std::set<std::string>& given) {
+  OptimizerSpec r;  // mlp: SGD, momentum 0.9, lr 0.05, cosine decay
+  r.decay = DecayKind::cosine;
+  if (o.train.model.kind == ModelKind::linear) r.decay = DecayKind::constant;
+  if (o.train.model.kind == ModelKind::cnn) {
+    r.kind = OptimizerKind::adam;
+    r.lr = 0.002f;
+    r.warmup_steps = 50;
+    r.decay = DecayKind::cosine;
+    if (!given.count("--batch") && !given.count("--global-batch")) o.global_batch = 128;
   }
+  OptimizerSpec& t = o.train.optimizer;
+  if (!given.count("--optimizer")) t.kind = r.kind;
+  if (!given.count("--lr")) t.lr = r.lr;
+  if (!given.count("--warmup-steps")) t.warmup_steps = r.warmup_steps;
+  if (!given.count("--lr-decay")) t.decay = r.decay;
+}
+
+// Rules between options, checked once all are read.
+dp::Result<void> check_combinations(Options& o, const std::set<std::string>& given) {
+  TrainConfig& t = o.train;
   if (t.task == Task::regression) {
-    if (model_given && t.model.kind != ModelKind::linear)
-      return bad("--model", t.model.kind == ModelKind::cnn ? "cnn" : "mlp",
-                 "the regression task trains --model linear");
+    if (given.count("--model") && t.model.kind != ModelKind::linear)
+      return bad("--model", t.model.kind == ModelKind::cnn ? "cnn" : "mlp", "the regression task trains --model linear");
     t.model.kind = ModelKind::linear;
     t.model.input = Shape{1, 1, 1};
     t.model.outputs = 1;
-  } else if (t.model.kind == ModelKind::linear && model_given) {
-    // A linear classifier (softmax regression) on images is allowed.
   }
   if ((t.checkpoint_every > 0 || t.resume) && t.checkpoint.empty())
-    return dp::make_error(dp::Errc::invalid_argument,
-                          std::string(t.resume ? "--resume" : "--checkpoint-every") +
-                              ": needs --checkpoint FILE (see dp-trainer --help)");
+    return dp::make_error(dp::Errc::invalid_argument, std::string(t.resume ? "--resume" : "--checkpoint-every") +
+                                                          ": needs --checkpoint FILE (see dp-trainer --help)");
+  if (o.device == DeviceChoice::cpu && o.precision != Precision::fp32)
+    return bad("--precision", o.precision == Precision::tf32 ? "tf32" : "bf16",
+               "the CPU computes in fp32; use it with --device cuda or auto");
+  return {};
+}
+
+}  // namespace
+
+dp::Result<Options> parse_options(const std::vector<std::string>& args) {
+  Options o;
+  std::set<std::string> given;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const OptionSpec* spec = find_option(a);
+    if (!spec)
+      return dp::make_error(dp::Errc::invalid_argument, "unknown option '" + a + "' (see dp-trainer --help)");
+    std::string value;
+    if (spec->takes_value) {
+      if (i + 1 >= args.size())
+        return dp::make_error(dp::Errc::invalid_argument, a + ": missing value (see dp-trainer --help)");
+      value = args[++i];
+    }
+    DP_TRY(spec->set(o, a, value));
+    given.insert(spec->name);
+  }
+  DP_TRY(check_combinations(o, given));
+  apply_recipe(o, given);
   return o;
 }
 

@@ -19,6 +19,7 @@ struct Options {
   size_t train_limit = 0;
   size_t regression_samples = 4096;
   DeviceChoice device = DeviceChoice::automatic;
+  Precision precision = Precision::fp32;
   int threads = 0;               // BLAS threads per rank; 0: leave OpenBLAS's choice
   bool help = false;
 };

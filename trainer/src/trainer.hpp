@@ -24,7 +24,7 @@ struct TrainConfig {
   long epochs = 1;
   long max_steps = 0;           // 0: no limit
   uint64_t seed = 1;
-  size_t bucket_bytes = 1 << 20;
+  size_t bucket_bytes = 0;      // 0: per layer on a GPU, 1 MiB on CPUs
   long log_every = 100;
   std::string checkpoint;       // empty: none
   long checkpoint_every = 0;    // 0: only when stopping and at the end

@@ -15,9 +15,10 @@ namespace dp {
 // nullopt when Slurm reserved none (absent or empty).
 Result<std::optional<int>> first_reserved_port(std::string_view resv_ports);
 
-// Tries the ports of [min, max] once each, starting at an offset spread by
-// `seed` (job/step ids) so concurrent steps rarely contend, until `try_take`
-// takes one. The seed only spreads the search: every port is verified.
+// Tries the ports of [min, max] once each, starting at an offset chosen by
+// `seed` (random per step, so nobody can predict a step's port and
+// concurrent steps rarely contend), until `try_take` takes one. Every port
+// is verified.
 Result<int> pick_port(int min, int max, uint64_t seed, const std::function<bool(int)>& try_take);
 
 }  // namespace dp

@@ -45,6 +45,15 @@ class Communicator {
   // recv holds size() * count elements, rank-major.
   virtual Result<void> all_gather(const void* send, void* recv, size_t count, DType type) = 0;
   virtual Result<void> barrier() = 0;
+
+  // NCCL: every later collective first waits for the work queued so far on
+  // this CUDA stream (a cudaStream_t; default: the legacy default stream),
+  // so a buffer is reduced only after the kernels that wrote it. Wait on
+  // the collective's Work before reading the buffer. Host backends ignore it.
+  virtual Result<void> set_stream(void* cuda_stream) {
+    (void)cuda_stream;
+    return {};
+  }
 };
 
 struct InitOptions {
@@ -54,7 +63,8 @@ struct InitOptions {
 
 // One call from the injected environment to a working communicator.
 //
-// Backend: WORLD_SIZE=1 -> single (no peers, no store); otherwise nccl when a
+// Backend: WORLD_SIZE=1 -> single (no peers, no store; also for a forced nccl
+// at world 1, which needs no store either); otherwise nccl when a
 // CUDA device is visible, else gloo; InitOptions.backend or DP_BACKEND forces
 // one (nccl without a usable device fails at once, Errc::unavailable).
 // Rendezvous store: dp-rendezvousd from DP_RDV_ADDR/DP_RDV_SECRET (srun

@@ -25,6 +25,12 @@ struct Context {
   std::vector<int> tiles;       // DP_TILES: this task's accelerator tiles
 
   static Result<Context> from_environment();
+
+  // The CUDA device this task drives, given how many the process sees: the
+  // first of its tiles (renumbered from 0 when the mask is already applied),
+  // else LOCAL_RANK. The NCCL communicator and the trainer both ask here, so
+  // they never pick different devices. Errc::unavailable when visible is 0.
+  Result<int> cuda_device(int visible) const;
 };
 
 }  // namespace dp

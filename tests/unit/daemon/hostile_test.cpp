@@ -176,7 +176,7 @@ TEST(Hello, AHugeReplyFrameIsRefusedWithoutReadingIt) {
   rdv::append_frame(big, big_frame);
   FakeDaemon fake(challenge_frame(), big_frame);
   auto o = options_for(fake.port());
-  o.max_reply_bytes = 64 * 1024;
+  o.max_reply_frame = 64 * 1024;
   o.connect_timeout = milliseconds(300);
   auto c = RendezvousClient::connect(o);
   ASSERT_FALSE(c.ok());

@@ -1,7 +1,9 @@
 // The plugin's edge pieces that need no running Slurm: host list expansion
 // through libslurm, option variable names, port leases, the daemon launcher.
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -13,11 +15,16 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
+#include <vector>
 
 #include "daemon_launcher.hpp"
 #include "host_list.hpp"
 #include "job_options.hpp"
 #include "port_lease.hpp"
+#include "rendezvous_client.hpp"
+#include "step_gres.hpp"
+#include "user_child.hpp"
 
 namespace fs = std::filesystem;
 
@@ -56,6 +63,17 @@ TEST(JobOptions, SbatchValuesAreReadAndChecked) {
   EXPECT_NE(bad.error().message.find("sbatch/salloc"), std::string::npos);
 }
 
+TEST(StepGres, GpusPerNodeFromWhatTheStepAskedFor) {
+  using dp::spank::step_gpus_on_node;
+  EXPECT_EQ(step_gpus_on_node({"gres:gpu:2", "", ""}, 3, 2), 2);          // --gres=gpu:2 (or the job's)
+  EXPECT_EQ(step_gpus_on_node({"gres:gpu:a100:4", "", ""}, 1, 1), 4);     // typed
+  EXPECT_EQ(step_gpus_on_node({"", "gres:gpu:1", ""}, 3, 2), 3);          // --gpus-per-task=1
+  EXPECT_EQ(step_gpus_on_node({"", "", "gres:gpu:4"}, 4, 1), 4);          // --gpus=4 on one node
+  EXPECT_EQ(step_gpus_on_node({"", "", "gres:gpu:4"}, 2, 2), -1);         // spread: not knowable
+  EXPECT_EQ(step_gpus_on_node({"", "", ""}, 2, 2), 0);                    // asked for none
+  EXPECT_EQ(step_gpus_on_node({"gres:nic:1", "", ""}, 2, 2), 0);
+}
+
 class LeaseDir : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -72,18 +90,128 @@ class LeaseDir : public ::testing::Test {
   dp::SiteConfig site_;
 };
 
+dp::spank::LeaseRequest request(const std::string& tag, uid_t owner = 0) {
+  dp::spank::LeaseRequest r;
+  r.tag = tag;
+  r.owner = owner;
+  return r;
+}
+
 TEST_F(LeaseDir, TwoLeasesNeverShareAPortAndReleaseFreesIt) {
-  auto a = dp::spank::lease_master_port(site_, 0, "1.0");
-  auto b = dp::spank::lease_master_port(site_, 0, "2.0");
+  auto a = dp::spank::lease_master_port(site_, request("1.0"));
+  auto b = dp::spank::lease_master_port(site_, request("2.0"));
   ASSERT_TRUE(a.ok()) << a.error().message;
   ASSERT_TRUE(b.ok()) << b.error().message;
-  EXPECT_NE(a->port, b->port);
-  EXPECT_TRUE(fs::exists(a->path));
-  dp::spank::release_port_lease(a->path);
-  EXPECT_FALSE(fs::exists(a->path));
-  auto c = dp::spank::lease_master_port(site_, 0, "3.0");
+  EXPECT_NE(a->port(), b->port());
+  const std::string path = site_.lease_dir + "/" + std::to_string(a->port());
+  EXPECT_TRUE(fs::exists(path));
+  const int port = a->port();
+  a->release();
+  EXPECT_FALSE(fs::exists(path));
+  auto c = dp::spank::lease_master_port(site_, request("3.0"));
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->port, a->port);
+  EXPECT_EQ(c->port(), port);
+}
+
+TEST_F(LeaseDir, FolderAndFilesArePrivateToRoot) {
+  // An older release left the folder 0755: it is tightened, not trusted.
+  fs::create_directories(site_.lease_dir);
+  chmod(site_.lease_dir.c_str(), 0755);
+  auto a = dp::spank::lease_master_port(site_, request("1.0"));
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  struct stat st {};
+  ASSERT_EQ(stat(site_.lease_dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(stat((site_.lease_dir + "/" + std::to_string(a->port())).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(stat((site_.lease_dir + "/.lock").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST_F(LeaseDir, SymlinkOtherOwnerOrWritableParentIsRefused) {
+  fs::create_directories(dir_ + "/elsewhere");
+  fs::create_directory_symlink(dir_ + "/elsewhere", site_.lease_dir);
+  auto linked = dp::spank::lease_master_port(site_, request("1.0"));
+  ASSERT_FALSE(linked.ok());
+  EXPECT_NE(linked.error().message.find("symlink"), std::string::npos) << linked.error().message;
+  EXPECT_NE(linked.error().message.find("lease_dir="), std::string::npos);
+
+  site_.lease_dir = dir_ + "/elsewhere";
+  ASSERT_EQ(chown(site_.lease_dir.c_str(), 65534, 65534), 0);
+  auto foreign = dp::spank::lease_master_port(site_, request("1.0"));
+  ASSERT_FALSE(foreign.ok());
+  EXPECT_NE(foreign.error().message.find("owned by uid 65534"), std::string::npos) << foreign.error().message;
+
+  fs::create_directories(dir_ + "/open");
+  chmod((dir_ + "/open").c_str(), 0777);  // not sticky: anyone may swap what is inside
+  site_.lease_dir = dir_ + "/open/ports";
+  auto open = dp::spank::lease_master_port(site_, request("1.0"));
+  ASSERT_FALSE(open.ok());
+  EXPECT_NE(open.error().message.find("other users"), std::string::npos) << open.error().message;
+  EXPECT_FALSE(fs::exists(site_.lease_dir)) << "nothing is created under an unsafe parent";
+}
+
+TEST_F(LeaseDir, HeldLockFailsWithinItsBoundNamingTheLock) {
+  auto first = dp::spank::lease_master_port(site_, request("1.0"));  // creates folder and lock
+  ASSERT_TRUE(first.ok());
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t holder = fork();
+  if (holder == 0) {
+    int fd = open((site_.lease_dir + "/.lock").c_str(), O_RDONLY);
+    if (fd < 0 || flock(fd, LOCK_EX) != 0) _exit(1);
+    (void)!write(ready[1], "x", 1);
+    pause();
+    _exit(0);
+  }
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  auto req = request("2.0");
+  req.lock_wait = std::chrono::milliseconds(300);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto blocked = dp::spank::lease_master_port(site_, req);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  kill(holder, SIGKILL);
+  waitpid(holder, nullptr, 0);
+  close(ready[0]);
+  close(ready[1]);
+  ASSERT_FALSE(blocked.ok());
+  EXPECT_NE(blocked.error().message.find(".lock"), std::string::npos) << blocked.error().message;
+  EXPECT_LT(took, std::chrono::seconds(2));
+  EXPECT_TRUE(dp::spank::lease_master_port(site_, req).ok()) << "free again once the holder is gone";
+}
+
+TEST_F(LeaseDir, OneUserHoldsAtMostTheCap) {
+  auto req = request("1.0", 4242);
+  req.max_per_user = 2;
+  auto a = dp::spank::lease_master_port(site_, req);
+  auto b = dp::spank::lease_master_port(site_, req);
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto c = dp::spank::lease_master_port(site_, req);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message.find("per user"), std::string::npos) << c.error().message;
+  req.owner = 4243;
+  EXPECT_TRUE(dp::spank::lease_master_port(site_, req).ok()) << "another user is not affected";
+  a->release();
+  req.owner = 4242;
+  EXPECT_TRUE(dp::spank::lease_master_port(site_, req).ok()) << "a released lease no longer counts";
+}
+
+TEST_F(LeaseDir, LeasedPortIsHeldUntilDropped) {
+  auto a = dp::spank::lease_master_port(site_, request("1.0"));
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(a->holding_port());
+  // Another program binding the way servers do (SO_REUSEADDR) is kept out.
+  EXPECT_FALSE(dp::spank::port_binds(a->port()));
+  a->drop_hold();
+  EXPECT_TRUE(dp::spank::port_binds(a->port()));
+  EXPECT_TRUE(fs::exists(site_.lease_dir + "/" + std::to_string(a->port()))) << "the lease outlives the hold";
+}
+
+TEST_F(LeaseDir, StartIsRandom) {
+  std::set<uint64_t> seeds;
+  for (int i = 0; i < 8; ++i) seeds.insert(dp::spank::random_seed());
+  EXPECT_GT(seeds.size(), 6u);
 }
 
 TEST_F(LeaseDir, StaleLeaseOfDeadProcessIsReclaimed) {
@@ -93,21 +221,23 @@ TEST_F(LeaseDir, StaleLeaseOfDeadProcessIsReclaimed) {
   fs::create_directories(site_.lease_dir);
   for (int p = site_.port_min; p <= site_.port_max; ++p)
     std::ofstream(site_.lease_dir + "/" + std::to_string(p)) << child << " 1 9.9\n";
-  auto l = dp::spank::lease_master_port(site_, 0, "1.0");
+  auto l = dp::spank::lease_master_port(site_, request("1.0"));
   ASSERT_TRUE(l.ok()) << l.error().message;
 }
 
 TEST_F(LeaseDir, LiveLeasesAreRespected) {
   fs::create_directories(site_.lease_dir);
-  auto a = dp::spank::lease_master_port(site_, 0, "1.0");
+  auto a = dp::spank::lease_master_port(site_, request("1.0"));
   ASSERT_TRUE(a.ok());
-  std::set<int> ports{a->port};
+  std::set<int> ports{a->port()};
+  std::vector<dp::spank::PortLease> held;
   for (int i = 0; i < 3; ++i) {
-    auto l = dp::spank::lease_master_port(site_, 0, "x");
+    auto l = dp::spank::lease_master_port(site_, request("x"));
     ASSERT_TRUE(l.ok());
-    EXPECT_TRUE(ports.insert(l->port).second);
+    EXPECT_TRUE(ports.insert(l->port()).second);
+    held.push_back(std::move(*l));
   }
-  auto none = dp::spank::lease_master_port(site_, 0, "y");
+  auto none = dp::spank::lease_master_port(site_, request("y"));
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.error().message.find("no free MASTER_PORT"), std::string::npos);
 }
@@ -121,10 +251,109 @@ TEST_F(LeaseDir, PortInUseIsSkipped) {
   ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
   ASSERT_EQ(listen(fd, 1), 0);
   EXPECT_FALSE(dp::spank::port_binds(site_.port_min));
-  auto l = dp::spank::lease_master_port(site_, 0, "1.0");
+  auto l = dp::spank::lease_master_port(site_, request("1.0"));
   close(fd);
   ASSERT_TRUE(l.ok());
-  EXPECT_NE(l->port, site_.port_min);
+  EXPECT_NE(l->port(), site_.port_min);
+}
+
+TEST(UserChild, WorkRunsAsTheJobUserAndCannotRegainRoot) {
+  auto r = dp::spank::run_as_user({65534, 65534}, std::chrono::seconds(5), []() -> dp::Result<std::string> {
+    uid_t ru, eu, su;
+    getresuid(&ru, &eu, &su);
+    gid_t groups[8];
+    const int n = getgroups(8, groups);
+    const bool root_back = setuid(0) == 0 || seteuid(0) == 0;
+    return std::to_string(ru) + " " + std::to_string(eu) + " " + std::to_string(su) + " " +
+           std::to_string(getgid()) + " groups=" + std::to_string(n) + (root_back ? " ROOT" : "");
+  });
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(*r, "65534 65534 65534 65534 groups=1");
+}
+
+TEST(UserChild, ErrorsComeBackAsErrors) {
+  auto r = dp::spank::run_as_user({65534, 65534}, std::chrono::seconds(5), []() -> dp::Result<std::string> {
+    return dp::make_error(dp::Errc::timeout, "no daemon");
+  });
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "no daemon");
+}
+
+TEST(UserChild, RootReadsAtMost64KiB) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = dp::spank::run_as_user({65534, 65534}, std::chrono::seconds(5), []() -> dp::Result<std::string> {
+    // Bypasses the child's own cut: writes 100 MiB straight into the pipe.
+    std::string big(1 << 20, 'x');
+    for (int i = 0; i < 100; ++i)
+      if (write(3, big.data(), big.size()) < 0) break;
+    return std::string("done");
+  });
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("more than 65536 bytes"), std::string::npos) << r.error().message;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+}
+
+TEST(UserChild, HangingChildIsKilledAtTheDeadline) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = dp::spank::run_as_user({65534, 65534}, std::chrono::milliseconds(300), []() -> dp::Result<std::string> {
+    pause();
+    return std::string("never");
+  });
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, dp::Errc::timeout);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+}
+
+// What slurmstepd's exchange child does against a hostile "daemon" that
+// answers with a 100 MiB frame: the client refuses it from its header.
+TEST(UserChild, ExchangeClientRefusesAnOversizedReply) {
+  const int srv = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(bind(srv, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(srv, 4), 0);
+  ASSERT_EQ(getsockname(srv, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  size_t sent = 0;
+  std::thread fake([&] {
+    const int c = accept(srv, nullptr, nullptr);
+    if (c < 0) return;
+    const uint32_t header = htonl(100u << 20);
+    (void)!write(c, &header, sizeof header);
+    std::string chunk(65536, '\0');
+    while (sent < (100u << 20)) {
+      const ssize_t n = send(c, chunk.data(), chunk.size(), MSG_NOSIGNAL);
+      if (n <= 0) break;
+      sent += static_cast<size_t>(n);
+    }
+    close(c);
+  });
+  const uint16_t port = ntohs(a.sin_port);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = dp::spank::run_as_user({65534, 65534}, std::chrono::seconds(10), [&]() -> dp::Result<std::string> {
+    dp::ClientOptions o;
+    o.host = "127.0.0.1";
+    o.port = port;
+    o.secret = "00";
+    o.role = dp::PeerRole::agent;
+    o.connect_timeout = std::chrono::seconds(2);
+    o.max_reply_frame = 4096;
+    auto c = dp::RendezvousClient::connect(o);
+    if (!c) return c.error();
+    return std::string("connected");
+  });
+  fake.join();
+  close(srv);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("oversized"), std::string::npos) << r.error().message;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_LT(sent, 100u << 20) << "the client stopped reading long before the frame's end";
+}
+
+TEST(UserChild, SanitizeKeepsPrintableAsciiAndCuts) {
+  EXPECT_EQ(dp::spank::sanitize("ok\x1b[31m\nred\xff"), "ok?[31m?red?");
+  EXPECT_EQ(dp::spank::sanitize(std::string(600, 'a'), 10), "aaaaaaaaaa...");
 }
 
 class FakeDaemon : public ::testing::Test {

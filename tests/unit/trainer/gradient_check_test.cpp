@@ -16,9 +16,9 @@ float loss_and_grad(Ops& ops, Model& m, const std::vector<float>& x, const std::
   std::copy(x.begin(), x.end(), m.input());
   const float* out = m.forward(batch);
   const int outs = static_cast<int>(m.output_size());
-  const float loss = classification
-                         ? ops.softmax_cross_entropy(out, y.data(), batch, outs, m.output_grad(), 1.0f / batch)
-                         : ops.mean_squared_error(out, y.data(), batch * outs, m.output_grad(), 1.0f / (batch * outs));
+  float loss = 0;  // CPU ops: device memory is host memory
+  if (classification) ops.softmax_cross_entropy(out, y.data(), batch, outs, m.output_grad(), 1.0f / batch, &loss);
+  else ops.mean_squared_error(out, y.data(), batch * outs, m.output_grad(), 1.0f / (batch * outs), &loss);
   m.backward(batch, [](size_t) {});
   return loss;
 }

@@ -23,7 +23,7 @@ const std::string kSecret = "00112233445566778899aabbccddeeff0011223344556677889
 
 // Small but real: the first 4096 Fashion-MNIST images, a 784-128-10 MLP.
 std::vector<std::string> base_args() {
-  return {"--train-limit", "4096", "--hidden", "128", "--epochs", "2", "--no-eval", "--lr", "0.05",
+  return {"--device", "cpu", "--train-limit", "4096", "--hidden", "128", "--epochs", "2", "--no-eval", "--lr", "0.05",
           "--warmup-steps", "10", "--seed", "5", "--bucket-kb", "64"};
 }
 

@@ -17,6 +17,45 @@ TEST(Options, Defaults) {
   EXPECT_EQ(o->train.model.kind, ModelKind::mlp);
 }
 
+// Each model's defaults are its measured recipe (trainer/README.md); an
+// option given overrides only its own part.
+TEST(Options, EachModelDefaultsToItsRecipe) {
+  auto mlp = parse_options({});
+  ASSERT_TRUE(mlp.ok());
+  EXPECT_EQ(mlp->train.optimizer.kind, OptimizerKind::sgd);
+  EXPECT_FLOAT_EQ(mlp->train.optimizer.lr, 0.05f);
+  EXPECT_EQ(mlp->train.optimizer.decay, DecayKind::cosine);
+  EXPECT_EQ(mlp->global_batch, 0);
+
+  auto cnn = parse_options({"--model", "cnn"});
+  ASSERT_TRUE(cnn.ok());
+  EXPECT_EQ(cnn->train.optimizer.kind, OptimizerKind::adam);
+  EXPECT_FLOAT_EQ(cnn->train.optimizer.lr, 0.002f);
+  EXPECT_EQ(cnn->train.optimizer.warmup_steps, 50);
+  EXPECT_EQ(cnn->train.optimizer.decay, DecayKind::cosine);
+  EXPECT_EQ(cnn->global_batch, 128);
+
+  auto mine = parse_options({"--model", "cnn", "--lr", "0.01", "--batch", "32", "--lr-decay", "constant"});
+  ASSERT_TRUE(mine.ok());
+  EXPECT_EQ(mine->train.optimizer.kind, OptimizerKind::adam);
+  EXPECT_FLOAT_EQ(mine->train.optimizer.lr, 0.01f);
+  EXPECT_EQ(mine->train.optimizer.decay, DecayKind::constant);
+  EXPECT_EQ(mine->global_batch, 0);
+  EXPECT_EQ(mine->train.batch, 32);
+
+  auto reg = parse_options({"--task", "regression"});
+  ASSERT_TRUE(reg.ok());
+  EXPECT_EQ(reg->train.optimizer.decay, DecayKind::constant);
+}
+
+TEST(Options, PrecisionIsForTheGpu) {
+  auto o = parse_options({"--precision", "bf16"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->precision, Precision::bf16);
+  EXPECT_NE(error_of({"--precision", "tf32", "--device", "cpu"}).find("--precision"), std::string::npos);
+  EXPECT_NE(error_of({"--precision", "fp16"}).find("use fp32, tf32 or bf16"), std::string::npos);
+}
+
 TEST(Options, ParsesValues) {
   auto o = parse_options({"--model", "cnn", "--channels", "8,16", "--optimizer", "adam", "--lr", "0.001",
                           "--warmup-steps", "50", "--lr-decay", "cosine", "--global-batch", "256",

@@ -201,6 +201,12 @@ TEST(Init, WorldTwoWithoutAStoreRefusesClearly) {
 TEST(Init, NcclWithoutADeviceFailsAtOnce) {
   set_env({{"DP_BACKEND", "nccl"}});
   auto comm = dp::init();
+  if (dp::detail::usable_cuda_devices() > 0) {
+    // On a GPU host, world 1 over NCCL needs no store and works.
+    ASSERT_TRUE(comm.ok()) << comm.error().message;
+    EXPECT_EQ((*comm)->backend(), dp::Backend::nccl);
+    GTEST_SKIP() << "a CUDA device is visible: checked that NCCL at world 1 starts without a store instead";
+  }
   ASSERT_FALSE(comm.ok());
   EXPECT_EQ(comm.error().code, dp::Errc::unavailable);
   EXPECT_NE(comm.error().message.find("CUDA"), std::string::npos) << comm.error().message;

@@ -30,7 +30,7 @@ TEST(NcclErrors, MapToOurCodesWithAFix) {
 }
 
 TEST(NcclErrors, NoDeviceHereFailsAtOnceNamingCuda) {
-  EXPECT_EQ(dp::detail::usable_cuda_devices(), 0) << "this test expects a machine without a GPU";
+  if (dp::detail::usable_cuda_devices() > 0) GTEST_SKIP() << "a CUDA device is visible; this checks the no-GPU path";
   dp::Context ctx;
   ctx.world_size = 2;
   ctx.rdv_addr = "127.0.0.1:1";  // never contacted: the device check comes first
