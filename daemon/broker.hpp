@@ -2,33 +2,49 @@
 // barriers, abort and liveness of one step's ranks. Pure logic with no
 // sockets: the server feeds it frames and ticks, it answers through Outbox.
 // This is what the unit tests and the fuzzer drive directly.
+//
+// Files: broker.cpp (connections, hello, dispatch, abort), broker_ops.cpp
+// (one function per request), broker_waiters.cpp (blocking calls, barriers,
+// deadlines), broker_stats.cpp, kv_store.cpp (the store), liveness.cpp.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "dp/proto/rendezvous.pb.h"
+#include "dp/result.hpp"
+#include "kv_store.hpp"
+#include "liveness.hpp"
 #include "startup_phases.hpp"
 #include "step_report.hpp"
 
 namespace dp::daemon {
-
-using Clock = std::chrono::steady_clock;
-using ConnId = uint64_t;
 
 struct BrokerLimits {
   uint32_t max_key_bytes = 4096;
   uint32_t max_value_bytes = 1u << 20;
   uint64_t max_total_bytes = 128ull << 20;  // keys + values of the whole step
   std::chrono::milliseconds hello_timeout{5'000};
-  std::chrono::milliseconds heartbeat_timeout{4'000};  // ranks only; + the 100 ms tick stays within 5 s
+  // A rank silent this long while others are heard is dead. Longer than
+  // Slurm's default gang-scheduling time slice (SchedulerTimeSlice=30 s), so
+  // even a suspend or resume that reaches the nodes a slice apart is not taken
+  // for a death; a dead process is found by its dropped connection at once,
+  // so this only bounds how long an unreachable node goes unnoticed. 0: off.
+  std::chrono::milliseconds heartbeat_timeout{60'000};
+  // Connections before hello beyond one per rank still to come; past that the
+  // oldest is evicted.
+  int max_unauthenticated = 64;
   // Others wait this long in a collective a live rank does not enter: it hangs (0: off).
   std::chrono::milliseconds hang_timeout{120'000};
+  int max_agents = 256;          // authenticated non-rank peers (stepd agents, tools)
 };
 
 struct BrokerConfig {
@@ -37,6 +53,8 @@ struct BrokerConfig {
   std::string job_id;
   std::string step_id;
   BrokerLimits limits;
+  // Fresh nonce for each connection's challenge (tests and the fuzzer pin it).
+  std::function<std::string()> make_nonce;
 };
 
 // Where the broker's answers go (the server's sockets, or a test recorder).
@@ -52,6 +70,8 @@ class Broker {
  public:
   Broker(BrokerConfig cfg, Outbox& out, Clock::time_point now);
 
+  // Sends the connection its challenge; evicts the oldest connection that
+  // has not said hello when more than max_unauthenticated are waiting.
   void on_connect(ConnId conn, Clock::time_point now);
   // One received frame body. Malformed input gets an error reply; the
   // connection is closed when its framing or authentication cannot be trusted.
@@ -60,15 +80,23 @@ class Broker {
   void on_oversized_frame(ConnId conn, uint32_t announced, uint32_t limit);
   // The socket closed or failed (not after close() from the broker).
   void on_disconnect(ConnId conn, Clock::time_point now);
-  // Deadlines: blocking calls, hello, heartbeats. Call a few times a second.
+  // Deadlines: blocking calls, hello, silence. Call a few times a second.
   void on_tick(Clock::time_point now);
+  // Connections of ranks about to be judged silent: the server reads what
+  // they sent before the next on_tick, so waiting heartbeats count.
+  std::vector<ConnId> silence_suspects(Clock::time_point now) const;
+  // The keepalive push to every authenticated peer (the server calls it each second).
+  void ping_all();
 
   uint32_t max_frame_bytes(ConnId conn) const;
   bool knows(ConnId conn) const { return peers_.count(conn) != 0; }
   size_t connections() const { return peers_.size(); }
+  int unauthenticated() const { return unauthenticated_count_; }
   // Every rank of the world said goodbye and nobody is connected.
   bool finished() const;
-  bool aborted() const { return aborted_; }
+  bool aborted() const { return abort_.has_value(); }
+  const std::optional<AbortCause>& abort_cause() const { return abort_; }
+  const Liveness& liveness() const { return live_; }
   proto::Stats stats() const;
   std::string startup_summary() const { return phases_.summary(); }
   // The step report (issue 16): JSON, srun's start-up line, the first failure.
@@ -83,8 +111,8 @@ class Broker {
     proto::Role role = proto::ROLE_AGENT;
     int rank = -1;
     std::string host;
+    std::string nonce;  // the challenge its hello must answer
     Clock::time_point connected_at;
-    Clock::time_point last_seen;
     std::vector<uint64_t> waiters;  // pending blocking calls of this peer
   };
   enum class WaitKind : uint8_t { get, wait, barrier };
@@ -102,26 +130,50 @@ class Broker {
     int count = 0;
     std::vector<uint64_t> waiters;
   };
+  struct Call {  // one request being handled
+    ConnId conn;
+    Peer& peer;
+    uint64_t id;
+    Clock::time_point now;
+  };
 
+  // broker.cpp
+  Result<void> check_hello(const Peer& p, const proto::Hello& h) const;
   void handle_hello(ConnId conn, Peer& p, uint64_t id, const proto::Hello& h, Clock::time_point now);
   void handle_request(ConnId conn, Peer& p, const proto::Request& req, Clock::time_point now);
   void reply_ok(ConnId conn, uint64_t id);
   void reply_error(ConnId conn, uint64_t id, proto::Code code, std::string message);
+  void reply_error(ConnId conn, uint64_t id, const Error& e);
   void reject_and_close(ConnId conn, uint64_t id, proto::Code code, std::string message);
-  bool check_key(ConnId conn, uint64_t id, const std::string& key);
+  void forget_peer(ConnId conn, bool goodbye = false);
+  void abort_job(AbortCause cause);
+  AbortCause cause_of(const Peer& p, AbortCause::How how, std::string message) const;
+  std::string describe_peer(const Peer& p) const;
+  void judge_silence(Clock::time_point now);
+  void judge_hang(Clock::time_point now);
+  void prune_unauthenticated();
+  int unauthenticated_budget() const;
+  // broker_ops.cpp: one per operation
+  void op_goodbye(const Call& c, const proto::Goodbye& m);
+  void op_set(const Call& c, const proto::Set& m);
+  void op_get(const Call& c, const proto::Get& m);
+  void op_add(const Call& c, const proto::Add& m);
+  void op_compare_and_set(const Call& c, const proto::CompareAndSet& m);
+  void op_erase(const Call& c, const proto::Erase& m);
+  void op_exists(const Call& c, const proto::Exists& m);
+  void op_wait(const Call& c, const proto::Wait& m);
+  void op_barrier(const Call& c, const proto::Barrier& m);
+  void op_abort(const Call& c, const proto::Abort& m);
   bool store_value(ConnId conn, uint64_t id, const std::string& key, const std::string& value);
-  void key_changed(const std::string& key);
-  // timeout_ms 0: no deadline.
+  // broker_waiters.cpp. timeout_ms 0: no deadline.
   uint64_t add_waiter(ConnId conn, uint64_t request_id, WaitKind kind, std::vector<std::string> keys,
                       uint32_t timeout_ms, Clock::time_point now);
-  void finish_waiter(uint64_t wid);
+  void finish_waiter(uint64_t wid, Clock::time_point now);
   void drop_waiter(uint64_t wid);
   void fail_waiter(uint64_t wid, proto::Code code, std::string message);
-  void forget_peer(ConnId conn);
-  void abort_job(std::string reason);
-  // The same, naming the first failure for the step report (rank -1: an agent).
-  void abort_job(const Peer& who, FailureHow how, std::string what);
-  std::string describe_peer(const Peer& p) const;
+  void key_changed(const std::string& key, Clock::time_point now);
+  void expire_waiters(Clock::time_point now);
+  std::string timeout_message(const Waiter& w) const;
   std::string missing_ranks(const BarrierState& b) const;
 
   BrokerConfig cfg_;
@@ -130,14 +182,11 @@ class Broker {
   StepReport report_;
 
   std::unordered_map<ConnId, Peer> peers_;
-  std::vector<ConnId> rank_conn_;   // rank -> live connection (0: none)
-  std::vector<char> rank_hello_;    // rank ever said hello
-  std::vector<char> rank_fetched_;  // rank ever completed a get
-  std::vector<char> rank_goodbye_;
-  int ranks_connected_ = 0, ranks_seen_ = 0, ranks_fetched_ = 0, ranks_goodbye_ = 0;
-
-  std::unordered_map<std::string, std::string> store_;
-  uint64_t bytes_stored_ = 0;
+  std::deque<ConnId> unauthenticated_;  // in connect order; may hold ids already gone or ready
+  int unauthenticated_count_ = 0;       // peers awaiting hello
+  int agents_ = 0;
+  Liveness live_;
+  KvStore store_;
 
   uint64_t next_waiter_ = 1;
   std::unordered_map<uint64_t, Waiter> waiters_;
@@ -145,12 +194,10 @@ class Broker {
   std::multimap<Clock::time_point, uint64_t> deadlines_;
   std::unordered_map<std::string, BarrierState> barriers_;
 
-  bool aborted_ = false;
-  int hang_rank_ = -1;  // the abort names this rank as hanging
-  std::string abort_reason_;
+  std::optional<AbortCause> abort_;
 
-  uint64_t requests_ = 0, accepted_ = 0, rejected_auth_ = 0, protocol_errors_ = 0,
-           limit_errors_ = 0, heartbeats_ = 0;
+  uint64_t requests_ = 0, accepted_ = 0, rejected_auth_ = 0, protocol_errors_ = 0, limit_errors_ = 0,
+           heartbeats_ = 0, evicted_ = 0;
 };
 
 // Constant-time comparison: the time taken does not depend on where a and b differ.

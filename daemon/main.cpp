@@ -35,7 +35,7 @@ int fail(const std::string& message) {
 }
 
 // One line from stdin with plain read(): no stdio buffer keeps a copy.
-std::string read_secret_line() {
+std::string read_line() {
   std::string line;
   char c = 0;
   while (line.size() <= 1024) {
@@ -44,12 +44,15 @@ std::string read_secret_line() {
     if (n <= 0 || c == '\n') break;
     line.push_back(c);
   }
+  return line;
+}
+
+void close_stdin() {
   const int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (devnull >= 0) {
     dup2(devnull, STDIN_FILENO);
     close(devnull);
   }
-  return line;
 }
 
 }  // namespace
@@ -70,8 +73,20 @@ int main(int argc, char** argv) {
     std::fputs(dp::daemon::usage_text(), stdout);
     return 0;
   }
-  auto secret = dp::daemon::validate_secret(read_secret_line());
-  if (!secret) return fail(secret.error().message);
+  auto secret = dp::daemon::validate_secret(read_line());
+  if (!secret) {
+    close_stdin();
+    return fail(secret.error().message);
+  }
+  if (opts->listen_addr == "-") {
+    // srun learns the address the ranks route to while the daemon starts.
+    opts->listen_addr = read_line();
+    if (opts->listen_addr.empty()) {
+      close_stdin();
+      return fail("--listen -: no address on the second line of stdin (srun found no route to the master node?)");
+    }
+  }
+  close_stdin();
 
   auto server = dp::daemon::Server::create(*opts, std::move(*secret));
   if (!server) return fail(server.error().message);

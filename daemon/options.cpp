@@ -22,15 +22,19 @@ const char* usage_text() noexcept {
   return "usage: dp-rendezvousd --world-size N --job-id J --step-id S [options] < secret\n"
          "  reads the step secret (one line of >= 32 hex digits) from stdin, binds an OS-chosen port,\n"
          "  prints 'READY <port>' on stdout, logs to stderr.\n"
-         "  --listen ADDR               address to bind (default 0.0.0.0)\n"
-         "  --idle-timeout SEC          exit after SEC seconds without connections (default 600)\n"
-         "  --done-linger-ms MS         exit MS after every rank said goodbye (default 2000)\n"
-         "  --max-connections N         (default: the fd limit minus 32)\n"
+         "  lives as long as its parent (srun): exits on SIGTERM/SIGINT or when the parent dies.\n"
+         "  --listen ADDR               address to bind: the one the ranks route to (default 0.0.0.0);\n"
+         "                              '-': read it from the second line of stdin\n"
+         "  --idle-timeout SEC          accepted from plugins of earlier releases; no effect\n"
+         "  --max-connections N         (default: the fd limit, raised to the hard limit, minus 32)\n"
+         "  --max-unauthenticated N     connections waiting for hello beyond one per rank still to come;\n"
+         "                              past that the oldest is evicted (default 64)\n"
          "  --max-key-bytes N           (default 4096)\n"
          "  --max-value-bytes N         (default 1048576)\n"
          "  --max-total-bytes N         keys + values of the step (default 134217728)\n"
          "  --hello-timeout-ms MS       close connections without hello (default 5000)\n"
-         "  --heartbeat-timeout-ms MS   a silent rank aborts the job (default 4000, 0: off)\n"
+         "  --heartbeat-timeout-ms MS   a rank silent this long while others are heard aborts the job\n"
+         "                              (default 60000, 0: off); all ranks silent: suspended, not dead\n"
          "  --hang-timeout-ms MS        a live rank that does not enter a collective the others have\n"
          "                              waited in for MS aborts the job, named (default 120000, 0: off)\n";
 }
@@ -59,13 +63,13 @@ Result<DaemonOptions> parse_options(const std::vector<std::string>& args) {
       if (v.empty()) return make_error(Errc::invalid_argument, "--listen: empty address; give an IPv4/IPv6 address");
       o.listen_addr = v;
     } else if (a == "--idle-timeout") {
-      auto n = num(1, 7 * 24 * 3600);
+      // Accepted from plugins of earlier releases; the daemon now lives exactly as long as srun.
+      auto n = num(0, 30 * 24 * 3600);
       if (!n) return n.error();
-      o.idle_timeout = std::chrono::seconds(*n);
-    } else if (a == "--done-linger-ms") {
-      auto n = num(0, 3'600'000);
+    } else if (a == "--max-unauthenticated") {
+      auto n = num(1, 1'000'000);
       if (!n) return n.error();
-      o.done_linger = std::chrono::milliseconds(*n);
+      o.limits.max_unauthenticated = static_cast<int>(*n);
     } else if (a == "--max-connections") {
       auto n = num(1, 10'000'000);
       if (!n) return n.error();

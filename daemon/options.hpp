@@ -15,10 +15,9 @@ struct DaemonOptions {
   int world_size = 0;
   std::string job_id;
   std::string step_id;
+  // "-": the second line of stdin (srun learns the route while the daemon starts).
   std::string listen_addr = "0.0.0.0";
-  std::chrono::seconds idle_timeout{600};          // no connection for this long: exit
-  std::chrono::milliseconds done_linger{2'000};    // every rank said goodbye: exit after this
-  int max_connections = 0;                         // 0: from the fd limit
+  int max_connections = 0;                         // 0: from the (raised) fd limit
   BrokerLimits limits;
   bool help = false;
 };

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -23,8 +24,46 @@ namespace {
 constexpr size_t kMaxOutBytes = 64u << 20;  // a peer that never reads is dropped
 constexpr auto kCloseGrace = std::chrono::seconds(2);
 constexpr int kAcceptBatch = 256;
+constexpr int kReservedFds = 32;  // listener, epoll, signals, stdio, the spare, logs
+constexpr int kMinAgents = 16;    // the nodes' plugins of a step, tools
+constexpr auto kPingEvery = std::chrono::seconds(1);  // clients call a daemon silent after a few
 
 std::string errno_text(int e) { return std::strerror(e); }
+
+// A login shell's soft limit (often 1 024) is no limit for a step of
+// thousands of ranks: take the hard limit, which needs no privilege.
+rlim_t raise_fd_limit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rlimit want = rl;
+    want.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &want) == 0) return want.rlim_cur;
+  }
+  return rl.rlim_cur;
+}
+
+// How many descriptors the step needs, and whether the limit holds them.
+Result<void> size_budget(DaemonOptions& o) {
+  const long long need =
+      static_cast<long long>(o.world_size) + o.limits.max_unauthenticated + kMinAgents + kReservedFds;
+  if (o.max_connections == 0) {
+    const rlim_t lim = raise_fd_limit();
+    const long long have = lim == RLIM_INFINITY ? (1ll << 30) : static_cast<long long>(lim);
+    if (have < need) {
+      return make_error(Errc::limit,
+                        "the open-file limit (RLIMIT_NOFILE, hard limit " + std::to_string(have) +
+                            ") is too low for a step of " + std::to_string(o.world_size) +
+                            " ranks: dp-rendezvousd needs at least " + std::to_string(need) +
+                            " descriptors; raise the hard limit where srun runs (ulimit -Hn " + std::to_string(need) +
+                            " as root, nofile in /etc/security/limits.conf, or LimitNOFILE= for a service)");
+    }
+    o.max_connections = static_cast<int>(std::min<long long>(have - kReservedFds, 1 << 30));
+  }
+  const long long spare = static_cast<long long>(o.max_connections) - o.world_size - o.limits.max_unauthenticated;
+  o.limits.max_agents = static_cast<int>(std::clamp<long long>(spare, 4, 1 << 20));
+  return {};
+}
 
 }  // namespace
 
@@ -38,13 +77,10 @@ Server::Server(const DaemonOptions& opts, std::string secret) : opts_(opts) {
   broker_ = std::make_unique<Broker>(std::move(cfg), *this, Clock::now());
 }
 
-Result<std::unique_ptr<Server>> Server::create(const DaemonOptions& opts, std::string secret) {
+Result<std::unique_ptr<Server>> Server::create(const DaemonOptions& in, std::string secret) {
+  DaemonOptions opts = in;
+  DP_TRY(size_budget(opts));
   std::unique_ptr<Server> s(new Server(opts, std::move(secret)));
-  if (s->opts_.max_connections == 0) {
-    rlimit rl{};
-    getrlimit(RLIMIT_NOFILE, &rl);
-    s->opts_.max_connections = rl.rlim_cur > 64 ? static_cast<int>(rl.rlim_cur - 32) : 32;
-  }
 
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -107,7 +143,7 @@ Result<std::unique_ptr<Server>> Server::create(const DaemonOptions& opts, std::s
     std::fprintf(stderr, "dp-rendezvousd: no dp-top view of this step: %s\n", path.error().message.c_str());
   }
   s->parent_ = getppid();
-  s->idle_since_ = Clock::now();
+  s->next_ping_ = Clock::now() + kPingEvery;
   return s;
 }
 
@@ -178,7 +214,9 @@ void Server::accept_some() {
     c->server = this;
     c->fd = fd;
     c->id = next_id_++;
-    if (static_cast<int>(conns_.size()) >= opts_.max_connections) {
+    // At the cap with nobody to evict: refuse. (The broker evicts the oldest
+    // connection without hello itself, so ranks are never refused for those.)
+    if (static_cast<int>(conns_.size()) >= opts_.max_connections && broker_->unauthenticated() == 0) {
       proto::Response r;
       r.set_code(proto::LIMIT);
       r.set_message("too many connections: the limit is " + std::to_string(opts_.max_connections) +
@@ -329,29 +367,34 @@ void Server::drop(Conn& c) {
   dead_.push_back(std::move(it->second));
   conns_.erase(it);
   event_active(reap_ev_, EV_TIMEOUT, 0);
-  if (conns_.empty()) idle_since_ = Clock::now();
 }
 
 void Server::tick() {
-  const auto now = Clock::now();
+  auto now = Clock::now();
+  // Heartbeats may be waiting unread (after a stop, or a busy loop): read
+  // them before anyone is judged silent.
+  const auto suspects = broker_->silence_suspects(now);
+  if (!suspects.empty()) {
+    for (ConnId id : suspects) {
+      auto it = conns_.find(id);
+      if (it != conns_.end() && !it->second->closing) read_from(*it->second);
+    }
+    now = Clock::now();
+  }
   broker_->on_tick(now);
+  if (now >= next_ping_) {
+    broker_->ping_all();
+    next_ping_ = now + kPingEvery;
+  }
   std::vector<Conn*> stuck;
   for (auto& [id, c] : conns_) {
     if (c->closing && now - c->closing_since > kCloseGrace) stuck.push_back(c.get());
   }
   for (Conn* c : stuck) drop(*c);
-
+  // The daemon lives exactly as long as its step: srun stops it at the
+  // step's end; it never leaves on its own while srun lives (a second
+  // dp::init() or a late task may still come).
   if (getppid() != parent_) return stop("the parent process (srun) is gone");
-  if (conns_.empty() && now - idle_since_ >= opts_.idle_timeout) return stop("idle timeout");
-  if (broker_->finished()) {
-    if (!was_finished_) {
-      was_finished_ = true;
-      finished_since_ = now;
-    }
-    if (now - finished_since_ >= opts_.done_linger) return stop("every rank said goodbye");
-  } else {
-    was_finished_ = false;
-  }
 }
 
 }  // namespace dp::daemon

@@ -21,14 +21,15 @@ namespace dp::daemon {
 
 class Server final : public Outbox {
  public:
-  // Binds port 0 on opts.listen_addr and listens with backlog SOMAXCONN.
+  // Raises the soft fd limit to the hard one, checks that it holds the step,
+  // binds port 0 on opts.listen_addr and listens with backlog SOMAXCONN.
   static Result<std::unique_ptr<Server>> create(const DaemonOptions& opts, std::string secret);
   ~Server() override;
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
   uint16_t port() const { return port_; }
-  // Runs until SIGTERM/SIGINT, parent death, idle time or the step's end.
+  // Runs until SIGTERM/SIGINT or the parent's (srun's) death.
   void run();
 
   void send(ConnId conn, const proto::Response& r) override;
@@ -84,9 +85,7 @@ class Server final : public Outbox {
   std::vector<std::unique_ptr<Conn>> dead_;
   ConnId next_id_ = 1;
   pid_t parent_ = 0;
-  Clock::time_point idle_since_;
-  Clock::time_point finished_since_{};
-  bool was_finished_ = false;
+  Clock::time_point next_ping_;
 };
 
 }  // namespace dp::daemon

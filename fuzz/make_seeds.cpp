@@ -1,15 +1,19 @@
-// Writes a seed corpus for rendezvous_fuzz: whole valid sessions (hello with
-// the fuzz secret, then every operation), so the fuzzer starts past hello.
+// Writes seed corpora: for rendezvous_fuzz whole valid sessions (hello with
+// the proof for the fuzz secret and nonce, then every operation), so the
+// fuzzer starts past hello; for client_reply_fuzz (second folder) the daemon's
+// side of such a session: challenge, replies, keepalives, an abort.
 #include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "frame_codec.hpp"
+#include "hello_proof.hpp"
 
 namespace {
 
 const std::string kSecret = "f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0";
+const std::string kNonce(dp::rdv::kNonceBytes, 'z');  // rendezvous_fuzz pins every challenge to it
 
 // One "feed" operation of the fuzz script carrying frame bytes to conn.
 void feed(std::string& script, int conn, const std::string& bytes) {
@@ -34,12 +38,42 @@ dp::proto::Request hello(int rank) {
   r.set_id(1);
   auto* h = r.mutable_hello();
   h->set_protocol_version(dp::rdv::kProtocolVersion);
-  h->set_secret(kSecret);
+  const auto role = rank >= 0 ? dp::proto::ROLE_RANK : dp::proto::ROLE_AGENT;
   h->set_rank(rank);
   h->set_world_size(2);
   h->set_host("h");
-  h->set_role(rank >= 0 ? dp::proto::ROLE_RANK : dp::proto::ROLE_AGENT);
+  h->set_role(role);
+  h->set_proof(dp::rdv::hello_proof(kSecret, kNonce, role, rank, 2, "h"));
   return r;
+}
+
+std::string reply(uint64_t id, dp::proto::Code code, const std::string& message = {}, const std::string& value = {}) {
+  dp::proto::Response r;
+  r.set_id(id);
+  r.set_code(code);
+  if (!message.empty()) r.set_message(message);
+  if (!value.empty()) r.set_value(value);
+  std::string s;
+  dp::rdv::append_frame(r, s);
+  return s;
+}
+
+void write_client_seeds(const std::string& dir) {
+  dp::proto::Response c;
+  c.set_challenge(kNonce);
+  std::string challenge;
+  dp::rdv::append_frame(c, challenge);
+  std::vector<std::string> seeds;
+  // First byte: the reader's limit (odd: 64 KiB); it also sizes the first chunk.
+  seeds.push_back("\x01" + challenge + reply(1, dp::proto::OK) + reply(0, dp::proto::OK) +
+                  reply(2, dp::proto::OK, {}, std::string(300, 'v')) + reply(3, dp::proto::NOT_FOUND, "key 'x' does not exist"));
+  seeds.push_back("\x03" + challenge + reply(1, dp::proto::OK) + reply(0, dp::proto::ABORTED, "rank 1 (host \x1b[31m) died\xff"));
+  seeds.push_back("\x02" + reply(0, dp::proto::LIMIT, "too many connections"));
+  seeds.push_back(std::string("\x01\x7f\xff\xff\xff", 5));  // a 2 GiB announcement
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    std::ofstream(dir + "/seed-" + std::to_string(i), std::ios::binary) << seeds[i];
+  }
+  std::printf("%zu client seeds written to %s\n", seeds.size(), dir.c_str());
 }
 
 }  // namespace
@@ -132,5 +166,6 @@ int main(int argc, char** argv) {
     std::ofstream(dir + "/seed-" + std::to_string(i), std::ios::binary) << seeds[i];
   }
   std::printf("%zu seeds written to %s\n", seeds.size(), dir.c_str());
+  if (argc > 2) write_client_seeds(argv[2]);
   return 0;
 }

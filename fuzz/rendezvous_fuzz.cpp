@@ -11,6 +11,7 @@
 
 #include "broker.hpp"
 #include "frame_codec.hpp"
+#include "hello_proof.hpp"
 
 namespace {
 
@@ -37,6 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cfg.step_id = "0";
   cfg.limits.max_value_bytes = 4096;
   cfg.limits.max_total_bytes = 65536;
+  cfg.limits.max_unauthenticated = 3;  // eviction is reached with four connections
+  cfg.make_nonce = [] { return std::string(dp::rdv::kNonceBytes, 'z'); };  // make_seeds' proofs use it
   Sink sink;
   auto now = Clock::time_point{} + std::chrono::hours(1);
   dp::daemon::Broker broker(cfg, sink, now);
@@ -46,7 +49,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   dp::rdv::FrameDecoder decoders[kConns] = {dp::rdv::FrameDecoder(4096), dp::rdv::FrameDecoder(4096),
                                             dp::rdv::FrameDecoder(4096), dp::rdv::FrameDecoder(4096)};
   ConnId next = 1;
-  for (int i = 0; i < kConns; ++i) {
+  // Slot 3 connects first, so the fourth connection evicts it (seeds use 0..2).
+  for (int i : {3, 0, 1, 2}) {
     ids[i] = next++;
     broker.on_connect(ids[i], now);
   }

@@ -12,7 +12,7 @@
 
 namespace dp::rdv {
 
-inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kProtocolVersion = 2;  // 2: challenge-response hello
 inline constexpr size_t kFrameHeaderBytes = 4;
 
 // Appends msg as one frame to out. False only if msg cannot be serialized.

@@ -111,9 +111,13 @@ Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string&
                                    std::to_string(req.world_size), "--job-id",
                                    std::to_string(req.job_id),     "--step-id",
                                    std::to_string(req.step_id)};
-  if (req.idle_timeout_s > 0) {
-    args.push_back("--idle-timeout");
-    args.push_back(std::to_string(req.idle_timeout_s));
+  // The address to listen on follows the secret on stdin: srun learns the
+  // route to the master node while the daemon starts (send_listen_address).
+  args.push_back("--listen");
+  args.push_back("-");
+  if (req.heartbeat_timeout_s >= 0) {
+    args.push_back("--heartbeat-timeout-ms");
+    args.push_back(std::to_string(req.heartbeat_timeout_s * 1000LL));
   }
   if (req.hang_timeout_s >= 0) {
     args.push_back("--hang-timeout-ms");
@@ -140,9 +144,8 @@ Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string&
   sighandler_t old = signal(SIGPIPE, SIG_IGN);
   ssize_t w = write(wfd, line.data(), line.size());
   signal(SIGPIPE, old);
-  close(wfd);
   std::fill(line.begin(), line.end(), '\0');
-  StartingDaemon d{pid, out.release(0), req.path};
+  StartingDaemon d{pid, out.release(0), req.path, wfd};
   if (w != static_cast<ssize_t>(secret.size() + 1)) {
     abandon_daemon(d);
     return make_error(Errc::unavailable, "rendezvous daemon " + req.path +
@@ -152,7 +155,20 @@ Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string&
   return d;
 }
 
+void send_listen_address(StartingDaemon& d, const std::string& address) {
+  if (d.input_fd < 0) return;
+  const std::string line = address + "\n";
+  // A daemon that already failed closed its stdin: its answer says why.
+  sighandler_t old = signal(SIGPIPE, SIG_IGN);
+  [[maybe_unused]] const ssize_t w = write(d.input_fd, line.data(), line.size());
+  signal(SIGPIPE, old);
+  close(d.input_fd);
+  d.input_fd = -1;
+}
+
 void abandon_daemon(StartingDaemon& d) {
+  if (d.input_fd >= 0) close(d.input_fd);
+  d.input_fd = -1;
   if (d.answer_fd >= 0) close(d.answer_fd);
   d.answer_fd = -1;
   stop_daemon(d.pid, 500);
@@ -160,6 +176,10 @@ void abandon_daemon(StartingDaemon& d) {
 }
 
 Result<RunningDaemon> await_daemon(StartingDaemon& d, int timeout_ms) {
+  if (d.input_fd >= 0) {  // no address sent: the daemon answers why it cannot start
+    close(d.input_fd);
+    d.input_fd = -1;
+  }
   auto answer = read_line(d.answer_fd, Clock::now() + std::chrono::milliseconds(timeout_ms));
   close(d.answer_fd);
   d.answer_fd = -1;
@@ -179,9 +199,11 @@ Result<RunningDaemon> await_daemon(StartingDaemon& d, int timeout_ms) {
   return fail("bad answer '" + a + "'");
 }
 
-Result<RunningDaemon> launch_daemon(const DaemonRequest& req, const std::string& secret) {
+Result<RunningDaemon> launch_daemon(const DaemonRequest& req, const std::string& secret,
+                                    const std::string& listen_address) {
   auto d = start_daemon(req, secret);
   DP_TRY(d);
+  send_listen_address(*d, listen_address);
   return await_daemon(*d, req.ready_timeout_ms);
 }
 

@@ -1,8 +1,10 @@
 // Starts and stops dp-rendezvousd for one step (srun side).
 //
 // Contract with the daemon: argv carries no secret; the secret is one hex
-// line on the child's stdin; the child answers "READY <port>" or
-// "ERROR <message>" as one line on stdout.
+// line on the child's stdin, the address to listen on (the one the ranks
+// route to) the next line; the child answers "READY <port>" or
+// "ERROR <message>" (a file limit too low for the step, say) as one line on
+// stdout.
 #pragma once
 
 #include <sys/types.h>
@@ -19,8 +21,9 @@ struct DaemonRequest {
   int world_size = 0;
   uint32_t job_id = 0;
   uint32_t step_id = 0;
-  int idle_timeout_s = 0;  // 0: the daemon's default
-  int hang_timeout_s = -1; // -1: the daemon's default; 0: off
+  int idle_timeout_s = 0;  // no longer passed: the daemon lives exactly as long as srun
+  int heartbeat_timeout_s = -1;  // site setting heartbeat_timeout; -1: the daemon's default
+  int hang_timeout_s = -1;       // -1: the daemon's default; 0: off
   bool show_stderr = false;
   int ready_timeout_ms = 10'000;
 };
@@ -38,18 +41,24 @@ struct StartingDaemon {
   pid_t pid = -1;
   int answer_fd = -1;  // its stdout
   std::string path;
+  int input_fd = -1;   // its stdin, open until the listen address is sent
 };
 
 // Forks the daemon and hands it the secret; returns at once so the caller
 // can do other work while the daemon starts.
 Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string& secret);
+// The address the daemon binds (the one the ranks route to; IPv4 or IPv6,
+// without brackets). Closes its stdin; a daemon that already failed says why
+// in await_daemon's answer.
+void send_listen_address(StartingDaemon& d, const std::string& address);
 // Waits for "READY <port>"; on any failure the daemon is stopped.
 Result<RunningDaemon> await_daemon(StartingDaemon& d, int timeout_ms);
 // Stops a daemon that is not needed after all.
 void abandon_daemon(StartingDaemon& d);
 
-// start_daemon + await_daemon.
-Result<RunningDaemon> launch_daemon(const DaemonRequest& req, const std::string& secret);
+// start_daemon + send_listen_address + await_daemon.
+Result<RunningDaemon> launch_daemon(const DaemonRequest& req, const std::string& secret,
+                                    const std::string& listen_address);
 
 // SIGTERM, then SIGKILL if it has not exited within grace_ms; always reaps.
 void stop_daemon(pid_t pid, int grace_ms = 2'000);

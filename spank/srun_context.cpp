@@ -203,6 +203,7 @@ DaemonRequest daemon_request(const SiteConfig& site, const Options& opts, const 
   req.step_id = id.step;
   req.idle_timeout_s = site.idle_timeout_s;
   req.hang_timeout_s = site.hang_timeout_s;
+  req.heartbeat_timeout_s = site.heartbeat_timeout_s;
   req.show_stderr = opts.verbose.value_or(false) || (debug && std::string(debug) == "1");
   return req;
 }
@@ -255,6 +256,9 @@ int srun_local_user_init(spank_t sp) {
   st.srun_layout_ms = clock.ms();
   auto host = rendezvous_host(step->master_addr);
   if (!host) return refuse(host.error());
+  // The daemon listens only there, not on every address of srun's host.
+  const bool v6 = host->size() > 2 && host->front() == '[';
+  send_listen_address(*starting, v6 ? host->substr(1, host->size() - 2) : *host);
   auto daemon = await_daemon(*starting, req.ready_timeout_ms);
   if (!daemon) return fail(daemon.error());
   st.daemon_pid = daemon->pid;

@@ -10,6 +10,7 @@
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "frame_codec.hpp"
+#include "hello_proof.hpp"
 
 namespace {
 
@@ -39,7 +41,7 @@ int64_t now_ns() {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
-enum class St { idle, connecting, hello };
+enum class St { idle, connecting, challenge, hello };
 
 struct Rank {
   int rank = 0;
@@ -58,17 +60,18 @@ struct WorkerResult {
 // Request ids name the workflow step, so replies need no other bookkeeping.
 enum class Step { hello = 1, set_own, set_id, get_id, barrier, goodbye };
 
-dp::proto::Request request_for(Step st, int rank, int world, const std::string& id) {
+dp::proto::Request request_for(Step st, int rank, int world, const std::string& id, const std::string& nonce = {}) {
   dp::proto::Request req;
   req.set_id(static_cast<uint64_t>(st));
   switch (st) {
     case Step::hello: {
       auto* h = req.mutable_hello();
       h->set_protocol_version(dp::rdv::kProtocolVersion);
-      h->set_secret(kSecret);
+      h->set_role(dp::proto::ROLE_RANK);
       h->set_rank(rank);
       h->set_world_size(world);
       h->set_host("bench");
+      h->set_proof(dp::rdv::hello_proof(kSecret, nonce, dp::proto::ROLE_RANK, rank, world, "bench"));
       break;
     }
     case Step::set_own:
@@ -131,8 +134,30 @@ void start_connect(Rank& r, int ep, uint16_t port) {
   epoll_ctl(ep, EPOLL_CTL_ADD, r.fd, &ev);
 }
 
+// Hello with the proof for this connection's nonce; pipelined: the whole workflow in one send.
+void answer_challenge(Rank& r, int world, const std::string& id, const std::string& nonce, bool pipeline,
+                      WorkerResult& res) {
+  if (!pipeline) {
+    send_req(r, request_for(Step::hello, r.rank, world, id, nonce));
+    return;
+  }
+  std::string all;
+  for (Step st : {Step::hello, Step::set_own, Step::set_id, Step::get_id, Step::barrier}) {
+    if (st == Step::set_id && r.rank != 0) continue;
+    dp::rdv::append_frame(request_for(st, r.rank, world, id, nonce), all);
+  }
+  if (::send(r.fd, all.data(), all.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(all.size())) ++res.failures;
+}
+
 WorkerResult run_worker(uint16_t port, int world, int first, int count, int inflight, bool pipeline) {
   WorkerResult res;
+  // Thousands of simulated ranks need as many sockets. Only the workers take
+  // the hard limit: the daemon must cope with the caller's soft limit itself.
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
   std::vector<Rank> ranks(count);
   const int ep = epoll_create1(EPOLL_CLOEXEC);
   int next = 0, active = 0, done = 0;
@@ -163,18 +188,8 @@ WorkerResult run_worker(uint16_t port, int world, int first, int count, int infl
           start_connect(r, ep, port);
           continue;
         }
-        r.st = St::hello;
-        if (!pipeline) {
-          send_req(r, request_for(Step::hello, r.rank, world, id));
-          continue;
-        }
-        std::string all;
-        for (Step st : {Step::hello, Step::set_own, Step::set_id, Step::get_id, Step::barrier}) {
-          if (st == Step::set_id && r.rank != 0) continue;
-          dp::rdv::append_frame(request_for(st, r.rank, world, id), all);
-        }
-        if (::send(r.fd, all.data(), all.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(all.size())) ++res.failures;
-        continue;
+        r.st = St::challenge;  // the daemon speaks first
+        if (!(evs[i].events & EPOLLIN)) continue;
       }
       if (!(evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) || r.said_goodbye) continue;
       // Drain the edge: a short read means nothing more was queued.
@@ -194,6 +209,13 @@ WorkerResult run_worker(uint16_t port, int world, int first, int count, int infl
         while (r.dec.next(payload) == dp::rdv::FrameDecoder::Status::frame) {
           dp::proto::Response resp;
           resp.ParseFromArray(payload.data(), static_cast<int>(payload.size()));
+          if (resp.id() == 0 && resp.code() == dp::proto::OK) {
+            if (r.st == St::challenge && !resp.challenge().empty()) {
+              r.st = St::hello;
+              answer_challenge(r, world, id, resp.challenge(), pipeline, res);
+            }
+            continue;  // a keepalive
+          }
           if (resp.code() != dp::proto::OK) {
             std::fprintf(stderr, "rank %d: error %s\n", r.rank, resp.message().c_str());
             ++res.failures;

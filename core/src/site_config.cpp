@@ -46,6 +46,7 @@ constexpr IntSetting kIntSettings[] = {
     {"idle_timeout", &SiteConfig::idle_timeout_s, 0, 30 * 24 * 3600, "3600"},
     {"port_wait", &SiteConfig::port_wait_s, 1, 3600, "60"},
     {"hang_timeout", &SiteConfig::hang_timeout_s, 0, 24 * 3600, "120"},
+    {"heartbeat_timeout", &SiteConfig::heartbeat_timeout_s, 0, 24 * 3600, "60"},
 };
 
 Result<void> apply(SiteConfig& c, std::string_view word) {
@@ -122,7 +123,8 @@ const std::vector<std::string>& site_config_keys() {
   static const std::vector<std::string> keys{"kind",    "devices_per_node", "tiles_per_device",
                                              "ports",   "default",          "daemon",
                                              "lease_dir", "idle_timeout",   "port_wait",
-                                             "resv_ports", "hang_timeout", "report"};
+                                             "resv_ports", "hang_timeout", "report",
+                                             "heartbeat_timeout"};
   return keys;
 }
 

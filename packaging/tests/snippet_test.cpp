@@ -67,6 +67,7 @@ TEST(PlugstackSnippet, DocumentedDefaultsAreTheParsersDefaults) {
   EXPECT_EQ(parsed->lease_dir, want.lease_dir);
   EXPECT_EQ(parsed->idle_timeout_s, want.idle_timeout_s);
   EXPECT_EQ(parsed->port_wait_s, want.port_wait_s);
+  EXPECT_EQ(parsed->heartbeat_timeout_s, want.heartbeat_timeout_s);
   EXPECT_EQ(parsed->use_resv_ports, want.use_resv_ports);
   // An empty daemon path means the installed daemon, which the snippet names.
   EXPECT_TRUE(want.daemon_path.empty());

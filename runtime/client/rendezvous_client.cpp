@@ -18,7 +18,9 @@
 
 #include "dp/params.hpp"
 #include "frame_codec.hpp"
+#include "hello_proof.hpp"
 #include "rank_progress.hpp"
+#include "reply_reader.hpp"
 #include "tcp_connect.hpp"
 
 namespace dp {
@@ -29,7 +31,7 @@ using std::chrono::milliseconds;
 
 // The daemon answers timeouts itself; allow for the trip.
 milliseconds reply_grace() { return milliseconds(param(Param::reply_grace_ms)); }
-constexpr uint32_t kMaxReplyFrame = 512u << 20;       // replies carry at most one value
+constexpr uint32_t kHelloFrameLimit = 4096;  // challenge and hello reply are small
 
 std::string shown_key(std::string_view key) {
   std::string s = "'";
@@ -45,7 +47,10 @@ uint32_t timeout_field(milliseconds t) {
 
 class TcpRendezvousClient final : public RendezvousClient {
  public:
-  TcpRendezvousClient(const ClientOptions& o, int fd, int wake_fd) : opts_(o), fd_(fd), wake_fd_(wake_fd) {
+  // reader: what the hello left buffered (a push right behind its reply).
+  TcpRendezvousClient(const ClientOptions& o, int fd, int wake_fd, rdv::ReplyReader reader)
+      : opts_(o), fd_(fd), wake_fd_(wake_fd), reader_(std::move(reader)) {
+    reader_.set_max_frame_bytes(opts_.max_reply_frame);
     io_ = std::thread([this] { io_loop(); });
   }
 
@@ -193,7 +198,12 @@ class TcpRendezvousClient final : public RendezvousClient {
         late = fatal_;
       }
     }
-    if (late && handler_) handler_(*late);
+    if (late && handler_) {
+      try {
+        handler_(*late);
+      } catch (...) {
+      }
+    }
   }
 
  private:
@@ -264,31 +274,79 @@ class TcpRendezvousClient final : public RendezvousClient {
       }
     }
     cv_.notify_all();
-    if (h) h(e);
+    if (!h) return;
+    try {
+      h(e);
+    } catch (...) {
+      // The handler is the caller's code; nothing may escape the I/O thread.
+    }
   }
 
-  void handle(const proto::Response& r) {
+  void handle(proto::Response r) {
     if (r.id() == 0) {
       if (r.code() == proto::ABORTED && r.has_hang() && opts_.role == PeerRole::rank && r.hang().rank() == opts_.rank)
         detail::end_hanging_rank(opts_.rank, r.message());  // does not return
       if (r.code() == proto::ABORTED) fail_all(rdv::error_from(r));
-      // Other pushes (a closing notice) are followed by EOF; nothing to do.
+      // Keepalives need nothing more; other pushes (a closing notice) are followed by EOF.
       return;
     }
+    std::optional<Error> aborted_reply;
     {
       std::lock_guard lk(mu_);
       auto it = pending_.find(r.id());
       if (it == pending_.end()) return;  // the caller gave up already
       it->second->done = true;
-      it->second->resp = r;
+      it->second->resp = std::move(r);
+      if (it->second->resp.code() == proto::ABORTED) {
+        aborted_reply = rdv::error_from(it->second->resp);
+      }
     }
     cv_.notify_all();
-    if (r.code() == proto::ABORTED) fail_all(rdv::error_from(r));
+    if (aborted_reply) fail_all(*aborted_reply);
   }
 
-  void io_loop() {
-    rdv::FrameDecoder decoder(std::min(opts_.max_reply_frame, kMaxReplyFrame));
-    auto next_beat = Clock::now() + opts_.heartbeat_interval;
+  std::string where() const { return opts_.host + ":" + std::to_string(opts_.port); }
+
+  // Nothing may escape the I/O thread: a failure here fails the connection.
+  void io_loop() noexcept {
+    try {
+      io_loop_body();
+    } catch (const std::bad_alloc&) {
+      fail_all(make_error(Errc::internal, "out of memory in the rendezvous client's I/O thread"));
+    } catch (...) {
+      fail_all(make_error(Errc::internal, "unexpected failure in the rendezvous client's I/O thread"));
+    }
+    {
+      std::lock_guard lk(mu_);
+      closed_ = true;
+    }
+    cv_.notify_all();
+  }
+
+  // Hands every buffered response to its caller; false when the stream went bad.
+  bool deliver_buffered() {
+    for (;;) {
+      auto r = reader_.next();
+      if (!r) {
+        fail_all(make_error(Errc::protocol, "bad reply from dp-rendezvousd at " + where() + ": " +
+                                                r.error().message + "; is it the same slurm-dp release?"));
+        return false;
+      }
+      if (!*r) return true;
+      handle(std::move(**r));
+    }
+  }
+
+  void io_loop_body() {
+    if (!deliver_buffered()) return;
+    auto now = Clock::now();
+    auto next_beat = now + opts_.heartbeat_interval;
+    auto last_heard = now;  // anything from the daemon: a reply or its keepalive
+    auto last_wake = now;
+    // A wake this late means this process was stopped (a suspended job):
+    // the daemon's silence in that time is not its fault.
+    const auto stop_gap = opts_.heartbeat_interval + milliseconds(1'000);
+    const bool watch = opts_.daemon_silence_limit.count() > 0;
     char buf[65536];
     std::string beat;
     {
@@ -297,57 +355,64 @@ class TcpRendezvousClient final : public RendezvousClient {
       rdv::append_frame(hb, beat);
     }
     while (!stop_.load()) {
+      auto wake_at = next_beat;
+      if (watch) wake_at = std::min(wake_at, last_heard + opts_.daemon_silence_limit);
       pollfd fds[2] = {{fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-      const int pr = poll(fds, 2, rdv::ms_until(next_beat));
+      const int pr = poll(fds, 2, rdv::ms_until(wake_at));
       if (stop_.load()) break;
       if (pr < 0 && errno != EINTR) break;
-      if (Clock::now() >= next_beat) {
+      now = Clock::now();
+      if (now - last_wake >= stop_gap) last_heard = now;
+      last_wake = now;
+      if (now >= next_beat) {
         // A rank's heartbeat carries its collective counters (hang and straggler detection).
         if (opts_.role == PeerRole::rank) detail::heartbeat_frame(beat);
-        (void)send_frame(beat, Clock::now() + opts_.heartbeat_interval);
-        next_beat = Clock::now() + opts_.heartbeat_interval;
+        (void)send_frame(beat, now + opts_.heartbeat_interval);
+        next_beat = now + opts_.heartbeat_interval;
       }
-      if (pr <= 0 || !(fds[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-      if (n > 0) {
-        decoder.feed(buf, static_cast<size_t>(n));
-        std::string_view payload;
-        rdv::FrameDecoder::Status st;
-        bool bad = false;
-        while ((st = decoder.next(payload)) == rdv::FrameDecoder::Status::frame) {
-          proto::Response r;
-          if (!r.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
-            bad = true;
-            break;
-          }
-          handle(r);
+      if (pr > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+        const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+        if (n <= 0) {
+          connection_ended();
+          return;
         }
-        if (!bad && st != rdv::FrameDecoder::Status::too_large) continue;
-        fail_all(make_error(Errc::protocol, "malformed reply from dp-rendezvousd at " + opts_.host + ":" +
-                                                std::to_string(opts_.port) + "; is it the same slurm-dp release?"));
-        break;
+        last_heard = now;
+        if (auto r = reader_.feed(buf, static_cast<size_t>(n)); !r) {
+          fail_all(make_error(r.error().code, "reading from dp-rendezvousd at " + where() + ": " + r.error().message));
+          return;
+        }
+        if (!deliver_buffered()) return;
+        continue;
       }
-      // EOF or error: after our goodbye this is the normal end.
-      if (goodbye_sent_.load()) {
-        std::lock_guard lk(mu_);
-        closed_ = true;
-      } else {
-        fail_all(make_error(Errc::connection, "lost the connection to dp-rendezvousd at " + opts_.host + ":" +
-                                                  std::to_string(opts_.port) +
-                                                  ": the daemon exited (the step ended or srun died)"));
+      if (watch && now - last_heard >= opts_.daemon_silence_limit) {
+        fail_all(make_error(Errc::connection,
+                            "dp-rendezvousd at " + where() + " sent nothing for " +
+                                std::to_string(std::chrono::duration_cast<milliseconds>(now - last_heard).count()) +
+                                " ms although it pings every second: the daemon or the host of srun is stopped, "
+                                "frozen or unreachable"));
+        shutdown(fd_, SHUT_RDWR);
+        return;
       }
-      cv_.notify_all();
-      break;
     }
-    std::lock_guard lk(mu_);
-    closed_ = true;
+  }
+
+  // EOF or error: after our goodbye this is the normal end.
+  void connection_ended() {
+    if (goodbye_sent_.load()) {
+      std::lock_guard lk(mu_);
+      closed_ = true;
+    } else {
+      fail_all(make_error(Errc::connection, "lost the connection to dp-rendezvousd at " + where() +
+                                                ": the daemon exited (the step ended or srun died)"));
+    }
     cv_.notify_all();
   }
 
   ClientOptions opts_;
   int fd_;
   int wake_fd_;
+  rdv::ReplyReader reader_;  // used by the I/O thread only
   const pid_t owner_pid_ = getpid();
   std::thread io_;
   std::atomic<bool> stop_{false};
@@ -364,51 +429,59 @@ class TcpRendezvousClient final : public RendezvousClient {
   std::function<void(const Error&)> handler_;
 };
 
-// Hello on a fresh socket, before the I/O thread exists.
-Result<void> say_hello(int fd, const ClientOptions& o, rdv::Deadline deadline) {
-  proto::Request req;
-  req.set_id(1);
-  auto* h = req.mutable_hello();
-  h->set_protocol_version(rdv::kProtocolVersion);
-  h->set_secret(o.secret);
-  h->set_role(o.role == PeerRole::rank ? proto::ROLE_RANK : proto::ROLE_AGENT);
-  h->set_rank(o.role == PeerRole::rank ? o.rank : -1);
-  h->set_world_size(o.world_size);
-  h->set_host(o.hostname);
-  std::string frame;
-  rdv::append_frame(req, frame);
-  DP_TRY(rdv::write_all(fd, frame.data(), frame.size(), deadline));
-  rdv::FrameDecoder decoder(std::min<uint32_t>(o.max_reply_frame, 64 * 1024));
+// The next response on a fresh socket, before the I/O thread exists.
+Result<proto::Response> read_reply(int fd, rdv::ReplyReader& reader, rdv::Deadline deadline, const char* what) {
   char buf[4096];
   for (;;) {
-    std::string_view payload;
-    const auto st = decoder.next(payload);
-    if (st == rdv::FrameDecoder::Status::frame) {
-      proto::Response r;
-      if (!r.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
-        return make_error(Errc::protocol, "malformed hello reply from dp-rendezvousd");
-      }
-      if (r.code() != proto::OK) return rdv::error_from(r);
-      return {};
-    }
-    if (st == rdv::FrameDecoder::Status::too_large) {
-      return make_error(Errc::protocol, "oversized hello reply from dp-rendezvousd");
-    }
+    auto next = reader.next();
+    if (!next) return make_error(Errc::protocol, std::string("bad ") + what + " from dp-rendezvousd: " + next.error().message);
+    if (*next) return std::move(**next);
     pollfd p{fd, POLLIN, 0};
     const int pr = poll(&p, 1, rdv::ms_until(deadline));
-    if (pr == 0) return make_error(Errc::timeout, "no hello reply from dp-rendezvousd");
+    if (pr == 0) return make_error(Errc::timeout, std::string("no ") + what + " from dp-rendezvousd");
     if (pr < 0) {
       if (errno == EINTR) continue;
-      return make_error(Errc::connection, "poll failed during hello");
+      return make_error(Errc::connection, std::string("poll failed while waiting for the ") + what);
     }
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (n <= 0) return make_error(Errc::connection, "dp-rendezvousd closed the connection during hello");
-    decoder.feed(buf, static_cast<size_t>(n));
+    if (n <= 0) return make_error(Errc::connection, std::string("dp-rendezvousd closed the connection before the ") + what);
+    if (auto r = reader.feed(buf, static_cast<size_t>(n)); !r) return r.error();
   }
 }
 
-bool retryable(Errc c) { return c == Errc::connection || c == Errc::timeout; }
+// Challenge, hello with the proof, reply: the secret itself is never sent.
+Result<void> say_hello(int fd, const ClientOptions& o, rdv::Deadline deadline, rdv::ReplyReader& reader) {
+  auto challenge = read_reply(fd, reader, deadline, "challenge");
+  if (!challenge) return challenge.error();
+  if (challenge->code() != proto::OK) return rdv::error_from(*challenge);  // refused: LIMIT and the like
+  if (challenge->id() != 0 || challenge->challenge().size() != rdv::kNonceBytes) {
+    return make_error(Errc::protocol,
+                      "dp-rendezvousd sent no challenge; is it the same slurm-dp release (protocol " +
+                          std::to_string(rdv::kProtocolVersion) + ")?");
+  }
+  proto::Request req;
+  req.set_id(1);
+  auto* h = req.mutable_hello();
+  const proto::Role role = o.role == PeerRole::rank ? proto::ROLE_RANK : proto::ROLE_AGENT;
+  const int rank = o.role == PeerRole::rank ? o.rank : -1;
+  h->set_protocol_version(rdv::kProtocolVersion);
+  h->set_role(role);
+  h->set_rank(rank);
+  h->set_world_size(o.world_size);
+  h->set_host(o.hostname);
+  h->set_proof(rdv::hello_proof(o.secret, challenge->challenge(), role, rank, o.world_size, o.hostname));
+  std::string frame;
+  rdv::append_frame(req, frame);
+  DP_TRY(rdv::write_all(fd, frame.data(), frame.size(), deadline));
+  auto reply = read_reply(fd, reader, deadline, "hello reply");
+  if (!reply) return reply.error();
+  if (reply->code() != proto::OK) return rdv::error_from(*reply);
+  return {};
+}
+
+// A full daemon (LIMIT) or an eviction before our hello (connection) pass: try again.
+bool retryable(Errc c) { return c == Errc::connection || c == Errc::timeout || c == Errc::limit; }
 
 }  // namespace
 
@@ -454,6 +527,11 @@ Result<std::unique_ptr<RendezvousClient>> RendezvousClient::connect(const Client
                                                   " is outside 0..WORLD_SIZE-1 (" + std::to_string(o.world_size) + ")");
   }
   if (o.heartbeat_interval.count() <= 0) o.heartbeat_interval = milliseconds(1'000);
+  if (o.max_reply_frame < kHelloFrameLimit) {
+    return make_error(Errc::invalid_argument, "rendezvous client: max_reply_frame " + std::to_string(o.max_reply_frame) +
+                                                  " is below the smallest useful frame (" +
+                                                  std::to_string(kHelloFrameLimit) + ")");
+  }
   if (o.hostname.empty()) {
     char name[256] = {};
     gethostname(name, sizeof name - 1);
@@ -469,14 +547,15 @@ Result<std::unique_ptr<RendezvousClient>> RendezvousClient::connect(const Client
     const auto attempt_deadline = std::min(deadline, Clock::now() + milliseconds(5'000));
     auto fd = rdv::tcp_connect_once(o.host, o.port, attempt_deadline);
     if (fd) {
-      auto hello = say_hello(*fd, o, std::min(deadline, Clock::now() + milliseconds(10'000)));
+      rdv::ReplyReader reader(kHelloFrameLimit);
+      auto hello = say_hello(*fd, o, std::min(deadline, Clock::now() + milliseconds(10'000)), reader);
       if (hello) {
         const int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (wake < 0) {
           ::close(*fd);
           return make_error(Errc::internal, "eventfd failed");
         }
-        return std::unique_ptr<RendezvousClient>(new TcpRendezvousClient(o, *fd, wake));
+        return std::unique_ptr<RendezvousClient>(new TcpRendezvousClient(o, *fd, wake, std::move(reader)));
       }
       ::close(*fd);
       if (!retryable(hello.error().code)) return hello.error();

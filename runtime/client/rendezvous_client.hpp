@@ -40,13 +40,18 @@ struct ClientOptions {
   std::string hostname;        // reported to the daemon, used in failure messages
   std::chrono::milliseconds connect_timeout{30'000};  // total, with retry + backoff
   std::chrono::milliseconds call_timeout{60'000};     // default per call
-  // Keep well under dp-rendezvousd's --heartbeat-timeout-ms (4 s): a rank silent
-  // for that long is declared dead and the job aborted.
+  // Keep well under dp-rendezvousd's --heartbeat-timeout-ms (60 s; a few
+  // seconds in tests): a rank silent that long while others are heard is dead.
   std::chrono::milliseconds heartbeat_interval{1'000};
+  // The daemon pings every second; nothing from it for this long (counted
+  // only while this process runs) means it or its host is stopped or gone:
+  // every pending and later call fails, and on_abort() is told. 0: never.
+  std::chrono::milliseconds daemon_silence_limit{6'000};
   // Largest reply frame accepted; a larger one fails the connection as a
   // protocol error before it is buffered. The SPANK plugin's port exchange
-  // uses a few KiB: it only ever reads a port number.
-  uint32_t max_reply_frame = 512u << 20;
+  // uses a few KiB: it only ever reads a port number. The default is the
+  // largest value a daemon may store (--max-value-bytes), and room.
+  uint32_t max_reply_frame = (256u << 20) + 65'536;
 };
 
 struct DaemonStats {
@@ -61,8 +66,10 @@ struct DaemonStats {
 
 class RendezvousClient {
  public:
-  // Connects, says hello, starts the I/O thread. Retries with backoff until
-  // connect_timeout; an unauthorized/protocol reply is returned at once.
+  // Connects, answers the daemon's challenge (the secret never leaves this
+  // process), starts the I/O thread. Retries with backoff until
+  // connect_timeout (refused, evicted or over a limit: again); an
+  // unauthorized/protocol reply is returned at once.
   static Result<std::unique_ptr<RendezvousClient>> connect(const ClientOptions& opts);
   // Parses "host:port" (DP_RDV_ADDR) into opts.host/opts.port.
   static Result<void> parse_address(std::string_view addr, ClientOptions& opts);

@@ -154,15 +154,6 @@ class ShmSlot {
 
 // A name no other segment has: the job id for whoever lists /dev/shm, and
 // 64 random bits.
-std::string segment_name(const std::string& job_id) {
-  std::string job;
-  for (char c : job_id.substr(0, 32)) job += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  std::random_device rd;
-  const uint64_t nonce = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(nonce));
-  return "/slurm-dp." + (job.empty() ? std::string("nojob") : job) + "." + hex;
-}
 
 class GlooCommunicator final : public Communicator {
  public:
@@ -221,14 +212,14 @@ class GlooCommunicator final : public Communicator {
       ctx_ = std::move(gctx);
       log.phase("gloo full mesh");
     }));
-    if (want_shm_) DP_TRY(start_shared_memory(ctx.job_id, log));
+    if (want_shm_) DP_TRY(start_shared_memory(log));
     return {};
   }
 
   // Ranks that share a host all_reduce through shared memory; with several
   // hosts, their leaders then join the hosts over TCP. All ranks take the
   // same decisions: each learns every rank's host and every attach outcome.
-  Result<void> start_shared_memory(const std::string& job_id, StartupLog& log) {
+  Result<void> start_shared_memory(StartupLog& log) {
     const auto mine = domain_digest(shared_memory_domain());
     std::vector<std::array<uint64_t, 2>> all(static_cast<size_t>(size_));
     DP_TRY(all_gather(mine.data(), all.data(), 2, DType::i64));
@@ -238,7 +229,7 @@ class GlooCommunicator final : public Communicator {
       return {};
     }
 
-    // Each host's leader creates its segment; every rank learns every name.
+    // Each host's leader creates its segment; every rank learns where to open it.
     constexpr size_t kName = 96;  // exchanged as 32-bit words
     alignas(4) char name[kName] = {};
     std::vector<char> names(kName * static_cast<size_t>(size_));
@@ -247,11 +238,10 @@ class GlooCommunicator final : public Communicator {
     if (g.local_ranks.size() == 1) {
       shm_ = ShmReducer::alone(rank_, chunk);
     } else if (g.local_rank == 0) {
-      const std::string n = segment_name(job_id);
-      auto r = ShmReducer::create(n, g.local_ranks, chunk);
+      auto r = ShmReducer::create(g.local_ranks, chunk);
       if (r) {
         shm_ = *r;
-        std::snprintf(name, sizeof name, "%s", n.c_str());
+        std::snprintf(name, sizeof name, "%s", shm_->share_path().c_str());
       } else {
         failure = r.error();
       }
@@ -266,15 +256,19 @@ class GlooCommunicator final : public Communicator {
     std::vector<int32_t> ok(static_cast<size_t>(size_));
     const int32_t mine_ok = shm_ ? 1 : 0;
     DP_TRY(all_gather(&mine_ok, ok.data(), 1, DType::i32));
-    // Every rank has mapped it (or failed): the name has served its purpose.
-    if (name[0] != '\0') ShmReducer::unlink(name);
+    // Every rank has opened it (or failed): the descriptor has served its purpose.
+    if (shm_) shm_->stop_sharing();
     for (int r = 0; r < size_; ++r) {
       if (ok[static_cast<size_t>(r)]) continue;
+      // Shared memory is an optimisation: without it, every rank stays on TCP.
+      // The first rank that failed says why, once.
       shm_.reset();
-      if (failure) return *failure;
-      return make_error(Errc::internal, "rank " + std::to_string(r) +
-                                            " could not set up shared memory (its error says why); "
-                                            "set DP_SHM=off to use TCP");
+      if (r == rank_) {
+        std::fprintf(stderr, "slurm-dp: rank %d: warning: %s; all_reduce goes over TCP (DP_SHM=off skips the attempt)\n",
+                     rank_, failure ? failure->message.c_str() : "shared memory unavailable");
+      }
+      log.phase("shared memory unavailable: all_reduce over tcp");
+      return {};
     }
     shm_->attach_peers();
     hosts_ = static_cast<int>(g.leaders.size());

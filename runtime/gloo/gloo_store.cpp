@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "dp/env_names.hpp"
+#include "dp/params.hpp"
 #include "env_parse.hpp"
 
 namespace dp::detail {
@@ -55,6 +56,7 @@ Result<JobStore> open_job_store(const Context& ctx, std::chrono::milliseconds ti
     o.hostname = this_hostname();
     o.connect_timeout = std::min(timeout, std::chrono::milliseconds(60'000));
     o.call_timeout = timeout;
+    o.daemon_silence_limit = std::chrono::milliseconds(param(Param::rdv_silence_ms));
     auto client = RendezvousClient::connect(o);
     if (!client) {
       return make_error(client.error().code, "cannot reach the rendezvous daemon at " +

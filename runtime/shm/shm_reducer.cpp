@@ -101,6 +101,7 @@ ShmReducer::ShmReducer(int rank, std::vector<int> ranks, size_t chunk, void* bas
       world_(size_) {}
 
 ShmReducer::~ShmReducer() {
+  stop_sharing();
   for (int fd : pidfds_) {
     if (fd >= 0) ::close(fd);
   }
@@ -117,10 +118,10 @@ Result<std::shared_ptr<ShmReducer>> ShmReducer::map(int fd, int rank, std::vecto
   const size_t bytes = segment_bytes(size, chunk);
   void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   const int e = errno;
-  ::close(fd);
   if (base == MAP_FAILED) {
+    ::close(fd);
     return make_error(Errc::internal, "shared memory: mmap of " + std::to_string(bytes >> 20) +
-                                          " MiB failed: " + errno_text(e) + "; set DP_SHM=off to use TCP");
+                                          " MiB failed: " + errno_text(e));
   }
   Header* h = static_cast<Header*>(base);
   if (fresh) {
@@ -131,51 +132,64 @@ Result<std::shared_ptr<ShmReducer>> ShmReducer::map(int fd, int rank, std::vecto
     h->magic = kMagic;
   } else if (h->magic != kMagic || h->size != static_cast<uint32_t>(size) || h->chunk != chunk) {
     ::munmap(base, bytes);
+    ::close(fd);
     return make_error(Errc::internal,
                       "shared memory: the segment rank 0 created has another layout (a different "
-                      "libdp version on some rank?); use one slurm-dp installation or set DP_SHM=off");
+                      "libdp version on some rank?); use one slurm-dp installation");
   }
   rank_words(h)[rank].pid.store(static_cast<int32_t>(::getpid()));
-  return std::shared_ptr<ShmReducer>(new ShmReducer(rank, std::move(ranks), chunk, base, bytes));
-}
-
-Result<std::shared_ptr<ShmReducer>> ShmReducer::create(const std::string& name, std::vector<int> ranks,
-                                                       size_t chunk) {
-  const int size = static_cast<int>(ranks.size());
-  const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    return make_error(Errc::internal, "shared memory: cannot create " + name + " in /dev/shm: " +
-                                          errno_text(errno) + "; set DP_SHM=off to use TCP");
-  }
-  const size_t bytes = segment_bytes(size, chunk);
-  // Reserve now: touching an unbacked page of a full tmpfs is SIGBUS.
-  if (int e = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); e != 0) {
+  auto r = std::shared_ptr<ShmReducer>(new ShmReducer(rank, std::move(ranks), chunk, base, bytes));
+  // The creator keeps its descriptor until every peer has opened it; the rest close at once.
+  if (fresh) {
+    r->share_fd_ = fd;
+  } else {
     ::close(fd);
-    ::shm_unlink(name.c_str());
-    return make_error(Errc::limit, "shared memory: cannot reserve " + std::to_string(bytes >> 20) +
-                                       " MiB in /dev/shm: " + errno_text(e) +
-                                       "; free space there or set DP_SHM=off to use TCP");
   }
-  auto r = map(fd, 0, std::move(ranks), chunk, true);
-  if (!r) ::shm_unlink(name.c_str());
   return r;
 }
 
-Result<std::shared_ptr<ShmReducer>> ShmReducer::open(const std::string& name, int local_rank,
+Result<std::shared_ptr<ShmReducer>> ShmReducer::create(std::vector<int> ranks, size_t chunk) {
+  const int size = static_cast<int>(ranks.size());
+  // Anonymous memory, shared through its descriptor: no name in /dev/shm that
+  // a crash at any point could leave behind; it is freed with its last user.
+  const int fd = ::memfd_create("slurm-dp-allreduce", MFD_CLOEXEC);
+  if (fd < 0) return make_error(Errc::limit, "shared memory: memfd_create failed: " + errno_text(errno));
+  const size_t bytes = segment_bytes(size, chunk);
+  // Reserve now: touching an unbacked page of full shared memory is SIGBUS.
+  if (int e = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); e != 0) {
+    ::close(fd);
+    return make_error(Errc::limit, "shared memory: cannot reserve " + std::to_string(bytes >> 20) +
+                                       " MiB: " + errno_text(e));
+  }
+  return map(fd, 0, std::move(ranks), chunk, true);
+}
+
+std::string ShmReducer::share_path() const {
+  if (share_fd_ < 0) return {};
+  return "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(share_fd_);
+}
+
+void ShmReducer::stop_sharing() {
+  if (share_fd_ >= 0) ::close(share_fd_);
+  share_fd_ = -1;
+}
+
+Result<std::shared_ptr<ShmReducer>> ShmReducer::open(const std::string& path, int local_rank,
                                                      std::vector<int> ranks, size_t chunk) {
   const int size = static_cast<int>(ranks.size());
-  const int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  // The creator's descriptor, reopened through /proc (same user, same host).
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) {
-    return make_error(Errc::internal, "shared memory: cannot open " + name + " that rank 0 created: " +
-                                          errno_text(errno) + "; set DP_SHM=off to use TCP");
+    return make_error(Errc::internal, "shared memory: cannot open " + path + " of this host's first rank: " +
+                                          errno_text(errno));
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0 ||
       static_cast<size_t>(st.st_size) != segment_bytes(size, chunk)) {
     ::close(fd);
-    return make_error(Errc::internal, "shared memory: " + name +
+    return make_error(Errc::internal, "shared memory: " + path +
                                           " has an unexpected size (a different libdp version on "
-                                          "some rank?); set DP_SHM=off to use TCP");
+                                          "some rank?)");
   }
   return map(fd, local_rank, std::move(ranks), chunk, false);
 }
@@ -184,8 +198,6 @@ void ShmReducer::set_cross_host(int world, CrossHost leader_stage) {
   world_ = world;
   leader_stage_ = std::move(leader_stage);
 }
-
-void ShmReducer::unlink(const std::string& name) { ::shm_unlink(name.c_str()); }
 
 void ShmReducer::attach_peers() {
   for (int r = 0; r < size_; ++r) {

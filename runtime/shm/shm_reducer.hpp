@@ -35,15 +35,20 @@ class ShmReducer {
  public:
   using Deadline = std::chrono::steady_clock::time_point;
 
-  // Local rank 0 creates the segment (a new name, mode 0600, memory reserved
-  // up front so a full /dev/shm is an error here, not SIGBUS later); the
-  // others open it once it has. Each writes its pid into the segment.
+  // Local rank 0 creates the segment: anonymous memory (memfd) with nothing
+  // in /dev/shm, reserved up front so a lack of memory is an error here, not
+  // SIGBUS later. The others open it through share_path() (the creator's
+  // descriptor under /proc) once it has. Each writes its pid into the segment.
   // ranks: the job rank of each local rank, for messages. chunk: bytes per
   // slot, the same on every host (chunk_bytes_for the largest host).
-  static Result<std::shared_ptr<ShmReducer>> create(const std::string& name, std::vector<int> ranks,
-                                                    size_t chunk);
-  static Result<std::shared_ptr<ShmReducer>> open(const std::string& name, int local_rank,
+  static Result<std::shared_ptr<ShmReducer>> create(std::vector<int> ranks, size_t chunk);
+  static Result<std::shared_ptr<ShmReducer>> open(const std::string& path, int local_rank,
                                                   std::vector<int> ranks, size_t chunk);
+  // Where the other local ranks open the creator's segment ("" on the others).
+  std::string share_path() const;
+  // Once every local rank has opened it (or failed): the creator closes the
+  // descriptor it shared.
+  void stop_sharing();
   // The only rank on its host (with other hosts): no segment, only the
   // cross-host stage, on the caller's buffer in the common chunks.
   static std::shared_ptr<ShmReducer> alone(int job_rank, size_t chunk);
@@ -51,10 +56,8 @@ class ShmReducer {
   ShmReducer(const ShmReducer&) = delete;
   ShmReducer& operator=(const ShmReducer&) = delete;
 
-  // Once every rank has opened the segment: watch the peers' processes, and
-  // (rank 0) remove the name, so nothing is left in /dev/shm whatever happens.
+  // Once every rank has opened the segment: watch the peers' processes.
   void attach_peers();
-  static void unlink(const std::string& name);
 
   // Sums `count` elements at `data` with the other hosts' leaders, in place.
   using CrossHost = std::function<Result<void>(void* data, size_t count, DType type)>;
@@ -96,6 +99,7 @@ class ShmReducer {
   uint64_t seq_ = 0;    // barriers passed
   uint64_t round_ = 0;  // chunks reduced: picks the slot set
   std::vector<int> pidfds_;  // per rank, -1 for self
+  int share_fd_ = -1;        // the creator's memfd until every peer opened it
   bool failed_ = false;
   int world_;  // more than size_ once set_cross_host joined other hosts
   CrossHost leader_stage_;

@@ -8,3 +8,10 @@ foreach(t collectives kill_rank one_node_shm)
     ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_COMM_WORKER=$<TARGET_FILE:dp_comm_worker>
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/runtime/${t}.sh)
 endforeach()
+# Shared memory that cannot be had, or a rank killed during its start-up.
+add_library(dp_shm_shim MODULE ${CMAKE_CURRENT_LIST_DIR}/runtime/shm_shim.c)
+target_link_libraries(dp_shm_shim PRIVATE ${CMAKE_DL_LIBS})
+dp_e2e_test(NAME runtime.shm_failures MODES lo ns TIMEOUT 300
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_COMM_WORKER=$<TARGET_FILE:dp_comm_worker>
+              DP_SHM_SHIM=$<TARGET_FILE:dp_shm_shim>
+  COMMAND ${CMAKE_CURRENT_LIST_DIR}/runtime/shm_failures.sh)

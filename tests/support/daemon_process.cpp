@@ -1,10 +1,13 @@
 #include "daemon_process.hpp"
 
+#include "hello_proof.hpp"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,11 +30,13 @@ int ms_left(Clock::time_point d) {
 }
 
 // Forks the daemon with stdin/stdout as pipes and stderr to a file.
-pid_t spawn(const std::vector<std::string>& args, int& in_w, int& out_r, const std::string& log_path) {
+pid_t spawn(const std::vector<std::string>& args, int& in_w, int& out_r, const std::string& log_path,
+            const std::optional<rlimit>& nofile = {}) {
   int in[2], out[2];
   if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return -1;
   const pid_t pid = fork();
   if (pid == 0) {
+    if (nofile && setrlimit(RLIMIT_NOFILE, &*nofile) != 0) _exit(126);
     dup2(in[0], 0);
     dup2(out[1], 1);
     const int log = open(log_path.empty() ? "/dev/null" : log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -135,9 +140,10 @@ ClientOptions DaemonProcess::client_options(int rank, int world_size, PeerRole r
   return o;
 }
 
-std::pair<int, std::string> run_daemon_once(const std::vector<std::string>& args, const std::string& stdin_text) {
+std::pair<int, std::string> run_daemon_once(const std::vector<std::string>& args, const std::string& stdin_text,
+                                            const std::optional<rlimit>& nofile) {
   int in_w = -1, out_r = -1;
-  const pid_t pid = spawn(args, in_w, out_r, "");
+  const pid_t pid = spawn(args, in_w, out_r, "", nofile);
   [[maybe_unused]] ssize_t n = write(in_w, stdin_text.data(), stdin_text.size());
   close(in_w);
   const std::string line = read_line(out_r, Clock::now() + std::chrono::seconds(10));
@@ -179,6 +185,15 @@ RawConn::RawConn(uint16_t port) {
   if (connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
     close(fd_);
     fd_ = -1;
+    return;
+  }
+  // The daemon speaks first: the challenge of this connection (or a refusal,
+  // which the next read_response() returns).
+  auto first = read_response(std::chrono::milliseconds(5'000));
+  if (first && first->id() == 0 && !first->challenge().empty()) {
+    nonce_ = first->challenge();
+  } else {
+    early_ = first;
   }
 }
 
@@ -192,21 +207,31 @@ bool RawConn::send_bytes(const std::string& b) {
 
 bool RawConn::send_request(const proto::Request& r) { return send_bytes(frame_of(r)); }
 
-bool RawConn::hello(const std::string& secret, int rank, proto::Role role, uint32_t version) {
+proto::Request hello_request(const std::string& nonce, const std::string& secret, int rank, proto::Role role,
+                             const std::string& host, uint32_t version) {
   proto::Request r;
   r.set_id(1);
   auto* h = r.mutable_hello();
   h->set_protocol_version(version);
-  h->set_secret(secret);
   h->set_rank(rank);
   h->set_role(role);
-  h->set_host("rawhost");
-  if (!send_request(r)) return false;
+  h->set_host(host);
+  h->set_proof(rdv::hello_proof(secret, nonce, role, rank, 0, host));
+  return r;
+}
+
+bool RawConn::hello(const std::string& secret, int rank, proto::Role role, uint32_t version) {
+  if (!send_request(hello_request(nonce_, secret, rank, role, "rawhost", version))) return false;
   auto resp = read_response();
   return resp && resp->code() == proto::OK;
 }
 
 std::optional<proto::Response> RawConn::read_response(std::chrono::milliseconds limit) {
+  if (early_) {
+    auto r = std::move(early_);
+    early_.reset();
+    return r;
+  }
   const auto deadline = Clock::now() + limit;
   for (;;) {
     if (buf_.size() >= 4) {

@@ -2,6 +2,7 @@
 // TCP connection that speaks frames by hand (for bad-input tests).
 #pragma once
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -15,6 +16,7 @@
 
 namespace dp::test {
 
+inline constexpr uint32_t kProtocol = 2;
 inline const std::string kSecret = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 
 class DaemonProcess {
@@ -46,7 +48,9 @@ class DaemonProcess {
 
 // Runs the daemon binary to completion with args and stdin text; returns
 // (exit status, stdout).
-std::pair<int, std::string> run_daemon_once(const std::vector<std::string>& args, const std::string& stdin_text);
+// nofile: the RLIMIT_NOFILE it starts with.
+std::pair<int, std::string> run_daemon_once(const std::vector<std::string>& args, const std::string& stdin_text,
+                                            const std::optional<rlimit>& nofile = {});
 
 class RawConn {
  public:
@@ -57,8 +61,10 @@ class RawConn {
   bool connected() const { return fd_ >= 0; }
   bool send_bytes(const std::string& bytes);
   bool send_request(const proto::Request& r);
+  // Answers this connection's challenge with the proof for secret.
   bool hello(const std::string& secret = kSecret, int rank = -1, proto::Role role = proto::ROLE_AGENT,
-             uint32_t version = 1);
+             uint32_t version = kProtocol);
+  const std::string& nonce() const { return nonce_; }
   // Next response frame, or nullopt on close/deadline.
   std::optional<proto::Response> read_response(std::chrono::milliseconds limit = std::chrono::milliseconds(5'000));
   // True when the daemon closed the connection before the deadline.
@@ -67,7 +73,13 @@ class RawConn {
  private:
   int fd_ = -1;
   std::string buf_;
+  std::string nonce_;                     // this connection's challenge
+  std::optional<proto::Response> early_;  // a first frame that was no challenge
 };
+
+// A hello answering nonce with the proof for secret (world size 0: unchecked).
+proto::Request hello_request(const std::string& nonce, const std::string& secret, int rank, proto::Role role,
+                             const std::string& host, uint32_t version = kProtocol);
 
 std::string frame_of(const proto::Request& r);
 

@@ -21,7 +21,10 @@ struct SiteConfig {
   bool default_on = false;       // every step is a slurm-dp step
   std::string daemon_path;       // dp-rendezvousd; empty: the installed one
   std::string lease_dir = "/run/slurm-dp/ports";
-  int idle_timeout_s = 0;        // passed to the daemon; 0: its default
+  int idle_timeout_s = 0;        // accepted for older configurations; no effect
+  // A rank silent this long while others are heard is dead (0: never). More
+  // than Slurm's default gang-scheduling slice (30 s): see dp-rendezvousd(8).
+  int heartbeat_timeout_s = 60;
   int port_wait_s = 60;          // how long non-master nodes wait for MASTER_PORT
   bool use_resv_ports = true;    // take MASTER_PORT from SLURM_STEP_RESV_PORTS when set
   int hang_timeout_s = 120;      // a live rank others wait for this long in a collective is named; 0: off

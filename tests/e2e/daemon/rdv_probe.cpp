@@ -5,7 +5,8 @@
 // "hold") until the daemon reports an abort.
 //
 // Output, one line each: "probe rank R: id ok <first 16 hex>" and, on an
-// abort, "probe rank R: aborted at <unix ms>: <message>" (exit 3).
+// abort, "probe rank R: aborted at <unix ms>: <message>" (exit 3), on any
+// other error "probe rank R: failed at <unix ms>: error <code>: <message>".
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -36,7 +37,8 @@ int fail(int rank, const dp::Error& e) {
     std::fflush(stdout);
     return 3;
   }
-  std::printf("probe rank %d: error %s: %s\n", rank, dp::errc_name(e.code), e.message.c_str());
+  std::printf("probe rank %d: failed at %lld: error %s: %s\n", rank, unix_ms(), dp::errc_name(e.code),
+              e.message.c_str());
   std::fflush(stdout);
   return 2;
 }

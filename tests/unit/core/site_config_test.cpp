@@ -18,7 +18,8 @@ TEST(SiteConfig, ParsesEveryKey) {
   auto c = dp::parse_site_config({"kind=rdu", "devices_per_node=8", "tiles_per_device=8",
                                   "ports=20000-20099", "default=on", "daemon=/opt/dp/bin/d",
                                   "lease_dir=/var/run/x", "idle_timeout=600", "port_wait=5",
-                                  "resv_ports=ignore", "hang_timeout=10", "report=/var/log/dp/%j.%s.json"});
+                                  "resv_ports=ignore", "hang_timeout=10", "report=/var/log/dp/%j.%s.json",
+                                  "heartbeat_timeout=120"});
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->kind, dp::AcceleratorKind::rdu);
   EXPECT_EQ(c->declared_tiles_per_node(), 64);
@@ -32,6 +33,7 @@ TEST(SiteConfig, ParsesEveryKey) {
   EXPECT_FALSE(c->use_resv_ports);
   EXPECT_EQ(c->hang_timeout_s, 10);
   EXPECT_EQ(c->report, "/var/log/dp/%j.%s.json");
+  EXPECT_EQ(c->heartbeat_timeout_s, 120);
 }
 
 TEST(SiteConfig, LaterWordWins) {
@@ -67,6 +69,7 @@ INSTANTIATE_TEST_SUITE_P(
                       std::pair{"default=yes", "on or off"},
                       std::pair{"daemon=relative/path", "absolute path"},
                       std::pair{"idle_timeout=soon", "not a whole number"},
+                      std::pair{"heartbeat_timeout=-1", "heartbeat_timeout"},
                       std::pair{"port_wait=0", "zero"},
                       std::pair{"resv_ports=maybe", "use or ignore"},
                       std::pair{"hang_timeout=-1", "negative"},

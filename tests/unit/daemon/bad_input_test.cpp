@@ -59,10 +59,7 @@ TEST_F(BadInput, HttpRequestIsAnOversizedFrame) {
 
 TEST_F(BadInput, TruncatedFrameIsClosedAtHelloTimeout) {
   RawConn c(d_->port());
-  proto::Request req;
-  req.mutable_hello()->set_protocol_version(1);
-  req.mutable_hello()->set_secret(kSecret);
-  const std::string f = frame_of(req);
+  const std::string f = frame_of(hello_request(c.nonce(), kSecret, -1, proto::ROLE_AGENT, "rawhost"));
   ASSERT_TRUE(c.send_bytes(f.substr(0, f.size() - 3)));
   expect_healthy();
   EXPECT_TRUE(c.closed_by_peer(milliseconds(4'000)));
@@ -112,11 +109,7 @@ TEST_F(BadInput, WrongProtocolVersion) {
   EXPECT_FALSE(c.hello(kSecret, -1, proto::ROLE_AGENT, 99));
   EXPECT_TRUE(c.closed_by_peer());
   RawConn c2(d_->port());
-  proto::Request req;
-  req.set_id(1);
-  req.mutable_hello()->set_protocol_version(99);
-  req.mutable_hello()->set_secret(kSecret);
-  ASSERT_TRUE(c2.send_request(req));
+  ASSERT_TRUE(c2.send_request(hello_request(c2.nonce(), kSecret, -1, proto::ROLE_AGENT, "rawhost", 99)));
   auto r = c2.read_response();
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->code(), proto::PROTOCOL);
@@ -160,11 +153,7 @@ TEST_F(BadInput, WrongSecret) {
 
 TEST_F(BadInput, SlowClientOneBytePerTick) {
   RawConn slow(d_->port());
-  proto::Request req;
-  req.set_id(1);
-  req.mutable_hello()->set_protocol_version(1);
-  req.mutable_hello()->set_secret(kSecret);
-  const std::string f = frame_of(req);
+  const std::string f = frame_of(hello_request(slow.nonce(), kSecret, -1, proto::ROLE_AGENT, "rawhost"));
   // A byte every 100 ms: the hello cannot complete within the 1 s hello timeout.
   bool closed = false;
   for (size_t i = 0; i < f.size() && !closed; ++i) {
@@ -227,14 +216,9 @@ TEST(Sanitizing, BinaryHostAndReasonReachOthersPrintable) {
   auto c0 = RendezvousClient::connect(d.client_options(0, 2));
   ASSERT_TRUE(c0.ok());
   RawConn raw(d.port());
-  proto::Request h;
-  h.set_id(1);
-  h.mutable_hello()->set_protocol_version(1);
-  h.mutable_hello()->set_secret(kSecret);
-  h.mutable_hello()->set_rank(1);
-  h.mutable_hello()->set_role(proto::ROLE_RANK);
-  h.mutable_hello()->set_host(std::string("bad\xff\x1b[31mhost", 13));  // not UTF-8, with an escape
-  ASSERT_TRUE(raw.send_request(h));
+  // A host name that is not UTF-8, with an escape sequence.
+  ASSERT_TRUE(raw.send_request(
+      hello_request(raw.nonce(), kSecret, 1, proto::ROLE_RANK, std::string("bad\xff\x1b[31mhost", 13))));
   auto hr = raw.read_response();
   ASSERT_TRUE(hr.has_value());
   ASSERT_EQ(hr->code(), proto::OK) << hr->message();

@@ -3,9 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 
 #include "frame_codec.hpp"
+#include "hello_proof.hpp"
 
 namespace dp::daemon {
 namespace {
@@ -21,6 +23,20 @@ struct Recorder : Outbox {
 };
 
 const std::string kSecret(64, 'a');
+const std::string kNonce(rdv::kNonceBytes, 'n');
+
+proto::Request hello_req(int rank, proto::Role role, const std::string& host, const std::string& secret = kSecret,
+                         const std::string& nonce = kNonce) {
+  proto::Request r;
+  r.set_id(1);
+  auto* h = r.mutable_hello();
+  h->set_protocol_version(rdv::kProtocolVersion);
+  h->set_rank(rank);
+  h->set_role(role);
+  h->set_host(host);
+  h->set_proof(rdv::hello_proof(secret, nonce, role, rank, 0, host));
+  return r;
+}
 
 class BrokerTest : public ::testing::Test {
  protected:
@@ -33,6 +49,7 @@ class BrokerTest : public ::testing::Test {
     c.step_id = "0";
     c.limits.hello_timeout = milliseconds(1'000);
     c.limits.heartbeat_timeout = milliseconds(3'000);
+    c.make_nonce = [] { return kNonce; };
     return c;
   }
   void frame(ConnId c, const proto::Request& r, Clock::time_point t) {
@@ -41,16 +58,22 @@ class BrokerTest : public ::testing::Test {
   }
   void hello(ConnId c, int rank, proto::Role role = proto::ROLE_RANK) {
     broker_.on_connect(c, t0_);
-    proto::Request r;
-    r.set_id(1);
-    auto* h = r.mutable_hello();
-    h->set_protocol_version(rdv::kProtocolVersion);
-    h->set_secret(kSecret);
-    h->set_rank(rank);
-    h->set_role(role);
-    h->set_host("h" + std::to_string(rank));
-    frame(c, r, t0_);
+    ASSERT_EQ(out_.last(c).challenge(), kNonce);
+    frame(c, hello_req(rank, role, "h" + std::to_string(rank)), t0_);
     ASSERT_EQ(out_.last(c).code(), proto::OK);
+    out_.sent[c].erase(out_.sent[c].begin());  // tests count replies from the hello's on
+  }
+  // The server's 100 ms ticks from `from` to `to`; `each` runs before every tick.
+  void ticks(milliseconds from, milliseconds to, const std::function<void(Clock::time_point)>& each = {}) {
+    for (auto t = from; t <= to; t += milliseconds(100)) {
+      if (each) each(t0_ + t);
+      broker_.on_tick(t0_ + t);
+    }
+  }
+  void heartbeat(ConnId c, Clock::time_point t) {
+    proto::Request hb;
+    hb.mutable_heartbeat();
+    frame(c, hb, t);
   }
   Clock::time_point t0_ = Clock::now();
   Recorder out_;
@@ -122,12 +145,100 @@ TEST_F(BrokerTest, HelloTimeoutClosesSilentConnections) {
 TEST_F(BrokerTest, MissedHeartbeatsAbort) {
   hello(1, 0);
   hello(2, 1);
-  proto::Request hb;
-  hb.mutable_heartbeat();
-  frame(1, hb, t0_ + milliseconds(2'500));
-  broker_.on_tick(t0_ + milliseconds(3'100));
+  // Rank 0 is heard all along; rank 1 falls silent at once.
+  ticks(milliseconds(100), milliseconds(2'900), [&](Clock::time_point t) { heartbeat(1, t); });
+  EXPECT_FALSE(broker_.aborted());
+  ticks(milliseconds(3'000), milliseconds(3'100), [&](Clock::time_point t) { heartbeat(1, t); });
   EXPECT_TRUE(broker_.aborted());
   EXPECT_NE(out_.last(1).message().find("rank 1 (host h1) sent no heartbeat"), std::string::npos);
+  ASSERT_TRUE(broker_.abort_cause().has_value());
+  EXPECT_EQ(broker_.abort_cause()->how, AbortCause::How::silent);
+  EXPECT_EQ(broker_.abort_cause()->rank, 1);
+  EXPECT_EQ(broker_.abort_cause()->host, "h1");
+}
+
+TEST_F(BrokerTest, EveryRankSilentIsASuspensionNotADeath) {
+  hello(1, 0);
+  hello(2, 1);
+  ticks(milliseconds(100), milliseconds(20'000));  // 20 s of scontrol suspend: nobody is heard
+  EXPECT_FALSE(broker_.aborted());
+  EXPECT_TRUE(broker_.liveness().suspended());
+  // Resumed: rank 0 is heard first, rank 1 half a second later; both then heartbeat.
+  heartbeat(1, t0_ + milliseconds(20'050));
+  EXPECT_FALSE(broker_.liveness().suspended());
+  ticks(milliseconds(20'100), milliseconds(24'000), [&](Clock::time_point t) {
+    heartbeat(1, t);
+    if (t >= t0_ + milliseconds(20'500)) heartbeat(2, t);
+  });
+  EXPECT_FALSE(broker_.aborted());
+  // A rank that then stays silent while rank 0 is heard is dead after the limit.
+  ticks(milliseconds(24'100), milliseconds(27'000), [&](Clock::time_point t) { heartbeat(1, t); });
+  EXPECT_TRUE(broker_.aborted());
+  ASSERT_TRUE(broker_.abort_cause().has_value());
+  EXPECT_EQ(broker_.abort_cause()->rank, 1);
+  EXPECT_EQ(broker_.abort_cause()->how, AbortCause::How::silent);
+}
+
+TEST_F(BrokerTest, TheDaemonsOwnStopIsNotHeldAgainstRanks) {
+  hello(1, 0);
+  hello(2, 1);
+  ticks(milliseconds(100), milliseconds(2'000), [&](Clock::time_point t) { heartbeat(1, t); });
+  // The daemon (or srun's host) is stopped for 10 s; then the next tick runs.
+  // Rank 1's silence is 12 s of wall time but only 2 s of the daemon's.
+  ticks(milliseconds(12'000), milliseconds(12'900), [&](Clock::time_point t) { heartbeat(1, t); });
+  EXPECT_FALSE(broker_.aborted());
+  EXPECT_NE(broker_.stats().text().find("daemon_stop_gaps 1"), std::string::npos) << broker_.stats().text();
+  ticks(milliseconds(13'000), milliseconds(15'100), [&](Clock::time_point t) { heartbeat(1, t); });
+  EXPECT_TRUE(broker_.aborted());  // 3 s of the daemon's running time after the gap
+}
+
+TEST_F(BrokerTest, ADroppedConnectionIsDeathAtOnceEvenWhileSuspended) {
+  hello(1, 0);
+  hello(2, 1);
+  ticks(milliseconds(100), milliseconds(5'000));
+  ASSERT_TRUE(broker_.liveness().suspended());
+  broker_.on_disconnect(2, t0_ + milliseconds(5'010));
+  EXPECT_TRUE(broker_.aborted());
+  EXPECT_EQ(broker_.abort_cause()->how, AbortCause::How::disconnected);
+  EXPECT_EQ(broker_.abort_cause()->rank, 1);
+  EXPECT_NE(out_.last(1).message().find("rank 1 (host h1) lost its connection"), std::string::npos);
+}
+
+TEST_F(BrokerTest, ConnectionsWithoutHelloEvictTheOldestNeverARank) {
+  BrokerConfig c = config(2);
+  c.limits.max_unauthenticated = 3;
+  Recorder out;
+  Broker b(c, out, t0_);
+  b.on_connect(1, t0_);
+  b.on_frame(1, hello_req(0, proto::ROLE_RANK, "r0").SerializeAsString(), t0_);
+  ASSERT_EQ(out.last(1).code(), proto::OK);
+  // An attacker's connections: room is kept for the budget (3) and the one rank to come.
+  for (ConnId x = 10; x < 20; ++x) b.on_connect(x, t0_);
+  EXPECT_EQ(b.unauthenticated(), 4);
+  EXPECT_EQ(out.closed.size(), 6u);
+  EXPECT_EQ(out.last(10).code(), proto::LIMIT);
+  EXPECT_NE(out.last(10).message().find("--max-unauthenticated"), std::string::npos);
+  b.on_connect(2, t0_);  // the second rank arrives: it takes the oldest's place and says hello
+  b.on_frame(2, hello_req(1, proto::ROLE_RANK, "r1").SerializeAsString(), t0_);
+  EXPECT_EQ(out.last(2).code(), proto::OK);
+  EXPECT_TRUE(b.knows(1) && b.knows(2));
+  EXPECT_FALSE(b.aborted());
+}
+
+TEST_F(BrokerTest, AHelloMustAnswerItsOwnChallenge) {
+  broker_.on_connect(5, t0_);
+  frame(5, hello_req(0, proto::ROLE_RANK, "h0", kSecret, std::string(rdv::kNonceBytes, 'x')), t0_);
+  EXPECT_EQ(out_.last(5).code(), proto::UNAUTHORIZED);  // a proof for another nonce: a replay
+  broker_.on_connect(6, t0_);
+  proto::Request r = hello_req(0, proto::ROLE_RANK, "h0");
+  r.mutable_hello()->set_rank(1);  // the proof covered rank 0
+  frame(6, r, t0_);
+  EXPECT_EQ(out_.last(6).code(), proto::UNAUTHORIZED);
+  broker_.on_connect(7, t0_);
+  frame(7, hello_req(0, proto::ROLE_RANK, "h0", std::string(64, 'b')), t0_);
+  EXPECT_EQ(out_.last(7).code(), proto::UNAUTHORIZED);
+  EXPECT_NE(out_.last(7).message().find("DP_RDV_SECRET"), std::string::npos);
+  EXPECT_FALSE(broker_.knows(5) || broker_.knows(6) || broker_.knows(7));
 }
 
 TEST_F(BrokerTest, TotalBytesLimit) {
@@ -136,10 +247,7 @@ TEST_F(BrokerTest, TotalBytesLimit) {
   Recorder out;
   Broker b(c, out, t0_);
   b.on_connect(1, t0_);
-  proto::Request h;
-  h.mutable_hello()->set_protocol_version(rdv::kProtocolVersion);
-  h.mutable_hello()->set_secret(kSecret);
-  b.on_frame(1, h.SerializeAsString(), t0_);
+  b.on_frame(1, hello_req(-1, proto::ROLE_AGENT, "").SerializeAsString(), t0_);
   proto::Request s;
   s.set_id(2);
   s.mutable_set()->set_key("k");

@@ -1,5 +1,6 @@
 // The launch contract of dp-rendezvousd: READY/ERROR on stdout, secret on
-// stdin only, exit on SIGTERM, after the idle time and when its parent dies.
+// stdin only, exit on SIGTERM and when its parent dies, and never on its own
+// while the parent (srun) lives.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -52,12 +53,49 @@ TEST(DaemonCli, RejectsAShortOrNonHexSecret) {
   }
 }
 
-TEST(DaemonCli, ExitsAfterTheIdleTime) {
+TEST(DaemonCli, NeverLeavesOnItsOwnWhileItsParentLives) {
+  // --idle-timeout (from an older plugin) is accepted and changes nothing.
   DaemonProcess d(1, {"--idle-timeout", "1"});
-  ASSERT_TRUE(d.ready());
-  auto st = d.wait_exit(milliseconds(5'000));
-  ASSERT_TRUE(st.has_value()) << "still running after 5 s with --idle-timeout 1";
-  EXPECT_NE(d.log().find("idle timeout"), std::string::npos);
+  ASSERT_TRUE(d.ready()) << d.first_line();
+  EXPECT_FALSE(d.wait_exit(milliseconds(3'000)).has_value()) << "left with nobody connected: " << d.log();
+  {
+    auto c = RendezvousClient::connect(d.client_options(0, 1));
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    ASSERT_TRUE((*c)->goodbye().ok());
+  }
+  // Every rank said goodbye: a second dp::init() of the step may still come.
+  EXPECT_FALSE(d.wait_exit(milliseconds(3'000)).has_value()) << "left after every rank said goodbye: " << d.log();
+  auto again = RendezvousClient::connect(d.client_options(0, 1));
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_TRUE((*again)->set("second", "init").ok());
+}
+
+TEST(DaemonCli, ListenAddressFromTheSecondLineOfStdin) {
+  DaemonProcess d(1, {"--listen", "-"}, kSecret + "\n127.0.0.1");
+  ASSERT_TRUE(d.ready()) << d.first_line();
+  auto c = RendezvousClient::connect(d.client_options(0, 1));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_NE(d.log().find("listening on 127.0.0.1 port"), std::string::npos) << d.log();
+  auto [status, line] = run_daemon_once({"--world-size", "1", "--job-id", "1", "--step-id", "0", "--listen", "-"},
+                                        kSecret + "\n");
+  EXPECT_EQ(line.rfind("ERROR --listen -: no address", 0), 0u) << line;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+}
+
+TEST(DaemonCli, AHardFileLimitTooLowForTheStepFailsBeforeItStarts) {
+  const std::vector<std::string> args = {"--world-size", "4096", "--job-id", "1", "--step-id", "0",
+                                         "--listen", "127.0.0.1"};
+  rlimit have{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &have), 0);
+  if (have.rlim_max < 4096 + 256) GTEST_SKIP() << "hard fd limit " << have.rlim_max << " < 4352";
+  // A login shell's soft limit of 1 024 is raised to the hard one: no problem...
+  auto [ok_status, ok_line] = run_daemon_once(args, kSecret + "\n", rlimit{1024, have.rlim_max});
+  EXPECT_EQ(ok_line.rfind("READY ", 0), 0u) << ok_line;
+  // ...but a hard limit below the step's size is, with the limit and the fix named.
+  auto [status, line] = run_daemon_once(args, kSecret + "\n", rlimit{512, 512});
+  EXPECT_EQ(line.rfind("ERROR the open-file limit (RLIMIT_NOFILE, hard limit 512)", 0), 0u) << line;
+  EXPECT_NE(line.find("ulimit -Hn"), std::string::npos) << line;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
 }
 
 TEST(DaemonCli, ExitsWhenItsParentDies) {

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "broker.hpp"
+#include "hello_proof.hpp"
 #include "frame_codec.hpp"
 
 namespace dp::daemon {
@@ -121,6 +122,8 @@ struct Pushes : Outbox {
   void close(ConnId) override {}
 };
 
+const std::string kNonce(rdv::kNonceBytes, 'n');
+
 class BrokerReportTest : public ::testing::Test {
  protected:
   BrokerReportTest() : broker_(config(), out_, t0_) {
@@ -128,10 +131,12 @@ class BrokerReportTest : public ::testing::Test {
       broker_.on_connect(static_cast<ConnId>(r + 1), t0_);
       proto::Request q;
       auto* h = q.mutable_hello();
+      const std::string host = "node" + std::to_string(r);
       h->set_protocol_version(rdv::kProtocolVersion);
-      h->set_secret(std::string(64, 'b'));
+      h->set_role(proto::ROLE_RANK);
       h->set_rank(r);
-      h->set_host("node" + std::to_string(r));
+      h->set_host(host);
+      h->set_proof(rdv::hello_proof(std::string(64, 'b'), kNonce, proto::ROLE_RANK, r, 0, host));
       send(r, q, t0_);
     }
   }
@@ -143,6 +148,7 @@ class BrokerReportTest : public ::testing::Test {
     c.step_id = "1";
     c.limits.heartbeat_timeout = milliseconds(0);
     c.limits.hang_timeout = milliseconds(5'000);
+    c.make_nonce = [] { return kNonce; };
     return c;
   }
   void send(int rank, const proto::Request& q, Clock::time_point t) {

@@ -193,10 +193,46 @@ int stall(dp::Communicator& c) {
   return 3;
 }
 
+// The daemon lives as long as the step: the last rank starts its init
+// DP_TEST_LATE_S seconds after the others, and after every rank has left
+// (goodbye) and DP_TEST_GAP_S more seconds have passed, every rank inits again.
+int lifetime() {
+  const char* rank_env = std::getenv("RANK");
+  const char* world_env = std::getenv("WORLD_SIZE");
+  const int rank = rank_env ? std::atoi(rank_env) : 0;
+  const int world = world_env ? std::atoi(world_env) : 1;
+  const char* late = std::getenv("DP_TEST_LATE_S");
+  const char* gap = std::getenv("DP_TEST_GAP_S");
+  for (int round = 1; round <= 2; ++round) {
+    // The waits are the scenario under test (a late task, a later init), not synchronisation.
+    if (round == 1 && rank == world - 1 && late) sleep(static_cast<unsigned>(std::atoi(late)));
+    if (round == 2 && gap) sleep(static_cast<unsigned>(std::atoi(gap)));
+    auto comm = dp::init();
+    if (!comm) {
+      std::printf("ERROR init %d: %s\n", round, comm.error().message.c_str());
+      return 2;
+    }
+    g_rank = (*comm)->rank();
+    std::vector<float> v(1024, 1.0f);
+    if (auto r = (*comm)->all_reduce(v.data(), v.size(), dp::DType::f32, dp::ReduceOp::sum); !r) {
+      std::printf("ERROR init %d: all_reduce: %s\n", round, r.error().message.c_str());
+      return 3;
+    }
+    if (v[0] != static_cast<float>(world)) {
+      std::printf("ERROR init %d: all_reduce gave %g, expected %d\n", round, v[0], world);
+      return 1;
+    }
+    std::printf("OK init %d rank %d of %d\n", round, rank, world);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "collectives";
+  if (mode == "lifetime") return lifetime();
   auto comm = dp::init();
   if (!comm) {
     std::printf("ERROR init: %s\n", comm.error().message.c_str());

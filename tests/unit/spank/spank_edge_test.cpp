@@ -375,8 +375,8 @@ class FakeDaemon : public ::testing::Test {
 
 TEST_F(FakeDaemon, SecretGoesThroughStdinAndPortComesBack) {
   dp::spank::DaemonRequest req;
-  req.path = script("read s; echo \"$s\" > " + dir_ + "/secret; echo \"$@\" > " + dir_ +
-                    "/args; echo READY 4242; exec sleep 30");
+  req.path = script("read s; read a; echo \"$s\" > " + dir_ + "/secret; echo \"$a\" > " + dir_ +
+                    "/listen; echo \"$@\" > " + dir_ + "/args; echo READY 4242; exec sleep 30");
   req.world_size = 4;
   req.job_id = 7;
   req.step_id = 1;
@@ -384,14 +384,16 @@ TEST_F(FakeDaemon, SecretGoesThroughStdinAndPortComesBack) {
   ASSERT_TRUE(secret.ok());
   EXPECT_EQ(secret->size(), 64u);
   EXPECT_EQ(secret->find_first_not_of("0123456789abcdef"), std::string::npos);
-  auto d = dp::spank::launch_daemon(req, *secret);
+  auto d = dp::spank::launch_daemon(req, *secret, "fd00::7");
   ASSERT_TRUE(d.ok()) << d.error().message;
   EXPECT_EQ(d->port, 4242);
-  std::string got, args;
+  std::string got, args, listen;
   std::getline(std::ifstream(dir_ + "/secret"), got);
   std::getline(std::ifstream(dir_ + "/args"), args);
+  std::getline(std::ifstream(dir_ + "/listen"), listen);
   EXPECT_EQ(got, *secret);
-  EXPECT_EQ(args, "--world-size 4 --job-id 7 --step-id 1");
+  EXPECT_EQ(args, "--world-size 4 --job-id 7 --step-id 1 --listen -");
+  EXPECT_EQ(listen, "fd00::7") << "the address to listen on follows the secret on stdin";
   EXPECT_EQ(args.find(*secret), std::string::npos) << "secret must never be in argv";
   dp::spank::stop_daemon(d->pid);
   EXPECT_NE(kill(d->pid, 0), 0) << "stopped and reaped";
@@ -400,7 +402,7 @@ TEST_F(FakeDaemon, SecretGoesThroughStdinAndPortComesBack) {
 TEST_F(FakeDaemon, ErrorLineIsReported) {
   dp::spank::DaemonRequest req;
   req.path = script("read s; echo 'ERROR cannot bind'; exit 1");
-  auto d = dp::spank::launch_daemon(req, "ab");
+  auto d = dp::spank::launch_daemon(req, "ab", "127.0.0.1");
   ASSERT_FALSE(d.ok());
   EXPECT_NE(d.error().message.find("cannot bind"), std::string::npos) << d.error().message;
 }
@@ -409,7 +411,7 @@ TEST_F(FakeDaemon, SilentDaemonTimesOutAndIsKilled) {
   dp::spank::DaemonRequest req;
   req.path = script("echo $$ > " + dir_ + "/pid; exec sleep 30");
   req.ready_timeout_ms = 300;
-  auto d = dp::spank::launch_daemon(req, "ab");
+  auto d = dp::spank::launch_daemon(req, "ab", "127.0.0.1");
   ASSERT_FALSE(d.ok());
   EXPECT_NE(d.error().message.find("no answer"), std::string::npos) << d.error().message;
   long pid = 0;
@@ -421,7 +423,7 @@ TEST_F(FakeDaemon, SilentDaemonTimesOutAndIsKilled) {
 TEST_F(FakeDaemon, MissingBinaryNamesTheSetting) {
   dp::spank::DaemonRequest req;
   req.path = dir_ + "/nope";
-  auto d = dp::spank::launch_daemon(req, "ab");
+  auto d = dp::spank::launch_daemon(req, "ab", "127.0.0.1");
   ASSERT_FALSE(d.ok());
   EXPECT_NE(d.error().message.find("daemon="), std::string::npos);
 }

@@ -192,9 +192,17 @@ TEST(RendezvousClient, ManyProcessesExchangeAnId) {
     waitpid(k, &st, 0);
     EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
   }
-  // Every rank said goodbye: the daemon ends by itself and logged its start-up phases.
+  // Every rank said goodbye, and the step goes on (a second init): the
+  // daemon stays for srun to stop, and logged its start-up phases.
+  {
+    auto again = RendezvousClient::connect(d.client_options(0, kWorld));
+    ASSERT_TRUE(again.ok()) << again.error().message;
+    EXPECT_EQ(*(*again)->get("nccl_id", milliseconds(1'000)), id);
+  }
+  ASSERT_TRUE(d.running());
+  kill(d.pid(), SIGTERM);
   auto st = d.wait_exit(milliseconds(10'000));
-  ASSERT_TRUE(st.has_value()) << "daemon did not exit after every rank said goodbye";
+  ASSERT_TRUE(st.has_value()) << "daemon did not exit on SIGTERM";
   EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 0);
   const std::string log = d.log();
   EXPECT_NE(log.find("startup timings first_hello=+"), std::string::npos) << log;

@@ -1,0 +1,144 @@
+// One function per request of an authenticated peer.
+#include <charconv>
+
+#include "broker.hpp"
+
+namespace dp::daemon {
+
+bool Broker::store_value(ConnId conn, uint64_t id, const std::string& key, const std::string& value) {
+  if (auto r = store_.put(key, value); !r) {
+    reply_error(conn, id, r.error());
+    return false;
+  }
+  return true;
+}
+
+void Broker::op_goodbye(const Call& c, const proto::Goodbye& m) {
+  if (c.peer.rank >= 0) {
+    // The final counters, so even a short step reports its progress.
+    if (m.has_progress()) report_.on_progress(c.peer.rank, m.progress(), c.now);
+    report_.on_goodbye(c.peer.rank);
+  }
+  reply_ok(c.conn, c.id);
+  forget_peer(c.conn, /*goodbye=*/true);
+  out_.close(c.conn);
+}
+
+void Broker::op_set(const Call& c, const proto::Set& m) {
+  if (auto k = store_.check_key(m.key()); !k) return reply_error(c.conn, c.id, k.error());
+  if (!store_value(c.conn, c.id, m.key(), m.value())) return;
+  key_changed(m.key(), c.now);
+  if (c.peer.rank == 0) phases_.reached(Phase::id_published, c.now);
+  if (c.peer.role == proto::ROLE_AGENT) report_.on_agent_set(c.now);
+  reply_ok(c.conn, c.id);
+}
+
+void Broker::op_get(const Call& c, const proto::Get& m) {
+  if (auto k = store_.check_key(m.key()); !k) return reply_error(c.conn, c.id, k.error());
+  if (const std::string* v = store_.find(m.key())) {
+    proto::Response r;
+    r.set_id(c.id);
+    r.set_value(*v);
+    out_.send(c.conn, r);
+    if (c.peer.rank >= 0 && live_.mark_fetched(c.peer.rank)) phases_.reached(Phase::id_fetched_by_all, c.now);
+    return;
+  }
+  if (!m.blocking()) return reply_error(c.conn, c.id, proto::NOT_FOUND, "key " + shown(m.key()) + " does not exist");
+  const uint64_t wid = add_waiter(c.conn, c.id, WaitKind::get, {m.key()}, m.timeout_ms(), c.now);
+  key_waiters_[m.key()].push_back(wid);
+}
+
+void Broker::op_add(const Call& c, const proto::Add& m) {
+  if (auto k = store_.check_key(m.key()); !k) return reply_error(c.conn, c.id, k.error());
+  int64_t cur = 0;
+  if (const std::string* v = store_.find(m.key())) {
+    auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), cur);
+    if (ec != std::errc() || ptr != v->data() + v->size()) {
+      return reply_error(c.conn, c.id, proto::INVALID_ARGUMENT,
+                         "add on key " + shown(m.key()) + ": its value is not a decimal integer");
+    }
+  }
+  int64_t next = 0;
+  if (__builtin_add_overflow(cur, m.delta(), &next)) {
+    return reply_error(c.conn, c.id, proto::INVALID_ARGUMENT, "add on key " + shown(m.key()) + " overflows int64");
+  }
+  if (!store_value(c.conn, c.id, m.key(), std::to_string(next))) return;
+  key_changed(m.key(), c.now);
+  proto::Response r;
+  r.set_id(c.id);
+  r.set_number(next);
+  out_.send(c.conn, r);
+}
+
+void Broker::op_compare_and_set(const Call& c, const proto::CompareAndSet& m) {
+  if (auto k = store_.check_key(m.key()); !k) return reply_error(c.conn, c.id, k.error());
+  const std::string* cur = store_.find(m.key());
+  const bool match = cur == nullptr ? m.expected().empty() : *cur == m.expected();
+  proto::Response r;
+  r.set_id(c.id);
+  if (match) {
+    if (!store_value(c.conn, c.id, m.key(), m.desired())) return;
+    key_changed(m.key(), c.now);
+    r.set_value(m.desired());
+  } else if (cur != nullptr) {
+    r.set_value(*cur);
+  }
+  out_.send(c.conn, r);
+}
+
+void Broker::op_erase(const Call& c, const proto::Erase& m) {
+  if (!store_.erase(m.key())) {
+    return reply_error(c.conn, c.id, proto::NOT_FOUND, "key " + shown(m.key()) + " does not exist");
+  }
+  reply_ok(c.conn, c.id);
+}
+
+void Broker::op_exists(const Call& c, const proto::Exists& m) {
+  proto::Response r;
+  r.set_id(c.id);
+  r.set_flag(store_.contains(m.key()));
+  out_.send(c.conn, r);
+}
+
+void Broker::op_wait(const Call& c, const proto::Wait& m) {
+  std::vector<std::string> missing;
+  for (const auto& k : m.keys()) {
+    if (auto ok = store_.check_key(k); !ok) return reply_error(c.conn, c.id, ok.error());
+    if (!store_.contains(k)) missing.push_back(k);
+  }
+  if (missing.empty()) return reply_ok(c.conn, c.id);
+  const uint64_t wid = add_waiter(c.conn, c.id, WaitKind::wait, missing, m.timeout_ms(), c.now);
+  for (const auto& k : missing) key_waiters_[k].push_back(wid);
+}
+
+void Broker::op_barrier(const Call& c, const proto::Barrier& m) {
+  const int rank = c.peer.rank;
+  if (rank < 0) {
+    return reply_error(c.conn, c.id, proto::INVALID_ARGUMENT,
+                       "barrier " + shown(m.name()) + ": only ranks take part in barriers; connect with role rank");
+  }
+  if (auto k = store_.check_key(m.name()); !k) return reply_error(c.conn, c.id, k.error());
+  auto& b = barriers_[m.name()];
+  if (b.arrived.empty()) b.arrived.assign(static_cast<size_t>(cfg_.world_size), 0);
+  if (b.arrived[static_cast<size_t>(rank)]) {
+    return reply_error(c.conn, c.id, proto::CONFLICT,
+                       "barrier " + shown(m.name()) + ": rank " + std::to_string(rank) + " entered it twice");
+  }
+  const uint64_t wid = add_waiter(c.conn, c.id, WaitKind::barrier, {m.name()}, m.timeout_ms(), c.now);
+  b.arrived[static_cast<size_t>(rank)] = 1;
+  b.waiters.push_back(wid);
+  if (++b.count == cfg_.world_size) {
+    BarrierState done = std::move(b);
+    barriers_.erase(m.name());
+    for (uint64_t x : done.waiters) finish_waiter(x, c.now);
+    phases_.reached(Phase::first_barrier, c.now);
+  }
+}
+
+void Broker::op_abort(const Call& c, const proto::Abort& m) {
+  abort_job(cause_of(c.peer, AbortCause::How::requested,
+                     "job aborted by " + describe_peer(c.peer) + ": " + printable(m.reason(), 1024)));
+  reply_ok(c.conn, c.id);
+}
+
+}  // namespace dp::daemon

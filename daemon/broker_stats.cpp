@@ -1,0 +1,64 @@
+// The stats request: counters a user can read, memcached-style.
+#include "broker.hpp"
+
+namespace dp::daemon {
+
+proto::Stats Broker::stats() const {
+  proto::Stats s;
+  s.set_connections(peers_.size());
+  s.set_ranks_connected(static_cast<uint64_t>(live_.connected_count()));
+  s.set_keys(store_.keys());
+  s.set_bytes_stored(store_.bytes());
+  s.set_requests(requests_);
+  std::string t;
+  auto line = [&t](const char* name, auto value) { t += std::string(name) + " " + std::to_string(value) + "\n"; };
+  t += "job " + cfg_.job_id + " step " + cfg_.step_id + "\n";
+  line("world_size", cfg_.world_size);
+  line("connections", peers_.size());
+  line("connections_accepted", accepted_);
+  line("connections_unauthenticated", unauthenticated_count_);
+  line("connections_evicted", evicted_);
+  line("agents_connected", agents_);
+  line("ranks_connected", live_.connected_count());
+  line("ranks_seen", live_.seen_count());
+  line("ranks_goodbye", live_.goodbye_count());
+  line("keys", store_.keys());
+  line("bytes_stored", store_.bytes());
+  line("requests", requests_);
+  line("heartbeats", heartbeats_);
+  line("pending_calls", waiters_.size());
+  line("rejected_unauthorized", rejected_auth_);
+  line("protocol_errors", protocol_errors_);
+  line("limit_errors", limit_errors_);
+  line("daemon_stop_gaps", live_.stop_gaps());
+  line("suspensions", live_.suspensions());
+  t += std::string("suspended ") + (live_.suspended() ? "yes" : "no") + "\n";
+  t += std::string("aborted ") + (abort_ ? "yes" : "no") + "\n";
+  if (abort_) {
+    t += std::string("abort_cause ") + how_name(abort_->how) + " rank " + std::to_string(abort_->rank) + " host " +
+         (abort_->host.empty() ? "?" : abort_->host) + "\n";
+  }
+  t += "startup " + phases_.summary() + "\n";
+  s.set_text(std::move(t));
+  s.set_startup_line(startup_line());
+  s.set_report_json(report_json(Clock::now()));
+  s.set_rank_table(report_.text(Clock::now()));
+  if (report_.failure()) s.set_first_failure(report_.failure()->message);
+  return s;
+}
+
+std::string Broker::report_json(Clock::time_point now) const {
+  DaemonCounters c;
+  c.connections = peers_.size();
+  c.connections_accepted = accepted_;
+  c.requests = requests_;
+  c.heartbeats = heartbeats_;
+  c.keys = store_.keys();
+  c.bytes_stored = store_.bytes();
+  c.refused_unauthorized = rejected_auth_;
+  c.protocol_errors = protocol_errors_;
+  c.limit_errors = limit_errors_;
+  return report_.json(phases_, c, now);
+}
+
+}  // namespace dp::daemon

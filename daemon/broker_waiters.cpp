@@ -1,0 +1,163 @@
+// Blocking calls (get, wait, barrier), their deadlines and the barriers.
+#include <algorithm>
+
+#include "broker.hpp"
+
+namespace dp::daemon {
+namespace {
+
+std::string ms_text(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + " ms"; }
+
+template <class V, class T>
+void erase_value(V& v, const T& x) {
+  v.erase(std::remove(v.begin(), v.end(), x), v.end());
+}
+
+}  // namespace
+
+uint64_t Broker::add_waiter(ConnId conn, uint64_t request_id, WaitKind kind, std::vector<std::string> keys,
+                            uint32_t timeout_ms, Clock::time_point now) {
+  const uint64_t wid = next_waiter_++;
+  Waiter w;
+  w.conn = conn;
+  w.request_id = request_id;
+  w.kind = kind;
+  w.keys = std::move(keys);
+  w.timeout = std::chrono::milliseconds(timeout_ms);
+  if (w.timeout.count() > 0) {
+    w.has_deadline = true;
+    w.deadline = now + w.timeout;
+    deadlines_.emplace(w.deadline, wid);
+  }
+  peers_[w.conn].waiters.push_back(wid);
+  waiters_.emplace(wid, std::move(w));
+  return wid;
+}
+
+// Removes every trace of a waiter; no reply.
+void Broker::drop_waiter(uint64_t wid) {
+  auto it = waiters_.find(wid);
+  if (it == waiters_.end()) return;
+  Waiter& w = it->second;
+  if (w.has_deadline) {
+    auto [lo, hi] = deadlines_.equal_range(w.deadline);
+    for (auto d = lo; d != hi; ++d) {
+      if (d->second == wid) {
+        deadlines_.erase(d);
+        break;
+      }
+    }
+  }
+  auto p = peers_.find(w.conn);
+  if (p != peers_.end()) erase_value(p->second.waiters, wid);
+  if (w.kind == WaitKind::barrier) {
+    if (auto b = barriers_.find(w.keys.front()); b != barriers_.end()) {
+      erase_value(b->second.waiters, wid);
+      if (p != peers_.end() && p->second.rank >= 0 && b->second.arrived[static_cast<size_t>(p->second.rank)]) {
+        b->second.arrived[static_cast<size_t>(p->second.rank)] = 0;
+        --b->second.count;
+      }
+      if (b->second.count == 0) barriers_.erase(b);
+    }
+  } else {
+    for (const auto& k : w.keys) {
+      auto kw = key_waiters_.find(k);
+      if (kw == key_waiters_.end()) continue;
+      erase_value(kw->second, wid);
+      if (kw->second.empty()) key_waiters_.erase(kw);
+    }
+  }
+  waiters_.erase(it);
+}
+
+void Broker::finish_waiter(uint64_t wid, Clock::time_point now) {
+  auto it = waiters_.find(wid);
+  if (it == waiters_.end()) return;
+  Waiter& w = it->second;
+  proto::Response r;
+  r.set_id(w.request_id);
+  if (w.kind == WaitKind::get) {
+    if (const std::string* v = store_.find(w.keys.front())) r.set_value(*v);
+    auto p = peers_.find(w.conn);
+    if (p != peers_.end() && p->second.rank >= 0 && live_.mark_fetched(p->second.rank)) {
+      phases_.reached(Phase::id_fetched_by_all, now);
+    }
+  }
+  const ConnId conn = w.conn;
+  // A completed barrier is already erased; do not undo its arrival.
+  if (w.kind == WaitKind::barrier) w.kind = WaitKind::wait;
+  drop_waiter(wid);
+  out_.send(conn, r);
+}
+
+void Broker::fail_waiter(uint64_t wid, proto::Code code, std::string message) {
+  auto it = waiters_.find(wid);
+  if (it == waiters_.end()) return;
+  const ConnId conn = it->second.conn;
+  const uint64_t rid = it->second.request_id;
+  drop_waiter(wid);
+  reply_error(conn, rid, code, std::move(message));
+}
+
+void Broker::key_changed(const std::string& key, Clock::time_point now) {
+  auto it = key_waiters_.find(key);
+  if (it == key_waiters_.end()) return;
+  std::vector<uint64_t> ids = std::move(it->second);
+  key_waiters_.erase(it);
+  for (uint64_t wid : ids) {
+    auto w = waiters_.find(wid);
+    if (w == waiters_.end()) continue;  // already answered, timed out or gone
+    if (w->second.kind == WaitKind::get) {
+      finish_waiter(wid, now);
+      continue;
+    }
+    auto& keys = w->second.keys;
+    keys.erase(std::remove_if(keys.begin(), keys.end(), [&](const std::string& k) { return store_.contains(k); }),
+               keys.end());
+    if (keys.empty()) finish_waiter(wid, now);
+  }
+}
+
+std::string Broker::missing_ranks(const BarrierState& b) const {
+  std::string s;
+  int shown_n = 0;
+  for (int r = 0; r < cfg_.world_size && shown_n < 8; ++r) {
+    if (!b.arrived.empty() && b.arrived[static_cast<size_t>(r)]) continue;
+    s += (shown_n ? "," : "") + std::to_string(r);
+    ++shown_n;
+  }
+  if (cfg_.world_size - b.count > shown_n) s += ",...";
+  return s;
+}
+
+std::string Broker::timeout_message(const Waiter& w) const {
+  switch (w.kind) {
+    case WaitKind::get:
+      return "get " + shown(w.keys.front()) + " timed out after " + ms_text(w.timeout) +
+             ": no peer set the key; check that the publishing rank is running";
+    case WaitKind::wait:
+      return "wait timed out after " + ms_text(w.timeout) + ": " + std::to_string(w.keys.size()) +
+             " key(s) still missing, first " + shown(w.keys.front());
+    case WaitKind::barrier: break;
+  }
+  std::string msg = "barrier " + shown(w.keys.front()) + " timed out after " + ms_text(w.timeout);
+  if (auto b = barriers_.find(w.keys.front()); b != barriers_.end()) {
+    msg += ": " + std::to_string(b->second.count) + " of " + std::to_string(cfg_.world_size) +
+           " ranks arrived; missing ranks " + missing_ranks(b->second);
+  }
+  return msg;
+}
+
+void Broker::expire_waiters(Clock::time_point now) {
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    const uint64_t wid = deadlines_.begin()->second;
+    auto it = waiters_.find(wid);
+    if (it == waiters_.end()) {
+      deadlines_.erase(deadlines_.begin());
+      continue;
+    }
+    fail_waiter(wid, proto::TIMEOUT, timeout_message(it->second));
+  }
+}
+
+}  // namespace dp::daemon

@@ -1,0 +1,77 @@
+#include "reply_reader.hpp"
+
+#include <new>
+
+#include "hello_proof.hpp"
+
+namespace dp::rdv {
+
+std::string sanitized(std::string_view text) {
+  constexpr size_t kMax = 1024;
+  std::string s;
+  s.reserve(std::min(text.size(), kMax) + 3);
+  for (size_t i = 0; i < text.size() && i < kMax; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    s += (c >= 0x20 && c < 0x7f) ? static_cast<char>(c) : '?';
+  }
+  if (text.size() > kMax) s += "...";
+  return s;
+}
+
+Result<void> validate(const proto::Response& r) {
+  if (!proto::Code_IsValid(r.code())) {
+    return make_error(Errc::protocol, "reply with unknown code " + std::to_string(static_cast<int>(r.code())));
+  }
+  if (!r.challenge().empty() && (r.id() != 0 || r.challenge().size() != kNonceBytes)) {
+    return make_error(Errc::protocol, "challenge of " + std::to_string(r.challenge().size()) +
+                                          " bytes (expected " + std::to_string(kNonceBytes) + " in a push)");
+  }
+  if (r.id() == 0 && r.code() != proto::OK && r.code() != proto::ABORTED && r.code() != proto::LIMIT &&
+      r.code() != proto::TIMEOUT && r.code() != proto::PROTOCOL && r.code() != proto::UNAUTHORIZED) {
+    return make_error(Errc::protocol, "unexpected push with code " + std::to_string(static_cast<int>(r.code())));
+  }
+  return {};
+}
+
+Result<std::optional<proto::Response>> ReplyReader::parse_one() {
+  std::string_view payload;
+  const auto st = decoder_.next(payload);
+  if (st == FrameDecoder::Status::need_more) {
+    decoder_.shrink_if_idle();
+    return std::optional<proto::Response>();
+  }
+  if (st == FrameDecoder::Status::too_large) {
+    return make_error(Errc::protocol, "oversized reply frame: " + std::to_string(decoder_.frame_length()) +
+                                          " bytes exceeds this client's limit of " + std::to_string(max_) + " bytes");
+  }
+  proto::Response r;
+  if (!r.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
+    return make_error(Errc::protocol, "malformed reply frame");
+  }
+  DP_TRY(validate(r));
+  if (!r.message().empty()) r.set_message(sanitized(r.message()));
+  return std::optional<proto::Response>(std::move(r));
+}
+
+Result<void> ReplyReader::feed(const char* data, size_t n) noexcept {
+  try {
+    decoder_.feed(data, n);
+    return {};
+  } catch (const std::bad_alloc&) {
+    return make_error(Errc::internal, "out of memory while reading a reply");
+  } catch (...) {
+    return make_error(Errc::internal, "unexpected failure while reading a reply");
+  }
+}
+
+Result<std::optional<proto::Response>> ReplyReader::next() noexcept {
+  try {
+    return parse_one();
+  } catch (const std::bad_alloc&) {
+    return make_error(Errc::internal, "out of memory while reading a reply");
+  } catch (...) {
+    return make_error(Errc::internal, "unexpected failure while reading a reply");
+  }
+}
+
+}  // namespace dp::rdv

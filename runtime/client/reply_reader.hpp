@@ -1,0 +1,51 @@
+// The client's side of the wire: turns the daemon's byte stream into
+// validated responses. It runs wherever the client does, slurmstepd (root)
+// included, against whatever answers on DP_RDV_ADDR, so every frame is
+// bounded (a frame over the limit is an error, never an allocation), every
+// value is checked, and text is made printable before anyone logs it.
+// No exception leaves it. The fuzz harness drives it directly.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "dp/proto/rendezvous.pb.h"
+#include "dp/result.hpp"
+#include "frame_codec.hpp"
+
+namespace dp::rdv {
+
+class ReplyReader {
+ public:
+  explicit ReplyReader(uint32_t max_frame_bytes) : decoder_(max_frame_bytes), max_(max_frame_bytes) {}
+  // The hello needs small frames only; the I/O thread then takes over the
+  // same reader (and whatever it buffered) with the client's limit.
+  void set_max_frame_bytes(uint32_t n) {
+    decoder_.set_max_frame_bytes(n);
+    max_ = n;
+  }
+
+  // Buffers bytes as they arrive (error: out of memory).
+  Result<void> feed(const char* data, size_t n) noexcept;
+  // The next complete response, or nullopt when more bytes are needed. An
+  // error (oversized or malformed frame, invalid field) leaves the stream unusable.
+  Result<std::optional<proto::Response>> next() noexcept;
+
+ private:
+  Result<std::optional<proto::Response>> parse_one();
+
+  FrameDecoder decoder_;
+  uint32_t max_;
+};
+
+// Server text before it reaches a log, an error or Slurm: printable ASCII,
+// at most 1 024 bytes, marked when cut.
+std::string sanitized(std::string_view text);
+
+// The response is well formed: a known code, a push (id 0) that is a
+// challenge, an abort or a keepalive, a challenge of the right size.
+Result<void> validate(const proto::Response& r);
+
+}  // namespace dp::rdv

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Stopped is not dead: `scontrol suspend` of a running 2-node trainer job for
+# 20 s (every task stopped, five times the old 4 s silence limit), then
+# `scontrol resume`: the job finishes with exactly the parameters of an
+# uninterrupted run. Once as a plain srun (its daemon keeps running and sees
+# every rank fall silent together), once inside sbatch (srun and the daemon
+# are stopped with the job and see their own clock jump).
+: "${DP_TRAINER:?set DP_TRAINER to the built dp-trainer}"
+. "$(dirname "$0")/../lib.sh"
+site
+
+args=(--train-limit 16384 --hidden 512,256 --global-batch 32 --epochs 2 --no-eval --seed 5)
+trainer() {  # trainer NAME EXTRA...: the srun command line of one run
+  local name=$1
+  shift
+  echo srun --dp-world=auto -N2 --ntasks-per-node=1 -J "dps-$name-$$" \
+    --export=ALL,OPENBLAS_NUM_THREADS=1 "$DP_TRAINER" "${args[@]}" --log-every 1 "$@"
+}
+
+# shellcheck disable=SC2046
+as_user timeout 200 $(trainer full --checkpoint "$WORK/full.ck" --log-every 0) >"$WORK/full.log" 2>&1 \
+  || fail "uninterrupted run failed: $(cat "$WORK/full.log")"
+
+suspend_at_step_100() {  # suspend_at_step_100 NAME ALIVE-COMMAND...
+  local name=$1 deadline=$(($(date +%s) + 120)) job
+  shift
+  until grep -q '"step":100,' "$WORK/$name.jsonl" 2>/dev/null; do
+    (($(date +%s) < deadline)) || fail "$name: did not reach step 100 in time: $(cat "$WORK/$name.log")"
+    "$@" || fail "$name: ended early: $(cat "$WORK/$name.log")"
+    sleep 0.05
+  done
+  job=$(squeue -h -o %i -n "dps-$name-$$" | head -n1)
+  [[ -n $job ]] || fail "$name: cannot find the job"
+  scontrol suspend "$job" || fail "$name: scontrol suspend $job failed"
+  wait_until 10 "$name: job $job suspended" bash -c "scontrol show job $job | grep -q JobState=SUSPENDED"
+  local at
+  at=$(sed -n 's/.*"step":\([0-9]*\),.*/\1/p' "$WORK/$name.jsonl" | tail -1)
+  sleep 20  # the suspension under test, not a synchronisation
+  local after
+  after=$(sed -n 's/.*"step":\([0-9]*\),.*/\1/p' "$WORK/$name.jsonl" | tail -1)
+  [[ $at == "$after" ]] || fail "$name: training went on while suspended (step $at -> $after)"
+  scontrol resume "$job" || fail "$name: scontrol resume $job failed"
+  echo "$name: job $job suspended for 20 s at step $at, resumed"
+}
+
+# 1. srun from the login shell: the daemon runs on, every task is stopped.
+# shellcheck disable=SC2046
+as_user timeout 250 $(trainer srun --checkpoint "$WORK/srun.ck" --metrics "$WORK/srun.jsonl") \
+  >"$WORK/srun.log" 2>&1 &
+pid=$!
+suspend_at_step_100 srun kill -0 "$pid"
+wait "$pid" || fail "suspended run failed: $(tail -20 "$WORK/srun.log")"
+cmp -s "$WORK/full.ck" "$WORK/srun.ck" || fail "the suspended run ends with other parameters than the uninterrupted one"
+
+# 2. Inside sbatch: the batch step (srun and the daemon) is stopped too.
+cat >"$WORK/batch.sh" <<JOB
+#!/bin/bash
+$(trainer batch --checkpoint "$WORK/batch.ck" --metrics "$WORK/batch.jsonl")
+JOB
+chmod 755 "$WORK/batch.sh"
+batch_job=$(as_user sbatch --parsable -N2 --ntasks-per-node=1 -J "dps-batch-$$" -o "$WORK/batch.log" "$WORK/batch.sh")
+batch_running() { ! job_done "$batch_job"; }
+suspend_at_step_100 batch batch_running
+wait_until 250 "batch job $batch_job to end" job_done "$batch_job"
+[[ -f $WORK/batch.ck ]] || fail "batch run left no checkpoint: $(tail -20 "$WORK/batch.log")"
+cmp -s "$WORK/full.ck" "$WORK/batch.ck" || fail "the suspended batch run ends with other parameters: $(tail -20 "$WORK/batch.log")"
+pass "suspended for 20 s twice (srun outside, and inside sbatch): same final parameters as the uninterrupted run"
