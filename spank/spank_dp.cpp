@@ -45,7 +45,7 @@ int on_option(int val, const char* optarg, int remote) noexcept {
     auto r = dp::apply_option(state().cli_options, specs[static_cast<size_t>(val)].name, optarg);
     if (r) return 0;
     state().option_error = true;
-    report_error(r.error().message);
+    report_error(dp::describe(r.error()));
     return -1;
   });
 }
@@ -78,7 +78,7 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
     std::vector<std::string> words(av, av + ac);
     auto site = dp::parse_site_config(words);
     if (!site) {
-      report_error(site.error().message);
+      report_error(dp::describe(site.error()));
       return -1;
     }
     state().site = *site;
