@@ -12,6 +12,17 @@ function(dp_warnings target)
     $<$<COMPILE_LANGUAGE:CXX,C>:-Wall -Wextra -Werror>)
 endfunction()
 
+# Source paths in __FILE__ and std::source_location (error trails) are
+# relative to the tree, so messages never show where it was built.
+# Ninja names sources relative to the build folder ("../core/..."), Makefiles
+# by absolute path: map both.
+file(RELATIVE_PATH _dp_src_from_build ${CMAKE_BINARY_DIR} ${PROJECT_SOURCE_DIR})
+string(REGEX REPLACE "/$" "" _dp_src_from_build "${_dp_src_from_build}")
+add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-fmacro-prefix-map=${PROJECT_SOURCE_DIR}/=>)
+if(_dp_src_from_build)
+  add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-fmacro-prefix-map=${_dp_src_from_build}/=>)
+endif()
+
 if(DP_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
   add_link_options(-fsanitize=address,undefined)

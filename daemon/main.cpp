@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> args(argv + 1, argv + argc);
   auto opts = dp::daemon::parse_options(args);
-  if (!opts) return fail(opts.error().message);
+  if (!opts) return fail(describe(opts.error()));
   if (opts->help) {
     std::fputs(dp::daemon::usage_text(), stdout);
     return 0;
@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   auto secret = dp::daemon::validate_secret(read_line());
   if (!secret) {
     close_stdin();
-    return fail(secret.error().message);
+    return fail(describe(secret.error()));
   }
   if (opts->listen_addr == "-") {
     // srun learns the address the ranks route to while the daemon starts.
@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
   close_stdin();
 
   auto server = dp::daemon::Server::create(*opts, std::move(*secret));
-  if (!server) return fail(server.error().message);
+  if (!server) return fail(describe(server.error()));
   std::fprintf(stderr, "dp-rendezvousd: job %s step %s: world size %d, listening on %s port %u\n",
                opts->job_id.c_str(), opts->step_id.c_str(), opts->world_size, opts->listen_addr.c_str(),
                (*server)->port());

@@ -46,7 +46,7 @@ int on_option(int val, const char* optarg, int remote) noexcept {
     // In slurmstepd the values are srun's, already checked there: the node
     // reports the failure through the tasks (stepd_context.cpp).
     if (remote) return 0;
-    report_error(r.error().message);
+    report_error(dp::describe(r.error()));
     return -1;
   });
 }
@@ -79,7 +79,7 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
     std::vector<std::string> words(av, av + ac);
     auto site = dp::parse_site_config(words);
     if (!site) {
-      report_error(site.error().message);
+      report_error(dp::describe(site.error()));
       return -1;
     }
     state().site = *site;

@@ -67,7 +67,7 @@ bool print_explain(const StepPlan& plan, const SiteConfig& site, const StepShape
 }
 
 int fail(const Error& e) {
-  report_error(e.message);
+  report_error(describe(e));
   return -1;
 }
 

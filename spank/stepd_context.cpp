@@ -263,7 +263,7 @@ int stepd_task_init(spank_t sp) {
   if (auto tiles = job_env(sp, env::kTilesPerTask)) {
     auto k = parse_integer(*tiles, 1, 4096, env::kTilesPerTask, "1");
     if (!k) {
-      report_error(k.error().message);
+      report_error(describe(k.error()));
       return -1;
     }
     plan.tiles_per_task = static_cast<int>(*k);

@@ -23,8 +23,8 @@ namespace {
 
 // rank < 0: not known yet (before the communicator is up).
 int fail(int rank, const dp::Error& e, int code) {
-  if (rank < 0) std::fprintf(stderr, "dp-trainer: %s\n", e.message.c_str());
-  else std::fprintf(stderr, "dp-trainer[rank %d]: %s\n", rank, e.message.c_str());
+  if (rank < 0) std::fprintf(stderr, "dp-trainer: %s\n", dp::describe(e).c_str());
+  else std::fprintf(stderr, "dp-trainer[rank %d]: %s\n", rank, dp::describe(e).c_str());
   return code;
 }
 

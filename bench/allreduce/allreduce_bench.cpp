@@ -1,7 +1,7 @@
 // One rank of the all-reduce benchmark over libdp (Gloo backend). Rank 0
 // prints one CSV line per size: impl,bytes,iters,median_us,busbw_GBps, where
-// impl is libdp-shm when all_reduce goes through shared memory (every rank on
-// one host, the default) and libdp-tcp otherwise (DP_SHM=off).
+// impl is libdp-shm when all_reduce goes through shared memory (ranks on one
+// host, the default) and libdp-tcp otherwise (DP_SHM=off).
 // busbw = bytes/time * 2(n-1)/n, as nccl-tests defines it.
 // Usage: dp_allreduce_bench [min_bytes max_bytes]   (environment: RANK, WORLD_SIZE, ...)
 #include <algorithm>

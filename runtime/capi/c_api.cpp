@@ -21,7 +21,7 @@ namespace {
 thread_local std::string g_last_error;
 
 int fail(const dp::Error& e) {
-  g_last_error = std::string(dp::errc_name(e.code)) + ": " + e.message;
+  g_last_error = std::string(dp::errc_name(e.code)) + ": " + dp::describe(e);
   return static_cast<int>(e.code);
 }
 

@@ -1,9 +1,6 @@
-// C++ client of dp-rendezvousd (the per-step key/value + barrier + abort broker).
-//
-// CONTRACT shared by the daemon work (issue 4, which implements it) and the
-// runtime work (issue 5, which uses it for the NCCL unique ID and as Gloo's
-// rendezvous::Store). Extend it; do not break these signatures without
-// updating both sides.
+// C++ client of dp-rendezvousd (the per-step key/value + barrier + abort
+// broker); libdp uses it for the NCCL unique ID and as Gloo's rendezvous
+// store, the plugin for the master port. Internal: not installed, not exported.
 //
 // Threading: one background I/O thread per client owns the socket, sends
 // heartbeats, matches replies to callers by request id, and delivers the

@@ -11,7 +11,7 @@ namespace dp::detail {
 struct ResolvedOptions {
   Backend backend = Backend::single;
   std::chrono::milliseconds timeout{300'000};
-  // Gloo: all_reduce through shared memory when every rank shares one host.
+  // Gloo: all_reduce through shared memory among the ranks of each host.
   bool shared_memory = true;
 };
 

@@ -58,8 +58,8 @@ Result<ResolvedOptions> resolve_options(const Context& ctx, const InitOptions& o
     } else if (*v != "auto") {
       return make_error(Errc::invalid_argument,
                         std::string(env::kShm) + "='" + *v +
-                            "' is not a choice; use auto (all_reduce through shared memory when "
-                            "every rank is on one host, the default) or off (always TCP)");
+                            "' is not a choice; use auto (ranks on one host all_reduce through "
+                            "shared memory, the default) or off (always TCP)");
     }
   }
 

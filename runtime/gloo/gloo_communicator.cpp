@@ -1,5 +1,6 @@
-// Backend::gloo: TCP collectives on host buffers, and all_reduce through
-// shared memory when every rank is on one host (shm_reducer.hpp). Every
+// Backend::gloo: TCP collectives on host buffers; all_reduce goes through
+// shared memory among the ranks of each host and over TCP between one
+// leader per host (shm_reducer.hpp). Every
 // collective runs on the communicator's OpQueue worker; the daemon's abort
 // push fails every pending handle at once, with the daemon's reason (which
 // names the rank).
@@ -7,6 +8,7 @@
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
+#include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
@@ -71,13 +73,6 @@ std::string op_label(const char* op, int rank, int size) {
   return std::string(op) + " (gloo, rank " + std::to_string(rank) + " of " + std::to_string(size) + ")";
 }
 
-Errc classify(const std::string& what) {
-  if (what.find("imed out") != std::string::npos || what.find("imeout") != std::string::npos) {
-    return Errc::timeout;
-  }
-  return Errc::connection;
-}
-
 // A failed op's error. With a daemon, its abort reason (which names the dead
 // rank) if it arrives within the grace: that is what the user needs to read.
 Error explain_failure(const char* op, int rank, int size, const std::shared_ptr<AbortSignal>& abort,
@@ -91,30 +86,42 @@ Error explain_failure(const char* op, int rank, int size, const std::shared_ptr<
   return Error{code, where + " failed: " + what};
 }
 
-// Runs gloo code; what it threw (gloo's only error channel), if anything.
-template <class F>
-std::optional<std::string> catch_gloo(F&& f) {
+// What gloo threw (its only error channel): the first line of its message,
+// and the code its type says. This gloo has no timeout type: a wait that
+// reaches its deadline throws gloo::IoException, so an IoException at or
+// after the deadline is a timeout, one before it a broken connection.
+struct GlooFailure {
+  Errc code;
   std::string what;
+};
+
+template <class F>
+std::optional<GlooFailure> catch_gloo(std::chrono::milliseconds timeout, F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  GlooFailure fail{Errc::connection, {}};
   try {
     f();
     return std::nullopt;
+  } catch (const gloo::IoException& e) {
+    if (std::chrono::steady_clock::now() - start >= timeout) fail.code = Errc::timeout;
+    fail.what = e.what();
   } catch (const std::exception& e) {
-    what = e.what();
+    fail.what = e.what();
   } catch (...) {
-    what = "unknown exception";
+    fail.what = "unknown exception";
   }
   // gloo's messages are multi-line with source locations; keep the first line.
-  if (auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
-  return what;
+  if (auto nl = fail.what.find('\n'); nl != std::string::npos) fail.what.resize(nl);
+  return fail;
 }
 
 // Runs one gloo call of this communicator, its failure as a value.
 template <class F>
 Result<void> run_gloo(const char* op, int rank, int size, const std::shared_ptr<AbortSignal>& abort,
-                      bool has_daemon, F&& f) {
-  auto what = catch_gloo(f);
-  if (!what) return {};
-  return explain_failure(op, rank, size, abort, has_daemon, classify(*what), *what);
+                      bool has_daemon, std::chrono::milliseconds timeout, F&& f) {
+  auto fail = catch_gloo(timeout, f);
+  if (!fail) return {};
+  return explain_failure(op, rank, size, abort, has_daemon, fail->code, fail->what);
 }
 
 // gloo's sum all-reduce in place, any DType: gloo only needs the element size
@@ -197,7 +204,7 @@ class GlooCommunicator final : public Communicator {
       local = *addr;
     }
     log.phase("route to master -> " + local);
-    DP_TRY(run_gloo("rendezvous", rank_, size_, abort_, store_.client != nullptr, [&] {
+    DP_TRY(run_gloo("rendezvous", rank_, size_, abort_, store_.client != nullptr, timeout_, [&] {
       gloo::transport::tcp::attr attr;
       attr.hostname = local;
       device_ = gloo::transport::tcp::CreateDevice(attr);
@@ -288,7 +295,7 @@ class GlooCommunicator final : public Communicator {
     ShmReducer::CrossHost stage;
     if (g.leader_index >= 0) {
       std::shared_ptr<gloo::rendezvous::Context> leaders;
-      DP_TRY(run_gloo("shared-memory setup", rank_, size_, abort_, store_.client != nullptr, [&] {
+      DP_TRY(run_gloo("shared-memory setup", rank_, size_, abort_, store_.client != nullptr, timeout_, [&] {
         leaders = std::make_shared<gloo::rendezvous::Context>(g.leader_index, static_cast<int>(g.leaders.size()));
         leaders->setTimeout(timeout_);
         gloo::rendezvous::PrefixStore prefixed(key_prefix_ + "/leaders", *store_.store);
@@ -296,9 +303,9 @@ class GlooCommunicator final : public Communicator {
         sockets_->record(*leaders, g.leader_index);
       }));
       stage = [leaders, timeout = timeout_, tag = uint32_t{0}](void* data, size_t n, DType type) mutable -> Result<void> {
-        auto what = catch_gloo([&] { gloo_sum(leaders, tag++ & 0xffffff, timeout, data, n, type); });
-        if (!what) return {};
-        return make_error(classify(*what), "between hosts: " + *what);
+        auto fail = catch_gloo(timeout, [&] { gloo_sum(leaders, tag++ & 0xffffff, timeout, data, n, type); });
+        if (!fail) return {};
+        return make_error(fail->code, "between hosts: " + fail->what);
       };
     }
     shm_->set_cross_host(size_, std::move(stage));
@@ -396,10 +403,10 @@ class GlooCommunicator final : public Communicator {
 
   template <class F>
   Result<std::unique_ptr<Work>> submit(const char* name, F f) {
-    return submit_result(name, [f = std::move(f)]() mutable -> Result<void> {
-      auto what = catch_gloo(f);
-      if (!what) return {};
-      return make_error(classify(*what), *what);
+    return submit_result(name, [f = std::move(f), timeout = timeout_]() mutable -> Result<void> {
+      auto fail = catch_gloo(timeout, f);
+      if (!fail) return {};
+      return make_error(fail->code, fail->what);
     });
   }
 

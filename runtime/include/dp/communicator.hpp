@@ -1,8 +1,5 @@
-// Collective communication for data-parallel training.
-//
-// CONTRACT shared by the runtime work (issue 5, which implements Gloo and
-// NCCL backends) and the trainer (issue 6, which uses it). Extend it; do not
-// break these signatures without updating both sides.
+// Collective communication for data-parallel training: libdp's public C++ API
+// (Gloo and NCCL behind one interface). Installed; dp-trainer is one user.
 #pragma once
 
 #include <cstddef>

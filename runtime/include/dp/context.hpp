@@ -1,6 +1,6 @@
 // What a task knows about its place in the data-parallel job, read from the
 // environment the SPANK plugin injected (or torchrun-style variables, or
-// nothing: a single process of world 1). Owned by the runtime work (issue 5).
+// nothing: a single process of world 1).
 #pragma once
 
 #include <string>

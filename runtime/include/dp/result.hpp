@@ -5,6 +5,11 @@
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
+#if __cplusplus >= 202002L && __has_include(<source_location>)
+#include <source_location>
+#define DP_HAVE_SOURCE_LOCATION 1
+#endif
 
 namespace dp {
 
@@ -25,10 +30,23 @@ enum class Errc {
 
 const char* errc_name(Errc c) noexcept;
 
+// A place in slurm-dp's sources; file names are static strings.
+struct SourcePlace {
+  const char* file;
+  int line;
+};
+
 struct Error {
   Errc code = Errc::internal;
   std::string message;  // one line a user can act on: what failed, where, what to do
+  // Where it was made, then each DP_TRY that passed it on (filled when built
+  // as C++20). describe() shows it with DP_DEBUG=1.
+  std::vector<SourcePlace> trail = {};
 };
+
+// The message, and with DP_DEBUG set (not 0) one "  -> file:line" line per
+// place of the trail, innermost first.
+std::string describe(const Error& e);
 
 template <class T>
 class [[nodiscard]] Result {
@@ -64,13 +82,28 @@ class [[nodiscard]] Result<void> {
   bool ok_ = true;
 };
 
-inline Error make_error(Errc code, std::string message) { return Error{code, std::move(message)}; }
+#ifdef DP_HAVE_SOURCE_LOCATION
+inline Error make_error(Errc code, std::string message,
+                        std::source_location at = std::source_location::current()) {
+  return Error{code, std::move(message), {{at.file_name(), static_cast<int>(at.line())}}};
+}
+#else
+inline Error make_error(Errc code, std::string message) { return Error{code, std::move(message), {}}; }
+#endif
+
+namespace detail {
+inline Error passed_on(Error e, const char* file, int line) {
+  e.trail.push_back({file, line});
+  return e;
+}
+}  // namespace detail
 
 }  // namespace dp
 
-// Propagate an error from a Result-returning expression.
-#define DP_TRY(expr)                              \
-  do {                                            \
-    auto&& dp_try_r_ = (expr);                    \
-    if (!dp_try_r_.ok()) return dp_try_r_.error(); \
+// Propagate an error from a Result-returning expression, adding this place
+// to its trail.
+#define DP_TRY(expr)                                                              \
+  do {                                                                            \
+    auto&& dp_try_r_ = (expr);                                                    \
+    if (!dp_try_r_.ok()) return ::dp::detail::passed_on(dp_try_r_.error(), __FILE__, __LINE__); \
   } while (0)

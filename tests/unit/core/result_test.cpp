@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 namespace {
 dp::Result<int> half(int x) {
   if (x % 2) return dp::make_error(dp::Errc::invalid_argument, "odd");
@@ -25,4 +28,23 @@ TEST(Result, PropagatesFirstError) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, dp::Errc::invalid_argument);
   EXPECT_STREQ(dp::errc_name(r.error().code), "invalid_argument");
+}
+
+TEST(Result, TrailSaysWhereTheErrorWasMadeAndPassedOn) {
+  int out = 0;
+  auto r = quarter(6, &out);  // half(6) is fine, half(3) fails
+  ASSERT_FALSE(r.ok());
+  const auto& trail = r.error().trail;
+  ASSERT_EQ(trail.size(), 2u);  // make_error in half(), then DP_TRY(q) in quarter()
+  for (const auto& p : trail) EXPECT_STREQ(p.file, "tests/unit/core/result_test.cpp");
+  EXPECT_GT(trail[1].line, trail[0].line);
+
+  ::unsetenv("DP_DEBUG");
+  EXPECT_EQ(dp::describe(r.error()), r.error().message);
+  ::setenv("DP_DEBUG", "1", 1);
+  const std::string shown = dp::describe(r.error());
+  ::unsetenv("DP_DEBUG");
+  EXPECT_EQ(shown, r.error().message + "\n  -> tests/unit/core/result_test.cpp:" +
+                       std::to_string(trail[0].line) + "\n  -> tests/unit/core/result_test.cpp:" +
+                       std::to_string(trail[1].line));
 }
