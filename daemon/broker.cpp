@@ -27,7 +27,9 @@ std::string random_nonce() {
 
 }  // namespace
 
-bool secrets_equal(std::string_view a, std::string_view b) noexcept { return rdv::equal_constant_time(a, b); }
+bool secrets_equal(std::string_view a, std::string_view b) noexcept {
+  return rdv::equal_constant_time(a, b);
+}
 
 Broker::Broker(BrokerConfig cfg, Outbox& out, Clock::time_point now)
     : cfg_(std::move(cfg)),
@@ -113,8 +115,9 @@ void Broker::reject_and_close(ConnId conn, uint64_t id, proto::Code code, std::s
   std::optional<AbortCause> lost;
   if (auto it = peers_.find(conn); it != peers_.end() && it->second.state == PeerState::ready &&
                                    it->second.role == proto::ROLE_RANK && code != proto::TIMEOUT) {
-    lost = cause_of(it->second, AbortCause::How::rejected,
-                    describe_peer(it->second) + " was disconnected by the rendezvous daemon: " + message);
+    lost = cause_of(
+        it->second, AbortCause::How::rejected,
+        describe_peer(it->second) + " was disconnected by the rendezvous daemon: " + message);
   }
   reply_error(conn, id, code, std::move(message));
   forget_peer(conn);
@@ -125,8 +128,10 @@ void Broker::reject_and_close(ConnId conn, uint64_t id, proto::Code code, std::s
 void Broker::on_oversized_frame(ConnId conn, uint32_t announced, uint32_t limit) {
   if (!knows(conn)) return;
   reject_and_close(conn, 0, proto::LIMIT,
-                   "frame of " + std::to_string(announced) + " bytes exceeds the limit of " + std::to_string(limit) +
-                       " bytes (values are limited by dp-rendezvousd --max-value-bytes); closing the connection");
+                   "frame of " + std::to_string(announced) + " bytes exceeds the limit of " +
+                       std::to_string(limit) +
+                       " bytes (values are limited by dp-rendezvousd --max-value-bytes); closing "
+                       "the connection");
 }
 
 void Broker::on_frame(ConnId conn, std::string_view payload, Clock::time_point now) {
@@ -138,14 +143,16 @@ void Broker::on_frame(ConnId conn, std::string_view payload, Clock::time_point n
   proto::Request req;
   if (!req.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
     reject_and_close(conn, 0, proto::PROTOCOL,
-                     "malformed frame: not a rendezvous request; closing the connection (is this a dp client of the same release?)");
+                     "malformed frame: not a rendezvous request; closing the connection (is this a "
+                     "dp client of the same release?)");
     return;
   }
   if (p.state == PeerState::awaiting_hello) {
     if (req.op_case() != proto::Request::kHello) {
       ++rejected_auth_;
-      reject_and_close(conn, req.id(), proto::UNAUTHORIZED,
-                       "the first request must be hello with the job secret; closing the connection");
+      reject_and_close(
+          conn, req.id(), proto::UNAUTHORIZED,
+          "the first request must be hello with the job secret; closing the connection");
       return;
     }
     handle_hello(conn, p, req.id(), req.hello(), now);
@@ -164,38 +171,45 @@ Result<void> Broker::check_hello(const Peer& p, const proto::Hello& h) const {
   const std::string expected =
       rdv::hello_proof(cfg_.secret, p.nonce, h.role(), h.rank(), h.world_size(), h.host());
   if (!rdv::equal_constant_time(h.proof(), expected)) {
-    return make_error(Errc::unauthorized, "wrong job secret: use the DP_RDV_SECRET of this step; closing the connection");
+    return make_error(
+        Errc::unauthorized,
+        "wrong job secret: use the DP_RDV_SECRET of this step; closing the connection");
   }
-  if (h.host().size() > 255) return make_error(Errc::invalid_argument, "hello: host name longer than 255 bytes");
+  if (h.host().size() > 255)
+    return make_error(Errc::invalid_argument, "hello: host name longer than 255 bytes");
   if (abort_) return make_error(Errc::aborted, abort_->message);
   if (h.role() != proto::ROLE_RANK && h.role() != proto::ROLE_AGENT) {
     return make_error(Errc::invalid_argument, "hello: unknown role " + std::to_string(h.role()));
   }
   if (h.world_size() != 0 && h.world_size() != cfg_.world_size) {
-    return make_error(Errc::invalid_argument, "hello: WORLD_SIZE " + std::to_string(h.world_size()) +
-                                                  " differs from the step's world size " +
-                                                  std::to_string(cfg_.world_size) +
-                                                  ": the task's environment does not belong to this step");
+    return make_error(Errc::invalid_argument,
+                      "hello: WORLD_SIZE " + std::to_string(h.world_size()) +
+                          " differs from the step's world size " + std::to_string(cfg_.world_size) +
+                          ": the task's environment does not belong to this step");
   }
   if (h.role() == proto::ROLE_AGENT) {
     if (agents_ >= cfg_.limits.max_agents) {
-      return make_error(Errc::limit, "too many agents connected (limit " + std::to_string(cfg_.limits.max_agents) +
+      return make_error(Errc::limit, "too many agents connected (limit " +
+                                         std::to_string(cfg_.limits.max_agents) +
                                          "; ranks keep their own slots); retry later");
     }
     return {};
   }
   if (h.rank() < 0 || h.rank() >= cfg_.world_size) {
-    return make_error(Errc::invalid_argument, "hello: RANK " + std::to_string(h.rank()) + " is outside 0.." +
+    return make_error(Errc::invalid_argument, "hello: RANK " + std::to_string(h.rank()) +
+                                                  " is outside 0.." +
                                                   std::to_string(cfg_.world_size - 1));
   }
   if (const ConnId holder = live_.slot(h.rank()).conn; holder != 0) {
-    return make_error(Errc::conflict, "rank " + std::to_string(h.rank()) + " is already connected from host " +
-                                          live_.slot(h.rank()).host + ": two tasks claim the same RANK");
+    return make_error(Errc::conflict,
+                      "rank " + std::to_string(h.rank()) + " is already connected from host " +
+                          live_.slot(h.rank()).host + ": two tasks claim the same RANK");
   }
   return {};
 }
 
-void Broker::handle_hello(ConnId conn, Peer& p, uint64_t id, const proto::Hello& h, Clock::time_point now) {
+void Broker::handle_hello(ConnId conn, Peer& p, uint64_t id, const proto::Hello& h,
+                          Clock::time_point now) {
   if (auto ok = check_hello(p, h); !ok) {
     if (ok.error().code == Errc::unauthorized) ++rejected_auth_;
     reject_and_close(conn, id, rdv::to_wire(ok.error().code), ok.error().message);
@@ -221,13 +235,15 @@ void Broker::handle_hello(ConnId conn, Peer& p, uint64_t id, const proto::Hello&
   }
 }
 
-void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req, Clock::time_point now) {
+void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
+                            Clock::time_point now) {
   const Call c{conn, p, req.id(), now};
   switch (req.op_case()) {
     case proto::Request::kHeartbeat:
       ++heartbeats_;
       // A rank's heartbeat carries its collective counters (hang and straggler detection).
-      if (p.rank >= 0 && req.heartbeat().has_progress()) report_.on_progress(p.rank, req.heartbeat().progress(), now);
+      if (p.rank >= 0 && req.heartbeat().has_progress())
+        report_.on_progress(p.rank, req.heartbeat().progress(), now);
       return;
     case proto::Request::kGoodbye: return op_goodbye(c, req.goodbye());
     case proto::Request::kStats: {
@@ -241,7 +257,8 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req, Clo
   }
   if (abort_) return reply_error(conn, c.id, proto::ABORTED, abort_->message);
   switch (req.op_case()) {
-    case proto::Request::kHello: return reply_error(conn, c.id, proto::PROTOCOL, "hello sent twice on one connection");
+    case proto::Request::kHello:
+      return reply_error(conn, c.id, proto::PROTOCOL, "hello sent twice on one connection");
     case proto::Request::kSet: return op_set(c, req.set());
     case proto::Request::kGet: return op_get(c, req.get());
     case proto::Request::kAdd: return op_add(c, req.add());
@@ -252,14 +269,16 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req, Clo
     case proto::Request::kBarrier: return op_barrier(c, req.barrier());
     case proto::Request::kAbort: return op_abort(c, req.abort());
     default:
-      return reply_error(conn, c.id, proto::PROTOCOL,
-                         "unknown operation (field " + std::to_string(static_cast<int>(req.op_case())) +
-                             "): the client is newer than dp-rendezvousd; use the same slurm-dp release for both");
+      return reply_error(
+          conn, c.id, proto::PROTOCOL,
+          "unknown operation (field " + std::to_string(static_cast<int>(req.op_case())) +
+              "): the client is newer than dp-rendezvousd; use the same slurm-dp release for both");
   }
 }
 
 std::string Broker::describe_peer(const Peer& p) const {
-  if (p.rank >= 0) return "rank " + std::to_string(p.rank) + " (host " + (p.host.empty() ? "?" : p.host) + ")";
+  if (p.rank >= 0)
+    return "rank " + std::to_string(p.rank) + " (host " + (p.host.empty() ? "?" : p.host) + ")";
   return "an agent on host " + (p.host.empty() ? std::string("?") : p.host);
 }
 
@@ -306,10 +325,11 @@ void Broker::abort_job(AbortCause cause) {
   if (abort_) return;
   if (cause.when == Clock::time_point{}) cause.when = Clock::now();
   // Every peer's text names the step's first failure (rank, host, how, when).
-  cause.message = report_.first_failure(cause.rank, cause.host, failure_how(cause.how), cause.message, cause.when);
+  cause.message = report_.first_failure(cause.rank, cause.host, failure_how(cause.how),
+                                        cause.message, cause.when);
   abort_ = std::move(cause);
-  std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(), cfg_.step_id.c_str(),
-               abort_->message.c_str());
+  std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
+               cfg_.step_id.c_str(), abort_->message.c_str());
   std::vector<uint64_t> ids;
   ids.reserve(waiters_.size());
   for (const auto& [wid, w] : waiters_) ids.push_back(wid);
@@ -318,7 +338,8 @@ void Broker::abort_job(AbortCause cause) {
   push.set_id(0);
   push.set_code(proto::ABORTED);
   push.set_message(abort_->message);
-  if (abort_->how == AbortCause::How::hang && abort_->rank >= 0) push.mutable_hang()->set_rank(abort_->rank);
+  if (abort_->how == AbortCause::How::hang && abort_->rank >= 0)
+    push.mutable_hang()->set_rank(abort_->rank);
   // A send may drop a peer that does not read (and so change peers_): walk a copy.
   std::vector<ConnId> ready;
   ready.reserve(peers_.size());
@@ -336,10 +357,11 @@ void Broker::on_disconnect(ConnId conn, Clock::time_point now) {
   const Peer p = it->second;
   forget_peer(conn);
   if (p.state == PeerState::ready && p.role == proto::ROLE_RANK) {
-    AbortCause c = cause_of(p, AbortCause::How::disconnected,
-                            describe_peer(p) +
-                                " lost its connection to the rendezvous daemon without saying goodbye: the task "
-                                "exited, crashed or was killed");
+    AbortCause c = cause_of(
+        p, AbortCause::How::disconnected,
+        describe_peer(p) +
+            " lost its connection to the rendezvous daemon without saying goodbye: the task "
+            "exited, crashed or was killed");
     c.when = now;
     abort_job(std::move(c));
   }
@@ -359,11 +381,12 @@ void Broker::judge_silence(Clock::time_point now) {
     const Peer p = it->second;
     const auto limit = live_.silence_limit();
     reject_and_close(c, 0, proto::TIMEOUT, "no heartbeat for " + ms_text(limit));
-    abort_job(cause_of(p, AbortCause::How::silent,
-                       describe_peer(p) + " sent no heartbeat for " + ms_text(limit) +
-                           " while other ranks were heard: the task is stopped, hangs with its I/O thread, or its "
-                           "node is unreachable (dp-rendezvousd --heartbeat-timeout-ms; site setting "
-                           "heartbeat_timeout_s)"));
+    abort_job(cause_of(
+        p, AbortCause::How::silent,
+        describe_peer(p) + " sent no heartbeat for " + ms_text(limit) +
+            " while other ranks were heard: the task is stopped, hangs with its I/O thread, or its "
+            "node is unreachable (dp-rendezvousd --heartbeat-timeout-ms; site setting "
+            "heartbeat_timeout_s)"));
   }
 }
 
@@ -390,7 +413,8 @@ void Broker::on_tick(Clock::time_point now) {
   }
   for (ConnId c : late_hello) {
     reject_and_close(c, 0, proto::TIMEOUT,
-                     "no hello within " + ms_text(cfg_.limits.hello_timeout) + " of connecting; closing the connection");
+                     "no hello within " + ms_text(cfg_.limits.hello_timeout) +
+                         " of connecting; closing the connection");
   }
   prune_unauthenticated();
   if (!abort_) judge_silence(now);

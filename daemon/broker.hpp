@@ -44,7 +44,7 @@ struct BrokerLimits {
   int max_unauthenticated = 64;
   // Others wait this long in a collective a live rank does not enter: it hangs (0: off).
   std::chrono::milliseconds hang_timeout{120'000};
-  int max_agents = 256;          // authenticated non-rank peers (stepd agents, tools)
+  int max_agents = 256;  // authenticated non-rank peers (stepd agents, tools)
 };
 
 struct BrokerConfig {
@@ -139,7 +139,8 @@ class Broker {
 
   // broker.cpp
   Result<void> check_hello(const Peer& p, const proto::Hello& h) const;
-  void handle_hello(ConnId conn, Peer& p, uint64_t id, const proto::Hello& h, Clock::time_point now);
+  void handle_hello(ConnId conn, Peer& p, uint64_t id, const proto::Hello& h,
+                    Clock::time_point now);
   void handle_request(ConnId conn, Peer& p, const proto::Request& req, Clock::time_point now);
   void reply_ok(ConnId conn, uint64_t id);
   void reply_error(ConnId conn, uint64_t id, proto::Code code, std::string message);
@@ -166,8 +167,8 @@ class Broker {
   void op_abort(const Call& c, const proto::Abort& m);
   bool store_value(ConnId conn, uint64_t id, const std::string& key, const std::string& value);
   // broker_waiters.cpp. timeout_ms 0: no deadline.
-  uint64_t add_waiter(ConnId conn, uint64_t request_id, WaitKind kind, std::vector<std::string> keys,
-                      uint32_t timeout_ms, Clock::time_point now);
+  uint64_t add_waiter(ConnId conn, uint64_t request_id, WaitKind kind,
+                      std::vector<std::string> keys, uint32_t timeout_ms, Clock::time_point now);
   void finish_waiter(uint64_t wid, Clock::time_point now);
   void drop_waiter(uint64_t wid);
   void fail_waiter(uint64_t wid, proto::Code code, std::string message);
@@ -196,8 +197,8 @@ class Broker {
 
   std::optional<AbortCause> abort_;
 
-  uint64_t requests_ = 0, accepted_ = 0, rejected_auth_ = 0, protocol_errors_ = 0, limit_errors_ = 0,
-           heartbeats_ = 0, evicted_ = 0;
+  uint64_t requests_ = 0, accepted_ = 0, rejected_auth_ = 0, protocol_errors_ = 0,
+           limit_errors_ = 0, heartbeats_ = 0, evicted_ = 0;
 };
 
 // Constant-time comparison: the time taken does not depend on where a and b differ.

@@ -5,7 +5,8 @@
 
 namespace dp::daemon {
 
-bool Broker::store_value(ConnId conn, uint64_t id, const std::string& key, const std::string& value) {
+bool Broker::store_value(ConnId conn, uint64_t id, const std::string& key,
+                         const std::string& value) {
   if (auto r = store_.put(key, value); !r) {
     reply_error(conn, id, r.error());
     return false;
@@ -40,10 +41,12 @@ void Broker::op_get(const Call& c, const proto::Get& m) {
     r.set_id(c.id);
     r.set_value(*v);
     out_.send(c.conn, r);
-    if (c.peer.rank >= 0 && live_.mark_fetched(c.peer.rank)) phases_.reached(Phase::id_fetched_by_all, c.now);
+    if (c.peer.rank >= 0 && live_.mark_fetched(c.peer.rank))
+      phases_.reached(Phase::id_fetched_by_all, c.now);
     return;
   }
-  if (!m.blocking()) return reply_error(c.conn, c.id, proto::NOT_FOUND, "key " + shown(m.key()) + " does not exist");
+  if (!m.blocking())
+    return reply_error(c.conn, c.id, proto::NOT_FOUND, "key " + shown(m.key()) + " does not exist");
   const uint64_t wid = add_waiter(c.conn, c.id, WaitKind::get, {m.key()}, m.timeout_ms(), c.now);
   key_waiters_[m.key()].push_back(wid);
 }
@@ -60,7 +63,8 @@ void Broker::op_add(const Call& c, const proto::Add& m) {
   }
   int64_t next = 0;
   if (__builtin_add_overflow(cur, m.delta(), &next)) {
-    return reply_error(c.conn, c.id, proto::INVALID_ARGUMENT, "add on key " + shown(m.key()) + " overflows int64");
+    return reply_error(c.conn, c.id, proto::INVALID_ARGUMENT,
+                       "add on key " + shown(m.key()) + " overflows int64");
   }
   if (!store_value(c.conn, c.id, m.key(), std::to_string(next))) return;
   key_changed(m.key(), c.now);
@@ -115,16 +119,19 @@ void Broker::op_barrier(const Call& c, const proto::Barrier& m) {
   const int rank = c.peer.rank;
   if (rank < 0) {
     return reply_error(c.conn, c.id, proto::INVALID_ARGUMENT,
-                       "barrier " + shown(m.name()) + ": only ranks take part in barriers; connect with role rank");
+                       "barrier " + shown(m.name()) +
+                           ": only ranks take part in barriers; connect with role rank");
   }
   if (auto k = store_.check_key(m.name()); !k) return reply_error(c.conn, c.id, k.error());
   auto& b = barriers_[m.name()];
   if (b.arrived.empty()) b.arrived.assign(static_cast<size_t>(cfg_.world_size), 0);
   if (b.arrived[static_cast<size_t>(rank)]) {
-    return reply_error(c.conn, c.id, proto::CONFLICT,
-                       "barrier " + shown(m.name()) + ": rank " + std::to_string(rank) + " entered it twice");
+    return reply_error(
+        c.conn, c.id, proto::CONFLICT,
+        "barrier " + shown(m.name()) + ": rank " + std::to_string(rank) + " entered it twice");
   }
-  const uint64_t wid = add_waiter(c.conn, c.id, WaitKind::barrier, {m.name()}, m.timeout_ms(), c.now);
+  const uint64_t wid =
+      add_waiter(c.conn, c.id, WaitKind::barrier, {m.name()}, m.timeout_ms(), c.now);
   b.arrived[static_cast<size_t>(rank)] = 1;
   b.waiters.push_back(wid);
   if (++b.count == cfg_.world_size) {
@@ -136,8 +143,9 @@ void Broker::op_barrier(const Call& c, const proto::Barrier& m) {
 }
 
 void Broker::op_abort(const Call& c, const proto::Abort& m) {
-  abort_job(cause_of(c.peer, AbortCause::How::requested,
-                     "job aborted by " + describe_peer(c.peer) + ": " + printable(m.reason(), 1024)));
+  abort_job(
+      cause_of(c.peer, AbortCause::How::requested,
+               "job aborted by " + describe_peer(c.peer) + ": " + printable(m.reason(), 1024)));
   reply_ok(c.conn, c.id);
 }
 

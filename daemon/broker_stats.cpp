@@ -11,7 +11,9 @@ proto::Stats Broker::stats() const {
   s.set_bytes_stored(store_.bytes());
   s.set_requests(requests_);
   std::string t;
-  auto line = [&t](const char* name, auto value) { t += std::string(name) + " " + std::to_string(value) + "\n"; };
+  auto line = [&t](const char* name, auto value) {
+    t += std::string(name) + " " + std::to_string(value) + "\n";
+  };
   t += "job " + cfg_.job_id + " step " + cfg_.step_id + "\n";
   line("world_size", cfg_.world_size);
   line("connections", peers_.size());
@@ -35,8 +37,9 @@ proto::Stats Broker::stats() const {
   t += std::string("suspended ") + (live_.suspended() ? "yes" : "no") + "\n";
   t += std::string("aborted ") + (abort_ ? "yes" : "no") + "\n";
   if (abort_) {
-    t += std::string("abort_cause ") + how_name(abort_->how) + " rank " + std::to_string(abort_->rank) + " host " +
-         (abort_->host.empty() ? "?" : abort_->host) + "\n";
+    t += std::string("abort_cause ") + how_name(abort_->how) + " rank " +
+         std::to_string(abort_->rank) + " host " + (abort_->host.empty() ? "?" : abort_->host) +
+         "\n";
   }
   t += "startup " + phases_.summary() + "\n";
   s.set_text(std::move(t));

@@ -15,8 +15,9 @@ void erase_value(V& v, const T& x) {
 
 }  // namespace
 
-uint64_t Broker::add_waiter(ConnId conn, uint64_t request_id, WaitKind kind, std::vector<std::string> keys,
-                            uint32_t timeout_ms, Clock::time_point now) {
+uint64_t Broker::add_waiter(ConnId conn, uint64_t request_id, WaitKind kind,
+                            std::vector<std::string> keys, uint32_t timeout_ms,
+                            Clock::time_point now) {
   const uint64_t wid = next_waiter_++;
   Waiter w;
   w.conn = conn;
@@ -53,7 +54,8 @@ void Broker::drop_waiter(uint64_t wid) {
   if (w.kind == WaitKind::barrier) {
     if (auto b = barriers_.find(w.keys.front()); b != barriers_.end()) {
       erase_value(b->second.waiters, wid);
-      if (p != peers_.end() && p->second.rank >= 0 && b->second.arrived[static_cast<size_t>(p->second.rank)]) {
+      if (p != peers_.end() && p->second.rank >= 0 &&
+          b->second.arrived[static_cast<size_t>(p->second.rank)]) {
         b->second.arrived[static_cast<size_t>(p->second.rank)] = 0;
         --b->second.count;
       }
@@ -112,7 +114,8 @@ void Broker::key_changed(const std::string& key, Clock::time_point now) {
       continue;
     }
     auto& keys = w->second.keys;
-    keys.erase(std::remove_if(keys.begin(), keys.end(), [&](const std::string& k) { return store_.contains(k); }),
+    keys.erase(std::remove_if(keys.begin(), keys.end(),
+                              [&](const std::string& k) { return store_.contains(k); }),
                keys.end());
     if (keys.empty()) finish_waiter(wid, now);
   }

@@ -13,27 +13,33 @@ std::string printable(std::string_view text, size_t limit) {
   return s;
 }
 
-std::string shown(std::string_view key) { return "'" + printable(key, 64) + (key.size() > 64 ? "...'" : "'"); }
+std::string shown(std::string_view key) {
+  return "'" + printable(key, 64) + (key.size() > 64 ? "...'" : "'");
+}
 
 Result<void> KvStore::check_key(std::string_view key) const {
   if (key.size() > limits_.max_key_bytes) {
-    return make_error(Errc::limit, "key of " + std::to_string(key.size()) + " bytes exceeds the limit of " +
-                                       std::to_string(limits_.max_key_bytes) + " bytes (dp-rendezvousd --max-key-bytes)");
+    return make_error(Errc::limit, "key of " + std::to_string(key.size()) +
+                                       " bytes exceeds the limit of " +
+                                       std::to_string(limits_.max_key_bytes) +
+                                       " bytes (dp-rendezvousd --max-key-bytes)");
   }
   return {};
 }
 
 Result<void> KvStore::put(const std::string& key, const std::string& value) {
   if (value.size() > limits_.max_value_bytes) {
-    return make_error(Errc::limit, "value of " + std::to_string(value.size()) + " bytes for key " + shown(key) +
-                                       " exceeds the limit of " + std::to_string(limits_.max_value_bytes) +
+    return make_error(Errc::limit, "value of " + std::to_string(value.size()) + " bytes for key " +
+                                       shown(key) + " exceeds the limit of " +
+                                       std::to_string(limits_.max_value_bytes) +
                                        " bytes (dp-rendezvousd --max-value-bytes)");
   }
   auto it = map_.find(key);
   const uint64_t old_bytes = it == map_.end() ? 0 : key.size() + it->second.size();
   const uint64_t new_total = bytes_ - old_bytes + key.size() + value.size();
   if (new_total > limits_.max_total_bytes) {
-    return make_error(Errc::limit, "storing key " + shown(key) + " would exceed the step's limit of " +
+    return make_error(Errc::limit, "storing key " + shown(key) +
+                                       " would exceed the step's limit of " +
                                        std::to_string(limits_.max_total_bytes) +
                                        " stored bytes (dp-rendezvousd --max-total-bytes)");
   }

@@ -68,8 +68,11 @@ void Liveness::heard(int rank, Clock::time_point now) {
   if (suspended_) {
     // The first rank back: the others resume within moments; start everyone afresh.
     suspended_ = false;
-    std::fprintf(stderr, "dp-rendezvousd: rank %d is heard again after %lld ms of silence of every rank: the step resumed\n",
-                 rank, static_cast<long long>(duration_cast<milliseconds>(now - suspended_since_).count()));
+    std::fprintf(
+        stderr,
+        "dp-rendezvousd: rank %d is heard again after %lld ms of silence of every rank: the step "
+        "resumed\n",
+        rank, static_cast<long long>(duration_cast<milliseconds>(now - suspended_since_).count()));
     forgive(now);
   }
 }
@@ -78,7 +81,9 @@ void Liveness::tick(Clock::time_point now) {
   if (now - last_tick_ >= kStopGap) {
     // The daemon (or its whole host) was stopped: nobody's silence counts.
     ++stop_gaps_;
-    std::fprintf(stderr, "dp-rendezvousd: the daemon did not run for %lld ms (stopped or starved); ranks' silence in that time is not held against them\n",
+    std::fprintf(stderr,
+                 "dp-rendezvousd: the daemon did not run for %lld ms (stopped or starved); ranks' "
+                 "silence in that time is not held against them\n",
                  static_cast<long long>(duration_cast<milliseconds>(now - last_tick_).count()));
     forgive(now);
   }
@@ -87,8 +92,11 @@ void Liveness::tick(Clock::time_point now) {
     suspended_ = true;
     suspended_since_ = last_any_heard_;
     ++suspensions_;
-    std::fprintf(stderr, "dp-rendezvousd: no rank heard for %lld ms: the step looks suspended (scontrol suspend, gang scheduling, a debugger); waiting for it to resume\n",
-                 static_cast<long long>(duration_cast<milliseconds>(now - last_any_heard_).count()));
+    std::fprintf(
+        stderr,
+        "dp-rendezvousd: no rank heard for %lld ms: the step looks suspended (scontrol suspend, "
+        "gang scheduling, a debugger); waiting for it to resume\n",
+        static_cast<long long>(duration_cast<milliseconds>(now - last_any_heard_).count()));
   }
 }
 

@@ -25,11 +25,11 @@ using ConnId = uint64_t;
 
 // What the daemon knows about one rank of the step.
 struct RankSlot {
-  ConnId conn = 0;        // its live connection; 0: none
-  bool hello = false;     // ever said hello
-  bool fetched = false;   // ever completed a get (start-up phase)
-  bool goodbye = false;   // its last connection ended with goodbye
-  std::string host;       // as it said in hello (printable)
+  ConnId conn = 0;       // its live connection; 0: none
+  bool hello = false;    // ever said hello
+  bool fetched = false;  // ever completed a get (start-up phase)
+  bool goodbye = false;  // its last connection ended with goodbye
+  std::string host;      // as it said in hello (printable)
   Clock::time_point last_heard{};
 };
 
@@ -37,10 +37,10 @@ struct RankSlot {
 struct AbortCause {
   enum class How : uint8_t { disconnected, silent, rejected, requested, hang };
   How how = How::requested;
-  int rank = -1;          // -1: not a rank (an agent asked, or unknown)
+  int rank = -1;  // -1: not a rank (an agent asked, or unknown)
   std::string host;
   Clock::time_point when{};
-  std::string message;    // the full text every peer gets
+  std::string message;  // the full text every peer gets
 };
 const char* how_name(AbortCause::How h) noexcept;
 

@@ -83,7 +83,9 @@ int main(int argc, char** argv) {
     opts->listen_addr = read_line();
     if (opts->listen_addr.empty()) {
       close_stdin();
-      return fail("--listen -: no address on the second line of stdin (srun found no route to the master node?)");
+      return fail(
+          "--listen -: no address on the second line of stdin (srun found no route to the master "
+          "node?)");
     }
   }
   close_stdin();
@@ -91,8 +93,8 @@ int main(int argc, char** argv) {
   auto server = dp::daemon::Server::create(*opts, std::move(*secret));
   if (!server) return fail(describe(server.error()));
   std::fprintf(stderr, "dp-rendezvousd: job %s step %s: world size %d, listening on %s port %u\n",
-               opts->job_id.c_str(), opts->step_id.c_str(), opts->world_size, opts->listen_addr.c_str(),
-               (*server)->port());
+               opts->job_id.c_str(), opts->step_id.c_str(), opts->world_size,
+               opts->listen_addr.c_str(), (*server)->port());
   report_line("READY " + std::to_string((*server)->port()) + "\n");
   (*server)->run();
   return 0;

@@ -7,11 +7,13 @@
 namespace dp::daemon {
 namespace {
 
-Result<long long> parse_int(const std::string& opt, const std::string& v, long long lo, long long hi) {
+Result<long long> parse_int(const std::string& opt, const std::string& v, long long lo,
+                            long long hi) {
   auto n = parse_whole_number(v, lo, hi);
   if (!n) {
-    return make_error(Errc::invalid_argument, opt + ": expected an integer in " + std::to_string(lo) + ".." +
-                                                  std::to_string(hi) + ", got '" + v + "' (" + n.error().message + ")");
+    return make_error(Errc::invalid_argument, opt + ": expected an integer in " +
+                                                  std::to_string(lo) + ".." + std::to_string(hi) +
+                                                  ", got '" + v + "' (" + n.error().message + ")");
   }
   return n;
 }
@@ -20,23 +22,31 @@ Result<long long> parse_int(const std::string& opt, const std::string& v, long l
 
 const char* usage_text() noexcept {
   return "usage: dp-rendezvousd --world-size N --job-id J --step-id S [options] < secret\n"
-         "  reads the step secret (one line of >= 32 hex digits) from stdin, binds an OS-chosen port,\n"
+         "  reads the step secret (one line of >= 32 hex digits) from stdin, binds an OS-chosen "
+         "port,\n"
          "  prints 'READY <port>' on stdout, logs to stderr.\n"
          "  lives as long as its parent (srun): exits on SIGTERM/SIGINT or when the parent dies.\n"
-         "  --listen ADDR               address to bind: the one the ranks route to (default 0.0.0.0);\n"
+         "  --listen ADDR               address to bind: the one the ranks route to (default "
+         "0.0.0.0);\n"
          "                              '-': read it from the second line of stdin\n"
          "  --idle-timeout SEC          accepted from plugins of earlier releases; no effect\n"
-         "  --max-connections N         (default: the fd limit, raised to the hard limit, minus 32)\n"
-         "  --max-unauthenticated N     connections waiting for hello beyond one per rank still to come;\n"
+         "  --max-connections N         (default: the fd limit, raised to the hard limit, minus "
+         "32)\n"
+         "  --max-unauthenticated N     connections waiting for hello beyond one per rank still to "
+         "come;\n"
          "                              past that the oldest is evicted (default 64)\n"
          "  --max-key-bytes N           (default 4096)\n"
          "  --max-value-bytes N         (default 1048576)\n"
          "  --max-total-bytes N         keys + values of the step (default 134217728)\n"
          "  --hello-timeout-ms MS       close connections without hello (default 5000)\n"
-         "  --heartbeat-timeout-ms MS   a rank silent this long while others are heard aborts the job\n"
-         "                              (default 60000, 0: off); all ranks silent: suspended, not dead\n"
-         "  --hang-timeout-ms MS        a live rank that does not enter a collective the others have\n"
-         "                              waited in for MS aborts the job, named (default 120000, 0: off)\n";
+         "  --heartbeat-timeout-ms MS   a rank silent this long while others are heard aborts the "
+         "job\n"
+         "                              (default 60000, 0: off); all ranks silent: suspended, not "
+         "dead\n"
+         "  --hang-timeout-ms MS        a live rank that does not enter a collective the others "
+         "have\n"
+         "                              waited in for MS aborts the job, named (default 120000, 0: "
+         "off)\n";
 }
 
 Result<DaemonOptions> parse_options(const std::vector<std::string>& args) {
@@ -47,8 +57,10 @@ Result<DaemonOptions> parse_options(const std::vector<std::string>& args) {
       o.help = true;
       return o;
     }
-    if (a.rfind("--", 0) != 0) return make_error(Errc::invalid_argument, "unexpected argument '" + a + "'; see --help");
-    if (i + 1 >= args.size()) return make_error(Errc::invalid_argument, a + ": missing value; see --help");
+    if (a.rfind("--", 0) != 0)
+      return make_error(Errc::invalid_argument, "unexpected argument '" + a + "'; see --help");
+    if (i + 1 >= args.size())
+      return make_error(Errc::invalid_argument, a + ": missing value; see --help");
     const std::string& v = args[++i];
     auto num = [&](long long lo, long long hi) { return parse_int(a, v, lo, hi); };
     if (a == "--world-size") {
@@ -60,7 +72,9 @@ Result<DaemonOptions> parse_options(const std::vector<std::string>& args) {
     } else if (a == "--step-id") {
       o.step_id = v;
     } else if (a == "--listen") {
-      if (v.empty()) return make_error(Errc::invalid_argument, "--listen: empty address; give an IPv4/IPv6 address");
+      if (v.empty())
+        return make_error(Errc::invalid_argument,
+                          "--listen: empty address; give an IPv4/IPv6 address");
       o.listen_addr = v;
     } else if (a == "--idle-timeout") {
       // Accepted from plugins of earlier releases; the daemon now lives exactly as long as srun.
@@ -102,22 +116,28 @@ Result<DaemonOptions> parse_options(const std::vector<std::string>& args) {
       return make_error(Errc::invalid_argument, "unknown option " + a + "; see --help");
     }
   }
-  if (o.world_size == 0) return make_error(Errc::invalid_argument, "--world-size is required (the step's number of ranks)");
-  if (o.job_id.empty()) return make_error(Errc::invalid_argument, "--job-id is required (SLURM_JOB_ID)");
-  if (o.step_id.empty()) return make_error(Errc::invalid_argument, "--step-id is required (SLURM_STEP_ID)");
+  if (o.world_size == 0)
+    return make_error(Errc::invalid_argument,
+                      "--world-size is required (the step's number of ranks)");
+  if (o.job_id.empty())
+    return make_error(Errc::invalid_argument, "--job-id is required (SLURM_JOB_ID)");
+  if (o.step_id.empty())
+    return make_error(Errc::invalid_argument, "--step-id is required (SLURM_STEP_ID)");
   return o;
 }
 
 Result<std::string> validate_secret(std::string line) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
   if (line.size() < 32 || line.size() > 512) {
-    return make_error(Errc::invalid_argument,
-                      "secret on stdin: expected one line of 32 to 512 hex digits (at least 128 bits), got " +
-                          std::to_string(line.size()) + " characters");
+    return make_error(
+        Errc::invalid_argument,
+        "secret on stdin: expected one line of 32 to 512 hex digits (at least 128 bits), got " +
+            std::to_string(line.size()) + " characters");
   }
   for (char c : line) {
     if (!std::isxdigit(static_cast<unsigned char>(c))) {
-      return make_error(Errc::invalid_argument, "secret on stdin: expected hex digits only (0-9, a-f)");
+      return make_error(Errc::invalid_argument,
+                        "secret on stdin: expected hex digits only (0-9, a-f)");
     }
   }
   return line;

@@ -17,7 +17,7 @@ struct DaemonOptions {
   std::string step_id;
   // "-": the second line of stdin (srun learns the route while the daemon starts).
   std::string listen_addr = "0.0.0.0";
-  int max_connections = 0;                         // 0: from the (raised) fd limit
+  int max_connections = 0;  // 0: from the (raised) fd limit
   BrokerLimits limits;
   bool help = false;
 };

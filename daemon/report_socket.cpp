@@ -19,13 +19,15 @@ constexpr int kWriteTimeoutMs = 500;  // the reader is the user's own dp-top or 
 
 }  // namespace
 
-Result<std::unique_ptr<ReportSocket>> ReportSocket::create(event_base* base, std::string path, Answer answer) {
+Result<std::unique_ptr<ReportSocket>> ReportSocket::create(event_base* base, std::string path,
+                                                           Answer answer) {
   std::unique_ptr<ReportSocket> s(new ReportSocket());
   s->base_ = base;
   s->answer_ = std::move(answer);
   sockaddr_un sa{};
   sa.sun_family = AF_UNIX;
-  if (path.size() >= sizeof sa.sun_path) return make_error(Errc::invalid_argument, "socket path too long: " + path);
+  if (path.size() >= sizeof sa.sun_path)
+    return make_error(Errc::invalid_argument, "socket path too long: " + path);
   std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return make_error(Errc::connection, std::string("socket: ") + std::strerror(errno));
@@ -99,7 +101,8 @@ void ReportSocket::serve(Conn& c) {
   const int fd = c.fd;
   proto::Request req;
   proto::Response r;
-  if (st != rdv::FrameDecoder::Status::frame || !req.ParseFromArray(payload.data(), static_cast<int>(payload.size())) ||
+  if (st != rdv::FrameDecoder::Status::frame ||
+      !req.ParseFromArray(payload.data(), static_cast<int>(payload.size())) ||
       req.op_case() != proto::Request::kStats) {
     r.set_code(proto::PROTOCOL);
     r.set_message("this socket answers only a stats request (the step report)");

@@ -22,7 +22,8 @@ namespace dp::daemon {
 class ReportSocket {
  public:
   using Answer = std::function<proto::Stats()>;
-  static Result<std::unique_ptr<ReportSocket>> create(event_base* base, std::string path, Answer answer);
+  static Result<std::unique_ptr<ReportSocket>> create(event_base* base, std::string path,
+                                                      Answer answer);
   ~ReportSocket();  // closes every connection and removes the path
   ReportSocket(const ReportSocket&) = delete;
   ReportSocket& operator=(const ReportSocket&) = delete;

@@ -45,22 +45,25 @@ rlim_t raise_fd_limit() {
 
 // How many descriptors the step needs, and whether the limit holds them.
 Result<void> size_budget(DaemonOptions& o) {
-  const long long need =
-      static_cast<long long>(o.world_size) + o.limits.max_unauthenticated + kMinAgents + kReservedFds;
+  const long long need = static_cast<long long>(o.world_size) + o.limits.max_unauthenticated +
+                         kMinAgents + kReservedFds;
   if (o.max_connections == 0) {
     const rlim_t lim = raise_fd_limit();
     const long long have = lim == RLIM_INFINITY ? (1ll << 30) : static_cast<long long>(lim);
     if (have < need) {
-      return make_error(Errc::limit,
-                        "the open-file limit (RLIMIT_NOFILE, hard limit " + std::to_string(have) +
-                            ") is too low for a step of " + std::to_string(o.world_size) +
-                            " ranks: dp-rendezvousd needs at least " + std::to_string(need) +
-                            " descriptors; raise the hard limit where srun runs (ulimit -Hn " + std::to_string(need) +
-                            " as root, nofile in /etc/security/limits.conf, or LimitNOFILE= for a service)");
+      return make_error(
+          Errc::limit,
+          "the open-file limit (RLIMIT_NOFILE, hard limit " + std::to_string(have) +
+              ") is too low for a step of " + std::to_string(o.world_size) +
+              " ranks: dp-rendezvousd needs at least " + std::to_string(need) +
+              " descriptors; raise the hard limit where srun runs (ulimit -Hn " +
+              std::to_string(need) +
+              " as root, nofile in /etc/security/limits.conf, or LimitNOFILE= for a service)");
     }
     o.max_connections = static_cast<int>(std::min<long long>(have - kReservedFds, 1 << 30));
   }
-  const long long spare = static_cast<long long>(o.max_connections) - o.world_size - o.limits.max_unauthenticated;
+  const long long spare =
+      static_cast<long long>(o.max_connections) - o.world_size - o.limits.max_unauthenticated;
   o.limits.max_agents = static_cast<int>(std::clamp<long long>(spare, 4, 1 << 20));
   return {};
 }
@@ -106,7 +109,8 @@ Result<std::unique_ptr<Server>> Server::create(const DaemonOptions& in, std::str
   if (rc != 0 || listen(fd, SOMAXCONN) != 0) {
     const int e = rc != 0 ? bind_errno : errno;
     ::close(fd);
-    return make_error(Errc::connection, "cannot listen on " + opts.listen_addr + " port 0: " + errno_text(e));
+    return make_error(Errc::connection,
+                      "cannot listen on " + opts.listen_addr + " port 0: " + errno_text(e));
   }
   sockaddr_storage sa{};
   socklen_t len = sizeof sa;
@@ -137,10 +141,12 @@ Result<std::unique_ptr<Server>> Server::create(const DaemonOptions& in, std::str
     if (rs) {
       s->report_socket_ = std::move(*rs);
     } else {
-      std::fprintf(stderr, "dp-rendezvousd: no dp-top view of this step: %s\n", rs.error().message.c_str());
+      std::fprintf(stderr, "dp-rendezvousd: no dp-top view of this step: %s\n",
+                   rs.error().message.c_str());
     }
   } else {
-    std::fprintf(stderr, "dp-rendezvousd: no dp-top view of this step: %s\n", path.error().message.c_str());
+    std::fprintf(stderr, "dp-rendezvousd: no dp-top view of this step: %s\n",
+                 path.error().message.c_str());
   }
   s->parent_ = getppid();
   s->next_ping_ = Clock::now() + kPingEvery;
@@ -172,10 +178,12 @@ void Server::run() { event_base_dispatch(base_); }
 
 void Server::stop(const char* why) {
   const proto::Stats st = broker_->stats();
-  std::fprintf(stderr,
-               "dp-rendezvousd: job %s step %s: exiting: %s (requests %llu, keys %llu, startup %s)\n",
-               opts_.job_id.c_str(), opts_.step_id.c_str(), why, static_cast<unsigned long long>(st.requests()),
-               static_cast<unsigned long long>(st.keys()), broker_->startup_summary().c_str());
+  std::fprintf(
+      stderr,
+      "dp-rendezvousd: job %s step %s: exiting: %s (requests %llu, keys %llu, startup %s)\n",
+      opts_.job_id.c_str(), opts_.step_id.c_str(), why,
+      static_cast<unsigned long long>(st.requests()), static_cast<unsigned long long>(st.keys()),
+      broker_->startup_summary().c_str());
   event_base_loopbreak(base_);
 }
 
@@ -216,14 +224,16 @@ void Server::accept_some() {
     c->id = next_id_++;
     // At the cap with nobody to evict: refuse. (The broker evicts the oldest
     // connection without hello itself, so ranks are never refused for those.)
-    if (static_cast<int>(conns_.size()) >= opts_.max_connections && broker_->unauthenticated() == 0) {
+    if (static_cast<int>(conns_.size()) >= opts_.max_connections &&
+        broker_->unauthenticated() == 0) {
       proto::Response r;
       r.set_code(proto::LIMIT);
       r.set_message("too many connections: the limit is " + std::to_string(opts_.max_connections) +
                     " (dp-rendezvousd --max-connections)");
       std::string frame;
       rdv::append_frame(r, frame);
-      [[maybe_unused]] ssize_t n = ::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      [[maybe_unused]] ssize_t n =
+          ::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       ::close(fd);
       continue;
     }
@@ -320,7 +330,8 @@ void Server::on_flush(int, short, void* arg) {
 
 void Server::flush(Conn& c) {
   while (c.out_pos < c.out.size()) {
-    const ssize_t n = ::send(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
+    const ssize_t n =
+        ::send(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
     if (n > 0) {
       c.out_pos += static_cast<size_t>(n);
       continue;

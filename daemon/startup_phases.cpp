@@ -20,9 +20,11 @@ void StartupPhases::reached(Phase p, Clock::time_point now) {
   if (done_[i]) return;
   done_[i] = true;
   ms_[i] = std::chrono::duration<double, std::milli>(now - start_).count();
-  std::fprintf(stderr, "dp-rendezvousd: %s: startup %s at +%.1f ms\n", label_.c_str(), phase_name(p), ms_[i]);
+  std::fprintf(stderr, "dp-rendezvousd: %s: startup %s at +%.1f ms\n", label_.c_str(),
+               phase_name(p), ms_[i]);
   if (p == Phase::first_barrier) {
-    std::fprintf(stderr, "dp-rendezvousd: %s: startup timings %s\n", label_.c_str(), summary().c_str());
+    std::fprintf(stderr, "dp-rendezvousd: %s: startup timings %s\n", label_.c_str(),
+                 summary().c_str());
   }
 }
 
@@ -31,7 +33,8 @@ std::string StartupPhases::summary() const {
   char buf[96];
   for (int i = 0; i < kPhaseCount; ++i) {
     if (done_[i]) {
-      std::snprintf(buf, sizeof buf, "%s%s=+%.1fms", i ? " " : "", phase_name(static_cast<Phase>(i)), ms_[i]);
+      std::snprintf(buf, sizeof buf, "%s%s=+%.1fms", i ? " " : "",
+                    phase_name(static_cast<Phase>(i)), ms_[i]);
     } else {
       std::snprintf(buf, sizeof buf, "%s%s=-", i ? " " : "", phase_name(static_cast<Phase>(i)));
     }

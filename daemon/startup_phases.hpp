@@ -15,14 +15,16 @@ inline constexpr int kPhaseCount = 5;
 class StartupPhases {
  public:
   using Clock = std::chrono::steady_clock;
-  StartupPhases(Clock::time_point start, std::string label) : start_(start), label_(std::move(label)) {}
+  StartupPhases(Clock::time_point start, std::string label)
+      : start_(start), label_(std::move(label)) {}
 
   // Records the phase the first time only and logs it to stderr.
   void reached(Phase p, Clock::time_point now);
   bool has(Phase p) const { return done_[static_cast<int>(p)]; }
   // Milliseconds since the start, once reached.
   std::optional<double> at_ms(Phase p) const {
-    return done_[static_cast<int>(p)] ? std::optional<double>(ms_[static_cast<int>(p)]) : std::nullopt;
+    return done_[static_cast<int>(p)] ? std::optional<double>(ms_[static_cast<int>(p)])
+                                      : std::nullopt;
   }
   // "first_hello=+1.2ms all_hellos=+30.0ms ..." (unreached phases: "-").
   std::string summary() const;

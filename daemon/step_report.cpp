@@ -101,8 +101,8 @@ void StepReport::on_goodbye(int rank) {
   if (rank >= 0 && rank < world_size_) ranks_[static_cast<size_t>(rank)].goodbye = true;
 }
 
-std::string StepReport::first_failure(int rank, const std::string& host, FailureHow how, const std::string& what,
-                                      Clock::time_point now) {
+std::string StepReport::first_failure(int rank, const std::string& host, FailureHow how,
+                                      const std::string& what, Clock::time_point now) {
   if (failure_) return failure_->message;
   FailureRecord f;
   f.rank = rank;
@@ -152,10 +152,12 @@ std::optional<HangVerdict> StepReport::check_hang(Clock::time_point now) {
   HangVerdict v;
   v.rank = missing.front();
   const Rank& m = ranks_[static_cast<size_t>(v.rank)];
-  v.message = rank_name(v.rank) + " hangs: it is alive (its heartbeats arrive) but has not entered collective #" +
-              std::to_string(top) + " (it is at #" + std::to_string(m.p.ops_started()) + ") that rank(s) " +
-              rank_list(waiting) + " have waited in for " +
-              num(std::chrono::duration<double>(waited).count()) + " s; the site's bound is hang_timeout=" +
+  v.message = rank_name(v.rank) +
+              " hangs: it is alive (its heartbeats arrive) but has not entered collective #" +
+              std::to_string(top) + " (it is at #" + std::to_string(m.p.ops_started()) +
+              ") that rank(s) " + rank_list(waiting) + " have waited in for " +
+              num(std::chrono::duration<double>(waited).count()) +
+              " s; the site's bound is hang_timeout=" +
               num(std::chrono::duration<double>(hang_timeout_).count(), "%g") + " s";
   if (missing.size() > 1) v.message += " (also not arrived: ranks " + rank_list(missing) + ")";
   return v;
@@ -163,7 +165,8 @@ std::optional<HangVerdict> StepReport::check_hang(Clock::time_point now) {
 
 double StepReport::wait_share(const Rank& r) const {
   if (!r.has_progress || r.p.since_first_op_us() == 0) return -1;
-  return std::min(1.0, static_cast<double>(r.p.wait_us()) / static_cast<double>(r.p.since_first_op_us()));
+  return std::min(
+      1.0, static_cast<double>(r.p.wait_us()) / static_cast<double>(r.p.since_first_op_us()));
 }
 
 std::vector<int> StepReport::straggler_order() const {
@@ -189,14 +192,20 @@ StepReport::Slowest StepReport::slowest(double (*value)(const Rank&)) const {
 
 namespace {
 double v_hello(const auto& r) { return r.hello ? r.hello_ms : -1; }
-double v_connect(const auto& r) { return r.has_progress && r.p.init_connect_us() ? us_to_ms(r.p.init_connect_us()) : -1; }
+double v_connect(const auto& r) {
+  return r.has_progress && r.p.init_connect_us() ? us_to_ms(r.p.init_connect_us()) : -1;
+}
 double v_setup(const auto& r) {
   return r.has_progress && r.p.init_total_us() > r.p.init_connect_us() && r.p.init_connect_us()
              ? us_to_ms(r.p.init_total_us() - r.p.init_connect_us())
              : -1;
 }
-double v_ready(const auto& r) { return r.has_progress && r.p.init_total_us() ? us_to_ms(r.p.init_total_us()) : -1; }
-double v_first(const auto& r) { return r.has_progress && r.p.first_op_done_us() ? us_to_ms(r.p.first_op_done_us()) : -1; }
+double v_ready(const auto& r) {
+  return r.has_progress && r.p.init_total_us() ? us_to_ms(r.p.init_total_us()) : -1;
+}
+double v_first(const auto& r) {
+  return r.has_progress && r.p.first_op_done_us() ? us_to_ms(r.p.first_op_done_us()) : -1;
+}
 }  // namespace
 
 // Each phase once: name, what it measures, and its slowest rank.
@@ -217,8 +226,9 @@ std::string StepReport::startup_line(const StartupPhases& phases) const {
         std::to_string(sl.rank) + " on " + (h.empty() ? "?" : h) + ")");
   };
   rank_phase("launch+hello", slowest([](const Rank& r) { return v_hello(r); }), true);
-  add(std::string("master_port ") +
-      (agent_set_ms_ >= 0 ? "+" + num(agent_set_ms_) + "ms" : std::string("none (fixed or reserved by Slurm)")));
+  add(std::string("master_port ") + (agent_set_ms_ >= 0
+                                         ? "+" + num(agent_set_ms_) + "ms"
+                                         : std::string("none (fixed or reserved by Slurm)")));
   rank_phase("connect", slowest([](const Rank& r) { return v_connect(r); }), false);
   daemon_phase("id_exchange", Phase::id_fetched_by_all);
   // Gloo's full mesh is the start-up barrier of a gloo step (it asks the daemon
@@ -231,18 +241,22 @@ std::string StepReport::startup_line(const StartupPhases& phases) const {
   return s;
 }
 
-std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& c, Clock::time_point now) const {
+std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& c,
+                             Clock::time_point now) const {
   std::string j = "{";
-  j += "\"job\":" + quoted(job_) + ",\"step\":" + quoted(step_) + ",\"world_size\":" + std::to_string(world_size_);
+  j += "\"job\":" + quoted(job_) + ",\"step\":" + quoted(step_) +
+       ",\"world_size\":" + std::to_string(world_size_);
   j += ",\"elapsed_s\":" + num(since_start_ms(now) / 1000.0, "%.3f");
   j += ",\"hang_timeout_s\":" + num(std::chrono::duration<double>(hang_timeout_).count(), "%g");
 
   j += ",\"startup\":{\"line\":" + quoted(startup_line(phases)) + ",\"daemon_ms\":{";
   for (int i = 0; i < kPhaseCount; ++i) {
     const auto ms = phases.at_ms(static_cast<Phase>(i));
-    j += std::string(i ? "," : "") + quoted(phase_name(static_cast<Phase>(i))) + ":" + (ms ? num(*ms, "%.3f") : "null");
+    j += std::string(i ? "," : "") + quoted(phase_name(static_cast<Phase>(i))) + ":" +
+         (ms ? num(*ms, "%.3f") : "null");
   }
-  j += ",\"master_port\":" + (agent_set_ms_ >= 0 ? num(agent_set_ms_, "%.3f") : std::string("null")) + "}";
+  j += ",\"master_port\":" +
+       (agent_set_ms_ >= 0 ? num(agent_set_ms_, "%.3f") : std::string("null")) + "}";
   j += ",\"slowest\":{";
   struct P {
     const char* name;
@@ -260,7 +274,8 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
     if (p.s.rank < 0) {
       j += "null";
     } else {
-      j += "{\"rank\":" + std::to_string(p.s.rank) + ",\"host\":" + quoted(ranks_[static_cast<size_t>(p.s.rank)].host) +
+      j += "{\"rank\":" + std::to_string(p.s.rank) +
+           ",\"host\":" + quoted(ranks_[static_cast<size_t>(p.s.rank)].host) +
            ",\"ms\":" + num(p.s.ms, "%.3f") + "}";
     }
   }
@@ -268,27 +283,34 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
 
   j += ",\"failure\":";
   if (failure_) {
-    j += "{\"rank\":" + std::to_string(failure_->rank) + ",\"host\":" + quoted(failure_->host) + ",\"how\":" +
-         quoted(failure_how_name(failure_->how)) + ",\"at_s\":" + num(failure_->at_s, "%.3f") +
-         ",\"message\":" + quoted(failure_->message) + "}";
+    j += "{\"rank\":" + std::to_string(failure_->rank) + ",\"host\":" + quoted(failure_->host) +
+         ",\"how\":" + quoted(failure_how_name(failure_->how)) +
+         ",\"at_s\":" + num(failure_->at_s, "%.3f") + ",\"message\":" + quoted(failure_->message) +
+         "}";
   } else {
     j += "null";
   }
 
   auto rank_json = [&](int i) {
     const Rank& r = ranks_[static_cast<size_t>(i)];
-    std::string state = !r.hello ? "not_connected" : r.goodbye ? "done" : (r.p.in_op_us() > 0 ? "in_collective" : "computing");
+    std::string state = !r.hello    ? "not_connected"
+                        : r.goodbye ? "done"
+                                    : (r.p.in_op_us() > 0 ? "in_collective" : "computing");
     if (failure_ && failure_->rank == i) state = "failed";
     const double ws = wait_share(r);
-    return "{\"rank\":" + std::to_string(i) + ",\"host\":" + quoted(r.host) + ",\"state\":" + quoted(state) +
-           ",\"ops_done\":" + std::to_string(r.p.ops_done()) +
+    return "{\"rank\":" + std::to_string(i) + ",\"host\":" + quoted(r.host) +
+           ",\"state\":" + quoted(state) + ",\"ops_done\":" + std::to_string(r.p.ops_done()) +
            ",\"wait_share\":" + (ws >= 0 ? num(ws, "%.4f") : std::string("null")) +
            ",\"wait_s\":" + num(static_cast<double>(r.p.wait_us()) / 1e6, "%.3f") +
            ",\"in_collective_s\":" + num(static_cast<double>(r.p.in_op_us()) / 1e6, "%.3f") +
            ",\"hello_ms\":" + (r.hello ? num(r.hello_ms, "%.3f") : std::string("null")) +
-           ",\"init_ms\":" + (r.p.init_total_us() ? num(us_to_ms(r.p.init_total_us()), "%.3f") : std::string("null")) +
+           ",\"init_ms\":" +
+           (r.p.init_total_us() ? num(us_to_ms(r.p.init_total_us()), "%.3f")
+                                : std::string("null")) +
            ",\"last_heard_s\":" +
-           (r.has_progress ? num(std::chrono::duration<double>(now - r.p_at).count(), "%.3f") : std::string("null")) + "}";
+           (r.has_progress ? num(std::chrono::duration<double>(now - r.p_at).count(), "%.3f")
+                           : std::string("null")) +
+           "}";
   };
   j += ",\"ranks\":[";
   for (int i = 0; i < world_size_; ++i) j += (i ? "," : "") + rank_json(i);
@@ -301,8 +323,9 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
 
   j += ",\"daemon\":{\"connections\":" + std::to_string(c.connections) +
        ",\"connections_accepted\":" + std::to_string(c.connections_accepted) +
-       ",\"requests\":" + std::to_string(c.requests) + ",\"heartbeats\":" + std::to_string(c.heartbeats) +
-       ",\"keys\":" + std::to_string(c.keys) + ",\"bytes_stored\":" + std::to_string(c.bytes_stored) +
+       ",\"requests\":" + std::to_string(c.requests) +
+       ",\"heartbeats\":" + std::to_string(c.heartbeats) + ",\"keys\":" + std::to_string(c.keys) +
+       ",\"bytes_stored\":" + std::to_string(c.bytes_stored) +
        ",\"refused_unauthorized\":" + std::to_string(c.refused_unauthorized) +
        ",\"protocol_errors\":" + std::to_string(c.protocol_errors) +
        ",\"limit_errors\":" + std::to_string(c.limit_errors) + "}";
@@ -316,22 +339,26 @@ std::string StepReport::text(Clock::time_point now) const {
   std::string t = "rank  host              state           ops_done  wait%   in_coll_s  heard_s\n";
   for (int i = 0; i < world_size_; ++i) {
     const Rank& r = ranks_[static_cast<size_t>(i)];
-    std::string state = !r.hello ? "not_connected" : r.goodbye ? "done" : (r.p.in_op_us() > 0 ? "in_collective" : "computing");
+    std::string state = !r.hello    ? "not_connected"
+                        : r.goodbye ? "done"
+                                    : (r.p.in_op_us() > 0 ? "in_collective" : "computing");
     if (failure_ && failure_->rank == i) state = "failed";
     const double ws = wait_share(r);
     char line[256];
-    std::snprintf(line, sizeof line, "%-5d %-17s %-15s %-9llu %-7s %-10s %s\n", i,
-                  (r.host.empty() ? "?" : r.host.substr(0, 17)).c_str(), state.c_str(),
-                  static_cast<unsigned long long>(r.p.ops_done()),
-                  ws >= 0 ? num(100 * ws).c_str() : "-", num(static_cast<double>(r.p.in_op_us()) / 1e6, "%.2f").c_str(),
-                  r.has_progress ? num(std::chrono::duration<double>(now - r.p_at).count()).c_str() : "-");
+    std::snprintf(
+        line, sizeof line, "%-5d %-17s %-15s %-9llu %-7s %-10s %s\n", i,
+        (r.host.empty() ? "?" : r.host.substr(0, 17)).c_str(), state.c_str(),
+        static_cast<unsigned long long>(r.p.ops_done()), ws >= 0 ? num(100 * ws).c_str() : "-",
+        num(static_cast<double>(r.p.in_op_us()) / 1e6, "%.2f").c_str(),
+        r.has_progress ? num(std::chrono::duration<double>(now - r.p_at).count()).c_str() : "-");
     t += line;
   }
   const auto order = straggler_order();
   if (!order.empty()) {
     t += "slowest ranks (the others wait for them; least waiting first):";
     for (size_t k = 0; k < order.size() && k < 3; ++k) {
-      t += (k ? ", " : " ") + rank_name(order[k]) + " waits " + num(100 * wait_share(ranks_[static_cast<size_t>(order[k])])) + "%";
+      t += (k ? ", " : " ") + rank_name(order[k]) + " waits " +
+           num(100 * wait_share(ranks_[static_cast<size_t>(order[k])])) + "%";
     }
     t += "\n";
   }

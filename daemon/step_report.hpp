@@ -53,14 +53,15 @@ class StepReport {
 
   // Records the step's first failure; returns the text every rank's error
   // and srun's last line carry. Later calls return the first text unchanged.
-  std::string first_failure(int rank, const std::string& host, FailureHow how, const std::string& what,
-                            Clock::time_point now);
+  std::string first_failure(int rank, const std::string& host, FailureHow how,
+                            const std::string& what, Clock::time_point now);
   const std::optional<FailureRecord>& failure() const { return failure_; }
 
   // A hang that has lasted hang_timeout; call a few times a second.
   std::optional<HangVerdict> check_hang(Clock::time_point now);
 
-  std::string json(const StartupPhases& phases, const DaemonCounters& c, Clock::time_point now) const;
+  std::string json(const StartupPhases& phases, const DaemonCounters& c,
+                   Clock::time_point now) const;
   // "hello 2.1ms (rank 3 on n2), ..." for srun --dp-verbose.
   std::string startup_line(const StartupPhases& phases) const;
   // A few lines for the daemon's stats text.

@@ -28,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!dp::proto::Code_IsValid(resp.code())) std::abort();
       if (resp.message().size() > 1027) std::abort();
       for (char c : resp.message()) {
-        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) std::abort();
+        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f)
+          std::abort();
       }
     }
   }

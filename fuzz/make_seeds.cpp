@@ -47,7 +47,8 @@ dp::proto::Request hello(int rank) {
   return r;
 }
 
-std::string reply(uint64_t id, dp::proto::Code code, const std::string& message = {}, const std::string& value = {}) {
+std::string reply(uint64_t id, dp::proto::Code code, const std::string& message = {},
+                  const std::string& value = {}) {
   dp::proto::Response r;
   r.set_id(id);
   r.set_code(code);
@@ -66,8 +67,10 @@ void write_client_seeds(const std::string& dir) {
   std::vector<std::string> seeds;
   // First byte: the reader's limit (odd: 64 KiB); it also sizes the first chunk.
   seeds.push_back("\x01" + challenge + reply(1, dp::proto::OK) + reply(0, dp::proto::OK) +
-                  reply(2, dp::proto::OK, {}, std::string(300, 'v')) + reply(3, dp::proto::NOT_FOUND, "key 'x' does not exist"));
-  seeds.push_back("\x03" + challenge + reply(1, dp::proto::OK) + reply(0, dp::proto::ABORTED, "rank 1 (host \x1b[31m) died\xff"));
+                  reply(2, dp::proto::OK, {}, std::string(300, 'v')) +
+                  reply(3, dp::proto::NOT_FOUND, "key 'x' does not exist"));
+  seeds.push_back("\x03" + challenge + reply(1, dp::proto::OK) +
+                  reply(0, dp::proto::ABORTED, "rank 1 (host \x1b[31m) died\xff"));
   seeds.push_back("\x02" + reply(0, dp::proto::LIMIT, "too many connections"));
   seeds.push_back(std::string("\x01\x7f\xff\xff\xff", 5));  // a 2 GiB announcement
   for (size_t i = 0; i < seeds.size(); ++i) {

@@ -39,15 +39,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cfg.limits.max_value_bytes = 4096;
   cfg.limits.max_total_bytes = 65536;
   cfg.limits.max_unauthenticated = 3;  // eviction is reached with four connections
-  cfg.make_nonce = [] { return std::string(dp::rdv::kNonceBytes, 'z'); };  // make_seeds' proofs use it
+  cfg.make_nonce = [] {
+    return std::string(dp::rdv::kNonceBytes, 'z');
+  };  // make_seeds' proofs use it
   Sink sink;
   auto now = Clock::time_point{} + std::chrono::hours(1);
   dp::daemon::Broker broker(cfg, sink, now);
 
   constexpr int kConns = 4;
   ConnId ids[kConns];
-  dp::rdv::FrameDecoder decoders[kConns] = {dp::rdv::FrameDecoder(4096), dp::rdv::FrameDecoder(4096),
-                                            dp::rdv::FrameDecoder(4096), dp::rdv::FrameDecoder(4096)};
+  dp::rdv::FrameDecoder decoders[kConns] = {
+      dp::rdv::FrameDecoder(4096), dp::rdv::FrameDecoder(4096), dp::rdv::FrameDecoder(4096),
+      dp::rdv::FrameDecoder(4096)};
   ConnId next = 1;
   // Slot 3 connects first, so the fourth connection evicts it (seeds use 0..2).
   for (int i : {3, 0, 1, 2}) {
@@ -88,7 +91,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           const auto st = dec.next(payload);
           if (st == dp::rdv::FrameDecoder::Status::need_more) break;
           if (st == dp::rdv::FrameDecoder::Status::too_large) {
-            broker.on_oversized_frame(ids[conn], dec.frame_length(), broker.max_frame_bytes(ids[conn]));
+            broker.on_oversized_frame(ids[conn], dec.frame_length(),
+                                      broker.max_frame_bytes(ids[conn]));
             break;
           }
           broker.on_frame(ids[conn], payload, now);

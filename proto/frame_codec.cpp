@@ -34,7 +34,8 @@ FrameDecoder::Status FrameDecoder::next(std::string_view& payload) {
   const size_t avail = buf_.size() - pos_;
   if (avail < kFrameHeaderBytes) return Status::need_more;
   const auto* p = reinterpret_cast<const unsigned char*>(buf_.data() + pos_);
-  last_len_ = (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+  last_len_ =
+      (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
   if (last_len_ > max_frame_) return Status::too_large;
   if (avail < kFrameHeaderBytes + last_len_) return Status::need_more;
   payload = std::string_view(buf_.data() + pos_ + kFrameHeaderBytes, last_len_);
@@ -61,8 +62,8 @@ Errc from_wire(int code) noexcept {
 }
 
 Error error_from(const proto::Response& r) {
-  return make_error(from_wire(r.code()), r.message().empty() ? "rendezvous daemon reported an error"
-                                                             : r.message());
+  return make_error(from_wire(r.code()),
+                    r.message().empty() ? "rendezvous daemon reported an error" : r.message());
 }
 
 }  // namespace dp::rdv

@@ -63,7 +63,8 @@ class Sha256 {
     }
     uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
     for (int i = 0; i < 64; ++i) {
-      const uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kK[i] + w[i];
+      const uint32_t t1 =
+          h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kK[i] + w[i];
       const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
       h = g;
       g = f;
@@ -77,13 +78,16 @@ class Sha256 {
     h_[0] += a, h_[1] += b, h_[2] += c, h_[3] += d, h_[4] += e, h_[5] += f, h_[6] += g, h_[7] += h;
   }
 
-  uint32_t h_[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  uint32_t h_[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
   unsigned char block_[64] = {};
   size_t fill_ = 0;
   uint64_t bits_ = 0;
 };
 
-std::string_view view(const Digest& d) { return {reinterpret_cast<const char*>(d.data()), d.size()}; }
+std::string_view view(const Digest& d) {
+  return {reinterpret_cast<const char*>(d.data()), d.size()};
+}
 
 void put_u32(std::string& s, uint32_t v) {
   for (int i = 3; i >= 0; --i) s.push_back(static_cast<char>(v >> (8 * i)));
@@ -120,8 +124,8 @@ Digest hmac_sha256(std::string_view key, std::string_view message) noexcept {
   return outer.finish();
 }
 
-std::string hello_proof(std::string_view secret, std::string_view nonce, int role, int rank, int world_size,
-                        std::string_view host) {
+std::string hello_proof(std::string_view secret, std::string_view nonce, int role, int rank,
+                        int world_size, std::string_view host) {
   std::string m = "slurm-dp rendezvous hello v2";
   m.push_back('\0');
   m.append(nonce);

@@ -36,12 +36,15 @@ Result<std::string> user_dir(bool create) {
     return make_error(Errc::unavailable, "cannot create " + dir + ": " + errno_text(errno));
   struct stat st {};
   if (lstat(dir.c_str(), &st) != 0) {
-    return make_error(Errc::not_found, dir + " does not exist: no step of yours has run on this host");
+    return make_error(Errc::not_found,
+                      dir + " does not exist: no step of yours has run on this host");
   }
   if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077) != 0) {
-    return make_error(Errc::unauthorized,
-                      dir + " is not a folder of yours with mode 0700 (a link, or another user's, or open to "
-                            "others): remove it; slurm-dp recreates it");
+    return make_error(
+        Errc::unauthorized,
+        dir +
+            " is not a folder of yours with mode 0700 (a link, or another user's, or open to "
+            "others): remove it; slurm-dp recreates it");
   }
   return dir;
 }
@@ -57,7 +60,8 @@ Result<std::string> socket_path(const std::string& job, const std::string& step,
   auto dir = user_dir(create);
   if (!dir) return dir.error();
   std::string p = *dir + "/" + socket_name(job, step);
-  if (p.size() >= sizeof(sockaddr_un{}.sun_path)) return make_error(Errc::invalid_argument, "socket path too long: " + p);
+  if (p.size() >= sizeof(sockaddr_un{}.sun_path))
+    return make_error(Errc::invalid_argument, "socket path too long: " + p);
   return p;
 }
 
@@ -66,7 +70,8 @@ Result<proto::Stats> query(const std::string& path, std::chrono::milliseconds ti
   const auto deadline = Clock::now() + timeout;
   sockaddr_un sa{};
   sa.sun_family = AF_UNIX;
-  if (path.size() >= sizeof sa.sun_path) return make_error(Errc::invalid_argument, "socket path too long: " + path);
+  if (path.size() >= sizeof sa.sun_path)
+    return make_error(Errc::invalid_argument, "socket path too long: " + path);
   std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return make_error(Errc::connection, "socket: " + errno_text(errno));
@@ -77,7 +82,8 @@ Result<proto::Stats> query(const std::string& path, std::chrono::milliseconds ti
   if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
     const int e = errno;
     if (e == ENOENT || e == ECONNREFUSED)
-      return make_error(Errc::not_found, "no running step daemon at " + path + " (" + errno_text(e) + ")");
+      return make_error(Errc::not_found,
+                        "no running step daemon at " + path + " (" + errno_text(e) + ")");
     return make_error(Errc::connection, "cannot connect to " + path + ": " + errno_text(e));
   }
   proto::Request req;
@@ -99,14 +105,19 @@ Result<proto::Stats> query(const std::string& path, std::chrono::milliseconds ti
       if (r.code() != proto::OK) return rdv::error_from(r);
       return r.stats();
     }
-    if (st == rdv::FrameDecoder::Status::too_large) return make_error(Errc::limit, "answer from " + path + " too large");
+    if (st == rdv::FrameDecoder::Status::too_large)
+      return make_error(Errc::limit, "answer from " + path + " too large");
     const int left = static_cast<int>(
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
-    if (left <= 0) return make_error(Errc::timeout, "no answer from " + path + " within " + std::to_string(timeout.count()) + " ms");
+    if (left <= 0)
+      return make_error(Errc::timeout, "no answer from " + path + " within " +
+                                           std::to_string(timeout.count()) + " ms");
     pollfd p{fd, POLLIN, 0};
     if (poll(&p, 1, left) <= 0) continue;
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n == 0) return make_error(Errc::connection, "the daemon at " + path + " closed the connection without an answer");
+    if (n == 0)
+      return make_error(Errc::connection,
+                        "the daemon at " + path + " closed the connection without an answer");
     if (n < 0) {
       if (errno == EINTR) continue;
       return make_error(Errc::connection, "cannot read from " + path + ": " + errno_text(errno));

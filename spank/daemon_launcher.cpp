@@ -35,8 +35,8 @@ struct Pipe {
 };
 
 // Runs in the forked child: only async-signal-safe calls until exec.
-[[noreturn]] void exec_child(const std::vector<char*>& argv, int in_fd, int out_fd, bool show_stderr,
-                             pid_t parent) {
+[[noreturn]] void exec_child(const std::vector<char*>& argv, int in_fd, int out_fd,
+                             bool show_stderr, pid_t parent) {
   // Die with srun: the daemon must never outlive the step.
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (getppid() != parent) _exit(1);
@@ -73,8 +73,9 @@ Result<std::string> read_line(int fd, Clock::time_point deadline) {
     if (r <= 0) continue;
     ssize_t n = read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return make_error(Errc::connection, line.empty() ? "exited without answering"
-                                                                  : "answer cut short: " + line);
+    if (n <= 0)
+      return make_error(Errc::connection,
+                        line.empty() ? "exited without answering" : "answer cut short: " + line);
     line.append(buf, static_cast<size_t>(n));
     if (line.size() > 4096) break;
   }
@@ -103,13 +104,16 @@ Result<std::string> make_secret() {
 
 Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string& secret) {
   if (access(req.path.c_str(), X_OK) != 0)
-    return make_error(Errc::unavailable,
-                      "rendezvous daemon " + req.path + " is not executable (" +
-                          std::strerror(errno) + "); ask the site to install it or set daemon= "
-                          "in plugstack.conf");
-  std::vector<std::string> args = {req.path,           "--world-size",
-                                   std::to_string(req.world_size), "--job-id",
-                                   std::to_string(req.job_id),     "--step-id",
+    return make_error(Errc::unavailable, "rendezvous daemon " + req.path + " is not executable (" +
+                                             std::strerror(errno) +
+                                             "); ask the site to install it or set daemon= "
+                                             "in plugstack.conf");
+  std::vector<std::string> args = {req.path,
+                                   "--world-size",
+                                   std::to_string(req.world_size),
+                                   "--job-id",
+                                   std::to_string(req.job_id),
+                                   "--step-id",
                                    std::to_string(req.step_id)};
   // The address to listen on follows the secret on stdin: srun learns the
   // route to the master node while the daemon starts (send_listen_address).

@@ -21,7 +21,7 @@ struct DaemonRequest {
   int world_size = 0;
   uint32_t job_id = 0;
   uint32_t step_id = 0;
-  int idle_timeout_s = 0;  // no longer passed: the daemon lives exactly as long as srun
+  int idle_timeout_s = 0;        // no longer passed: the daemon lives exactly as long as srun
   int heartbeat_timeout_s = -1;  // site setting heartbeat_timeout; -1: the daemon's default
   int hang_timeout_s = -1;       // -1: the daemon's default; 0: off
   bool show_stderr = false;
@@ -41,7 +41,7 @@ struct StartingDaemon {
   pid_t pid = -1;
   int answer_fd = -1;  // its stdout
   std::string path;
-  int input_fd = -1;   // its stdin, open until the listen address is sent
+  int input_fd = -1;  // its stdin, open until the listen address is sent
 };
 
 // Forks the daemon and hands it the secret; returns at once so the caller

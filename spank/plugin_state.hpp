@@ -16,25 +16,25 @@ namespace dp::spank {
 
 struct PluginState {
   SiteConfig site;
-  Options cli_options;          // from option callbacks in this process (srun wins)
-  bool option_error = false;    // a callback already reported a bad value
+  Options cli_options;        // from option callbacks in this process (srun wins)
+  bool option_error = false;  // a callback already reported a bad value
 
   // srun side
   pid_t daemon_pid = -1;
   // For the step's end (step_end.cpp): the report, the start-up line, the first failure.
   std::string job_id, step_id;
   bool verbose = false;
-  std::string report_file;      // --dp-report or the site's report=, %j/%s expanded
+  std::string report_file;  // --dp-report or the site's report=, %j/%s expanded
   double srun_check_ms = -1, srun_daemon_ms = -1, srun_layout_ms = -1, srun_ready_ms = -1;
 
   // slurmstepd side. Whether a step is a slurm-dp step is decided from the
   // option values Slurm carries to slurmstepd (cli_options, filled by the
   // remote option callbacks) or the site's default=on, never from DP_*
   // variables, which the user may set to anything.
-  bool active = false;          // this step is a slurm-dp step
-  std::string setup_error;      // set-up failed: every task fails with it
-  PortLease lease;              // MASTER_PORT lease to release at step end
-  int leased_port = 0;          // on the master node: re-checked free in rank 0
+  bool active = false;      // this step is a slurm-dp step
+  std::string setup_error;  // set-up failed: every task fails with it
+  PortLease lease;          // MASTER_PORT lease to release at step end
+  int leased_port = 0;      // on the master node: re-checked free in rank 0
   // The node's device lists before Slurm narrows them per task; a task
   // whose list differs was bound per task by Slurm.
   std::optional<std::string> node_cuda, node_ze;

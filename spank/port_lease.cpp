@@ -95,10 +95,8 @@ int live_leases_of(int dir, uid_t owner) {
     if (!all_digits(e->d_name)) continue;
     auto f = read_lease(dir, e->d_name);
     if (!f) continue;
-    if (is_stale(*f))
-      stale.emplace_back(e->d_name);
-    else if (f->uid == static_cast<long>(owner))
-      ++count;
+    if (is_stale(*f)) stale.emplace_back(e->d_name);
+    else if (f->uid == static_cast<long>(owner)) ++count;
   }
   closedir(d);
   for (const auto& name : stale) unlinkat(dir, name.c_str(), 0);
@@ -147,9 +145,11 @@ int hold_port(int port) {
 int try_lease(int dir, int port, const std::string& content) {
   const std::string name = std::to_string(port);
   for (int attempt = 0; attempt < 2; ++attempt) {
-    const int fd = openat(dir, name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+    const int fd =
+        openat(dir, name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {
-      const bool ok = write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+      const bool ok =
+          write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
       close(fd);
       const int hold = ok ? hold_port(port) : -1;
       if (hold >= 0) return hold;
@@ -188,8 +188,9 @@ Result<int> lock_folder(int dir, const std::string& path, std::chrono::milliseco
   }
   close(fd);
   return make_error(Errc::timeout,
-                    "the MASTER_PORT lease lock " + path + "/.lock was held by another process for " +
-                        std::to_string(wait.count()) + " ms; find it with 'fuser " + path +
+                    "the MASTER_PORT lease lock " + path +
+                        "/.lock was held by another process for " + std::to_string(wait.count()) +
+                        " ms; find it with 'fuser " + path +
                         "/.lock' (a stuck slurmstepd?), or pass --dp-master-port=PORT");
 }
 
@@ -253,8 +254,9 @@ Result<int> open_lease_dir(const std::string& path) {
     const int e = errno;
     close(fd);
     if (next < 0)
-      return dir_error(path, shown + (e == ELOOP || e == ENOTDIR ? " is a symlink or not a folder"
-                                                                 : ": " + std::string(std::strerror(e))));
+      return dir_error(path,
+                       shown + (e == ELOOP || e == ENOTDIR ? " is a symlink or not a folder"
+                                                           : ": " + std::string(std::strerror(e))));
     fd = next;
     struct stat st {};
     if (fstat(fd, &st) != 0) {
@@ -262,11 +264,13 @@ Result<int> open_lease_dir(const std::string& path) {
       return dir_error(path, "cannot stat " + shown);
     }
     if (!last) {
-      const bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0;
+      const bool others_write =
+          (st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0;
       if ((st.st_uid != 0 && st.st_uid != me) || others_write) {
         close(fd);
         return dir_error(path, shown + " may be changed by other users (owner uid " +
-                                   std::to_string(st.st_uid) + ", mode " + std::to_string(st.st_mode & 07777) + ")");
+                                   std::to_string(st.st_uid) + ", mode " +
+                                   std::to_string(st.st_mode & 07777) + ")");
       }
       continue;
     }
@@ -293,7 +297,8 @@ bool port_binds(int port) {
 uint64_t random_seed() {
   uint64_t v = 0;
   if (getrandom(&v, sizeof v, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof v))
-    v = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) ^ (static_cast<uint64_t>(getpid()) << 32);
+    v = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) ^
+        (static_cast<uint64_t>(getpid()) << 32);
   return v;
 }
 
@@ -311,8 +316,9 @@ Result<PortLease> lease_master_port(const SiteConfig& site, const LeaseRequest& 
       close(*lock);
       close(*dir);
       return make_error(Errc::unavailable,
-                        "uid " + std::to_string(req.owner) + " already holds " + std::to_string(held) +
-                            " MASTER_PORT leases on this node (at most " + std::to_string(req.max_per_user) +
+                        "uid " + std::to_string(req.owner) + " already holds " +
+                            std::to_string(held) + " MASTER_PORT leases on this node (at most " +
+                            std::to_string(req.max_per_user) +
                             " per user); end some steps or pass --dp-master-port=PORT");
     }
   }

@@ -22,10 +22,10 @@
 namespace dp::spank {
 
 struct LeaseRequest {
-  uint64_t seed = 0;            // where the search starts (random per step)
-  std::string tag;              // "<job>.<step>", for people reading the folder
-  uid_t owner = 0;              // the job's user, counted against max_per_user
-  int max_per_user = 0;         // live leases one user may hold on the node; 0: no cap
+  uint64_t seed = 0;     // where the search starts (random per step)
+  std::string tag;       // "<job>.<step>", for people reading the folder
+  uid_t owner = 0;       // the job's user, counted against max_per_user
+  int max_per_user = 0;  // live leases one user may hold on the node; 0: no cap
   std::chrono::milliseconds lock_wait{5'000};  // bound on waiting for the folder's lock
 };
 

@@ -14,9 +14,10 @@ Result<StepShape> load_step_shape(uint32_t job_id, uint32_t step_id) {
   id.step_het_comp = NO_VAL;
   slurm_step_layout_t* layout = slurm_job_step_layout_get(&id);
   if (layout == nullptr)
-    return make_error(Errc::unavailable, "cannot read the layout of step " + std::to_string(job_id) +
-                                             "." + std::to_string(step_id) + " from slurmctld: " +
-                                             slurm_strerror(slurm_get_errno()));
+    return make_error(Errc::unavailable,
+                      "cannot read the layout of step " + std::to_string(job_id) + "." +
+                          std::to_string(step_id) +
+                          " from slurmctld: " + slurm_strerror(slurm_get_errno()));
   auto hosts = expand_host_list(layout->node_list);
   if (!hosts) {
     slurm_job_step_layout_free(layout);
@@ -30,7 +31,8 @@ Result<StepShape> load_step_shape(uint32_t job_id, uint32_t step_id) {
   }
   for (uint32_t n = 0; n < layout->node_cnt; ++n) {
     std::vector<int> ids;
-    for (uint16_t t = 0; t < layout->tasks[n]; ++t) ids.push_back(static_cast<int>(layout->tids[n][t]));
+    for (uint16_t t = 0; t < layout->tasks[n]; ++t)
+      ids.push_back(static_cast<int>(layout->tids[n][t]));
     shape.task_ids.push_back(std::move(ids));
   }
   slurm_job_step_layout_free(layout);
@@ -40,9 +42,9 @@ Result<StepShape> load_step_shape(uint32_t job_id, uint32_t step_id) {
 Result<StepGresRequest> load_step_gres(uint32_t job_id, uint32_t step_id) {
   job_step_info_response_msg_t* resp = nullptr;
   if (slurm_get_job_steps(0, job_id, step_id, &resp, SHOW_ALL) != SLURM_SUCCESS || resp == nullptr)
-    return make_error(Errc::unavailable, "cannot read step " + std::to_string(job_id) + "." +
-                                             std::to_string(step_id) + " from slurmctld: " +
-                                             slurm_strerror(slurm_get_errno()));
+    return make_error(Errc::unavailable,
+                      "cannot read step " + std::to_string(job_id) + "." + std::to_string(step_id) +
+                          " from slurmctld: " + slurm_strerror(slurm_get_errno()));
   StepGresRequest req;
   bool found = false;
   for (uint32_t i = 0; i < resp->job_step_count; ++i) {
@@ -55,8 +57,8 @@ Result<StepGresRequest> load_step_gres(uint32_t job_id, uint32_t step_id) {
   }
   slurm_free_job_step_info_response_msg(resp);
   if (!found)
-    return make_error(Errc::unavailable, "slurmctld does not know step " + std::to_string(job_id) + "." +
-                                             std::to_string(step_id));
+    return make_error(Errc::unavailable, "slurmctld does not know step " + std::to_string(job_id) +
+                                             "." + std::to_string(step_id));
   return req;
 }
 
@@ -66,8 +68,9 @@ Result<std::map<std::string, NodeFacts>> load_nodes(const std::vector<std::strin
                ? slurm_load_node_single(&msg, const_cast<char*>(names[0].c_str()), SHOW_ALL)
                : slurm_load_node(0, &msg, SHOW_ALL);
   if (rc != SLURM_SUCCESS || msg == nullptr)
-    return make_error(Errc::unavailable, std::string("cannot read node information from slurmctld: ") +
-                                             slurm_strerror(slurm_get_errno()));
+    return make_error(Errc::unavailable,
+                      std::string("cannot read node information from slurmctld: ") +
+                          slurm_strerror(slurm_get_errno()));
   std::set<std::string> wanted(names.begin(), names.end());
   std::map<std::string, NodeFacts> out;
   for (uint32_t i = 0; i < msg->record_count; ++i) {

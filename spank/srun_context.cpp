@@ -50,9 +50,10 @@ bool print_explain(const StepPlan& plan, const SiteConfig& site, const StepShape
     auto t = node_tiles(as_node, {});
     tiles.push_back(t ? *t : NodeTiles{});
   }
-  const std::string port = opts.master_port.value_or(0) > 0
-                               ? std::to_string(*opts.master_port)
-                               : "auto(chosen-on-" + shape.hosts[static_cast<size_t>(shape.host_of(0))] + ")";
+  const std::string port =
+      opts.master_port.value_or(0) > 0
+          ? std::to_string(*opts.master_port)
+          : "auto(chosen-on-" + shape.hosts[static_cast<size_t>(shape.host_of(0))] + ")";
   auto tasks = step_environment(plan, site, shape, tiles, master_addr, port);
   if (!tasks) {
     std::cout << "slurm-dp: " << tasks.error().message << std::endl;
@@ -93,8 +94,9 @@ Result<std::optional<Options>> resolve_options(const PluginState& st) {
   const Options opts = overlay(*job_opts, st.cli_options);
   if (!opts.any() && !st.site.default_on) return std::optional<Options>{};
   if (std::getenv("SLURM_HET_SIZE") != nullptr)
-    return make_error(Errc::invalid_argument, "--dp-*: heterogeneous jobs are not supported; submit the "
-                                              "data-parallel step as an ordinary (single-component) job");
+    return make_error(Errc::invalid_argument,
+                      "--dp-*: heterogeneous jobs are not supported; submit the "
+                      "data-parallel step as an ordinary (single-component) job");
   return std::optional<Options>{opts};
 }
 
@@ -120,9 +122,10 @@ Result<void> cap_by_step_gres(const SiteConfig& site, const Options& opts, const
     const long long need = static_cast<long long>(local) * k;
     if (gpus == 0 || static_cast<long long>(gpus) * per_gpu < need)
       return make_error(Errc::invalid_argument,
-                        "--dp-tiles=" + std::to_string(k) + ": the step asks Slurm for " + std::to_string(gpus) +
-                            " GPUs on node " + shape.hosts[i] + ", whose " + std::to_string(local) +
-                            " tasks need " + std::to_string(need) + " tiles; " + add);
+                        "--dp-tiles=" + std::to_string(k) + ": the step asks Slurm for " +
+                            std::to_string(gpus) + " GPUs on node " + shape.hosts[i] + ", whose " +
+                            std::to_string(local) + " tasks need " + std::to_string(need) +
+                            " tiles; " + add);
     counts[i] = counts[i] < 0 ? gpus * per_gpu : std::min(counts[i], gpus * per_gpu);
   }
   return {};
@@ -167,7 +170,8 @@ Result<CheckedStep> check_step(const SiteConfig& site, const Options& opts, cons
 // when a plugin refuses the launch, and its shepherd process then releases
 // the allocation if srun made it; we exit the same way, but with status 0
 // and without Slurm's two error lines.
-[[noreturn]] void explain_and_exit(const CheckedStep& c, const SiteConfig& site, const Options& opts) {
+[[noreturn]] void explain_and_exit(const CheckedStep& c, const SiteConfig& site,
+                                   const Options& opts) {
   const bool ok = print_explain(c.plan, site, c.shape, c.nodes, c.master_addr, opts);
   std::cout << "slurm-dp: --dp-explain: dry run; no task was started" << std::endl;
   std::exit(ok ? 0 : 1);
@@ -186,12 +190,10 @@ void export_step_environment(const StepIds& id, const CheckedStep& c, const Opti
   // inherited from the user's shell must not pass for our choice.
   if (opts.master_port.value_or(0) > 0)
     setenv(env::kMasterPort, std::to_string(*opts.master_port).c_str(), 1);
-  else
-    unsetenv(env::kMasterPort);
+  else unsetenv(env::kMasterPort);
   if (c.plan.tiles_per_task > 0)
     setenv(env::kTilesPerTask, std::to_string(c.plan.tiles_per_task).c_str(), 1);
-  else
-    unsetenv(env::kTilesPerTask);
+  else unsetenv(env::kTilesPerTask);
 }
 
 DaemonRequest daemon_request(const SiteConfig& site, const Options& opts, const StepIds& id) {
@@ -213,7 +215,8 @@ DaemonRequest daemon_request(const SiteConfig& site, const Options& opts, const 
 Result<std::string> rendezvous_host(const std::string& master_addr) {
   auto route = net::local_address_towards(master_addr);
   if (!route)
-    return make_error(route.error().code, "no route from this host to the master node: " + route.error().message);
+    return make_error(route.error().code,
+                      "no route from this host to the master node: " + route.error().message);
   if (route->find(':') != std::string::npos) *route = "[" + *route + "]";  // IPv6 in "addr:port"
   return *route;
 }
@@ -268,9 +271,10 @@ int srun_local_user_init(spank_t sp) {
   export_step_environment(*id, *step, opts, rdv, *secret);
   remember_step(st, id->job, id->step, opts, clock.ms());
   if (opts.verbose.value_or(false))
-    std::cerr << "slurm-dp: step " << id->job << "." << id->step << ": world " << step->plan.world_size
-              << " on " << step->shape.hosts.size() << " nodes, MASTER_ADDR=" << step->master_addr
-              << ", rendezvous " << rdv << " (pid " << daemon->pid << ")" << std::endl;
+    std::cerr << "slurm-dp: step " << id->job << "." << id->step << ": world "
+              << step->plan.world_size << " on " << step->shape.hosts.size()
+              << " nodes, MASTER_ADDR=" << step->master_addr << ", rendezvous " << rdv << " (pid "
+              << daemon->pid << ")" << std::endl;
   return 0;
 }
 

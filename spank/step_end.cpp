@@ -28,7 +28,9 @@ std::string num(double v) {
 
 Result<void> write_file(const std::string& path, const std::string& text) {
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return make_error(Errc::unavailable, "cannot write the step report " + path + ": " + std::strerror(errno));
+  if (fd < 0)
+    return make_error(Errc::unavailable,
+                      "cannot write the step report " + path + ": " + std::strerror(errno));
   size_t off = 0;
   while (off < text.size()) {
     const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
@@ -36,7 +38,8 @@ Result<void> write_file(const std::string& path, const std::string& text) {
     if (n <= 0) {
       const int e = errno;
       ::close(fd);
-      return make_error(Errc::unavailable, "cannot write the step report " + path + ": " + std::strerror(e));
+      return make_error(Errc::unavailable,
+                        "cannot write the step report " + path + ": " + std::strerror(e));
     }
     off += static_cast<size_t>(n);
   }
@@ -46,7 +49,8 @@ Result<void> write_file(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-std::string expand_report_path(const std::string& pattern, const std::string& job, const std::string& step) {
+std::string expand_report_path(const std::string& pattern, const std::string& job,
+                               const std::string& step) {
   std::string out;
   for (size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] == '%' && i + 1 < pattern.size()) {
@@ -62,7 +66,8 @@ std::string expand_report_path(const std::string& pattern, const std::string& jo
   return out;
 }
 
-void remember_step(PluginState& st, uint32_t job_id, uint32_t step_id, const Options& opts, double ready_ms) {
+void remember_step(PluginState& st, uint32_t job_id, uint32_t step_id, const Options& opts,
+                   double ready_ms) {
   st.job_id = std::to_string(job_id);
   st.step_id = std::to_string(step_id);
   st.verbose = opts.verbose.value_or(false);
@@ -77,15 +82,19 @@ void report_step_end(const PluginState& st) {
   auto path = obs::socket_path(st.job_id, st.step_id, false);
   Result<proto::Stats> stats = path ? obs::query(*path, std::chrono::milliseconds(2'000))
                                     : Result<proto::Stats>(path.error());
-  const std::string srun_part = "srun: check " + ms_text(st.srun_check_ms) + ", layout " + ms_text(st.srun_layout_ms) +
-                                ", daemon up " + ms_text(st.srun_daemon_ms) + ", ready " + ms_text(st.srun_ready_ms);
+  const std::string srun_part = "srun: check " + ms_text(st.srun_check_ms) + ", layout " +
+                                ms_text(st.srun_layout_ms) + ", daemon up " +
+                                ms_text(st.srun_daemon_ms) + ", ready " + ms_text(st.srun_ready_ms);
   if (st.verbose) {
     std::fprintf(stderr, "slurm-dp: %s start-up: %s; %s\n", label.c_str(), srun_part.c_str(),
-                 stats ? stats->startup_line().c_str() : ("daemon report unavailable: " + stats.error().message).c_str());
+                 stats ? stats->startup_line().c_str()
+                       : ("daemon report unavailable: " + stats.error().message).c_str());
   }
   if (!st.report_file.empty()) {
-    std::string j = "{\"srun\":{\"check_ms\":" + num(st.srun_check_ms) + ",\"layout_ms\":" + num(st.srun_layout_ms) +
-                    ",\"daemon_up_ms\":" + num(st.srun_daemon_ms) + ",\"ready_ms\":" + num(st.srun_ready_ms) + "}";
+    std::string j = "{\"srun\":{\"check_ms\":" + num(st.srun_check_ms) +
+                    ",\"layout_ms\":" + num(st.srun_layout_ms) +
+                    ",\"daemon_up_ms\":" + num(st.srun_daemon_ms) +
+                    ",\"ready_ms\":" + num(st.srun_ready_ms) + "}";
     if (stats && stats->report_json().size() > 2 && stats->report_json().front() == '{') {
       j += "," + stats->report_json().substr(1);
     } else {
@@ -96,11 +105,13 @@ void report_step_end(const PluginState& st) {
       j += ",\"error\":\"the daemon's report was unavailable: " + why + "\"}";
     }
     j += "\n";
-    if (auto w = write_file(st.report_file, j); !w) std::fprintf(stderr, "slurm-dp: %s: %s\n", label.c_str(), w.error().message.c_str());
+    if (auto w = write_file(st.report_file, j); !w)
+      std::fprintf(stderr, "slurm-dp: %s: %s\n", label.c_str(), w.error().message.c_str());
   }
   // Last, so it is srun's last line: who failed first, how, when.
   if (stats && !stats->first_failure().empty())
-    std::fprintf(stderr, "slurm-dp: %s failed: %s\n", label.c_str(), stats->first_failure().c_str());
+    std::fprintf(stderr, "slurm-dp: %s failed: %s\n", label.c_str(),
+                 stats->first_failure().c_str());
   std::fflush(stderr);
 }
 

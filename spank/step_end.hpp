@@ -15,7 +15,8 @@ namespace dp::spank {
 class StepClock {
  public:
   double ms() const {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
+        .count();
   }
 
  private:
@@ -23,9 +24,11 @@ class StepClock {
 };
 
 // "%j" -> job id, "%s" -> step id, "%%" -> "%".
-std::string expand_report_path(const std::string& pattern, const std::string& job, const std::string& step);
+std::string expand_report_path(const std::string& pattern, const std::string& job,
+                               const std::string& step);
 
-void remember_step(PluginState& st, uint32_t job_id, uint32_t step_id, const Options& opts, double ready_ms);
+void remember_step(PluginState& st, uint32_t job_id, uint32_t step_id, const Options& opts,
+                   double ready_ms);
 // Never fails the step: a missing report is said on stderr.
 void report_step_end(const PluginState& st);
 

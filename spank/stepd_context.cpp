@@ -20,9 +20,9 @@
 #include "dp/layout.hpp"
 #include "dp/master_port.hpp"
 #include "dp/options.hpp"
-#include "rendezvous_client.hpp"
 #include "plugin_state.hpp"
 #include "port_lease.hpp"
+#include "rendezvous_client.hpp"
 #include "user_child.hpp"
 
 namespace dp::spank {
@@ -65,8 +65,9 @@ Result<Exchange> exchange_settings(spank_t sp, const SiteConfig& site) {
   auto addr = job_env(sp, env::kRdvAddr);
   auto secret = job_env(sp, env::kRdvSecret);
   if (!addr || !secret)
-    return make_error(Errc::internal, "the step has no rendezvous address (DP_RDV_ADDR); srun did not "
-                                      "prepare it: is spank_dp.so in srun's plugstack.conf too?");
+    return make_error(Errc::internal,
+                      "the step has no rendezvous address (DP_RDV_ADDR); srun did not "
+                      "prepare it: is spank_dp.so in srun's plugstack.conf too?");
   if (spank_get_item(sp, S_JOB_UID, &x.ids.uid) != ESPANK_SUCCESS ||
       spank_get_item(sp, S_JOB_GID, &x.ids.gid) != ESPANK_SUCCESS)
     return make_error(Errc::internal, "cannot read the job's uid/gid from slurmstepd");
@@ -100,7 +101,8 @@ Result<std::string> talk_to_daemon(const Exchange& x, const std::optional<std::s
   return got;
 }
 
-Result<std::string> exchange(spank_t sp, const SiteConfig& site, const std::optional<std::string>& value) {
+Result<std::string> exchange(spank_t sp, const SiteConfig& site,
+                             const std::optional<std::string>& value) {
   auto x = exchange_settings(sp, site);
   DP_TRY(x);
   // The child's own timeouts end it first; this bounds a child that hangs.
@@ -125,10 +127,12 @@ Result<int> take_lease(spank_t sp, PluginState& st, const StepIds& id) {
 
 Result<int> parse_port_answer(const std::string& v) {
   if (!v.empty() && v[0] == kFailureMark)
-    return make_error(Errc::aborted, "the master node could not set up the step: " + sanitize(v.substr(1)));
+    return make_error(Errc::aborted,
+                      "the master node could not set up the step: " + sanitize(v.substr(1)));
   auto port = parse_integer(v, 1, 65535, "MASTER_PORT", "29500");
-  if (!port) return make_error(Errc::protocol, "the step's daemon answered '" + sanitize(v, 64) +
-                                                   "' for MASTER_PORT, not a port");
+  if (!port)
+    return make_error(Errc::protocol, "the step's daemon answered '" + sanitize(v, 64) +
+                                          "' for MASTER_PORT, not a port");
   return static_cast<int>(*port);
 }
 
@@ -140,20 +144,24 @@ Result<std::string> master_node_port(spank_t sp, PluginState& st, const StepIds&
     DP_TRY(port);
     return std::to_string(*port);
   }
-  const std::string value = port ? std::to_string(*port)
-                                 : kFailureMark + ("node " + node_name() + ": " + port.error().message);
+  const std::string value =
+      port ? std::to_string(*port)
+           : kFailureMark + ("node " + node_name() + ": " + port.error().message);
   auto published = exchange(sp, st.site, value);
   DP_TRY(port);
   if (!published)
-    return make_error(published.error().code, "cannot give MASTER_PORT to the other nodes through the "
-                                              "step's daemon: " + sanitize(published.error().message));
+    return make_error(published.error().code,
+                      "cannot give MASTER_PORT to the other nodes through the "
+                      "step's daemon: " +
+                          sanitize(published.error().message));
   return std::to_string(*port);
 }
 
 // MASTER_PORT for this node's tasks: --dp-master-port, Slurm's reservation,
 // else a leased port on the master node, shared through the daemon.
 Result<std::string> settle_master_port(spank_t sp, PluginState& st, const StepIds& id) {
-  if (st.cli_options.master_port.value_or(0) > 0) return std::to_string(*st.cli_options.master_port);
+  if (st.cli_options.master_port.value_or(0) > 0)
+    return std::to_string(*st.cli_options.master_port);
   auto resv = st.site.use_resv_ports ? job_env(sp, "SLURM_STEP_RESV_PORTS") : std::nullopt;
   if (resv) {
     auto first = first_reserved_port(*resv);
@@ -161,17 +169,18 @@ Result<std::string> settle_master_port(spank_t sp, PluginState& st, const StepId
     if (first->has_value()) return std::to_string(**first);
   }
   uint32_t local_of_rank0 = 0;
-  const bool master = spank_get_item(sp, S_JOB_GLOBAL_TO_LOCAL_ID, uint32_t{0}, &local_of_rank0) ==
-                      ESPANK_SUCCESS;
+  const bool master =
+      spank_get_item(sp, S_JOB_GLOBAL_TO_LOCAL_ID, uint32_t{0}, &local_of_rank0) == ESPANK_SUCCESS;
   uint32_t nnodes = 1;
   spank_get_item(sp, S_JOB_NNODES, &nnodes);
   if (master) return master_node_port(sp, st, id, nnodes <= 1);
   auto answer = exchange(sp, st.site, std::nullopt);
   if (!answer)
-    return make_error(answer.error().code, "MASTER_PORT: no answer from the master node through the "
-                                           "step's daemon (waiting at most port_wait=" +
-                                               std::to_string(st.site.port_wait_s) +
-                                               " s): " + sanitize(answer.error().message));
+    return make_error(answer.error().code,
+                      "MASTER_PORT: no answer from the master node through the "
+                      "step's daemon (waiting at most port_wait=" +
+                          std::to_string(st.site.port_wait_s) +
+                          " s): " + sanitize(answer.error().message));
   auto port = parse_port_answer(*answer);
   DP_TRY(port);
   return std::to_string(*port);
@@ -189,9 +198,11 @@ Result<void> set_up_node(spank_t sp, PluginState& st, const StepIds& id) {
   // srun writes its step's ids; others (an enclosing step's, or the
   // user's own) mean srun did not prepare this step. Only checked, never
   // acted upon.
-  if (job_env(sp, env::kJobId) != std::to_string(id.job) || job_env(sp, env::kStepId) != std::to_string(id.step))
-    return make_error(Errc::internal, "srun did not prepare this step for slurm-dp (DP_JOB_ID/DP_STEP_ID "
-                                      "name another step): is spank_dp.so in srun's plugstack.conf too?");
+  if (job_env(sp, env::kJobId) != std::to_string(id.job) ||
+      job_env(sp, env::kStepId) != std::to_string(id.step))
+    return make_error(Errc::internal,
+                      "srun did not prepare this step for slurm-dp (DP_JOB_ID/DP_STEP_ID "
+                      "name another step): is spank_dp.so in srun's plugstack.conf too?");
   auto port = settle_master_port(sp, st, id);
   DP_TRY(port);
   if (spank_setenv(sp, env::kMasterPort, port->c_str(), 1) != ESPANK_SUCCESS)
@@ -214,7 +225,8 @@ int stepd_init_post_opt(spank_t sp) {
   st.node_cuda = job_env(sp, "CUDA_VISIBLE_DEVICES");
   st.node_ze = job_env(sp, "ZE_AFFINITY_MASK");
   slurm_debug("slurm-dp: step %s node devices cuda=%s ze=%s", id.text().c_str(),
-              st.node_cuda ? sanitize(*st.node_cuda).c_str() : "-", st.node_ze ? sanitize(*st.node_ze).c_str() : "-");
+              st.node_cuda ? sanitize(*st.node_cuda).c_str() : "-",
+              st.node_ze ? sanitize(*st.node_ze).c_str() : "-");
   auto ok = set_up_node(sp, st, id);
   if (!ok) {
     // Returned from here, Slurm would only log "Plugin initialization
@@ -253,9 +265,10 @@ int stepd_task_init(spank_t sp) {
   // The leased port was ours until the tasks were forked; a process that
   // took it since would answer rank 0's peers in its place.
   if (rank == 0 && st.leased_port > 0 && !port_binds(st.leased_port)) {
-    report_error("MASTER_PORT " + std::to_string(st.leased_port) + " on node " + node_name() +
-                 " was taken by another process after slurm-dp leased it; start the step again, and "
-                 "ask the site for Slurm-reserved ports (MpiParams=ports=, srun --resv-ports)");
+    report_error(
+        "MASTER_PORT " + std::to_string(st.leased_port) + " on node " + node_name() +
+        " was taken by another process after slurm-dp leased it; start the step again, and "
+        "ask the site for Slurm-reserved ports (MpiParams=ports=, srun --resv-ports)");
     return -1;
   }
   StepPlan plan;

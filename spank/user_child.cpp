@@ -24,7 +24,8 @@ bool drop_to(const UserIds& ids) {
   uid_t r = 0, e = 0, s = 0;
   gid_t rg = 0, eg = 0, sg = 0;
   if (getresuid(&r, &e, &s) != 0 || r != ids.uid || e != ids.uid || s != ids.uid) return false;
-  if (getresgid(&rg, &eg, &sg) != 0 || rg != ids.gid || eg != ids.gid || sg != ids.gid) return false;
+  if (getresgid(&rg, &eg, &sg) != 0 || rg != ids.gid || eg != ids.gid || sg != ids.gid)
+    return false;
   if (ids.uid != 0 && (setuid(0) == 0 || seteuid(0) == 0)) return false;
   return true;
 }
@@ -39,7 +40,8 @@ void write_all(int fd, const std::string& s) {
   }
 }
 
-[[noreturn]] void child_main(int pipe_fd, const UserIds& ids, const std::function<Result<std::string>()>& work) {
+[[noreturn]] void child_main(int pipe_fd, const UserIds& ids,
+                             const std::function<Result<std::string>()>& work) {
   // Only the pipe stays: slurmstepd's own connections are none of the child's business.
   if (dup2(pipe_fd, kChildPipeFd) < 0) _exit(3);
   close_range(kChildPipeFd + 1, ~0U, 0);
@@ -81,13 +83,15 @@ Result<std::string> run_as_user(const UserIds& ids, std::chrono::milliseconds de
                                 const std::function<Result<std::string>()>& work) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0)
-    return make_error(Errc::internal, std::string("pipe for the unprivileged helper: ") + std::strerror(errno));
+    return make_error(Errc::internal,
+                      std::string("pipe for the unprivileged helper: ") + std::strerror(errno));
   const pid_t pid = fork();
   if (pid < 0) {
     const int e = errno;
     close(p[0]);
     close(p[1]);
-    return make_error(Errc::internal, std::string("cannot fork the unprivileged helper: ") + std::strerror(e));
+    return make_error(Errc::internal,
+                      std::string("cannot fork the unprivileged helper: ") + std::strerror(e));
   }
   if (pid == 0) {
     close(p[0]);
@@ -98,7 +102,8 @@ Result<std::string> run_as_user(const UserIds& ids, std::chrono::milliseconds de
   std::string got;
   char buf[4096];
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
       close(p[0]);
       reap(pid, true);
@@ -122,7 +127,8 @@ Result<std::string> run_as_user(const UserIds& ids, std::chrono::milliseconds de
   }
   close(p[0]);
   reap(pid, false);
-  if (got.empty()) return make_error(Errc::internal, "the unprivileged helper ended without an answer");
+  if (got.empty())
+    return make_error(Errc::internal, "the unprivileged helper ended without an answer");
   if (got[0] == 'V') return got.substr(1);
   return make_error(Errc::unavailable, got.substr(1));
 }

@@ -34,25 +34,29 @@ dp::Result<bool> wants_cuda(dpt::DeviceChoice choice) {
 #ifdef DP_HAVE_CUDA
   const bool gpu = dpt::cuda_device_count() > 0;
   if (choice == dpt::DeviceChoice::cuda && !gpu)
-    return dp::make_error(dp::Errc::unavailable, "--device cuda: no usable CUDA device here; use --device cpu");
+    return dp::make_error(dp::Errc::unavailable,
+                          "--device cuda: no usable CUDA device here; use --device cpu");
   return choice == dpt::DeviceChoice::cuda || (choice == dpt::DeviceChoice::automatic && gpu);
 #else
   if (choice == dpt::DeviceChoice::cuda)
-    return dp::make_error(dp::Errc::unavailable, "--device cuda: this dp-trainer was built without CUDA; use --device cpu");
+    return dp::make_error(
+        dp::Errc::unavailable,
+        "--device cuda: this dp-trainer was built without CUDA; use --device cpu");
   return false;
 #endif
 }
 
 // The device is the one dp::Context names (the communicator's choice too).
-dp::Result<std::unique_ptr<dpt::Ops>> make_ops(bool cuda, const dpt::Options& opts, const dp::Context& ctx,
-                                               dp::Communicator& comm) {
+dp::Result<std::unique_ptr<dpt::Ops>> make_ops(bool cuda, const dpt::Options& opts,
+                                               const dp::Context& ctx, dp::Communicator& comm) {
 #ifdef DP_HAVE_CUDA
   if (cuda) {
     if (comm.size() > 1 && comm.backend() != dp::Backend::nccl)
-      return dp::make_error(dp::Errc::unavailable,
-                            "--device cuda: gradients live in GPU memory and need the nccl backend (got " +
-                                std::string(dp::backend_name(comm.backend())) +
-                                "); set DP_BACKEND=nccl or use --device cpu");
+      return dp::make_error(
+          dp::Errc::unavailable,
+          "--device cuda: gradients live in GPU memory and need the nccl backend (got " +
+              std::string(dp::backend_name(comm.backend())) +
+              "); set DP_BACKEND=nccl or use --device cpu");
     auto device = ctx.cuda_device(dpt::cuda_device_count());
     if (!device) return device.error();
     return dpt::make_cuda_ops(*device, opts.precision);
@@ -61,7 +65,9 @@ dp::Result<std::unique_ptr<dpt::Ops>> make_ops(bool cuda, const dpt::Options& op
   (void)cuda, (void)ctx, (void)comm;
 #endif
   if (opts.precision != dpt::Precision::fp32)
-    return dp::make_error(dp::Errc::invalid_argument, "--precision: the CPU computes in fp32; drop the option or train on a GPU");
+    return dp::make_error(
+        dp::Errc::invalid_argument,
+        "--precision: the CPU computes in fp32; drop the option or train on a GPU");
   return dpt::make_cpu_ops();
 }
 
@@ -76,7 +82,8 @@ void set_blas_threads(const dpt::Options& opts, const dp::Context& ctx) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   cpu_set_t set;
   const int mine = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : cores;
-  dpt::set_cpu_threads(mine < cores ? std::max(1, mine) : std::max(1, cores / ctx.local_world_size));
+  dpt::set_cpu_threads(mine < cores ? std::max(1, mine)
+                                    : std::max(1, cores / ctx.local_world_size));
 }
 
 dp::Result<void> load_data(const dpt::Options& opts, dpt::TrainConfig& cfg, dpt::Dataset& train_set,
@@ -119,10 +126,12 @@ int main(int argc, char** argv) {
   dpt::TrainConfig cfg = opts->train;
   if (opts->global_batch > 0) {
     if (opts->global_batch % c.size() != 0)
-      return fail(c.rank(), dp::make_error(dp::Errc::invalid_argument,
-                                           "--global-batch " + std::to_string(opts->global_batch) +
-                                               ": not divisible by the world size " + std::to_string(c.size()) +
-                                               "; pick a multiple of it"), 2);
+      return fail(c.rank(),
+                  dp::make_error(dp::Errc::invalid_argument,
+                                 "--global-batch " + std::to_string(opts->global_batch) +
+                                     ": not divisible by the world size " +
+                                     std::to_string(c.size()) + "; pick a multiple of it"),
+                  2);
     cfg.batch = opts->global_batch / c.size();
   }
 
@@ -130,11 +139,13 @@ int main(int argc, char** argv) {
   if (!ops) return fail(c.rank(), ops.error(), 1);
 
   dpt::Dataset train_set, test_set;
-  if (auto loaded = load_data(*opts, cfg, train_set, test_set); !loaded) return fail(c.rank(), loaded.error(), 1);
+  if (auto loaded = load_data(*opts, cfg, train_set, test_set); !loaded)
+    return fail(c.rank(), loaded.error(), 1);
 
   auto result = dpt::train(c, **ops, cfg, train_set, &test_set);
   if (!result) return fail(c.rank(), result.error(), 1);
   if (cfg.task == dpt::Task::regression && c.rank() == 0 && !cfg.quiet)
-    std::printf("learned y = %.4f x + %.4f (true: y = 0.7 x + 0.3)\n", result->params[0], result->params[1]);
+    std::printf("learned y = %.4f x + %.4f (true: y = 0.7 x + 0.3)\n", result->params[0],
+                result->params[1]);
   return 0;
 }

@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
   }
   dp::Communicator& c = **comm;
   const int n = c.size();
-  const char* impl = c.describe().find("shared memory") != std::string::npos ? "libdp-shm" : "libdp-tcp";
+  const char* impl =
+      c.describe().find("shared memory") != std::string::npos ? "libdp-shm" : "libdp-tcp";
   std::vector<float> buf(hi / sizeof(float), 1.0f);
   for (size_t bytes = lo; bytes <= hi; bytes *= 4) {
     const size_t count = bytes / sizeof(float);

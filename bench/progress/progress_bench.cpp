@@ -21,7 +21,8 @@ double median_ns_per_call(F&& f, long calls, int reps) {
   for (int r = 0; r < reps; ++r) {
     const auto t0 = Clock::now();
     for (long i = 0; i < calls; ++i) f();
-    ns.push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / static_cast<double>(calls));
+    ns.push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count() /
+                 static_cast<double>(calls));
   }
   std::sort(ns.begin(), ns.end());
   return ns[ns.size() / 2];
@@ -34,12 +35,15 @@ int main(int argc, char** argv) {
   auto& p = dp::detail::rank_progress();
   p.init_begin();
   p.init_done();
-  const double op = median_ns_per_call([&] {
-    p.op_begin();
-    p.op_end();
-  }, calls, 9);
+  const double op = median_ns_per_call(
+      [&] {
+        p.op_begin();
+        p.op_end();
+      },
+      calls, 9);
   std::string frame;
-  const double beat = median_ns_per_call([&] { dp::detail::heartbeat_frame(frame); }, calls / 20, 9);
+  const double beat =
+      median_ns_per_call([&] { dp::detail::heartbeat_frame(frame); }, calls / 20, 9);
   std::printf("per collective (op_begin + op_end): %.1f ns\n", op);
   std::printf("per heartbeat frame with progress:  %.1f ns (%zu bytes)\n", beat, frame.size());
   // A step of dp-trainer's MLP at world 2 takes about 10 ms with a few collectives.

@@ -60,7 +60,8 @@ struct WorkerResult {
 // Request ids name the workflow step, so replies need no other bookkeeping.
 enum class Step { hello = 1, set_own, set_id, get_id, barrier, goodbye };
 
-dp::proto::Request request_for(Step st, int rank, int world, const std::string& id, const std::string& nonce = {}) {
+dp::proto::Request request_for(Step st, int rank, int world, const std::string& id,
+                               const std::string& nonce = {}) {
   dp::proto::Request req;
   req.set_id(static_cast<uint64_t>(st));
   switch (st) {
@@ -71,7 +72,8 @@ dp::proto::Request request_for(Step st, int rank, int world, const std::string& 
       h->set_rank(rank);
       h->set_world_size(world);
       h->set_host("bench");
-      h->set_proof(dp::rdv::hello_proof(kSecret, nonce, dp::proto::ROLE_RANK, rank, world, "bench"));
+      h->set_proof(
+          dp::rdv::hello_proof(kSecret, nonce, dp::proto::ROLE_RANK, rank, world, "bench"));
       break;
     }
     case Step::set_own:
@@ -91,9 +93,7 @@ dp::proto::Request request_for(Step st, int rank, int world, const std::string& 
       req.mutable_barrier()->set_name("start");
       req.mutable_barrier()->set_timeout_ms(60'000);
       break;
-    case Step::goodbye:
-      req.mutable_goodbye();
-      break;
+    case Step::goodbye: req.mutable_goodbye(); break;
   }
   return req;
 }
@@ -135,8 +135,8 @@ void start_connect(Rank& r, int ep, uint16_t port) {
 }
 
 // Hello with the proof for this connection's nonce; pipelined: the whole workflow in one send.
-void answer_challenge(Rank& r, int world, const std::string& id, const std::string& nonce, bool pipeline,
-                      WorkerResult& res) {
+void answer_challenge(Rank& r, int world, const std::string& id, const std::string& nonce,
+                      bool pipeline, WorkerResult& res) {
   if (!pipeline) {
     send_req(r, request_for(Step::hello, r.rank, world, id, nonce));
     return;
@@ -146,10 +146,12 @@ void answer_challenge(Rank& r, int world, const std::string& id, const std::stri
     if (st == Step::set_id && r.rank != 0) continue;
     dp::rdv::append_frame(request_for(st, r.rank, world, id, nonce), all);
   }
-  if (::send(r.fd, all.data(), all.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(all.size())) ++res.failures;
+  if (::send(r.fd, all.data(), all.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(all.size()))
+    ++res.failures;
 }
 
-WorkerResult run_worker(uint16_t port, int world, int first, int count, int inflight, bool pipeline) {
+WorkerResult run_worker(uint16_t port, int world, int first, int count, int inflight,
+                        bool pipeline) {
   WorkerResult res;
   // Thousands of simulated ranks need as many sockets. Only the workers take
   // the hard limit: the daemon must cope with the caller's soft limit itself.
@@ -270,9 +272,9 @@ Daemon start_daemon(const std::string& path, int world, const std::string& heart
     close(in[1]);
     close(out[0]);
     const std::string w = std::to_string(world);
-    execl(path.c_str(), path.c_str(), "--world-size", w.c_str(), "--job-id", "bench", "--step-id", "0", "--listen",
-          "127.0.0.1", "--heartbeat-timeout-ms",
-          heartbeat_ms.c_str(), static_cast<char*>(nullptr));
+    execl(path.c_str(), path.c_str(), "--world-size", w.c_str(), "--job-id", "bench", "--step-id",
+          "0", "--listen", "127.0.0.1", "--heartbeat-timeout-ms", heartbeat_ms.c_str(),
+          static_cast<char*>(nullptr));
     _exit(127);
   }
   close(in[0]);
@@ -344,7 +346,9 @@ int main(int argc, char** argv) {
     }
   }
   if (daemon_path.empty() || ranks < 1 || workers < 1 || inflight < 1 || runs < 1) {
-    std::fprintf(stderr, "usage: dp-rdv-bench --daemon PATH [--ranks N] [--workers P] [--inflight K] [--runs R] [--pipeline 0|1]\n");
+    std::fprintf(stderr,
+                 "usage: dp-rdv-bench --daemon PATH [--ranks N] [--workers P] [--inflight K] "
+                 "[--runs R] [--pipeline 0|1]\n");
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
@@ -363,7 +367,8 @@ int main(int argc, char** argv) {
       const pid_t pid = fork();
       if (pid == 0) {
         close(p[0]);
-        WorkerResult r = run_worker(d.port, ranks, first, count, std::max(1, inflight / workers), pipeline != 0);
+        WorkerResult r =
+            run_worker(d.port, ranks, first, count, std::max(1, inflight / workers), pipeline != 0);
         if (write(p[1], &r, sizeof r) != sizeof r) _exit(1);
         _exit(0);
       }
@@ -388,12 +393,15 @@ int main(int argc, char** argv) {
     waitpid(d.pid, nullptr, 0);
     const double wall = static_cast<double>(last - first) / 1e9;
     walls.push_back(wall);
-    std::printf("dp-rendezvousd ranks=%d pipeline=%d run=%d wall_s=%.3f daemon_peak_rss_mib=%.1f daemon_cpu_s=%.2f "
-                "failures=%d\n",
-                ranks, pipeline, run, wall, static_cast<double>(hwm) / 1024.0, cpu, failures);
+    std::printf(
+        "dp-rendezvousd ranks=%d pipeline=%d run=%d wall_s=%.3f daemon_peak_rss_mib=%.1f "
+        "daemon_cpu_s=%.2f "
+        "failures=%d\n",
+        ranks, pipeline, run, wall, static_cast<double>(hwm) / 1024.0, cpu, failures);
     std::fflush(stdout);
   }
   std::sort(walls.begin(), walls.end());
-  std::printf("dp-rendezvousd ranks=%d pipeline=%d median_wall_s=%.3f\n", ranks, pipeline, walls[walls.size() / 2]);
+  std::printf("dp-rendezvousd ranks=%d pipeline=%d median_wall_s=%.3f\n", ranks, pipeline,
+              walls[walls.size() / 2]);
   return 0;
 }

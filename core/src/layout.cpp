@@ -132,14 +132,15 @@ Result<StepPlan> plan_step(const Options& opts, const SiteConfig& site, const St
     std::string fix = have >= local && local > 0
                           ? "use --dp-tiles=" + std::to_string(have / local) + " or fewer"
                           : "use fewer";
-    fix += " tasks per node (at most " + std::to_string(have / plan.tiles_per_task) +
-           " with " + opt + ")";
-    if (have / plan.tiles_per_task == 0) fix = "the node cannot hold one task with " + opt +
-                                               "; use --dp-tiles=" + std::to_string(std::max(have, 1));
-    return make_error(Errc::invalid_argument,
-                      opt + ": node " + shape.hosts[i] + " runs " + std::to_string(local) +
-                          " tasks needing " + std::to_string(need) + " tiles but has " +
-                          std::to_string(have) + "; " + fix);
+    fix += " tasks per node (at most " + std::to_string(have / plan.tiles_per_task) + " with " +
+           opt + ")";
+    if (have / plan.tiles_per_task == 0)
+      fix = "the node cannot hold one task with " + opt +
+            "; use --dp-tiles=" + std::to_string(std::max(have, 1));
+    return make_error(Errc::invalid_argument, opt + ": node " + shape.hosts[i] + " runs " +
+                                                  std::to_string(local) + " tasks needing " +
+                                                  std::to_string(need) + " tiles but has " +
+                                                  std::to_string(have) + "; " + fix);
   }
   return plan;
 }
@@ -232,11 +233,12 @@ Result<EnvList> task_environment(const StepPlan& plan, const SiteConfig& site,
   std::vector<int> indices;
   if (tiles.per_task) {
     if (have < k)
-      return make_error(Errc::invalid_argument,
-                        "--dp-tiles=" + std::to_string(k) + ": Slurm bound " + std::to_string(have) +
-                            " device(s) to task " + std::to_string(place.rank) +
-                            "; request at least that many per task (--gpus-per-task=" +
-                            std::to_string(k) + ") or use --dp-tiles=" + std::to_string(std::max(have, 1)));
+      return make_error(
+          Errc::invalid_argument,
+          "--dp-tiles=" + std::to_string(k) + ": Slurm bound " + std::to_string(have) +
+              " device(s) to task " + std::to_string(place.rank) +
+              "; request at least that many per task (--gpus-per-task=" + std::to_string(k) +
+              ") or use --dp-tiles=" + std::to_string(std::max(have, 1)));
     for (int i = 0; i < k; ++i) {
       mine.push_back(tiles.entries[static_cast<size_t>(i)]);
       indices.push_back(place.local_rank * k + i);
@@ -292,8 +294,7 @@ Result<std::vector<TaskEnvironment>> step_environment(const StepPlan& plan, cons
                       static_cast<int>(h)};
       auto env = task_environment(plan, site, place, tiles);
       if (!env)
-        return make_error(env.error().code,
-                          env.error().message + " (node " + shape.hosts[h] + ")");
+        return make_error(env.error().code, env.error().message + " (node " + shape.hosts[h] + ")");
       env->emplace_back("MASTER_ADDR", master_addr);
       env->emplace_back("MASTER_PORT", master_port);
       out.push_back({ids[j], shape.hosts[h], std::move(*env)});

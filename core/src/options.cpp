@@ -19,9 +19,9 @@ Error bad(std::string_view name, std::string_view value, std::string_view why,
 Result<int> parse_auto_or(std::string_view name, const char* value, long long min, long long max,
                           std::string_view example) {
   if (value == nullptr)
-    return make_error(Errc::invalid_argument,
-                      flag(name) + ": missing value; use " + flag(name) + "=auto or " +
-                          flag(name) + "=" + std::string(example));
+    return make_error(Errc::invalid_argument, flag(name) + ": missing value; use " + flag(name) +
+                                                  "=auto or " + flag(name) + "=" +
+                                                  std::string(example));
   std::string_view v(value);
   if (v == "auto") return 0;
   auto n = parse_integer(v, min, max, flag(name), std::string(example) + " or auto");
@@ -39,9 +39,11 @@ const std::vector<OptionSpec>& option_specs() {
       {kOptMasterPort, "auto|PORT",
        "[slurm-dp] MASTER_PORT: auto (reserved by Slurm or leased free) or a fixed port"},
       {kOptExplain, nullptr, "[slurm-dp] print every task's layout and start nothing"},
-      {kOptVerbose, nullptr, "[slurm-dp] print the layout, the start-up timings and the daemon's messages on stderr"},
+      {kOptVerbose, nullptr,
+       "[slurm-dp] print the layout, the start-up timings and the daemon's messages on stderr"},
       {kOptReport, "FILE",
-       "[slurm-dp] write the step report (start-up timings, first failure, stragglers) as JSON at step end"},
+       "[slurm-dp] write the step report (start-up timings, first failure, stragglers) as JSON at "
+       "step end"},
   };
   return specs;
 }
@@ -77,8 +79,9 @@ Result<void> apply_option(Options& opts, std::string_view name, const char* valu
   }
   if (name == kOptReport) {
     if (value == nullptr || *value == '\0')
-      return make_error(Errc::invalid_argument,
-                        "--dp-report: missing file name; use --dp-report=FILE, e.g. --dp-report=step-%j.%s.json");
+      return make_error(
+          Errc::invalid_argument,
+          "--dp-report: missing file name; use --dp-report=FILE, e.g. --dp-report=step-%j.%s.json");
     for (const char* c = value; *c; ++c) {
       if (static_cast<unsigned char>(*c) < 0x20)
         return bad(name, "...", "contains a control character", "use a plain file name");

@@ -59,10 +59,10 @@ Result<long long> parse_env_integer(std::string_view name, std::string_view text
                                     long long max) {
   auto n = parse_whole_number(text, min, max);
   if (n) return n;
-  return make_error(Errc::invalid_argument,
-                    std::string(name) + "='" + std::string(text) + "' is not an integer in [" +
-                        std::to_string(min) + ", " + std::to_string(max) + "] (" +
-                        n.error().message + "); fix or unset the variable");
+  return make_error(Errc::invalid_argument, std::string(name) + "='" + std::string(text) +
+                                                "' is not an integer in [" + std::to_string(min) +
+                                                ", " + std::to_string(max) + "] (" +
+                                                n.error().message + "); fix or unset the variable");
 }
 
 namespace {
@@ -73,7 +73,7 @@ constexpr ParamSpec kSpecs[] = {
     DP_INTEGER_PARAMS(DP_PARAM_INT)
 #undef DP_PARAM_INT
 #define DP_PARAM_TEXT(name, forms, meaning) {name, forms, 0, 0, 0, meaning, false},
-    DP_TEXT_PARAMS(DP_PARAM_TEXT)
+        DP_TEXT_PARAMS(DP_PARAM_TEXT)
 #undef DP_PARAM_TEXT
 };
 
@@ -114,7 +114,8 @@ long long param(Param p) {
 
 Result<void> check_params() {
   for (size_t i = 0; i < kIntegerCount; ++i) {
-    if (const char* text = env_text(kSpecs[i].name)) DP_TRY(parse_param(static_cast<Param>(i), text));
+    if (const char* text = env_text(kSpecs[i].name))
+      DP_TRY(parse_param(static_cast<Param>(i), text));
   }
   return {};
 }

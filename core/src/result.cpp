@@ -8,7 +8,8 @@ std::string describe(const Error& e) {
   const char* debug = std::getenv("DP_DEBUG");
   if (debug == nullptr || *debug == '\0' || std::string(debug) == "0") return e.message;
   std::string out = e.message;
-  for (const auto& p : e.trail) out += "\n  -> " + std::string(p.file) + ":" + std::to_string(p.line);
+  for (const auto& p : e.trail)
+    out += "\n  -> " + std::string(p.file) + ":" + std::to_string(p.line);
   return out;
 }
 

@@ -51,8 +51,7 @@ constexpr IntSetting kIntSettings[] = {
 
 Result<void> apply(SiteConfig& c, std::string_view word) {
   auto eq = word.find('=');
-  if (eq == std::string_view::npos || eq == 0)
-    return site_error(word, "expected key=value");
+  if (eq == std::string_view::npos || eq == 0) return site_error(word, "expected key=value");
   std::string_view key = word.substr(0, eq);
   std::string_view value = word.substr(eq + 1);
   // The list decides what is accepted, so it and the parser cannot drift.
@@ -109,8 +108,7 @@ Result<void> apply(SiteConfig& c, std::string_view word) {
     return {};
   }
   if (key == "daemon" || key == "lease_dir") {
-    if (value.empty() || value.front() != '/')
-      return site_error(word, "needs an absolute path");
+    if (value.empty() || value.front() != '/') return site_error(word, "needs an absolute path");
     (key == "daemon" ? c.daemon_path : c.lease_dir) = std::string(value);
     return {};
   }
@@ -120,11 +118,10 @@ Result<void> apply(SiteConfig& c, std::string_view word) {
 }  // namespace
 
 const std::vector<std::string>& site_config_keys() {
-  static const std::vector<std::string> keys{"kind",    "devices_per_node", "tiles_per_device",
-                                             "ports",   "default",          "daemon",
-                                             "lease_dir", "idle_timeout",   "port_wait",
-                                             "resv_ports", "hang_timeout", "report",
-                                             "heartbeat_timeout"};
+  static const std::vector<std::string> keys{
+      "kind",         "devices_per_node", "tiles_per_device", "ports",     "default",
+      "daemon",       "lease_dir",        "idle_timeout",     "port_wait", "resv_ports",
+      "hang_timeout", "report",           "heartbeat_timeout"};
   return keys;
 }
 

@@ -33,9 +33,11 @@ std::vector<std::string> documented_defaults() {
   std::vector<std::string> out;
   const std::string mark = "#   ";
   for (const auto& line : snippet_lines()) {
-    if (line.rfind(mark, 0) != 0 || line.size() <= mark.size() || line[mark.size()] == ' ') continue;
+    if (line.rfind(mark, 0) != 0 || line.size() <= mark.size() || line[mark.size()] == ' ')
+      continue;
     const std::string word = line.substr(mark.size());
-    if (word.find('=') != std::string::npos && word.find(' ') == std::string::npos) out.push_back(word);
+    if (word.find('=') != std::string::npos && word.find(' ') == std::string::npos)
+      out.push_back(word);
   }
   return out;
 }
@@ -76,12 +78,14 @@ TEST(PlugstackSnippet, DocumentedDefaultsAreTheParsersDefaults) {
 
 TEST(PlugstackSnippet, DocumentsExactlyTheSettingsTheParserAccepts) {
   std::vector<std::string> documented;
-  for (const auto& word : documented_defaults()) documented.push_back(word.substr(0, word.find('=')));
+  for (const auto& word : documented_defaults())
+    documented.push_back(word.substr(0, word.find('=')));
   std::vector<std::string> accepted = dp::site_config_keys();
   std::sort(documented.begin(), documented.end());
   std::sort(accepted.begin(), accepted.end());
-  EXPECT_EQ(documented, accepted) << "every key the plugin accepts needs one '#   key=default' line in "
-                                  << DP_SNIPPET_PATH << ", and no other key may have one";
+  EXPECT_EQ(documented, accepted)
+      << "every key the plugin accepts needs one '#   key=default' line in " << DP_SNIPPET_PATH
+      << ", and no other key may have one";
 }
 
 TEST(PlugstackSnippet, EveryExampleLineIsAccepted) {

@@ -75,8 +75,8 @@ int dp_init_with(int backend, int timeout_ms, dp_comm** out) {
     if (out == nullptr) return fail(dp::Errc::invalid_argument, "dp_init: out is NULL");
     *out = nullptr;
     if (backend < DP_BACKEND_AUTO || backend > DP_BACKEND_SINGLE) {
-      return fail(dp::Errc::invalid_argument,
-                  "dp_init_with: backend " + std::to_string(backend) + " is not a dp_backend value");
+      return fail(dp::Errc::invalid_argument, "dp_init_with: backend " + std::to_string(backend) +
+                                                  " is not a dp_backend value");
     }
     dp::InitOptions o;
     o.backend = static_cast<dp::Backend>(backend);
@@ -107,7 +107,8 @@ int dp_all_reduce(dp_comm* comm, void* buf, size_t count, int dtype, int op) {
   return guarded([&]() -> int {
     if (int rc = check_comm(comm, "dp_all_reduce")) return rc;
     if (int rc = check_type(dtype, "dp_all_reduce")) return rc;
-    if (!valid_op(op)) return fail(dp::Errc::invalid_argument, "dp_all_reduce: op must be DP_SUM or DP_AVG");
+    if (!valid_op(op))
+      return fail(dp::Errc::invalid_argument, "dp_all_reduce: op must be DP_SUM or DP_AVG");
     return report(comm->impl->all_reduce(buf, count, static_cast<dp::DType>(dtype),
                                          static_cast<dp::ReduceOp>(op)));
   });

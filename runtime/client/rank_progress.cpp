@@ -19,7 +19,9 @@ RankProgress::RankProgress() {
 
 int64_t RankProgress::now_us() noexcept {
   // +1: 0 stays free to mean "not set".
-  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch()).count() + 1;
+  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch())
+             .count() +
+         1;
 }
 
 void RankProgress::op_begin() noexcept {
@@ -40,7 +42,8 @@ void RankProgress::op_end() noexcept {
   if (s > 0 && t > s) wait_us_.fetch_add(static_cast<uint64_t>(t - s), std::memory_order_relaxed);
   done_.fetch_add(1, std::memory_order_relaxed);
   // The first collective of the program, not the ones dp::init runs itself.
-  if (first_done_us_.load(std::memory_order_relaxed) == 0 && init_total_us_.load(std::memory_order_relaxed) != 0) {
+  if (first_done_us_.load(std::memory_order_relaxed) == 0 &&
+      init_total_us_.load(std::memory_order_relaxed) != 0) {
     const int64_t i = init_start_us_.load(std::memory_order_relaxed);
     if (i > 0) first_done_us_.store(t - i, std::memory_order_relaxed);
   }
@@ -88,7 +91,8 @@ void heartbeat_frame(std::string& frame) {
 }
 
 void end_hanging_rank(int rank, const std::string& message) {
-  std::fprintf(stderr, "slurm-dp: rank %d: %s; ending this process (exit code 124)\n", rank, message.c_str());
+  std::fprintf(stderr, "slurm-dp: rank %d: %s; ending this process (exit code 124)\n", rank,
+               message.c_str());
   std::fflush(stderr);
   _exit(124);
 }

@@ -35,7 +35,7 @@ class RankProgress {
   static int64_t now_us() noexcept;
   bool enabled_ = true;
   std::atomic<uint64_t> started_{0}, done_{0}, wait_us_{0};
-  std::atomic<int64_t> op_start_us_{0};   // 0: not in an op
+  std::atomic<int64_t> op_start_us_{0};  // 0: not in an op
   std::atomic<int64_t> first_op_us_{0};
   // Since init's start; first_done_us_ is the program's first op after init.
   std::atomic<int64_t> init_start_us_{0}, init_connect_us_{0}, init_total_us_{0}, first_done_us_{0};

@@ -130,7 +130,8 @@ class TcpRendezvousClient final : public RendezvousClient {
     return resp->flag();
   }
 
-  Result<void> wait(const std::vector<std::string>& keys, std::optional<milliseconds> timeout) override {
+  Result<void> wait(const std::vector<std::string>& keys,
+                    std::optional<milliseconds> timeout) override {
     const milliseconds t = timeout.value_or(opts_.call_timeout);
     proto::Request r;
     auto* w = r.mutable_wait();
@@ -180,10 +181,13 @@ class TcpRendezvousClient final : public RendezvousClient {
     if (goodbye_sent_.exchange(true)) return {};
     proto::Request r;
     r.mutable_goodbye();
-    if (opts_.role == PeerRole::rank && !detail::rank_progress().fill(*r.mutable_goodbye()->mutable_progress()))
+    if (opts_.role == PeerRole::rank &&
+        !detail::rank_progress().fill(*r.mutable_goodbye()->mutable_progress()))
       r.mutable_goodbye()->clear_progress();
-    auto resp = call(r, Clock::now() + std::min<milliseconds>(opts_.call_timeout, milliseconds(5'000)), "goodbye",
-                     /*allowed_after_abort=*/true);
+    auto resp =
+        call(r, Clock::now() + std::min<milliseconds>(opts_.call_timeout, milliseconds(5'000)),
+             "goodbye",
+             /*allowed_after_abort=*/true);
     if (!resp && resp.error().code != Errc::connection) return resp.error();
     return {};
   }
@@ -212,8 +216,8 @@ class TcpRendezvousClient final : public RendezvousClient {
     proto::Response resp;
   };
 
-  Result<proto::Response> call(proto::Request& req, Clock::time_point deadline, const std::string& what,
-                               bool allowed_after_abort = false) {
+  Result<proto::Response> call(proto::Request& req, Clock::time_point deadline,
+                               const std::string& what, bool allowed_after_abort = false) {
     auto slot = std::make_shared<Pending>();
     uint64_t id = 0;
     {
@@ -231,23 +235,28 @@ class TcpRendezvousClient final : public RendezvousClient {
       pending_.erase(id);
       return make_error(sent.error().code, what + ": " + sent.error().message);
     }
-    cv_.wait_until(lk, deadline, [&] { return slot->done || (fatal_ && !(allowed_after_abort && fatal_->code == Errc::aborted)) || closed_; });
+    cv_.wait_until(lk, deadline, [&] {
+      return slot->done || (fatal_ && !(allowed_after_abort && fatal_->code == Errc::aborted)) ||
+             closed_;
+    });
     pending_.erase(id);
     if (slot->done) {
       if (slot->resp.code() != proto::OK) return rdv::error_from(slot->resp);
       return std::move(slot->resp);
     }
     if (fatal_ && !(allowed_after_abort && fatal_->code == Errc::aborted)) return *fatal_;
-    if (closed_) return make_error(Errc::connection, what + ": the connection to dp-rendezvousd is closed");
-    return make_error(Errc::timeout, what + ": no reply from dp-rendezvousd at " + opts_.host + ":" +
-                                         std::to_string(opts_.port) + " before the deadline");
+    if (closed_)
+      return make_error(Errc::connection, what + ": the connection to dp-rendezvousd is closed");
+    return make_error(Errc::timeout, what + ": no reply from dp-rendezvousd at " + opts_.host +
+                                         ":" + std::to_string(opts_.port) + " before the deadline");
   }
 
   Result<void> send_frame(const std::string& frame, Clock::time_point deadline) {
     Result<void> r;
     {
       std::lock_guard wl(write_mu_);
-      if (broken_) return make_error(Errc::connection, "the connection to dp-rendezvousd is broken");
+      if (broken_)
+        return make_error(Errc::connection, "the connection to dp-rendezvousd is broken");
       r = rdv::write_all(fd_, frame.data(), frame.size(), deadline);
       // A frame cut short leaves the stream unframed: the connection is done.
       if (!r) {
@@ -257,7 +266,8 @@ class TcpRendezvousClient final : public RendezvousClient {
     }
     if (!r) {
       fail_all(make_error(Errc::connection, "cannot send to dp-rendezvousd at " + opts_.host + ":" +
-                                                std::to_string(opts_.port) + ": " + r.error().message));
+                                                std::to_string(opts_.port) + ": " +
+                                                r.error().message));
     }
     return r;
   }
@@ -284,7 +294,8 @@ class TcpRendezvousClient final : public RendezvousClient {
 
   void handle(proto::Response r) {
     if (r.id() == 0) {
-      if (r.code() == proto::ABORTED && r.has_hang() && opts_.role == PeerRole::rank && r.hang().rank() == opts_.rank)
+      if (r.code() == proto::ABORTED && r.has_hang() && opts_.role == PeerRole::rank &&
+          r.hang().rank() == opts_.rank)
         detail::end_hanging_rank(opts_.rank, r.message());  // does not return
       if (r.code() == proto::ABORTED) fail_all(rdv::error_from(r));
       // Keepalives need nothing more; other pushes (a closing notice) are followed by EOF.
@@ -314,7 +325,8 @@ class TcpRendezvousClient final : public RendezvousClient {
     } catch (const std::bad_alloc&) {
       fail_all(make_error(Errc::internal, "out of memory in the rendezvous client's I/O thread"));
     } catch (...) {
-      fail_all(make_error(Errc::internal, "unexpected failure in the rendezvous client's I/O thread"));
+      fail_all(
+          make_error(Errc::internal, "unexpected failure in the rendezvous client's I/O thread"));
     }
     {
       std::lock_guard lk(mu_);
@@ -329,7 +341,8 @@ class TcpRendezvousClient final : public RendezvousClient {
       auto r = reader_.next();
       if (!r) {
         fail_all(make_error(Errc::protocol, "bad reply from dp-rendezvousd at " + where() + ": " +
-                                                r.error().message + "; is it the same slurm-dp release?"));
+                                                r.error().message +
+                                                "; is it the same slurm-dp release?"));
         return false;
       }
       if (!*r) return true;
@@ -379,18 +392,20 @@ class TcpRendezvousClient final : public RendezvousClient {
         }
         last_heard = now;
         if (auto r = reader_.feed(buf, static_cast<size_t>(n)); !r) {
-          fail_all(make_error(r.error().code, "reading from dp-rendezvousd at " + where() + ": " + r.error().message));
+          fail_all(make_error(r.error().code, "reading from dp-rendezvousd at " + where() + ": " +
+                                                  r.error().message));
           return;
         }
         if (!deliver_buffered()) return;
         continue;
       }
       if (watch && now - last_heard >= opts_.daemon_silence_limit) {
-        fail_all(make_error(Errc::connection,
-                            "dp-rendezvousd at " + where() + " sent nothing for " +
-                                std::to_string(std::chrono::duration_cast<milliseconds>(now - last_heard).count()) +
-                                " ms although it pings every second: the daemon or the host of srun is stopped, "
-                                "frozen or unreachable"));
+        fail_all(make_error(
+            Errc::connection,
+            "dp-rendezvousd at " + where() + " sent nothing for " +
+                std::to_string(std::chrono::duration_cast<milliseconds>(now - last_heard).count()) +
+                " ms although it pings every second: the daemon or the host of srun is stopped, "
+                "frozen or unreachable"));
         shutdown(fd_, SHUT_RDWR);
         return;
       }
@@ -403,8 +418,9 @@ class TcpRendezvousClient final : public RendezvousClient {
       std::lock_guard lk(mu_);
       closed_ = true;
     } else {
-      fail_all(make_error(Errc::connection, "lost the connection to dp-rendezvousd at " + where() +
-                                                ": the daemon exited (the step ended or srun died)"));
+      fail_all(
+          make_error(Errc::connection, "lost the connection to dp-rendezvousd at " + where() +
+                                           ": the daemon exited (the step ended or srun died)"));
     }
     cv_.notify_all();
   }
@@ -430,35 +446,44 @@ class TcpRendezvousClient final : public RendezvousClient {
 };
 
 // The next response on a fresh socket, before the I/O thread exists.
-Result<proto::Response> read_reply(int fd, rdv::ReplyReader& reader, rdv::Deadline deadline, const char* what) {
+Result<proto::Response> read_reply(int fd, rdv::ReplyReader& reader, rdv::Deadline deadline,
+                                   const char* what) {
   char buf[4096];
   for (;;) {
     auto next = reader.next();
-    if (!next) return make_error(Errc::protocol, std::string("bad ") + what + " from dp-rendezvousd: " + next.error().message);
+    if (!next)
+      return make_error(Errc::protocol, std::string("bad ") + what +
+                                            " from dp-rendezvousd: " + next.error().message);
     if (*next) return std::move(**next);
     pollfd p{fd, POLLIN, 0};
     const int pr = poll(&p, 1, rdv::ms_until(deadline));
-    if (pr == 0) return make_error(Errc::timeout, std::string("no ") + what + " from dp-rendezvousd");
+    if (pr == 0)
+      return make_error(Errc::timeout, std::string("no ") + what + " from dp-rendezvousd");
     if (pr < 0) {
       if (errno == EINTR) continue;
       return make_error(Errc::connection, std::string("poll failed while waiting for the ") + what);
     }
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (n <= 0) return make_error(Errc::connection, std::string("dp-rendezvousd closed the connection before the ") + what);
+    if (n <= 0)
+      return make_error(Errc::connection,
+                        std::string("dp-rendezvousd closed the connection before the ") + what);
     if (auto r = reader.feed(buf, static_cast<size_t>(n)); !r) return r.error();
   }
 }
 
 // Challenge, hello with the proof, reply: the secret itself is never sent.
-Result<void> say_hello(int fd, const ClientOptions& o, rdv::Deadline deadline, rdv::ReplyReader& reader) {
+Result<void> say_hello(int fd, const ClientOptions& o, rdv::Deadline deadline,
+                       rdv::ReplyReader& reader) {
   auto challenge = read_reply(fd, reader, deadline, "challenge");
   if (!challenge) return challenge.error();
-  if (challenge->code() != proto::OK) return rdv::error_from(*challenge);  // refused: LIMIT and the like
+  if (challenge->code() != proto::OK)
+    return rdv::error_from(*challenge);  // refused: LIMIT and the like
   if (challenge->id() != 0 || challenge->challenge().size() != rdv::kNonceBytes) {
-    return make_error(Errc::protocol,
-                      "dp-rendezvousd sent no challenge; is it the same slurm-dp release (protocol " +
-                          std::to_string(rdv::kProtocolVersion) + ")?");
+    return make_error(
+        Errc::protocol,
+        "dp-rendezvousd sent no challenge; is it the same slurm-dp release (protocol " +
+            std::to_string(rdv::kProtocolVersion) + ")?");
   }
   proto::Request req;
   req.set_id(1);
@@ -470,7 +495,8 @@ Result<void> say_hello(int fd, const ClientOptions& o, rdv::Deadline deadline, r
   h->set_rank(rank);
   h->set_world_size(o.world_size);
   h->set_host(o.hostname);
-  h->set_proof(rdv::hello_proof(o.secret, challenge->challenge(), role, rank, o.world_size, o.hostname));
+  h->set_proof(
+      rdv::hello_proof(o.secret, challenge->challenge(), role, rank, o.world_size, o.hostname));
   std::string frame;
   rdv::append_frame(req, frame);
   DP_TRY(rdv::write_all(fd, frame.data(), frame.size(), deadline));
@@ -509,7 +535,8 @@ Result<void> RendezvousClient::parse_address(std::string_view addr, ClientOption
   }
   auto p = parse_whole_number(port, 1, 65535);
   if (host.empty() || !p) {
-    return make_error(Errc::invalid_argument, shown + ": expected host:port with a port in 1..65535");
+    return make_error(Errc::invalid_argument,
+                      shown + ": expected host:port with a port in 1..65535");
   }
   opts.host = std::string(host);
   opts.port = static_cast<uint16_t>(*p);
@@ -519,16 +546,20 @@ Result<void> RendezvousClient::parse_address(std::string_view addr, ClientOption
 Result<std::unique_ptr<RendezvousClient>> RendezvousClient::connect(const ClientOptions& in) {
   ClientOptions o = in;
   if (o.host.empty() || o.port == 0) {
-    return make_error(Errc::invalid_argument, "rendezvous client: no daemon address (DP_RDV_ADDR host:port)");
+    return make_error(Errc::invalid_argument,
+                      "rendezvous client: no daemon address (DP_RDV_ADDR host:port)");
   }
-  if (o.secret.empty()) return make_error(Errc::invalid_argument, "rendezvous client: empty secret (DP_RDV_SECRET)");
+  if (o.secret.empty())
+    return make_error(Errc::invalid_argument, "rendezvous client: empty secret (DP_RDV_SECRET)");
   if (o.role == PeerRole::rank && (o.rank < 0 || (o.world_size > 0 && o.rank >= o.world_size))) {
     return make_error(Errc::invalid_argument, "rendezvous client: RANK " + std::to_string(o.rank) +
-                                                  " is outside 0..WORLD_SIZE-1 (" + std::to_string(o.world_size) + ")");
+                                                  " is outside 0..WORLD_SIZE-1 (" +
+                                                  std::to_string(o.world_size) + ")");
   }
   if (o.heartbeat_interval.count() <= 0) o.heartbeat_interval = milliseconds(1'000);
   if (o.max_reply_frame < kHelloFrameLimit) {
-    return make_error(Errc::invalid_argument, "rendezvous client: max_reply_frame " + std::to_string(o.max_reply_frame) +
+    return make_error(Errc::invalid_argument, "rendezvous client: max_reply_frame " +
+                                                  std::to_string(o.max_reply_frame) +
                                                   " is below the smallest useful frame (" +
                                                   std::to_string(kHelloFrameLimit) + ")");
   }
@@ -548,14 +579,16 @@ Result<std::unique_ptr<RendezvousClient>> RendezvousClient::connect(const Client
     auto fd = rdv::tcp_connect_once(o.host, o.port, attempt_deadline);
     if (fd) {
       rdv::ReplyReader reader(kHelloFrameLimit);
-      auto hello = say_hello(*fd, o, std::min(deadline, Clock::now() + milliseconds(10'000)), reader);
+      auto hello =
+          say_hello(*fd, o, std::min(deadline, Clock::now() + milliseconds(10'000)), reader);
       if (hello) {
         const int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (wake < 0) {
           ::close(*fd);
           return make_error(Errc::internal, "eventfd failed");
         }
-        return std::unique_ptr<RendezvousClient>(new TcpRendezvousClient(o, *fd, wake, std::move(reader)));
+        return std::unique_ptr<RendezvousClient>(
+            new TcpRendezvousClient(o, *fd, wake, std::move(reader)));
       }
       ::close(*fd);
       if (!retryable(hello.error().code)) return hello.error();

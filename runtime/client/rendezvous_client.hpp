@@ -23,18 +23,18 @@
 namespace dp {
 
 enum class PeerRole {
-  rank,     // a task of the step; its death aborts the job
-  agent,    // slurmstepd-side plugin, tools, benchmarks: may leave without aborting
+  rank,   // a task of the step; its death aborts the job
+  agent,  // slurmstepd-side plugin, tools, benchmarks: may leave without aborting
 };
 
 struct ClientOptions {
-  std::string host;            // daemon address (DP_RDV_ADDR host part)
-  uint16_t port = 0;           // daemon port
-  std::string secret;          // job secret (DP_RDV_SECRET); never logged
+  std::string host;    // daemon address (DP_RDV_ADDR host part)
+  uint16_t port = 0;   // daemon port
+  std::string secret;  // job secret (DP_RDV_SECRET); never logged
   PeerRole role = PeerRole::rank;
-  int rank = -1;               // with role == rank
+  int rank = -1;  // with role == rank
   int world_size = 0;
-  std::string hostname;        // reported to the daemon, used in failure messages
+  std::string hostname;  // reported to the daemon, used in failure messages
   std::chrono::milliseconds connect_timeout{30'000};  // total, with retry + backoff
   std::chrono::milliseconds call_timeout{60'000};     // default per call
   // Keep well under dp-rendezvousd's --heartbeat-timeout-ms (60 s; a few
@@ -57,8 +57,8 @@ struct DaemonStats {
   uint64_t keys = 0;
   uint64_t bytes_stored = 0;
   uint64_t requests = 0;
-  std::string text;            // full human-readable dump
-  std::string report_json;     // the step report: start-up timings, first failure, stragglers
+  std::string text;         // full human-readable dump
+  std::string report_json;  // the step report: start-up timings, first failure, stragglers
 };
 
 class RendezvousClient {
@@ -82,7 +82,7 @@ class RendezvousClient {
   // matches an empty expected). Returns the value after the call.
   virtual Result<std::string> compare_and_set(std::string_view key, std::string_view expected,
                                               std::string_view desired) = 0;
-  virtual Result<void> erase(std::string_view key) = 0;   // not_found if absent
+  virtual Result<void> erase(std::string_view key) = 0;  // not_found if absent
   virtual Result<bool> exists(std::string_view key) = 0;
   virtual Result<void> wait(const std::vector<std::string>& keys,
                             std::optional<std::chrono::milliseconds> timeout = {}) = 0;

@@ -20,15 +20,19 @@ std::string sanitized(std::string_view text) {
 
 Result<void> validate(const proto::Response& r) {
   if (!proto::Code_IsValid(r.code())) {
-    return make_error(Errc::protocol, "reply with unknown code " + std::to_string(static_cast<int>(r.code())));
+    return make_error(Errc::protocol,
+                      "reply with unknown code " + std::to_string(static_cast<int>(r.code())));
   }
   if (!r.challenge().empty() && (r.id() != 0 || r.challenge().size() != kNonceBytes)) {
     return make_error(Errc::protocol, "challenge of " + std::to_string(r.challenge().size()) +
-                                          " bytes (expected " + std::to_string(kNonceBytes) + " in a push)");
+                                          " bytes (expected " + std::to_string(kNonceBytes) +
+                                          " in a push)");
   }
-  if (r.id() == 0 && r.code() != proto::OK && r.code() != proto::ABORTED && r.code() != proto::LIMIT &&
-      r.code() != proto::TIMEOUT && r.code() != proto::PROTOCOL && r.code() != proto::UNAUTHORIZED) {
-    return make_error(Errc::protocol, "unexpected push with code " + std::to_string(static_cast<int>(r.code())));
+  if (r.id() == 0 && r.code() != proto::OK && r.code() != proto::ABORTED &&
+      r.code() != proto::LIMIT && r.code() != proto::TIMEOUT && r.code() != proto::PROTOCOL &&
+      r.code() != proto::UNAUTHORIZED) {
+    return make_error(Errc::protocol,
+                      "unexpected push with code " + std::to_string(static_cast<int>(r.code())));
   }
   return {};
 }
@@ -41,8 +45,10 @@ Result<std::optional<proto::Response>> ReplyReader::parse_one() {
     return std::optional<proto::Response>();
   }
   if (st == FrameDecoder::Status::too_large) {
-    return make_error(Errc::protocol, "oversized reply frame: " + std::to_string(decoder_.frame_length()) +
-                                          " bytes exceeds this client's limit of " + std::to_string(max_) + " bytes");
+    return make_error(Errc::protocol,
+                      "oversized reply frame: " + std::to_string(decoder_.frame_length()) +
+                          " bytes exceeds this client's limit of " + std::to_string(max_) +
+                          " bytes");
   }
   proto::Response r;
   if (!r.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {

@@ -19,7 +19,8 @@ namespace dp::rdv {
 
 class ReplyReader {
  public:
-  explicit ReplyReader(uint32_t max_frame_bytes) : decoder_(max_frame_bytes), max_(max_frame_bytes) {}
+  explicit ReplyReader(uint32_t max_frame_bytes)
+      : decoder_(max_frame_bytes), max_(max_frame_bytes) {}
   // The hello needs small frames only; the I/O thread then takes over the
   // same reader (and whatever it buffered) with the client's limit.
   void set_max_frame_bytes(uint32_t n) {

@@ -18,9 +18,8 @@ Result<std::string> local_address_towards(const std::string& host) {
   addrinfo* list = nullptr;
   int rc = getaddrinfo(host.c_str(), "9", &hints, &list);
   if (rc != 0) {
-    return make_error(Errc::invalid_argument,
-                      "cannot resolve '" + host + "': " +
-                          gai_strerror(rc) + "; check the name or use an IP address");
+    return make_error(Errc::invalid_argument, "cannot resolve '" + host + "': " + gai_strerror(rc) +
+                                                  "; check the name or use an IP address");
   }
   std::string failure = "no address";
   for (addrinfo* ai = list; ai != nullptr; ai = ai->ai_next) {
@@ -38,18 +37,18 @@ Result<std::string> local_address_towards(const std::string& host) {
     ::close(fd);
     if (got != 0) continue;
     char text[INET6_ADDRSTRLEN] = {};
-    const void* raw = local.ss_family == AF_INET
-                          ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
-                          : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
+    const void* raw =
+        local.ss_family == AF_INET
+            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
+            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
     if (inet_ntop(local.ss_family, raw, text, sizeof(text)) != nullptr) {
       freeaddrinfo(list);
       return std::string(text);
     }
   }
   freeaddrinfo(list);
-  return make_error(Errc::connection,
-                    "no local interface routes to '" + host + "' (" + failure +
-                        "); check the network configuration of this node");
+  return make_error(Errc::connection, "no local interface routes to '" + host + "' (" + failure +
+                                          "); check the network configuration of this node");
 }
 
 }  // namespace dp::net

@@ -15,7 +15,9 @@
 namespace dp::rdv {
 
 int ms_until(Deadline d) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(d - std::chrono::steady_clock::now()).count();
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(d - std::chrono::steady_clock::now())
+          .count();
   return static_cast<int>(std::clamp<long long>(left, 0, 1'000'000'000));
 }
 
@@ -27,7 +29,8 @@ Result<int> tcp_connect_once(const std::string& host, uint16_t port, Deadline de
   const std::string port_text = std::to_string(port);
   const int gai = getaddrinfo(host.c_str(), port_text.c_str(), &hints, &res);
   if (gai != 0) {
-    return make_error(Errc::connection, "cannot resolve rendezvous host '" + host + "': " + gai_strerror(gai));
+    return make_error(Errc::connection,
+                      "cannot resolve rendezvous host '" + host + "': " + gai_strerror(gai));
   }
   std::string last = "no address";
   Errc code = Errc::connection;
@@ -67,7 +70,8 @@ Result<int> tcp_connect_once(const std::string& host, uint16_t port, Deadline de
     return fd;
   }
   freeaddrinfo(res);
-  return make_error(code, "cannot connect to dp-rendezvousd at " + host + ":" + port_text + ": " + last);
+  return make_error(code,
+                    "cannot connect to dp-rendezvousd at " + host + ":" + port_text + ": " + last);
 }
 
 Result<void> write_all(int fd, const char* data, size_t n, Deadline deadline) {
@@ -85,7 +89,8 @@ Result<void> write_all(int fd, const char* data, size_t n, Deadline deadline) {
       if (pr == 0) return make_error(Errc::timeout, "sending to dp-rendezvousd timed out");
       continue;
     }
-    return make_error(Errc::connection, std::string("sending to dp-rendezvousd failed: ") + std::strerror(errno));
+    return make_error(Errc::connection,
+                      std::string("sending to dp-rendezvousd failed: ") + std::strerror(errno));
   }
   return {};
 }

@@ -64,10 +64,11 @@ Result<ResolvedOptions> resolve_options(const Context& ctx, const InitOptions& o
   }
 
   if (auto v = env_value(env::kProgress); v && *v != "on" && *v != "off") {
-    return make_error(Errc::invalid_argument,
-                      std::string(env::kProgress) + "='" + *v +
-                          "' is not a choice; use on (collective counters on the heartbeats, for hang and "
-                          "straggler detection; the default) or off");
+    return make_error(
+        Errc::invalid_argument,
+        std::string(env::kProgress) + "='" + *v +
+            "' is not a choice; use on (collective counters on the heartbeats, for hang and "
+            "straggler detection; the default) or off");
   }
 
   Backend want = opts.backend;
@@ -80,9 +81,8 @@ Result<ResolvedOptions> resolve_options(const Context& ctx, const InitOptions& o
     } else if (*b == "auto") {
       want = Backend::automatic;
     } else {
-      return make_error(Errc::invalid_argument,
-                        std::string(env::kBackend) + "='" + *b +
-                            "' is not a backend; use gloo, nccl or auto");
+      return make_error(Errc::invalid_argument, std::string(env::kBackend) + "='" + *b +
+                                                    "' is not a backend; use gloo, nccl or auto");
     }
   }
   if (want == Backend::nccl) {

@@ -52,9 +52,9 @@ Result<Context> Context::from_environment() {
   c.local_world_size = *lws;
   auto lr = int_var(env::kLocalRank, 0, 0, c.local_world_size - 1);
   if (!lr) {
-    return make_error(Errc::invalid_argument,
-                      lr.error().message + " (LOCAL_RANK must be below LOCAL_WORLD_SIZE=" +
-                          std::to_string(c.local_world_size) + ")");
+    return make_error(Errc::invalid_argument, lr.error().message +
+                                                  " (LOCAL_RANK must be below LOCAL_WORLD_SIZE=" +
+                                                  std::to_string(c.local_world_size) + ")");
   }
   c.local_rank = *lr;
   // torchrun calls the node index GROUP_RANK; NODE_RANK wins when both exist.

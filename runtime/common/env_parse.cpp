@@ -38,13 +38,14 @@ Result<std::vector<int>> parse_int_list(std::string_view name, std::string_view 
   size_t start = 0;
   while (true) {
     size_t comma = text.find(',', start);
-    std::string_view item =
-        text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    std::string_view item = text.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     auto v = parse_int(name, item, 0, 1 << 20);
     if (!v) {
-      return make_error(Errc::invalid_argument,
-                        std::string(name) + "='" + std::string(text) +
-                            "' is not a comma-separated list of non-negative integers (e.g. 0,1,2,3)");
+      return make_error(
+          Errc::invalid_argument,
+          std::string(name) + "='" + std::string(text) +
+              "' is not a comma-separated list of non-negative integers (e.g. 0,1,2,3)");
     }
     out.push_back(*v);
     if (comma == std::string_view::npos) break;

@@ -59,7 +59,8 @@ float bf16_to_float(uint16_t b) noexcept {
 
 uint16_t float_to_bf16(float f) noexcept {
   uint32_t x = std::bit_cast<uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
   x += 0x7fffu + ((x >> 16) & 1u);
   return static_cast<uint16_t>(x >> 16);
 }
@@ -116,8 +117,10 @@ void divide_in_place(void* buf, size_t n, DType t, int divisor) noexcept {
     case DType::f64: return divide_native<double>(buf, n, static_cast<double>(divisor));
     case DType::i32: return divide_native<int32_t>(buf, n, divisor);
     case DType::i64: return divide_native<int64_t>(buf, n, divisor);
-    case DType::f16: return divide_16<half_to_float, float_to_half>(buf, n, static_cast<float>(divisor));
-    case DType::bf16: return divide_16<bf16_to_float, float_to_bf16>(buf, n, static_cast<float>(divisor));
+    case DType::f16:
+      return divide_16<half_to_float, float_to_half>(buf, n, static_cast<float>(divisor));
+    case DType::bf16:
+      return divide_16<bf16_to_float, float_to_bf16>(buf, n, static_cast<float>(divisor));
   }
 }
 

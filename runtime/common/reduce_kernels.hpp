@@ -10,9 +10,9 @@
 namespace dp::detail {
 
 float half_to_float(uint16_t h) noexcept;
-uint16_t float_to_half(float f) noexcept;   // round to nearest even
+uint16_t float_to_half(float f) noexcept;  // round to nearest even
 float bf16_to_float(uint16_t b) noexcept;
-uint16_t float_to_bf16(float f) noexcept;   // round to nearest even
+uint16_t float_to_bf16(float f) noexcept;  // round to nearest even
 
 // out[i] = a[i] + b[i]; out may alias a or b.
 using SumFn = void (*)(void* out, const void* a, const void* b, size_t n);

@@ -15,14 +15,14 @@
 
 #include <signal.h>
 
+#include <array>
 #include <atomic>
 #include <cctype>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
-#include <condition_variable>
 #include <cstring>
 #include <exception>
-#include <array>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -34,9 +34,9 @@
 #include "gloo_sockets.hpp"
 #include "gloo_store.hpp"
 #include "host_identity.hpp"
-#include "route_address.hpp"
 #include "op_queue.hpp"
 #include "reduce_kernels.hpp"
+#include "route_address.hpp"
 #include "shm_reducer.hpp"
 #include "startup_log.hpp"
 
@@ -45,7 +45,9 @@ namespace {
 
 // How long a failed collective waits for the daemon to explain the failure:
 // a dead neighbour closes our socket a little before the daemon's push.
-std::chrono::milliseconds abort_reason_grace() { return std::chrono::milliseconds(param(Param::abort_grace_ms)); }
+std::chrono::milliseconds abort_reason_grace() {
+  return std::chrono::milliseconds(param(Param::abort_grace_ms));
+}
 
 // The daemon's abort, shared by the abort callback and the worker thread.
 class AbortSignal {
@@ -70,7 +72,8 @@ class AbortSignal {
 };
 
 std::string op_label(const char* op, int rank, int size) {
-  return std::string(op) + " (gloo, rank " + std::to_string(rank) + " of " + std::to_string(size) + ")";
+  return std::string(op) + " (gloo, rank " + std::to_string(rank) + " of " + std::to_string(size) +
+         ")";
 }
 
 // A failed op's error. With a daemon, its abort reason (which names the dead
@@ -126,8 +129,8 @@ Result<void> run_gloo(const char* op, int rank, int size, const std::shared_ptr<
 
 // gloo's sum all-reduce in place, any DType: gloo only needs the element size
 // to cut segments, and the sum function knows the type. Throws as gloo does.
-void gloo_sum(const std::shared_ptr<gloo::Context>& ctx, uint32_t tag, std::chrono::milliseconds timeout,
-              void* buf, size_t count, DType type) {
+void gloo_sum(const std::shared_ptr<gloo::Context>& ctx, uint32_t tag,
+              std::chrono::milliseconds timeout, void* buf, size_t count, DType type) {
   gloo::AllreduceOptions o(ctx);
   o.setTag(tag);
   o.setTimeout(timeout);
@@ -137,7 +140,8 @@ void gloo_sum(const std::shared_ptr<gloo::Context>& ctx, uint32_t tag, std::chro
     default: o.setOutput(static_cast<uint64_t*>(buf), count); break;
   }
   SumFn sum = sum_function(type);
-  o.setReduceFunction([sum](void* out, const void* a, const void* b, size_t n) { sum(out, a, b, n); });
+  o.setReduceFunction(
+      [sum](void* out, const void* a, const void* b, size_t n) { sum(out, a, b, n); });
   gloo::allreduce(o);
 }
 
@@ -195,8 +199,9 @@ class GlooCommunicator final : public Communicator {
         shm->abort();
       });
     }
-    const std::string& peer = !ctx.master_addr.empty() ? ctx.master_addr
-                                                       : ctx.rdv_addr.substr(0, ctx.rdv_addr.rfind(':'));
+    const std::string& peer = !ctx.master_addr.empty()
+                                  ? ctx.master_addr
+                                  : ctx.rdv_addr.substr(0, ctx.rdv_addr.rfind(':'));
     std::string local = "127.0.0.1";
     if (!peer.empty()) {
       auto addr = net::local_address_towards(peer);
@@ -271,7 +276,9 @@ class GlooCommunicator final : public Communicator {
       // The first rank that failed says why, once.
       shm_.reset();
       if (r == rank_) {
-        std::fprintf(stderr, "slurm-dp: rank %d: warning: %s; all_reduce goes over TCP (DP_SHM=off skips the attempt)\n",
+        std::fprintf(stderr,
+                     "slurm-dp: rank %d: warning: %s; all_reduce goes over TCP (DP_SHM=off skips "
+                     "the attempt)\n",
                      rank_, failure ? failure->message.c_str() : "shared memory unavailable");
       }
       log.phase("shared memory unavailable: all_reduce over tcp");
@@ -285,7 +292,8 @@ class GlooCommunicator final : public Communicator {
                                  ? std::string("alone on this host")
                                  : std::to_string(g.local_ranks.size()) + " ranks and " +
                                        std::to_string(shm_->bytes() >> 20) + " MiB on this host";
-    log.phase("all_reduce through shared memory: " + here + ", " + std::to_string(hosts_) + " host(s)");
+    log.phase("all_reduce through shared memory: " + here + ", " + std::to_string(hosts_) +
+              " host(s)");
     return {};
   }
 
@@ -295,15 +303,19 @@ class GlooCommunicator final : public Communicator {
     ShmReducer::CrossHost stage;
     if (g.leader_index >= 0) {
       std::shared_ptr<gloo::rendezvous::Context> leaders;
-      DP_TRY(run_gloo("shared-memory setup", rank_, size_, abort_, store_.client != nullptr, timeout_, [&] {
-        leaders = std::make_shared<gloo::rendezvous::Context>(g.leader_index, static_cast<int>(g.leaders.size()));
-        leaders->setTimeout(timeout_);
-        gloo::rendezvous::PrefixStore prefixed(key_prefix_ + "/leaders", *store_.store);
-        leaders->connectFullMesh(prefixed, device_);
-        sockets_->record(*leaders, g.leader_index);
-      }));
-      stage = [leaders, timeout = timeout_, tag = uint32_t{0}](void* data, size_t n, DType type) mutable -> Result<void> {
-        auto fail = catch_gloo(timeout, [&] { gloo_sum(leaders, tag++ & 0xffffff, timeout, data, n, type); });
+      DP_TRY(run_gloo(
+          "shared-memory setup", rank_, size_, abort_, store_.client != nullptr, timeout_, [&] {
+            leaders = std::make_shared<gloo::rendezvous::Context>(
+                g.leader_index, static_cast<int>(g.leaders.size()));
+            leaders->setTimeout(timeout_);
+            gloo::rendezvous::PrefixStore prefixed(key_prefix_ + "/leaders", *store_.store);
+            leaders->connectFullMesh(prefixed, device_);
+            sockets_->record(*leaders, g.leader_index);
+          }));
+      stage = [leaders, timeout = timeout_, tag = uint32_t{0}](void* data, size_t n,
+                                                               DType type) mutable -> Result<void> {
+        auto fail = catch_gloo(
+            timeout, [&] { gloo_sum(leaders, tag++ & 0xffffff, timeout, data, n, type); });
         if (!fail) return {};
         return make_error(fail->code, "between hosts: " + fail->what);
       };
@@ -318,10 +330,11 @@ class GlooCommunicator final : public Communicator {
   std::string describe() const override {
     if (!shm_) return "gloo over tcp";
     if (hosts_ == 1) {
-      return "gloo over tcp, all_reduce through shared memory (" + std::to_string(size_) + " ranks on one host)";
+      return "gloo over tcp, all_reduce through shared memory (" + std::to_string(size_) +
+             " ranks on one host)";
     }
-    return "gloo over tcp, all_reduce through shared memory within each of " + std::to_string(hosts_) +
-           " hosts, then tcp between them";
+    return "gloo over tcp, all_reduce through shared memory within each of " +
+           std::to_string(hosts_) + " hosts, then tcp between them";
   }
 
   Result<void> all_reduce(void* buf, size_t count, DType type, ReduceOp op) override {
@@ -334,7 +347,7 @@ class GlooCommunicator final : public Communicator {
     if (count == 0) return std::unique_ptr<Work>(new ReadyWork({}));
     if (shm_) {
       return submit_result("all_reduce", [buf, count, type, op, shm = shm_, sockets = sockets_,
-                                           timeout = timeout_] {
+                                          timeout = timeout_] {
         auto r = shm->all_reduce(buf, count, type, op, std::chrono::steady_clock::now() + timeout);
         if (!r) {
           // Fail this host's peers waiting on us, and, through our sockets,
@@ -347,7 +360,7 @@ class GlooCommunicator final : public Communicator {
       });
     }
     return submit("all_reduce", [buf, count, type, op, gctx = ctx_, tag = next_tag(),
-                                  timeout = timeout_, size = size_] {
+                                 timeout = timeout_, size = size_] {
       gloo_sum(gctx, tag, timeout, buf, count, type);
       if (op == ReduceOp::avg) divide_in_place(buf, count, type, size);
     });
@@ -357,15 +370,15 @@ class GlooCommunicator final : public Communicator {
     DP_TRY(check_buffer("broadcast", buf, count));
     DP_TRY(check_root("broadcast", root, size_));
     if (count == 0) return {};
-    return wait_now(submit("broadcast", [buf, count, type, root, gctx = ctx_, tag = next_tag(),
-                                       timeout = timeout_] {
-      gloo::BroadcastOptions o(gctx);
-      o.setTag(tag);
-      o.setTimeout(timeout);
-      o.setRoot(root);
-      o.setOutput(static_cast<uint8_t*>(buf), count * dtype_size(type));
-      gloo::broadcast(o);
-    }));
+    return wait_now(submit(
+        "broadcast", [buf, count, type, root, gctx = ctx_, tag = next_tag(), timeout = timeout_] {
+          gloo::BroadcastOptions o(gctx);
+          o.setTag(tag);
+          o.setTimeout(timeout);
+          o.setRoot(root);
+          o.setOutput(static_cast<uint8_t*>(buf), count * dtype_size(type));
+          gloo::broadcast(o);
+        }));
   }
 
   Result<void> all_gather(const void* send, void* recv, size_t count, DType type) override {
@@ -374,7 +387,7 @@ class GlooCommunicator final : public Communicator {
     if (count == 0) return {};
     const size_t bytes = count * dtype_size(type);
     return wait_now(submit("all_gather", [send, recv, bytes, gctx = ctx_, tag = next_tag(),
-                                        timeout = timeout_, rank = rank_, size = size_] {
+                                          timeout = timeout_, rank = rank_, size = size_] {
       uint8_t* out = static_cast<uint8_t*>(recv);
       // Without an input gloo gathers in place from this rank's slot.
       uint8_t* mine = out + static_cast<size_t>(rank) * bytes;
@@ -414,12 +427,15 @@ class GlooCommunicator final : public Communicator {
   template <class F>
   Result<std::unique_ptr<Work>> submit_result(const char* name, F f) {
     if (!ctx_) return make_error(Errc::internal, std::string(name) + ": communicator not started");
-    auto state = queue_->submit(op_label(name), [name, rank = rank_, size = size_, abort = abort_,
-                                 daemon = store_.client != nullptr, f = std::move(f)]() mutable -> Result<void> {
-      auto r = f();
-      if (r) return r;
-      return explain_failure(name, rank, size, abort, daemon, r.error().code, r.error().message);
-    });
+    auto state = queue_->submit(
+        op_label(name),
+        [name, rank = rank_, size = size_, abort = abort_, daemon = store_.client != nullptr,
+         f = std::move(f)]() mutable -> Result<void> {
+          auto r = f();
+          if (r) return r;
+          return explain_failure(name, rank, size, abort, daemon, r.error().code,
+                                 r.error().message);
+        });
     return std::unique_ptr<Work>(new OpWork(std::move(state)));
   }
 

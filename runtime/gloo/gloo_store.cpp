@@ -73,7 +73,8 @@ Result<JobStore> open_job_store(const Context& ctx, std::chrono::milliseconds ti
   return make_error(Errc::invalid_argument,
                     "WORLD_SIZE=" + std::to_string(ctx.world_size) + " but " + env::kRdvAddr +
                         " is not set, so there is no rendezvous store; launch with srun "
-                        "--dp-world=auto, or set " + env::kStoreDir +
+                        "--dp-world=auto, or set " +
+                        env::kStoreDir +
                         " to a directory every rank can write (shared file system)");
 }
 

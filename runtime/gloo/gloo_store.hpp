@@ -22,7 +22,8 @@ class DaemonStore final : public gloo::rendezvous::Store {
   void set(const std::string& key, const std::vector<char>& data) override;
   std::vector<char> get(const std::string& key) override;
   void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
-  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override;
 
  private:
   RendezvousClient& client_;

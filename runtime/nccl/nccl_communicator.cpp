@@ -96,9 +96,11 @@ class NcclShared {
   // while a non-blocking call is still running.
   Result<void> poll(const std::string& what, bool* in_progress = nullptr) {
     std::lock_guard<std::mutex> lock(m);
-    if (reason_) return make_error(reason_->code == Errc::timeout ? Errc::timeout : Errc::aborted,
-                                   what + ": " + reason_->message);
-    if (aborted_ || comm == nullptr) return make_error(Errc::aborted, what + ": the communicator was aborted");
+    if (reason_)
+      return make_error(reason_->code == Errc::timeout ? Errc::timeout : Errc::aborted,
+                        what + ": " + reason_->message);
+    if (aborted_ || comm == nullptr)
+      return make_error(Errc::aborted, what + ": the communicator was aborted");
     ncclResult_t r = ncclSuccess;
     if (ncclResult_t q = ncclCommGetAsyncError(comm, &r); q != ncclSuccess) r = q;
     if (in_progress) *in_progress = r == ncclInProgress;
@@ -128,7 +130,8 @@ class NcclShared {
 
   // The deadline passed: abort, and say which limit.
   Error expire(const std::string& what) {
-    Error e = make_error(Errc::timeout, what + " did not finish within " + std::to_string(timeout.count()) +
+    Error e = make_error(Errc::timeout, what + " did not finish within " +
+                                            std::to_string(timeout.count()) +
                                             " ms (DP_TIMEOUT_MS); communicator aborted");
     abort(e);
     return e;
@@ -195,14 +198,16 @@ class NcclCommunicator final : public Communicator {
     if (auto e = cudaStreamCreateWithFlags(&s_->stream, cudaStreamNonBlocking); e != cudaSuccess) {
       return cuda_error(e, "cudaStreamCreate");
     }
-    if (auto e = cudaEventCreateWithFlags(&s_->produced, cudaEventDisableTiming); e != cudaSuccess) {
+    if (auto e = cudaEventCreateWithFlags(&s_->produced, cudaEventDisableTiming);
+        e != cudaSuccess) {
       return cuda_error(e, "cudaEventCreate");
     }
     log.phase("device " + std::to_string(*device));
     ncclUniqueId id;
     if (size_ == 1) {
       // Nobody to meet: no store, no daemon.
-      if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess) return nccl_error(r, "ncclGetUniqueId");
+      if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess)
+        return nccl_error(r, "ncclGetUniqueId");
     } else {
       auto js = open_job_store(ctx, timeout);
       if (!js) return js.error();
@@ -210,10 +215,13 @@ class NcclCommunicator final : public Communicator {
       log.phase("connect to store");
       if (store_.client) {
         std::shared_ptr<NcclShared> s = s_;
-        store_.client->on_abort([s](const Error& e) { s->abort(make_error(Errc::aborted, "job aborted: " + e.message)); });
+        store_.client->on_abort([s](const Error& e) {
+          s->abort(make_error(Errc::aborted, "job aborted: " + e.message));
+        });
       }
       static std::atomic<int> generation{0};
-      auto got = exchange_nccl_id(*store_.store, rank_, "dp/nccl/" + std::to_string(generation++) + "/id");
+      auto got =
+          exchange_nccl_id(*store_.store, rank_, "dp/nccl/" + std::to_string(generation++) + "/id");
       if (!got) return got.error();
       id = *got;
       log.phase("unique id exchange");
@@ -272,7 +280,8 @@ class NcclCommunicator final : public Communicator {
 
   Result<void> barrier() override {
     if (scratch_ == nullptr) {
-      if (auto e = cudaMalloc(&scratch_, sizeof(int)); e != cudaSuccess) return cuda_error(e, "barrier: cudaMalloc");
+      if (auto e = cudaMalloc(&scratch_, sizeof(int)); e != cudaSuccess)
+        return cuda_error(e, "barrier: cudaMalloc");
     }
     return all_reduce(scratch_, 1, DType::i32, ReduceOp::sum);
   }
@@ -316,8 +325,9 @@ class NcclCommunicator final : public Communicator {
       if (q == cudaSuccess) return {};
       if (q != cudaErrorNotReady) return cuda_error(q, what);
       DP_TRY(s_->poll(what));
-      if (Clock::now() > deadline) return make_error(Errc::timeout, what + ": queued collectives did not end within " +
-                                                                        std::to_string(kTeardownLimit.count()) + " ms");
+      if (Clock::now() > deadline)
+        return make_error(Errc::timeout, what + ": queued collectives did not end within " +
+                                             std::to_string(kTeardownLimit.count()) + " ms");
       backoff.pause();
     }
   }

@@ -15,7 +15,8 @@ Result<int> select_cuda_device(const std::vector<int>& tiles, int local_rank, in
     if (tiles.front() < visible) return tiles.front();
     return make_error(Errc::invalid_argument,
                       "DP_TILES starts at device " + std::to_string(tiles.front()) + " but only " +
-                          std::to_string(visible) + " CUDA device(s) are visible; check the "
+                          std::to_string(visible) +
+                          " CUDA device(s) are visible; check the "
                           "site's device mask (CUDA_VISIBLE_DEVICES) against --dp-tiles");
   }
   if (local_rank < visible) return local_rank;

@@ -12,23 +12,25 @@ Error nccl_error(ncclResult_t r, const std::string& what) {
     case ncclSuccess:
       return make_error(Errc::internal, msg + " (reported as an error; this is a bug)");
     case ncclUnhandledCudaError:
-      return make_error(Errc::unavailable,
-                        msg + "; no usable CUDA device/driver here: run on a GPU node or use DP_BACKEND=gloo");
+      return make_error(
+          Errc::unavailable,
+          msg + "; no usable CUDA device/driver here: run on a GPU node or use DP_BACKEND=gloo");
     case ncclSystemError:
-      return make_error(Errc::connection, msg + "; check the network between the nodes (NCCL_SOCKET_IFNAME)");
+      return make_error(Errc::connection,
+                        msg + "; check the network between the nodes (NCCL_SOCKET_IFNAME)");
     case ncclRemoteError:
-      return make_error(Errc::connection, msg + "; a peer rank failed or disconnected, see its log");
+      return make_error(Errc::connection,
+                        msg + "; a peer rank failed or disconnected, see its log");
     case ncclInvalidArgument:
-    case ncclInvalidUsage:
-      return make_error(Errc::invalid_argument, msg);
+    case ncclInvalidUsage: return make_error(Errc::invalid_argument, msg);
     case ncclInProgress:
       return make_error(Errc::timeout, msg + " (still in progress at the deadline)");
-    default:
-      return make_error(Errc::internal, msg);
+    default: return make_error(Errc::internal, msg);
   }
 }
 
-Result<ncclUniqueId> exchange_nccl_id(gloo::rendezvous::Store& store, int rank, const std::string& key) {
+Result<ncclUniqueId> exchange_nccl_id(gloo::rendezvous::Store& store, int rank,
+                                      const std::string& key) {
   ncclUniqueId id;
   std::memset(&id, 0, sizeof(id));
   try {
@@ -50,7 +52,8 @@ Result<ncclUniqueId> exchange_nccl_id(gloo::rendezvous::Store& store, int rank, 
   } catch (const std::exception& e) {
     std::string what = e.what();
     if (auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
-    return make_error(Errc::connection, "NCCL unique id exchange (rank " + std::to_string(rank) + "): " + what);
+    return make_error(Errc::connection,
+                      "NCCL unique id exchange (rank " + std::to_string(rank) + "): " + what);
   }
 }
 

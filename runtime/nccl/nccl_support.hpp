@@ -19,6 +19,7 @@ Error nccl_error(ncclResult_t r, const std::string& what);
 // Rank 0 creates the ID (ncclGetUniqueId, whose bootstrap listener then
 // lives in this process until every rank has joined) and publishes it under
 // `key`; the other ranks block until it is there.
-Result<ncclUniqueId> exchange_nccl_id(gloo::rendezvous::Store& store, int rank, const std::string& key);
+Result<ncclUniqueId> exchange_nccl_id(gloo::rendezvous::Store& store, int rank,
+                                      const std::string& key);
 
 }  // namespace dp::detail

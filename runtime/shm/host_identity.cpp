@@ -58,9 +58,11 @@ HostGroups group_by_host(const std::vector<std::array<uint64_t, 2>>& digests, in
   }
   std::sort(g.leaders.begin(), g.leaders.end());
   g.local_ranks = hosts[digests[static_cast<size_t>(rank)]];
-  g.local_rank = static_cast<int>(std::find(g.local_ranks.begin(), g.local_ranks.end(), rank) - g.local_ranks.begin());
+  g.local_rank = static_cast<int>(std::find(g.local_ranks.begin(), g.local_ranks.end(), rank) -
+                                  g.local_ranks.begin());
   if (g.local_rank == 0) {
-    g.leader_index = static_cast<int>(std::find(g.leaders.begin(), g.leaders.end(), rank) - g.leaders.begin());
+    g.leader_index =
+        static_cast<int>(std::find(g.leaders.begin(), g.leaders.end(), rank) - g.leaders.begin());
   }
   return g;
 }

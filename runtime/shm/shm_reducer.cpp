@@ -26,11 +26,16 @@ namespace {
 constexpr uint64_t kMagic = 0x64707368'6d000001ULL;
 // How long a barrier spins before it sleeps: peers usually arrive within
 // microseconds, and a futex sleep + wake costs about as much.
-std::chrono::microseconds spin_time() { return std::chrono::microseconds(param(Param::shm_spin_us)); }
+std::chrono::microseconds spin_time() {
+  return std::chrono::microseconds(param(Param::shm_spin_us));
+}
 // Sleep slice: how often a wait checks that its peers still live.
-std::chrono::milliseconds slice_time() { return std::chrono::milliseconds(param(Param::shm_slice_ms)); }
+std::chrono::milliseconds slice_time() {
+  return std::chrono::milliseconds(param(Param::shm_slice_ms));
+}
 
-static_assert(std::atomic<uint32_t>::is_always_lock_free && std::atomic<uint64_t>::is_always_lock_free,
+static_assert(std::atomic<uint32_t>::is_always_lock_free &&
+                  std::atomic<uint64_t>::is_always_lock_free,
               "atomics in shared memory must be lock-free to work across processes");
 
 struct alignas(64) RankWord {
@@ -68,7 +73,9 @@ struct ShmReducer::Header {
 namespace {
 
 size_t header_bytes(int size) {
-  return round_up(round_up(sizeof(ShmReducer::Header), 64) + static_cast<size_t>(size) * sizeof(RankWord), 4096);
+  return round_up(
+      round_up(sizeof(ShmReducer::Header), 64) + static_cast<size_t>(size) * sizeof(RankWord),
+      4096);
 }
 
 size_t segment_bytes(int size, size_t chunk) {
@@ -77,7 +84,8 @@ size_t segment_bytes(int size, size_t chunk) {
 }
 
 RankWord* rank_words(ShmReducer::Header* h) {
-  return reinterpret_cast<RankWord*>(reinterpret_cast<char*>(h) + round_up(sizeof(ShmReducer::Header), 64));
+  return reinterpret_cast<RankWord*>(reinterpret_cast<char*>(h) +
+                                     round_up(sizeof(ShmReducer::Header), 64));
 }
 
 }  // namespace
@@ -153,7 +161,8 @@ Result<std::shared_ptr<ShmReducer>> ShmReducer::create(std::vector<int> ranks, s
   // Anonymous memory, shared through its descriptor: no name in /dev/shm that
   // a crash at any point could leave behind; it is freed with its last user.
   const int fd = ::memfd_create("slurm-dp-allreduce", MFD_CLOEXEC);
-  if (fd < 0) return make_error(Errc::limit, "shared memory: memfd_create failed: " + errno_text(errno));
+  if (fd < 0)
+    return make_error(Errc::limit, "shared memory: memfd_create failed: " + errno_text(errno));
   const size_t bytes = segment_bytes(size, chunk);
   // Reserve now: touching an unbacked page of full shared memory is SIGBUS.
   if (int e = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); e != 0) {
@@ -180,12 +189,11 @@ Result<std::shared_ptr<ShmReducer>> ShmReducer::open(const std::string& path, in
   // The creator's descriptor, reopened through /proc (same user, same host).
   const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) {
-    return make_error(Errc::internal, "shared memory: cannot open " + path + " of this host's first rank: " +
-                                          errno_text(errno));
+    return make_error(Errc::internal, "shared memory: cannot open " + path +
+                                          " of this host's first rank: " + errno_text(errno));
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 ||
-      static_cast<size_t>(st.st_size) != segment_bytes(size, chunk)) {
+  if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != segment_bytes(size, chunk)) {
     ::close(fd);
     return make_error(Errc::internal, "shared memory: " + path +
                                           " has an unexpected size (a different libdp version on "
@@ -204,7 +212,8 @@ void ShmReducer::attach_peers() {
     if (r == rank_) continue;
     const int pid = rank_words(hdr_)[r].pid.load();
     // Readable once the process has exited; without pidfds, kill(pid, 0).
-    if (pid > 0) pidfds_[static_cast<size_t>(r)] = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    if (pid > 0)
+      pidfds_[static_cast<size_t>(r)] = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   }
 }
 
@@ -223,20 +232,24 @@ Result<void> ShmReducer::check_peers() {
     }
     if (gone) {
       return make_error(Errc::connection, "rank " + std::to_string(ranks_[static_cast<size_t>(r)]) +
-                                              " (pid " + std::to_string(pid) + ", on this host) exited");
+                                              " (pid " + std::to_string(pid) +
+                                              ", on this host) exited");
     }
   }
   return {};
 }
 
 char* ShmReducer::slot(int set, int index) const {
-  return data_ + (static_cast<size_t>(set) * (static_cast<size_t>(size_) + 1) + static_cast<size_t>(index)) * chunk_;
+  return data_ + (static_cast<size_t>(set) * (static_cast<size_t>(size_) + 1) +
+                  static_cast<size_t>(index)) *
+                     chunk_;
 }
 
 void ShmReducer::abort() {
   if (!hdr_) return;  // alone: nobody on this host to wake
   uint32_t none = 0;
-  hdr_->aborted.compare_exchange_strong(none, static_cast<uint32_t>(ranks_[static_cast<size_t>(rank_)]) + 1);
+  hdr_->aborted.compare_exchange_strong(
+      none, static_cast<uint32_t>(ranks_[static_cast<size_t>(rank_)]) + 1);
   hdr_->epoch.fetch_add(1);
   futex(&hdr_->epoch, FUTEX_WAKE, INT_MAX, nullptr);
 }
@@ -275,7 +288,8 @@ Result<void> ShmReducer::barrier(Deadline deadline) {
     }
     const auto left = std::min<Clock::duration>(slice_time(), deadline - now);
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
-    const timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+    const timespec ts{static_cast<time_t>(ns / 1'000'000'000),
+                      static_cast<long>(ns % 1'000'000'000)};
     hdr_->waiters.fetch_add(1);
     const long rc = futex(&hdr_->epoch, FUTEX_WAIT, epoch, &ts);
     const int e = errno;
@@ -287,7 +301,8 @@ Result<void> ShmReducer::barrier(Deadline deadline) {
 Result<void> ShmReducer::all_reduce(void* buf, size_t count, DType type, ReduceOp op,
                                     Deadline deadline) {
   if (failed_) {
-    return make_error(Errc::aborted, "shared memory: an earlier collective failed; the communicator is unusable");
+    return make_error(Errc::aborted,
+                      "shared memory: an earlier collective failed; the communicator is unusable");
   }
   // A failure leaves the slots and barrier counts out of step with the peers.
   auto r = reduce(buf, count, type, op, deadline);
@@ -295,7 +310,8 @@ Result<void> ShmReducer::all_reduce(void* buf, size_t count, DType type, ReduceO
   return r;
 }
 
-Result<void> ShmReducer::reduce(void* buf, size_t count, DType type, ReduceOp op, Deadline deadline) {
+Result<void> ShmReducer::reduce(void* buf, size_t count, DType type, ReduceOp op,
+                                Deadline deadline) {
   const size_t esz = dtype_size(type);
   const size_t per_chunk = chunk_ / esz;
   const size_t per_line = 64 / esz;  // ranks write whole cache lines of the output
@@ -317,7 +333,9 @@ Result<void> ShmReducer::reduce(void* buf, size_t count, DType type, ReduceOp op
     std::memcpy(slot(set, rank_), data + off * esz, n * esz);
     DP_TRY(barrier(deadline));
     auto cut = [&](int r) {
-      return r == size_ ? n : std::min(n, n * static_cast<size_t>(r) / static_cast<size_t>(size_) / per_line * per_line);
+      return r == size_ ? n
+                        : std::min(n, n * static_cast<size_t>(r) / static_cast<size_t>(size_) /
+                                          per_line * per_line);
     };
     const size_t lo = cut(rank_), hi = cut(rank_ + 1);
     if (hi > lo) {

@@ -88,16 +88,16 @@ class ShmReducer {
   Result<void> barrier(Deadline deadline);
   Result<void> check_peers();
 
-  int rank_;               // local
-  int size_;               // ranks on this host
+  int rank_;                // local
+  int size_;                // ranks on this host
   std::vector<int> ranks_;  // job rank of each local rank
   size_t chunk_;
   void* base_;
   size_t bytes_;
   Header* hdr_;
   char* data_;
-  uint64_t seq_ = 0;    // barriers passed
-  uint64_t round_ = 0;  // chunks reduced: picks the slot set
+  uint64_t seq_ = 0;         // barriers passed
+  uint64_t round_ = 0;       // chunks reduced: picks the slot set
   std::vector<int> pidfds_;  // per rank, -1 for self
   int share_fd_ = -1;        // the creator's memfd until every peer opened it
   bool failed_ = false;

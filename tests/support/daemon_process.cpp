@@ -30,8 +30,8 @@ int ms_left(Clock::time_point d) {
 }
 
 // Forks the daemon with stdin/stdout as pipes and stderr to a file.
-pid_t spawn(const std::vector<std::string>& args, int& in_w, int& out_r, const std::string& log_path,
-            const std::optional<rlimit>& nofile = {}) {
+pid_t spawn(const std::vector<std::string>& args, int& in_w, int& out_r,
+            const std::string& log_path, const std::optional<rlimit>& nofile = {}) {
   int in[2], out[2];
   if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return -1;
   const pid_t pid = fork();
@@ -39,7 +39,8 @@ pid_t spawn(const std::vector<std::string>& args, int& in_w, int& out_r, const s
     if (nofile && setrlimit(RLIMIT_NOFILE, &*nofile) != 0) _exit(126);
     dup2(in[0], 0);
     dup2(out[1], 1);
-    const int log = open(log_path.empty() ? "/dev/null" : log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int log =
+        open(log_path.empty() ? "/dev/null" : log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (log >= 0) dup2(log, 2);
     std::vector<char*> argv;
     std::string bin = DP_RENDEZVOUSD_PATH;
@@ -77,8 +78,9 @@ DaemonProcess::DaemonProcess(int world_size, std::vector<std::string> extra, std
   const int lf = mkstemp(tmpl);
   if (lf >= 0) close(lf);
   log_path_ = tmpl;
-  std::vector<std::string> args = {"--world-size", std::to_string(world_size), "--job-id", "42", "--step-id", "0",
-                                   "--listen", "127.0.0.1"};
+  std::vector<std::string> args = {
+      "--world-size", std::to_string(world_size), "--job-id", "42", "--step-id", "0", "--listen",
+      "127.0.0.1"};
   args.insert(args.end(), extra.begin(), extra.end());
   int in_w = -1, out_r = -1;
   pid_ = spawn(args, in_w, out_r, log_path_);
@@ -140,7 +142,8 @@ ClientOptions DaemonProcess::client_options(int rank, int world_size, PeerRole r
   return o;
 }
 
-std::pair<int, std::string> run_daemon_once(const std::vector<std::string>& args, const std::string& stdin_text,
+std::pair<int, std::string> run_daemon_once(const std::vector<std::string>& args,
+                                            const std::string& stdin_text,
                                             const std::optional<rlimit>& nofile) {
   int in_w = -1, out_r = -1;
   const pid_t pid = spawn(args, in_w, out_r, "", nofile);
@@ -202,13 +205,14 @@ RawConn::~RawConn() {
 }
 
 bool RawConn::send_bytes(const std::string& b) {
-  return fd_ >= 0 && ::send(fd_, b.data(), b.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(b.size());
+  return fd_ >= 0 &&
+         ::send(fd_, b.data(), b.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(b.size());
 }
 
 bool RawConn::send_request(const proto::Request& r) { return send_bytes(frame_of(r)); }
 
-proto::Request hello_request(const std::string& nonce, const std::string& secret, int rank, proto::Role role,
-                             const std::string& host, uint32_t version) {
+proto::Request hello_request(const std::string& nonce, const std::string& secret, int rank,
+                             proto::Role role, const std::string& host, uint32_t version) {
   proto::Request r;
   r.set_id(1);
   auto* h = r.mutable_hello();
@@ -236,7 +240,8 @@ std::optional<proto::Response> RawConn::read_response(std::chrono::milliseconds 
   for (;;) {
     if (buf_.size() >= 4) {
       const auto* p = reinterpret_cast<const unsigned char*>(buf_.data());
-      const uint32_t len = (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+      const uint32_t len =
+          (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
       if (buf_.size() >= 4 + len) {
         proto::Response r;
         const bool ok = r.ParseFromArray(buf_.data() + 4, static_cast<int>(len));

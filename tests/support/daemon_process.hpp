@@ -17,12 +17,14 @@
 namespace dp::test {
 
 inline constexpr uint32_t kProtocol = 2;
-inline const std::string kSecret = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+inline const std::string kSecret =
+    "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 
 class DaemonProcess {
  public:
   // Starts dp-rendezvousd on 127.0.0.1 and waits for its READY line.
-  explicit DaemonProcess(int world_size, std::vector<std::string> extra_args = {}, std::string secret = kSecret);
+  explicit DaemonProcess(int world_size, std::vector<std::string> extra_args = {},
+                         std::string secret = kSecret);
   ~DaemonProcess();
   DaemonProcess(const DaemonProcess&) = delete;
   DaemonProcess& operator=(const DaemonProcess&) = delete;
@@ -49,7 +51,8 @@ class DaemonProcess {
 // Runs the daemon binary to completion with args and stdin text; returns
 // (exit status, stdout).
 // nofile: the RLIMIT_NOFILE it starts with.
-std::pair<int, std::string> run_daemon_once(const std::vector<std::string>& args, const std::string& stdin_text,
+std::pair<int, std::string> run_daemon_once(const std::vector<std::string>& args,
+                                            const std::string& stdin_text,
                                             const std::optional<rlimit>& nofile = {});
 
 class RawConn {
@@ -62,11 +65,12 @@ class RawConn {
   bool send_bytes(const std::string& bytes);
   bool send_request(const proto::Request& r);
   // Answers this connection's challenge with the proof for secret.
-  bool hello(const std::string& secret = kSecret, int rank = -1, proto::Role role = proto::ROLE_AGENT,
-             uint32_t version = kProtocol);
+  bool hello(const std::string& secret = kSecret, int rank = -1,
+             proto::Role role = proto::ROLE_AGENT, uint32_t version = kProtocol);
   const std::string& nonce() const { return nonce_; }
   // Next response frame, or nullopt on close/deadline.
-  std::optional<proto::Response> read_response(std::chrono::milliseconds limit = std::chrono::milliseconds(5'000));
+  std::optional<proto::Response> read_response(
+      std::chrono::milliseconds limit = std::chrono::milliseconds(5'000));
   // True when the daemon closed the connection before the deadline.
   bool closed_by_peer(std::chrono::milliseconds limit = std::chrono::milliseconds(5'000));
 
@@ -78,8 +82,9 @@ class RawConn {
 };
 
 // A hello answering nonce with the proof for secret (world size 0: unchecked).
-proto::Request hello_request(const std::string& nonce, const std::string& secret, int rank, proto::Role role,
-                             const std::string& host, uint32_t version = kProtocol);
+proto::Request hello_request(const std::string& nonce, const std::string& secret, int rank,
+                             proto::Role role, const std::string& host,
+                             uint32_t version = kProtocol);
 
 std::string frame_of(const proto::Request& r);
 

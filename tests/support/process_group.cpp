@@ -122,8 +122,8 @@ std::optional<Daemon> Daemon::start(const std::string& binary, int world_size,
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, in[0], 0);
   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-  std::vector<std::string> argv = {binary, "--world-size", std::to_string(world_size),
-                                    "--job-id", "7", "--step-id", "0"};
+  std::vector<std::string> argv = {
+      binary, "--world-size", std::to_string(world_size), "--job-id", "7", "--step-id", "0"};
   auto cargv = c_strings(argv);
   pid_t pid = -1;
   int rc = posix_spawn(&pid, binary.c_str(), &fa, nullptr, cargv.data(), environ);

@@ -15,8 +15,8 @@ namespace dp::test {
 
 struct Child {
   pid_t pid = -1;
-  std::string log;             // stdout+stderr file
-  std::optional<int> status;   // exit status once reaped (wait status)
+  std::string log;            // stdout+stderr file
+  std::optional<int> status;  // exit status once reaped (wait status)
 };
 
 // Starts `argv` with the current environment plus `env` (overrides), output to `log`.

@@ -58,8 +58,8 @@ bool job_is_ours(uint32_t job, std::string& why) {
     const uint32_t uid = info->job_array[i].user_id;
     if (uid != getuid()) {
       ours = false;
-      why = "job " + std::to_string(job) + " belongs to uid " + std::to_string(uid) + ", not to you (uid " +
-            std::to_string(getuid()) + "): dp-top shows only your own steps";
+      why = "job " + std::to_string(job) + " belongs to uid " + std::to_string(uid) +
+            ", not to you (uid " + std::to_string(getuid()) + "): dp-top shows only your own steps";
     }
   }
   slurm_free_job_info_msg(info);
@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
       char* end = nullptr;
       interval = std::strtod(argv[++i], &end);
       if (!end || *end || interval < 0.2 || interval > 3600)
-        return usage_error(std::string("--interval ") + argv[i] + ": give seconds from 0.2 to 3600, e.g. --interval 2");
+        return usage_error(std::string("--interval ") + argv[i] +
+                           ": give seconds from 0.2 to 3600, e.g. --interval 2");
     } else if (!a.empty() && a[0] == '-') {
       return usage_error("unknown option " + a);
     } else if (target.empty()) {
@@ -126,20 +127,24 @@ int main(int argc, char** argv) {
   }
   auto dir = dp::obs::user_dir(false);
   if (!dir) {
-    std::fprintf(stderr, "dp-top: no running slurm-dp step of yours on this host: %s\n", dir.error().message.c_str());
+    std::fprintf(stderr, "dp-top: no running slurm-dp step of yours on this host: %s\n",
+                 dir.error().message.c_str());
     return 1;
   }
   if (step.empty()) {
     const auto steps = steps_of(*dir, job);
     if (steps.empty()) {
-      std::fprintf(stderr, "dp-top: job %s has no running slurm-dp step on this host (run dp-top where its srun runs)\n",
+      std::fprintf(stderr,
+                   "dp-top: job %s has no running slurm-dp step on this host (run dp-top where its "
+                   "srun runs)\n",
                    job.c_str());
       return 1;
     }
     if (steps.size() > 1) {
       std::string list;
       for (const auto& s : steps) list += " " + job + "." + s;
-      std::fprintf(stderr, "dp-top: job %s has several running steps; name one:%s\n", job.c_str(), list.c_str());
+      std::fprintf(stderr, "dp-top: job %s has several running steps; name one:%s\n", job.c_str(),
+                   list.c_str());
       return 2;
     }
     step = steps.front();
@@ -154,8 +159,9 @@ int main(int argc, char** argv) {
     auto st = dp::obs::query(*path, std::chrono::milliseconds(3'000));
     if (!st) {
       if (!first) return 0;  // the step ended while we watched
-      std::fprintf(stderr, "dp-top: step %s.%s: %s (is it running, and is this the host of its srun?)\n", job.c_str(),
-                   step.c_str(), st.error().message.c_str());
+      std::fprintf(stderr,
+                   "dp-top: step %s.%s: %s (is it running, and is this the host of its srun?)\n",
+                   job.c_str(), step.c_str(), st.error().message.c_str());
       return 1;
     }
     if (json) {

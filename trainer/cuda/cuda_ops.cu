@@ -24,14 +24,14 @@ inline int blocks_for(size_t n) {
   return static_cast<int>(b < 65535 ? (b == 0 ? 1 : b) : 65535);
 }
 
-#define DPT_GRID_STRIDE(i, n) \
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < (n); i += size_t(blockDim.x) * gridDim.x)
+#define DPT_GRID_STRIDE(i, n)                                             \
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < (n); \
+       i += size_t(blockDim.x) * gridDim.x)
 
-__global__ void fill_kernel(float* x, float v, size_t n) {
-  DPT_GRID_STRIDE(i, n) x[i] = v;
-}
+__global__ void fill_kernel(float* x, float v, size_t n) { DPT_GRID_STRIDE(i, n) x[i] = v; }
 
-__global__ void gather_rows_kernel(float* dst, const float* table, const float* idx, int rows, size_t width) {
+__global__ void gather_rows_kernel(float* dst, const float* table, const float* idx, int rows,
+                                   size_t width) {
   DPT_GRID_STRIDE(i, size_t(rows) * width) {
     const size_t r = i / width;
     dst[i] = table[size_t(idx[r]) * width + (i - r * width)];
@@ -119,8 +119,9 @@ __global__ void im2col_kernel(const float* x, float* cols, int pixels, ConvGeome
     const int ch = e % g.in_c, kx = (e / g.in_c) % g.kernel, ky = e / (g.in_c * g.kernel);
     for (int p = 0; p < count; ++p) {
       const int iy = top[p] + ky, ix = left[p] + kx;
-      cols[size_t(first + p) * patch + e] =
-          (iy >= 0 && iy < g.in_h && ix >= 0 && ix < g.in_w) ? x[img_base[p] + (iy * g.in_w + ix) * g.in_c + ch] : 0.0f;
+      cols[size_t(first + p) * patch + e] = (iy >= 0 && iy < g.in_h && ix >= 0 && ix < g.in_w)
+                                                ? x[img_base[p] + (iy * g.in_w + ix) * g.in_c + ch]
+                                                : 0.0f;
     }
   }
 }
@@ -180,8 +181,8 @@ __global__ void maxpool_backward_kernel(const float* x, const float* y, const fl
 }
 
 // One thread per row: the class count is small (10).
-__global__ void softmax_xent_kernel(const float* z, const float* labels, int rows, int cols, float* d,
-                                    float scale, float* row_loss) {
+__global__ void softmax_xent_kernel(const float* z, const float* labels, int rows, int cols,
+                                    float* d, float scale, float* row_loss) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;
   const float* zr = z + size_t(r) * cols;
@@ -200,7 +201,8 @@ __global__ void softmax_xent_kernel(const float* z, const float* labels, int row
   dr[label] -= scale;
 }
 
-__global__ void mse_kernel(const float* p, const float* t, int n, float* d, float scale, float* sq) {
+__global__ void mse_kernel(const float* p, const float* t, int n, float* d, float scale,
+                           float* sq) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const float e = p[i] - t[i];
@@ -208,7 +210,8 @@ __global__ void mse_kernel(const float* p, const float* t, int n, float* d, floa
   d[i] = 2.0f * e * scale;
 }
 
-__global__ void correct_kernel(const float* z, const float* labels, int rows, int cols, float* hit) {
+__global__ void correct_kernel(const float* z, const float* labels, int rows, int cols,
+                               float* hit) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;
   const float* zr = z + size_t(r) * cols;
@@ -218,7 +221,8 @@ __global__ void correct_kernel(const float* z, const float* labels, int rows, in
   hit[r] = arg == int(labels[r]) ? 1.0f : 0.0f;
 }
 
-__global__ void sgd_kernel(float* p, const float* g, float* v, size_t n, float lr, float mu, float wd) {
+__global__ void sgd_kernel(float* p, const float* g, float* v, size_t n, float lr, float mu,
+                           float wd) {
   DPT_GRID_STRIDE(i, n) {
     v[i] = mu * v[i] + (g[i] + wd * p[i]);
     p[i] -= lr * v[i];
@@ -226,8 +230,8 @@ __global__ void sgd_kernel(float* p, const float* g, float* v, size_t n, float l
 }
 
 // The CPU's formula, so the two paths differ only by rounding.
-__global__ void adam_kernel(float* p, const float* g, float* m, float* v, size_t n, float step_size, float b1,
-                            float b2, float eps, float inv_sqrt_c2) {
+__global__ void adam_kernel(float* p, const float* g, float* m, float* v, size_t n, float step_size,
+                            float b1, float b2, float eps, float inv_sqrt_c2) {
   DPT_GRID_STRIDE(i, n) {
     m[i] = b1 * m[i] + (1.0f - b1) * g[i];
     v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
@@ -255,10 +259,13 @@ class CudaOps final : public Ops {
     if (blas_) ok(cublasSetStream(blas_, stream_), "cublasSetStream");
     // cuBLAS's own workspace, so it never allocates inside a graph capture.
     ok(cudaMalloc(&blas_workspace_, kBlasWorkspace), "cudaMalloc");
-    if (blas_ && blas_workspace_) ok(cublasSetWorkspace(blas_, blas_workspace_, kBlasWorkspace), "cublasSetWorkspace");
-    ok(cudaMallocHost(reinterpret_cast<void**>(&pinned_), sizeof(float) * kCopyOutFloats * kCopyOutSlots),
+    if (blas_ && blas_workspace_)
+      ok(cublasSetWorkspace(blas_, blas_workspace_, kBlasWorkspace), "cublasSetWorkspace");
+    ok(cudaMallocHost(reinterpret_cast<void**>(&pinned_),
+                      sizeof(float) * kCopyOutFloats * kCopyOutSlots),
        "cudaMallocHost");
-    for (auto& e : copied_) ok(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
+    for (auto& e : copied_)
+      ok(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
     return status();
   }
   ~CudaOps() override {
@@ -279,7 +286,8 @@ class CudaOps final : public Ops {
 
   dp::Result<void> status() override {
     // Faults inside kernels surface asynchronously; a query does not wait.
-    if (const cudaError_t e = cudaStreamQuery(stream_); e != cudaErrorNotReady) ok(e, "queued work");
+    if (const cudaError_t e = cudaStreamQuery(stream_); e != cudaErrorNotReady)
+      ok(e, "queued work");
     if (error_) return *error_;
     return {};
   }
@@ -304,8 +312,9 @@ class CudaOps final : public Ops {
   uint64_t copy_out(const float* src, size_t n) override {
     const uint64_t t = next_ticket_++;
     const size_t slot = t % kCopyOutSlots;
-    ok(cudaMemcpyAsync(pinned_ + slot * kCopyOutFloats, src, std::min(n, kCopyOutFloats) * sizeof(float),
-                       cudaMemcpyDeviceToHost, stream_),
+    ok(cudaMemcpyAsync(pinned_ + slot * kCopyOutFloats, src,
+                       std::min(n, kCopyOutFloats) * sizeof(float), cudaMemcpyDeviceToHost,
+                       stream_),
        "copy_out");
     ok(cudaEventRecord(copied_[slot], stream_), "copy_out");
     return t;
@@ -342,7 +351,8 @@ class CudaOps final : public Ops {
       (void)cudaGetLastError();  // capture errors are not sticky: the stream works on
       graph_ = nullptr;
       return dp::make_error(dp::Errc::unavailable, capture_error_ ? capture_error_->message
-                                                                  : std::string("graph capture: ") + cudaGetErrorString(e));
+                                                                  : std::string("graph capture: ") +
+                                                                        cudaGetErrorString(e));
     }
     replay();
     return {};
@@ -355,21 +365,25 @@ class CudaOps final : public Ops {
     ok(cudaGraphLaunch(graph_, stream_), "cudaGraphLaunch");
   }
 
-  void gather_rows(float* dst, const float* table, const float* idx, int rows, size_t width) override {
-    gather_rows_kernel<<<blocks_for(size_t(rows) * width), kThreads, 0, stream_>>>(dst, table, idx, rows, width);
+  void gather_rows(float* dst, const float* table, const float* idx, int rows,
+                   size_t width) override {
+    gather_rows_kernel<<<blocks_for(size_t(rows) * width), kThreads, 0, stream_>>>(dst, table, idx,
+                                                                                   rows, width);
     launched("gather_rows");
   }
 
-  void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
-            int ldb, float beta, float* c, int ldc) override {
+  void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
+            const float* b, int ldb, float beta, float* c, int ldc) override {
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
     const cublasStatus_t s =
-        cublasGemmEx(blas_, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b,
-                     CUDA_R_32F, ldb, a, CUDA_R_32F, lda, &beta, c, CUDA_R_32F, ldc, compute_, CUBLAS_GEMM_DEFAULT);
+        cublasGemmEx(blas_, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
+                     &alpha, b, CUDA_R_32F, ldb, a, CUDA_R_32F, lda, &beta, c, CUDA_R_32F, ldc,
+                     compute_, CUBLAS_GEMM_DEFAULT);
     ok(s, "gemm");
   }
   void bias_activation(float* y, const float* bias, int rows, int cols, bool relu) override {
-    bias_activation_kernel<<<blocks_for(size_t(rows) * cols), kThreads, 0, stream_>>>(y, bias, rows, cols, relu);
+    bias_activation_kernel<<<blocks_for(size_t(rows) * cols), kThreads, 0, stream_>>>(y, bias, rows,
+                                                                                      cols, relu);
     launched("bias_activation");
   }
   void relu_backward(float* dy, const float* y, size_t n) override {
@@ -396,31 +410,32 @@ class CudaOps final : public Ops {
     const int pixels = batch * g.out_h() * g.out_w();
     // At least a warp per block, at most kThreads lanes along the patch.
     const int lanes = std::max(32, std::min(kThreads, (g.patch() + 31) / 32 * 32));
-    im2col_kernel<<<(pixels + kIm2colPixels - 1) / kIm2colPixels, lanes, 0, stream_>>>(x, cols, pixels, g);
+    im2col_kernel<<<(pixels + kIm2colPixels - 1) / kIm2colPixels, lanes, 0, stream_>>>(x, cols,
+                                                                                       pixels, g);
     launched("im2col");
   }
   void col2im(const float* dcols, float* dx, int batch, const ConvGeometry& g) override {
-    col2im_kernel<<<blocks_for(size_t(batch) * g.in_h * g.in_w * g.in_c), kThreads, 0, stream_>>>(dcols, dx,
-                                                                                                   batch, g);
+    col2im_kernel<<<blocks_for(size_t(batch) * g.in_h * g.in_w * g.in_c), kThreads, 0, stream_>>>(
+        dcols, dx, batch, g);
     launched("col2im");
   }
   void maxpool_forward(const float* x, float* y, int batch, int h, int w, int c) override {
-    maxpool_forward_kernel<<<blocks_for(size_t(batch) * h * w * c / 4), kThreads, 0, stream_>>>(x, y, batch, h,
-                                                                                                 w, c);
+    maxpool_forward_kernel<<<blocks_for(size_t(batch) * h * w * c / 4), kThreads, 0, stream_>>>(
+        x, y, batch, h, w, c);
     launched("maxpool_forward");
   }
-  void maxpool_backward(const float* x, const float* y, const float* dy, float* dx, int batch, int h, int w,
-                        int c) override {
-    maxpool_backward_kernel<<<blocks_for(size_t(batch) * h * w * c / 4), kThreads, 0, stream_>>>(x, y, dy, dx,
-                                                                                                  batch, h, w, c);
+  void maxpool_backward(const float* x, const float* y, const float* dy, float* dx, int batch,
+                        int h, int w, int c) override {
+    maxpool_backward_kernel<<<blocks_for(size_t(batch) * h * w * c / 4), kThreads, 0, stream_>>>(
+        x, y, dy, dx, batch, h, w, c);
     launched("maxpool_backward");
   }
-  void softmax_cross_entropy(const float* logits, const float* labels, int rows, int cols, float* dlogits,
-                             float scale, float* loss) override {
+  void softmax_cross_entropy(const float* logits, const float* labels, int rows, int cols,
+                             float* dlogits, float scale, float* loss) override {
     float* rows_loss = scratch(rows);
     if (!rows_loss) return;
-    softmax_xent_kernel<<<blocks_for(rows), kThreads, 0, stream_>>>(logits, labels, rows, cols, dlogits, scale,
-                                                                    rows_loss);
+    softmax_xent_kernel<<<blocks_for(rows), kThreads, 0, stream_>>>(logits, labels, rows, cols,
+                                                                    dlogits, scale, rows_loss);
     mean_kernel<<<1, kThreads, 0, stream_>>>(loss, rows_loss, rows);
     launched("softmax_cross_entropy");
   }
@@ -442,14 +457,16 @@ class CudaOps final : public Ops {
     download(&mean, hits + rows, 1);
     return static_cast<int>(std::lround(double(mean) * rows));
   }
-  void sgd_momentum(float* p, const float* g, float* v, size_t n, float lr, float mu, float wd) override {
+  void sgd_momentum(float* p, const float* g, float* v, size_t n, float lr, float mu,
+                    float wd) override {
     sgd_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(p, g, v, n, lr, mu, wd);
     launched("sgd_momentum");
   }
-  void adam(float* p, const float* g, float* m, float* v, size_t n, float lr, float b1, float b2, float eps,
-            long step) override {
+  void adam(float* p, const float* g, float* m, float* v, size_t n, float lr, float b1, float b2,
+            float eps, long step) override {
     const float c1 = 1.0f - std::pow(b1, float(step)), c2 = 1.0f - std::pow(b2, float(step));
-    adam_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(p, g, m, v, n, lr / c1, b1, b2, eps, 1.0f / std::sqrt(c2));
+    adam_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(p, g, m, v, n, lr / c1, b1, b2, eps,
+                                                         1.0f / std::sqrt(c2));
     launched("adam");
   }
 
@@ -463,7 +480,8 @@ class CudaOps final : public Ops {
     if (e != cudaSuccess) record(std::string("CUDA ") + what + ": " + cudaGetErrorString(e));
   }
   void ok(cublasStatus_t s, const char* what) {
-    if (s != CUBLAS_STATUS_SUCCESS) record(std::string("cuBLAS ") + what + ": " + cublasGetStatusString(s));
+    if (s != CUBLAS_STATUS_SUCCESS)
+      record(std::string("cuBLAS ") + what + ": " + cublasGetStatusString(s));
   }
   void drop_graph() {
     if (graph_) (void)cudaGraphExecDestroy(graph_);
@@ -491,7 +509,9 @@ class CudaOps final : public Ops {
     return buf;
   }
   float* scratch(size_t n) { return grow(scratch_, scratch_size_, n, "scratch"); }
-  float* partials_for(size_t n) { return grow(partials_, partials_size_, n, "column sums scratch"); }
+  float* partials_for(size_t n) {
+    return grow(partials_, partials_size_, n, "column sums scratch");
+  }
 
   int device_;
   cublasComputeType_t compute_;

@@ -77,7 +77,8 @@ bool write_all(int fd, const uint8_t* p, size_t n) {
 int create_new(const std::string& tmp) {
   const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
   int fd = ::open(tmp.c_str(), flags, 0644);
-  if (fd < 0 && errno == EEXIST && ::unlink(tmp.c_str()) == 0) fd = ::open(tmp.c_str(), flags, 0644);
+  if (fd < 0 && errno == EEXIST && ::unlink(tmp.c_str()) == 0)
+    fd = ::open(tmp.c_str(), flags, 0644);
   return fd;
 }
 
@@ -94,8 +95,8 @@ dp::Result<void> write_checkpoint(const std::string& path, const CheckpointData&
   w.floats(data.params);
   w.u64(data.optimizer_state.size());
   for (const auto& s : data.optimizer_state) w.floats(s);
-  const uint32_t crc = static_cast<uint32_t>(
-      crc32(0L, w.data().data(), static_cast<uInt>(w.data().size())));
+  const uint32_t crc =
+      static_cast<uint32_t>(crc32(0L, w.data().data(), static_cast<uInt>(w.data().size())));
   w.bytes(&crc, sizeof crc);
 
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());

@@ -18,7 +18,7 @@ struct TrainPosition {
 };
 
 struct CheckpointData {
-  std::string fingerprint;     // options that must match to resume
+  std::string fingerprint;  // options that must match to resume
   TrainPosition position;
   std::vector<float> params;
   std::vector<std::vector<float>> optimizer_state;

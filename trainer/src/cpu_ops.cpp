@@ -30,13 +30,17 @@ class CpuOps final : public Ops {
     if (dst != src) std::memcpy(dst, src, n * sizeof(float));
   }
   void fill(float* x, float value, size_t n) override { std::fill(x, x + n, value); }
-  void copy(float* dst, const float* src, size_t n) override { std::memmove(dst, src, n * sizeof(float)); }
+  void copy(float* dst, const float* src, size_t n) override {
+    std::memmove(dst, src, n * sizeof(float));
+  }
   void synchronize() override {}
   dp::Result<void> status() override { return {}; }
 
-  void gather_rows(float* dst, const float* table, const float* idx, int rows, size_t width) override {
+  void gather_rows(float* dst, const float* table, const float* idx, int rows,
+                   size_t width) override {
     for (int r = 0; r < rows; ++r)
-      std::memcpy(dst + r * width, table + static_cast<size_t>(idx[r]) * width, width * sizeof(float));
+      std::memcpy(dst + r * width, table + static_cast<size_t>(idx[r]) * width,
+                  width * sizeof(float));
   }
   uint64_t copy_out(const float* src, size_t n) override {
     const uint64_t t = next_ticket_++;
@@ -47,8 +51,8 @@ class CpuOps final : public Ops {
 
   void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
             const float* b, int ldb, float beta, float* c, int ldc) override {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
-                n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+                k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
 
   void bias_activation(float* y, const float* bias, int rows, int cols, bool relu) override {
@@ -95,9 +99,11 @@ class CpuOps final : public Ops {
             if (kx0 > 0) std::memset(dst, 0, sizeof(float) * kx0 * ch);
             if (kx1 > kx0) {
               const float* src = img + (static_cast<size_t>(iy) * g.in_w + (ox + kx0 - g.pad)) * ch;
-              std::memcpy(dst + static_cast<size_t>(kx0) * ch, src, sizeof(float) * (kx1 - kx0) * ch);
+              std::memcpy(dst + static_cast<size_t>(kx0) * ch, src,
+                          sizeof(float) * (kx1 - kx0) * ch);
             }
-            if (kx1 < k) std::memset(dst + static_cast<size_t>(kx1) * ch, 0, sizeof(float) * (k - kx1) * ch);
+            if (kx1 < k)
+              std::memset(dst + static_cast<size_t>(kx1) * ch, 0, sizeof(float) * (k - kx1) * ch);
           }
         }
       }

@@ -25,8 +25,9 @@ dp::Result<Dataset> load_split(const std::string& dir, const std::string& prefix
   for (size_t i = 0; i < n_labels; ++i)
     if ((*labels)[i] >= kClasses)
       return dp::make_error(dp::Errc::invalid_argument,
-                            "fashion-mnist: " + labels_path + ": label " + std::to_string((*labels)[i]) +
-                                " at index " + std::to_string(i) + " is not a class 0-9");
+                            "fashion-mnist: " + labels_path + ": label " +
+                                std::to_string((*labels)[i]) + " at index " + std::to_string(i) +
+                                " is not a class 0-9");
   Dataset d;
   d.count = limit > 0 && limit < n_images ? limit : n_images;
   d.shape = Shape{rows, cols, 1};

@@ -14,10 +14,10 @@ namespace dpt {
 
 struct Dataset {
   size_t count = 0;
-  Shape shape;              // per sample
-  int classes = 0;          // 0: regression
-  std::vector<float> x;     // count * shape.size()
-  std::vector<float> y;     // count
+  Shape shape;           // per sample
+  int classes = 0;       // 0: regression
+  std::vector<float> x;  // count * shape.size()
+  std::vector<float> y;  // count
 };
 
 struct FashionMnist {

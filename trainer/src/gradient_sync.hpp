@@ -27,8 +27,8 @@ class GradientSync {
 
  private:
   struct Bucket {
-    size_t begin = 0, end = 0;   // float range in the gradient buffer
-    size_t trigger_layer = 0;    // lowest layer index: done last in backward
+    size_t begin = 0, end = 0;  // float range in the gradient buffer
+    size_t trigger_layer = 0;   // lowest layer index: done last in backward
   };
   dp::Communicator& comm_;
   Model& model_;

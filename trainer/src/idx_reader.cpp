@@ -17,9 +17,10 @@ struct GzCloser {
 };
 
 dp::Error bad(const std::string& path, const std::string& what) {
-  return dp::make_error(dp::Errc::invalid_argument,
-                        "fashion-mnist: " + path + ": " + what +
-                            "; reinstall dataset-fashion-mnist or point --data-dir at intact IDX files");
+  return dp::make_error(
+      dp::Errc::invalid_argument,
+      "fashion-mnist: " + path + ": " + what +
+          "; reinstall dataset-fashion-mnist or point --data-dir at intact IDX files");
 }
 
 // Reads the whole (decompressed) file, capped so a bogus file cannot exhaust memory.
@@ -55,9 +56,10 @@ uint32_t be32(const uint8_t* p) {
 
 // Checks the header of an IDX file of unsigned bytes with `rank` dimensions
 // and that the payload has exactly the size the header announces.
-dp::Result<std::vector<uint32_t>> check_header(const std::string& path, const std::vector<uint8_t>& d,
-                                               int rank) {
-  if (d.size() < 4) return bad(path, "too short for an IDX header (" + std::to_string(d.size()) + " bytes)");
+dp::Result<std::vector<uint32_t>> check_header(const std::string& path,
+                                               const std::vector<uint8_t>& d, int rank) {
+  if (d.size() < 4)
+    return bad(path, "too short for an IDX header (" + std::to_string(d.size()) + " bytes)");
   if (d[0] != 0 || d[1] != 0 || d[2] != kUbyte || d[3] != rank) {
     char magic[16];
     std::snprintf(magic, sizeof magic, "%02x%02x%02x%02x", d[0], d[1], d[2], d[3]);
@@ -77,8 +79,8 @@ dp::Result<std::vector<uint32_t>> check_header(const std::string& path, const st
   }
   if (d.size() - header != payload)
     return bad(path, std::string(d.size() - header < payload ? "truncated" : "trailing bytes") +
-                         ": header announces " + std::to_string(payload) + " data bytes, file has " +
-                         std::to_string(d.size() - header));
+                         ": header announces " + std::to_string(payload) +
+                         " data bytes, file has " + std::to_string(d.size() - header));
   return dims;
 }
 

@@ -34,7 +34,8 @@ class Linear final : public Layer {
     ops.gemm(false, true, batch, out_, in_, 1.0f, x, in_, w_, in_, 0.0f, y, out_);
     ops.bias_activation(y, b_, batch, out_, relu_);
   }
-  void backward(Ops& ops, const float* x, const float* y, float* dy, float* dx, int batch) override {
+  void backward(Ops& ops, const float* x, const float* y, float* dy, float* dx,
+                int batch) override {
     if (relu_) ops.relu_backward(dy, y, static_cast<size_t>(batch) * out_);
     ops.gemm(true, false, out_, in_, batch, 1.0f, dy, out_, x, in_, 0.0f, dw_, in_);
     ops.column_sums(db_, dy, batch, out_);
@@ -87,7 +88,8 @@ class Conv final : public Layer {
     ops.gemm(false, true, pixels, out_, k, 1.0f, cols_, k, w_, k, 0.0f, y, out_);
     ops.bias_activation(y, b_, pixels, out_, relu_);
   }
-  void backward(Ops& ops, const float* x, const float* y, float* dy, float* dx, int batch) override {
+  void backward(Ops& ops, const float* x, const float* y, float* dy, float* dx,
+                int batch) override {
     const int pixels = batch * g_.out_h() * g_.out_w(), k = g_.patch();
     if (relu_) ops.relu_backward(dy, y, static_cast<size_t>(pixels) * out_);
     // cols_ still holds this batch's im2col from forward.
@@ -119,7 +121,8 @@ class MaxPool final : public Layer {
   void forward(Ops& ops, const float* x, float* y, int batch) override {
     ops.maxpool_forward(x, y, batch, in_.h, in_.w, in_.c);
   }
-  void backward(Ops& ops, const float* x, const float* y, float* dy, float* dx, int batch) override {
+  void backward(Ops& ops, const float* x, const float* y, float* dy, float* dx,
+                int batch) override {
     if (dx) ops.maxpool_backward(x, y, dy, dx, batch, in_.h, in_.w, in_.c);
   }
 

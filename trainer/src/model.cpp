@@ -16,7 +16,8 @@ std::string ModelSpec::describe() const {
   switch (kind) {
     case ModelKind::mlp: return "mlp[" + join(hidden) + "]";
     case ModelKind::cnn:
-      return "cnn[" + join(channels) + ";k" + std::to_string(kernel) + ";fc" + std::to_string(fc) + "]";
+      return "cnn[" + join(channels) + ";k" + std::to_string(kernel) + ";fc" + std::to_string(fc) +
+             "]";
     case ModelKind::linear: return "linear";
   }
   return "?";
@@ -39,9 +40,11 @@ dp::Result<std::unique_ptr<Model>> Model::create(const ModelSpec& spec, Ops& ops
     case ModelKind::cnn:
       if (spec.channels.size() != 2)
         return dp::make_error(dp::Errc::invalid_argument,
-                              "--channels: the CNN has exactly two conv layers; give two counts, e.g. --channels 16,32");
+                              "--channels: the CNN has exactly two conv layers; give two counts, "
+                              "e.g. --channels 16,32");
       if (spec.input.h % 4 != 0 || spec.input.w % 4 != 0)
-        return dp::make_error(dp::Errc::invalid_argument, "cnn: input height and width must be multiples of 4");
+        return dp::make_error(dp::Errc::invalid_argument,
+                              "cnn: input height and width must be multiples of 4");
       for (int c : spec.channels) {
         add(make_conv(s, c, spec.kernel, true));
         add(make_maxpool(s));
@@ -49,9 +52,7 @@ dp::Result<std::unique_ptr<Model>> Model::create(const ModelSpec& spec, Ops& ops
       add(make_linear(s, spec.fc, true));
       add(make_linear(s, spec.outputs, false));
       break;
-    case ModelKind::linear:
-      add(make_linear(s, spec.outputs, false));
-      break;
+    case ModelKind::linear: add(make_linear(s, spec.outputs, false)); break;
   }
   m->output_shape_ = s;
 

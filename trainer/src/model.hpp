@@ -22,10 +22,10 @@ struct ModelSpec {
   ModelKind kind = ModelKind::mlp;
   Shape input{28, 28, 1};
   int outputs = 10;
-  std::vector<int> hidden{512, 256};    // mlp widths
-  std::vector<int> channels{16, 32};    // cnn: two conv layers
-  int kernel = 5;                       // cnn
-  int fc = 128;                         // cnn: width of the hidden dense layer
+  std::vector<int> hidden{512, 256};  // mlp widths
+  std::vector<int> channels{16, 32};  // cnn: two conv layers
+  int kernel = 5;                     // cnn
+  int fc = 128;                       // cnn: width of the hidden dense layer
   std::string describe() const;
 };
 
@@ -63,8 +63,8 @@ class Model {
   size_t param_count_ = 0;
   Shape input_shape_, output_shape_;
   DeviceBuffer params_, grads_, workspace_;
-  std::vector<DeviceBuffer> acts_;    // acts_[0] input, acts_[i + 1] output of layer i
-  DeviceBuffer dacts_[2];             // ping-pong gradients of activations
+  std::vector<DeviceBuffer> acts_;  // acts_[0] input, acts_[i + 1] output of layer i
+  DeviceBuffer dacts_[2];           // ping-pong gradients of activations
 };
 
 }  // namespace dpt

@@ -15,7 +15,8 @@ float learning_rate(const OptimizerSpec& spec, long step, long total_steps) {
   return spec.lr;
 }
 
-dp::Result<std::unique_ptr<Optimizer>> Optimizer::create(const OptimizerSpec& spec, Ops& ops, size_t n) {
+dp::Result<std::unique_ptr<Optimizer>> Optimizer::create(const OptimizerSpec& spec, Ops& ops,
+                                                         size_t n) {
   std::unique_ptr<Optimizer> o(new Optimizer(spec, ops, n));
   const int buffers = spec.kind == OptimizerKind::adam ? 2 : 1;
   for (int i = 0; i < buffers; ++i) {

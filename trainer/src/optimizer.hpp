@@ -21,7 +21,7 @@ struct OptimizerSpec {
   float momentum = 0.9f;
   float weight_decay = 0.0f;
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
-  long warmup_steps = 0;           // linear ramp from lr/warmup to lr
+  long warmup_steps = 0;  // linear ramp from lr/warmup to lr
   DecayKind decay = DecayKind::constant;
 };
 
@@ -30,7 +30,8 @@ float learning_rate(const OptimizerSpec& spec, long step, long total_steps);
 
 class Optimizer {
  public:
-  static dp::Result<std::unique_ptr<Optimizer>> create(const OptimizerSpec& spec, Ops& ops, size_t n);
+  static dp::Result<std::unique_ptr<Optimizer>> create(const OptimizerSpec& spec, Ops& ops,
+                                                       size_t n);
   // Applies one update with learning rate lr; counts the step.
   void step(float* params, const float* grads, float lr);
   long steps_taken() const { return steps_; }

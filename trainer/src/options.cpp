@@ -1,8 +1,8 @@
 #include "options.hpp"
 
 #include <algorithm>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <initializer_list>
 #include <set>
@@ -15,8 +15,8 @@ namespace dpt {
 namespace {
 
 dp::Error bad(const std::string& opt, const std::string& value, const std::string& fix) {
-  return dp::make_error(dp::Errc::invalid_argument,
-                        opt + ": invalid value '" + value + "': " + fix + " (see dp-trainer --help)");
+  return dp::make_error(dp::Errc::invalid_argument, opt + ": invalid value '" + value +
+                                                        "': " + fix + " (see dp-trainer --help)");
 }
 
 template <class T>
@@ -25,7 +25,9 @@ dp::Result<T> integer(const std::string& opt, const std::string& v, T lo, T hi) 
     if constexpr (std::is_signed_v<T>) return dp::parse_whole_number(v, lo, hi);
     else return dp::parse_whole_number_u64(v, lo, hi);
   }();
-  if (!n) return bad(opt, v, "expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+  if (!n)
+    return bad(opt, v,
+               "expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
   return static_cast<T>(*n);
 }
 
@@ -33,7 +35,8 @@ dp::Result<float> real(const std::string& opt, const std::string& v, double lo, 
   char* end = nullptr;
   const double d = std::strtod(v.c_str(), &end);
   if (v.empty() || *end != '\0' || !std::isfinite(d) || d < lo || d > hi)
-    return bad(opt, v, "expected a number from " + std::to_string(lo) + " to " + std::to_string(hi));
+    return bad(opt, v,
+               "expected a number from " + std::to_string(lo) + " to " + std::to_string(hi));
   return static_cast<float>(d);
 }
 
@@ -272,14 +275,16 @@ dp::Result<void> check_combinations(Options& o, const std::set<std::string>& giv
   TrainConfig& t = o.train;
   if (t.task == Task::regression) {
     if (given.count("--model") && t.model.kind != ModelKind::linear)
-      return bad("--model", t.model.kind == ModelKind::cnn ? "cnn" : "mlp", "the regression task trains --model linear");
+      return bad("--model", t.model.kind == ModelKind::cnn ? "cnn" : "mlp",
+                 "the regression task trains --model linear");
     t.model.kind = ModelKind::linear;
     t.model.input = Shape{1, 1, 1};
     t.model.outputs = 1;
   }
   if ((t.checkpoint_every > 0 || t.resume) && t.checkpoint.empty())
-    return dp::make_error(dp::Errc::invalid_argument, std::string(t.resume ? "--resume" : "--checkpoint-every") +
-                                                          ": needs --checkpoint FILE (see dp-trainer --help)");
+    return dp::make_error(dp::Errc::invalid_argument,
+                          std::string(t.resume ? "--resume" : "--checkpoint-every") +
+                              ": needs --checkpoint FILE (see dp-trainer --help)");
   if (o.device == DeviceChoice::cpu && o.precision != Precision::fp32)
     return bad("--precision", o.precision == Precision::tf32 ? "tf32" : "bf16",
                "the CPU computes in fp32; use it with --device cuda or auto");
@@ -295,11 +300,13 @@ dp::Result<Options> parse_options(const std::vector<std::string>& args) {
     const std::string& a = args[i];
     const OptionSpec* spec = find_option(a);
     if (!spec)
-      return dp::make_error(dp::Errc::invalid_argument, "unknown option '" + a + "' (see dp-trainer --help)");
+      return dp::make_error(dp::Errc::invalid_argument,
+                            "unknown option '" + a + "' (see dp-trainer --help)");
     std::string value;
     if (spec->takes_value) {
       if (i + 1 >= args.size())
-        return dp::make_error(dp::Errc::invalid_argument, a + ": missing value (see dp-trainer --help)");
+        return dp::make_error(dp::Errc::invalid_argument,
+                              a + ": missing value (see dp-trainer --help)");
       value = args[++i];
     }
     DP_TRY(spec->set(o, a, value));

@@ -14,13 +14,13 @@ enum class DeviceChoice { automatic, cpu, cuda };
 
 struct Options {
   TrainConfig train;
-  int global_batch = 0;          // 0: use train.batch per rank
+  int global_batch = 0;  // 0: use train.batch per rank
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   size_t train_limit = 0;
   size_t regression_samples = 4096;
   DeviceChoice device = DeviceChoice::automatic;
   Precision precision = Precision::fp32;
-  int threads = 0;               // BLAS threads per rank; 0: leave OpenBLAS's choice
+  int threads = 0;  // BLAS threads per rank; 0: leave OpenBLAS's choice
   bool help = false;
 };
 

@@ -64,8 +64,8 @@ dp::Result<void> MetricsLog::open(const std::string& path) {
   if (path.empty()) return {};
   f_ = std::fopen(path.c_str(), "w");
   if (!f_)
-    return dp::make_error(dp::Errc::invalid_argument, "--metrics: cannot write " + path + ": " +
-                                                          std::strerror(errno));
+    return dp::make_error(dp::Errc::invalid_argument,
+                          "--metrics: cannot write " + path + ": " + std::strerror(errno));
   return {};
 }
 

@@ -13,11 +13,14 @@ namespace dpt {
 
 class DistributedSampler {
  public:
-  DistributedSampler(size_t dataset_size, int world_size, int rank, uint64_t seed, bool shuffle = true)
+  DistributedSampler(size_t dataset_size, int world_size, int rank, uint64_t seed,
+                     bool shuffle = true)
       : n_(dataset_size), world_(world_size), rank_(rank), seed_(seed), shuffle_(shuffle) {}
 
   size_t samples_per_rank() const { return n_ / static_cast<size_t>(world_); }
-  size_t batches_per_epoch(int batch) const { return samples_per_rank() / static_cast<size_t>(batch); }
+  size_t batches_per_epoch(int batch) const {
+    return samples_per_rank() / static_cast<size_t>(batch);
+  }
   // This rank's dataset indices for the epoch, in visiting order.
   void indices(int64_t epoch, std::vector<uint32_t>& out) const;
 

@@ -6,7 +6,7 @@ namespace dpt {
 
 void install_stop_handlers();
 bool stop_requested();
-int stop_signal();        // the signal that asked, 0 if none
+int stop_signal();          // the signal that asked, 0 if none
 void clear_stop_request();  // tests
 
 }  // namespace dpt

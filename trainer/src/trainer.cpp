@@ -39,7 +39,8 @@ class SmallCollectives {
       : comm_(comm), ops_(ops), buf_(ops, 64 * static_cast<size_t>(comm.size())) {}
   dp::Result<void> all_reduce_sum(std::vector<float>& v) {
     ops_.upload(buf_.data(), v.data(), v.size());
-    if (comm_.size() > 1) DP_TRY(comm_.all_reduce(buf_.data(), v.size(), dp::DType::f32, dp::ReduceOp::sum));
+    if (comm_.size() > 1)
+      DP_TRY(comm_.all_reduce(buf_.data(), v.size(), dp::DType::f32, dp::ReduceOp::sum));
     ops_.download(v.data(), buf_.data(), v.size());
     return ops_.status();
   }
@@ -69,8 +70,9 @@ class DeviceData {
  public:
   dp::Result<void> load(Ops& ops, const Dataset& d) {
     if (d.count >= kMaxSamples)
-      return dp::make_error(dp::Errc::limit, "data set of " + std::to_string(d.count) +
-                                                 " samples: at most 16777215 are supported; use --train-limit");
+      return dp::make_error(dp::Errc::limit,
+                            "data set of " + std::to_string(d.count) +
+                                " samples: at most 16777215 are supported; use --train-limit");
     if (ops.host_memory()) {
       x_ = d.x.data();
       y_ = d.y.data();
@@ -79,8 +81,9 @@ class DeviceData {
     xs_ = DeviceBuffer(ops, d.x.size());
     ys_ = DeviceBuffer(ops, d.y.size());
     if (!xs_.valid() || !ys_.valid())
-      return dp::make_error(dp::Errc::limit, std::string("out of ") + ops.name() + " memory for the data set (" +
-                                                 std::to_string(d.x.size() * 4 >> 20) + " MiB); use --train-limit");
+      return dp::make_error(dp::Errc::limit,
+                            std::string("out of ") + ops.name() + " memory for the data set (" +
+                                std::to_string(d.x.size() * 4 >> 20) + " MiB); use --train-limit");
     ops.upload(xs_.data(), d.x.data(), d.x.size());
     ops.upload(ys_.data(), d.y.data(), d.y.size());
     x_ = xs_.data();
@@ -124,7 +127,8 @@ dp::Result<Evaluation> evaluate(dp::Communicator& comm, Ops& ops, Model& model, 
   DeviceData data;
   DP_TRY(data.load(ops, test));
   std::vector<uint32_t> mine;
-  for (size_t i = static_cast<size_t>(comm.rank()); i < test.count; i += static_cast<size_t>(comm.size()))
+  for (size_t i = static_cast<size_t>(comm.rank()); i < test.count;
+       i += static_cast<size_t>(comm.size()))
     mine.push_back(static_cast<uint32_t>(i));
   DeviceBuffer idx(ops, std::max<size_t>(mine.size(), 1)), labels(ops, max_batch),
       scratch(ops, model.output_size() * max_batch + 1);
@@ -146,7 +150,8 @@ dp::Result<Evaluation> evaluate(dp::Communicator& comm, Ops& ops, Model& model, 
     }
     DP_TRY(ops.status());
   }
-  std::vector<float> totals{static_cast<float>(correct), static_cast<float>(sq), static_cast<float>(mine.size())};
+  std::vector<float> totals{static_cast<float>(correct), static_cast<float>(sq),
+                            static_cast<float>(mine.size())};
   DP_TRY(small.all_reduce_sum(totals));
   Evaluation e;
   if (test.classes > 0) e.accuracy = totals[0] / totals[2];
@@ -158,14 +163,21 @@ dp::Result<Evaluation> evaluate(dp::Communicator& comm, Ops& ops, Model& model, 
 class Training {
  public:
   Training(dp::Communicator& comm, Ops& ops, const TrainConfig& cfg, const Dataset& train_set)
-      : comm_(comm), ops_(ops), cfg_(cfg), train_set_(train_set), world_(comm.size()), rank_(comm.rank()),
-        talk_(rank_ == 0 && !cfg.quiet), sampler_(train_set.count, world_, rank_, cfg.seed),
+      : comm_(comm),
+        ops_(ops),
+        cfg_(cfg),
+        train_set_(train_set),
+        world_(comm.size()),
+        rank_(comm.rank()),
+        talk_(rank_ == 0 && !cfg.quiet),
+        sampler_(train_set.count, world_, rank_, cfg.seed),
         steps_per_epoch_(static_cast<int64_t>(sampler_.batches_per_epoch(cfg.batch))),
         // The schedule spans all epochs; --max-steps only stops early, so a run
         // cut short and resumed follows the same learning rates as an
         // uninterrupted one.
         schedule_steps_(steps_per_epoch_ * cfg.epochs),
-        total_steps_(cfg.max_steps > 0 ? std::min<int64_t>(schedule_steps_, cfg.max_steps) : schedule_steps_),
+        total_steps_(cfg.max_steps > 0 ? std::min<int64_t>(schedule_steps_, cfg.max_steps)
+                                       : schedule_steps_),
         eval_batch_(std::max(cfg.batch, 256)) {}
 
   dp::Result<void> set_up();
@@ -178,7 +190,8 @@ class Training {
  private:
   // What one step reads and writes at fixed addresses.
   struct StepBuffers {
-    StepBuffers(Ops& ops, int batch, float* extras_at) : batch_idx(ops, batch), labels(ops, batch), extras(extras_at) {}
+    StepBuffers(Ops& ops, int batch, float* extras_at)
+        : batch_idx(ops, batch), labels(ops, batch), extras(extras_at) {}
     DeviceBuffer batch_idx, labels;
     float* extras;
     enum class Graph { off, warm_up, record, replay } graph = Graph::off;
@@ -242,16 +255,19 @@ dp::Result<void> Training::resume() {
   if (ck) {
     if (ck->fingerprint != fingerprint_)
       return dp::make_error(dp::Errc::invalid_argument,
-                            "--resume: " + cfg_.checkpoint + " was written by a different run (" + ck->fingerprint +
-                                "; this run: " + fingerprint_ + "); use the same options or another --checkpoint");
+                            "--resume: " + cfg_.checkpoint + " was written by a different run (" +
+                                ck->fingerprint + "; this run: " + fingerprint_ +
+                                "); use the same options or another --checkpoint");
     auto state = opt_->state();
     const size_t n = model_->param_count();
     if (ck->params.size() != n || ck->optimizer_state.size() != state.size())
-      return dp::make_error(dp::Errc::invalid_argument, "--resume: " + cfg_.checkpoint + " does not match the model's size");
+      return dp::make_error(dp::Errc::invalid_argument,
+                            "--resume: " + cfg_.checkpoint + " does not match the model's size");
     ops_.upload(model_->params(), ck->params.data(), n);
     for (size_t i = 0; i < state.size(); ++i) {
       if (ck->optimizer_state[i].size() != n)
-        return dp::make_error(dp::Errc::invalid_argument, "--resume: optimizer state size mismatch");
+        return dp::make_error(dp::Errc::invalid_argument,
+                              "--resume: optimizer state size mismatch");
       ops_.upload(state[i]->data(), ck->optimizer_state[i].data(), n);
     }
     pos_ = ck->position;
@@ -266,7 +282,8 @@ dp::Result<void> Training::resume() {
                           "--resume: ranks found different checkpoints at " + cfg_.checkpoint +
                               "; put --checkpoint on a filesystem every node shares");
   if (talk_)
-    std::printf("resume: %s at step %lld (epoch %lld, batch %lld)\n", ck ? "continuing" : "no checkpoint yet, starting",
+    std::printf("resume: %s at step %lld (epoch %lld, batch %lld)\n",
+                ck ? "continuing" : "no checkpoint yet, starting",
                 static_cast<long long>(pos_.global_step), static_cast<long long>(pos_.epoch + 1),
                 static_cast<long long>(pos_.batch_in_epoch));
   return {};
@@ -274,9 +291,10 @@ dp::Result<void> Training::resume() {
 
 void Training::announce() {
   if (talk_) {
-    std::printf("dp-trainer: %s on %s, world %d, %s, batch %d per rank (global %d), %lld steps/epoch\n",
-                model_->describe().c_str(), ops_.name(), world_, comm_.describe().c_str(), cfg_.batch,
-                cfg_.batch * world_, static_cast<long long>(steps_per_epoch_));
+    std::printf(
+        "dp-trainer: %s on %s, world %d, %s, batch %d per rank (global %d), %lld steps/epoch\n",
+        model_->describe().c_str(), ops_.name(), world_, comm_.describe().c_str(), cfg_.batch,
+        cfg_.batch * world_, static_cast<long long>(steps_per_epoch_));
     std::fflush(stdout);
   }
   metrics_.write(Json()
@@ -320,10 +338,11 @@ dp::Result<void> Training::step(GradientSync& sync, const float* idx, StepBuffer
     const float* out = model.forward(B);
     // Mean over the local batch; averaging over ranks makes it the global mean.
     if (train_set_.classes > 0)
-      ops_.softmax_cross_entropy(out, b.labels.data(), B, static_cast<int>(model.output_size()), model.output_grad(),
-                                 1.0f / B, b.extras + kLoss);
+      ops_.softmax_cross_entropy(out, b.labels.data(), B, static_cast<int>(model.output_size()),
+                                 model.output_grad(), 1.0f / B, b.extras + kLoss);
     else
-      ops_.mean_squared_error(out, b.labels.data(), B, model.output_grad(), 1.0f / B, b.extras + kLoss);
+      ops_.mean_squared_error(out, b.labels.data(), B, model.output_grad(), 1.0f / B,
+                              b.extras + kLoss);
     model.backward(B, [&](size_t layer) { sync.on_layer_done(layer); });
   };
   if (b.graph == StepBuffers::Graph::replay) {
@@ -332,12 +351,14 @@ dp::Result<void> Training::step(GradientSync& sync, const float* idx, StepBuffer
     b.graph = StepBuffers::Graph::replay;
   } else {
     body();
-    b.graph = b.graph == StepBuffers::Graph::warm_up ? StepBuffers::Graph::record : StepBuffers::Graph::off;
+    b.graph = b.graph == StepBuffers::Graph::warm_up ? StepBuffers::Graph::record
+                                                     : StepBuffers::Graph::off;
   }
   const auto t_wait = Clock::now();
   DP_TRY(sync.finish());
   sum_.comm_wait_seconds += seconds_since(t_wait);
-  opt_->step(model.params(), model.grads(), learning_rate(cfg_.optimizer, pos_.global_step, schedule_steps_));
+  opt_->step(model.params(), model.grads(),
+             learning_rate(cfg_.optimizer, pos_.global_step, schedule_steps_));
   return {};
 }
 
@@ -348,7 +369,8 @@ void Training::log_progress() {
   const long long ep = pos_.batch_in_epoch == 0 ? pos_.epoch : pos_.epoch + 1;
   if (talk_) {
     std::printf("epoch %lld step %lld/%lld loss %.4f lr %.5f samples/s %.0f\n", ep,
-                static_cast<long long>(pos_.global_step), static_cast<long long>(total_steps_), sum_.last_loss,
+                static_cast<long long>(pos_.global_step), static_cast<long long>(total_steps_),
+                sum_.last_loss,
                 learning_rate(cfg_.optimizer, pos_.global_step - 1, schedule_steps_), rate);
     std::fflush(stdout);
   }
@@ -370,7 +392,9 @@ dp::Result<void> Training::run_loop() {
   // Default buckets: one per layer on a GPU, so each layer's all-reduce
   // overlaps the backward pass of the layers below it; 1 MiB on CPUs, where
   // each collective costs a round of TCP messages.
-  const size_t bucket = cfg_.bucket_bytes > 0 ? cfg_.bucket_bytes : ops_.host_memory() ? size_t{1} << 20 : 1;
+  const size_t bucket = cfg_.bucket_bytes > 0 ? cfg_.bucket_bytes
+                        : ops_.host_memory()  ? size_t{1} << 20
+                                              : 1;
   GradientSync sync(comm_, *model_, bucket, kExtraCount);
   DeviceBuffer order_dev(ops_, std::max<size_t>(sampler_.samples_per_rank(), 1));
   std::vector<uint32_t> order;
@@ -405,7 +429,8 @@ dp::Result<void> Training::run_loop() {
         sum_.last_loss = ops_.fetch(ticket)[kLoss];
         log_progress();
       }
-      if (!done && cfg_.checkpoint_every > 0 && pos_.global_step % cfg_.checkpoint_every == 0) DP_TRY(save());
+      if (!done && cfg_.checkpoint_every > 0 && pos_.global_step % cfg_.checkpoint_every == 0)
+        DP_TRY(save());
       done = done || pos_.global_step >= total_steps_;
       if (epoch_end) break;  // next epoch: new permutation
     }
@@ -425,8 +450,8 @@ dp::Result<void> Training::run_loop() {
 
 // Throughput: per rank, and aggregate = all samples / slowest rank's time.
 dp::Result<void> Training::gather_throughput(double& slowest) {
-  auto all = small_->all_gather(
-      {static_cast<float>(sum_.steps_this_run * cfg_.batch), static_cast<float>(sum_.train_seconds)});
+  auto all = small_->all_gather({static_cast<float>(sum_.steps_this_run * cfg_.batch),
+                                 static_cast<float>(sum_.train_seconds)});
   if (!all) return all.error();
   double total = 0;
   slowest = 0;
@@ -443,16 +468,18 @@ dp::Result<void> Training::gather_throughput(double& slowest) {
 void Training::print_summary(double slowest) const {
   if (!talk_) return;
   for (int r = 0; r < world_; ++r)
-    std::printf("rank %d: %.0f samples in %.2f s, %.0f samples/s\n", r, sum_.ranks[r].samples, sum_.ranks[r].seconds,
+    std::printf("rank %d: %.0f samples in %.2f s, %.0f samples/s\n", r, sum_.ranks[r].samples,
+                sum_.ranks[r].seconds,
                 sum_.ranks[r].samples / std::max(sum_.ranks[r].seconds, 1e-9f));
-  std::printf("aggregate: %.0f samples/s over %d ranks, %lld steps, %.2f s (rank 0 waited %.2f s for "
-              "all-reduces), final loss %.4f\n",
-              sum_.aggregate_samples_per_sec, world_, static_cast<long long>(sum_.steps_this_run), slowest,
-              sum_.comm_wait_seconds, sum_.last_loss);
+  std::printf(
+      "aggregate: %.0f samples/s over %d ranks, %lld steps, %.2f s (rank 0 waited %.2f s for "
+      "all-reduces), final loss %.4f\n",
+      sum_.aggregate_samples_per_sec, world_, static_cast<long long>(sum_.steps_this_run), slowest,
+      sum_.comm_wait_seconds, sum_.last_loss);
   if (cfg_.baseline_samples_per_sec > 0)
     std::printf("scaling efficiency: %.1f%% of %d x %.0f samples/s (world-1 baseline)\n",
-                100.0 * sum_.aggregate_samples_per_sec / (world_ * cfg_.baseline_samples_per_sec), world_,
-                cfg_.baseline_samples_per_sec);
+                100.0 * sum_.aggregate_samples_per_sec / (world_ * cfg_.baseline_samples_per_sec),
+                world_, cfg_.baseline_samples_per_sec);
   if (sum_.test_accuracy >= 0) std::printf("test accuracy: %.4f\n", sum_.test_accuracy);
   if (sum_.test_mse >= 0) std::printf("test mse: %.3g\n", sum_.test_mse);
   std::fflush(stdout);
@@ -466,7 +493,8 @@ void Training::write_final_metrics(double slowest) {
                        .add("rank", r)
                        .add("samples", static_cast<double>(sum_.ranks[r].samples))
                        .add("seconds", static_cast<double>(sum_.ranks[r].seconds))
-                       .add("samples_per_sec", sum_.ranks[r].samples / std::max(sum_.ranks[r].seconds, 1e-9f)));
+                       .add("samples_per_sec",
+                            sum_.ranks[r].samples / std::max(sum_.ranks[r].seconds, 1e-9f)));
   Json fin;
   fin.add("event", "final")
       .add("world", world_)
@@ -477,7 +505,8 @@ void Training::write_final_metrics(double slowest) {
       .add("aggregate_samples_per_sec", sum_.aggregate_samples_per_sec)
       .add("stopped_by_signal", sum_.stopped_by_signal);
   if (cfg_.baseline_samples_per_sec > 0)
-    fin.add("scaling_efficiency", sum_.aggregate_samples_per_sec / (world_ * cfg_.baseline_samples_per_sec));
+    fin.add("scaling_efficiency",
+            sum_.aggregate_samples_per_sec / (world_ * cfg_.baseline_samples_per_sec));
   if (sum_.test_accuracy >= 0) fin.add("test_accuracy", sum_.test_accuracy);
   if (sum_.test_mse >= 0) fin.add("test_mse", sum_.test_mse);
   metrics_.write(fin);
@@ -490,9 +519,12 @@ dp::Result<void> Training::finish(const Dataset* test_set) {
     if (talk_)
       std::printf("dp-trainer: stopping on signal %d at step %lld%s\n", sum_.signal,
                   static_cast<long long>(pos_.global_step),
-                  cfg_.checkpoint.empty() ? " (no --checkpoint: progress is lost)" : ", checkpoint written");
-    metrics_.write(
-        Json().add("event", "stopped").add("step", static_cast<long long>(pos_.global_step)).add("signal", sum_.signal));
+                  cfg_.checkpoint.empty() ? " (no --checkpoint: progress is lost)"
+                                          : ", checkpoint written");
+    metrics_.write(Json()
+                       .add("event", "stopped")
+                       .add("step", static_cast<long long>(pos_.global_step))
+                       .add("signal", sum_.signal));
   }
   double slowest = 0;
   DP_TRY(gather_throughput(slowest));
@@ -511,8 +543,8 @@ dp::Result<void> Training::finish(const Dataset* test_set) {
 
 }  // namespace
 
-dp::Result<TrainSummary> train(dp::Communicator& comm, Ops& ops, const TrainConfig& cfg, const Dataset& train_set,
-                               const Dataset* test_set) {
+dp::Result<TrainSummary> train(dp::Communicator& comm, Ops& ops, const TrainConfig& cfg,
+                               const Dataset& train_set, const Dataset* test_set) {
   Training t(comm, ops, cfg, train_set);
   DP_TRY(t.set_up());
   DP_TRY(t.resume());

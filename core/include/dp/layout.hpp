@@ -18,8 +18,8 @@ namespace dp {
 // A step as Slurm laid it out. hosts[i] holds the global task ids
 // task_ids[i], in local-id order (SLURM_LOCALID is the index).
 struct StepShape {
-  std::vector<std::string> hosts;              // already expanded (slurm_hostlist_*)
-  std::vector<std::vector<int>> task_ids;      // one list per host
+  std::vector<std::string> hosts;          // already expanded (slurm_hostlist_*)
+  std::vector<std::vector<int>> task_ids;  // one list per host
   int task_count() const noexcept;
   // Index of the host holding task `rank`, or -1.
   int host_of(int rank) const noexcept;
@@ -36,7 +36,7 @@ std::vector<std::vector<int>> assign_task_ids(const std::vector<int>& tasks_per_
 // What the checks before launch decided for the whole step.
 struct StepPlan {
   int world_size = 0;
-  int tiles_per_task = 0;   // 0: no mask
+  int tiles_per_task = 0;  // 0: no mask
 };
 
 // Checks the options against the step before any task starts.

@@ -15,11 +15,11 @@
 namespace dp {
 
 struct Options {
-  std::optional<int> world;        // 0: auto (the step's task count)
-  std::optional<int> tiles;        // accelerator tiles per task
-  std::optional<int> master_port;  // 0: auto
-  std::optional<bool> explain;     // print the layout, start nothing
-  std::optional<bool> verbose;     // plan and daemon messages on stderr
+  std::optional<int> world;           // 0: auto (the step's task count)
+  std::optional<int> tiles;           // accelerator tiles per task
+  std::optional<int> master_port;     // 0: auto
+  std::optional<bool> explain;        // print the layout, start nothing
+  std::optional<bool> verbose;        // plan and daemon messages on stderr
   std::optional<std::string> report;  // step report file (JSON), written by srun at step end
 
   bool any() const noexcept {

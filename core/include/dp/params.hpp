@@ -48,17 +48,18 @@ Result<long long> parse_env_integer(std::string_view name, std::string_view text
     "how often a shared-memory wait checks that its peers still live")
 
 // Every other DP_* variable: T(name, forms, meaning).
-#define DP_TEXT_PARAMS(T)                                                                       \
+#define DP_TEXT_PARAMS(T)                                                                         \
   T("DP_BACKEND", "auto|gloo|nccl", "the communicator; auto: NCCL when a CUDA device is visible") \
-  T("DP_SHM", "auto|off", "auto: ranks on one host all-reduce through shared memory")            \
-  T("DP_PROGRESS", "on|off", "off: heartbeats carry no collective counters (no hang/straggler view)") \
-  T("DP_DEBUG", "0|1", "1: print the effective settings and per-phase start-up timings")        \
-  T("DP_STORE_DIR", "DIR", "without a daemon: a folder every rank sees, used as the store")      \
-  T("DP_RDV_ADDR", "HOST:PORT", "set by the plugin: the step's dp-rendezvousd")                  \
-  T("DP_RDV_SECRET", "HEX", "set by the plugin: the step's secret; never logged")                \
-  T("DP_JOB_ID", "ID", "set by the plugin: the job of the step")                                 \
-  T("DP_STEP_ID", "ID", "set by the plugin: the step whose tasks get the variables")             \
-  T("DP_TILES", "LIST", "set by the plugin: this task's tiles, e.g. 0,1,2,3")                    \
+  T("DP_SHM", "auto|off", "auto: ranks on one host all-reduce through shared memory")             \
+  T("DP_PROGRESS", "on|off",                                                                      \
+    "off: heartbeats carry no collective counters (no hang/straggler view)")                      \
+  T("DP_DEBUG", "0|1", "1: print the effective settings and per-phase start-up timings")          \
+  T("DP_STORE_DIR", "DIR", "without a daemon: a folder every rank sees, used as the store")       \
+  T("DP_RDV_ADDR", "HOST:PORT", "set by the plugin: the step's dp-rendezvousd")                   \
+  T("DP_RDV_SECRET", "HEX", "set by the plugin: the step's secret; never logged")                 \
+  T("DP_JOB_ID", "ID", "set by the plugin: the job of the step")                                  \
+  T("DP_STEP_ID", "ID", "set by the plugin: the step whose tasks get the variables")              \
+  T("DP_TILES", "LIST", "set by the plugin: this task's tiles, e.g. 0,1,2,3")                     \
   T("DP_TILES_PER_TASK", "K", "set by the plugin: --dp-tiles, from srun to the nodes")
 
 enum class Param {
@@ -69,7 +70,7 @@ enum class Param {
 
 struct ParamSpec {
   std::string_view name;
-  std::string_view forms;  // integers: "MIN..MAX"
+  std::string_view forms;   // integers: "MIN..MAX"
   long long def, min, max;  // integers only
   std::string_view meaning;
   bool integer;

@@ -16,13 +16,13 @@ struct Context {
   int world_size = 1;
   int local_world_size = 1;
   int node_rank = 0;
-  std::string master_addr;      // MASTER_ADDR
-  int master_port = 0;          // MASTER_PORT
-  std::string rdv_addr;         // DP_RDV_ADDR "host:port" of dp-rendezvousd, empty if none
-  std::string secret;           // DP_RDV_SECRET; never printed
-  std::string job_id;           // DP_JOB_ID
-  std::string step_id;          // DP_STEP_ID
-  std::vector<int> tiles;       // DP_TILES: this task's accelerator tiles
+  std::string master_addr;  // MASTER_ADDR
+  int master_port = 0;      // MASTER_PORT
+  std::string rdv_addr;     // DP_RDV_ADDR "host:port" of dp-rendezvousd, empty if none
+  std::string secret;       // DP_RDV_SECRET; never printed
+  std::string job_id;       // DP_JOB_ID
+  std::string step_id;      // DP_STEP_ID
+  std::vector<int> tiles;   // DP_TILES: this task's accelerator tiles
 
   static Result<Context> from_environment();
 

@@ -18,9 +18,9 @@ typedef struct dp_work dp_work;
 /* Same values as dp::Errc. */
 enum dp_status {
   DP_OK = 0,
-  DP_EINVAL = 1,      /* bad option, setting or environment value */
+  DP_EINVAL = 1, /* bad option, setting or environment value */
   DP_ETIMEOUT = 2,
-  DP_EABORTED = 3,    /* the job was aborted: a rank died or called abort */
+  DP_EABORTED = 3, /* the job was aborted: a rank died or called abort */
   DP_EUNAUTHORIZED = 4,
   DP_EPROTOCOL = 5,
   DP_ELIMIT = 6,
@@ -33,7 +33,12 @@ enum dp_status {
 
 enum dp_dtype { DP_F32 = 0, DP_F64 = 1, DP_F16 = 2, DP_BF16 = 3, DP_I32 = 4, DP_I64 = 5 };
 enum dp_reduce_op { DP_SUM = 0, DP_AVG = 1 };
-enum dp_backend { DP_BACKEND_AUTO = 0, DP_BACKEND_GLOO = 1, DP_BACKEND_NCCL = 2, DP_BACKEND_SINGLE = 3 };
+enum dp_backend {
+  DP_BACKEND_AUTO = 0,
+  DP_BACKEND_GLOO = 1,
+  DP_BACKEND_NCCL = 2,
+  DP_BACKEND_SINGLE = 3
+};
 
 const char* dp_version(void);
 /* Message of this thread's last failed call ("" if none). */

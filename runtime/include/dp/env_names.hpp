@@ -16,21 +16,22 @@ inline constexpr const char* kMasterPort = "MASTER_PORT";
 
 // The accelerator mask, one of them by the site's kind.
 inline constexpr const char* kCudaVisibleDevices = "CUDA_VISIBLE_DEVICES";
-inline constexpr const char* kZeAffinityMask = "ZE_AFFINITY_MASK";     // "device.stack" entries
+inline constexpr const char* kZeAffinityMask = "ZE_AFFINITY_MASK";       // "device.stack" entries
 inline constexpr const char* kRduTileAffinity = "SF_RNT_TILE_AFFINITY";  // "0x" bit mask
 
 // slurm-dp's own.
-inline constexpr const char* kRdvAddr = "DP_RDV_ADDR";        // host:port of dp-rendezvousd
-inline constexpr const char* kRdvSecret = "DP_RDV_SECRET";    // per-step secret, hex; never logged
+inline constexpr const char* kRdvAddr = "DP_RDV_ADDR";      // host:port of dp-rendezvousd
+inline constexpr const char* kRdvSecret = "DP_RDV_SECRET";  // per-step secret, hex; never logged
 inline constexpr const char* kJobId = "DP_JOB_ID";
 inline constexpr const char* kStepId = "DP_STEP_ID";
-inline constexpr const char* kTiles = "DP_TILES";             // this task's tiles, "0,1,2,3"
+inline constexpr const char* kTiles = "DP_TILES";                  // this task's tiles, "0,1,2,3"
 inline constexpr const char* kTilesPerTask = "DP_TILES_PER_TASK";  // --dp-tiles, srun -> nodes
-inline constexpr const char* kBackend = "DP_BACKEND";         // user override: gloo|nccl
-inline constexpr const char* kTimeoutMs = "DP_TIMEOUT_MS";    // user override
-inline constexpr const char* kDebug = "DP_DEBUG";             // 1: per-phase start-up timings
-inline constexpr const char* kStoreDir = "DP_STORE_DIR";       // no daemon: shared dir as Gloo store
-inline constexpr const char* kShm = "DP_SHM";                 // auto|off: all_reduce in shared memory
-inline constexpr const char* kProgress = "DP_PROGRESS";       // on|off: collective counters on heartbeats
+inline constexpr const char* kBackend = "DP_BACKEND";              // user override: gloo|nccl
+inline constexpr const char* kTimeoutMs = "DP_TIMEOUT_MS";         // user override
+inline constexpr const char* kDebug = "DP_DEBUG";                  // 1: per-phase start-up timings
+inline constexpr const char* kStoreDir = "DP_STORE_DIR";  // no daemon: shared dir as Gloo store
+inline constexpr const char* kShm = "DP_SHM";             // auto|off: all_reduce in shared memory
+inline constexpr const char* kProgress =
+    "DP_PROGRESS";  // on|off: collective counters on heartbeats
 
 }  // namespace dp::env

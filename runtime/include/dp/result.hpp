@@ -15,16 +15,16 @@ namespace dp {
 
 enum class Errc {
   ok = 0,
-  invalid_argument,   // bad option, setting or environment value
-  timeout,            // a call or connect exceeded its deadline
-  aborted,            // the job was aborted (a rank died or called abort)
-  unauthorized,       // wrong job secret
-  protocol,           // malformed frame, wrong version, unknown operation
-  limit,              // a size or count limit was exceeded
-  not_found,          // key absent (non-blocking get, delete)
-  conflict,           // compare-and-set mismatch, duplicate rank
-  connection,         // connect/read/write failure
-  unavailable,        // backend or device not usable here (e.g. no CUDA device)
+  invalid_argument,  // bad option, setting or environment value
+  timeout,           // a call or connect exceeded its deadline
+  aborted,           // the job was aborted (a rank died or called abort)
+  unauthorized,      // wrong job secret
+  protocol,          // malformed frame, wrong version, unknown operation
+  limit,             // a size or count limit was exceeded
+  not_found,         // key absent (non-blocking get, delete)
+  conflict,          // compare-and-set mismatch, duplicate rank
+  connection,        // connect/read/write failure
+  unavailable,       // backend or device not usable here (e.g. no CUDA device)
   internal,
 };
 
@@ -51,8 +51,8 @@ std::string describe(const Error& e);
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}              // NOLINT: implicit by design
-  Result(Error err) : v_(std::move(err)) {}              // NOLINT
+  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(Error err) : v_(std::move(err)) {}  // NOLINT
   bool ok() const noexcept { return v_.index() == 0; }
   explicit operator bool() const noexcept { return ok(); }
   T& value() & { return std::get<0>(v_); }
@@ -88,7 +88,9 @@ inline Error make_error(Errc code, std::string message,
   return Error{code, std::move(message), {{at.file_name(), static_cast<int>(at.line())}}};
 }
 #else
-inline Error make_error(Errc code, std::string message) { return Error{code, std::move(message), {}}; }
+inline Error make_error(Errc code, std::string message) {
+  return Error{code, std::move(message), {}};
+}
 #endif
 
 namespace detail {
@@ -102,8 +104,8 @@ inline Error passed_on(Error e, const char* file, int line) {
 
 // Propagate an error from a Result-returning expression, adding this place
 // to its trail.
-#define DP_TRY(expr)                                                              \
-  do {                                                                            \
-    auto&& dp_try_r_ = (expr);                                                    \
+#define DP_TRY(expr)                                                                            \
+  do {                                                                                          \
+    auto&& dp_try_r_ = (expr);                                                                  \
     if (!dp_try_r_.ok()) return ::dp::detail::passed_on(dp_try_r_.error(), __FILE__, __LINE__); \
   } while (0)

@@ -27,7 +27,8 @@ const char* env_or_empty(const char* name) {
 }
 
 long long unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -37,8 +38,8 @@ int fail(int rank, const dp::Error& e) {
     std::fflush(stdout);
     return 3;
   }
-  std::printf("probe rank %d: failed at %lld: error %s: %s\n", rank, unix_ms(), dp::errc_name(e.code),
-              e.message.c_str());
+  std::printf("probe rank %d: failed at %lld: error %s: %s\n", rank, unix_ms(),
+              dp::errc_name(e.code), e.message.c_str());
   std::fflush(stdout);
   return 2;
 }
@@ -78,7 +79,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   char hex[17];
-  for (int i = 0; i < 8; ++i) std::snprintf(hex + 2 * i, 3, "%02x", static_cast<unsigned char>((*got)[i]));
+  for (int i = 0; i < 8; ++i)
+    std::snprintf(hex + 2 * i, 3, "%02x", static_cast<unsigned char>((*got)[i]));
   if (auto r = c.barrier("probe/after-id"); !r) return fail(rank, r.error());
   std::printf("probe rank %d: id ok %s\n", rank, hex);
   std::fflush(stdout);

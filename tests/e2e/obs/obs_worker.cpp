@@ -20,7 +20,8 @@
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s ITERS [--compute-ms MS] [--slow RANK MS] [--hang RANK ITER]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s ITERS [--compute-ms MS] [--slow RANK MS] [--hang RANK ITER]\n",
+                 argv[0]);
     return 2;
   }
   const long iters = std::atol(argv[1]);

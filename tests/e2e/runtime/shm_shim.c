@@ -29,7 +29,8 @@ int memfd_create(const char* name, unsigned int flags) {
     errno = ENOMEM;
     return -1;
   }
-  int (*real)(const char*, unsigned int) = (int (*)(const char*, unsigned int))dlsym(RTLD_NEXT, "memfd_create");
+  int (*real)(const char*, unsigned int) =
+      (int (*)(const char*, unsigned int))dlsym(RTLD_NEXT, "memfd_create");
   int fd = real(name, flags);
   if (chosen("kill-after-memfd")) raise(SIGKILL);
   return fd;
@@ -42,7 +43,9 @@ int posix_fallocate(int fd, off_t offset, off_t len) {
   return r;
 }
 
-static int is_peer_segment(const char* path) { return strncmp(path, "/proc/", 6) == 0 && strstr(path, "/fd/"); }
+static int is_peer_segment(const char* path) {
+  return strncmp(path, "/proc/", 6) == 0 && strstr(path, "/fd/");
+}
 
 static int shim_open(const char* sym, const char* path, int flags, mode_t mode) {
   int (*real)(const char*, int, ...) = (int (*)(const char*, int, ...))dlsym(RTLD_NEXT, sym);
@@ -54,16 +57,16 @@ static int shim_open(const char* sym, const char* path, int flags, mode_t mode) 
 }
 
 /* open and open64 (glibc may call either), each reading the optional mode. */
-#define SHIM_OPEN(name)                            \
-  int name(const char* path, int flags, ...) {     \
-    mode_t mode = 0;                               \
-    if (flags & O_CREAT) {                         \
-      va_list ap;                                  \
-      va_start(ap, flags);                         \
-      mode = va_arg(ap, mode_t);                   \
-      va_end(ap);                                  \
-    }                                              \
-    return shim_open(#name, path, flags, mode);    \
+#define SHIM_OPEN(name)                         \
+  int name(const char* path, int flags, ...) {  \
+    mode_t mode = 0;                            \
+    if (flags & O_CREAT) {                      \
+      va_list ap;                               \
+      va_start(ap, flags);                      \
+      mode = va_arg(ap, mode_t);                \
+      va_end(ap);                               \
+    }                                           \
+    return shim_open(#name, path, flags, mode); \
   }
 SHIM_OPEN(open)
 SHIM_OPEN(open64)

@@ -21,7 +21,7 @@ struct Fixture {
   std::string name;
   std::vector<std::string> site, options, expected;
   std::string hosts, tasks_per_node, distribution = "block", node_gres, master_addr,
-      master_port = "29500", refused;
+                                     master_port = "29500", refused;
   dp::VisibleDevices visible;
 };
 
@@ -50,8 +50,10 @@ Fixture load(const std::filesystem::path& path) {
     else if (key == "tasks_per_node") f.tasks_per_node = rest;
     else if (key == "distribution") f.distribution = rest;
     else if (key == "node_gres") f.node_gres = rest;
-    else if (key == "visible" && rest.rfind("CUDA_VISIBLE_DEVICES=", 0) == 0) f.visible.cuda = rest.substr(21);
-    else if (key == "visible" && rest.rfind("ZE_AFFINITY_MASK=", 0) == 0) f.visible.ze = rest.substr(17);
+    else if (key == "visible" && rest.rfind("CUDA_VISIBLE_DEVICES=", 0) == 0)
+      f.visible.cuda = rest.substr(21);
+    else if (key == "visible" && rest.rfind("ZE_AFFINITY_MASK=", 0) == 0)
+      f.visible.ze = rest.substr(17);
     else if (key == "master_addr") f.master_addr = rest;
     else if (key == "master_port") f.master_port = rest;
     else if (key == "refused") f.refused = rest;

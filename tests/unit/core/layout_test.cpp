@@ -64,7 +64,8 @@ TEST(Layout, PerTaskBindingSmallerThanTilesIsRefused) {
   dp::NodeTiles t{{"2"}, true};
   auto env = dp::task_environment(dp::StepPlan{2, 2}, s, {1, 1, 2, 0}, t);
   ASSERT_FALSE(env.ok());
-  EXPECT_NE(env.error().message.find("--gpus-per-task=2"), std::string::npos) << env.error().message;
+  EXPECT_NE(env.error().message.find("--gpus-per-task=2"), std::string::npos)
+      << env.error().message;
 }
 
 TEST(Layout, CudaTooFewVisibleOnNodeIsRefusedAtTask) {

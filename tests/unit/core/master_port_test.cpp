@@ -43,7 +43,10 @@ TEST(PickPort, ConcurrentStepsGetDifferentPorts) {
 
 TEST(PickPort, ExhaustedRangeSaysWhatToDo) {
   int calls = 0;
-  auto p = dp::pick_port(30000, 30003, 0, [&](int) { ++calls; return false; });
+  auto p = dp::pick_port(30000, 30003, 0, [&](int) {
+    ++calls;
+    return false;
+  });
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(calls, 4);
   EXPECT_NE(p.error().message.find("--dp-master-port"), std::string::npos);

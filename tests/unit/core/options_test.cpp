@@ -36,33 +36,28 @@ TEST_P(BadOption, IsRefusedWithOptionNameAndFix) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, BadOption,
-    ::testing::Values(BadCase{"dp-world", "abc", "not a whole number"},
-                      BadCase{"dp-world", "0", "zero"},
-                      BadCase{"dp-world", "-4", "negative"},
-                      BadCase{"dp-world", "99999999999999999999", "too large"},
-                      BadCase{"dp-world", "4x", "unexpected 'x'"},
-                      BadCase{"dp-world", "", "empty"},
-                      BadCase{"dp-world", "+4", "not a whole number"},
-                      BadCase{"dp-world", " 4", "not a whole number"},
-                      BadCase{"dp-world", "3000000000", "out of range"},
-                      BadCase{"dp-world", "Auto", "not a whole number"},
-                      BadCase{"dp-world", nullptr, "missing value"},
-                      BadCase{"dp-tiles", "0", "zero"},
-                      BadCase{"dp-tiles", "-1", "negative"},
-                      BadCase{"dp-tiles", "four", "not a whole number"},
-                      BadCase{"dp-tiles", "4.5", "unexpected '.5'"},
-                      BadCase{"dp-tiles", "100000", "out of range"},
-                      BadCase{"dp-tiles", "18446744073709551617", "too large"},
-                      BadCase{"dp-tiles", nullptr, "missing value"},
-                      BadCase{"dp-master-port", "80", "out of range"},
-                      BadCase{"dp-master-port", "65536", "out of range"},
-                      BadCase{"dp-master-port", "29500abc", "unexpected 'abc'"},
-                      BadCase{"dp-master-port", "-1", "negative"},
-                      BadCase{"dp-explain", "yes", "takes no value"},
-                      BadCase{"dp-verbose", "1", "takes no value"},
-                      BadCase{"dp-report", "", "missing file name"},
-                      BadCase{"dp-report", nullptr, "missing file name"},
-                      BadCase{"dp-report", "a\nb", "control character"}));
+    ::testing::Values(
+        BadCase{"dp-world", "abc", "not a whole number"}, BadCase{"dp-world", "0", "zero"},
+        BadCase{"dp-world", "-4", "negative"},
+        BadCase{"dp-world", "99999999999999999999", "too large"},
+        BadCase{"dp-world", "4x", "unexpected 'x'"}, BadCase{"dp-world", "", "empty"},
+        BadCase{"dp-world", "+4", "not a whole number"},
+        BadCase{"dp-world", " 4", "not a whole number"},
+        BadCase{"dp-world", "3000000000", "out of range"},
+        BadCase{"dp-world", "Auto", "not a whole number"},
+        BadCase{"dp-world", nullptr, "missing value"}, BadCase{"dp-tiles", "0", "zero"},
+        BadCase{"dp-tiles", "-1", "negative"}, BadCase{"dp-tiles", "four", "not a whole number"},
+        BadCase{"dp-tiles", "4.5", "unexpected '.5'"},
+        BadCase{"dp-tiles", "100000", "out of range"},
+        BadCase{"dp-tiles", "18446744073709551617", "too large"},
+        BadCase{"dp-tiles", nullptr, "missing value"},
+        BadCase{"dp-master-port", "80", "out of range"},
+        BadCase{"dp-master-port", "65536", "out of range"},
+        BadCase{"dp-master-port", "29500abc", "unexpected 'abc'"},
+        BadCase{"dp-master-port", "-1", "negative"}, BadCase{"dp-explain", "yes", "takes no value"},
+        BadCase{"dp-verbose", "1", "takes no value"}, BadCase{"dp-report", "", "missing file name"},
+        BadCase{"dp-report", nullptr, "missing file name"},
+        BadCase{"dp-report", "a\nb", "control character"}));
 
 TEST(Options, ReportFile) {
   dp::Options o;
@@ -131,7 +126,8 @@ TEST(Options, SpecsCoverEveryOptionOnce) {
     EXPECT_EQ(std::string(s.usage).rfind("[slurm-dp]", 0), 0u) << s.name;
     dp::Options o;
     // Each registered name is accepted by apply_option.
-    auto r = apply(o, s.name, s.arginfo ? (std::string(s.name) == "dp-tiles" ? "1" : "auto") : nullptr);
+    auto r =
+        apply(o, s.name, s.arginfo ? (std::string(s.name) == "dp-tiles" ? "1" : "auto") : nullptr);
     EXPECT_TRUE(r.ok()) << s.name << ": " << (r.ok() ? "" : r.error().message);
   }
 }

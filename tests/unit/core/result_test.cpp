@@ -44,7 +44,7 @@ TEST(Result, TrailSaysWhereTheErrorWasMadeAndPassedOn) {
   ::setenv("DP_DEBUG", "1", 1);
   const std::string shown = dp::describe(r.error());
   ::unsetenv("DP_DEBUG");
-  EXPECT_EQ(shown, r.error().message + "\n  -> tests/unit/core/result_test.cpp:" +
-                       std::to_string(trail[0].line) + "\n  -> tests/unit/core/result_test.cpp:" +
-                       std::to_string(trail[1].line));
+  EXPECT_EQ(shown, r.error().message +
+                       "\n  -> tests/unit/core/result_test.cpp:" + std::to_string(trail[0].line) +
+                       "\n  -> tests/unit/core/result_test.cpp:" + std::to_string(trail[1].line));
 }

@@ -18,8 +18,8 @@ TEST(SiteConfig, ParsesEveryKey) {
   auto c = dp::parse_site_config({"kind=rdu", "devices_per_node=8", "tiles_per_device=8",
                                   "ports=20000-20099", "default=on", "daemon=/opt/dp/bin/d",
                                   "lease_dir=/var/run/x", "idle_timeout=600", "port_wait=5",
-                                  "resv_ports=ignore", "hang_timeout=10", "report=/var/log/dp/%j.%s.json",
-                                  "heartbeat_timeout=120"});
+                                  "resv_ports=ignore", "hang_timeout=10",
+                                  "report=/var/log/dp/%j.%s.json", "heartbeat_timeout=120"});
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->kind, dp::AcceleratorKind::rdu);
   EXPECT_EQ(c->declared_tiles_per_node(), 64);
@@ -55,26 +55,19 @@ TEST_P(BadSite, NamesTheWord) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, BadSite,
-    ::testing::Values(std::pair{"colour=blue", "unknown key"},
-                      std::pair{"kind=tpu", "kind must be"},
-                      std::pair{"kind", "expected key=value"},
-                      std::pair{"=cuda", "expected key=value"},
-                      std::pair{"devices_per_node=-1", "negative"},
-                      std::pair{"devices_per_node=8x", "unexpected 'x'"},
-                      std::pair{"tiles_per_device=0", "zero"},
-                      std::pair{"ports=30000", "LOW-HIGH"},
-                      std::pair{"ports=30000-20000", "low end is above"},
-                      std::pair{"ports=80-90", "out of range"},
-                      std::pair{"ports=20000-99999", "out of range"},
-                      std::pair{"default=yes", "on or off"},
-                      std::pair{"daemon=relative/path", "absolute path"},
-                      std::pair{"idle_timeout=soon", "not a whole number"},
-                      std::pair{"heartbeat_timeout=-1", "heartbeat_timeout"},
-                      std::pair{"port_wait=0", "zero"},
-                      std::pair{"resv_ports=maybe", "use or ignore"},
-                      std::pair{"hang_timeout=-1", "negative"},
-                      std::pair{"hang_timeout=100000", "out of range"},
-                      std::pair{"report=step.json", "absolute path"}));
+    ::testing::Values(
+        std::pair{"colour=blue", "unknown key"}, std::pair{"kind=tpu", "kind must be"},
+        std::pair{"kind", "expected key=value"}, std::pair{"=cuda", "expected key=value"},
+        std::pair{"devices_per_node=-1", "negative"},
+        std::pair{"devices_per_node=8x", "unexpected 'x'"}, std::pair{"tiles_per_device=0", "zero"},
+        std::pair{"ports=30000", "LOW-HIGH"}, std::pair{"ports=30000-20000", "low end is above"},
+        std::pair{"ports=80-90", "out of range"}, std::pair{"ports=20000-99999", "out of range"},
+        std::pair{"default=yes", "on or off"}, std::pair{"daemon=relative/path", "absolute path"},
+        std::pair{"idle_timeout=soon", "not a whole number"},
+        std::pair{"heartbeat_timeout=-1", "heartbeat_timeout"}, std::pair{"port_wait=0", "zero"},
+        std::pair{"resv_ports=maybe", "use or ignore"}, std::pair{"hang_timeout=-1", "negative"},
+        std::pair{"hang_timeout=100000", "out of range"},
+        std::pair{"report=step.json", "absolute path"}));
 
 TEST(SiteConfig, EveryListedKeyIsParsed) {
   // An empty value is wrong for every key, so the error shows which part of

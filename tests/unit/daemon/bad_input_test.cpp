@@ -16,8 +16,8 @@ using std::chrono::milliseconds;
 class BadInput : public ::testing::Test {
  protected:
   void SetUp() override {
-    d_ = std::make_unique<DaemonProcess>(1, std::vector<std::string>{"--hello-timeout-ms", "1000",
-                                                                     "--max-value-bytes", "1024"});
+    d_ = std::make_unique<DaemonProcess>(
+        1, std::vector<std::string>{"--hello-timeout-ms", "1000", "--max-value-bytes", "1024"});
     ASSERT_TRUE(d_->ready()) << d_->first_line();
     auto c = RendezvousClient::connect(d_->client_options(0, 1));
     ASSERT_TRUE(c.ok()) << c.error().message;
@@ -59,7 +59,8 @@ TEST_F(BadInput, HttpRequestIsAnOversizedFrame) {
 
 TEST_F(BadInput, TruncatedFrameIsClosedAtHelloTimeout) {
   RawConn c(d_->port());
-  const std::string f = frame_of(hello_request(c.nonce(), kSecret, -1, proto::ROLE_AGENT, "rawhost"));
+  const std::string f =
+      frame_of(hello_request(c.nonce(), kSecret, -1, proto::ROLE_AGENT, "rawhost"));
   ASSERT_TRUE(c.send_bytes(f.substr(0, f.size() - 3)));
   expect_healthy();
   EXPECT_TRUE(c.closed_by_peer(milliseconds(4'000)));
@@ -109,7 +110,8 @@ TEST_F(BadInput, WrongProtocolVersion) {
   EXPECT_FALSE(c.hello(kSecret, -1, proto::ROLE_AGENT, 99));
   EXPECT_TRUE(c.closed_by_peer());
   RawConn c2(d_->port());
-  ASSERT_TRUE(c2.send_request(hello_request(c2.nonce(), kSecret, -1, proto::ROLE_AGENT, "rawhost", 99)));
+  ASSERT_TRUE(
+      c2.send_request(hello_request(c2.nonce(), kSecret, -1, proto::ROLE_AGENT, "rawhost", 99)));
   auto r = c2.read_response();
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->code(), proto::PROTOCOL);
@@ -153,7 +155,8 @@ TEST_F(BadInput, WrongSecret) {
 
 TEST_F(BadInput, SlowClientOneBytePerTick) {
   RawConn slow(d_->port());
-  const std::string f = frame_of(hello_request(slow.nonce(), kSecret, -1, proto::ROLE_AGENT, "rawhost"));
+  const std::string f =
+      frame_of(hello_request(slow.nonce(), kSecret, -1, proto::ROLE_AGENT, "rawhost"));
   // A byte every 100 ms: the hello cannot complete within the 1 s hello timeout.
   bool closed = false;
   for (size_t i = 0; i < f.size() && !closed; ++i) {
@@ -217,8 +220,8 @@ TEST(Sanitizing, BinaryHostAndReasonReachOthersPrintable) {
   ASSERT_TRUE(c0.ok());
   RawConn raw(d.port());
   // A host name that is not UTF-8, with an escape sequence.
-  ASSERT_TRUE(raw.send_request(
-      hello_request(raw.nonce(), kSecret, 1, proto::ROLE_RANK, std::string("bad\xff\x1b[31mhost", 13))));
+  ASSERT_TRUE(raw.send_request(hello_request(raw.nonce(), kSecret, 1, proto::ROLE_RANK,
+                                             std::string("bad\xff\x1b[31mhost", 13))));
   auto hr = raw.read_response();
   ASSERT_TRUE(hr.has_value());
   ASSERT_EQ(hr->code(), proto::OK) << hr->message();
@@ -229,7 +232,8 @@ TEST(Sanitizing, BinaryHostAndReasonReachOthersPrintable) {
   auto r = (*c0)->get("x", milliseconds(5'000));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Errc::aborted);
-  EXPECT_NE(r.error().message.find("rank 1 (host bad??[31mhost): nan??"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("rank 1 (host bad??[31mhost): nan??"), std::string::npos)
+      << r.error().message;
 }
 
 TEST(Limits, ConnectionsOverTheLimitAreRefusedWithAMessage) {

@@ -25,8 +25,8 @@ struct Recorder : Outbox {
 const std::string kSecret(64, 'a');
 const std::string kNonce(rdv::kNonceBytes, 'n');
 
-proto::Request hello_req(int rank, proto::Role role, const std::string& host, const std::string& secret = kSecret,
-                         const std::string& nonce = kNonce) {
+proto::Request hello_req(int rank, proto::Role role, const std::string& host,
+                         const std::string& secret = kSecret, const std::string& nonce = kNonce) {
   proto::Request r;
   r.set_id(1);
   auto* h = r.mutable_hello();
@@ -64,7 +64,8 @@ class BrokerTest : public ::testing::Test {
     out_.sent[c].erase(out_.sent[c].begin());  // tests count replies from the hello's on
   }
   // The server's 100 ms ticks from `from` to `to`; `each` runs before every tick.
-  void ticks(milliseconds from, milliseconds to, const std::function<void(Clock::time_point)>& each = {}) {
+  void ticks(milliseconds from, milliseconds to,
+             const std::function<void(Clock::time_point)>& each = {}) {
     for (auto t = from; t <= to; t += milliseconds(100)) {
       if (each) each(t0_ + t);
       broker_.on_tick(t0_ + t);
@@ -187,7 +188,8 @@ TEST_F(BrokerTest, TheDaemonsOwnStopIsNotHeldAgainstRanks) {
   // Rank 1's silence is 12 s of wall time but only 2 s of the daemon's.
   ticks(milliseconds(12'000), milliseconds(12'900), [&](Clock::time_point t) { heartbeat(1, t); });
   EXPECT_FALSE(broker_.aborted());
-  EXPECT_NE(broker_.stats().text().find("daemon_stop_gaps 1"), std::string::npos) << broker_.stats().text();
+  EXPECT_NE(broker_.stats().text().find("daemon_stop_gaps 1"), std::string::npos)
+      << broker_.stats().text();
   ticks(milliseconds(13'000), milliseconds(15'100), [&](Clock::time_point t) { heartbeat(1, t); });
   EXPECT_TRUE(broker_.aborted());  // 3 s of the daemon's running time after the gap
 }

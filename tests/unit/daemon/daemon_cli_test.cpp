@@ -31,9 +31,12 @@ TEST(DaemonCli, BadArgumentsGiveOneErrorLine) {
     std::string expect;
   } cases[] = {
       {{"--job-id", "1", "--step-id", "0"}, "--world-size is required"},
-      {{"--world-size", "x", "--job-id", "1", "--step-id", "0"}, "--world-size: expected an integer"},
-      {{"--world-size", "2", "--job-id", "1", "--step-id", "0", "--bogus", "1"}, "unknown option --bogus"},
-      {{"--world-size", "2", "--job-id", "1", "--step-id", "0", "--listen", "not-an-ip"}, "--listen not-an-ip"},
+      {{"--world-size", "x", "--job-id", "1", "--step-id", "0"},
+       "--world-size: expected an integer"},
+      {{"--world-size", "2", "--job-id", "1", "--step-id", "0", "--bogus", "1"},
+       "unknown option --bogus"},
+      {{"--world-size", "2", "--job-id", "1", "--step-id", "0", "--listen", "not-an-ip"},
+       "--listen not-an-ip"},
   };
   for (const auto& c : cases) {
     auto [status, line] = run_daemon_once(c.args, secret);
@@ -45,7 +48,8 @@ TEST(DaemonCli, BadArgumentsGiveOneErrorLine) {
 
 TEST(DaemonCli, RejectsAShortOrNonHexSecret) {
   const std::vector<std::string> args = {"--world-size", "1", "--job-id", "1", "--step-id", "0"};
-  for (const std::string& bad : std::vector<std::string>{"abc\n", "", std::string(64, 'z') + "\n"}) {
+  for (const std::string& bad :
+       std::vector<std::string>{"abc\n", "", std::string(64, 'z') + "\n"}) {
     auto [status, line] = run_daemon_once(args, bad);
     EXPECT_EQ(line.rfind("ERROR secret on stdin", 0), 0u) << line;
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
@@ -57,14 +61,16 @@ TEST(DaemonCli, NeverLeavesOnItsOwnWhileItsParentLives) {
   // --idle-timeout (from an older plugin) is accepted and changes nothing.
   DaemonProcess d(1, {"--idle-timeout", "1"});
   ASSERT_TRUE(d.ready()) << d.first_line();
-  EXPECT_FALSE(d.wait_exit(milliseconds(3'000)).has_value()) << "left with nobody connected: " << d.log();
+  EXPECT_FALSE(d.wait_exit(milliseconds(3'000)).has_value())
+      << "left with nobody connected: " << d.log();
   {
     auto c = RendezvousClient::connect(d.client_options(0, 1));
     ASSERT_TRUE(c.ok()) << c.error().message;
     ASSERT_TRUE((*c)->goodbye().ok());
   }
   // Every rank said goodbye: a second dp::init() of the step may still come.
-  EXPECT_FALSE(d.wait_exit(milliseconds(3'000)).has_value()) << "left after every rank said goodbye: " << d.log();
+  EXPECT_FALSE(d.wait_exit(milliseconds(3'000)).has_value())
+      << "left after every rank said goodbye: " << d.log();
   auto again = RendezvousClient::connect(d.client_options(0, 1));
   ASSERT_TRUE(again.ok()) << again.error().message;
   EXPECT_TRUE((*again)->set("second", "init").ok());
@@ -76,15 +82,15 @@ TEST(DaemonCli, ListenAddressFromTheSecondLineOfStdin) {
   auto c = RendezvousClient::connect(d.client_options(0, 1));
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_NE(d.log().find("listening on 127.0.0.1 port"), std::string::npos) << d.log();
-  auto [status, line] = run_daemon_once({"--world-size", "1", "--job-id", "1", "--step-id", "0", "--listen", "-"},
-                                        kSecret + "\n");
+  auto [status, line] = run_daemon_once(
+      {"--world-size", "1", "--job-id", "1", "--step-id", "0", "--listen", "-"}, kSecret + "\n");
   EXPECT_EQ(line.rfind("ERROR --listen -: no address", 0), 0u) << line;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
 }
 
 TEST(DaemonCli, AHardFileLimitTooLowForTheStepFailsBeforeItStarts) {
-  const std::vector<std::string> args = {"--world-size", "4096", "--job-id", "1", "--step-id", "0",
-                                         "--listen", "127.0.0.1"};
+  const std::vector<std::string> args = {"--world-size", "4096", "--job-id", "1",
+                                         "--step-id",    "0",    "--listen", "127.0.0.1"};
   rlimit have{};
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &have), 0);
   if (have.rlim_max < 4096 + 256) GTEST_SKIP() << "hard fd limit " << have.rlim_max << " < 4352";

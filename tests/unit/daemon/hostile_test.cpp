@@ -16,9 +16,9 @@
 #include <thread>
 
 #include "daemon_process.hpp"
-#include "rendezvous_client.hpp"
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
+#include "rendezvous_client.hpp"
 #include "reply_reader.hpp"
 
 namespace dp::test {
@@ -38,8 +38,10 @@ std::string hex(const rdv::Digest& d) {
 }
 
 TEST(HmacSha256, Rfc4231Vectors) {
-  EXPECT_EQ(hex(rdv::sha256("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  EXPECT_EQ(hex(rdv::sha256("")), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(hex(rdv::sha256("abc")),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(hex(rdv::sha256("")),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   EXPECT_EQ(hex(rdv::hmac_sha256(std::string(20, '\x0b'), "Hi There")),
             "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
   EXPECT_EQ(hex(rdv::hmac_sha256("Jefe", "what do ya want for nothing?")),
@@ -50,12 +52,15 @@ TEST(HmacSha256, Rfc4231Vectors) {
   for (int i = 1; i <= 25; ++i) k4 += static_cast<char>(i);
   EXPECT_EQ(hex(rdv::hmac_sha256(k4, std::string(50, '\xcd'))),
             "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b");
-  EXPECT_EQ(hex(rdv::hmac_sha256(std::string(131, '\xaa'), "Test Using Larger Than Block-Size Key - Hash Key First")),
-            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
   EXPECT_EQ(hex(rdv::hmac_sha256(std::string(131, '\xaa'),
-                                 "This is a test using a larger than block-size key and a larger than block-size data. "
-                                 "The key needs to be hashed before being used by the HMAC algorithm.")),
-            "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2");
+                                 "Test Using Larger Than Block-Size Key - Hash Key First")),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+  EXPECT_EQ(
+      hex(rdv::hmac_sha256(
+          std::string(131, '\xaa'),
+          "This is a test using a larger than block-size key and a larger than block-size data. "
+          "The key needs to be hashed before being used by the HMAC algorithm.")),
+      "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2");
 }
 
 // One-connection TCP server on 127.0.0.1 run by a test thread: sends `first`
@@ -87,13 +92,15 @@ class FakeDaemon {
         got_.append(buf, static_cast<size_t>(n));
         if (got_.size() >= 4) {
           const auto* u = reinterpret_cast<const unsigned char*>(got_.data());
-          const size_t flen = (size_t{u[0]} << 24) | (size_t{u[1]} << 16) | (size_t{u[2]} << 8) | u[3];
+          const size_t flen =
+              (size_t{u[0]} << 24) | (size_t{u[1]} << 16) | (size_t{u[2]} << 8) | u[3];
           if (got_.size() >= 4 + flen) break;
         }
       }
       size_t at = 0;
       while (at < then.size()) {  // may be large: the client closes when it has had enough
-        const ssize_t n = ::send(fd, then.data() + at, std::min<size_t>(then.size() - at, 1 << 20), MSG_NOSIGNAL);
+        const ssize_t n =
+            ::send(fd, then.data() + at, std::min<size_t>(then.size() - at, 1 << 20), MSG_NOSIGNAL);
         if (n <= 0) break;
         at += static_cast<size_t>(n);
       }
@@ -158,13 +165,14 @@ TEST(Hello, CarriesAProofAndNoSecret) {
   EXPECT_EQ(bytes.find(kSecret.substr(0, 16)), std::string::npos);
   EXPECT_EQ(bytes.find(kSecret.substr(48)), std::string::npos);
   std::string raw;
-  for (size_t i = 0; i + 1 < kSecret.size(); i += 2) raw += static_cast<char>(std::stoi(kSecret.substr(i, 2), nullptr, 16));
+  for (size_t i = 0; i + 1 < kSecret.size(); i += 2)
+    raw += static_cast<char>(std::stoi(kSecret.substr(i, 2), nullptr, 16));
   EXPECT_EQ(bytes.find(raw.substr(0, 8)), std::string::npos);
   proto::Request req;
   ASSERT_TRUE(req.ParseFromArray(bytes.data() + 4, static_cast<int>(bytes.size() - 4)));
   ASSERT_TRUE(req.has_hello());
-  EXPECT_EQ(req.hello().proof(), rdv::hello_proof(kSecret, std::string(rdv::kNonceBytes, 'N'), proto::ROLE_AGENT, -1,
-                                                  0, "capture"));
+  EXPECT_EQ(req.hello().proof(), rdv::hello_proof(kSecret, std::string(rdv::kNonceBytes, 'N'),
+                                                  proto::ROLE_AGENT, -1, 0, "capture"));
 }
 
 TEST(Hello, AHugeReplyFrameIsRefusedWithoutReadingIt) {
@@ -181,7 +189,8 @@ TEST(Hello, AHugeReplyFrameIsRefusedWithoutReadingIt) {
   auto c = RendezvousClient::connect(o);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().code, Errc::protocol) << c.error().message;
-  EXPECT_NE(c.error().message.find("exceeds this client's limit"), std::string::npos) << c.error().message;
+  EXPECT_NE(c.error().message.find("exceeds this client's limit"), std::string::npos)
+      << c.error().message;
   EXPECT_LT(fake.sent(), size_t{16} << 20) << "the client kept reading a frame it had refused";
 }
 
@@ -197,7 +206,8 @@ TEST(Hello, AFakeDaemonsTextIsSanitized) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().code, Errc::invalid_argument);
   for (char ch : c.error().message) {
-    ASSERT_TRUE(static_cast<unsigned char>(ch) >= 0x20 && static_cast<unsigned char>(ch) < 0x7f) << c.error().message;
+    ASSERT_TRUE(static_cast<unsigned char>(ch) >= 0x20 && static_cast<unsigned char>(ch) < 0x7f)
+        << c.error().message;
   }
   EXPECT_LT(c.error().message.size(), 1100u);
   EXPECT_EQ(c.error().message.rfind("owned?]0;title??", 0), 0u) << c.error().message;
@@ -205,7 +215,8 @@ TEST(Hello, AFakeDaemonsTextIsSanitized) {
 
 TEST(Hello, OutOfMemoryInTheIoThreadIsAnErrorNotACrash) {
 #if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space: RLIMIT_AS cannot model a full one";
+  GTEST_SKIP()
+      << "AddressSanitizer reserves terabytes of address space: RLIMIT_AS cannot model a full one";
 #endif
   // Within the frame limit but beyond the process's address space: the I/O
   // thread's bad_alloc must become an error of the connection.
@@ -241,7 +252,8 @@ TEST(Hello, OutOfMemoryInTheIoThreadIsAnErrorNotACrash) {
   }
   int st = 0;
   waitpid(kid, &st, 0);
-  ASSERT_TRUE(WIFEXITED(st)) << "the client died of signal " << (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+  ASSERT_TRUE(WIFEXITED(st)) << "the client died of signal "
+                             << (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
   EXPECT_EQ(WEXITSTATUS(st), 0);
 }
 
@@ -251,7 +263,8 @@ TEST(ReplyReader, BoundsValidatesAndSanitizes) {
   ASSERT_TRUE(r.feed(huge.data(), huge.size()).ok());
   auto e = r.next();
   ASSERT_FALSE(e.ok());
-  EXPECT_NE(e.error().message.find("2147483647 bytes exceeds this client's limit of 4096"), std::string::npos)
+  EXPECT_NE(e.error().message.find("2147483647 bytes exceeds this client's limit of 4096"),
+            std::string::npos)
       << e.error().message;
   rdv::ReplyReader r2(4096);
   proto::Response unknown;
@@ -275,7 +288,10 @@ TEST(ReplyReader, BoundsValidatesAndSanitizes) {
   proto::Response one, two;
   one.set_id(1);
   two.set_id(2);
-  two.set_message(std::string("a\x01" "b", 3));
+  two.set_message(
+      std::string("a\x01"
+                  "b",
+                  3));
   f.clear();
   rdv::append_frame(one, f);
   rdv::append_frame(two, f);
@@ -300,7 +316,8 @@ TEST(DaemonSilence, AStoppedDaemonIsNamedWithinTheLimit) {
   ASSERT_TRUE(c.ok()) << c.error().message;
   std::atomic<bool> told{false};
   (*c)->on_abort([&](const Error& e) {
-    if (e.code == Errc::connection && e.message.find("sent nothing for") != std::string::npos) told = true;
+    if (e.code == Errc::connection && e.message.find("sent nothing for") != std::string::npos)
+      told = true;
   });
   // A pending call that only the daemon can answer.
   std::optional<Error> failed;
@@ -312,15 +329,17 @@ TEST(DaemonSilence, AStoppedDaemonIsNamedWithinTheLimit) {
   });
   auto watcher = RendezvousClient::connect(d.client_options(1, 2));
   ASSERT_TRUE(watcher.ok());
-  ASSERT_TRUE(poll_until([&] { return (*watcher)->stats()->text.find("pending_calls 1") != std::string::npos; },
-                         milliseconds(5'000)));
+  ASSERT_TRUE(poll_until(
+      [&] { return (*watcher)->stats()->text.find("pending_calls 1") != std::string::npos; },
+      milliseconds(5'000)));
   const auto stopped_at = Clock::now();
   ASSERT_EQ(kill(d.pid(), SIGSTOP), 0);
   waiter.join();
   kill(d.pid(), SIGCONT);
   ASSERT_TRUE(failed.has_value());
   EXPECT_EQ(failed->code, Errc::connection);
-  EXPECT_NE(failed->message.find("is stopped, frozen or unreachable"), std::string::npos) << failed->message;
+  EXPECT_NE(failed->message.find("is stopped, frozen or unreachable"), std::string::npos)
+      << failed->message;
   EXPECT_LT(failed_at - stopped_at, milliseconds(4'500));
   // The handler runs on the I/O thread right after the waiters are released.
   EXPECT_TRUE(poll_until([&] { return told.load(); }, milliseconds(2'000)));
@@ -375,7 +394,8 @@ TEST(Budget, TwoThousandConnectionsWithoutHelloDoNotKeepRanksOut) {
   }
   std::vector<std::thread> ts;
   std::atomic<int> passed{0};
-  for (auto& c : ranks) ts.emplace_back([&] { passed += c->barrier("all", milliseconds(5'000)).ok(); });
+  for (auto& c : ranks)
+    ts.emplace_back([&] { passed += c->barrier("all", milliseconds(5'000)).ok(); });
   for (auto& t : ts) t.join();
   EXPECT_EQ(passed.load(), 4);
   auto s = ranks[0]->stats();

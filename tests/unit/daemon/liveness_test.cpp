@@ -66,8 +66,9 @@ TEST(Liveness, KilledRankAbortsEveryPendingAndLaterCall) {
     failed_at = Clock::now();
     if (!r.ok()) pending_error = r.error();
   });
-  ASSERT_TRUE(poll_until([&] { return (*c1)->stats()->text.find("pending_calls 1") != std::string::npos; },
-                         milliseconds(5'000)));
+  ASSERT_TRUE(
+      poll_until([&] { return (*c1)->stats()->text.find("pending_calls 1") != std::string::npos; },
+                 milliseconds(5'000)));
   const auto killed_at = Clock::now();
   kill(victim, SIGKILL);
   waitpid(victim, nullptr, 0);
@@ -75,11 +76,17 @@ TEST(Liveness, KilledRankAbortsEveryPendingAndLaterCall) {
 
   ASSERT_TRUE(pending_error.has_value());
   EXPECT_EQ(pending_error->code, Errc::aborted);
-  EXPECT_NE(pending_error->message.find("rank 2 (host testhost2)"), std::string::npos) << pending_error->message;
+  EXPECT_NE(pending_error->message.find("rank 2 (host testhost2)"), std::string::npos)
+      << pending_error->message;
   EXPECT_LT(failed_at - killed_at, milliseconds(5'000));
 
   // The push reached the idle client too, and later calls fail the same way.
-  EXPECT_TRUE(poll_until([&] { std::lock_guard lk(mu); return pushed.has_value(); }, milliseconds(5'000)));
+  EXPECT_TRUE(poll_until(
+      [&] {
+        std::lock_guard lk(mu);
+        return pushed.has_value();
+      },
+      milliseconds(5'000)));
   {
     std::lock_guard lk(mu);
     ASSERT_TRUE(pushed.has_value());
@@ -180,8 +187,9 @@ TEST(Liveness, ExplicitAbortReachesEveryone) {
     EXPECT_EQ(r.error().code, Errc::aborted);
     EXPECT_NE(r.error().message.find("loss is NaN"), std::string::npos);
   });
-  ASSERT_TRUE(poll_until([&] { return (*c0)->stats()->text.find("pending_calls 1") != std::string::npos; },
-                         milliseconds(5'000)));
+  ASSERT_TRUE(
+      poll_until([&] { return (*c0)->stats()->text.find("pending_calls 1") != std::string::npos; },
+                 milliseconds(5'000)));
   ASSERT_TRUE((*c0)->abort("loss is NaN").ok());
   t.join();
 }

@@ -9,8 +9,8 @@
 #include <map>
 
 #include "broker.hpp"
-#include "hello_proof.hpp"
 #include "frame_codec.hpp"
+#include "hello_proof.hpp"
 
 namespace dp::daemon {
 namespace {
@@ -18,7 +18,8 @@ namespace {
 using std::chrono::milliseconds;
 using Clock = StepReport::Clock;
 
-proto::Progress progress(uint64_t started, uint64_t in_op_ms, uint64_t wait_ms = 0, uint64_t since_ms = 1000) {
+proto::Progress progress(uint64_t started, uint64_t in_op_ms, uint64_t wait_ms = 0,
+                         uint64_t since_ms = 1000) {
   proto::Progress p;
   p.set_ops_started(started);
   p.set_ops_done(in_op_ms ? started - 1 : started);
@@ -86,12 +87,13 @@ TEST_F(StepReportTest, OffWithZeroBound) {
 }
 
 TEST_F(StepReportTest, FirstFailureStaysFirst) {
-  const auto first = r_.first_failure(2, "n3", FailureHow::lost_connection, "rank 2 (host n3) lost its connection",
-                                      t0_ + milliseconds(2500));
+  const auto first =
+      r_.first_failure(2, "n3", FailureHow::lost_connection, "rank 2 (host n3) lost its connection",
+                       t0_ + milliseconds(2500));
   EXPECT_NE(first.find("first failure: rank 2 (host n3)"), std::string::npos) << first;
   EXPECT_NE(first.find("[lost_connection, 2.50 s"), std::string::npos) << first;
-  const auto later = r_.first_failure(0, "n1", FailureHow::silence, "rank 0 (host n1) sent no heartbeat",
-                                      t0_ + milliseconds(5000));
+  const auto later = r_.first_failure(
+      0, "n1", FailureHow::silence, "rank 0 (host n1) sent no heartbeat", t0_ + milliseconds(5000));
   EXPECT_EQ(later, first);
   ASSERT_TRUE(r_.failure());
   EXPECT_EQ(r_.failure()->rank, 2);
@@ -110,7 +112,8 @@ TEST_F(StepReportTest, StragglerWaitsLeast) {
   EXPECT_NE(s, std::string::npos) << j;
   EXPECT_NE(j.find("\"wait_share\":0.0500"), std::string::npos) << j;
   EXPECT_NE(j.find("\"failure\":null"), std::string::npos) << j;
-  EXPECT_NE(r_.text(t0_).find("slowest ranks (the others wait for them; least waiting first): rank 1 (host n2)"),
+  EXPECT_NE(r_.text(t0_).find(
+                "slowest ranks (the others wait for them; least waiting first): rank 1 (host n2)"),
             std::string::npos)
       << r_.text(t0_);
 }
@@ -160,7 +163,9 @@ class BrokerReportTest : public ::testing::Test {
     *q.mutable_heartbeat()->mutable_progress() = p;
     send(rank, q, t);
   }
-  const proto::Response& push_of(int rank) { return out_.got[static_cast<ConnId>(rank + 1)].back(); }
+  const proto::Response& push_of(int rank) {
+    return out_.got[static_cast<ConnId>(rank + 1)].back();
+  }
   Clock::time_point t0_ = Clock::now();
   Pushes out_;
   Broker broker_;
@@ -172,12 +177,14 @@ TEST_F(BrokerReportTest, LaterDisconnectsDoNotReplaceTheFirstFailure) {
   ASSERT_TRUE(broker_.aborted());
   const auto& p = push_of(1);
   EXPECT_EQ(p.id(), 0u);
-  EXPECT_NE(p.message().find("first failure: rank 2 (host node2) lost its connection"), std::string::npos)
+  EXPECT_NE(p.message().find("first failure: rank 2 (host node2) lost its connection"),
+            std::string::npos)
       << p.message();
   EXPECT_FALSE(p.has_hang());
   const proto::Stats st = broker_.stats();
   EXPECT_EQ(st.first_failure(), p.message());
-  EXPECT_NE(st.report_json().find("\"failure\":{\"rank\":2,\"host\":\"node2\",\"how\":\"lost_connection\""),
+  EXPECT_NE(st.report_json().find(
+                "\"failure\":{\"rank\":2,\"host\":\"node2\",\"how\":\"lost_connection\""),
             std::string::npos)
       << st.report_json();
 }
@@ -197,7 +204,8 @@ TEST_F(BrokerReportTest, HangIsNamedAndTheHangingRankTold) {
   const auto& p = push_of(1);  // rank 1 gets the push that names it
   EXPECT_TRUE(p.has_hang());
   EXPECT_EQ(p.hang().rank(), 1);
-  EXPECT_NE(p.message().find("first failure: rank 1 (host node1) hangs"), std::string::npos) << p.message();
+  EXPECT_NE(p.message().find("first failure: rank 1 (host node1) hangs"), std::string::npos)
+      << p.message();
   EXPECT_NE(p.message().find("[hang, "), std::string::npos) << p.message();
   EXPECT_NE(broker_.stats().rank_table().find("slowest ranks"), std::string::npos);
 }

@@ -22,15 +22,15 @@ namespace {
 
 int g_rank = 0;
 
-#define CHECK(cond, ...)                                         \
-  do {                                                           \
-    if (!(cond)) {                                               \
-      std::printf("ERROR rank %d line %d: ", g_rank, __LINE__);  \
-      std::printf(__VA_ARGS__);                                  \
-      std::printf("\n");                                         \
-      std::fflush(stdout);                                       \
-      return false;                                              \
-    }                                                            \
+#define CHECK(cond, ...)                                        \
+  do {                                                          \
+    if (!(cond)) {                                              \
+      std::printf("ERROR rank %d line %d: ", g_rank, __LINE__); \
+      std::printf(__VA_ARGS__);                                 \
+      std::printf("\n");                                        \
+      std::fflush(stdout);                                      \
+      return false;                                             \
+    }                                                           \
   } while (0)
 
 #define CHECK_OK(expr)                                                          \
@@ -105,7 +105,8 @@ bool all_gather(dp::Communicator& c, size_t n) {
   CHECK_OK(c.all_gather(mine.data(), all.data(), n, dp::DType::i32));
   for (int r = 0; r < c.size(); ++r) {
     for (size_t i = 0; i < n; ++i) {
-      CHECK(all[r * n + i] == static_cast<int32_t>(r * 1000003 + i), "all_gather slot %d elem %zu", r, i);
+      CHECK(all[r * n + i] == static_cast<int32_t>(r * 1000003 + i), "all_gather slot %d elem %zu",
+            r, i);
     }
   }
   // In place: this rank's slot of the output is the input.

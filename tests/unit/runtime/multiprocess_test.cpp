@@ -52,7 +52,8 @@ std::map<std::string, std::string> transport_env(Transport t, const std::string&
 std::string via(int world, Transport t) {
   if (world == 1) return " via single, no peers";
   if (t == Transport::tcp) return " via gloo over tcp\n";
-  return " via gloo over tcp, all_reduce through shared memory (" + std::to_string(world) + " ranks on one host)";
+  return " via gloo over tcp, all_reduce through shared memory (" + std::to_string(world) +
+         " ranks on one host)";
 }
 
 std::map<std::string, std::string> rank_env(int rank, int world) {
@@ -76,7 +77,8 @@ std::vector<Child> start_world(int world, const std::string& mode, const std::st
     auto env = world == 1 ? std::map<std::string, std::string>{} : rank_env(r, world);
     for (const auto& [k, v] : store_env) env[k] = v;
     if (!nodes.empty()) env["SLURMD_NODENAME"] = nodes[static_cast<size_t>(r)];
-    kids.push_back(dp::test::spawn({DP_COMM_WORKER, mode}, env, dir + "/rank" + std::to_string(r) + ".log"));
+    kids.push_back(
+        dp::test::spawn({DP_COMM_WORKER, mode}, env, dir + "/rank" + std::to_string(r) + ".log"));
     EXPECT_GT(kids.back().pid, 0) << "could not start " << DP_COMM_WORKER;
   }
   return kids;
@@ -111,26 +113,30 @@ TEST_P(Collectives, ExactResults) {
   for (const auto& [k, v] : transport_env(transport, job)) store_env[k] = v;
   auto kids = start_world(world, "collectives", dir.path(), store_env);
   ASSERT_TRUE(dp::test::wait_all(kids, Clock::now() + std::chrono::seconds(240)))
-      << "ranks did not finish in time\n" << logs(kids);
+      << "ranks did not finish in time\n"
+      << logs(kids);
   for (size_t r = 0; r < kids.size(); ++r) {
     ASSERT_TRUE(WIFEXITED(*kids[r].status) && WEXITSTATUS(*kids[r].status) == 0)
-        << "rank " << r << " failed\n" << logs(kids);
+        << "rank " << r << " failed\n"
+        << logs(kids);
     std::string want = "OK rank " + std::to_string(r) + " of " + std::to_string(world) +
                        " backend " + (world == 1 ? "single" : "gloo") + via(world, transport);
-    EXPECT_NE(dp::test::read_file(kids[r].log).find(want), std::string::npos) << want << "\n" << logs(kids);
+    EXPECT_NE(dp::test::read_file(kids[r].log).find(want), std::string::npos) << want << "\n"
+                                                                              << logs(kids);
   }
   EXPECT_TRUE(shm_entries(job).empty()) << "left in /dev/shm: " << shm_entries(job).front();
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    World, Collectives,
-    ::testing::Combine(::testing::Values(1, 2, 3, 4), ::testing::Values(Store::file, Store::daemon),
-                       ::testing::Values(Transport::shm, Transport::tcp)),
-    [](const auto& info) {
-      return std::to_string(std::get<0>(info.param)) + "ranks_" +
-             (std::get<1>(info.param) == Store::file ? "filestore" : "daemon") +
-             (std::get<2>(info.param) == Transport::shm ? "_shm" : "_tcp");
-    });
+INSTANTIATE_TEST_SUITE_P(World, Collectives,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4),
+                                            ::testing::Values(Store::file, Store::daemon),
+                                            ::testing::Values(Transport::shm, Transport::tcp)),
+                         [](const auto& info) {
+                           return std::to_string(std::get<0>(info.param)) + "ranks_" +
+                                  (std::get<1>(info.param) == Store::file ? "filestore"
+                                                                          : "daemon") +
+                                  (std::get<2>(info.param) == Transport::shm ? "_shm" : "_tcp");
+                         });
 
 // Ranks on several Slurm nodes (of one machine, as the test cluster runs
 // them): each node's ranks share memory and the nodes' leaders join them over
@@ -150,29 +156,33 @@ TEST_P(AcrossNodes, ExactResults) {
   ASSERT_TRUE(dp::test::wait_all(kids, Clock::now() + std::chrono::seconds(240))) << logs(kids);
   for (int r = 0; r < world; ++r) {
     ASSERT_TRUE(WIFEXITED(*kids[r].status) && WEXITSTATUS(*kids[r].status) == 0) << logs(kids);
-    EXPECT_NE(dp::test::read_file(kids[r].log).find(want_via), std::string::npos) << want_via << "\n" << logs(kids);
+    EXPECT_NE(dp::test::read_file(kids[r].log).find(want_via), std::string::npos)
+        << want_via << "\n"
+        << logs(kids);
   }
 }
 
-const char* const kTwoHosts = " via gloo over tcp, all_reduce through shared memory within each of 2 hosts, then tcp between them";
+const char* const kTwoHosts =
+    " via gloo over tcp, all_reduce through shared memory within each of 2 hosts, then tcp between "
+    "them";
 
-INSTANTIATE_TEST_SUITE_P(
-    Layouts, AcrossNodes,
-    ::testing::Values(NodesCase{{"a", "b", "c"}, " via gloo over tcp\n"},
-                      NodesCase{{"a", "a", "b"}, kTwoHosts},
-                      NodesCase{{"a", "b", "a", "b"}, kTwoHosts},
-                      NodesCase{{"a", "a", "b", "b", "b"}, kTwoHosts}),
-    [](const auto& info) {
-      std::string name;
-      for (const auto& n : info.param.nodes) name += n;
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Layouts, AcrossNodes,
+                         ::testing::Values(NodesCase{{"a", "b", "c"}, " via gloo over tcp\n"},
+                                           NodesCase{{"a", "a", "b"}, kTwoHosts},
+                                           NodesCase{{"a", "b", "a", "b"}, kTwoHosts},
+                                           NodesCase{{"a", "a", "b", "b", "b"}, kTwoHosts}),
+                         [](const auto& info) {
+                           std::string name;
+                           for (const auto& n : info.param.nodes) name += n;
+                           return name;
+                         });
 
 // A rank that stops calling collectives: the others' all_reduce fails at
 // DP_TIMEOUT_MS, naming it, instead of waiting for ever.
 TEST(SharedMemory, StalledRankTimesOutNamingIt) {
   dp::test::TempDir dir;
-  auto kids = start_world(2, "stall", dir.path(), {{"DP_STORE_DIR", dir.path()}, {"DP_TIMEOUT_MS", "1500"}});
+  auto kids = start_world(2, "stall", dir.path(),
+                          {{"DP_STORE_DIR", dir.path()}, {"DP_TIMEOUT_MS", "1500"}});
   std::vector<Child> waiting{kids[0]};
   const bool in_time = dp::test::wait_all(waiting, Clock::now() + std::chrono::seconds(20));
   kill(kids[1].pid, SIGKILL);
@@ -227,11 +237,13 @@ TEST_P(KillOneRank, EveryOtherRankFailsNamingItWithin10s) {
     if (r == victim) continue;
     const std::string out = dp::test::read_file(kids[r].log);
     EXPECT_TRUE(WIFEXITED(*kids[r].status) && WEXITSTATUS(*kids[r].status) == 3)
-        << "rank " << r << " wait status " << *kids[r].status << "\n" << out;
+        << "rank " << r << " wait status " << *kids[r].status << "\n"
+        << out;
     EXPECT_NE(out.find("ERROR"), std::string::npos) << out;
     if (all_name_victim || nodes.empty() || nodes[static_cast<size_t>(r)] == nodes[victim]) {
       EXPECT_NE(out.find("rank " + std::to_string(victim)), std::string::npos)
-          << "rank " << r << "'s error does not name the dead rank:\n" << out;
+          << "rank " << r << "'s error does not name the dead rank:\n"
+          << out;
     }
   }
   RecordProperty("seconds_to_fail_all", std::to_string(secs));
@@ -243,11 +255,12 @@ TEST_P(KillOneRank, EveryOtherRankFailsNamingItWithin10s) {
 // TCP errors name an address): it watches its peers' processes.
 INSTANTIATE_TEST_SUITE_P(
     World, KillOneRank,
-    ::testing::Values(KillCase{2, Store::daemon, Transport::shm}, KillCase{4, Store::daemon, Transport::shm},
-                      KillCase{2, Store::daemon, Transport::tcp}, KillCase{4, Store::daemon, Transport::tcp},
-                      KillCase{2, Store::file, Transport::shm}, KillCase{4, Store::file, Transport::shm},
-                      KillCase{4, Store::daemon, Transport::shm, {"a", "a", "b", "b"}},
-                      KillCase{4, Store::file, Transport::shm, {"a", "a", "b", "b"}, false}),
+    ::testing::Values(
+        KillCase{2, Store::daemon, Transport::shm}, KillCase{4, Store::daemon, Transport::shm},
+        KillCase{2, Store::daemon, Transport::tcp}, KillCase{4, Store::daemon, Transport::tcp},
+        KillCase{2, Store::file, Transport::shm}, KillCase{4, Store::file, Transport::shm},
+        KillCase{4, Store::daemon, Transport::shm, {"a", "a", "b", "b"}},
+        KillCase{4, Store::file, Transport::shm, {"a", "a", "b", "b"}, false}),
     [](const auto& info) {
       std::string name = std::to_string(info.param.world) + "ranks_" +
                          (info.param.store == Store::file ? "filestore" : "daemon") +

@@ -33,8 +33,8 @@ namespace {
 TEST(HostList, SlurmExpandsRangesPaddingAndDashes) {
   auto hosts = dp::spank::expand_host_list("gpu-a[001-003,010],login2");
   ASSERT_TRUE(hosts.ok()) << hosts.error().message;
-  EXPECT_EQ(*hosts, (std::vector<std::string>{"gpu-a001", "gpu-a002", "gpu-a003", "gpu-a010",
-                                              "login2"}));
+  EXPECT_EQ(*hosts,
+            (std::vector<std::string>{"gpu-a001", "gpu-a002", "gpu-a003", "gpu-a010", "login2"}));
   auto two = dp::spank::expand_host_list("n[1-2],gpu[01-04,07]");
   ASSERT_TRUE(two.ok());
   EXPECT_EQ(two->size(), 7u);
@@ -65,12 +65,12 @@ TEST(JobOptions, SbatchValuesAreReadAndChecked) {
 
 TEST(StepGres, GpusPerNodeFromWhatTheStepAskedFor) {
   using dp::spank::step_gpus_on_node;
-  EXPECT_EQ(step_gpus_on_node({"gres:gpu:2", "", ""}, 3, 2), 2);          // --gres=gpu:2 (or the job's)
-  EXPECT_EQ(step_gpus_on_node({"gres:gpu:a100:4", "", ""}, 1, 1), 4);     // typed
-  EXPECT_EQ(step_gpus_on_node({"", "gres:gpu:1", ""}, 3, 2), 3);          // --gpus-per-task=1
-  EXPECT_EQ(step_gpus_on_node({"", "", "gres:gpu:4"}, 4, 1), 4);          // --gpus=4 on one node
-  EXPECT_EQ(step_gpus_on_node({"", "", "gres:gpu:4"}, 2, 2), -1);         // spread: not knowable
-  EXPECT_EQ(step_gpus_on_node({"", "", ""}, 2, 2), 0);                    // asked for none
+  EXPECT_EQ(step_gpus_on_node({"gres:gpu:2", "", ""}, 3, 2), 2);  // --gres=gpu:2 (or the job's)
+  EXPECT_EQ(step_gpus_on_node({"gres:gpu:a100:4", "", ""}, 1, 1), 4);  // typed
+  EXPECT_EQ(step_gpus_on_node({"", "gres:gpu:1", ""}, 3, 2), 3);       // --gpus-per-task=1
+  EXPECT_EQ(step_gpus_on_node({"", "", "gres:gpu:4"}, 4, 1), 4);       // --gpus=4 on one node
+  EXPECT_EQ(step_gpus_on_node({"", "", "gres:gpu:4"}, 2, 2), -1);      // spread: not knowable
+  EXPECT_EQ(step_gpus_on_node({"", "", ""}, 2, 2), 0);                 // asked for none
   EXPECT_EQ(step_gpus_on_node({"gres:nic:1", "", ""}, 2, 2), 0);
 }
 
@@ -140,7 +140,8 @@ TEST_F(LeaseDir, SymlinkOtherOwnerOrWritableParentIsRefused) {
   ASSERT_EQ(chown(site_.lease_dir.c_str(), 65534, 65534), 0);
   auto foreign = dp::spank::lease_master_port(site_, request("1.0"));
   ASSERT_FALSE(foreign.ok());
-  EXPECT_NE(foreign.error().message.find("owned by uid 65534"), std::string::npos) << foreign.error().message;
+  EXPECT_NE(foreign.error().message.find("owned by uid 65534"), std::string::npos)
+      << foreign.error().message;
 
   fs::create_directories(dir_ + "/open");
   chmod((dir_ + "/open").c_str(), 0777);  // not sticky: anyone may swap what is inside
@@ -178,7 +179,8 @@ TEST_F(LeaseDir, HeldLockFailsWithinItsBoundNamingTheLock) {
   ASSERT_FALSE(blocked.ok());
   EXPECT_NE(blocked.error().message.find(".lock"), std::string::npos) << blocked.error().message;
   EXPECT_LT(took, std::chrono::seconds(2));
-  EXPECT_TRUE(dp::spank::lease_master_port(site_, req).ok()) << "free again once the holder is gone";
+  EXPECT_TRUE(dp::spank::lease_master_port(site_, req).ok())
+      << "free again once the holder is gone";
 }
 
 TEST_F(LeaseDir, OneUserHoldsAtMostTheCap) {
@@ -205,7 +207,8 @@ TEST_F(LeaseDir, LeasedPortIsHeldUntilDropped) {
   EXPECT_FALSE(dp::spank::port_binds(a->port()));
   a->drop_hold();
   EXPECT_TRUE(dp::spank::port_binds(a->port()));
-  EXPECT_TRUE(fs::exists(site_.lease_dir + "/" + std::to_string(a->port()))) << "the lease outlives the hold";
+  EXPECT_TRUE(fs::exists(site_.lease_dir + "/" + std::to_string(a->port())))
+      << "the lease outlives the hold";
 }
 
 TEST_F(LeaseDir, StartIsRandom) {
@@ -258,47 +261,53 @@ TEST_F(LeaseDir, PortInUseIsSkipped) {
 }
 
 TEST(UserChild, WorkRunsAsTheJobUserAndCannotRegainRoot) {
-  auto r = dp::spank::run_as_user({65534, 65534}, std::chrono::seconds(5), []() -> dp::Result<std::string> {
-    uid_t ru, eu, su;
-    getresuid(&ru, &eu, &su);
-    gid_t groups[8];
-    const int n = getgroups(8, groups);
-    const bool root_back = setuid(0) == 0 || seteuid(0) == 0;
-    return std::to_string(ru) + " " + std::to_string(eu) + " " + std::to_string(su) + " " +
-           std::to_string(getgid()) + " groups=" + std::to_string(n) + (root_back ? " ROOT" : "");
-  });
+  auto r = dp::spank::run_as_user(
+      {65534, 65534}, std::chrono::seconds(5), []() -> dp::Result<std::string> {
+        uid_t ru, eu, su;
+        getresuid(&ru, &eu, &su);
+        gid_t groups[8];
+        const int n = getgroups(8, groups);
+        const bool root_back = setuid(0) == 0 || seteuid(0) == 0;
+        return std::to_string(ru) + " " + std::to_string(eu) + " " + std::to_string(su) + " " +
+               std::to_string(getgid()) + " groups=" + std::to_string(n) +
+               (root_back ? " ROOT" : "");
+      });
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(*r, "65534 65534 65534 65534 groups=1");
 }
 
 TEST(UserChild, ErrorsComeBackAsErrors) {
-  auto r = dp::spank::run_as_user({65534, 65534}, std::chrono::seconds(5), []() -> dp::Result<std::string> {
-    return dp::make_error(dp::Errc::timeout, "no daemon");
-  });
+  auto r = dp::spank::run_as_user(
+      {65534, 65534}, std::chrono::seconds(5),
+      []() -> dp::Result<std::string> { return dp::make_error(dp::Errc::timeout, "no daemon"); });
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message, "no daemon");
 }
 
 TEST(UserChild, RootReadsAtMost64KiB) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = dp::spank::run_as_user({65534, 65534}, std::chrono::seconds(5), []() -> dp::Result<std::string> {
-    // Bypasses the child's own cut: writes 100 MiB straight into the pipe.
-    std::string big(1 << 20, 'x');
-    for (int i = 0; i < 100; ++i)
-      if (write(3, big.data(), big.size()) < 0) break;
-    return std::string("done");
-  });
+  auto r = dp::spank::run_as_user({65534, 65534}, std::chrono::seconds(5),
+                                  []() -> dp::Result<std::string> {
+                                    // Bypasses the child's own cut: writes 100 MiB straight into
+                                    // the pipe.
+                                    std::string big(1 << 20, 'x');
+                                    for (int i = 0; i < 100; ++i)
+                                      if (write(3, big.data(), big.size()) < 0) break;
+                                    return std::string("done");
+                                  });
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("more than 65536 bytes"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("more than 65536 bytes"), std::string::npos)
+      << r.error().message;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
 }
 
 TEST(UserChild, HangingChildIsKilledAtTheDeadline) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = dp::spank::run_as_user({65534, 65534}, std::chrono::milliseconds(300), []() -> dp::Result<std::string> {
-    pause();
-    return std::string("never");
-  });
+  auto r = dp::spank::run_as_user({65534, 65534}, std::chrono::milliseconds(300),
+                                  []() -> dp::Result<std::string> {
+                                    pause();
+                                    return std::string("never");
+                                  });
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, dp::Errc::timeout);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
@@ -331,18 +340,19 @@ TEST(UserChild, ExchangeClientRefusesAnOversizedReply) {
   });
   const uint16_t port = ntohs(a.sin_port);
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = dp::spank::run_as_user({65534, 65534}, std::chrono::seconds(10), [&]() -> dp::Result<std::string> {
-    dp::ClientOptions o;
-    o.host = "127.0.0.1";
-    o.port = port;
-    o.secret = "00";
-    o.role = dp::PeerRole::agent;
-    o.connect_timeout = std::chrono::seconds(2);
-    o.max_reply_frame = 4096;
-    auto c = dp::RendezvousClient::connect(o);
-    if (!c) return c.error();
-    return std::string("connected");
-  });
+  auto r = dp::spank::run_as_user({65534, 65534}, std::chrono::seconds(10),
+                                  [&]() -> dp::Result<std::string> {
+                                    dp::ClientOptions o;
+                                    o.host = "127.0.0.1";
+                                    o.port = port;
+                                    o.secret = "00";
+                                    o.role = dp::PeerRole::agent;
+                                    o.connect_timeout = std::chrono::seconds(2);
+                                    o.max_reply_frame = 4096;
+                                    auto c = dp::RendezvousClient::connect(o);
+                                    if (!c) return c.error();
+                                    return std::string("connected");
+                                  });
   fake.join();
   close(srv);
   ASSERT_FALSE(r.ok());

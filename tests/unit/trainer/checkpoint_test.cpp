@@ -68,7 +68,8 @@ TEST(Checkpoint, NeverWritesThroughAPlantedSymlink) {
   auto w = write_checkpoint(path, d);
   ASSERT_TRUE(w.ok()) << w.error().message;
   EXPECT_EQ(contents(victim), "precious");
-  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(path))) << "the checkpoint is a regular file, not the link";
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(path)))
+      << "the checkpoint is a regular file, not the link";
   EXPECT_FALSE(fs::exists(fs::symlink_status(tmp)));
   auto r = read_checkpoint(path);
   ASSERT_TRUE(r.ok()) << r.error().message;

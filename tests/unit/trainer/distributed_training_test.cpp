@@ -56,7 +56,8 @@ TrainConfig base_config() {
 // are checked to be identical).
 TrainSummary run(int world, const TrainConfig& cfg, const Dataset& train, const Dataset* test) {
   testing::ThreadGroup group(world);
-  std::vector<dp::Result<TrainSummary>> results(world, dp::make_error(dp::Errc::internal, "not run"));
+  std::vector<dp::Result<TrainSummary>> results(world,
+                                                dp::make_error(dp::Errc::internal, "not run"));
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r)
     threads.emplace_back([&, r] {
@@ -139,7 +140,8 @@ TEST(DistributedTraining, ResumeAfterStopIsBitForBit) {
     const TrainSummary rest = run(2, part, train, nullptr);
     EXPECT_EQ(rest.steps_this_run, full.steps - 99);
     ASSERT_EQ(full.params.size(), rest.params.size());
-    EXPECT_EQ(0, std::memcmp(full.params.data(), rest.params.data(), full.params.size() * sizeof(float)))
+    EXPECT_EQ(
+        0, std::memcmp(full.params.data(), rest.params.data(), full.params.size() * sizeof(float)))
         << "resumed run differs, max diff " << max_abs_diff(full.params, rest.params);
     fs::remove(part.checkpoint);
   }
@@ -165,7 +167,8 @@ TEST(DistributedTraining, StopSignalCheckpointsOnEveryRankAtTheSameStep) {
   ASSERT_TRUE(fs::exists(part.checkpoint));
   const TrainSummary rest = run(2, part, train, nullptr);
   EXPECT_FALSE(rest.stopped_by_signal);
-  EXPECT_EQ(0, std::memcmp(full.params.data(), rest.params.data(), full.params.size() * sizeof(float)));
+  EXPECT_EQ(
+      0, std::memcmp(full.params.data(), rest.params.data(), full.params.size() * sizeof(float)));
   fs::remove(part.checkpoint);
 }
 

@@ -83,7 +83,8 @@ std::unique_ptr<Ops> gpu(Precision p) {
 }
 
 void compare(ModelKind kind, size_t samples) {
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible: the GPU path is checked by scripts/gpu-check";
+  if (cuda_device_count() == 0)
+    GTEST_SKIP() << "no CUDA device visible: the GPU path is checked by scripts/gpu-check";
   const TrainConfig cfg = config(kind);
   const Dataset data = synthetic(samples, cfg.model.input);
   auto cpu = make_cpu_ops();
@@ -98,8 +99,9 @@ void compare(ModelKind kind, size_t samples) {
   ASSERT_EQ(out.size(), ref.size());
   ASSERT_FALSE(out.empty());
   const double moved = relative_l2(ref, start), err = relative_l2(out, ref);
-  std::printf("[gpu-check] %s cuda vs cpu: relative L2 %.3g after training moved the parameters by %.3g\n",
-              kind == ModelKind::cnn ? "cnn" : "mlp", err, moved);
+  std::printf(
+      "[gpu-check] %s cuda vs cpu: relative L2 %.3g after training moved the parameters by %.3g\n",
+      kind == ModelKind::cnn ? "cnn" : "mlp", err, moved);
   // fp32 on both sides: only summation order differs (GEMM split-K, the
   // column-sum tree), about 1e-6 relative per step; a missing dependency or
   // a wrong kernel moves the result by the size of a step (~`moved`).
@@ -115,7 +117,8 @@ void compare(ModelKind kind, size_t samples) {
   ASSERT_TRUE(b);
   const std::vector<float> low = train_on(*b, cfg, data);
   const double err_bf16 = relative_l2(low, ref);
-  std::printf("[gpu-check] %s bf16 vs cpu fp32: relative L2 %.3g\n", kind == ModelKind::cnn ? "cnn" : "mlp", err_bf16);
+  std::printf("[gpu-check] %s bf16 vs cpu fp32: relative L2 %.3g\n",
+              kind == ModelKind::cnn ? "cnn" : "mlp", err_bf16);
   EXPECT_GT(err_bf16, 0.0);
   EXPECT_LT(err_bf16, 0.1 * moved);
 }

@@ -17,8 +17,11 @@ float loss_and_grad(Ops& ops, Model& m, const std::vector<float>& x, const std::
   const float* out = m.forward(batch);
   const int outs = static_cast<int>(m.output_size());
   float loss = 0;  // CPU ops: device memory is host memory
-  if (classification) ops.softmax_cross_entropy(out, y.data(), batch, outs, m.output_grad(), 1.0f / batch, &loss);
-  else ops.mean_squared_error(out, y.data(), batch * outs, m.output_grad(), 1.0f / (batch * outs), &loss);
+  if (classification)
+    ops.softmax_cross_entropy(out, y.data(), batch, outs, m.output_grad(), 1.0f / batch, &loss);
+  else
+    ops.mean_squared_error(out, y.data(), batch * outs, m.output_grad(), 1.0f / (batch * outs),
+                           &loss);
   m.backward(batch, [](size_t) {});
   return loss;
 }
@@ -31,7 +34,8 @@ void check_gradients(ModelSpec spec, int batch, bool classification, size_t stri
   Rng rng(3);
   std::vector<float> x(model.input_size() * batch), y(batch);
   for (auto& v : x) v = 2.0f * rng.uniform() - 1.0f;
-  for (auto& v : y) v = classification ? static_cast<float>(rng.below(spec.outputs)) : rng.uniform();
+  for (auto& v : y)
+    v = classification ? static_cast<float>(rng.below(spec.outputs)) : rng.uniform();
   loss_and_grad(*ops, model, x, y, batch, classification);
   std::vector<float> analytic(model.grads(), model.grads() + model.param_count());
   const float h = 3e-3f;
@@ -45,7 +49,8 @@ void check_gradients(ModelSpec spec, int batch, bool classification, size_t stri
     const double down = loss_and_grad(*ops, model, x, y, batch, classification);
     *p = orig;
     const double numeric = (up - down) / (2.0 * h);
-    const double err = std::abs(numeric - analytic[i]) / std::max(1e-2, std::abs(numeric) + std::abs(analytic[i]));
+    const double err =
+        std::abs(numeric - analytic[i]) / std::max(1e-2, std::abs(numeric) + std::abs(analytic[i]));
     // ReLU and max-pool kinks: a step of h can cross one and spoil that one
     // difference, so a few outliers are tolerated; a wrong backward formula
     // spoils most of them.
@@ -121,16 +126,17 @@ TEST(Model, ParametersAreLaidOutLastLayerFirst) {
   auto ops = make_cpu_ops();
   auto m = Model::create(s, *ops, 2, 1);
   ASSERT_TRUE(m.ok());
-  EXPECT_EQ((*m)->param_begin(1), 0u);             // 3->2 layer: 8 params
+  EXPECT_EQ((*m)->param_begin(1), 0u);  // 3->2 layer: 8 params
   EXPECT_EQ((*m)->param_end(1), 8u);
-  EXPECT_EQ((*m)->param_begin(0), 8u);             // 4->3 layer: 15 params
+  EXPECT_EQ((*m)->param_begin(0), 8u);  // 4->3 layer: 15 params
   EXPECT_EQ((*m)->param_count(), 23u);
 }
 
 TEST(Model, SeededInitIsReproducibleAndSeedDependent) {
   ModelSpec s;
   auto ops = make_cpu_ops();
-  auto a = Model::create(s, *ops, 1, 42), b = Model::create(s, *ops, 1, 42), c = Model::create(s, *ops, 1, 43);
+  auto a = Model::create(s, *ops, 1, 42), b = Model::create(s, *ops, 1, 42),
+       c = Model::create(s, *ops, 1, 43);
   ASSERT_TRUE(a.ok() && b.ok() && c.ok());
   const size_t n = (*a)->param_count();
   EXPECT_EQ(0, std::memcmp((*a)->params(), (*b)->params(), n * sizeof(float)));

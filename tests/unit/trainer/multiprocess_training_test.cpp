@@ -23,8 +23,12 @@ const std::string kSecret = "00112233445566778899aabbccddeeff0011223344556677889
 
 // Small but real: the first 4096 Fashion-MNIST images, a 784-128-10 MLP.
 std::vector<std::string> base_args() {
-  return {"--device", "cpu", "--train-limit", "4096", "--hidden", "128", "--epochs", "2", "--no-eval", "--lr", "0.05",
-          "--warmup-steps", "10", "--seed", "5", "--bucket-kb", "64"};
+  return {"--device",    "cpu",      "--train-limit",
+          "4096",        "--hidden", "128",
+          "--epochs",    "2",        "--no-eval",
+          "--lr",        "0.05",     "--warmup-steps",
+          "10",          "--seed",   "5",
+          "--bucket-kb", "64"};
 }
 
 struct World {
@@ -40,12 +44,10 @@ void start(World& w, int world, const std::vector<std::string>& extra, const std
     ASSERT_TRUE(w.daemon.has_value()) << err;
   }
   for (int r = 0; r < world; ++r) {
-    std::map<std::string, std::string> env{{"RANK", std::to_string(r)},
-                                           {"WORLD_SIZE", std::to_string(world)},
-                                           {"LOCAL_RANK", std::to_string(r)},
-                                           {"LOCAL_WORLD_SIZE", std::to_string(world)},
-                                           {"OPENBLAS_NUM_THREADS", "1"},
-                                           {"DP_TIMEOUT_MS", "60000"}};
+    std::map<std::string, std::string> env{
+        {"RANK", std::to_string(r)},       {"WORLD_SIZE", std::to_string(world)},
+        {"LOCAL_RANK", std::to_string(r)}, {"LOCAL_WORLD_SIZE", std::to_string(world)},
+        {"OPENBLAS_NUM_THREADS", "1"},     {"DP_TIMEOUT_MS", "60000"}};
     if (world > 1) {
       env["MASTER_ADDR"] = "127.0.0.1";
       env["MASTER_PORT"] = "29500";
@@ -56,7 +58,8 @@ void start(World& w, int world, const std::vector<std::string>& extra, const std
     std::vector<std::string> argv{DP_TRAINER};
     for (auto& a : base_args()) argv.push_back(a);
     for (auto& a : extra) argv.push_back(a);
-    w.kids.push_back(dp::test::spawn(argv, env, w.dir.path() + "/" + tag + "-rank" + std::to_string(r) + ".log"));
+    w.kids.push_back(dp::test::spawn(
+        argv, env, w.dir.path() + "/" + tag + "-rank" + std::to_string(r) + ".log"));
   }
 }
 
@@ -67,7 +70,9 @@ std::string logs(const World& w) {
 }
 
 void finish_ok(World& w) {
-  ASSERT_TRUE(dp::test::wait_all(w.kids, Clock::now() + std::chrono::seconds(240))) << "ranks did not finish in time\n" << logs(w);
+  ASSERT_TRUE(dp::test::wait_all(w.kids, Clock::now() + std::chrono::seconds(240)))
+      << "ranks did not finish in time\n"
+      << logs(w);
   for (auto& k : w.kids)
     ASSERT_TRUE(WIFEXITED(*k.status) && WEXITSTATUS(*k.status) == 0) << logs(w);
 }
@@ -102,20 +107,28 @@ TEST(MultiprocessTraining, SigtermCheckpointsAndResumeIsBitForBit) {
 
   World cut;
   const std::string ck = cut.dir.path() + "/ck", metrics = cut.dir.path() + "/m.jsonl";
-  start(cut, 2, {"--batch", "16", "--checkpoint", ck, "--checkpoint-every", "50", "--resume",
-                 "--log-every", "1", "--metrics", metrics}, "cut");
+  start(cut, 2,
+        {"--batch", "16", "--checkpoint", ck, "--checkpoint-every", "50", "--resume", "--log-every",
+         "1", "--metrics", metrics},
+        "cut");
   // Mid-epoch 1 (128 steps per epoch): pre-empt like Slurm, every task gets it.
-  ASSERT_TRUE(dp::test::wait_for_text(metrics, "\"step\":60,", Clock::now() + std::chrono::seconds(120))) << logs(cut);
+  ASSERT_TRUE(
+      dp::test::wait_for_text(metrics, "\"step\":60,", Clock::now() + std::chrono::seconds(120)))
+      << logs(cut);
   for (auto& k : cut.kids) ASSERT_EQ(::kill(k.pid, SIGTERM), 0);
   finish_ok(cut);
   const std::string m = dp::test::read_file(metrics);
-  ASSERT_NE(m.find("\"event\":\"stopped\""), std::string::npos) << "finished before SIGTERM arrived\n" << m;
+  ASSERT_NE(m.find("\"event\":\"stopped\""), std::string::npos)
+      << "finished before SIGTERM arrived\n"
+      << m;
   ASSERT_EQ(m.find("\"step\":256,"), std::string::npos);
 
   World again;
   start(again, 2, {"--batch", "16", "--checkpoint", ck, "--resume", "--log-every", "0"}, "resume");
   finish_ok(again);
-  EXPECT_NE(dp::test::read_file(again.kids[0].log).find("resume: continuing at step"), std::string::npos) << logs(again);
+  EXPECT_NE(dp::test::read_file(again.kids[0].log).find("resume: continuing at step"),
+            std::string::npos)
+      << logs(again);
   const auto a = params_of(full.dir.path() + "/ck"), b = params_of(ck);
   ASSERT_EQ(a.size(), b.size());
   ASSERT_FALSE(a.empty());

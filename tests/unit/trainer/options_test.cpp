@@ -35,7 +35,8 @@ TEST(Options, EachModelDefaultsToItsRecipe) {
   EXPECT_EQ(cnn->train.optimizer.decay, DecayKind::cosine);
   EXPECT_EQ(cnn->global_batch, 128);
 
-  auto mine = parse_options({"--model", "cnn", "--lr", "0.01", "--batch", "32", "--lr-decay", "constant"});
+  auto mine =
+      parse_options({"--model", "cnn", "--lr", "0.01", "--batch", "32", "--lr-decay", "constant"});
   ASSERT_TRUE(mine.ok());
   EXPECT_EQ(mine->train.optimizer.kind, OptimizerKind::adam);
   EXPECT_FLOAT_EQ(mine->train.optimizer.lr, 0.01f);
@@ -52,14 +53,33 @@ TEST(Options, PrecisionIsForTheGpu) {
   auto o = parse_options({"--precision", "bf16"});
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(o->precision, Precision::bf16);
-  EXPECT_NE(error_of({"--precision", "tf32", "--device", "cpu"}).find("--precision"), std::string::npos);
+  EXPECT_NE(error_of({"--precision", "tf32", "--device", "cpu"}).find("--precision"),
+            std::string::npos);
   EXPECT_NE(error_of({"--precision", "fp16"}).find("use fp32, tf32 or bf16"), std::string::npos);
 }
 
 TEST(Options, ParsesValues) {
-  auto o = parse_options({"--model", "cnn", "--channels", "8,16", "--optimizer", "adam", "--lr", "0.001",
-                          "--warmup-steps", "50", "--lr-decay", "cosine", "--global-batch", "256",
-                          "--epochs", "3", "--checkpoint", "/tmp/x", "--checkpoint-every", "10", "--resume"});
+  auto o = parse_options({"--model",
+                          "cnn",
+                          "--channels",
+                          "8,16",
+                          "--optimizer",
+                          "adam",
+                          "--lr",
+                          "0.001",
+                          "--warmup-steps",
+                          "50",
+                          "--lr-decay",
+                          "cosine",
+                          "--global-batch",
+                          "256",
+                          "--epochs",
+                          "3",
+                          "--checkpoint",
+                          "/tmp/x",
+                          "--checkpoint-every",
+                          "10",
+                          "--resume"});
   ASSERT_TRUE(o.ok()) << o.error().message;
   EXPECT_EQ(o->train.model.kind, ModelKind::cnn);
   EXPECT_EQ(o->train.model.channels, (std::vector<int>{8, 16}));
@@ -79,7 +99,8 @@ TEST(Options, BadInputNamesTheOptionAndTheFix) {
   EXPECT_NE(error_of({"--epochs"}).find("--epochs: missing value"), std::string::npos);
   EXPECT_NE(error_of({"--frobnicate"}).find("unknown option '--frobnicate'"), std::string::npos);
   EXPECT_NE(error_of({"--resume"}).find("needs --checkpoint"), std::string::npos);
-  EXPECT_NE(error_of({"--task", "regression", "--model", "cnn"}).find("--model"), std::string::npos);
+  EXPECT_NE(error_of({"--task", "regression", "--model", "cnn"}).find("--model"),
+            std::string::npos);
 }
 
 }  // namespace

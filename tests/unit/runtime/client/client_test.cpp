@@ -80,8 +80,9 @@ TEST(RendezvousClient, BlockingGetWaitsForAnotherPeer) {
   ASSERT_TRUE(c0 && c1);
   std::thread publisher([&] {
     // Publish only once the getter is parked in the daemon.
-    EXPECT_TRUE(poll_until([&] { return c0->stats()->text.find("pending_calls 1") != std::string::npos; },
-                           milliseconds(5'000)));
+    EXPECT_TRUE(
+        poll_until([&] { return c0->stats()->text.find("pending_calls 1") != std::string::npos; },
+                   milliseconds(5'000)));
     EXPECT_TRUE(c0->set("id", "xyz").ok());
   });
   auto v = c1->get("id", milliseconds(5'000));
@@ -153,8 +154,10 @@ TEST(RendezvousClient, BarrierReleasesOnlyWhenEveryRankArrived) {
   auto lonely = cs[0]->barrier("partial", milliseconds(300));
   ASSERT_FALSE(lonely.ok());
   EXPECT_EQ(lonely.error().code, Errc::timeout);
-  EXPECT_NE(lonely.error().message.find("1 of 8 ranks arrived"), std::string::npos) << lonely.error().message;
-  EXPECT_NE(lonely.error().message.find("missing ranks 1,2,3"), std::string::npos) << lonely.error().message;
+  EXPECT_NE(lonely.error().message.find("1 of 8 ranks arrived"), std::string::npos)
+      << lonely.error().message;
+  EXPECT_NE(lonely.error().message.find("missing ranks 1,2,3"), std::string::npos)
+      << lonely.error().message;
 }
 
 TEST(RendezvousClient, AgentsCannotEnterBarriers) {
@@ -277,7 +280,8 @@ TEST(RendezvousClient, ParseAddress) {
   ASSERT_TRUE(RendezvousClient::parse_address("[::1]:80", o).ok());
   EXPECT_EQ(o.host, "::1");
   EXPECT_EQ(o.port, 80);
-  for (const char* bad : {"", "node1", ":80", "node1:", "node1:0", "node1:70000", "node1:8x", "::1:80", "[::1]80"}) {
+  for (const char* bad :
+       {"", "node1", ":80", "node1:", "node1:0", "node1:70000", "node1:8x", "::1:80", "[::1]80"}) {
     auto r = RendezvousClient::parse_address(bad, o);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.error().code, Errc::invalid_argument);

@@ -11,11 +11,10 @@
 
 namespace {
 
-const char* const kAllVars[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-                                "NODE_RANK", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT",
-                                "DP_RDV_ADDR", "DP_RDV_SECRET", "DP_JOB_ID", "DP_STEP_ID",
-                                "DP_TILES", "DP_BACKEND", "DP_TIMEOUT_MS", "DP_STORE_DIR",
-                                "DP_SHM"};
+const char* const kAllVars[] = {
+    "RANK",        "WORLD_SIZE",  "LOCAL_RANK",    "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
+    "MASTER_ADDR", "MASTER_PORT", "DP_RDV_ADDR",   "DP_RDV_SECRET",    "DP_JOB_ID", "DP_STEP_ID",
+    "DP_TILES",    "DP_BACKEND",  "DP_TIMEOUT_MS", "DP_STORE_DIR",     "DP_SHM"};
 
 // Replaces the variables this test cares about, restores nothing: each test
 // starts from a clean slate instead.
@@ -36,10 +35,18 @@ TEST(Context, NothingSetIsASingleProcess) {
 }
 
 TEST(Context, PluginVariables) {
-  set_env({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "4"},
-           {"NODE_RANK", "1"}, {"GROUP_RANK", "1"}, {"MASTER_ADDR", "10.0.0.1"},
-           {"MASTER_PORT", "29500"}, {"DP_RDV_ADDR", "10.0.0.1:4000"},
-           {"DP_RDV_SECRET", "abcdef"}, {"DP_JOB_ID", "42"}, {"DP_STEP_ID", "0"},
+  set_env({{"RANK", "5"},
+           {"WORLD_SIZE", "8"},
+           {"LOCAL_RANK", "1"},
+           {"LOCAL_WORLD_SIZE", "4"},
+           {"NODE_RANK", "1"},
+           {"GROUP_RANK", "1"},
+           {"MASTER_ADDR", "10.0.0.1"},
+           {"MASTER_PORT", "29500"},
+           {"DP_RDV_ADDR", "10.0.0.1:4000"},
+           {"DP_RDV_SECRET", "abcdef"},
+           {"DP_JOB_ID", "42"},
+           {"DP_STEP_ID", "0"},
            {"DP_TILES", "4,5,6,7"}});
   auto c = dp::Context::from_environment();
   ASSERT_TRUE(c.ok()) << c.error().message;
@@ -58,8 +65,13 @@ TEST(Context, PluginVariables) {
 }
 
 TEST(Context, TorchrunVariablesAlone) {
-  set_env({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
-           {"GROUP_RANK", "3"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "6000"}});
+  set_env({{"RANK", "1"},
+           {"WORLD_SIZE", "2"},
+           {"LOCAL_RANK", "1"},
+           {"LOCAL_WORLD_SIZE", "2"},
+           {"GROUP_RANK", "3"},
+           {"MASTER_ADDR", "127.0.0.1"},
+           {"MASTER_PORT", "6000"}});
   auto c = dp::Context::from_environment();
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->rank, 1);
@@ -203,8 +215,11 @@ TEST(Init, WorldOneGivesAWorkingSingleCommunicator) {
 }
 
 TEST(Init, WorldTwoWithoutAStoreRefusesClearly) {
-  set_env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
-           {"MASTER_PORT", "29500"}, {"DP_BACKEND", "gloo"}});
+  set_env({{"RANK", "0"},
+           {"WORLD_SIZE", "2"},
+           {"MASTER_ADDR", "127.0.0.1"},
+           {"MASTER_PORT", "29500"},
+           {"DP_BACKEND", "gloo"}});
   auto comm = dp::init();
   ASSERT_FALSE(comm.ok());
   EXPECT_NE(comm.error().message.find("DP_RDV_ADDR"), std::string::npos) << comm.error().message;
@@ -218,7 +233,8 @@ TEST(Init, NcclWithoutADeviceFailsAtOnce) {
     // On a GPU host, world 1 over NCCL needs no store and works.
     ASSERT_TRUE(comm.ok()) << comm.error().message;
     EXPECT_EQ((*comm)->backend(), dp::Backend::nccl);
-    GTEST_SKIP() << "a CUDA device is visible: checked that NCCL at world 1 starts without a store instead";
+    GTEST_SKIP()
+        << "a CUDA device is visible: checked that NCCL at world 1 starts without a store instead";
   }
   ASSERT_FALSE(comm.ok());
   EXPECT_EQ(comm.error().code, dp::Errc::unavailable);

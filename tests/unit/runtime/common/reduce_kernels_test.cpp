@@ -23,7 +23,7 @@ TEST(Half, KnownValuesAndRounding) {
   EXPECT_EQ(half_to_float(0xc000), -2.0f);
   EXPECT_EQ(half_to_float(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
   EXPECT_EQ(float_to_half(65504.0f), 0x7bff);
-  EXPECT_EQ(float_to_half(65520.0f), 0x7c00);                 // rounds to inf
+  EXPECT_EQ(float_to_half(65520.0f), 0x7c00);                      // rounds to inf
   EXPECT_EQ(float_to_half(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie to even
   EXPECT_EQ(float_to_half(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
   EXPECT_EQ(float_to_half(std::ldexp(1.0f, -26)), 0x0000);
@@ -67,10 +67,10 @@ TEST(CudaDevice, SelectionFromMaskAndLocalRank) {
   EXPECT_EQ(none.error().code, dp::Errc::unavailable);
   EXPECT_NE(none.error().message.find("no usable CUDA device"), std::string::npos);
 
-  EXPECT_EQ(*select_cuda_device({}, 3, 4), 3);             // torchrun: LOCAL_RANK
+  EXPECT_EQ(*select_cuda_device({}, 3, 4), 3);  // torchrun: LOCAL_RANK
   EXPECT_FALSE(select_cuda_device({}, 4, 4).ok());
-  EXPECT_EQ(*select_cuda_device({4, 5}, 2, 2), 0);         // mask applied: renumbered
-  EXPECT_EQ(*select_cuda_device({6, 7}, 3, 8), 6);         // all visible: first tile
+  EXPECT_EQ(*select_cuda_device({4, 5}, 2, 2), 0);  // mask applied: renumbered
+  EXPECT_EQ(*select_cuda_device({6, 7}, 3, 8), 6);  // all visible: first tile
   auto bad = select_cuda_device({9}, 0, 8);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("DP_TILES"), std::string::npos);

@@ -1,6 +1,6 @@
 // Uses libdp's C++ API as an outside program would.
-#include <dp/communicator.hpp>
 #include <dp/dp.h>
+#include <dp/communicator.hpp>
 
 #include <cstdio>
 

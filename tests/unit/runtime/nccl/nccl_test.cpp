@@ -30,7 +30,8 @@ TEST(NcclErrors, MapToOurCodesWithAFix) {
 }
 
 TEST(NcclErrors, NoDeviceHereFailsAtOnceNamingCuda) {
-  if (dp::detail::usable_cuda_devices() > 0) GTEST_SKIP() << "a CUDA device is visible; this checks the no-GPU path";
+  if (dp::detail::usable_cuda_devices() > 0)
+    GTEST_SKIP() << "a CUDA device is visible; this checks the no-GPU path";
   dp::Context ctx;
   ctx.world_size = 2;
   ctx.rdv_addr = "127.0.0.1:1";  // never contacted: the device check comes first
@@ -40,7 +41,8 @@ TEST(NcclErrors, NoDeviceHereFailsAtOnceNamingCuda) {
   const auto took = std::chrono::steady_clock::now() - t0;
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().code, dp::Errc::unavailable);
-  EXPECT_NE(c.error().message.find("no usable CUDA device"), std::string::npos) << c.error().message;
+  EXPECT_NE(c.error().message.find("no usable CUDA device"), std::string::npos)
+      << c.error().message;
   EXPECT_LT(took, std::chrono::seconds(2));
 }
 
