@@ -6,7 +6,10 @@
 # default=on, the user's srun loading no plugin) only a child running as the
 # user connects, reads at most a small frame, and the step fails cleanly.
 . "$(dirname "$0")/../lib.sh"
-trap 'touch "$WORK/listener.stop"; site; cleanup_work' EXIT
+listener=""
+# The listener polls for listener.stop: wait for it to see the file before the
+# folder goes, or it would hold the test's output open until its own deadline.
+trap 'touch "$WORK/listener.stop"; [[ -z $listener ]] || wait "$listener"; site; cleanup_work' EXIT
 here=$(cd "$(dirname "$0")" && pwd)
 cp "$here/big_frame_listener.py" "$WORK/"
 site
@@ -17,6 +20,7 @@ else
   addr=127.0.0.1
 fi
 as_user /usr/bin/python3 "$WORK/big_frame_listener.py" "$WORK" &
+listener=$!
 wait_until 30 "the fake daemon to listen" test -s "$WORK/listener.port"
 fake="$addr:$(cat "$WORK/listener.port")"
 slurmd_pids=$(cat "$DP_CLUSTER_DIR"/run/slurmd-n*.pid | tr '\n' ' ')
