@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every command in the README's ```sh blocks, run against the test cluster as
+# Every command in the README's ```sh blocks (and in the admin guide it links
+# to, packaging/ADMIN.md), run against the test cluster as
 # a user would type it (dp-trainer from the build on PATH), and checked for
 # what the README says it does. A README command that is neither run here nor
 # listed with the test that covers it fails this test, so the list stays in
@@ -9,9 +10,10 @@
 : "${DP_SOURCE_DIR:?set DP_SOURCE_DIR to the source tree}"
 site
 
-readme=$DP_SOURCE_DIR/README.md
+readme="$DP_SOURCE_DIR/README.md $DP_SOURCE_DIR/packaging/ADMIN.md"
 # Command text (comment and surrounding blanks removed), one per line.
-commands=$(awk '/^```sh$/ { on = 1; next } /^```/ { on = 0 } on' "$readme" |
+# shellcheck disable=SC2086
+commands=$(awk '/^```sh$/ { on = 1; next } /^```/ { on = 0 } on' $readme |
   sed -e 's/[[:space:]]*#.*$//' -e 's/^[[:space:]]*//' | grep -v '^$')
 
 # Commands another test runs, and why they are not run here.
