@@ -102,12 +102,7 @@ Result<void> apply(SiteConfig& c, std::string_view word) {
     return {};
   }
   if (key == "report") {
-    // Empty is the documented default: no site-wide report.
-    if (value.empty()) {
-      c.report.clear();
-      return {};
-    }
-    if (value.front() != '/')
+    if (value.empty() || value.front() != '/')
       return site_error(word, "needs an absolute path, e.g. report=/var/log/slurm-dp/%j.%s.json");
     c.report = std::string(value);
     return {};
