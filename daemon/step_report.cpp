@@ -293,10 +293,7 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
 
   auto rank_json = [&](int i) {
     const Rank& r = ranks_[static_cast<size_t>(i)];
-    std::string state = !r.hello    ? "not_connected"
-                        : r.goodbye ? "done"
-                                    : (r.p.in_op_us() > 0 ? "in_collective" : "computing");
-    if (failure_ && failure_->rank == i) state = "failed";
+    const std::string state = rank_state(i);
     const double ws = wait_share(r);
     return "{\"rank\":" + std::to_string(i) + ",\"host\":" + quoted(r.host) +
            ",\"state\":" + quoted(state) + ",\"ops_done\":" + std::to_string(r.p.ops_done()) +
@@ -333,16 +330,21 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
   return j;
 }
 
+std::string StepReport::rank_state(int i) const {
+  const Rank& r = ranks_[static_cast<size_t>(i)];
+  if (failure_ && failure_->rank == i) return "failed";
+  if (!r.hello) return "not_connected";
+  if (r.goodbye) return "done";
+  return r.p.in_op_us() > 0 ? "in_collective" : "computing";
+}
+
 std::string StepReport::text(Clock::time_point now) const {
   // dp-top's table: one line per rank, then who the others wait for.
   // Counters are as of each rank's last heartbeat (heard_s ago), not one instant.
   std::string t = "rank  host              state           ops_done  wait%   in_coll_s  heard_s\n";
   for (int i = 0; i < world_size_; ++i) {
     const Rank& r = ranks_[static_cast<size_t>(i)];
-    std::string state = !r.hello    ? "not_connected"
-                        : r.goodbye ? "done"
-                                    : (r.p.in_op_us() > 0 ? "in_collective" : "computing");
-    if (failure_ && failure_->rank == i) state = "failed";
+    const std::string state = rank_state(i);
     const double ws = wait_share(r);
     char line[256];
     std::snprintf(

@@ -83,6 +83,7 @@ class StepReport {
   double wait_share(const Rank& r) const;
   std::vector<int> straggler_order() const;  // least waiting first
   std::string rank_name(int rank) const;
+  std::string rank_state(int rank) const;  // not_connected, computing, in_collective, done, failed
   Slowest slowest(double (*value)(const Rank&)) const;
 
   Clock::time_point start_;

@@ -2,18 +2,11 @@
 # kill -9 of one rank makes every other rank stop within 5 s with an error
 # that names the dead rank; srun exits non-zero and no daemon is left.
 . "$(dirname "$0")/../lib.sh"
-: "${DP_RDV_PROBE:?set DP_RDV_PROBE to the built dp-rdv-probe}"
 site
 
 victim=3
-as_user timeout 120 srun --dp-world=auto -N2 --ntasks-per-node=2 --kill-on-bad-exit=0 \
-  -o "$WORK/task.%t.out" "$DP_RDV_PROBE" hold &
-srun_pid=$!
-holding() { [[ $(cat "$WORK"/task.*.out 2>/dev/null | grep -c "holding pid") -eq 4 ]]; }
-wait_until 60 "all 4 ranks holding" holding
-victim_pid=$(sed -n 's/.*holding pid \([0-9]*\).*/\1/p' "$WORK/task.$victim.out")
+. "$(dirname "$0")/hold_ranks.sh"
 [[ -n $victim_pid ]] || fail "no pid for rank $victim"
-job=$(squeue -h -u dptest -o %i | head -1)
 killed_at=$(date +%s%3N)
 kill -9 "$victim_pid"
 

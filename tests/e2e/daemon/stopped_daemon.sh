@@ -3,17 +3,10 @@
 # frozen srun host would be) and one rank killed with kill -9, every other
 # rank, blocked on the daemon, exits within 10 s naming the failure.
 . "$(dirname "$0")/../lib.sh"
-: "${DP_RDV_PROBE:?set DP_RDV_PROBE to the built dp-rdv-probe}"
 site
 
 victim=3
-as_user timeout 120 srun --dp-world=auto -N2 --ntasks-per-node=2 --kill-on-bad-exit=0 \
-  -o "$WORK/task.%t.out" "$DP_RDV_PROBE" hold &
-srun_pid=$!
-holding() { [[ $(cat "$WORK"/task.*.out 2>/dev/null | grep -c "holding pid") -eq 4 ]]; }
-wait_until 60 "all 4 ranks holding" holding
-victim_pid=$(sed -n 's/.*holding pid \([0-9]*\).*/\1/p' "$WORK/task.$victim.out")
-job=$(squeue -h -u dptest -o %i | head -1)
+. "$(dirname "$0")/hold_ranks.sh"
 daemon_pid=$(daemons_of_job "$job" | head -1)
 [[ -n $victim_pid && -n $daemon_pid ]] || fail "no pid for rank $victim ($victim_pid) or the daemon ($daemon_pid)"
 kill -STOP "$daemon_pid"
