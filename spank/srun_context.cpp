@@ -18,6 +18,7 @@
 #include "route_address.hpp"  // dp_client
 #include "slurm_step.hpp"
 #include "step_end.hpp"
+#include "unlaunched_step.hpp"
 
 #ifndef DP_DEFAULT_DAEMON_PATH
 #error "DP_DEFAULT_DAEMON_PATH must name the installed dp-rendezvousd"
@@ -67,8 +68,24 @@ bool print_explain(const StepPlan& plan, const SiteConfig& site, const StepShape
   return true;
 }
 
-int fail(const Error& e) {
+// srun exits after a refusal or a dry run without launching the step it
+// created; ending the step here gives its CPUs back to the job's next step.
+void end_unlaunched_step(spank_t sp, uint32_t exit_code) {
+  uint32_t job = 0, step = 0, nodes = 0;
+  if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_NNODES, &nodes) != ESPANK_SUCCESS) {
+    report_error("cannot read the step's ids from srun to end it; it ends with its job");
+    return;
+  }
+  auto ended = complete_unlaunched_step(job, step, nodes, exit_code);
+  if (!ended) report_error(describe(ended.error()) + "; the step ends with its job");
+}
+
+// A refusal: srun prints Slurm's error line and exits non-zero.
+int fail(spank_t sp, const Error& e) {
   report_error(describe(e));
+  end_unlaunched_step(sp, 1);
   return -1;
 }
 
@@ -170,10 +187,11 @@ Result<CheckedStep> check_step(const SiteConfig& site, const Options& opts, cons
 // when a plugin refuses the launch, and its shepherd process then releases
 // the allocation if srun made it; we exit the same way, but with status 0
 // and without Slurm's two error lines.
-[[noreturn]] void explain_and_exit(const CheckedStep& c, const SiteConfig& site,
+[[noreturn]] void explain_and_exit(spank_t sp, const CheckedStep& c, const SiteConfig& site,
                                    const Options& opts) {
   const bool ok = print_explain(c.plan, site, c.shape, c.nodes, c.master_addr, opts);
   std::cout << "slurm-dp: --dp-explain: dry run; no task was started" << std::endl;
+  end_unlaunched_step(sp, ok ? 0 : 1);
   std::exit(ok ? 0 : 1);
 }
 
@@ -226,36 +244,39 @@ Result<std::string> rendezvous_host(const std::string& master_addr) {
 int srun_local_user_init(spank_t sp) {
   const StepClock clock;  // srun's side of the start-up timings
   PluginState& st = state();
-  if (st.option_error) return -1;
+  if (st.option_error) {
+    end_unlaunched_step(sp, 1);
+    return -1;
+  }
   auto resolved = resolve_options(st);
-  if (!resolved) return fail(resolved.error());
+  if (!resolved) return fail(sp, resolved.error());
   // A step that did not ask for slurm-dp is left exactly as it was.
   if (!*resolved) return 0;
   const Options& opts = **resolved;
   auto id = step_ids(sp);
-  if (!id) return fail(id.error());
+  if (!id) return fail(sp, id.error());
 
   // The daemon starts (exec, bind) while the layout is fetched and checked:
   // that overlap is most of srun's extra cost.
   const bool explain = opts.explain.value_or(false);
   auto secret = make_secret();
-  if (!secret) return fail(secret.error());
+  if (!secret) return fail(sp, secret.error());
   st.srun_check_ms = clock.ms();
   DaemonRequest req = daemon_request(st.site, opts, *id);
   std::optional<StartingDaemon> starting;
   if (!explain) {
     auto s = start_daemon(req, *secret);
-    if (!s) return fail(s.error());
+    if (!s) return fail(sp, s.error());
     starting = *s;
   }
   auto refuse = [&](const Error& e) {
     if (starting) abandon_daemon(*starting);
-    return fail(e);
+    return fail(sp, e);
   };
 
   auto step = check_step(st.site, opts, *id);
   if (!step) return refuse(step.error());
-  if (explain) explain_and_exit(*step, st.site, opts);
+  if (explain) explain_and_exit(sp, *step, st.site, opts);
   st.srun_layout_ms = clock.ms();
   auto host = rendezvous_host(step->master_addr);
   if (!host) return refuse(host.error());
@@ -263,7 +284,7 @@ int srun_local_user_init(spank_t sp) {
   const bool v6 = host->size() > 2 && host->front() == '[';
   send_listen_address(*starting, v6 ? host->substr(1, host->size() - 2) : *host);
   auto daemon = await_daemon(*starting, req.ready_timeout_ms);
-  if (!daemon) return fail(daemon.error());
+  if (!daemon) return fail(sp, daemon.error());
   st.daemon_pid = daemon->pid;
   st.srun_daemon_ms = clock.ms();
 

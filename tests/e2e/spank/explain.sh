@@ -18,9 +18,8 @@ grep -q '^slurm-dp: --dp-explain: dry run' <<<"$out" || fail "dry-run note missi
 no_jobs() { [[ -z $(squeue -h -u dptest) ]]; }
 wait_until 30 "srun's own allocation to be released after the explain" no_jobs
 
-# Inside a batch job. (Slurm 22.05 keeps a step that srun created but never
-# launched until the job ends, after a refusal or an explain alike, so a
-# later step of the same job would wait: the job ends here.)
+# Inside a batch job (that the job's next step then starts at once is
+# unlaunched_step.sh).
 job=$(as_user sbatch --parsable -N2 --ntasks-per-node=1 -o "$WORK/job.out" \
   --wrap "srun --dp-explain true; echo explain=\$?")
 wait_until 60 "job $job to end" job_done "$job"

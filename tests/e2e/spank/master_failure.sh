@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The master node's set-up fails (its MASTER_PORT range is full): every other
 # node fails within 2 s with the master node's cause instead of waiting out
-# port_wait, and srun exits non-zero (issue 13).
+# port_wait, and srun exits non-zero (issue 13). The times are each node's
+# own: slurmstepd's log lines (millisecond stamps) for the master's cause and
+# for every task's failed task_init, on every node.
 . "$(dirname "$0")/../lib.sh"
 holder=""
 cleanup() {
@@ -24,9 +26,16 @@ chmod 700 "$leases"
 start_time=$(awk '{print $22}' "/proc/$holder/stat")
 for ((p = lo; p <= hi; p++)); do echo "$holder $start_time 0 full.0" >"$leases/$p"; done
 
+# The node logs live as long as the cluster: only lines written from here on count.
+declare -A log_from
+for n in n1 n2; do log_from[$n]=$(($(wc -l <"$DP_CLUSTER_DIR/log/slurmd-$n.log") + 1)); done
+new_log_lines() { tail -n "+${log_from[$1]}" "$DP_CLUSTER_DIR/log/slurmd-$1.log"; }
+# "[2026-11-22T15:35:50.168] [1.0] error: ..." -> milliseconds since the epoch
+log_ms() { date -d "$(sed -n 's/^\[\([^]]*\)\].*/\1/p' <<<"$1")" +%s%3N; }
+
 start=$(date +%s%N)
 rc=0
-out=$(as_user timeout 120 srun --dp-world=auto -N2 --ntasks-per-node=1 -l true 2>&1) || rc=$?
+out=$(as_user timeout 120 srun --dp-world=auto -N2 --ntasks-per-node=2 -l true 2>&1) || rc=$?
 took_ms=$((($(date +%s%N) - start) / 1000000))
 echo "$out"
 echo "srun exit $rc after ${took_ms} ms"
@@ -37,6 +46,21 @@ grep -q 'slurm-dp: step [0-9.]* on node n1: no free MASTER_PORT' <<<"$out" || fa
 grep -q 'slurm-dp: step [0-9.]* on node n2: the master node could not set up the step: node n1: no free MASTER_PORT' <<<"$out" ||
   fail "node n2 does not name the master node's cause"
 grep -q 'port_wait=)' <<<"$out" && fail "an empty port_wait= value in a message"
+
+# Each node's tasks fail within 2 s of the master node's own failure.
+step=$(grep -om1 'slurm-dp: step [0-9]*\.[0-9]*' <<<"$out" | cut -d' ' -f3)
+cause=$(new_log_lines n1 | grep -m1 "^\[[^]]*\] \[$step\] error: slurm-dp: step $step on node n1: no free MASTER_PORT") ||
+  fail "n1's log has no line of the master node's cause for step $step"
+master_ms=$(log_ms "$cause")
+for n in n1 n2; do
+  failed=$(new_log_lines "$n" | grep "^\[[^]]*\] \[$step\] error: spank: required plugin spank_dp.so: task_init() failed") || true
+  [[ $(grep -c . <<<"$failed") -eq 2 ]] || fail "node $n's log should show its 2 tasks failing in task_init: $failed"
+  while read -r line; do
+    late=$(($(log_ms "$line") - master_ms))
+    echo "node $n: a task failed ${late} ms after the master node's failure"
+    ((late <= 2000)) || fail "node $n: a task failed ${late} ms after the master node (bound 2000 ms)"
+  done <<<"$failed"
+done
 kill "$holder"
 holder=""
-pass "master node failure reaches node n2 at once; srun exits $rc"
+pass "master node failure reaches every node's tasks within 2 s; srun exits $rc"
