@@ -16,7 +16,7 @@ job=$(as_user sbatch --parsable --requeue --open-mode=append -N2 --ntasks-per-no
 wait_until 60 "the first run to bind MASTER_PORT" test -s "$WORK/run0.port"
 first=$(cut -d' ' -f1 "$WORK/run0.port")
 scontrol requeue "$job"
-# Slurm starts a requeued job again only after a delay (about 2 min here).
+# Slurm starts a requeued job again only after a delay (dp-cluster's cred_expire).
 wait_until 300 "the requeued run to bind MASTER_PORT" test -s "$WORK/run1.port"
 second=$(cut -d' ' -f1 "$WORK/run1.port")
 held=$(find "$leases" -name '[0-9]*' -printf '%f ')
