@@ -241,15 +241,8 @@ std::string StepReport::startup_line(const StartupPhases& phases) const {
   return s;
 }
 
-std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& c,
-                             Clock::time_point now) const {
-  std::string j = "{";
-  j += "\"job\":" + quoted(job_) + ",\"step\":" + quoted(step_) +
-       ",\"world_size\":" + std::to_string(world_size_);
-  j += ",\"elapsed_s\":" + num(since_start_ms(now) / 1000.0, "%.3f");
-  j += ",\"hang_timeout_s\":" + num(std::chrono::duration<double>(hang_timeout_).count(), "%g");
-
-  j += ",\"startup\":{\"line\":" + quoted(startup_line(phases)) + ",\"daemon_ms\":{";
+std::string StepReport::startup_json(const StartupPhases& phases) const {
+  std::string j = "{\"line\":" + quoted(startup_line(phases)) + ",\"daemon_ms\":{";
   for (int i = 0; i < kPhaseCount; ++i) {
     const auto ms = phases.at_ms(static_cast<Phase>(i));
     j += std::string(i ? "," : "") + quoted(phase_name(static_cast<Phase>(i))) + ":" +
@@ -279,7 +272,35 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
            ",\"ms\":" + num(p.s.ms, "%.3f") + "}";
     }
   }
-  j += "}}";
+  return j + "}}";
+}
+
+std::string StepReport::rank_json(int i, Clock::time_point now) const {
+  const Rank& r = ranks_[static_cast<size_t>(i)];
+  const std::string state = rank_state(i);
+  const double ws = wait_share(r);
+  return "{\"rank\":" + std::to_string(i) + ",\"host\":" + quoted(r.host) +
+         ",\"state\":" + quoted(state) + ",\"ops_done\":" + std::to_string(r.p.ops_done()) +
+         ",\"wait_share\":" + (ws >= 0 ? num(ws, "%.4f") : std::string("null")) +
+         ",\"wait_s\":" + num(static_cast<double>(r.p.wait_us()) / 1e6, "%.3f") +
+         ",\"in_collective_s\":" + num(static_cast<double>(r.p.in_op_us()) / 1e6, "%.3f") +
+         ",\"hello_ms\":" + (r.hello ? num(r.hello_ms, "%.3f") : std::string("null")) +
+         ",\"init_ms\":" +
+         (r.p.init_total_us() ? num(us_to_ms(r.p.init_total_us()), "%.3f") : std::string("null")) +
+         ",\"last_heard_s\":" +
+         (r.has_progress ? num(std::chrono::duration<double>(now - r.p_at).count(), "%.3f")
+                         : std::string("null")) +
+         "}";
+}
+
+std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& c,
+                             Clock::time_point now) const {
+  std::string j = "{";
+  j += "\"job\":" + quoted(job_) + ",\"step\":" + quoted(step_) +
+       ",\"world_size\":" + std::to_string(world_size_);
+  j += ",\"elapsed_s\":" + num(since_start_ms(now) / 1000.0, "%.3f");
+  j += ",\"hang_timeout_s\":" + num(std::chrono::duration<double>(hang_timeout_).count(), "%g");
+  j += ",\"startup\":" + startup_json(phases);
 
   j += ",\"failure\":";
   if (failure_) {
@@ -291,31 +312,13 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
     j += "null";
   }
 
-  auto rank_json = [&](int i) {
-    const Rank& r = ranks_[static_cast<size_t>(i)];
-    const std::string state = rank_state(i);
-    const double ws = wait_share(r);
-    return "{\"rank\":" + std::to_string(i) + ",\"host\":" + quoted(r.host) +
-           ",\"state\":" + quoted(state) + ",\"ops_done\":" + std::to_string(r.p.ops_done()) +
-           ",\"wait_share\":" + (ws >= 0 ? num(ws, "%.4f") : std::string("null")) +
-           ",\"wait_s\":" + num(static_cast<double>(r.p.wait_us()) / 1e6, "%.3f") +
-           ",\"in_collective_s\":" + num(static_cast<double>(r.p.in_op_us()) / 1e6, "%.3f") +
-           ",\"hello_ms\":" + (r.hello ? num(r.hello_ms, "%.3f") : std::string("null")) +
-           ",\"init_ms\":" +
-           (r.p.init_total_us() ? num(us_to_ms(r.p.init_total_us()), "%.3f")
-                                : std::string("null")) +
-           ",\"last_heard_s\":" +
-           (r.has_progress ? num(std::chrono::duration<double>(now - r.p_at).count(), "%.3f")
-                           : std::string("null")) +
-           "}";
-  };
   j += ",\"ranks\":[";
-  for (int i = 0; i < world_size_; ++i) j += (i ? "," : "") + rank_json(i);
+  for (int i = 0; i < world_size_; ++i) j += (i ? "," : "") + rank_json(i, now);
   j += "]";
   // Least waiting first: the head of the table is who the others wait for.
   j += ",\"stragglers\":[";
   const auto order = straggler_order();
-  for (size_t k = 0; k < order.size(); ++k) j += (k ? "," : "") + rank_json(order[k]);
+  for (size_t k = 0; k < order.size(); ++k) j += (k ? "," : "") + rank_json(order[k], now);
   j += "]";
 
   j += ",\"daemon\":{\"connections\":" + std::to_string(c.connections) +

@@ -84,6 +84,9 @@ class StepReport {
   std::vector<int> straggler_order() const;  // least waiting first
   std::string rank_name(int rank) const;
   std::string rank_state(int rank) const;  // not_connected, computing, in_collective, done, failed
+  // Parts of json(): "startup" (phases and slowest ranks), one rank's entry.
+  std::string startup_json(const StartupPhases& phases) const;
+  std::string rank_json(int rank, Clock::time_point now) const;
   Slowest slowest(double (*value)(const Rank&)) const;
 
   Clock::time_point start_;

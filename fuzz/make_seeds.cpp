@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <google/protobuf/text_format.h>
+
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
 
@@ -79,90 +81,64 @@ void write_client_seeds(const std::string& dir) {
   std::printf("%zu client seeds written to %s\n", seeds.size(), dir.c_str());
 }
 
+// One request of a seed session: the connections it goes to, and its
+// operation in protobuf text format (the id is the session's next one).
+struct Op {
+  std::vector<int> conns;
+  std::string text;
+};
+
+// Appends `ops` to `script`, numbering the requests from `id` on.
+bool feed_ops(std::string& script, uint64_t& id, const std::vector<Op>& ops) {
+  for (const Op& op : ops) {
+    dp::proto::Request r;
+    if (!google::protobuf::TextFormat::ParseFromString(op.text, &r)) {
+      std::fprintf(stderr, "make_seeds: not a Request: %s\n", op.text.c_str());
+      return false;
+    }
+    r.set_id(id++);
+    const std::string bytes = frame(r);
+    for (int conn : op.conns) feed(script, conn, bytes);
+  }
+  return true;
+}
+
+// A fuzz script step that lets `ms` of daemon time pass.
+std::string tick(int ms) { return {static_cast<char>(8), static_cast<char>(ms)}; }
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string dir = argc > 1 ? argv[1] : ".";
   std::vector<std::string> seeds;
+  uint64_t id = 2;  // 1 is every connection's hello
   std::string s;
   feed(s, 0, frame(hello(0)));
   feed(s, 1, frame(hello(1)));
   feed(s, 2, frame(hello(-1)));
-  dp::proto::Request r;
-  r.set_id(2);
-  r.mutable_get()->set_key("id");
-  r.mutable_get()->set_blocking(true);
-  r.mutable_get()->set_timeout_ms(100);
-  feed(s, 1, frame(r));
-  r.Clear();
-  r.set_id(3);
-  r.mutable_set()->set_key("id");
-  r.mutable_set()->set_value(std::string(128, 'x'));
-  feed(s, 0, frame(r));
-  r.Clear();
-  r.set_id(4);
-  r.mutable_add()->set_key("n");
-  r.mutable_add()->set_delta(5);
-  feed(s, 2, frame(r));
-  r.Clear();
-  r.set_id(5);
-  r.mutable_compare_and_set()->set_key("n");
-  r.mutable_compare_and_set()->set_expected("5");
-  r.mutable_compare_and_set()->set_desired("6");
-  feed(s, 2, frame(r));
-  r.Clear();
-  r.set_id(6);
-  r.mutable_wait()->add_keys("a");
-  r.mutable_wait()->add_keys("n");
-  r.mutable_wait()->set_timeout_ms(200);
-  feed(s, 2, frame(r));
-  r.Clear();
-  r.set_id(7);
-  r.mutable_barrier()->set_name("b");
-  r.mutable_barrier()->set_timeout_ms(300);
-  feed(s, 0, frame(r));
-  feed(s, 1, frame(r));
-  r.Clear();
-  r.set_id(8);
-  r.mutable_erase()->set_key("n");
-  feed(s, 2, frame(r));
-  r.Clear();
-  r.set_id(9);
-  r.mutable_exists()->set_key("id");
-  feed(s, 2, frame(r));
-  r.Clear();
-  r.set_id(10);
-  r.mutable_stats();
-  feed(s, 2, frame(r));
+  const std::vector<Op> session = {
+      {{1}, "get { key: 'id' blocking: true timeout_ms: 100 }"},
+      {{0}, "set { key: 'id' value: '" + std::string(128, 'x') + "' }"},
+      {{2}, "add { key: 'n' delta: 5 }"},
+      {{2}, "compare_and_set { key: 'n' expected: '5' desired: '6' }"},
+      {{2}, "wait { keys: 'a' keys: 'n' timeout_ms: 200 }"},
+      {{0, 1}, "barrier { name: 'b' timeout_ms: 300 }"},
+      {{2}, "erase { key: 'n' }"},
+      {{2}, "exists { key: 'id' }"},
+      {{2}, "stats {}"},
+  };
+  if (!feed_ops(s, id, session)) return 1;
   seeds.push_back(s);
 
-  std::string t = s;
-  t += static_cast<char>(8);  // tick
-  t += static_cast<char>(40);
-  r.Clear();
-  r.set_id(11);
-  r.mutable_barrier()->set_name("late");
-  r.mutable_barrier()->set_timeout_ms(100);
-  feed(t, 0, frame(r));
-  t += static_cast<char>(8);
-  t += static_cast<char>(10);
+  std::string t = s + tick(40);
+  if (!feed_ops(t, id, {{{0}, "barrier { name: 'late' timeout_ms: 100 }"}})) return 1;
+  t += tick(10);
   t += static_cast<char>(12 | 1);  // rank 1 disconnects: abort
-  r.Clear();
-  r.set_id(12);
-  r.mutable_set()->set_key("after");
-  feed(t, 0, frame(r));
+  if (!feed_ops(t, id, {{{0}, "set { key: 'after' }"}})) return 1;
   seeds.push_back(t);
 
   std::string g = s;
-  r.Clear();
-  r.set_id(13);
-  r.mutable_abort()->set_reason("stop");
-  feed(g, 2, frame(r));
-  r.Clear();
-  r.set_id(14);
-  r.mutable_goodbye();
-  feed(g, 0, frame(r));
-  feed(g, 1, frame(r));
+  if (!feed_ops(g, id, {{{2}, "abort { reason: 'stop' }"}, {{0, 1}, "goodbye {}"}})) return 1;
   seeds.push_back(g);
 
   for (size_t i = 0; i < seeds.size(); ++i) {

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "dp/hex.hpp"
 #include "dp/params.hpp"
 
 namespace dp::spank {
@@ -93,13 +94,7 @@ Result<std::string> make_secret() {
     if (n < 0) return make_error(Errc::internal, std::string("getrandom: ") + std::strerror(errno));
     got += static_cast<size_t>(n);
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned char b : raw) {
-    hex += kHex[b >> 4];
-    hex += kHex[b & 15];
-  }
-  return hex;
+  return to_hex(raw);
 }
 
 Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string& secret) {

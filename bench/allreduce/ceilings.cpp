@@ -58,6 +58,19 @@ void recv_all(int fd, char* p, size_t n) {
   }
 }
 
+// One round of kBytes: one way, `sends` says this side's direction; both
+// ways, each side sends and receives at once.
+void transfer(int fd, bool both_ways, bool sends, const char* out, char* in) {
+  if (!both_ways) {
+    if (sends) send_all(fd, out, kBytes);
+    else recv_all(fd, in, kBytes);
+    return;
+  }
+  std::thread tx([&] { send_all(fd, out, kBytes); });
+  recv_all(fd, in, kBytes);
+  tx.join();
+}
+
 // Two processes on loopback, as two ranks would be; rounds of kBytes.
 double tcp_gbps(bool both_ways) {
   int ls = socket(AF_INET, SOCK_STREAM, 0);
@@ -76,13 +89,7 @@ double tcp_gbps(bool both_ways) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     std::vector<char> buf(kBytes, 3), in(kBytes);
     for (int i = 0; i < kRounds + 1; ++i) {
-      if (both_ways) {
-        std::thread rx([&] { recv_all(fd, in.data(), kBytes); });
-        send_all(fd, buf.data(), kBytes);
-        rx.join();
-      } else {
-        send_all(fd, buf.data(), kBytes);
-      }
+      transfer(fd, both_ways, true, buf.data(), in.data());
       char ack;
       recv_all(fd, &ack, 1);
     }
@@ -93,13 +100,7 @@ double tcp_gbps(bool both_ways) {
   std::vector<double> r;
   for (int i = 0; i < kRounds + 1; ++i) {
     auto t0 = Clock::now();
-    if (both_ways) {
-      std::thread tx([&] { send_all(fd, out.data(), kBytes); });
-      recv_all(fd, buf.data(), kBytes);
-      tx.join();
-    } else {
-      recv_all(fd, buf.data(), kBytes);
-    }
+    transfer(fd, both_ways, false, out.data(), buf.data());
     double s = std::chrono::duration<double>(Clock::now() - t0).count();
     send_all(fd, "k", 1);
     if (i > 0) r.push_back(kBytes / s / 1e9);  // first round warms up

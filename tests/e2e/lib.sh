@@ -17,7 +17,10 @@
 #   as_other CMD...                 the same as dptest2, another tenant of the nodes (attacks)
 #   test_port_range                 LOW-HIGH: 20 ports of this cluster's own for lease tests
 #   site [key=value...]             the plugin line: the daemon under test plus extras
+#   use_port_leases NAME [k=v...]   MASTER_PORT lease tests: leased ports, bind_master_port.py
+#   expect_no_leases WHEN           fail if a port lease is left in $leases
 #   daemons_of_job / has_daemon / no_daemon JOBID    the job's dp-rendezvousd processes
+#   job_pids JOBID NAME             the job's task processes named NAME
 #   node_addr NODE | field LINE NAME | TASK_VARS | print_task
 #   WORK                            a fresh folder any user may write, removed at exit
 set -euo pipefail
@@ -120,10 +123,35 @@ test_port_range() {
 # The site settings every plugin test needs (the daemon under test), plus extras.
 site() { "$DP_CLUSTER" plugstack "daemon=${DP_DAEMON:?set DP_DAEMON to the built dp-rendezvousd}" "$@"; }
 
-# The daemons of a job still alive (any user).
+# MASTER_PORT lease tests: bind_master_port.py (rank 0 binds MASTER_PORT and
+# holds it until $WORK/release exists) in $WORK, and the plugin leasing ports
+# from leases=$DP_CLUSTER_DIR/spank-leases-NAME, plus the extra site settings.
+# The caller's EXIT trap runs `site` to give the fixture's settings back.
+use_port_leases() {
+  cp "$(dirname "${BASH_SOURCE[0]}")/spank/bind_master_port.py" "$WORK/"
+  leases=$DP_CLUSTER_DIR/spank-leases-$1
+  shift
+  site resv_ports=ignore "lease_dir=$leases" "$@"
+}
+expect_no_leases() {
+  [[ -z $(find "$leases" -name '[0-9]*') ]] || fail "leases left $1: $(ls "$leases")"
+}
+
+# The daemons of a job still alive (any user); job ids are this cluster's own
+# (dp-cluster numbers each cluster's jobs apart).
 daemons_of_job() { pgrep -f -- "dp-rendezvousd .*--job-id $1( |\$)" || true; }
 has_daemon() { [[ -n $(daemons_of_job "$1") ]]; }
 no_daemon() { [[ -z $(daemons_of_job "$1") ]]; }
+
+# The job's task processes named NAME (by their SLURM_JOB_ID): never another
+# cluster's, which may run the same program as the same user meanwhile.
+job_pids() {
+  local p
+  for p in $(pgrep -x "$2"); do
+    grep -qzxF "SLURM_JOB_ID=$1" "/proc/$p/environ" 2>/dev/null && echo "$p"
+  done
+  return 0
+}
 
 # NodeAddr of a node, as MASTER_ADDR must be.
 node_addr() { scontrol show node "$1" | sed -n 's/.*NodeAddr=\([^ ]*\).*/\1/p'; }

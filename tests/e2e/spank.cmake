@@ -10,7 +10,7 @@ foreach(t env_vars untouched batch_alloc gres_masks bad_input explain concurrent
     ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/${t}.sh)
 endforeach()
-# Slurm starts a requeued job again after about two minutes.
+# Slurm starts a requeued job again after the cluster's cred_expire (30 s).
 dp_e2e_test(NAME spank.requeue MODES lo ns TIMEOUT 600
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
   COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/requeue.sh)

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -83,11 +84,14 @@ std::vector<std::string> steps_of(const std::string& dir, const std::string& job
   return steps;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Args {
   bool json = false, once = false;
   double interval = 2;
+  std::string job, step;  // step empty: the job's one running step
+};
+
+// Reads the command line; a value is main's exit code (--help, or a usage error).
+std::optional<int> parse_args(int argc, char** argv, Args& args) {
   std::string target;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -95,14 +99,14 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (a == "--json") {
-      json = true;
+      args.json = true;
     } else if (a == "--once") {
-      once = true;
+      args.once = true;
     } else if (a == "--interval") {
       if (i + 1 >= argc) return usage_error("--interval: missing value; e.g. --interval 2");
       char* end = nullptr;
-      interval = std::strtod(argv[++i], &end);
-      if (!end || *end || interval < 0.2 || interval > 3600)
+      args.interval = std::strtod(argv[++i], &end);
+      if (!end || *end || args.interval < 0.2 || args.interval > 3600)
         return usage_error(std::string("--interval ") + argv[i] +
                            ": give seconds from 0.2 to 3600, e.g. --interval 2");
     } else if (!a.empty() && a[0] == '-') {
@@ -115,61 +119,56 @@ int main(int argc, char** argv) {
   }
   if (target.empty()) return usage_error("which step? give JOBID or JOBID.STEP");
   const size_t dot = target.find('.');
-  const std::string job = target.substr(0, dot);
-  std::string step = dot == std::string::npos ? "" : target.substr(dot + 1);
-  if (!all_digits(job) || (dot != std::string::npos && !all_digits(step)))
+  args.job = target.substr(0, dot);
+  args.step = dot == std::string::npos ? "" : target.substr(dot + 1);
+  if (!all_digits(args.job) || (dot != std::string::npos && !all_digits(args.step)))
     return usage_error("'" + target + "' is not JOBID or JOBID.STEP, e.g. 1234 or 1234.0");
+  return std::nullopt;
+}
 
-  std::string why;
-  if (!job_is_ours(static_cast<uint32_t>(std::strtoul(job.c_str(), nullptr, 10)), why)) {
-    std::fprintf(stderr, "dp-top: %s\n", why.c_str());
+// With only JOBID given, the job's one step with a socket in dir; a value is
+// main's exit code (none, or several to choose from).
+std::optional<int> pick_step(const std::string& dir, Args& args) {
+  if (!args.step.empty()) return std::nullopt;
+  const auto steps = steps_of(dir, args.job);
+  if (steps.empty()) {
+    std::fprintf(stderr,
+                 "dp-top: job %s has no running slurm-dp step on this host (run dp-top where its "
+                 "srun runs)\n",
+                 args.job.c_str());
     return 1;
   }
-  auto dir = dp::obs::user_dir(false);
-  if (!dir) {
-    std::fprintf(stderr, "dp-top: no running slurm-dp step of yours on this host: %s\n",
-                 dir.error().message.c_str());
-    return 1;
+  if (steps.size() > 1) {
+    std::string list;
+    for (const auto& s : steps) list += " " + args.job + "." + s;
+    std::fprintf(stderr, "dp-top: job %s has several running steps; name one:%s\n",
+                 args.job.c_str(), list.c_str());
+    return 2;
   }
-  if (step.empty()) {
-    const auto steps = steps_of(*dir, job);
-    if (steps.empty()) {
-      std::fprintf(stderr,
-                   "dp-top: job %s has no running slurm-dp step on this host (run dp-top where its "
-                   "srun runs)\n",
-                   job.c_str());
-      return 1;
-    }
-    if (steps.size() > 1) {
-      std::string list;
-      for (const auto& s : steps) list += " " + job + "." + s;
-      std::fprintf(stderr, "dp-top: job %s has several running steps; name one:%s\n", job.c_str(),
-                   list.c_str());
-      return 2;
-    }
-    step = steps.front();
-  }
-  auto path = dp::obs::socket_path(job, step, false);
-  if (!path) {
-    std::fprintf(stderr, "dp-top: %s\n", path.error().message.c_str());
-    return 1;
-  }
-  const bool refresh = !json && !once && isatty(STDOUT_FILENO);
+  args.step = steps.front();
+  return std::nullopt;
+}
+
+// Shows the step at path: once (--json, --once, not a terminal) or every
+// interval until it ends. Returns main's exit code.
+int watch(const Args& args, const std::string& path) {
+  const bool refresh = !args.json && !args.once && isatty(STDOUT_FILENO);
   for (bool first = true;; first = false) {
-    auto st = dp::obs::query(*path, std::chrono::milliseconds(3'000));
+    auto st = dp::obs::query(path, std::chrono::milliseconds(3'000));
     if (!st) {
       if (!first) return 0;  // the step ended while we watched
       std::fprintf(stderr,
                    "dp-top: step %s.%s: %s (is it running, and is this the host of its srun?)\n",
-                   job.c_str(), step.c_str(), st.error().message.c_str());
+                   args.job.c_str(), args.step.c_str(), st.error().message.c_str());
       return 1;
     }
-    if (json) {
+    if (args.json) {
       std::printf("%s\n", st->report_json().c_str());
       return 0;
     }
     if (refresh) std::fputs("\033[H\033[2J", stdout);
-    std::printf("dp-top: step %s.%s\n%s", job.c_str(), step.c_str(), st->rank_table().c_str());
+    std::printf("dp-top: step %s.%s\n%s", args.job.c_str(), args.step.c_str(),
+                st->rank_table().c_str());
     std::printf("start-up: %s\n", st->startup_line().c_str());
     std::string daemon = st->text();
     std::printf("daemon:\n");
@@ -181,6 +180,31 @@ int main(int argc, char** argv) {
     }
     std::fflush(stdout);
     if (!refresh) return 0;
-    std::this_thread::sleep_for(std::chrono::duration<double>(interval));
+    std::this_thread::sleep_for(std::chrono::duration<double>(args.interval));
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  if (auto rc = parse_args(argc, argv, args)) return *rc;
+  std::string why;
+  if (!job_is_ours(static_cast<uint32_t>(std::strtoul(args.job.c_str(), nullptr, 10)), why)) {
+    std::fprintf(stderr, "dp-top: %s\n", why.c_str());
+    return 1;
+  }
+  auto dir = dp::obs::user_dir(false);
+  if (!dir) {
+    std::fprintf(stderr, "dp-top: no running slurm-dp step of yours on this host: %s\n",
+                 dir.error().message.c_str());
+    return 1;
+  }
+  if (auto rc = pick_step(*dir, args)) return *rc;
+  auto path = dp::obs::socket_path(args.job, args.step, false);
+  if (!path) {
+    std::fprintf(stderr, "dp-top: %s\n", path.error().message.c_str());
+    return 1;
+  }
+  return watch(args, *path);
 }

@@ -27,16 +27,8 @@ struct Options {
   }
 };
 
-// Option names without the leading "--", as registered with Slurm.
-inline constexpr const char* kOptWorld = "dp-world";
-inline constexpr const char* kOptTiles = "dp-tiles";
-inline constexpr const char* kOptMasterPort = "dp-master-port";
-inline constexpr const char* kOptExplain = "dp-explain";
-inline constexpr const char* kOptVerbose = "dp-verbose";
-inline constexpr const char* kOptReport = "dp-report";
-
 struct OptionSpec {
-  const char* name;
+  const char* name;     // without the leading "--", as registered with Slurm
   const char* arginfo;  // nullptr: a flag without value
   const char* usage;
 };

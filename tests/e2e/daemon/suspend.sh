@@ -10,9 +10,10 @@
 site
 
 args=(--train-limit 16384 --hidden 512,256 --global-batch 32 --epochs 2 --no-eval --seed 5)
-trainers_stopped() {
+trainers_stopped() {  # trainers_stopped JOBID
   local pids p
-  pids=$(pgrep -u "$DP_TEST_USER" -x dp-trainer) || return 1
+  pids=$(job_pids "$1" dp-trainer)
+  [[ -n $pids ]] || return 1
   for p in $pids; do [[ $(awk '{print $3}' "/proc/$p/stat" 2>/dev/null) == T ]] || return 1; done
 }
 trainer() {  # trainer NAME EXTRA...: the srun command line of one run
@@ -40,7 +41,7 @@ suspend_at_step_100() {  # suspend_at_step_100 NAME ALIVE-COMMAND...
   wait_until 10 "$name: job $job suspended" bash -c "scontrol show job $job | grep -q JobState=SUSPENDED"
   # slurmctld says SUSPENDED before slurmd has stopped the tasks: read the
   # step counter only once every trainer process is stopped (state T).
-  wait_until 10 "$name: job $job's tasks stopped" trainers_stopped
+  wait_until 10 "$name: job $job's tasks stopped" trainers_stopped "$job"
   local at
   at=$(sed -n 's/.*"step":\([0-9]*\),.*/\1/p' "$WORK/$name.jsonl" | tail -1)
   sleep 20  # the suspension under test, not a synchronisation

@@ -4,10 +4,7 @@
 # no lease is left afterwards (issue 13).
 . "$(dirname "$0")/../lib.sh"
 trap 'site; cleanup_work' EXIT
-here=$(cd "$(dirname "$0")" && pwd)
-cp "$here/bind_master_port.py" "$WORK/"
-leases=$DP_CLUSTER_DIR/spank-leases-overlap
-site resv_ports=ignore "lease_dir=$leases"
+use_port_leases overlap
 steps=20
 # The test cluster's MpiParams=ports range (15 ports) makes Slurm reserve
 # ports for every step, so only 5 steps would run at once: --resv-ports=0
@@ -30,5 +27,5 @@ distinct=$(uniq <<<"$ports" | wc -l)
 echo "ports: $(tr '\n' ' ' <<<"$ports")"
 ((distinct == steps)) || fail "$steps steps got only $distinct distinct ports"
 if grep -il 'error' "$WORK"/o*.log "$WORK/job.out"; then fail "a step reported an error: $(cat "$WORK"/o*.log)"; fi
-[[ -z $(find "$leases" -name '[0-9]*') ]] || fail "leases left after the steps: $(ls "$leases")"
+expect_no_leases "after the steps"
 pass "$steps concurrent steps on n1 hold $distinct distinct working ports"

@@ -3,10 +3,7 @@
 # working MASTER_PORT (rank 0 binds it) and leaves no lease behind (issue 13).
 . "$(dirname "$0")/../lib.sh"
 trap 'site; cleanup_work' EXIT
-here=$(cd "$(dirname "$0")" && pwd)
-cp "$here/bind_master_port.py" "$WORK/"
-leases=$DP_CLUSTER_DIR/spank-leases-requeue
-site resv_ports=ignore "lease_dir=$leases"
+use_port_leases requeue
 
 cat >"$WORK/job.sh" <<JOB
 #!/bin/bash
@@ -16,7 +13,7 @@ job=$(as_user sbatch --parsable --requeue --open-mode=append -N2 --ntasks-per-no
 wait_until 60 "the first run to bind MASTER_PORT" test -s "$WORK/run0.port"
 first=$(cut -d' ' -f1 "$WORK/run0.port")
 scontrol requeue "$job"
-# Slurm starts a requeued job again only after a delay (about 2 min here).
+# Slurm starts a requeued job again only after a delay (dp-cluster's cred_expire).
 wait_until 300 "the requeued run to bind MASTER_PORT" test -s "$WORK/run1.port"
 second=$(cut -d' ' -f1 "$WORK/run1.port")
 held=$(find "$leases" -name '[0-9]*' -printf '%f ')
@@ -24,7 +21,7 @@ held=$(find "$leases" -name '[0-9]*' -printf '%f ')
 touch "$WORK/release"
 wait_until 60 "job $job to end" job_done "$job"
 echo "first run MASTER_PORT $first, requeued run $second"
-[[ -z $(find "$leases" -name '[0-9]*') ]] || fail "leases left after the requeued job: $(ls "$leases")"
+expect_no_leases "after the requeued job"
 cat "$WORK/job.out"
 if grep -i 'slurm-dp:' "$WORK/job.out"; then fail "slurm-dp reported an error"; fi
 pass "requeued job started again on MASTER_PORT $second with no stale lease"

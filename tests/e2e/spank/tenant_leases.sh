@@ -15,11 +15,9 @@ cleanup() {
   cleanup_work
 }
 trap cleanup EXIT
-here=$(cd "$(dirname "$0")" && pwd)
-cp "$here/bind_master_port.py" "$here/squatter.py" "$WORK/"
-leases=$DP_CLUSTER_DIR/spank-leases-tenant
+cp "$(dirname "$0")/squatter.py" "$WORK/"
 range=$(test_port_range)
-site resv_ports=ignore "lease_dir=$leases" "ports=$range"
+use_port_leases tenant "ports=$range"
 
 step() {  # $1: tag; one step of 2 tasks on n1 whose rank 0 binds MASTER_PORT
   as_user timeout 60 srun -w n1 -N1 -n2 --dp-world=auto /usr/bin/python3 "$WORK/bind_master_port.py" "$WORK" "$1"
@@ -81,5 +79,5 @@ echo "squatter: $report; ports used: $(cut -d' ' -f1 "$WORK"/s*.port | sort -n |
 [[ $report == *" stolen=0"* ]] || fail "dptest2 took a leased port: $report"
 [[ $report != *"denied_list=0 "* ]] || fail "the squatter's folder listing was never refused: $report"
 wait_until 30 "the squatter job to end" job_done "$job"
-[[ -z $(find "$leases" -name '[0-9]*') ]] || fail "leases left after the steps: $(ls "$leases")"
+expect_no_leases "after the steps"
 pass "leases are private, the lock is bounded, 20 steps start beside a squatting tenant"

@@ -65,41 +65,31 @@ void check_gradients(ModelSpec spec, int batch, bool classification, size_t stri
 }
 
 TEST(GradientCheck, MlpWithSoftmaxCrossEntropy) {
-  ModelSpec s;
-  s.kind = ModelKind::mlp;
-  s.input = Shape{1, 1, 12};
-  s.hidden = {9, 7};
-  s.outputs = 5;
-  check_gradients(s, 4, true, 1);
+  check_gradients(
+      {.kind = ModelKind::mlp, .input = Shape{1, 1, 12}, .outputs = 5, .hidden = {9, 7}}, 4, true,
+      1);
+}
+
+// A small CNN: two conv layers with `channels`, then a dense layer of `fc`.
+ModelSpec cnn(Shape input, std::vector<int> channels, int kernel, int fc, int outputs) {
+  return {.kind = ModelKind::cnn,
+          .input = input,
+          .outputs = outputs,
+          .channels = std::move(channels),
+          .kernel = kernel,
+          .fc = fc};
 }
 
 TEST(GradientCheck, CnnConvPoolDense) {
-  ModelSpec s;
-  s.kind = ModelKind::cnn;
-  s.input = Shape{8, 8, 2};
-  s.channels = {3, 4};
-  s.kernel = 3;
-  s.fc = 6;
-  s.outputs = 4;
-  check_gradients(s, 3, true, 1);
+  check_gradients(cnn({8, 8, 2}, {3, 4}, 3, 6, 4), 3, true, 1);
 }
 
 TEST(GradientCheck, CnnWithKernel5) {
-  ModelSpec s;
-  s.kind = ModelKind::cnn;
-  s.input = Shape{8, 8, 1};
-  s.channels = {2, 3};
-  s.kernel = 5;
-  s.fc = 5;
-  s.outputs = 3;
-  check_gradients(s, 2, true, 3);
+  check_gradients(cnn({8, 8, 1}, {2, 3}, 5, 5, 3), 2, true, 3);
 }
 
 TEST(GradientCheck, LinearRegressionMse) {
-  ModelSpec s;
-  s.kind = ModelKind::linear;
-  s.input = Shape{1, 1, 1};
-  s.outputs = 1;
+  const ModelSpec s{.kind = ModelKind::linear, .input = Shape{1, 1, 1}, .outputs = 1};
   auto ops = make_cpu_ops();
   auto m = Model::create(s, *ops, 8, 1);
   ASSERT_TRUE(m.ok());
@@ -119,10 +109,7 @@ TEST(GradientCheck, LinearRegressionMse) {
 }
 
 TEST(Model, ParametersAreLaidOutLastLayerFirst) {
-  ModelSpec s;
-  s.input = Shape{1, 1, 4};
-  s.hidden = {3};
-  s.outputs = 2;
+  const ModelSpec s{.input = Shape{1, 1, 4}, .outputs = 2, .hidden = {3}};
   auto ops = make_cpu_ops();
   auto m = Model::create(s, *ops, 2, 1);
   ASSERT_TRUE(m.ok());
