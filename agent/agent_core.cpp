@@ -208,8 +208,8 @@ Result<void> AgentCore::check_hello(const Local& l, const proto::Hello& h) const
                                           "; is the task's libdp the same slurm-dp release?");
   if (h.role() != proto::ROLE_RANK)
     return make_error(Errc::unauthorized, "only the node's ranks may connect");
-  const std::string proof = rdv::hello_proof(cfg_.secret, l.nonce, proto::ROLE_RANK, h.rank(),
-                                             h.world_size(), h.host());
+  const std::string proof =
+      rdv::hello_proof(cfg_.secret, l.nonce, proto::ROLE_RANK, h.rank(), h.world_size(), h.host());
   if (!rdv::equal_constant_time(proof, h.proof()))
     return make_error(Errc::unauthorized, "bad proof (not this step's secret)");
   if (!ranks_.count(h.rank()))

@@ -27,8 +27,8 @@ using Clock = std::chrono::steady_clock;
 using ConnId = uint64_t;
 
 struct AgentConfig {
-  std::string secret;  // hex, as the tasks get it; never logged
-  std::string host;    // this node, as the daemon's messages name it
+  std::string secret;       // hex, as the tasks get it; never logged
+  std::string host;         // this node, as the daemon's messages name it
   std::string daemon_addr;  // host:port, for messages
   int world_size = 0;
   std::vector<int32_t> node_ranks;  // this node's global ranks, ascending
@@ -159,7 +159,7 @@ class AgentCore {
   std::vector<proto::Request> queued_;  // requests made before the link was ready
 
   std::unordered_map<ConnId, Local> locals_;
-  std::map<int32_t, RankState> ranks_;  // exactly the node's ranks
+  std::map<int32_t, RankState> ranks_;                       // exactly the node's ranks
   std::map<int32_t, std::optional<proto::Progress>> heard_;  // since the last heartbeat
 
   uint64_t next_up_ = 2;  // 1: the hello

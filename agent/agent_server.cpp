@@ -114,7 +114,9 @@ void AgentServer::on_signal(int, short, void* arg) {
   static_cast<AgentServer*>(arg)->stop(0, "signal");
 }
 void AgentServer::on_tick(int, short, void* arg) { static_cast<AgentServer*>(arg)->tick(); }
-void AgentServer::on_accept(int, short, void* arg) { static_cast<AgentServer*>(arg)->accept_some(); }
+void AgentServer::on_accept(int, short, void* arg) {
+  static_cast<AgentServer*>(arg)->accept_some();
+}
 void AgentServer::on_control(int, short, void* arg) {
   static_cast<AgentServer*>(arg)->read_control();
 }
@@ -157,8 +159,8 @@ void AgentServer::answer_root() {
     if (!*got) return write_line(format_answer(got->error()));
     const std::string& v = **got;
     if (!v.empty() && v[0] == kFailureMark) {
-      return write_line(format_answer(make_error(
-          Errc::aborted, "the master node could not set up the step: " + v.substr(1))));
+      return write_line(format_answer(
+          make_error(Errc::aborted, "the master node could not set up the step: " + v.substr(1))));
     }
     auto port = parse_whole_number(v, 1, 65535);
     if (!port)

@@ -28,8 +28,8 @@ void AgentCore::forward(ConnId conn, int rank, const proto::Request& req) {
   Upstream u{Kind::plain, conn, req.id(), {}, {}};
   if (up.has_goodbye()) up.mutable_goodbye()->set_rank(rank);
   if (up.has_abort()) up.mutable_abort()->set_rank(rank);
-  if (up.has_set() && up.set().once()) u = Upstream{Kind::set_once, conn, req.id(), up.set().key(),
-                                                    up.set().value()};
+  if (up.has_set() && up.set().once())
+    u = Upstream{Kind::set_once, conn, req.id(), up.set().key(), up.set().value()};
   upstream(up, std::move(u));
 }
 

@@ -65,8 +65,8 @@ std::string random_hex(size_t bytes) {
 
 // An abstract name nobody can guess (so another user cannot take it first).
 dp::Result<std::pair<int, std::string>> listen_local(const dp::agent::AgentSettings& s) {
-  const std::string name = "@slurm-dp-" + std::to_string(s.job) + "." + std::to_string(s.step) +
-                           "-" + random_hex(16);
+  const std::string name =
+      "@slurm-dp-" + std::to_string(s.job) + "." + std::to_string(s.step) + "-" + random_hex(16);
   sockaddr_un sa;
   auto len = dp::rdv::abstract_address(name, sa);
   DP_TRY(len);
@@ -86,8 +86,8 @@ dp::Result<int> connect_daemon(const dp::agent::AgentSettings& s) {
   DP_TRY(dp::RendezvousClient::parse_address(s.addr, o));
   const auto deadline = Clock::now() + std::chrono::seconds(10);
   for (auto backoff = std::chrono::milliseconds(20);; backoff *= 2) {
-    auto fd = dp::rdv::tcp_connect_once(o.host, o.port, std::min(deadline, Clock::now() + 
-                                                                           std::chrono::seconds(5)));
+    auto fd = dp::rdv::tcp_connect_once(o.host, o.port,
+                                        std::min(deadline, Clock::now() + std::chrono::seconds(5)));
     if (fd || Clock::now() + backoff >= deadline) return fd;
     std::this_thread::sleep_for(backoff);  // a retry backoff, bounded by the deadline
   }

@@ -7,10 +7,10 @@
 #include <optional>
 #include <string>
 
+#include "agent_launcher.hpp"
 #include "dp/options.hpp"
 #include "dp/result.hpp"
 #include "dp/site_config.hpp"
-#include "agent_launcher.hpp"
 #include "port_lease.hpp"
 
 namespace dp::spank {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "agent_launcher.hpp"
 #include "contexts.hpp"
 #include "dp/env_names.hpp"
 #include "dp/layout.hpp"
@@ -23,7 +24,6 @@
 #include "dp/options.hpp"
 #include "plugin_state.hpp"
 #include "port_lease.hpp"
-#include "agent_launcher.hpp"
 #include "user_child.hpp"
 
 namespace dp::spank {
@@ -146,9 +146,9 @@ Result<std::string> start_node_agent(spank_t sp, PluginState& st, const StepIds&
   } else if (master) {
     lease = take_lease(sp, st, id);
     s.master = nnodes > 1 ? agent::MasterPort::publish : agent::MasterPort::none;
-    s.master_value = lease ? std::to_string(*lease)
-                           : agent::kFailureMark + ("node " + node_name() + ": " +
-                                                    lease.error().message);
+    s.master_value =
+        lease ? std::to_string(*lease)
+              : agent::kFailureMark + ("node " + node_name() + ": " + lease.error().message);
   } else {
     s.master = agent::MasterPort::fetch;
   }

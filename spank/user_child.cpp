@@ -131,8 +131,8 @@ Result<std::string> read_answer(int fd, Clock::time_point deadline,
     if (n <= 0) return got;  // EOF: the whole answer is in
     got.append(buf, static_cast<size_t>(n));
     if (got.size() > kMaxChildAnswer)
-      return make_error(Errc::protocol, who + " answered more than " +
-                                            std::to_string(kMaxChildAnswer) + " bytes");
+      return make_error(Errc::protocol,
+                        who + " answered more than " + std::to_string(kMaxChildAnswer) + " bytes");
   }
 }
 

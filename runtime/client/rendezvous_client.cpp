@@ -274,8 +274,7 @@ class TcpRendezvousClient final : public RendezvousClient {
       }
     }
     if (!r) {
-      fail_all(
-          make_error(Errc::connection, "cannot send to " + peer() + ": " + r.error().message));
+      fail_all(make_error(Errc::connection, "cannot send to " + peer() + ": " + r.error().message));
     }
     return r;
   }
@@ -352,8 +351,7 @@ class TcpRendezvousClient final : public RendezvousClient {
     for (;;) {
       auto r = reader_.next();
       if (!r) {
-        fail_all(make_error(Errc::protocol, "bad reply from " + peer() + ": " +
-                                                r.error().message +
+        fail_all(make_error(Errc::protocol, "bad reply from " + peer() + ": " + r.error().message +
                                                 "; is it the same slurm-dp release?"));
         return false;
       }
@@ -404,8 +402,7 @@ class TcpRendezvousClient final : public RendezvousClient {
         }
         last_heard = now;
         if (auto r = reader_.feed(buf, static_cast<size_t>(n)); !r) {
-          fail_all(make_error(r.error().code, "reading from " + peer() + ": " +
-                                                  r.error().message));
+          fail_all(make_error(r.error().code, "reading from " + peer() + ": " + r.error().message));
           return;
         }
         if (!deliver_buffered()) return;
@@ -430,12 +427,11 @@ class TcpRendezvousClient final : public RendezvousClient {
       std::lock_guard lk(mu_);
       closed_ = true;
     } else {
-      fail_all(
-          make_error(Errc::connection,
-                     "lost the connection to " + peer() +
-                         (opts_.agent_socket.empty()
-                              ? ": the daemon exited (the step ended or srun died)"
-                              : ": the agent exited (the step ended, or its node failed)")));
+      fail_all(make_error(Errc::connection,
+                          "lost the connection to " + peer() +
+                              (opts_.agent_socket.empty()
+                                   ? ": the daemon exited (the step ended or srun died)"
+                                   : ": the agent exited (the step ended, or its node failed)")));
     }
     cv_.notify_all();
   }

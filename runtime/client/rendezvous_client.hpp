@@ -28,8 +28,8 @@ enum class PeerRole {
 };
 
 struct ClientOptions {
-  std::string host;    // daemon address (DP_RDV_ADDR host part)
-  uint16_t port = 0;   // daemon port
+  std::string host;   // daemon address (DP_RDV_ADDR host part)
+  uint16_t port = 0;  // daemon port
   // DP_AGENT_SOCKET ("@name"): the node agent's abstract socket. When set,
   // the client talks to it instead of host:port, with the same protocol.
   std::string agent_socket;
