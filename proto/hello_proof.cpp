@@ -125,6 +125,11 @@ Digest hmac_sha256(std::string_view key, std::string_view message) noexcept {
 }
 
 std::string hello_proof(std::string_view secret, std::string_view nonce, int role, int rank,
+                        int world_size, std::string_view host) {
+  return hello_proof(secret, nonce, role, rank, world_size, host, {});
+}
+
+std::string hello_proof(std::string_view secret, std::string_view nonce, int role, int rank,
                         int world_size, std::string_view host,
                         std::span<const int32_t> node_ranks) {
   std::string m = "slurm-dp rendezvous hello v2";
