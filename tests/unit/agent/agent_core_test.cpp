@@ -56,7 +56,9 @@ class AgentCoreTest : public ::testing::Test {
     h->set_proof(rdv::hello_proof(secret, nonce(), proto::ROLE_RANK, rank, 4, "n1"));
     return r;
   }
-  void frame(ConnId c, const proto::Request& r) { core.on_rank_frame(c, r.SerializeAsString(), now); }
+  void frame(ConnId c, const proto::Request& r) {
+    core.on_rank_frame(c, r.SerializeAsString(), now);
+  }
   void join(ConnId c, int rank) {
     core.on_rank_connect(c, now);
     frame(c, hello(rank));
