@@ -275,9 +275,15 @@ void AgentCore::on_task_exit(int rank, int wait_status, Clock::time_point) {
   RankState& s = it->second;
   s.wait_status = wait_status;
   if (s.goodbye || s.lost) return;
-  // A task that never reached dp::init and exited 0 is no failure of the step.
   const bool failed = !(WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0);
-  if (s.dropped_at || s.conn || failed) report_lost(rank, s, "the task ended without a goodbye");
+  if (s.dropped_at || s.conn || failed)
+    return report_lost(rank, s, "the task ended without a goodbye");
+  // A task that never reached dp::init and exited 0 is no failure: it leaves
+  // the step in the daemon's eyes too (slurmstepd may kill the agent soon after).
+  s.goodbye = true;
+  proto::Request bye;
+  bye.mutable_goodbye()->set_rank(rank);
+  upstream(bye, Upstream{Kind::plain, 0, 0, {}, {}});
 }
 
 void AgentCore::report_lost(int rank, RankState& s, const std::string& detail) {

@@ -158,11 +158,13 @@ void AgentServer::answer_root() {
     answered_ = true;
     if (!*got) return write_line(format_answer(got->error()));
     const std::string& v = **got;
-    if (!v.empty() && v[0] == kFailureMark) {
+    if (!v.empty() && v[0] == kFailureMark && settings_.master == MasterPort::fetch) {
       return write_line(format_answer(
           make_error(Errc::aborted, "the master node could not set up the step: " + v.substr(1))));
     }
-    auto port = parse_whole_number(v, 1, 65535);
+    // The master node publishes its own lease: root knows it, failure included.
+    auto port = settings_.master == MasterPort::publish ? Result<long long>(0)
+                                                        : parse_whole_number(v, 1, 65535);
     if (!port)
       return write_line(format_answer(make_error(
           Errc::protocol, "the step's daemon answered '" + rdv::sanitized(v.substr(0, 64)) +

@@ -12,23 +12,12 @@
 #include <cerrno>
 #include <cstring>
 
+#include "pipe_pair.hpp"
+
 namespace dp::spank {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-struct Pipe {
-  int fd[2] = {-1, -1};
-  ~Pipe() {
-    for (int f : fd)
-      if (f >= 0) close(f);
-  }
-  int take(int i) {
-    const int f = fd[i];
-    fd[i] = -1;
-    return f;
-  }
-};
 
 // In the forked child: only the pipes, the job's ids, then exec.
 [[noreturn]] void exec_agent(const char* path, int in_fd, int out_fd, const UserIds& ids,
@@ -75,19 +64,19 @@ Result<agent::AgentAnswer> start_agent(const std::string& path, const UserIds& i
   const pid_t pid = fork();
   if (pid < 0) return make_error(Errc::internal, std::string("fork: ") + std::strerror(errno));
   if (pid == 0) exec_agent(path.c_str(), in.fd[0], out.fd[1], ids, parent);
-  close(in.take(0));
-  close(out.take(1));
+  close(in.release(0));
+  close(out.release(1));
   NodeAgent a;
   a.pid = pid;
   a.pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  a.control_fd = in.take(1);
+  a.control_fd = in.release(1);
   // Never blocks on the user's process: a fresh pipe holds 64 KiB, the
   // settings are a few hundred bytes, and a full pipe drops what is left.
   fcntl(a.control_fd, F_SETFL, O_NONBLOCK);
   std::string text = agent::format_settings(settings);
   const ssize_t w = write(a.control_fd, text.data(), text.size());
   std::fill(text.begin(), text.end(), '\0');
-  const int answer_fd = out.take(0);
+  const int answer_fd = out.release(0);
   auto answer = read_answer(answer_fd, Clock::now() + wait, wait, "the node agent");
   close(answer_fd);
   Result<agent::AgentAnswer> parsed =
@@ -96,6 +85,12 @@ Result<agent::AgentAnswer> start_agent(const std::string& path, const UserIds& i
     parsed = answer.error();
   } else if (w == static_cast<ssize_t>(text.size())) {
     parsed = agent::parse_answer(answer->substr(0, answer->find('\n')));
+  }
+  if (!parsed && answer && answer->rfind("ERROR ", 0) == 0) {
+    // The agent answered why (the master node's failure, say) and stays: it
+    // reports how the node's tasks end, so the first failure names a cause.
+    agent = a;
+    return make_error(parsed.error().code, sanitize(parsed.error().message));
   }
   if (!parsed) {
     stop_agent(a, 0);

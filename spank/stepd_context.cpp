@@ -157,6 +157,9 @@ Result<std::string> start_node_agent(spank_t sp, PluginState& st, const StepIds&
   auto answer = start_agent(agent_path_beside(daemon), start->ids, s, start->wait, st.agent);
   DP_TRY(lease);
   if (!answer) {
+    // The master node's own failure reaches the others as it is.
+    if (answer.error().message.rfind("the master node could not set up the step", 0) == 0)
+      return answer.error();
     if (s.master != agent::MasterPort::fetch)
       return make_error(answer.error().code, "node agent: " + answer.error().message);
     return make_error(answer.error().code,
