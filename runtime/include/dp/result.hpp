@@ -6,10 +6,6 @@
 #include <utility>
 #include <variant>
 #include <vector>
-#if __cplusplus >= 202002L && __has_include(<source_location>)
-#include <source_location>
-#define DP_HAVE_SOURCE_LOCATION 1
-#endif
 
 namespace dp {
 
@@ -82,16 +78,13 @@ class [[nodiscard]] Result<void> {
   bool ok_ = true;
 };
 
-#ifdef DP_HAVE_SOURCE_LOCATION
-inline Error make_error(Errc code, std::string message,
-                        std::source_location at = std::source_location::current()) {
-  return Error{code, std::move(message), {{at.file_name(), static_cast<int>(at.line())}}};
+// The caller's file and line: __builtin_FILE/LINE, which GCC and Clang
+// evaluate at the call site like std::source_location, also where
+// <source_location> is unusable (Clang 14 with libstdc++ 12, the fuzzers' compiler).
+inline Error make_error(Errc code, std::string message, const char* file = __builtin_FILE(),
+                        int line = __builtin_LINE()) {
+  return Error{code, std::move(message), {{file, line}}};
 }
-#else
-inline Error make_error(Errc code, std::string message) {
-  return Error{code, std::move(message), {}};
-}
-#endif
 
 namespace detail {
 inline Error passed_on(Error e, const char* file, int line) {
