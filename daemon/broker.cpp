@@ -70,7 +70,8 @@ void Broker::on_connect(ConnId conn, Clock::time_point now) {
 // Room for every rank still to come (a whole step starts at once, and each
 // connection waits a round trip for its hello) plus a small budget for the rest.
 int Broker::unauthenticated_budget() const {
-  return cfg_.limits.max_unauthenticated + (cfg_.world_size - live_.connected_count());
+  const int expected = cfg_.limits.nodes > 0 ? cfg_.limits.nodes : cfg_.world_size;
+  return cfg_.limits.max_unauthenticated + std::max(0, expected - rank_peers_);
 }
 
 void Broker::prune_unauthenticated() {
@@ -113,11 +114,13 @@ void Broker::reply_error(ConnId conn, uint64_t id, const Error& e) {
 
 void Broker::reject_and_close(ConnId conn, uint64_t id, proto::Code code, std::string message) {
   std::optional<AbortCause> lost;
-  if (auto it = peers_.find(conn); it != peers_.end() && it->second.state == PeerState::ready &&
-                                   it->second.role == proto::ROLE_RANK && code != proto::TIMEOUT) {
-    lost = cause_of(
-        it->second, AbortCause::How::rejected,
-        describe_peer(it->second) + " was disconnected by the rendezvous daemon: " + message);
+  if (auto it = peers_.find(conn);
+      it != peers_.end() && holds_ranks(it->second) && code != proto::TIMEOUT) {
+    const std::string why = "was disconnected by the rendezvous daemon (" + message + ")";
+    lost = it->second.role == proto::ROLE_NODE
+               ? node_loss(conn, it->second, AbortCause::How::rejected, why)
+               : cause_of(it->second, AbortCause::How::rejected,
+                          describe_peer(it->second) + " " + why);
   }
   reply_error(conn, id, code, std::move(message));
   forget_peer(conn);
@@ -168,8 +171,10 @@ Result<void> Broker::check_hello(const Peer& p, const proto::Hello& h) const {
                                           std::to_string(rdv::kProtocolVersion) +
                                           ": use the dp client of the same slurm-dp release");
   }
+  // The proof covers node_ranks too (empty but for node agents).
   const std::string expected =
-      rdv::hello_proof(cfg_.secret, p.nonce, h.role(), h.rank(), h.world_size(), h.host());
+      rdv::hello_proof(cfg_.secret, p.nonce, h.role(), h.rank(), h.world_size(), h.host(),
+                       {h.node_ranks().data(), static_cast<size_t>(h.node_ranks().size())});
   if (!rdv::equal_constant_time(h.proof(), expected)) {
     return make_error(
         Errc::unauthorized,
@@ -178,7 +183,8 @@ Result<void> Broker::check_hello(const Peer& p, const proto::Hello& h) const {
   if (h.host().size() > 255)
     return make_error(Errc::invalid_argument, "hello: host name longer than 255 bytes");
   if (abort_) return make_error(Errc::aborted, abort_->message);
-  if (h.role() != proto::ROLE_RANK && h.role() != proto::ROLE_AGENT) {
+  if (h.role() != proto::ROLE_RANK && h.role() != proto::ROLE_AGENT &&
+      h.role() != proto::ROLE_NODE) {
     return make_error(Errc::invalid_argument, "hello: unknown role " + std::to_string(h.role()));
   }
   if (h.world_size() != 0 && h.world_size() != cfg_.world_size) {
@@ -195,6 +201,7 @@ Result<void> Broker::check_hello(const Peer& p, const proto::Hello& h) const {
     }
     return {};
   }
+  if (h.role() == proto::ROLE_NODE) return check_node_hello(h);
   if (h.rank() < 0 || h.rank() >= cfg_.world_size) {
     return make_error(Errc::invalid_argument, "hello: RANK " + std::to_string(h.rank()) +
                                                   " is outside 0.." +
@@ -215,24 +222,15 @@ void Broker::handle_hello(ConnId conn, Peer& p, uint64_t id, const proto::Hello&
     reject_and_close(conn, id, rdv::to_wire(ok.error().code), ok.error().message);
     return;
   }
-  const bool is_rank = h.role() == proto::ROLE_RANK;
   p.state = PeerState::ready;
   p.role = h.role();
-  p.rank = is_rank ? h.rank() : -1;
+  p.rank = h.role() == proto::ROLE_RANK ? h.rank() : -1;
   p.host = printable(h.host(), 255);
   p.nonce.clear();
+  if (p.role == proto::ROLE_NODE) p.node_ranks.assign(h.node_ranks().begin(), h.node_ranks().end());
   --unauthenticated_count_;
-  if (is_rank) {
-    live_.connected(p.rank, conn, p.host, now);
-  } else {
-    ++agents_;
-  }
+  register_ranks(conn, p, now);
   reply_ok(conn, id);
-  if (is_rank) {
-    report_.on_hello(p.rank, p.host, now);
-    phases_.reached(Phase::first_hello, now);
-    if (live_.seen_count() == cfg_.world_size) phases_.reached(Phase::all_hellos, now);
-  }
 }
 
 void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
@@ -241,6 +239,7 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
   switch (req.op_case()) {
     case proto::Request::kHeartbeat:
       ++heartbeats_;
+      if (p.role == proto::ROLE_NODE) return node_heartbeat(c, req.heartbeat());
       // A rank's heartbeat carries its collective counters (hang and straggler detection).
       if (p.rank >= 0 && req.heartbeat().has_progress())
         report_.on_progress(p.rank, req.heartbeat().progress(), now);
@@ -268,6 +267,7 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
     case proto::Request::kWait: return op_wait(c, req.wait());
     case proto::Request::kBarrier: return op_barrier(c, req.barrier());
     case proto::Request::kAbort: return op_abort(c, req.abort());
+    case proto::Request::kRankLost: return op_rank_lost(c, req.rank_lost());
     default:
       return reply_error(
           conn, c.id, proto::PROTOCOL,
@@ -277,6 +277,8 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
 }
 
 std::string Broker::describe_peer(const Peer& p) const {
+  if (p.role == proto::ROLE_NODE)
+    return "the node agent on host " + (p.host.empty() ? "?" : p.host);
   if (p.rank >= 0)
     return "rank " + std::to_string(p.rank) + " (host " + (p.host.empty() ? "?" : p.host) + ")";
   return "an agent on host " + (p.host.empty() ? std::string("?") : p.host);
@@ -299,11 +301,11 @@ void Broker::forget_peer(ConnId conn, bool goodbye) {
   const Peer& p = it->second;
   if (p.state == PeerState::awaiting_hello) --unauthenticated_count_;
   if (p.state == PeerState::ready) {
-    if (p.rank >= 0) {
-      live_.disconnected(p.rank, conn, goodbye);
-    } else {
-      --agents_;
-    }
+    if (p.role == proto::ROLE_AGENT) --agents_;
+    if (p.role != proto::ROLE_AGENT) --rank_peers_;
+    if (p.role == proto::ROLE_NODE) --nodes_;
+    if (p.rank >= 0) live_.disconnected(p.rank, conn, goodbye);
+    for (int r : p.node_ranks) live_.disconnected(r, conn, goodbye);  // no-op for ranks gone
   }
   peers_.erase(it);
 }
@@ -316,6 +318,8 @@ FailureHow failure_how(AbortCause::How h) {
     case AbortCause::How::rejected: return FailureHow::disconnected;
     case AbortCause::How::requested: return FailureHow::explicit_abort;
     case AbortCause::How::hang: return FailureHow::hang;
+    case AbortCause::How::rank_lost: return FailureHow::rank_lost;
+    case AbortCause::How::node_lost: return FailureHow::node_lost;
   }
   return FailureHow::disconnected;
 }
@@ -325,8 +329,9 @@ void Broker::abort_job(AbortCause cause) {
   if (abort_) return;
   if (cause.when == Clock::time_point{}) cause.when = Clock::now();
   // Every peer's text names the step's first failure (rank, host, how, when).
-  cause.message = report_.first_failure(cause.rank, cause.host, failure_how(cause.how),
-                                        cause.message, cause.when);
+  cause.message =
+      report_.first_failure(cause.rank, cause.host, failure_how(cause.how), cause.message,
+                            cause.when, TaskExit{cause.exit_code, cause.signal});
   abort_ = std::move(cause);
   std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
                cfg_.step_id.c_str(), abort_->message.c_str());
@@ -354,22 +359,31 @@ void Broker::abort_job(AbortCause cause) {
 void Broker::on_disconnect(ConnId conn, Clock::time_point now) {
   auto it = peers_.find(conn);
   if (it == peers_.end()) return;
-  const Peer p = it->second;
+  std::optional<AbortCause> lost = loss_of(conn, it->second, now);
   forget_peer(conn);
-  if (p.state == PeerState::ready && p.role == proto::ROLE_RANK) {
-    AbortCause c = cause_of(
-        p, AbortCause::How::disconnected,
-        describe_peer(p) +
-            " lost its connection to the rendezvous daemon without saying goodbye: the task "
-            "exited, crashed or was killed");
-    c.when = now;
-    abort_job(std::move(c));
-  }
+  if (lost) abort_job(std::move(*lost));
+}
+
+std::optional<AbortCause> Broker::loss_of(ConnId conn, const Peer& p, Clock::time_point now) const {
+  if (!holds_ranks(p)) return std::nullopt;
+  AbortCause c =
+      p.role == proto::ROLE_NODE
+          ? node_loss(conn, p, AbortCause::How::node_lost,
+                      "lost its connection to the rendezvous daemon")
+          : cause_of(p, AbortCause::How::disconnected,
+                     describe_peer(p) +
+                         " lost its connection to the rendezvous daemon without saying goodbye: "
+                         "the task exited, crashed or was killed");
+  c.when = now;
+  return c;
 }
 
 std::vector<ConnId> Broker::silence_suspects(Clock::time_point now) const {
   std::vector<ConnId> out;
   for (int r : live_.silent(now)) out.push_back(live_.slot(r).conn);
+  // A node agent's ranks share its connection: read it once.
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 
@@ -378,15 +392,19 @@ void Broker::judge_silence(Clock::time_point now) {
     const ConnId c = live_.slot(r).conn;
     auto it = peers_.find(c);
     if (it == peers_.end()) continue;
-    const Peer p = it->second;
+    const std::string who = describe_rank(r);
+    AbortCause cause;
+    cause.how = AbortCause::How::silent;
+    cause.rank = r;
+    cause.host = live_.slot(r).host;
     const auto limit = live_.silence_limit();
     reject_and_close(c, 0, proto::TIMEOUT, "no heartbeat for " + ms_text(limit));
-    abort_job(cause_of(
-        p, AbortCause::How::silent,
-        describe_peer(p) + " sent no heartbeat for " + ms_text(limit) +
-            " while other ranks were heard: the task is stopped, hangs with its I/O thread, or its "
-            "node is unreachable (dp-rendezvousd --heartbeat-timeout-ms; site setting "
-            "heartbeat_timeout_s)"));
+    cause.message =
+        who + " sent no heartbeat for " + ms_text(limit) +
+        " while other ranks were heard: the task is stopped, hangs with its I/O thread, or its "
+        "node is unreachable (dp-rendezvousd --heartbeat-timeout-ms; site setting "
+        "heartbeat_timeout_s)";
+    abort_job(std::move(cause));
   }
 }
 

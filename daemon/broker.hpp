@@ -4,8 +4,9 @@
 // This is what the unit tests and the fuzzer drive directly.
 //
 // Files: broker.cpp (connections, hello, dispatch, abort), broker_ops.cpp
-// (one function per request), broker_waiters.cpp (blocking calls, barriers,
-// deadlines), broker_stats.cpp, kv_store.cpp (the store), liveness.cpp.
+// (one function per request), broker_nodes.cpp (node agents: one connection
+// speaking for several ranks, issue 14), broker_waiters.cpp (blocking calls,
+// barriers, deadlines), broker_stats.cpp, kv_store.cpp (the store), liveness.cpp.
 #pragma once
 
 #include <chrono>
@@ -45,6 +46,9 @@ struct BrokerLimits {
   // Others wait this long in a collective a live rank does not enter: it hangs (0: off).
   std::chrono::milliseconds hang_timeout{120'000};
   int max_agents = 256;  // authenticated non-rank peers (stepd agents, tools)
+  // Node agents the step expects (--nodes; issue 14): connections and the
+  // hello budget then follow nodes, not ranks. 0: ranks connect directly.
+  int nodes = 0;
 };
 
 struct BrokerConfig {
@@ -111,7 +115,9 @@ class Broker {
     proto::Role role = proto::ROLE_AGENT;
     int rank = -1;
     std::string host;
-    std::string nonce;  // the challenge its hello must answer
+    std::string nonce;            // the challenge its hello must answer
+    std::vector<int> node_ranks;  // ROLE_NODE: the ranks it speaks for, ascending
+    int node_live = 0;            // ROLE_NODE: of those, not yet said goodbye or lost
     Clock::time_point connected_at;
     std::vector<uint64_t> waiters;  // pending blocking calls of this peer
   };
@@ -121,6 +127,7 @@ class Broker {
     uint64_t request_id = 0;
     WaitKind kind = WaitKind::get;
     std::vector<std::string> keys;  // get: one key; wait: all keys; barrier: the name
+    std::vector<int> ranks;         // barrier: the ranks that arrived with this call
     bool has_deadline = false;
     Clock::time_point deadline;
     std::chrono::milliseconds timeout{0};
@@ -150,6 +157,8 @@ class Broker {
   void abort_job(AbortCause cause);
   AbortCause cause_of(const Peer& p, AbortCause::How how, std::string message) const;
   std::string describe_peer(const Peer& p) const;
+  // The abort a ready peer's lost connection means (none for agents, or a node whose ranks left).
+  std::optional<AbortCause> loss_of(ConnId conn, const Peer& p, Clock::time_point now) const;
   void judge_silence(Clock::time_point now);
   void judge_hang(Clock::time_point now);
   void prune_unauthenticated();
@@ -165,7 +174,24 @@ class Broker {
   void op_wait(const Call& c, const proto::Wait& m);
   void op_barrier(const Call& c, const proto::Barrier& m);
   void op_abort(const Call& c, const proto::Abort& m);
-  bool store_value(ConnId conn, uint64_t id, const std::string& key, const std::string& value);
+  bool store_value(ConnId conn, uint64_t id, const std::string& key, const std::string& value,
+                   bool once = false);
+  void mark_fetched(ConnId conn, const Peer& p, Clock::time_point now);
+  // broker_nodes.cpp: node agents (ROLE_NODE)
+  Result<void> check_node_hello(const proto::Hello& h) const;
+  void register_ranks(ConnId conn, Peer& p, Clock::time_point now);
+  // conn holds rank (a rank's own connection, or its node agent's) and it has not left.
+  bool holds(ConnId conn, int rank) const;
+  bool holds_ranks(const Peer& p) const;
+  std::string describe_rank(int rank) const;
+  Result<std::vector<int>> arriving_ranks(const Call& c, const proto::Barrier& m);
+  void node_heartbeat(const Call& c, const proto::Heartbeat& m);
+  void node_goodbye(const Call& c, const proto::Goodbye& m);
+  void rank_goodbye(ConnId conn, Peer& p, int rank, const proto::Progress* final_counters,
+                    Clock::time_point now);
+  void op_rank_lost(const Call& c, const proto::RankLost& m);
+  AbortCause node_loss(ConnId conn, const Peer& p, AbortCause::How how,
+                       const std::string& why) const;
   // broker_waiters.cpp. timeout_ms 0: no deadline.
   uint64_t add_waiter(ConnId conn, uint64_t request_id, WaitKind kind,
                       std::vector<std::string> keys, uint32_t timeout_ms, Clock::time_point now);
@@ -186,6 +212,8 @@ class Broker {
   std::deque<ConnId> unauthenticated_;  // in connect order; may hold ids already gone or ready
   int unauthenticated_count_ = 0;       // peers awaiting hello
   int agents_ = 0;
+  int nodes_ = 0;       // node agents connected
+  int rank_peers_ = 0;  // ready connections holding ranks: direct ranks and node agents
   Liveness live_;
   KvStore store_;
 

@@ -5,16 +5,26 @@
 
 namespace dp::daemon {
 
-bool Broker::store_value(ConnId conn, uint64_t id, const std::string& key,
-                         const std::string& value) {
-  if (auto r = store_.put(key, value); !r) {
+bool Broker::store_value(ConnId conn, uint64_t id, const std::string& key, const std::string& value,
+                         bool once) {
+  if (auto r = store_.put(key, value, once); !r) {
     reply_error(conn, id, r.error());
     return false;
   }
   return true;
 }
 
+// A get completed: the start-up phase counts every rank the caller speaks for.
+void Broker::mark_fetched(ConnId conn, const Peer& p, Clock::time_point now) {
+  bool all = p.rank >= 0 && live_.mark_fetched(p.rank);
+  for (int r : p.node_ranks) {
+    if (holds(conn, r) && live_.mark_fetched(r)) all = true;
+  }
+  if (all) phases_.reached(Phase::id_fetched_by_all, now);
+}
+
 void Broker::op_goodbye(const Call& c, const proto::Goodbye& m) {
+  if (c.peer.role == proto::ROLE_NODE) return node_goodbye(c, m);
   if (c.peer.rank >= 0) {
     // The final counters, so even a short step reports its progress.
     if (m.has_progress()) report_.on_progress(c.peer.rank, m.progress(), c.now);
@@ -27,9 +37,10 @@ void Broker::op_goodbye(const Call& c, const proto::Goodbye& m) {
 
 void Broker::op_set(const Call& c, const proto::Set& m) {
   if (auto k = store_.check_key(m.key()); !k) return reply_error(c.conn, c.id, k.error());
-  if (!store_value(c.conn, c.id, m.key(), m.value())) return;
+  if (!store_value(c.conn, c.id, m.key(), m.value(), m.once())) return;
   key_changed(m.key(), c.now);
-  if (c.peer.rank == 0) phases_.reached(Phase::id_published, c.now);
+  if (c.peer.rank == 0 || (c.peer.role == proto::ROLE_NODE && holds(c.conn, 0)))
+    phases_.reached(Phase::id_published, c.now);
   if (c.peer.role == proto::ROLE_AGENT) report_.on_agent_set(c.now);
   reply_ok(c.conn, c.id);
 }
@@ -40,9 +51,9 @@ void Broker::op_get(const Call& c, const proto::Get& m) {
     proto::Response r;
     r.set_id(c.id);
     r.set_value(*v);
+    r.set_flag(store_.is_once(m.key()));  // a node agent may cache it
     out_.send(c.conn, r);
-    if (c.peer.rank >= 0 && live_.mark_fetched(c.peer.rank))
-      phases_.reached(Phase::id_fetched_by_all, c.now);
+    mark_fetched(c.conn, c.peer, c.now);
     return;
   }
   if (!m.blocking())
@@ -91,9 +102,7 @@ void Broker::op_compare_and_set(const Call& c, const proto::CompareAndSet& m) {
 }
 
 void Broker::op_erase(const Call& c, const proto::Erase& m) {
-  if (!store_.erase(m.key())) {
-    return reply_error(c.conn, c.id, proto::NOT_FOUND, "key " + shown(m.key()) + " does not exist");
-  }
+  if (auto r = store_.erase(m.key()); !r) return reply_error(c.conn, c.id, r.error());
   reply_ok(c.conn, c.id);
 }
 
@@ -115,26 +124,27 @@ void Broker::op_wait(const Call& c, const proto::Wait& m) {
   for (const auto& k : missing) key_waiters_[k].push_back(wid);
 }
 
+// A rank arrives alone; a node agent's call brings its listed ranks together (folded).
 void Broker::op_barrier(const Call& c, const proto::Barrier& m) {
-  const int rank = c.peer.rank;
-  if (rank < 0) {
-    return reply_error(c.conn, c.id, proto::INVALID_ARGUMENT,
-                       "barrier " + shown(m.name()) +
-                           ": only ranks take part in barriers; connect with role rank");
-  }
+  auto ranks = arriving_ranks(c, m);
+  if (!ranks) return reply_error(c.conn, c.id, ranks.error());
   if (auto k = store_.check_key(m.name()); !k) return reply_error(c.conn, c.id, k.error());
   auto& b = barriers_[m.name()];
   if (b.arrived.empty()) b.arrived.assign(static_cast<size_t>(cfg_.world_size), 0);
-  if (b.arrived[static_cast<size_t>(rank)]) {
-    return reply_error(
-        c.conn, c.id, proto::CONFLICT,
-        "barrier " + shown(m.name()) + ": rank " + std::to_string(rank) + " entered it twice");
+  for (int rank : *ranks) {
+    if (b.arrived[static_cast<size_t>(rank)]) {
+      return reply_error(
+          c.conn, c.id, proto::CONFLICT,
+          "barrier " + shown(m.name()) + ": rank " + std::to_string(rank) + " entered it twice");
+    }
   }
   const uint64_t wid =
       add_waiter(c.conn, c.id, WaitKind::barrier, {m.name()}, m.timeout_ms(), c.now);
-  b.arrived[static_cast<size_t>(rank)] = 1;
+  for (int rank : *ranks) b.arrived[static_cast<size_t>(rank)] = 1;
+  b.count += static_cast<int>(ranks->size());
+  waiters_.at(wid).ranks = std::move(*ranks);
   b.waiters.push_back(wid);
-  if (++b.count == cfg_.world_size) {
+  if (b.count == cfg_.world_size) {
     BarrierState done = std::move(b);
     barriers_.erase(m.name());
     for (uint64_t x : done.waiters) finish_waiter(x, c.now);
@@ -143,9 +153,15 @@ void Broker::op_barrier(const Call& c, const proto::Barrier& m) {
 }
 
 void Broker::op_abort(const Call& c, const proto::Abort& m) {
-  abort_job(
-      cause_of(c.peer, AbortCause::How::requested,
-               "job aborted by " + describe_peer(c.peer) + ": " + printable(m.reason(), 1024)));
+  AbortCause cause = cause_of(c.peer, AbortCause::How::requested, "");
+  std::string who = describe_peer(c.peer);
+  // From a node agent: the local rank that asked.
+  if (c.peer.role == proto::ROLE_NODE && m.has_rank() && holds(c.conn, m.rank())) {
+    cause.rank = m.rank();
+    who = describe_rank(m.rank());
+  }
+  cause.message = "job aborted by " + who + ": " + printable(m.reason(), 1024);
+  abort_job(std::move(cause));
   reply_ok(c.conn, c.id);
 }
 

@@ -21,6 +21,7 @@ proto::Stats Broker::stats() const {
   line("connections_unauthenticated", unauthenticated_count_);
   line("connections_evicted", evicted_);
   line("agents_connected", agents_);
+  line("nodes_connected", nodes_);
   line("ranks_connected", live_.connected_count());
   line("ranks_seen", live_.seen_count());
   line("ranks_goodbye", live_.goodbye_count());
@@ -54,6 +55,7 @@ std::string Broker::report_json(Clock::time_point now) const {
   DaemonCounters c;
   c.connections = peers_.size();
   c.connections_accepted = accepted_;
+  c.nodes_connected = static_cast<uint64_t>(nodes_);
   c.requests = requests_;
   c.heartbeats = heartbeats_;
   c.keys = store_.keys();

@@ -54,9 +54,9 @@ void Broker::drop_waiter(uint64_t wid) {
   if (w.kind == WaitKind::barrier) {
     if (auto b = barriers_.find(w.keys.front()); b != barriers_.end()) {
       erase_value(b->second.waiters, wid);
-      if (p != peers_.end() && p->second.rank >= 0 &&
-          b->second.arrived[static_cast<size_t>(p->second.rank)]) {
-        b->second.arrived[static_cast<size_t>(p->second.rank)] = 0;
+      for (int r : w.ranks) {  // undo this call's arrivals
+        if (!b->second.arrived[static_cast<size_t>(r)]) continue;
+        b->second.arrived[static_cast<size_t>(r)] = 0;
         --b->second.count;
       }
       if (b->second.count == 0) barriers_.erase(b);
@@ -80,10 +80,8 @@ void Broker::finish_waiter(uint64_t wid, Clock::time_point now) {
   r.set_id(w.request_id);
   if (w.kind == WaitKind::get) {
     if (const std::string* v = store_.find(w.keys.front())) r.set_value(*v);
-    auto p = peers_.find(w.conn);
-    if (p != peers_.end() && p->second.rank >= 0 && live_.mark_fetched(p->second.rank)) {
-      phases_.reached(Phase::id_fetched_by_all, now);
-    }
+    r.set_flag(store_.is_once(w.keys.front()));
+    if (auto p = peers_.find(w.conn); p != peers_.end()) mark_fetched(w.conn, p->second, now);
   }
   const ConnId conn = w.conn;
   // A completed barrier is already erased; do not undo its arrival.

@@ -27,14 +27,23 @@ Result<void> KvStore::check_key(std::string_view key) const {
   return {};
 }
 
-Result<void> KvStore::put(const std::string& key, const std::string& value) {
+Result<void> KvStore::put(const std::string& key, const std::string& value, bool once) {
+  auto it = map_.find(key);
+  if (it != map_.end() && (once || is_once(key))) {
+    // Write-once: agents serve cached copies, so the value may never change.
+    if (it->second != value) {
+      return make_error(Errc::conflict,
+                        "key " + shown(key) + " is write-once and already holds another value");
+    }
+    if (once) once_.insert(key);
+    return {};
+  }
   if (value.size() > limits_.max_value_bytes) {
     return make_error(Errc::limit, "value of " + std::to_string(value.size()) + " bytes for key " +
                                        shown(key) + " exceeds the limit of " +
                                        std::to_string(limits_.max_value_bytes) +
                                        " bytes (dp-rendezvousd --max-value-bytes)");
   }
-  auto it = map_.find(key);
   const uint64_t old_bytes = it == map_.end() ? 0 : key.size() + it->second.size();
   const uint64_t new_total = bytes_ - old_bytes + key.size() + value.size();
   if (new_total > limits_.max_total_bytes) {
@@ -44,6 +53,7 @@ Result<void> KvStore::put(const std::string& key, const std::string& value) {
                                        " stored bytes (dp-rendezvousd --max-total-bytes)");
   }
   bytes_ = new_total;
+  if (once) once_.insert(key);
   if (it == map_.end()) {
     map_.emplace(key, value);
   } else {
@@ -57,12 +67,14 @@ const std::string* KvStore::find(const std::string& key) const {
   return it == map_.end() ? nullptr : &it->second;
 }
 
-bool KvStore::erase(const std::string& key) {
+Result<void> KvStore::erase(const std::string& key) {
   auto it = map_.find(key);
-  if (it == map_.end()) return false;
+  if (it == map_.end()) return make_error(Errc::not_found, "key " + shown(key) + " does not exist");
+  if (is_once(key))
+    return make_error(Errc::conflict, "key " + shown(key) + " is write-once; it cannot be erased");
   bytes_ -= it->first.size() + it->second.size();
   map_.erase(it);
-  return true;
+  return {};
 }
 
 }  // namespace dp::daemon

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "dp/result.hpp"
 
@@ -18,17 +19,23 @@ class KvStore {
   explicit KvStore(const BrokerLimits& limits) : limits_(limits) {}
 
   Result<void> check_key(std::string_view key) const;
-  // Stores value under key unless a value or the step's total would exceed its limit.
-  Result<void> put(const std::string& key, const std::string& value);
+  // Stores value under key unless a value or the step's total would exceed its
+  // limit, or the key is write-once (Set.once) and holds another value
+  // (Errc::conflict). once: the key becomes write-once.
+  Result<void> put(const std::string& key, const std::string& value, bool once = false);
   const std::string* find(const std::string& key) const;
   bool contains(const std::string& key) const { return map_.count(key) != 0; }
-  bool erase(const std::string& key);
+  // Node agents cache write-once keys (a get answers flag = true for them).
+  bool is_once(const std::string& key) const { return once_.count(key) != 0; }
+  // Errc::not_found, or Errc::conflict for a write-once key.
+  Result<void> erase(const std::string& key);
   size_t keys() const { return map_.size(); }
   uint64_t bytes() const { return bytes_; }
 
  private:
   const BrokerLimits& limits_;
   std::unordered_map<std::string, std::string> map_;
+  std::unordered_set<std::string> once_;
   uint64_t bytes_ = 0;
 };
 

@@ -14,6 +14,8 @@ const char* how_name(AbortCause::How h) noexcept {
     case AbortCause::How::rejected: return "rejected";
     case AbortCause::How::requested: return "requested";
     case AbortCause::How::hang: return "hang";
+    case AbortCause::How::rank_lost: return "rank_lost";
+    case AbortCause::How::node_lost: return "node_lost";
   }
   return "?";
 }

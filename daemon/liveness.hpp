@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,10 +36,21 @@ struct RankSlot {
 
 // Why the step was aborted, for messages and for naming the first failure.
 struct AbortCause {
-  enum class How : uint8_t { disconnected, silent, rejected, requested, hang };
+  // rank_lost: a node agent reported one of its tasks gone; node_lost: a node
+  // agent's connection ended before all its ranks said goodbye.
+  enum class How : uint8_t {
+    disconnected,
+    silent,
+    rejected,
+    requested,
+    hang,
+    rank_lost,
+    node_lost
+  };
   How how = How::requested;
   int rank = -1;  // -1: not a rank (an agent asked, or unknown)
   std::string host;
+  std::optional<int> exit_code, signal;  // rank_lost, when slurmstepd knew them
   Clock::time_point when{};
   std::string message;  // the full text every peer gets
 };

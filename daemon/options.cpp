@@ -29,6 +29,9 @@ const char* usage_text() noexcept {
          "  --listen ADDR               address to bind: the one the ranks route to (default "
          "0.0.0.0);\n"
          "                              '-': read it from the second line of stdin\n"
+         "  --nodes N                   node agents the step expects (one per node, issue 14): "
+         "fds\n"
+         "                              and the hello budget then follow nodes, not ranks\n"
          "  --idle-timeout SEC          accepted from plugins of earlier releases; no effect\n"
          "  --max-connections N         (default: the fd limit, raised to the hard limit, minus "
          "32)\n"
@@ -67,6 +70,10 @@ Result<DaemonOptions> parse_options(const std::vector<std::string>& args) {
       auto n = num(1, 1 << 20);
       if (!n) return n.error();
       o.world_size = static_cast<int>(*n);
+    } else if (a == "--nodes") {
+      auto n = num(1, 1 << 20);
+      if (!n) return n.error();
+      o.limits.nodes = static_cast<int>(*n);
     } else if (a == "--job-id") {
       o.job_id = v;
     } else if (a == "--step-id") {
@@ -119,6 +126,8 @@ Result<DaemonOptions> parse_options(const std::vector<std::string>& args) {
   if (o.world_size == 0)
     return make_error(Errc::invalid_argument,
                       "--world-size is required (the step's number of ranks)");
+  if (o.limits.nodes > o.world_size)
+    return make_error(Errc::invalid_argument, "--nodes exceeds --world-size (a node has a rank)");
   if (o.job_id.empty())
     return make_error(Errc::invalid_argument, "--job-id is required (SLURM_JOB_ID)");
   if (o.step_id.empty())

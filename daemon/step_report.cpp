@@ -54,6 +54,8 @@ const char* failure_how_name(FailureHow h) noexcept {
     case FailureHow::explicit_abort: return "explicit_abort";
     case FailureHow::hang: return "hang";
     case FailureHow::disconnected: return "disconnected";
+    case FailureHow::rank_lost: return "rank_lost";
+    case FailureHow::node_lost: return "node_lost";
   }
   return "unknown";
 }
@@ -102,15 +104,20 @@ void StepReport::on_goodbye(int rank) {
 }
 
 std::string StepReport::first_failure(int rank, const std::string& host, FailureHow how,
-                                      const std::string& what, Clock::time_point now) {
+                                      const std::string& what, Clock::time_point now,
+                                      const TaskExit& exit) {
   if (failure_) return failure_->message;
   FailureRecord f;
   f.rank = rank;
   f.host = host;
   f.how = how;
+  f.exit = exit;
   f.at_s = since_start_ms(now) / 1000.0;
+  std::string how_text = failure_how_name(how);
+  if (exit.exit_code) how_text += ", exit code " + std::to_string(*exit.exit_code);
+  if (exit.signal) how_text += ", signal " + std::to_string(*exit.signal);
   // One shape for every rank's error and srun's last line: who, how, when, then the detail.
-  f.message = "first failure: " + what + " [" + failure_how_name(how) + ", " + num(f.at_s, "%.2f") +
+  f.message = "first failure: " + what + " [" + how_text + ", " + num(f.at_s, "%.2f") +
               " s after the step's daemon started]";
   failure_ = f;
   return f.message;
@@ -306,6 +313,10 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
   if (failure_) {
     j += "{\"rank\":" + std::to_string(failure_->rank) + ",\"host\":" + quoted(failure_->host) +
          ",\"how\":" + quoted(failure_how_name(failure_->how)) +
+         (failure_->exit.exit_code ? ",\"exit_code\":" + std::to_string(*failure_->exit.exit_code)
+                                   : std::string()) +
+         (failure_->exit.signal ? ",\"signal\":" + std::to_string(*failure_->exit.signal)
+                                : std::string()) +
          ",\"at_s\":" + num(failure_->at_s, "%.3f") + ",\"message\":" + quoted(failure_->message) +
          "}";
   } else {
@@ -323,6 +334,7 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
 
   j += ",\"daemon\":{\"connections\":" + std::to_string(c.connections) +
        ",\"connections_accepted\":" + std::to_string(c.connections_accepted) +
+       ",\"nodes_connected\":" + std::to_string(c.nodes_connected) +
        ",\"requests\":" + std::to_string(c.requests) +
        ",\"heartbeats\":" + std::to_string(c.heartbeats) + ",\"keys\":" + std::to_string(c.keys) +
        ",\"bytes_stored\":" + std::to_string(c.bytes_stored) +

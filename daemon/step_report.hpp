@@ -18,13 +18,30 @@
 namespace dp::daemon {
 
 // How a step's first failure showed itself to the daemon.
-enum class FailureHow { lost_connection, silence, explicit_abort, hang, disconnected };
+// rank_lost: a node agent reported its local task gone (exit code or signal
+// when slurmstepd knew them); node_lost: a node agent's connection dropped.
+enum class FailureHow {
+  lost_connection,
+  silence,
+  explicit_abort,
+  hang,
+  disconnected,
+  rank_lost,
+  node_lost
+};
 const char* failure_how_name(FailureHow h) noexcept;
+
+// How a task ended, when a node agent knew it (RankLost).
+struct TaskExit {
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+};
 
 struct FailureRecord {
   int rank = -1;  // -1: not a rank (an agent)
   std::string host;
   FailureHow how = FailureHow::lost_connection;
+  TaskExit exit;
   double at_s = 0;  // since the daemon started
   std::string message;
 };
@@ -32,7 +49,8 @@ struct FailureRecord {
 // Counters of the daemon itself, for the report.
 struct DaemonCounters {
   uint64_t connections = 0, connections_accepted = 0, requests = 0, heartbeats = 0, keys = 0,
-           bytes_stored = 0, refused_unauthorized = 0, protocol_errors = 0, limit_errors = 0;
+           bytes_stored = 0, refused_unauthorized = 0, protocol_errors = 0, limit_errors = 0,
+           nodes_connected = 0;  // node agents (issue 14), each one of the connections
 };
 
 struct HangVerdict {
@@ -54,7 +72,8 @@ class StepReport {
   // Records the step's first failure; returns the text every rank's error
   // and srun's last line carry. Later calls return the first text unchanged.
   std::string first_failure(int rank, const std::string& host, FailureHow how,
-                            const std::string& what, Clock::time_point now);
+                            const std::string& what, Clock::time_point now,
+                            const TaskExit& exit = {});
   const std::optional<FailureRecord>& failure() const { return failure_; }
 
   // A hang that has lasted hang_timeout; call a few times a second.

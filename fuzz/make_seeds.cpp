@@ -49,6 +49,59 @@ dp::proto::Request hello(int rank) {
   return r;
 }
 
+// A node agent (ROLE_NODE) speaking for both ranks of the fuzz step.
+dp::proto::Request node_hello() {
+  dp::proto::Request r;
+  r.set_id(1);
+  auto* h = r.mutable_hello();
+  h->set_protocol_version(dp::rdv::kProtocolVersion);
+  h->set_world_size(2);
+  h->set_host("n");
+  h->set_role(dp::proto::ROLE_NODE);
+  const std::vector<int32_t> ranks{0, 1};
+  for (int32_t x : ranks) h->add_node_ranks(x);
+  h->set_proof(dp::rdv::hello_proof(kSecret, kNonce, dp::proto::ROLE_NODE, 0, 2, "n", ranks));
+  return r;
+}
+
+// A node session: write-once ID, a folded barrier, per-rank heartbeats and
+// goodbyes, then a lost rank with its exit status.
+std::string node_seed() {
+  std::string s;
+  feed(s, 0, frame(node_hello()));
+  feed(s, 2, frame(hello(-1)));
+  dp::proto::Request r;
+  r.set_id(2);
+  r.mutable_set()->set_key("id");
+  r.mutable_set()->set_value(std::string(128, 'x'));
+  r.mutable_set()->set_once(true);
+  feed(s, 0, frame(r));
+  r.mutable_set()->set_value("y");
+  feed(s, 2, frame(r));  // conflict
+  r.Clear();
+  r.set_id(3);
+  r.mutable_barrier()->set_name("b");
+  r.mutable_barrier()->add_ranks(1);
+  r.mutable_barrier()->add_ranks(0);
+  feed(s, 0, frame(r));
+  r.Clear();
+  auto* rp = r.mutable_heartbeat()->add_ranks();
+  rp->set_rank(1);
+  rp->mutable_progress()->set_ops_started(3);
+  feed(s, 0, frame(r));
+  r.Clear();
+  r.set_id(4);
+  r.mutable_goodbye()->set_rank(0);
+  feed(s, 0, frame(r));
+  r.Clear();
+  r.set_id(5);
+  r.mutable_rank_lost()->set_rank(1);
+  r.mutable_rank_lost()->set_signal(9);
+  r.mutable_rank_lost()->set_detail("local connection dropped");
+  feed(s, 0, frame(r));
+  return s;
+}
+
 std::string reply(uint64_t id, dp::proto::Code code, const std::string& message = {},
                   const std::string& value = {}) {
   dp::proto::Response r;
@@ -140,6 +193,8 @@ int main(int argc, char** argv) {
   std::string g = s;
   if (!feed_ops(g, id, {{{2}, "abort { reason: 'stop' }"}, {{0, 1}, "goodbye {}"}})) return 1;
   seeds.push_back(g);
+
+  seeds.push_back(node_seed());
 
   for (size_t i = 0; i < seeds.size(); ++i) {
     std::ofstream(dir + "/seed-" + std::to_string(i), std::ios::binary) << seeds[i];

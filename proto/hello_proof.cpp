@@ -126,6 +126,12 @@ Digest hmac_sha256(std::string_view key, std::string_view message) noexcept {
 
 std::string hello_proof(std::string_view secret, std::string_view nonce, int role, int rank,
                         int world_size, std::string_view host) {
+  return hello_proof(secret, nonce, role, rank, world_size, host, {});
+}
+
+std::string hello_proof(std::string_view secret, std::string_view nonce, int role, int rank,
+                        int world_size, std::string_view host,
+                        std::span<const int32_t> node_ranks) {
   std::string m = "slurm-dp rendezvous hello v2";
   m.push_back('\0');
   m.append(nonce);
@@ -133,6 +139,7 @@ std::string hello_proof(std::string_view secret, std::string_view nonce, int rol
   put_u32(m, static_cast<uint32_t>(rank));
   put_u32(m, static_cast<uint32_t>(world_size));
   m.append(host);
+  for (int32_t r : node_ranks) put_u32(m, static_cast<uint32_t>(r));
   return std::string(view(hmac_sha256(secret, m)));
 }
 

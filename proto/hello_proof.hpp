@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,10 @@ Digest hmac_sha256(std::string_view key, std::string_view message) noexcept;
 // The proof a hello carries (32 bytes). role is the wire value of proto::Role.
 std::string hello_proof(std::string_view secret, std::string_view nonce, int role, int rank,
                         int world_size, std::string_view host);
+// A node agent's proof (role ROLE_NODE) also covers the ranks it speaks for,
+// each 4 bytes big-endian after host, so a captured hello cannot claim others.
+std::string hello_proof(std::string_view secret, std::string_view nonce, int role, int rank,
+                        int world_size, std::string_view host, std::span<const int32_t> node_ranks);
 
 // Constant-time comparison: the time taken does not depend on where a and b differ.
 bool equal_constant_time(std::string_view a, std::string_view b) noexcept;

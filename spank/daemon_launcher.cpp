@@ -15,25 +15,13 @@
 
 #include "dp/hex.hpp"
 #include "dp/params.hpp"
+#include "pipe_pair.hpp"
 
 namespace dp::spank {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-struct Pipe {
-  int fd[2] = {-1, -1};
-  ~Pipe() {
-    for (int f : fd)
-      if (f >= 0) close(f);
-  }
-  int release(int i) {
-    int f = fd[i];
-    fd[i] = -1;
-    return f;
-  }
-};
 
 // Runs in the forked child: only async-signal-safe calls until exec.
 [[noreturn]] void exec_child(const std::vector<char*>& argv, int in_fd, int out_fd,

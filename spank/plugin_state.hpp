@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "agent_launcher.hpp"
 #include "dp/options.hpp"
 #include "dp/result.hpp"
 #include "dp/site_config.hpp"
@@ -35,6 +36,7 @@ struct PluginState {
   std::string setup_error;  // set-up failed: every task fails with it
   PortLease lease;          // MASTER_PORT lease to release at step end
   int leased_port = 0;      // on the master node: re-checked free in rank 0
+  NodeAgent agent;          // this node's dp-nodeagent; stopped at step end
   // The node's device lists before Slurm narrows them per task; a task
   // whose list differs was bound per task by Slurm.
   std::optional<std::string> node_cuda, node_ze;

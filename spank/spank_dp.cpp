@@ -116,6 +116,12 @@ extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
   });
 }
 
+extern "C" int slurm_spank_task_exit(spank_t sp, int, char**) {
+  return guarded("task_exit", [&] {
+    return spank_context() == S_CTX_REMOTE ? dp::spank::stepd_task_exit(sp) : 0;
+  });
+}
+
 extern "C" int slurm_spank_exit(spank_t sp, int, char**) {
   return guarded("exit", [&] {
     switch (spank_context()) {

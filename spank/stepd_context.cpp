@@ -4,9 +4,9 @@
 //
 // Root here never acts on what the user's environment says: a step is a
 // slurm-dp step because Slurm carried --dp-* values (or the site set
-// default=on), and the master-port exchange with the step's daemon, whose
-// address the user's srun chose, runs in a child that has become the job's
-// user (user_child.hpp). Root reads back a few validated bytes.
+// default=on), and everything that talks to the step's daemon, whose
+// address the user's srun chose, runs in the node agent (dp-nodeagent, as
+// the job's user; agent_launcher.hpp). Root reads back one validated line.
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,7 +14,9 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "agent_launcher.hpp"
 #include "contexts.hpp"
 #include "dp/env_names.hpp"
 #include "dp/layout.hpp"
@@ -22,18 +24,11 @@
 #include "dp/options.hpp"
 #include "plugin_state.hpp"
 #include "port_lease.hpp"
-#include "rendezvous_client.hpp"
 #include "user_child.hpp"
 
 namespace dp::spank {
 
 namespace {
-
-constexpr const char* kMasterPortKey = "dp/master_port";
-// A published value starting with this is the master node's failure, not a port.
-constexpr char kFailureMark = '!';
-// The exchange only ever reads a port or a short message.
-constexpr uint32_t kExchangeMaxFrame = 4096;
 
 std::optional<std::string> job_env(spank_t sp, const char* name) {
   char buf[4096];
@@ -53,61 +48,55 @@ struct StepIds {
   std::string text() const { return std::to_string(job) + "." + std::to_string(step); }
 };
 
-// What the unprivileged child needs, read by root before the fork.
-struct Exchange {
-  std::string addr, secret, hostname;
-  std::chrono::seconds wait{60};
+// What the node agent needs, read by root before the fork.
+struct AgentStart {
+  agent::AgentSettings settings;
+  std::chrono::milliseconds wait{60'000};
   UserIds ids;
 };
 
-Result<Exchange> exchange_settings(spank_t sp, const SiteConfig& site) {
-  Exchange x;
+Result<std::vector<int32_t>> local_ranks(spank_t sp) {
+  uint32_t count = 0;
+  if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &count) != ESPANK_SUCCESS || count == 0)
+    return make_error(Errc::internal, "cannot read this node's task count from slurmstepd");
+  std::vector<int32_t> ranks;
+  for (uint32_t local = 0; local < count; ++local) {
+    uint32_t global = 0;
+    if (spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, local, &global) != ESPANK_SUCCESS)
+      return make_error(Errc::internal, "cannot read the global rank of local task " +
+                                            std::to_string(local) + " from slurmstepd");
+    ranks.push_back(static_cast<int32_t>(global));
+  }
+  return ranks;
+}
+
+Result<AgentStart> agent_start(spank_t sp, const SiteConfig& site, const StepIds& id) {
+  AgentStart a;
+  agent::AgentSettings& s = a.settings;
   auto addr = job_env(sp, env::kRdvAddr);
   auto secret = job_env(sp, env::kRdvSecret);
   if (!addr || !secret)
     return make_error(Errc::internal,
                       "the step has no rendezvous address (DP_RDV_ADDR); srun did not "
                       "prepare it: is spank_dp.so in srun's plugstack.conf too?");
-  if (spank_get_item(sp, S_JOB_UID, &x.ids.uid) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_GID, &x.ids.gid) != ESPANK_SUCCESS)
+  uint32_t total = 0;
+  if (spank_get_item(sp, S_JOB_UID, &a.ids.uid) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_GID, &a.ids.gid) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &total) != ESPANK_SUCCESS)
     return make_error(Errc::internal, "cannot read the job's uid/gid from slurmstepd");
-  x.addr = *addr;
-  x.secret = *secret;
-  x.hostname = node_name();
-  x.wait = std::chrono::seconds(site.port_wait_s);
-  return x;
-}
-
-// In the child, as the job's user: publish `value` (master node) or fetch
-// the master node's value (the others).
-Result<std::string> talk_to_daemon(const Exchange& x, const std::optional<std::string>& value) {
-  ClientOptions o;
-  DP_TRY(RendezvousClient::parse_address(x.addr, o));
-  o.secret = x.secret;
-  o.role = PeerRole::agent;
-  o.hostname = x.hostname;
-  o.connect_timeout = x.wait;
-  o.call_timeout = x.wait;
-  o.max_reply_frame = kExchangeMaxFrame;
-  auto client = RendezvousClient::connect(o);
-  DP_TRY(client);
-  if (value) {
-    DP_TRY((*client)->set(kMasterPortKey, *value));
-    (void)(*client)->goodbye();
-    return std::string("published");
-  }
-  auto got = (*client)->get(kMasterPortKey, x.wait);
-  (void)(*client)->goodbye();
-  return got;
-}
-
-Result<std::string> exchange(spank_t sp, const SiteConfig& site,
-                             const std::optional<std::string>& value) {
-  auto x = exchange_settings(sp, site);
-  DP_TRY(x);
-  // The child's own timeouts end it first; this bounds a child that hangs.
-  return run_as_user(x->ids, x->wait + std::chrono::seconds(5),
-                     [&]() { return talk_to_daemon(*x, value); });
+  auto ranks = local_ranks(sp);
+  DP_TRY(ranks);
+  s.addr = *addr;
+  s.secret = *secret;
+  s.host = node_name();
+  s.job = id.job;
+  s.step = id.step;
+  s.world_size = static_cast<int>(total);
+  s.ranks = std::move(*ranks);
+  s.port_wait = std::chrono::seconds(site.port_wait_s);
+  // The agent's own timeouts end it first; this bounds one that hangs.
+  a.wait = s.port_wait + std::chrono::seconds(5);
+  return a;
 }
 
 Result<int> take_lease(spank_t sp, PluginState& st, const StepIds& id) {
@@ -125,65 +114,65 @@ Result<int> take_lease(spank_t sp, PluginState& st, const StepIds& id) {
   return st.leased_port;
 }
 
-Result<int> parse_port_answer(const std::string& v) {
-  if (!v.empty() && v[0] == kFailureMark)
-    return make_error(Errc::aborted,
-                      "the master node could not set up the step: " + sanitize(v.substr(1)));
-  auto port = parse_integer(v, 1, 65535, "MASTER_PORT", "29500");
-  if (!port)
-    return make_error(Errc::protocol, "the step's daemon answered '" + sanitize(v, 64) +
-                                          "' for MASTER_PORT, not a port");
-  return static_cast<int>(*port);
-}
-
-// The master node leases a port and publishes it, or publishes its failure
-// so the other nodes stop at once with its cause.
-Result<std::string> master_node_port(spank_t sp, PluginState& st, const StepIds& id, bool alone) {
-  auto port = take_lease(sp, st, id);
-  if (alone) {
-    DP_TRY(port);
-    return std::to_string(*port);
-  }
-  const std::string value =
-      port ? std::to_string(*port)
-           : kFailureMark + ("node " + node_name() + ": " + port.error().message);
-  auto published = exchange(sp, st.site, value);
-  DP_TRY(port);
-  if (!published)
-    return make_error(published.error().code,
-                      "cannot give MASTER_PORT to the other nodes through the "
-                      "step's daemon: " +
-                          sanitize(published.error().message));
-  return std::to_string(*port);
-}
-
-// MASTER_PORT for this node's tasks: --dp-master-port, Slurm's reservation,
-// else a leased port on the master node, shared through the daemon.
-Result<std::string> settle_master_port(spank_t sp, PluginState& st, const StepIds& id) {
+// MASTER_PORT known on this node without the master node: --dp-master-port
+// or Slurm's reservation.
+Result<std::optional<int>> local_master_port(spank_t sp, const PluginState& st) {
   if (st.cli_options.master_port.value_or(0) > 0)
-    return std::to_string(*st.cli_options.master_port);
+    return std::optional<int>(*st.cli_options.master_port);
   auto resv = st.site.use_resv_ports ? job_env(sp, "SLURM_STEP_RESV_PORTS") : std::nullopt;
-  if (resv) {
-    auto first = first_reserved_port(*resv);
-    DP_TRY(first);
-    if (first->has_value()) return std::to_string(**first);
-  }
-  uint32_t local_of_rank0 = 0;
+  if (!resv) return std::optional<int>();
+  auto first = first_reserved_port(*resv);
+  DP_TRY(first);
+  if (!first->has_value()) return std::optional<int>();
+  return std::optional<int>(static_cast<int>(**first));
+}
+
+// Starts the node agent, which also carries MASTER_PORT from the master
+// node (a leased port, or its failure, published write-once) to the others.
+// Returns MASTER_PORT; the agent's socket is exported to the tasks.
+Result<std::string> start_node_agent(spank_t sp, PluginState& st, const StepIds& id) {
+  auto start = agent_start(sp, st.site, id);
+  DP_TRY(start);
+  auto fixed = local_master_port(sp, st);
+  DP_TRY(fixed);
+  uint32_t local_of_rank0 = 0, nnodes = 1;
   const bool master =
       spank_get_item(sp, S_JOB_GLOBAL_TO_LOCAL_ID, uint32_t{0}, &local_of_rank0) == ESPANK_SUCCESS;
-  uint32_t nnodes = 1;
   spank_get_item(sp, S_JOB_NNODES, &nnodes);
-  if (master) return master_node_port(sp, st, id, nnodes <= 1);
-  auto answer = exchange(sp, st.site, std::nullopt);
-  if (!answer)
+  Result<int> lease = 0;
+  agent::AgentSettings& s = start->settings;
+  if (fixed->has_value()) {
+    s.master = agent::MasterPort::none;
+  } else if (master) {
+    lease = take_lease(sp, st, id);
+    s.master = nnodes > 1 ? agent::MasterPort::publish : agent::MasterPort::none;
+    s.master_value =
+        lease ? std::to_string(*lease)
+              : agent::kFailureMark + ("node " + node_name() + ": " + lease.error().message);
+  } else {
+    s.master = agent::MasterPort::fetch;
+  }
+  const std::string daemon =
+      st.site.daemon_path.empty() ? DP_DEFAULT_DAEMON_PATH : st.site.daemon_path;
+  auto answer = start_agent(agent_path_beside(daemon), start->ids, s, start->wait, st.agent);
+  DP_TRY(lease);
+  if (!answer) {
+    // The master node's own failure reaches the others as it is.
+    if (answer.error().message.rfind("the master node could not set up the step", 0) == 0)
+      return answer.error();
+    if (s.master != agent::MasterPort::fetch)
+      return make_error(answer.error().code, "node agent: " + answer.error().message);
     return make_error(answer.error().code,
-                      "MASTER_PORT: no answer from the master node through the "
-                      "step's daemon (waiting at most port_wait=" +
-                          std::to_string(st.site.port_wait_s) +
-                          " s): " + sanitize(answer.error().message));
-  auto port = parse_port_answer(*answer);
-  DP_TRY(port);
-  return std::to_string(*port);
+                      "MASTER_PORT: no answer from the master node through the node agent "
+                      "(waiting at most port_wait=" +
+                          std::to_string(st.site.port_wait_s) + " s): " + answer.error().message);
+  }
+  if (spank_setenv(sp, env::kAgentSocket, answer->socket.c_str(), 1) != ESPANK_SUCCESS)
+    return make_error(Errc::internal, "cannot set DP_AGENT_SOCKET for the tasks");
+  if (fixed->has_value()) return std::to_string(**fixed);
+  if (master) return std::to_string(*lease);
+  if (answer->port < 1) return make_error(Errc::protocol, "the node agent gave no MASTER_PORT");
+  return std::to_string(answer->port);
 }
 
 bool is_special_step(uint32_t step_id) {
@@ -203,7 +192,7 @@ Result<void> set_up_node(spank_t sp, PluginState& st, const StepIds& id) {
     return make_error(Errc::internal,
                       "srun did not prepare this step for slurm-dp (DP_JOB_ID/DP_STEP_ID "
                       "name another step): is spank_dp.so in srun's plugstack.conf too?");
-  auto port = settle_master_port(sp, st, id);
+  auto port = start_node_agent(sp, st, id);
   DP_TRY(port);
   if (spank_setenv(sp, env::kMasterPort, port->c_str(), 1) != ESPANK_SUCCESS)
     return make_error(Errc::internal, "cannot set MASTER_PORT for the tasks");
@@ -305,7 +294,21 @@ int stepd_task_init(spank_t sp) {
   return 0;
 }
 
+int stepd_task_exit(spank_t sp) {
+  PluginState& st = state();
+  if (!st.active || !st.agent.running()) return 0;
+  uint32_t rank = 0;
+  int status = 0;
+  if (spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS)
+    return 0;
+  // The agent reports the rank's loss with how it ended (first failure).
+  tell_task_exit(st.agent, static_cast<int>(rank), status);
+  return 0;
+}
+
 int stepd_exit(spank_t) {
+  stop_agent(state().agent);
   state().lease.release();
   return 0;
 }

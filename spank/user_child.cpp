@@ -19,7 +19,9 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kChildPipeFd = 3;
 
-bool drop_to(const UserIds& ids) {
+}  // namespace
+
+bool become_user(const UserIds& ids) {
   if (setgroups(1, &ids.gid) != 0 || setgid(ids.gid) != 0 || setuid(ids.uid) != 0) return false;
   uid_t r = 0, e = 0, s = 0;
   gid_t rg = 0, eg = 0, sg = 0;
@@ -29,6 +31,8 @@ bool drop_to(const UserIds& ids) {
   if (ids.uid != 0 && (setuid(0) == 0 || seteuid(0) == 0)) return false;
   return true;
 }
+
+namespace {
 
 void write_all(int fd, const std::string& s) {
   size_t off = 0;
@@ -51,7 +55,7 @@ void write_all(int fd, const std::string& s) {
   sigemptyset(&none);
   pthread_sigmask(SIG_SETMASK, &none, nullptr);
   std::string out;
-  if (!drop_to(ids)) {
+  if (!become_user(ids)) {
     out = "Ecannot become uid " + std::to_string(ids.uid) + "/gid " + std::to_string(ids.gid);
   } else {
     try {
@@ -98,39 +102,38 @@ Result<std::string> run_as_user(const UserIds& ids, std::chrono::milliseconds de
     child_main(p[1], ids, work);
   }
   close(p[1]);
-  const auto deadline = Clock::now() + deadline_in;
+  auto got = read_answer(p[0], Clock::now() + deadline_in, deadline_in, "the unprivileged helper");
+  close(p[0]);
+  // An answer in full means the child is exiting: it gets a moment; else it is killed.
+  reap(pid, !got);
+  if (!got) return got.error();
+  if (got->empty())
+    return make_error(Errc::internal, "the unprivileged helper ended without an answer");
+  if ((*got)[0] == 'V') return got->substr(1);
+  return make_error(Errc::unavailable, got->substr(1));
+}
+
+Result<std::string> read_answer(int fd, Clock::time_point deadline,
+                                std::chrono::milliseconds allowed, const std::string& who) {
   std::string got;
   char buf[4096];
   for (;;) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) {
-      close(p[0]);
-      reap(pid, true);
-      return make_error(Errc::timeout, "the unprivileged helper gave no answer within " +
-                                           std::to_string(deadline_in.count()) + " ms");
-    }
-    pollfd pf{p[0], POLLIN, 0};
+    if (left <= 0)
+      return make_error(Errc::timeout,
+                        who + " gave no answer within " + std::to_string(allowed.count()) + " ms");
+    pollfd pf{fd, POLLIN, 0};
     const int pr = poll(&pf, 1, static_cast<int>(std::min<long long>(left, 1'000'000)));
-    if (pr < 0 && errno == EINTR) continue;
-    if (pr <= 0) continue;
-    const ssize_t n = read(p[0], buf, sizeof buf);
+    if (pr <= 0) continue;  // EINTR or the deadline: checked above
+    const ssize_t n = read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // EOF: the whole answer is in
+    if (n <= 0) return got;  // EOF: the whole answer is in
     got.append(buf, static_cast<size_t>(n));
-    if (got.size() > kMaxChildAnswer) {
-      close(p[0]);
-      reap(pid, true);
-      return make_error(Errc::protocol, "the unprivileged helper answered more than " +
-                                            std::to_string(kMaxChildAnswer) + " bytes");
-    }
+    if (got.size() > kMaxChildAnswer)
+      return make_error(Errc::protocol,
+                        who + " answered more than " + std::to_string(kMaxChildAnswer) + " bytes");
   }
-  close(p[0]);
-  reap(pid, false);
-  if (got.empty())
-    return make_error(Errc::internal, "the unprivileged helper ended without an answer");
-  if (got[0] == 'V') return got.substr(1);
-  return make_error(Errc::unavailable, got.substr(1));
 }
 
 std::string sanitize(std::string_view text, size_t max) {

@@ -34,6 +34,16 @@ struct UserIds {
 Result<std::string> run_as_user(const UserIds& ids, std::chrono::milliseconds deadline,
                                 const std::function<Result<std::string>()>& work);
 
+// In a forked child of root: drops every supplementary group, sets gid
+// then uid, and checks that real, effective and saved ids are all the
+// job's and root cannot be regained. False: the child must not go on.
+bool become_user(const UserIds& ids);
+
+// Reads fd to its EOF, as root reads a less trusted child's answer: at most
+// kMaxChildAnswer bytes, until `deadline`; `who` names the child in errors.
+Result<std::string> read_answer(int fd, std::chrono::steady_clock::time_point deadline,
+                                std::chrono::milliseconds allowed, const std::string& who);
+
 // Text from a less trusted process, made fit for Slurm's log and the
 // user's terminal: printable ASCII (others become '?'), at most `max`
 // characters ("..." marks a cut).

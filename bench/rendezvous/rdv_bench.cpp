@@ -23,6 +23,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <sstream>
 #include <string>
@@ -43,11 +44,18 @@ int64_t now_ns() {
 
 enum class St { idle, connecting, challenge, hello };
 
-struct Rank {
-  int rank = 0;
+// One connection to the daemon: a rank of its own (flat path), or a node
+// agent speaking for `nranks` ranks (--ranks-per-node, issue 14).
+struct Peer {
+  int index = 0;  // rank (flat) or node number
+  int first_rank = 0, nranks = 1;
+  bool node = false;
   int fd = -1;
   St st = St::idle;
   bool said_goodbye = false;
+  int batch = 0;    // the next batch of the workflow to send
+  int pending = 0;  // replies still due for the batches sent
+  std::string nonce;
   dp::rdv::FrameDecoder dec{1 << 20};
 };
 
@@ -57,32 +65,52 @@ struct WorkerResult {
   int failures = 0;
 };
 
-// Request ids name the workflow step, so replies need no other bookkeeping.
-enum class Step { hello = 1, set_own, set_id, get_id, barrier, goodbye };
+struct Workflow {
+  int world = 0;
+  bool pipeline = false;
+  std::string id = std::string(128, 'I');
+};
 
-dp::proto::Request request_for(Step st, int rank, int world, const std::string& id,
-                               const std::string& nonce = {}) {
+// Request ids name the workflow step, so replies need no other bookkeeping.
+// The workflow is sent in batches: hello, own keys, the ID (rank 0's
+// connection), get the ID, the barrier.
+enum class Step { hello = 1, set_own, set_id, get_id, barrier, goodbye };
+constexpr Step kBatches[] = {Step::hello, Step::set_own, Step::set_id, Step::get_id, Step::barrier};
+constexpr int kBatchCount = 5;
+
+void fill_hello(dp::proto::Hello* h, const Peer& p, int world) {
+  h->set_protocol_version(dp::rdv::kProtocolVersion);
+  h->set_world_size(world);
+  h->set_host("bench");
+  if (!p.node) {
+    h->set_role(dp::proto::ROLE_RANK);
+    h->set_rank(p.first_rank);
+    h->set_proof(
+        dp::rdv::hello_proof(kSecret, p.nonce, dp::proto::ROLE_RANK, p.first_rank, world, "bench"));
+    return;
+  }
+  std::vector<int32_t> ranks;
+  for (int r = 0; r < p.nranks; ++r) ranks.push_back(p.first_rank + r);
+  h->set_role(dp::proto::ROLE_NODE);
+  for (int32_t r : ranks) h->add_node_ranks(r);
+  h->set_proof(
+      dp::rdv::hello_proof(kSecret, p.nonce, dp::proto::ROLE_NODE, 0, world, "bench", ranks));
+}
+
+// One request of the workflow; `rank` picks the own key of a node's rank.
+dp::proto::Request request_for(Step st, const Peer& p, const Workflow& w, int rank) {
   dp::proto::Request req;
   req.set_id(static_cast<uint64_t>(st));
   switch (st) {
-    case Step::hello: {
-      auto* h = req.mutable_hello();
-      h->set_protocol_version(dp::rdv::kProtocolVersion);
-      h->set_role(dp::proto::ROLE_RANK);
-      h->set_rank(rank);
-      h->set_world_size(world);
-      h->set_host("bench");
-      h->set_proof(
-          dp::rdv::hello_proof(kSecret, nonce, dp::proto::ROLE_RANK, rank, world, "bench"));
-      break;
-    }
+    case Step::hello: fill_hello(req.mutable_hello(), p, w.world); break;
     case Step::set_own:
       req.mutable_set()->set_key("rank/" + std::to_string(rank));
       req.mutable_set()->set_value("ready");
       break;
     case Step::set_id:
       req.mutable_set()->set_key("nccl_id");
-      req.mutable_set()->set_value(id);
+      req.mutable_set()->set_value(w.id);
+      req.mutable_set()->set_once(p.node);  // agents cache it
       break;
     case Step::get_id:
       req.mutable_get()->set_key("nccl_id");
@@ -92,165 +120,230 @@ dp::proto::Request request_for(Step st, int rank, int world, const std::string& 
     case Step::barrier:
       req.mutable_barrier()->set_name("start");
       req.mutable_barrier()->set_timeout_ms(60'000);
+      for (int r = 0; p.node && r < p.nranks; ++r)
+        req.mutable_barrier()->add_ranks(p.first_rank + r);
       break;
     case Step::goodbye: req.mutable_goodbye(); break;
   }
   return req;
 }
 
-void send_req(Rank& r, const dp::proto::Request& req) {
-  std::string f;
-  dp::rdv::append_frame(req, f);
+// The ranks' local hop to their node agent is simulated in-process: each
+// message is framed and decoded once per rank, as the agent would over its
+// local socket, without a socket of its own.
+template <class Msg>
+int local_hop(const Msg& m, int ranks) {
+  int bad = 0;
+  for (int i = 0; i < ranks; ++i) {
+    std::string f;
+    dp::rdv::append_frame(m, f);
+    dp::rdv::FrameDecoder d{1 << 20};
+    d.feed(f.data(), f.size());
+    std::string_view payload;
+    Msg back;
+    if (d.next(payload) != dp::rdv::FrameDecoder::Status::frame ||
+        !back.ParseFromArray(payload.data(), static_cast<int>(payload.size())))
+      ++bad;
+  }
+  return bad;
+}
+
+// Appends batch b of the workflow to out; returns how many replies it asks for.
+int append_batch(const Peer& p, const Workflow& w, int b, std::string& out, WorkerResult& res) {
+  const Step st = kBatches[b];
+  if (st == Step::set_id && p.first_rank != 0) return 0;
+  if (st == Step::set_own) {
+    for (int r = 0; r < p.nranks; ++r) {
+      const auto req = request_for(st, p, w, p.first_rank + r);
+      if (p.node) res.failures += local_hop(req, 1);
+      dp::rdv::append_frame(req, out);
+    }
+    return p.nranks;
+  }
+  const auto req = request_for(st, p, w, p.first_rank);
+  // A node's ranks each ask their agent; the agent sends one request for all.
+  if (p.node && st != Step::hello && st != Step::set_id) res.failures += local_hop(req, p.nranks);
+  dp::rdv::append_frame(req, out);
+  return 1;
+}
+
+// Sequential: the next batch once every reply of the last one is in.
+// Pipelined: the whole workflow in one send after the challenge.
+void send_batches(Peer& p, const Workflow& w, WorkerResult& res) {
+  std::string out;
+  while (p.batch < kBatchCount && (w.pipeline || p.pending == 0)) {
+    p.pending += append_batch(p, w, p.batch, out, res);
+    ++p.batch;
+  }
+  if (out.empty()) return;
   // Replies are small and requests tiny: a full socket buffer means something is badly wrong.
-  if (::send(r.fd, f.data(), f.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(f.size())) {
-    std::fprintf(stderr, "rank %d: short send\n", r.rank);
+  if (::send(p.fd, out.data(), out.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(out.size())) {
+    std::fprintf(stderr, "peer %d: short send\n", p.index);
+    ++res.failures;
   }
 }
 
-void start_connect(Rank& r, int ep, uint16_t port) {
-  r.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+void start_connect(Peer& p, int ep, uint16_t port) {
+  p.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   const int one = 1;
-  setsockopt(r.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  setsockopt(p.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   // Real ranks come from many hosts. From one source address, 16 384
   // connections to one port exhaust the ephemeral range and connect() spends
-  // its time searching for a free port, so each rank takes a source address
-  // of its own in 127.0.0.0/8 and lets connect() pick the port.
-  setsockopt(r.fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+  // its time searching for a free port, so each connection takes a source
+  // address of its own in 127.0.0.0/8 and lets connect() pick the port.
+  setsockopt(p.fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
   sockaddr_in src{};
   src.sin_family = AF_INET;
-  src.sin_addr.s_addr = htonl((127u << 24) | (1u << 16) | static_cast<uint32_t>(r.rank % 4096 + 1));
-  bind(r.fd, reinterpret_cast<sockaddr*>(&src), sizeof src);
+  const uint32_t host = static_cast<uint32_t>(p.index % (p.node ? 60000 : 4096) + 1);
+  src.sin_addr.s_addr = htonl((127u << 24) | (1u << 16) | host);
+  bind(p.fd, reinterpret_cast<sockaddr*>(&src), sizeof src);
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_port = htons(port);
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  connect(r.fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
-  r.st = St::connecting;
+  connect(p.fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  p.st = St::connecting;
   // Edge-triggered: the connect completion and each reply arrive as one edge,
   // with no EPOLL_CTL_MOD between the two phases.
   epoll_event ev{};
   ev.events = EPOLLOUT | EPOLLIN | EPOLLET;
-  ev.data.ptr = &r;
-  epoll_ctl(ep, EPOLL_CTL_ADD, r.fd, &ev);
+  ev.data.ptr = &p;
+  epoll_ctl(ep, EPOLL_CTL_ADD, p.fd, &ev);
 }
 
-// Hello with the proof for this connection's nonce; pipelined: the whole workflow in one send.
-void answer_challenge(Rank& r, int world, const std::string& id, const std::string& nonce,
-                      bool pipeline, WorkerResult& res) {
-  if (!pipeline) {
-    send_req(r, request_for(Step::hello, r.rank, world, id, nonce));
-    return;
-  }
-  std::string all;
-  for (Step st : {Step::hello, Step::set_own, Step::set_id, Step::get_id, Step::barrier}) {
-    if (st == Step::set_id && r.rank != 0) continue;
-    dp::rdv::append_frame(request_for(st, r.rank, world, id, nonce), all);
-  }
-  if (::send(r.fd, all.data(), all.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(all.size()))
+// One reply to a workflow request. Returns true when it ends the peer's workflow.
+bool on_reply(Peer& p, const dp::proto::Response& resp, const Workflow& w, WorkerResult& res,
+              bool& hello_done) {
+  if (resp.code() != dp::proto::OK) {
+    std::fprintf(stderr, "peer %d: error %s\n", p.index, resp.message().c_str());
     ++res.failures;
+  }
+  const auto step = static_cast<Step>(resp.id());
+  hello_done = step == Step::hello;
+  // The agent answers each of its ranks (the ID from its cache, the barrier's release).
+  if (p.node && (step == Step::get_id || step == Step::barrier))
+    res.failures += local_hop(resp, p.nranks);
+  if (step == Step::get_id && resp.value() != w.id) ++res.failures;
+  --p.pending;
+  if (step == Step::barrier) {
+    res.last_done = std::max(res.last_done, now_ns());
+    return true;
+  }
+  send_batches(p, w, res);
+  return false;
 }
 
-WorkerResult run_worker(uint16_t port, int world, int first, int count, int inflight,
-                        bool pipeline) {
+// Reads what arrived for p. Returns how many peers finished (0 or 1).
+int drain(Peer& p, const Workflow& w, WorkerResult& res, const std::function<void()>& hello_done) {
+  for (;;) {
+    char buf[4096];
+    const ssize_t got = recv(p.fd, buf, sizeof buf, 0);
+    if (got < 0 && errno == EAGAIN) return 0;
+    if (got <= 0) {
+      std::fprintf(stderr, "peer %d: connection closed before the barrier\n", p.index);
+      ++res.failures;
+      p.said_goodbye = true;  // nothing more to do for it
+      return 1;
+    }
+    p.dec.feed(buf, static_cast<size_t>(got));
+    std::string_view payload;
+    while (p.dec.next(payload) == dp::rdv::FrameDecoder::Status::frame) {
+      dp::proto::Response resp;
+      resp.ParseFromArray(payload.data(), static_cast<int>(payload.size()));
+      if (resp.id() == 0 && resp.code() == dp::proto::OK) {
+        if (p.st == St::challenge && !resp.challenge().empty()) {
+          p.st = St::hello;
+          p.nonce = resp.challenge();
+          send_batches(p, w, res);
+        }
+        continue;  // a keepalive
+      }
+      bool was_hello = false;
+      const bool finished = on_reply(p, resp, w, res, was_hello);
+      if (was_hello) hello_done();
+      if (finished) {
+        p.said_goodbye = true;  // sent once every peer of this worker is out
+        return 1;
+      }
+    }
+    if (static_cast<size_t>(got) < sizeof buf) return 0;
+  }
+}
+
+struct Slice {
+  int first_peer = 0, count = 0, ranks_per_node = 0;  // 0: flat path
+};
+
+std::vector<Peer> make_peers(const Slice& s) {
+  std::vector<Peer> peers(static_cast<size_t>(s.count));
+  for (int i = 0; i < s.count; ++i) {
+    Peer& p = peers[static_cast<size_t>(i)];
+    p.index = s.first_peer + i;
+    p.node = s.ranks_per_node > 0;
+    p.nranks = p.node ? s.ranks_per_node : 1;
+    p.first_rank = p.index * p.nranks;
+  }
+  return peers;
+}
+
+WorkerResult run_worker(uint16_t port, const Workflow& w, const Slice& s, int inflight) {
   WorkerResult res;
-  // Thousands of simulated ranks need as many sockets. Only the workers take
+  // Thousands of simulated peers need as many sockets. Only the workers take
   // the hard limit: the daemon must cope with the caller's soft limit itself.
   rlimit rl{};
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
   }
-  std::vector<Rank> ranks(count);
+  std::vector<Peer> peers = make_peers(s);
   const int ep = epoll_create1(EPOLL_CLOEXEC);
   int next = 0, active = 0, done = 0;
   res.first_connect = now_ns();
   auto launch_more = [&] {
-    while (next < count && active < inflight) {
-      ranks[next].rank = first + next;
-      start_connect(ranks[next], ep, port);
-      ++next;
+    while (next < s.count && active < inflight) {
+      start_connect(peers[static_cast<size_t>(next++)], ep, port);
       ++active;
     }
   };
+  const std::function<void()> hello_done = [&] {
+    --active;
+    launch_more();
+  };
   launch_more();
   std::vector<epoll_event> evs(1024);
-  const std::string id(128, 'I');
-  while (done < count) {
+  while (done < s.count) {
     const int n = epoll_wait(ep, evs.data(), static_cast<int>(evs.size()), 10'000);
     if (n <= 0) {
-      std::fprintf(stderr, "worker %d: stalled with %d of %d ranks done\n", first, done, count);
-      res.failures += count - done;
+      std::fprintf(stderr, "worker %d: stalled with %d of %d peers done\n", s.first_peer, done,
+                   s.count);
+      res.failures += s.count - done;
       break;
     }
     for (int i = 0; i < n; ++i) {
-      Rank& r = *static_cast<Rank*>(evs[i].data.ptr);
-      if (r.st == St::connecting) {
+      Peer& p = *static_cast<Peer*>(evs[i].data.ptr);
+      if (p.st == St::connecting) {
         if (evs[i].events & (EPOLLERR | EPOLLHUP)) {  // refused under overload: try again
-          close(r.fd);
-          start_connect(r, ep, port);
+          close(p.fd);
+          start_connect(p, ep, port);
           continue;
         }
-        r.st = St::challenge;  // the daemon speaks first
+        p.st = St::challenge;  // the daemon speaks first
         if (!(evs[i].events & EPOLLIN)) continue;
       }
-      if (!(evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) || r.said_goodbye) continue;
-      // Drain the edge: a short read means nothing more was queued.
-      for (;;) {
-        char buf[4096];
-        const ssize_t got = recv(r.fd, buf, sizeof buf, 0);
-        if (got < 0 && errno == EAGAIN) break;
-        if (got <= 0) {
-          std::fprintf(stderr, "rank %d: connection closed before the barrier\n", r.rank);
-          ++res.failures;
-          ++done;
-          r.said_goodbye = true;  // nothing more to do for it
-          break;
-        }
-        r.dec.feed(buf, static_cast<size_t>(got));
-        std::string_view payload;
-        while (r.dec.next(payload) == dp::rdv::FrameDecoder::Status::frame) {
-          dp::proto::Response resp;
-          resp.ParseFromArray(payload.data(), static_cast<int>(payload.size()));
-          if (resp.id() == 0 && resp.code() == dp::proto::OK) {
-            if (r.st == St::challenge && !resp.challenge().empty()) {
-              r.st = St::hello;
-              answer_challenge(r, world, id, resp.challenge(), pipeline, res);
-            }
-            continue;  // a keepalive
-          }
-          if (resp.code() != dp::proto::OK) {
-            std::fprintf(stderr, "rank %d: error %s\n", r.rank, resp.message().c_str());
-            ++res.failures;
-          }
-          const auto step = static_cast<Step>(resp.id());
-          if (step == Step::hello) {
-            --active;
-            launch_more();
-          }
-          if (step == Step::get_id && resp.value() != id) ++res.failures;
-          if (step == Step::barrier) {
-            res.last_done = std::max(res.last_done, now_ns());
-            ++done;
-            r.said_goodbye = true;  // sent below, once every rank of this worker is out
-            continue;
-          }
-          if (pipeline) continue;
-          Step next_step = static_cast<Step>(static_cast<int>(step) + 1);
-          if (next_step == Step::set_id && r.rank != 0) next_step = Step::get_id;
-          send_req(r, request_for(next_step, r.rank, world, id));
-        }
-        if (static_cast<size_t>(got) < sizeof buf) break;
-      }
+      if (!(evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) || p.said_goodbye) continue;
+      done += drain(p, w, res, hello_done);
     }
   }
-  // Leave cleanly (no abort): goodbye, then close without waiting for the reply;
-  // the daemon handles the goodbye before it sees the end of the stream.
-  for (auto& r : ranks) {
-    if (r.fd < 0) continue;
-    send_req(r, request_for(Step::goodbye, r.rank, world, id));
+  // Leave cleanly (no abort): goodbye (a node's covers its ranks), then close
+  // without waiting for the reply; the daemon handles it before the end of the stream.
+  for (auto& p : peers) {
+    if (p.fd < 0) continue;
+    std::string f;
+    dp::rdv::append_frame(request_for(Step::goodbye, p, w, p.first_rank), f);
+    [[maybe_unused]] ssize_t sent = ::send(p.fd, f.data(), f.size(), MSG_NOSIGNAL);
   }
-  for (auto& r : ranks) {
-    if (r.fd >= 0) close(r.fd);
+  for (auto& p : peers) {
+    if (p.fd >= 0) close(p.fd);
   }
   close(ep);
   return res;
@@ -261,7 +354,9 @@ struct Daemon {
   uint16_t port = 0;
 };
 
-Daemon start_daemon(const std::string& path, int world, const std::string& heartbeat_ms) {
+// nodes > 0: the step's ranks come through node agents (--nodes).
+Daemon start_daemon(const std::string& path, int world, int nodes,
+                    const std::string& heartbeat_ms) {
   int in[2], out[2];
   if (pipe(in) != 0 || pipe(out) != 0) std::exit(1);
   Daemon d;
@@ -272,9 +367,24 @@ Daemon start_daemon(const std::string& path, int world, const std::string& heart
     close(in[1]);
     close(out[0]);
     const std::string w = std::to_string(world);
-    execl(path.c_str(), path.c_str(), "--world-size", w.c_str(), "--job-id", "bench", "--step-id",
-          "0", "--listen", "127.0.0.1", "--heartbeat-timeout-ms", heartbeat_ms.c_str(),
-          static_cast<char*>(nullptr));
+    const std::string n = std::to_string(nodes);
+    std::vector<const char*> argv{path.c_str(),
+                                  "--world-size",
+                                  w.c_str(),
+                                  "--job-id",
+                                  "bench",
+                                  "--step-id",
+                                  "0",
+                                  "--listen",
+                                  "127.0.0.1",
+                                  "--heartbeat-timeout-ms",
+                                  heartbeat_ms.c_str()};
+    if (nodes > 0) {
+      argv.push_back("--nodes");
+      argv.push_back(n.c_str());
+    }
+    argv.push_back(nullptr);
+    execv(path.c_str(), const_cast<char* const*>(argv.data()));
     _exit(127);
   }
   close(in[0]);
@@ -324,84 +434,119 @@ double cpu_seconds(pid_t pid) {
   return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {
   std::string daemon_path;
-  int ranks = 1024, workers = 4, inflight = 1024, runs = 3, pipeline = 0;
+  int ranks = 1024, workers = 4, inflight = 1024, runs = 3, pipeline = 0, ranks_per_node = 0;
   std::string heartbeat_ms = "5000";
+};
+
+bool parse(int argc, char** argv, Options& o) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const std::string v = argv[i + 1];
-    if (a == "--daemon") daemon_path = v;
-    else if (a == "--ranks") ranks = std::atoi(v.c_str());
-    else if (a == "--workers") workers = std::atoi(v.c_str());
-    else if (a == "--inflight") inflight = std::atoi(v.c_str());
-    else if (a == "--runs") runs = std::atoi(v.c_str());
-    else if (a == "--pipeline") pipeline = std::atoi(v.c_str());
-    else if (a == "--heartbeat-timeout-ms") heartbeat_ms = v;
+    if (a == "--daemon") o.daemon_path = v;
+    else if (a == "--ranks") o.ranks = std::atoi(v.c_str());
+    else if (a == "--workers") o.workers = std::atoi(v.c_str());
+    else if (a == "--inflight") o.inflight = std::atoi(v.c_str());
+    else if (a == "--runs") o.runs = std::atoi(v.c_str());
+    else if (a == "--pipeline") o.pipeline = std::atoi(v.c_str());
+    else if (a == "--ranks-per-node") o.ranks_per_node = std::atoi(v.c_str());
+    else if (a == "--heartbeat-timeout-ms") o.heartbeat_ms = v;
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
-      return 2;
+      return false;
     }
   }
-  if (daemon_path.empty() || ranks < 1 || workers < 1 || inflight < 1 || runs < 1) {
+  const bool nodes_fit =
+      o.ranks_per_node == 0 || (o.ranks_per_node > 0 && o.ranks % o.ranks_per_node == 0);
+  if (o.daemon_path.empty() || o.ranks < 1 || o.workers < 1 || o.inflight < 1 || o.runs < 1 ||
+      !nodes_fit) {
     std::fprintf(stderr,
                  "usage: dp-rdv-bench --daemon PATH [--ranks N] [--workers P] [--inflight K] "
-                 "[--runs R] [--pipeline 0|1]\n");
-    return 2;
+                 "[--runs R] [--pipeline 0|1] [--ranks-per-node K (dividing N; node agents)]\n");
+    return false;
   }
+  return true;
+}
+
+struct RunResult {
+  double wall = 0, cpu = 0, rss_mib = 0;
+  int failures = 0;
+};
+
+// One start-up: a fresh daemon, the peers spread over worker processes.
+RunResult run_once(const Options& o) {
+  const int peers = o.ranks_per_node > 0 ? o.ranks / o.ranks_per_node : o.ranks;
+  Daemon d = start_daemon(o.daemon_path, o.ranks, o.ranks_per_node > 0 ? peers : 0, o.heartbeat_ms);
+  Workflow w;
+  w.world = o.ranks;
+  w.pipeline = o.pipeline != 0;
+  std::vector<pid_t> kids;
+  std::vector<int> pipes;
+  const int per = (peers + o.workers - 1) / o.workers;
+  for (int k = 0; k < o.workers && k * per < peers; ++k) {
+    const Slice s{k * per, std::min(per, peers - k * per), o.ranks_per_node};
+    int p[2];
+    if (pipe(p) != 0) std::exit(1);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(p[0]);
+      WorkerResult r = run_worker(d.port, w, s, std::max(1, o.inflight / o.workers));
+      if (write(p[1], &r, sizeof r) != sizeof r) _exit(1);
+      _exit(0);
+    }
+    close(p[1]);
+    kids.push_back(pid);
+    pipes.push_back(p[0]);
+  }
+  int64_t first = INT64_MAX, last = 0;
+  RunResult out;
+  for (size_t i = 0; i < kids.size(); ++i) {
+    WorkerResult r{};
+    if (read(pipes[i], &r, sizeof r) != sizeof r) ++out.failures;
+    close(pipes[i]);
+    waitpid(kids[i], nullptr, 0);
+    first = std::min(first, r.first_connect);
+    last = std::max(last, r.last_done);
+    out.failures += r.failures;
+  }
+  out.rss_mib = static_cast<double>(vm_hwm_kib(d.pid)) / 1024.0;
+  out.cpu = cpu_seconds(d.pid);
+  kill(d.pid, SIGTERM);
+  waitpid(d.pid, nullptr, 0);
+  out.wall = static_cast<double>(last - first) / 1e9;
+  return out;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!parse(argc, argv, o)) return 2;
   signal(SIGPIPE, SIG_IGN);
-  std::vector<double> walls;
-  for (int run = 0; run < runs; ++run) {
-    Daemon d = start_daemon(daemon_path, ranks, heartbeat_ms);
-    std::vector<pid_t> kids;
-    std::vector<int> pipes;
-    const int per = (ranks + workers - 1) / workers;
-    for (int w = 0; w < workers; ++w) {
-      const int first = w * per;
-      const int count = std::min(per, ranks - first);
-      if (count <= 0) break;
-      int p[2];
-      if (pipe(p) != 0) return 1;
-      const pid_t pid = fork();
-      if (pid == 0) {
-        close(p[0]);
-        WorkerResult r =
-            run_worker(d.port, ranks, first, count, std::max(1, inflight / workers), pipeline != 0);
-        if (write(p[1], &r, sizeof r) != sizeof r) _exit(1);
-        _exit(0);
-      }
-      close(p[1]);
-      kids.push_back(pid);
-      pipes.push_back(p[0]);
-    }
-    int64_t first = INT64_MAX, last = 0;
-    int failures = 0;
-    for (size_t i = 0; i < kids.size(); ++i) {
-      WorkerResult r{};
-      if (read(pipes[i], &r, sizeof r) != sizeof r) ++failures;
-      close(pipes[i]);
-      waitpid(kids[i], nullptr, 0);
-      first = std::min(first, r.first_connect);
-      last = std::max(last, r.last_done);
-      failures += r.failures;
-    }
-    const long hwm = vm_hwm_kib(d.pid);
-    const double cpu = cpu_seconds(d.pid);
-    kill(d.pid, SIGTERM);
-    waitpid(d.pid, nullptr, 0);
-    const double wall = static_cast<double>(last - first) / 1e9;
-    walls.push_back(wall);
+  const std::string mode =
+      o.ranks_per_node > 0 ? "node" + std::to_string(o.ranks_per_node) : std::string("flat");
+  std::vector<double> walls, cpus, rss;
+  for (int run = 0; run < o.runs; ++run) {
+    const RunResult r = run_once(o);
+    walls.push_back(r.wall);
+    cpus.push_back(r.cpu);
+    rss.push_back(r.rss_mib);
     std::printf(
-        "dp-rendezvousd ranks=%d pipeline=%d run=%d wall_s=%.3f daemon_peak_rss_mib=%.1f "
-        "daemon_cpu_s=%.2f "
-        "failures=%d\n",
-        ranks, pipeline, run, wall, static_cast<double>(hwm) / 1024.0, cpu, failures);
+        "dp-rendezvousd ranks=%d mode=%s pipeline=%d run=%d wall_s=%.3f daemon_peak_rss_mib=%.1f "
+        "daemon_cpu_s=%.2f failures=%d\n",
+        o.ranks, mode.c_str(), o.pipeline, run, r.wall, r.rss_mib, r.cpu, r.failures);
     std::fflush(stdout);
   }
-  std::sort(walls.begin(), walls.end());
-  std::printf("dp-rendezvousd ranks=%d pipeline=%d median_wall_s=%.3f\n", ranks, pipeline,
-              walls[walls.size() / 2]);
+  std::printf(
+      "dp-rendezvousd ranks=%d mode=%s pipeline=%d median_wall_s=%.3f median_cpu_s=%.2f "
+      "max_rss_mib=%.1f\n",
+      o.ranks, mode.c_str(), o.pipeline, median(walls), median(cpus),
+      *std::max_element(rss.begin(), rss.end()));
   return 0;
 }

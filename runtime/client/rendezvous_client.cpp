@@ -22,6 +22,7 @@
 #include "rank_progress.hpp"
 #include "reply_reader.hpp"
 #include "tcp_connect.hpp"
+#include "unix_connect.hpp"
 
 namespace dp {
 namespace {
@@ -73,9 +74,18 @@ class TcpRendezvousClient final : public RendezvousClient {
   }
 
   Result<void> set(std::string_view key, std::string_view value) override {
+    return store(key, value, false);
+  }
+
+  Result<void> set_once(std::string_view key, std::string_view value) override {
+    return store(key, value, true);
+  }
+
+  Result<void> store(std::string_view key, std::string_view value, bool once) {
     proto::Request r;
     r.mutable_set()->set_key(std::string(key));
     r.mutable_set()->set_value(std::string(value));
+    r.mutable_set()->set_once(once);
     auto resp = call(r, Clock::now() + opts_.call_timeout, "set " + shown_key(key));
     if (!resp) return resp.error();
     return {};
@@ -246,9 +256,8 @@ class TcpRendezvousClient final : public RendezvousClient {
     }
     if (fatal_ && !(allowed_after_abort && fatal_->code == Errc::aborted)) return *fatal_;
     if (closed_)
-      return make_error(Errc::connection, what + ": the connection to dp-rendezvousd is closed");
-    return make_error(Errc::timeout, what + ": no reply from dp-rendezvousd at " + opts_.host +
-                                         ":" + std::to_string(opts_.port) + " before the deadline");
+      return make_error(Errc::connection, what + ": the connection to " + peer() + " is closed");
+    return make_error(Errc::timeout, what + ": no reply from " + peer() + " before the deadline");
   }
 
   Result<void> send_frame(const std::string& frame, Clock::time_point deadline) {
@@ -256,7 +265,7 @@ class TcpRendezvousClient final : public RendezvousClient {
     {
       std::lock_guard wl(write_mu_);
       if (broken_)
-        return make_error(Errc::connection, "the connection to dp-rendezvousd is broken");
+        return make_error(Errc::connection, "the connection to " + peer() + " is broken");
       r = rdv::write_all(fd_, frame.data(), frame.size(), deadline);
       // A frame cut short leaves the stream unframed: the connection is done.
       if (!r) {
@@ -265,9 +274,7 @@ class TcpRendezvousClient final : public RendezvousClient {
       }
     }
     if (!r) {
-      fail_all(make_error(Errc::connection, "cannot send to dp-rendezvousd at " + opts_.host + ":" +
-                                                std::to_string(opts_.port) + ": " +
-                                                r.error().message));
+      fail_all(make_error(Errc::connection, "cannot send to " + peer() + ": " + r.error().message));
     }
     return r;
   }
@@ -316,7 +323,11 @@ class TcpRendezvousClient final : public RendezvousClient {
     if (aborted_reply) fail_all(*aborted_reply);
   }
 
-  std::string where() const { return opts_.host + ":" + std::to_string(opts_.port); }
+  // Who this client talks to, for messages: the step's daemon, or its node's agent.
+  std::string peer() const {
+    if (!opts_.agent_socket.empty()) return "the node agent at " + opts_.agent_socket;
+    return "dp-rendezvousd at " + opts_.host + ":" + std::to_string(opts_.port);
+  }
 
   // Nothing may escape the I/O thread: a failure here fails the connection.
   void io_loop() noexcept {
@@ -340,8 +351,7 @@ class TcpRendezvousClient final : public RendezvousClient {
     for (;;) {
       auto r = reader_.next();
       if (!r) {
-        fail_all(make_error(Errc::protocol, "bad reply from dp-rendezvousd at " + where() + ": " +
-                                                r.error().message +
+        fail_all(make_error(Errc::protocol, "bad reply from " + peer() + ": " + r.error().message +
                                                 "; is it the same slurm-dp release?"));
         return false;
       }
@@ -392,8 +402,7 @@ class TcpRendezvousClient final : public RendezvousClient {
         }
         last_heard = now;
         if (auto r = reader_.feed(buf, static_cast<size_t>(n)); !r) {
-          fail_all(make_error(r.error().code, "reading from dp-rendezvousd at " + where() + ": " +
-                                                  r.error().message));
+          fail_all(make_error(r.error().code, "reading from " + peer() + ": " + r.error().message));
           return;
         }
         if (!deliver_buffered()) return;
@@ -402,7 +411,7 @@ class TcpRendezvousClient final : public RendezvousClient {
       if (watch && now - last_heard >= opts_.daemon_silence_limit) {
         fail_all(make_error(
             Errc::connection,
-            "dp-rendezvousd at " + where() + " sent nothing for " +
+            peer() + " sent nothing for " +
                 std::to_string(std::chrono::duration_cast<milliseconds>(now - last_heard).count()) +
                 " ms although it pings every second: the daemon or the host of srun is stopped, "
                 "frozen or unreachable"));
@@ -418,9 +427,11 @@ class TcpRendezvousClient final : public RendezvousClient {
       std::lock_guard lk(mu_);
       closed_ = true;
     } else {
-      fail_all(
-          make_error(Errc::connection, "lost the connection to dp-rendezvousd at " + where() +
-                                           ": the daemon exited (the step ended or srun died)"));
+      fail_all(make_error(Errc::connection,
+                          "lost the connection to " + peer() +
+                              (opts_.agent_socket.empty()
+                                   ? ": the daemon exited (the step ended or srun died)"
+                                   : ": the agent exited (the step ended, or its node failed)")));
     }
     cv_.notify_all();
   }
@@ -545,7 +556,8 @@ Result<void> RendezvousClient::parse_address(std::string_view addr, ClientOption
 
 Result<std::unique_ptr<RendezvousClient>> RendezvousClient::connect(const ClientOptions& in) {
   ClientOptions o = in;
-  if (o.host.empty() || o.port == 0) {
+  const bool local = !o.agent_socket.empty();
+  if (!local && (o.host.empty() || o.port == 0)) {
     return make_error(Errc::invalid_argument,
                       "rendezvous client: no daemon address (DP_RDV_ADDR host:port)");
   }
@@ -576,7 +588,8 @@ Result<std::unique_ptr<RendezvousClient>> RendezvousClient::connect(const Client
   for (;;) {
     // Each attempt gets a slice of the total so a dropped SYN is retried.
     const auto attempt_deadline = std::min(deadline, Clock::now() + milliseconds(5'000));
-    auto fd = rdv::tcp_connect_once(o.host, o.port, attempt_deadline);
+    auto fd = local ? rdv::unix_connect_once(o.agent_socket, attempt_deadline)
+                    : rdv::tcp_connect_once(o.host, o.port, attempt_deadline);
     if (fd) {
       rdv::ReplyReader reader(kHelloFrameLimit);
       auto hello =
@@ -595,6 +608,7 @@ Result<std::unique_ptr<RendezvousClient>> RendezvousClient::connect(const Client
       last = hello.error();
     } else {
       last = fd.error();
+      if (last.code == Errc::unauthorized || last.code == Errc::invalid_argument) return last;
     }
     if (Clock::now() + backoff >= deadline) break;
     std::this_thread::sleep_for(backoff + milliseconds(jitter() % (backoff.count() / 2 + 1)));

@@ -28,8 +28,11 @@ enum class PeerRole {
 };
 
 struct ClientOptions {
-  std::string host;    // daemon address (DP_RDV_ADDR host part)
-  uint16_t port = 0;   // daemon port
+  std::string host;   // daemon address (DP_RDV_ADDR host part)
+  uint16_t port = 0;  // daemon port
+  // DP_AGENT_SOCKET ("@name"): the node agent's abstract socket. When set,
+  // the client talks to it instead of host:port, with the same protocol.
+  std::string agent_socket;
   std::string secret;  // job secret (DP_RDV_SECRET); never logged
   PeerRole role = PeerRole::rank;
   int rank = -1;  // with role == rank
@@ -74,6 +77,9 @@ class RendezvousClient {
   virtual ~RendezvousClient() = default;  // says goodbye, joins the I/O thread
 
   virtual Result<void> set(std::string_view key, std::string_view value) = 0;
+  // A key written exactly once (the NCCL unique ID): a node agent answers
+  // later gets of it from its cache.
+  virtual Result<void> set_once(std::string_view key, std::string_view value) = 0;
   // Blocks until the key exists or timeout (nullopt: the client's call_timeout).
   virtual Result<std::string> get(std::string_view key,
                                   std::optional<std::chrono::milliseconds> timeout = {}) = 0;

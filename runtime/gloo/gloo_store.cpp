@@ -26,6 +26,11 @@ void DaemonStore::set(const std::string& key, const std::vector<char>& data) {
   if (!r) throw_error("set", r.error());
 }
 
+void DaemonStore::set_once(const std::string& key, const std::vector<char>& data) {
+  auto r = client_.set_once(key, std::string_view(data.data(), data.size()));
+  if (!r) throw_error("set", r.error());
+}
+
 std::vector<char> DaemonStore::get(const std::string& key) {
   auto r = client_.get(key, timeout_);
   if (!r) throw_error("get", r.error());
@@ -50,6 +55,8 @@ Result<JobStore> open_job_store(const Context& ctx, std::chrono::milliseconds ti
     ClientOptions o;
     DP_TRY(RendezvousClient::parse_address(ctx.rdv_addr, o));
     o.secret = ctx.secret;
+    // The plugin's node agent, when it started one, speaks for the step's daemon.
+    o.agent_socket = env_value(env::kAgentSocket).value_or("");
     o.role = PeerRole::rank;
     o.rank = ctx.rank;
     o.world_size = ctx.world_size;

@@ -20,6 +20,8 @@ class DaemonStore final : public gloo::rendezvous::Store {
   DaemonStore(RendezvousClient& client, std::chrono::milliseconds timeout)
       : client_(client), timeout_(timeout) {}
   void set(const std::string& key, const std::vector<char>& data) override;
+  // Written once (the NCCL unique ID): node agents cache it.
+  void set_once(const std::string& key, const std::vector<char>& data);
   std::vector<char> get(const std::string& key) override;
   void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
   void wait(const std::vector<std::string>& keys,

@@ -4,6 +4,8 @@
 #include <exception>
 #include <vector>
 
+#include "gloo_store.hpp"
+
 namespace dp::detail {
 
 Error nccl_error(ncclResult_t r, const std::string& what) {
@@ -37,7 +39,13 @@ Result<ncclUniqueId> exchange_nccl_id(gloo::rendezvous::Store& store, int rank,
     if (rank == 0) {
       ncclResult_t r = ncclGetUniqueId(&id);
       if (r != ncclSuccess) return nccl_error(r, "ncclGetUniqueId");
-      store.set(key, std::vector<char>(id.internal, id.internal + sizeof(id.internal)));
+      std::vector<char> bytes(id.internal, id.internal + sizeof(id.internal));
+      // Through the daemon: write-once, so each node's agent fetches it once.
+      if (auto* daemon = dynamic_cast<DaemonStore*>(&store)) {
+        daemon->set_once(key, bytes);
+      } else {
+        store.set(key, bytes);
+      }
       return id;
     }
     std::vector<char> got = store.get(key);

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <span>
 #include <sstream>
 
 #include "frame_codec.hpp"
@@ -226,6 +227,17 @@ proto::Request hello_request(const std::string& nonce, const std::string& secret
 
 bool RawConn::hello(const std::string& secret, int rank, proto::Role role, uint32_t version) {
   if (!send_request(hello_request(nonce_, secret, rank, role, "rawhost", version))) return false;
+  auto resp = read_response();
+  return resp && resp->code() == proto::OK;
+}
+
+bool RawConn::node_hello(const std::vector<int32_t>& ranks, const std::string& host,
+                         const std::string& secret) {
+  proto::Request r = hello_request(nonce_, secret, 0, proto::ROLE_NODE, host);
+  for (int32_t x : ranks) r.mutable_hello()->add_node_ranks(x);
+  r.mutable_hello()->set_proof(rdv::hello_proof(secret, nonce_, proto::ROLE_NODE, 0, 0, host,
+                                                std::span<const int32_t>(ranks)));
+  if (!send_request(r)) return false;
   auto resp = read_response();
   return resp && resp->code() == proto::OK;
 }

@@ -67,6 +67,9 @@ class RawConn {
   // Answers this connection's challenge with the proof for secret.
   bool hello(const std::string& secret = kSecret, int rank = -1,
              proto::Role role = proto::ROLE_AGENT, uint32_t version = kProtocol);
+  // Answers the challenge as a node agent (ROLE_NODE) speaking for ranks.
+  bool node_hello(const std::vector<int32_t>& ranks, const std::string& host,
+                  const std::string& secret = kSecret);
   const std::string& nonce() const { return nonce_; }
   // Next response frame, or nullopt on close/deadline.
   std::optional<proto::Response> read_response(

@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   o.secret = env_or_empty(dp::env::kRdvSecret);
+  o.agent_socket = env_or_empty(dp::env::kAgentSocket);  // the node agent, as libdp does
   o.rank = std::atoi(env_or_empty(dp::env::kRank));
   o.world_size = std::atoi(env_or_empty(dp::env::kWorldSize));
   o.call_timeout = std::chrono::milliseconds(60'000);
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
   std::string id(128, '\0');
   if (rank == 0) {
     if (getrandom(id.data(), id.size(), 0) != static_cast<ssize_t>(id.size())) return 2;
-    if (auto r = c.set("probe/id", id); !r) return fail(rank, r.error());
+    if (auto r = c.set_once("probe/id", id); !r) return fail(rank, r.error());
   }
   auto got = c.get("probe/id");
   if (!got) return fail(rank, got.error());

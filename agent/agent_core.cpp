@@ -1,0 +1,355 @@
+#include "agent_core.hpp"
+
+#include <sys/random.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+
+#include "frame_codec.hpp"
+#include "hello_proof.hpp"
+
+namespace dp::agent {
+namespace {
+
+constexpr uint32_t kHelloFrameLimit = 4096;  // before authentication, frames stay tiny
+constexpr uint64_t kHelloId = 1;
+
+std::string random_nonce() {
+  std::string n(rdv::kNonceBytes, '\0');
+  size_t got = 0;
+  while (got < n.size()) {
+    const ssize_t r = getrandom(n.data() + got, n.size() - got, 0);
+    if (r > 0) got += static_cast<size_t>(r);
+  }
+  return n;
+}
+
+std::string ms_text(Clock::duration d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
+}
+
+}  // namespace
+
+AgentCore::AgentCore(AgentConfig cfg, AgentOutbox& out, Clock::time_point now)
+    : cfg_(std::move(cfg)), out_(out) {
+  if (!cfg_.make_nonce) cfg_.make_nonce = random_nonce;
+  std::sort(cfg_.node_ranks.begin(), cfg_.node_ranks.end());
+  for (int32_t r : cfg_.node_ranks) ranks_[r];
+  last_heard_ = last_tick_ = now;
+  next_beat_ = now + cfg_.heartbeat_every;
+  next_ping_ = now + cfg_.ping_every;
+}
+
+// ---- the daemon link ----
+
+void AgentCore::send_hello(const std::string& nonce) {
+  proto::Request req;
+  req.set_id(kHelloId);
+  auto* h = req.mutable_hello();
+  h->set_protocol_version(rdv::kProtocolVersion);
+  h->set_role(proto::ROLE_NODE);
+  h->set_rank(-1);
+  h->set_world_size(cfg_.world_size);
+  h->set_host(cfg_.host);
+  for (int32_t r : cfg_.node_ranks) h->add_node_ranks(r);
+  h->set_proof(rdv::hello_proof(cfg_.secret, nonce, proto::ROLE_NODE, -1, cfg_.world_size,
+                                cfg_.host, cfg_.node_ranks));
+  out_.to_daemon(req);
+}
+
+void AgentCore::on_daemon_response(const proto::Response& r, Clock::time_point now) {
+  if (link_ == Link::gone) return;
+  last_heard_ = now;
+  if (link_ == Link::awaiting_challenge) {
+    if (r.code() != proto::OK || r.id() != 0 || r.challenge().size() != rdv::kNonceBytes)
+      return on_daemon_lost("the step's daemon refused the node: " + rdv::error_from(r).message);
+    link_ = Link::awaiting_hello_reply;
+    return send_hello(r.challenge());
+  }
+  if (link_ == Link::awaiting_hello_reply) {
+    if (r.id() == 0) return daemon_push(r);
+    if (r.code() != proto::OK)
+      return on_daemon_lost("the step's daemon refused the node's hello: " +
+                            rdv::error_from(r).message);
+    link_ = Link::ready;
+    auto queued = std::move(queued_);
+    for (auto& q : queued) out_.to_daemon(q);
+    return;
+  }
+  link_response(r);
+}
+
+void AgentCore::link_response(const proto::Response& r) {
+  if (r.id() == 0) return daemon_push(r);
+  auto it = pending_.find(r.id());
+  if (it == pending_.end()) return;
+  const Upstream u = std::move(it->second);
+  pending_.erase(it);
+  answered(u, r);
+}
+
+// Pushes: the keepalive needs nothing; an abort goes to every local rank.
+void AgentCore::daemon_push(const proto::Response& r) {
+  if (r.code() != proto::ABORTED) return;
+  if (!abort_) abort_ = r;
+  for (auto& [conn, l] : locals_)
+    if (l.ready) out_.to_rank(conn, r);
+}
+
+void AgentCore::on_daemon_lost(const std::string& why) {
+  if (link_ == Link::gone) return;
+  link_ = Link::gone;
+  end_reason_ = why;
+  if (!exchange_) exchange_ = make_error(Errc::connection, why);
+  proto::Response push;
+  push.set_code(proto::ABORTED);
+  push.set_message("slurm-dp: node " + cfg_.host +
+                   " lost the step's daemon (dp-rendezvousd): " + why);
+  for (auto& [conn, l] : locals_) {
+    if (l.ready) out_.to_rank(conn, push);
+    out_.close_rank(conn);
+  }
+  locals_.clear();
+}
+
+uint64_t AgentCore::upstream(proto::Request& req, Upstream what) {
+  const uint64_t id = next_up_++;
+  req.set_id(id);
+  pending_.emplace(id, std::move(what));
+  ++sent_;
+  if (link_ == Link::ready) {
+    out_.to_daemon(req);
+  } else if (link_ != Link::gone) {
+    queued_.push_back(req);
+  }
+  return id;
+}
+
+void AgentCore::publish(const std::string& key, const std::string& value) {
+  proto::Request req;
+  auto* s = req.mutable_set();
+  s->set_key(key);
+  s->set_value(value);
+  s->set_once(true);
+  upstream(req, Upstream{Kind::exchange, 0, 0, key, value});
+}
+
+void AgentCore::fetch(const std::string& key, std::chrono::milliseconds timeout) {
+  proto::Request req;
+  auto* g = req.mutable_get();
+  g->set_key(key);
+  g->set_blocking(true);
+  g->set_timeout_ms(static_cast<uint32_t>(std::max<long long>(1, timeout.count())));
+  upstream(req, Upstream{Kind::exchange, 0, 0, key, {}});
+}
+
+// ---- local ranks ----
+
+void AgentCore::on_rank_connect(ConnId conn, Clock::time_point now) {
+  Local l;
+  l.nonce = cfg_.make_nonce();
+  l.since = now;
+  proto::Response challenge;
+  challenge.set_challenge(l.nonce);
+  locals_.emplace(conn, std::move(l));
+  out_.to_rank(conn, challenge);
+}
+
+uint32_t AgentCore::max_frame_bytes(ConnId conn) const {
+  auto it = locals_.find(conn);
+  return it != locals_.end() && it->second.ready ? cfg_.max_frame_bytes : kHelloFrameLimit;
+}
+
+size_t AgentCore::ranks_connected() const {
+  return static_cast<size_t>(
+      std::count_if(ranks_.begin(), ranks_.end(), [](const auto& r) { return r.second.conn; }));
+}
+
+void AgentCore::reply(ConnId conn, uint64_t id, proto::Code code, const std::string& why) {
+  proto::Response r;
+  r.set_id(id);
+  r.set_code(code);
+  if (!why.empty()) r.set_message(why);
+  out_.to_rank(conn, r);
+}
+
+void AgentCore::reject(ConnId conn, uint64_t id, proto::Code code, const std::string& why) {
+  reply(conn, id, code, "slurm-dp node agent on " + cfg_.host + ": " + why);
+  locals_.erase(conn);
+  out_.close_rank(conn);
+}
+
+void AgentCore::on_rank_oversized(ConnId conn, uint32_t announced) {
+  if (!locals_.count(conn)) return;
+  reject(conn, 0, proto::LIMIT,
+         "frame of " + std::to_string(announced) + " bytes exceeds the limit of " +
+             std::to_string(max_frame_bytes(conn)));
+}
+
+void AgentCore::on_rank_frame(ConnId conn, std::string_view payload, Clock::time_point now) {
+  auto it = locals_.find(conn);
+  if (it == locals_.end()) return;
+  proto::Request req;
+  if (!req.ParseFromArray(payload.data(), static_cast<int>(payload.size())))
+    return reject(conn, 0, proto::PROTOCOL, "malformed request frame");
+  Local& l = it->second;
+  if (!l.ready) return handle_hello(conn, l, req);
+  if (req.has_hello()) return reject(conn, req.id(), proto::PROTOCOL, "a second hello");
+  if (link_ == Link::gone) return reject(conn, req.id(), proto::CONNECTION, end_reason_);
+  heard_[l.rank];  // any frame shows the rank alive
+  dispatch(conn, l.rank, req, now);
+}
+
+Result<void> AgentCore::check_hello(const Local& l, const proto::Hello& h) const {
+  if (h.protocol_version() != rdv::kProtocolVersion)
+    return make_error(Errc::protocol, "protocol version " + std::to_string(h.protocol_version()) +
+                                          ", this agent speaks " +
+                                          std::to_string(rdv::kProtocolVersion) +
+                                          "; is the task's libdp the same slurm-dp release?");
+  if (h.role() != proto::ROLE_RANK)
+    return make_error(Errc::unauthorized, "only the node's ranks may connect");
+  const std::string proof =
+      rdv::hello_proof(cfg_.secret, l.nonce, proto::ROLE_RANK, h.rank(), h.world_size(), h.host());
+  if (!rdv::equal_constant_time(proof, h.proof()))
+    return make_error(Errc::unauthorized, "bad proof (not this step's secret)");
+  if (!ranks_.count(h.rank()))
+    return make_error(Errc::unauthorized,
+                      "rank " + std::to_string(h.rank()) + " is not a task of this node");
+  if (h.world_size() != 0 && h.world_size() != cfg_.world_size)
+    return make_error(Errc::invalid_argument, "WORLD_SIZE " + std::to_string(h.world_size()) +
+                                                  " but the step has " +
+                                                  std::to_string(cfg_.world_size));
+  if (ranks_.at(h.rank()).conn != 0)
+    return make_error(Errc::conflict, "rank " + std::to_string(h.rank()) + " is connected already");
+  return {};
+}
+
+void AgentCore::handle_hello(ConnId conn, Local& l, const proto::Request& req) {
+  if (!req.has_hello()) return reject(conn, req.id(), proto::UNAUTHORIZED, "hello first");
+  if (auto ok = check_hello(l, req.hello()); !ok)
+    return reject(conn, req.id(), rdv::to_wire(ok.error().code), ok.error().message);
+  if (link_ == Link::gone) return reject(conn, req.id(), proto::CONNECTION, end_reason_);
+  l.ready = true;
+  l.rank = req.hello().rank();
+  RankState& s = ranks_[l.rank];
+  s = RankState{};  // a second dp::init in the same step starts afresh
+  s.conn = conn;
+  heard_[l.rank];
+  reply(conn, req.id(), proto::OK);
+  if (abort_) out_.to_rank(conn, *abort_);
+}
+
+void AgentCore::dispatch(ConnId conn, int rank, const proto::Request& req, Clock::time_point now) {
+  switch (req.op_case()) {
+    case proto::Request::kHeartbeat:
+      if (req.heartbeat().has_progress()) heard_[rank] = req.heartbeat().progress();
+      return;
+    case proto::Request::kGet: return local_get(conn, req, now);
+    case proto::Request::kBarrier: return local_barrier(conn, rank, req, now);
+    case proto::Request::kGoodbye: ranks_[rank].goodbye = true; return forward(conn, rank, req);
+    case proto::Request::kRankLost:
+      return reply(conn, req.id(), proto::INVALID_ARGUMENT, "RankLost is the agent's own report");
+    case proto::Request::OP_NOT_SET:
+      return reply(conn, req.id(), proto::INVALID_ARGUMENT, "request without an operation");
+    default: return forward(conn, rank, req);
+  }
+}
+
+void AgentCore::on_rank_disconnect(ConnId conn, Clock::time_point now) {
+  auto it = locals_.find(conn);
+  if (it == locals_.end()) return;
+  const Local l = it->second;
+  locals_.erase(it);
+  if (!l.ready) return;
+  RankState& s = ranks_[l.rank];
+  if (s.conn != conn) return;
+  s.conn = 0;
+  if (s.goodbye || s.lost) return;
+  if (s.wait_status) return report_lost(l.rank, s, "its connection to the node agent dropped");
+  s.dropped_at = now;  // on_tick reports it when no exit status comes
+}
+
+void AgentCore::on_task_exit(int rank, int wait_status, Clock::time_point) {
+  auto it = ranks_.find(rank);
+  if (it == ranks_.end()) return;
+  RankState& s = it->second;
+  s.wait_status = wait_status;
+  if (s.goodbye || s.lost) return;
+  const bool failed = !(WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0);
+  if (s.dropped_at || s.conn || failed)
+    return report_lost(rank, s, "the task ended without a goodbye");
+  // A task that never reached dp::init and exited 0 is no failure: it leaves
+  // the step in the daemon's eyes too (slurmstepd may kill the agent soon after).
+  s.goodbye = true;
+  proto::Request bye;
+  bye.mutable_goodbye()->set_rank(rank);
+  upstream(bye, Upstream{Kind::plain, 0, 0, {}, {}});
+}
+
+void AgentCore::report_lost(int rank, RankState& s, const std::string& detail) {
+  s.lost = true;
+  s.dropped_at.reset();
+  proto::Request req;
+  auto* m = req.mutable_rank_lost();
+  m->set_rank(rank);
+  m->set_detail(detail);
+  if (s.wait_status && WIFEXITED(*s.wait_status)) m->set_exit_code(WEXITSTATUS(*s.wait_status));
+  if (s.wait_status && WIFSIGNALED(*s.wait_status)) m->set_signal(WTERMSIG(*s.wait_status));
+  upstream(req, Upstream{Kind::plain, 0, 0, {}, {}});
+}
+
+// ---- time ----
+
+void AgentCore::on_tick(Clock::time_point now) {
+  if (link_ == Link::gone) return;
+  // A tick this late means the agent itself was stopped (a suspended job):
+  // the daemon's silence meanwhile is not its fault.
+  if (now - last_tick_ >= cfg_.heartbeat_every + std::chrono::seconds(1)) last_heard_ = now;
+  last_tick_ = now;
+  watch_daemon(now);
+  if (link_ == Link::gone) return;
+  expire_hellos(now);
+  expire_waiters(now);
+  for (auto& [rank, s] : ranks_)
+    if (s.dropped_at && now - *s.dropped_at >= cfg_.exit_status_grace)
+      report_lost(rank, s, "its connection to the node agent dropped without a goodbye");
+  if (now >= next_beat_) beat(now);
+  if (now >= next_ping_) {
+    next_ping_ = now + cfg_.ping_every;
+    proto::Response keepalive;
+    for (auto& [conn, l] : locals_)
+      if (l.ready) out_.to_rank(conn, keepalive);
+  }
+}
+
+void AgentCore::watch_daemon(Clock::time_point now) {
+  if (cfg_.daemon_silence.count() <= 0 || now - last_heard_ < cfg_.daemon_silence) return;
+  on_daemon_lost("dp-rendezvousd at " + cfg_.daemon_addr + " sent nothing for " +
+                 ms_text(now - last_heard_) +
+                 " although it pings every second: it or the host of srun is stopped, frozen "
+                 "or unreachable");
+}
+
+// One heartbeat for the node: the ranks heard since the last one.
+void AgentCore::beat(Clock::time_point now) {
+  next_beat_ = now + cfg_.heartbeat_every;
+  if (link_ != Link::ready) return;
+  proto::Request req;
+  auto* hb = req.mutable_heartbeat();
+  for (auto& [rank, progress] : heard_) {
+    auto* rp = hb->add_ranks();
+    rp->set_rank(rank);
+    if (progress) *rp->mutable_progress() = *progress;
+  }
+  heard_.clear();
+  out_.to_daemon(req);
+}
+
+void AgentCore::expire_hellos(Clock::time_point now) {
+  std::vector<ConnId> late;
+  for (auto& [conn, l] : locals_)
+    if (!l.ready && now - l.since >= cfg_.hello_timeout) late.push_back(conn);
+  for (ConnId c : late) reject(c, 0, proto::TIMEOUT, "no hello in time");
+}
+
+}  // namespace dp::agent

@@ -1,0 +1,176 @@
+// The node agent's logic (issue 14): one per step per node, speaking for the
+// node's ranks to the step's daemon over a single ROLE_NODE connection. Pure,
+// like daemon/broker: no sockets; the I/O layer feeds it frames, disconnects,
+// slurmstepd's task exits and ticks, and it answers through AgentOutbox.
+// The unit tests and the fuzzer drive it directly.
+//
+// Files: agent_core.cpp (local hellos, dispatch, liveness, the daemon link),
+// agent_store.cpp (forwarding, coalesced and cached gets, folded barriers).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "dp/proto/rendezvous.pb.h"
+#include "dp/result.hpp"
+
+namespace dp::agent {
+
+using Clock = std::chrono::steady_clock;
+using ConnId = uint64_t;
+
+struct AgentConfig {
+  std::string secret;       // hex, as the tasks get it; never logged
+  std::string host;         // this node, as the daemon's messages name it
+  std::string daemon_addr;  // host:port, for messages
+  int world_size = 0;
+  std::vector<int32_t> node_ranks;  // this node's global ranks, ascending
+  std::chrono::milliseconds heartbeat_every{1'000};
+  std::chrono::milliseconds ping_every{1'000};  // clients call a silent agent dead after 6 s
+  // Nothing from the daemon this long (of the agent's own running time): it is gone.
+  std::chrono::milliseconds daemon_silence{6'000};
+  std::chrono::milliseconds hello_timeout{5'000};
+  // A rank's connection dropped: slurmstepd's exit status usually follows
+  // within milliseconds, and makes the first failure say how the rank died.
+  std::chrono::milliseconds exit_status_grace{250};
+  size_t max_cache_bytes = 64u << 20;
+  uint32_t max_frame_bytes = (256u << 20) + 65'536;  // after hello; the daemon's largest value
+  std::string (*make_nonce)() = nullptr;             // tests and the fuzzer pin it
+};
+
+class AgentOutbox {
+ public:
+  virtual ~AgentOutbox() = default;
+  virtual void to_rank(ConnId conn, const proto::Response& r) = 0;
+  // Flush, then close; the core has already forgotten conn.
+  virtual void close_rank(ConnId conn) = 0;
+  virtual void to_daemon(const proto::Request& r) = 0;
+};
+
+class AgentCore {
+ public:
+  AgentCore(AgentConfig cfg, AgentOutbox& out, Clock::time_point now);
+
+  // The daemon link: a TCP connection is open; its challenge comes as a response.
+  void on_daemon_response(const proto::Response& r, Clock::time_point now);
+  // EOF, a bad frame, a failed write: the step's daemon is gone for this node.
+  void on_daemon_lost(const std::string& why);
+  bool daemon_ready() const { return link_ == Link::ready; }
+  // The master-port exchange (the master node publishes, write-once; the
+  // others fetch). Its answer, once there: the value, or why not.
+  void publish(const std::string& key, const std::string& value);
+  void fetch(const std::string& key, std::chrono::milliseconds timeout);
+  const std::optional<Result<std::string>>& exchange_answer() const { return exchange_; }
+
+  void on_rank_connect(ConnId conn, Clock::time_point now);
+  void on_rank_frame(ConnId conn, std::string_view payload, Clock::time_point now);
+  void on_rank_oversized(ConnId conn, uint32_t announced);
+  void on_rank_disconnect(ConnId conn, Clock::time_point now);
+  // slurmstepd saw a task of this node end (wait status as waitpid gives it).
+  void on_task_exit(int rank, int wait_status, Clock::time_point now);
+  // Deadlines, heartbeats, pings, silence. Call a few times a second.
+  void on_tick(Clock::time_point now);
+
+  uint32_t max_frame_bytes(ConnId conn) const;
+  bool knows(ConnId conn) const { return locals_.count(conn) != 0; }
+  // The daemon is gone: the local ranks were told; the agent exits.
+  bool finished() const { return link_ == Link::gone; }
+  const std::string& end_reason() const { return end_reason_; }
+  size_t ranks_connected() const;
+  size_t cached_keys() const { return cache_.size(); }
+  uint64_t requests_sent() const { return sent_; }
+
+ private:
+  enum class Link : uint8_t { awaiting_challenge, awaiting_hello_reply, ready, gone };
+  struct Local {
+    bool ready = false;
+    int rank = -1;
+    std::string nonce;
+    Clock::time_point since;
+  };
+  struct RankState {
+    ConnId conn = 0;
+    bool goodbye = false;
+    bool lost = false;  // RankLost sent
+    std::optional<int> wait_status;
+    std::optional<Clock::time_point> dropped_at;  // waiting for its exit status
+  };
+  struct Waiter {  // a local call answered later
+    ConnId conn = 0;
+    uint64_t id = 0;
+    Clock::time_point deadline;
+  };
+  enum class Kind : uint8_t { plain, get, barrier, set_once, exchange };
+  struct Upstream {  // what an upstream request id stands for
+    Kind kind = Kind::plain;
+    ConnId conn = 0;
+    uint64_t local_id = 0;
+    std::string key;    // get, barrier: the name; set_once: the key
+    std::string value;  // set_once: cached when the daemon agrees
+  };
+  struct GetState {
+    uint64_t upstream = 0;  // 0: none in flight
+    std::vector<Waiter> waiters;
+  };
+  struct BarrierState {
+    std::set<int32_t> arrived;
+    std::vector<Waiter> waiters;
+    bool sent = false;
+  };
+
+  // agent_core.cpp
+  void handle_hello(ConnId conn, Local& l, const proto::Request& req);
+  Result<void> check_hello(const Local& l, const proto::Hello& h) const;
+  void dispatch(ConnId conn, int rank, const proto::Request& req, Clock::time_point now);
+  void reject(ConnId conn, uint64_t id, proto::Code code, const std::string& why);
+  void reply(ConnId conn, uint64_t id, proto::Code code, const std::string& why = {});
+  void link_response(const proto::Response& r);
+  void send_hello(const std::string& nonce);
+  void daemon_push(const proto::Response& r);
+  void report_lost(int rank, RankState& s, const std::string& detail);
+  void beat(Clock::time_point now);
+  void watch_daemon(Clock::time_point now);
+  void expire_hellos(Clock::time_point now);
+  uint64_t upstream(proto::Request& req, Upstream what);
+  // agent_store.cpp
+  void forward(ConnId conn, int rank, const proto::Request& req);
+  void local_get(ConnId conn, const proto::Request& req, Clock::time_point now);
+  void local_barrier(ConnId conn, int rank, const proto::Request& req, Clock::time_point now);
+  void answered(const Upstream& u, const proto::Response& r);
+  void answer_get(const std::string& key, const proto::Response& r);
+  void answer_barrier(const std::string& name, const proto::Response& r);
+  void remember(const std::string& key, const std::string& value);
+  void expire_waiters(Clock::time_point now);
+  std::string missing_local(const BarrierState& b) const;
+
+  AgentConfig cfg_;
+  AgentOutbox& out_;
+  Link link_ = Link::awaiting_challenge;
+  std::string end_reason_;
+  std::optional<proto::Response> abort_;  // the daemon's abort, for late arrivals
+  std::optional<Result<std::string>> exchange_;
+  std::vector<proto::Request> queued_;  // requests made before the link was ready
+
+  std::unordered_map<ConnId, Local> locals_;
+  std::map<int32_t, RankState> ranks_;                       // exactly the node's ranks
+  std::map<int32_t, std::optional<proto::Progress>> heard_;  // since the last heartbeat
+
+  uint64_t next_up_ = 2;  // 1: the hello
+  std::unordered_map<uint64_t, Upstream> pending_;
+  std::unordered_map<std::string, GetState> gets_;
+  std::unordered_map<std::string, BarrierState> barriers_;
+  std::unordered_map<std::string, std::string> cache_;  // write-once keys
+  size_t cache_bytes_ = 0;
+
+  Clock::time_point last_heard_, last_tick_, next_beat_, next_ping_;
+  uint64_t sent_ = 0;
+};
+
+}  // namespace dp::agent

@@ -1,0 +1,91 @@
+// The socket side of dp-nodeagent: one libevent loop with the daemon's TCP
+// connection, the node's abstract unix listener, the control pipe from
+// slurmstepd (stdin) and a tick. Every decision is the AgentCore's.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "agent_core.hpp"
+#include "frame_codec.hpp"
+#include "launch_contract.hpp"
+#include "reply_reader.hpp"
+
+struct event_base;
+struct event;
+
+namespace dp::agent {
+
+class AgentServer final : public AgentOutbox {
+ public:
+  // daemon_fd: connected to the daemon; listen_fd: the node's listener,
+  // known to the ranks as `socket` ("@name").
+  static Result<std::unique_ptr<AgentServer>> create(const AgentSettings& s, int daemon_fd,
+                                                     int listen_fd, std::string socket);
+  ~AgentServer() override;
+  AgentServer(const AgentServer&) = delete;
+  AgentServer& operator=(const AgentServer&) = delete;
+
+  // Until the control pipe closes (the step ended), the daemon is gone, or a
+  // signal. Returns the exit status.
+  int run();
+
+  void to_rank(ConnId conn, const proto::Response& r) override;
+  void close_rank(ConnId conn) override;
+  void to_daemon(const proto::Request& r) override;
+
+ private:
+  struct Conn {
+    AgentServer* server = nullptr;
+    int fd = -1;
+    ConnId id = 0;
+    event* rd = nullptr;
+    event* wr = nullptr;
+    rdv::FrameDecoder decoder{4096};
+    std::string out;
+    size_t out_pos = 0;
+    bool closing = false;
+  };
+
+  AgentServer(const AgentSettings& s, std::string socket);
+  static void on_accept(int, short, void* arg);
+  static void on_rank_read(int, short, void* arg);
+  static void on_rank_write(int, short, void* arg);
+  static void on_daemon_read(int, short, void* arg);
+  static void on_daemon_write(int, short, void* arg);
+  static void on_control(int, short, void* arg);
+  static void on_tick(int, short, void* arg);
+  static void on_signal(int, short, void* arg);
+
+  void accept_some();
+  void read_rank(Conn& c);
+  bool flush(int fd, std::string& out, size_t& pos, event* wr);
+  void flush_rank(Conn& c);
+  void drop(ConnId id);
+  void read_daemon();
+  void read_control();
+  void tick();
+  void answer_root();
+  void stop(int status, const std::string& why);
+
+  AgentSettings settings_;
+  std::string socket_;
+  AgentCore core_;
+  event_base* base_ = nullptr;
+  int daemon_fd_ = -1, listen_fd_ = -1;
+  event *daemon_rd_ = nullptr, *daemon_wr_ = nullptr, *accept_ev_ = nullptr;
+  event *control_ev_ = nullptr, *tick_ev_ = nullptr, *sigterm_ev_ = nullptr;
+  rdv::ReplyReader daemon_reader_;
+  std::string daemon_out_;
+  size_t daemon_out_pos_ = 0;
+  std::string control_buf_;
+  std::unordered_map<ConnId, std::unique_ptr<Conn>> conns_;
+  ConnId next_id_ = 1;
+  bool answered_ = false;
+  Clock::time_point answer_by_;
+  int status_ = 0;
+};
+
+}  // namespace dp::agent

@@ -1,0 +1,148 @@
+#include "launch_contract.hpp"
+
+#include <algorithm>
+
+#include "dp/params.hpp"
+
+namespace dp::agent {
+namespace {
+
+Error bad(const std::string& why) {
+  return make_error(Errc::protocol, "node agent settings: " + why);
+}
+
+bool socket_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '-' || c == '_';
+}
+
+Result<std::vector<int32_t>> parse_ranks(std::string_view v) {
+  std::vector<int32_t> out;
+  while (!v.empty()) {
+    const size_t comma = v.find(',');
+    auto r = parse_whole_number(v.substr(0, comma), 0, INT32_MAX);
+    if (!r) return bad("ranks: " + r.error().message);
+    out.push_back(static_cast<int32_t>(*r));
+    v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
+  }
+  if (out.empty()) return bad("no ranks");
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end()) return bad("a rank twice");
+  return out;
+}
+
+Result<void> set_field(AgentSettings& s, std::string_view key, std::string_view v) {
+  auto number = [&](long long lo, long long hi) -> Result<long long> {
+    auto n = parse_whole_number(v, lo, hi);
+    if (!n) return bad(std::string(key) + ": " + n.error().message);
+    return *n;
+  };
+  if (key == "addr") s.addr = v;
+  else if (key == "secret") s.secret = v;
+  else if (key == "host") s.host = v;
+  else if (key == "master_value") s.master_value = v;
+  else if (key == "ranks") {
+    auto r = parse_ranks(v);
+    DP_TRY(r);
+    s.ranks = std::move(*r);
+  } else if (key == "master") {
+    if (v == "none") s.master = MasterPort::none;
+    else if (v == "publish") s.master = MasterPort::publish;
+    else if (v == "fetch") s.master = MasterPort::fetch;
+    else return bad("master: none|publish|fetch");
+  } else {
+    long long lo = 0, hi = UINT32_MAX;
+    if (key == "world") lo = 1, hi = INT32_MAX;
+    else if (key == "port_wait_ms") hi = 86'400'000;
+    else if (key != "job" && key != "step") return bad("unknown key '" + std::string(key) + "'");
+    auto n = number(lo, hi);
+    DP_TRY(n);
+    if (key == "world") s.world_size = static_cast<int>(*n);
+    else if (key == "port_wait_ms") s.port_wait = std::chrono::milliseconds(*n);
+    else (key == "job" ? s.job : s.step) = static_cast<uint32_t>(*n);
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string format_settings(const AgentSettings& s) {
+  std::string ranks;
+  for (int32_t r : s.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+  const char* master = s.master == MasterPort::publish ? "publish"
+                       : s.master == MasterPort::fetch ? "fetch"
+                                                       : "none";
+  auto clean = [](std::string v) {
+    std::replace(v.begin(), v.end(), '\n', ' ');
+    return v;
+  };
+  return "addr=" + clean(s.addr) + "\nsecret=" + clean(s.secret) + "\nhost=" + clean(s.host) +
+         "\njob=" + std::to_string(s.job) + "\nstep=" + std::to_string(s.step) +
+         "\nworld=" + std::to_string(s.world_size) + "\nranks=" + ranks + "\nmaster=" + master +
+         "\nmaster_value=" + clean(s.master_value) +
+         "\nport_wait_ms=" + std::to_string(s.port_wait.count()) + "\n\n";
+}
+
+Result<AgentSettings> parse_settings(std::string_view text) {
+  if (text.size() > kMaxSettingsBytes) return bad("too long");
+  AgentSettings s;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    if (line.empty()) break;
+    const size_t eq = line.find('=');
+    if (eq == std::string_view::npos) return bad("a line without '='");
+    DP_TRY(set_field(s, line.substr(0, eq), line.substr(eq + 1)));
+  }
+  if (s.addr.empty() || s.secret.empty() || s.host.empty() || s.ranks.empty() || s.world_size < 1)
+    return bad("addr, secret, host, world and ranks are required");
+  if (s.ranks.back() >= s.world_size) return bad("a rank outside the world");
+  return s;
+}
+
+std::string format_answer(const Result<AgentAnswer>& a) {
+  if (!a) {
+    std::string why = a.error().message;
+    std::replace(why.begin(), why.end(), '\n', ' ');
+    return "ERROR " + why + "\n";
+  }
+  return "READY " + std::to_string(a->port) + " " + a->socket + "\n";
+}
+
+Result<AgentAnswer> parse_answer(std::string_view line) {
+  if (line.rfind("ERROR ", 0) == 0)
+    return make_error(Errc::unavailable, std::string(line.substr(6)));
+  auto wrong = [&] {
+    return make_error(Errc::protocol, "the node agent answered '" +
+                                          std::string(line.substr(0, 80)) + "', not READY");
+  };
+  if (line.rfind("READY ", 0) != 0) return wrong();
+  line.remove_prefix(6);
+  const size_t sp = line.find(' ');
+  if (sp == std::string_view::npos) return wrong();
+  auto port = parse_whole_number(line.substr(0, sp), 0, 65535);
+  const std::string_view name = line.substr(sp + 1);
+  if (!port || name.size() < 2 || name.size() > kMaxSocketName || name[0] != '@' ||
+      !std::all_of(name.begin() + 1, name.end(), socket_char))
+    return wrong();
+  return AgentAnswer{static_cast<int>(*port), std::string(name)};
+}
+
+std::string format_task_exit(int rank, int wait_status) {
+  return "rank " + std::to_string(rank) + " exited status " + std::to_string(wait_status) + "\n";
+}
+
+std::optional<std::pair<int, int>> parse_task_exit(std::string_view line) {
+  constexpr std::string_view kRank = "rank ", kExited = " exited status ";
+  if (line.rfind(kRank, 0) != 0) return std::nullopt;
+  line.remove_prefix(kRank.size());
+  const size_t mid = line.find(kExited);
+  if (mid == std::string_view::npos) return std::nullopt;
+  auto rank = parse_whole_number(line.substr(0, mid), 0, INT32_MAX);
+  auto status = parse_whole_number(line.substr(mid + kExited.size()), 0, 0xffff);
+  if (!rank || !status) return std::nullopt;
+  return std::pair<int, int>(static_cast<int>(*rank), static_cast<int>(*status));
+}
+
+}  // namespace dp::agent

@@ -1,0 +1,122 @@
+// dp-nodeagent: the node agent of one step (issue 14), started by the
+// plugin in slurmstepd as the job's user. Launch contract
+// (launch_contract.hpp): settings on stdin up to an empty line, then task
+// exits; one answer line on stdout; stdin's EOF ends the step here.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "agent_server.hpp"
+#include "launch_contract.hpp"
+#include "rendezvous_client.hpp"
+#include "tcp_connect.hpp"
+#include "unix_connect.hpp"
+
+namespace {
+
+using dp::agent::Clock;
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "dp-nodeagent: %s\n", message.c_str());
+  const std::string line = dp::agent::format_answer(dp::make_error(dp::Errc::unavailable, message));
+  [[maybe_unused]] const ssize_t n = write(STDOUT_FILENO, line.data(), line.size());
+  return 2;
+}
+
+// Up to the empty line, byte by byte: what follows is the control stream.
+dp::Result<std::string> read_settings() {
+  std::string text;
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  char c = 0;
+  while (text.size() < dp::agent::kMaxSettingsBytes) {
+    pollfd p{STDIN_FILENO, POLLIN, 0};
+    if (poll(&p, 1, dp::rdv::ms_until(deadline)) == 0)
+      return dp::make_error(dp::Errc::timeout, "no settings from slurmstepd");
+    const ssize_t n = read(STDIN_FILENO, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return dp::make_error(dp::Errc::connection, "settings cut short");
+    text.push_back(c);
+    if (text.size() >= 2 && text.compare(text.size() - 2, 2, "\n\n") == 0) return text;
+  }
+  return dp::make_error(dp::Errc::protocol, "settings too long");
+}
+
+std::string random_hex(size_t bytes) {
+  std::string raw(bytes, '\0'), hex;
+  for (size_t got = 0; got < bytes;) {
+    const ssize_t n = getrandom(raw.data() + got, bytes - got, 0);
+    if (n > 0) got += static_cast<size_t>(n);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (unsigned char b : raw) hex += {kHex[b >> 4], kHex[b & 15]};
+  return hex;
+}
+
+// An abstract name nobody can guess (so another user cannot take it first).
+dp::Result<std::pair<int, std::string>> listen_local(const dp::agent::AgentSettings& s) {
+  const std::string name =
+      "@slurm-dp-" + std::to_string(s.job) + "." + std::to_string(s.step) + "-" + random_hex(16);
+  sockaddr_un sa;
+  auto len = dp::rdv::abstract_address(name, sa);
+  DP_TRY(len);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), *len) != 0 || listen(fd, 4096) != 0) {
+    const int e = errno;
+    if (fd >= 0) close(fd);
+    return dp::make_error(dp::Errc::connection,
+                          "cannot listen on " + name + ": " + std::strerror(e));
+  }
+  return std::pair<int, std::string>(fd, name);
+}
+
+// The daemon is READY before srun starts the step; a few tries cover a busy host.
+dp::Result<int> connect_daemon(const dp::agent::AgentSettings& s) {
+  dp::ClientOptions o;
+  DP_TRY(dp::RendezvousClient::parse_address(s.addr, o));
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  for (auto backoff = std::chrono::milliseconds(20);; backoff *= 2) {
+    auto fd = dp::rdv::tcp_connect_once(o.host, o.port,
+                                        std::min(deadline, Clock::now() + std::chrono::seconds(5)));
+    if (fd || Clock::now() + backoff >= deadline) return fd;
+    std::this_thread::sleep_for(backoff);  // a retry backoff, bounded by the deadline
+  }
+}
+
+}  // namespace
+
+int main() {
+  sigset_t all;
+  sigfillset(&all);
+  sigprocmask(SIG_UNBLOCK, &all, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  // The plugin set it after dropping to the job's user; again here in case
+  // another launcher started us. Never outlive slurmstepd.
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() == 1) return fail("the parent process is already gone; nothing to serve");
+  auto text = read_settings();
+  if (!text) return fail(text.error().message);
+  auto settings = dp::agent::parse_settings(*text);
+  std::fill(text->begin(), text->end(), '\0');
+  if (!settings) return fail(settings.error().message);
+  auto local = listen_local(*settings);
+  if (!local) return fail(local.error().message);
+  auto daemon = connect_daemon(*settings);
+  if (!daemon)
+    return fail("cannot reach the step's daemon at " + settings->addr + ": " +
+                daemon.error().message);
+  auto server =
+      dp::agent::AgentServer::create(*settings, *daemon, local->first, std::move(local->second));
+  if (!server) return fail(server.error().message);
+  return (*server)->run();
+}

@@ -1,0 +1,214 @@
+// Node agents (ROLE_NODE, issue 14): one connection speaking for the ranks of
+// a node. Each listed rank keeps its own slot (liveness, progress, barrier
+// arrival, goodbye), so hang detection, stragglers and the first failure stay
+// per rank while connections, frames and heartbeats follow nodes.
+#include <algorithm>
+
+#include "broker.hpp"
+
+namespace dp::daemon {
+namespace {
+
+// "0-7" for a contiguous run, else the first few and a count.
+std::string ranks_text(const std::vector<int>& ranks) {
+  if (ranks.empty()) return "none";
+  if (ranks.back() - ranks.front() + 1 == static_cast<int>(ranks.size())) {
+    return ranks.size() == 1 ? std::to_string(ranks.front())
+                             : std::to_string(ranks.front()) + "-" + std::to_string(ranks.back());
+  }
+  std::string s;
+  for (size_t i = 0; i < ranks.size() && i < 8; ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
+  if (ranks.size() > 8) s += ",... (" + std::to_string(ranks.size()) + " ranks)";
+  return s;
+}
+
+std::string or_unknown(const std::string& host) { return host.empty() ? "?" : host; }
+
+}  // namespace
+
+Result<void> Broker::check_node_hello(const proto::Hello& h) const {
+  if (nodes_ >= cfg_.world_size) {
+    return make_error(Errc::limit, "too many node agents connected (one per node, at most " +
+                                       std::to_string(cfg_.world_size) + ")");
+  }
+  if (h.node_ranks().empty())
+    return make_error(Errc::invalid_argument, "hello: a node agent must name at least one rank");
+  int prev = -1;
+  for (int r : h.node_ranks()) {
+    if (r < 0 || r >= cfg_.world_size) {
+      return make_error(Errc::invalid_argument, "hello: node rank " + std::to_string(r) +
+                                                    " is outside 0.." +
+                                                    std::to_string(cfg_.world_size - 1));
+    }
+    if (r <= prev) {
+      return make_error(Errc::invalid_argument,
+                        "hello: node ranks must be ascending without repeats (" +
+                            std::to_string(r) + " after " + std::to_string(prev) + ")");
+    }
+    prev = r;
+    if (live_.slot(r).conn != 0) {
+      return make_error(Errc::conflict, "hello: rank " + std::to_string(r) +
+                                            " is already connected from host " +
+                                            or_unknown(live_.slot(r).host) +
+                                            ": two node agents (or a node agent and a task) "
+                                            "claim the same rank");
+    }
+  }
+  return {};
+}
+
+// A ready peer that holds ranks: its own (a rank) or its node's.
+void Broker::register_ranks(ConnId conn, Peer& p, Clock::time_point now) {
+  if (p.role == proto::ROLE_AGENT) {
+    ++agents_;
+    return;
+  }
+  ++rank_peers_;
+  if (p.role == proto::ROLE_NODE) ++nodes_;
+  const std::vector<int> own{p.rank};
+  const std::vector<int>& ranks = p.role == proto::ROLE_NODE ? p.node_ranks : own;
+  p.node_live = p.role == proto::ROLE_NODE ? static_cast<int>(ranks.size()) : 0;
+  for (int r : ranks) {
+    live_.connected(r, conn, p.host, now);
+    report_.on_hello(r, p.host, now);
+  }
+  phases_.reached(Phase::first_hello, now);
+  if (live_.seen_count() == cfg_.world_size) phases_.reached(Phase::all_hellos, now);
+}
+
+bool Broker::holds(ConnId conn, int rank) const {
+  return rank >= 0 && rank < cfg_.world_size && live_.slot(rank).conn == conn;
+}
+
+bool Broker::holds_ranks(const Peer& p) const {
+  return p.state == PeerState::ready &&
+         (p.role == proto::ROLE_RANK || (p.role == proto::ROLE_NODE && p.node_live > 0));
+}
+
+std::string Broker::describe_rank(int rank) const {
+  const RankSlot& s = live_.slot(rank);
+  std::string d = "rank " + std::to_string(rank) + " (host " + or_unknown(s.host);
+  if (auto it = peers_.find(s.conn); it != peers_.end() && it->second.role == proto::ROLE_NODE)
+    d += ", via its node agent";
+  return d + ")";
+}
+
+// The ranks a barrier call brings: the sender itself, or the node's listed ranks.
+Result<std::vector<int>> Broker::arriving_ranks(const Call& c, const proto::Barrier& m) {
+  if (c.peer.role == proto::ROLE_RANK && c.peer.rank >= 0) return std::vector<int>{c.peer.rank};
+  if (c.peer.role != proto::ROLE_NODE) {
+    return make_error(Errc::invalid_argument,
+                      "barrier " + shown(m.name()) +
+                          ": only ranks take part in barriers; connect with role rank");
+  }
+  if (m.ranks().empty()) {
+    return make_error(Errc::invalid_argument,
+                      "barrier " + shown(m.name()) + ": a node agent names the arriving ranks");
+  }
+  std::vector<int> ranks(m.ranks().begin(), m.ranks().end());
+  for (int r : ranks) {
+    if (!holds(c.conn, r)) {
+      return make_error(Errc::invalid_argument, "barrier " + shown(m.name()) + ": rank " +
+                                                    std::to_string(r) +
+                                                    " is not a live rank of this node agent");
+    }
+  }
+  std::sort(ranks.begin(), ranks.end());
+  if (std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end()) {
+    return make_error(Errc::invalid_argument,
+                      "barrier " + shown(m.name()) + ": a rank is listed twice");
+  }
+  for (int r : ranks) live_.heard(r, c.now);
+  return ranks;
+}
+
+// Listed ranks are heard (with their counters); the others are not.
+void Broker::node_heartbeat(const Call& c, const proto::Heartbeat& m) {
+  for (const proto::RankProgress& rp : m.ranks()) {
+    if (!holds(c.conn, rp.rank())) continue;
+    live_.heard(rp.rank(), c.now);
+    if (rp.has_progress()) report_.on_progress(rp.rank(), rp.progress(), c.now);
+  }
+}
+
+void Broker::rank_goodbye(ConnId conn, Peer& p, int rank, const proto::Progress* final_counters,
+                          Clock::time_point now) {
+  // The final counters, so even a short step reports its progress.
+  if (final_counters) report_.on_progress(rank, *final_counters, now);
+  report_.on_goodbye(rank);
+  live_.disconnected(rank, conn, /*goodbye=*/true);
+  --p.node_live;
+}
+
+// With a rank: that local rank leaves and the connection stays. Without: the
+// node leaves, and every rank it still holds says goodbye with it.
+void Broker::node_goodbye(const Call& c, const proto::Goodbye& m) {
+  if (m.has_rank()) {
+    if (!holds(c.conn, m.rank())) {
+      return reply_error(
+          c.conn, c.id, proto::INVALID_ARGUMENT,
+          "goodbye: rank " + std::to_string(m.rank()) + " is not a live rank of this node agent");
+    }
+    rank_goodbye(c.conn, c.peer, m.rank(), m.has_progress() ? &m.progress() : nullptr, c.now);
+    return reply_ok(c.conn, c.id);
+  }
+  for (int r : c.peer.node_ranks) {
+    if (holds(c.conn, r)) rank_goodbye(c.conn, c.peer, r, nullptr, c.now);
+  }
+  reply_ok(c.conn, c.id);
+  forget_peer(c.conn, /*goodbye=*/true);
+  out_.close(c.conn);
+}
+
+void Broker::op_rank_lost(const Call& c, const proto::RankLost& m) {
+  const int r = m.rank();
+  const auto& mine = c.peer.node_ranks;
+  if (c.peer.role != proto::ROLE_NODE || !std::binary_search(mine.begin(), mine.end(), r)) {
+    return reply_error(
+        c.conn, c.id, proto::INVALID_ARGUMENT,
+        "rank_lost: rank " + std::to_string(r) + " is not a rank of this node agent");
+  }
+  // A task that exits after its goodbye ended its part of the step: Slurm reports its status.
+  if (!holds(c.conn, r)) return reply_ok(c.conn, c.id);
+  AbortCause cause;
+  cause.how = AbortCause::How::rank_lost;
+  cause.rank = r;
+  cause.host = c.peer.host;
+  cause.when = c.now;
+  if (m.has_exit_code()) cause.exit_code = m.exit_code();
+  if (m.has_signal()) cause.signal = m.signal();
+  std::string how = "is gone";
+  if (m.has_signal()) {
+    how = "was killed by signal " + std::to_string(m.signal());
+  } else if (m.has_exit_code()) {
+    how = "exited with code " + std::to_string(m.exit_code());
+  } else if (!m.detail().empty()) {
+    how = "lost its local connection";
+  }
+  const std::string detail = m.detail().empty() ? "" : ": " + printable(m.detail(), 256);
+  cause.message = "rank " + std::to_string(r) + " (host " + or_unknown(c.peer.host) + ") " + how +
+                  " without saying goodbye (reported by its node agent" + detail + ")";
+  live_.disconnected(r, c.conn, /*goodbye=*/false);
+  --c.peer.node_live;
+  abort_job(std::move(cause));
+  reply_ok(c.conn, c.id);
+}
+
+// A node agent gone (or refused) while some of its ranks had not said goodbye.
+AbortCause Broker::node_loss(ConnId conn, const Peer& p, AbortCause::How how,
+                             const std::string& why) const {
+  std::vector<int> live;
+  for (int r : p.node_ranks) {
+    if (holds(conn, r)) live.push_back(r);
+  }
+  AbortCause c;
+  c.how = how;
+  c.rank = live.empty() ? -1 : live.front();
+  c.host = p.host;
+  c.message = "the node agent on host " + or_unknown(p.host) + " (ranks " +
+              ranks_text(p.node_ranks) + ") " + why + " while rank(s) " + ranks_text(live) +
+              " had not said goodbye: the node, its agent or its network failed";
+  return c;
+}
+
+}  // namespace dp::daemon

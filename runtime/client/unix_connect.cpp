@@ -1,0 +1,62 @@
+#include "unix_connect.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace dp::rdv {
+
+Result<socklen_t> abstract_address(const std::string& at_name, sockaddr_un& out) {
+  out = sockaddr_un{};
+  out.sun_family = AF_UNIX;
+  if (at_name.size() < 2 || at_name[0] != '@' || at_name.size() > sizeof out.sun_path)
+    return make_error(Errc::invalid_argument,
+                      "DP_AGENT_SOCKET '" + at_name.substr(0, 120) +
+                          "': expected '@' and an abstract socket name of at most " +
+                          std::to_string(sizeof out.sun_path - 1) + " characters");
+  // Abstract: a leading NUL, and the length says where the name ends.
+  std::memcpy(out.sun_path + 1, at_name.data() + 1, at_name.size() - 1);
+  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + at_name.size());
+}
+
+Result<uid_t> peer_uid(int fd) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+    return make_error(Errc::connection, std::string("SO_PEERCRED: ") + std::strerror(errno));
+  return cred.uid;
+}
+
+Result<int> unix_connect_once(const std::string& at_name, Deadline deadline) {
+  sockaddr_un sa;
+  auto len = abstract_address(at_name, sa);
+  DP_TRY(len);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return make_error(Errc::connection, std::string("socket: ") + std::strerror(errno));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), *len) != 0 && errno != EINPROGRESS &&
+      errno != EAGAIN) {
+    const int e = errno;
+    ::close(fd);
+    return make_error(Errc::connection,
+                      "cannot connect to the node agent at " + at_name + ": " + std::strerror(e));
+  }
+  pollfd p{fd, POLLOUT, 0};
+  if (poll(&p, 1, ms_until(deadline)) <= 0) {
+    ::close(fd);
+    return make_error(Errc::timeout, "the node agent at " + at_name + " did not accept in time");
+  }
+  auto uid = peer_uid(fd);
+  if (!uid || *uid != getuid()) {
+    ::close(fd);
+    return make_error(Errc::unauthorized,
+                      "the node agent socket " + at_name + " belongs to " +
+                          (uid ? "uid " + std::to_string(*uid) : std::string("an unknown user")) +
+                          ", not to this user; refusing to talk to it");
+  }
+  return fd;
+}
+
+}  // namespace dp::rdv

@@ -1,0 +1,26 @@
+// The node agent's local socket (issue 14): an abstract AF_UNIX name, written
+// with a leading '@' (DP_AGENT_SOCKET). An abstract name has no file mode,
+// so both ends check the other's uid (SO_PEERCRED): only the step's user may
+// talk to its agent, and a rank talks only to an agent of its own user.
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/un.h>
+
+#include <string>
+
+#include "dp/result.hpp"
+#include "tcp_connect.hpp"
+
+namespace dp::rdv {
+
+// "@name" into an abstract address; error when the name is empty or too long.
+Result<socklen_t> abstract_address(const std::string& at_name, sockaddr_un& out);
+// The uid of the process at the other end of a connected unix socket.
+Result<uid_t> peer_uid(int fd);
+// Connects (non-blocking socket, as tcp_connect_once gives) and checks that
+// the listener runs as this process's uid.
+Result<int> unix_connect_once(const std::string& at_name, Deadline deadline);
+
+}  // namespace dp::rdv

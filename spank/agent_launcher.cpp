@@ -1,0 +1,133 @@
+#include "agent_launcher.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "pipe_pair.hpp"
+
+namespace dp::spank {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// In the forked child: only the pipes, the job's ids, then exec.
+[[noreturn]] void exec_agent(const char* path, int in_fd, int out_fd, const UserIds& ids,
+                             pid_t parent) {
+  if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0) _exit(126);
+  const int devnull = open("/dev/null", O_WRONLY);
+  if (devnull >= 0) dup2(devnull, 2);
+  close_range(3, ~0U, 0);
+  if (!become_user(ids)) _exit(125);
+  // After setuid: a change of credentials clears the parent-death signal.
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent) _exit(1);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int s = 1; s < NSIG; ++s) signal(s, SIG_DFL);
+  char* argv[] = {const_cast<char*>(path), nullptr};
+  char* envp[] = {const_cast<char*>("PATH=/usr/bin:/bin"), nullptr};
+  execve(path, argv, envp);
+  const char msg[] = "ERROR cannot execute dp-nodeagent\n";
+  [[maybe_unused]] const ssize_t n = write(1, msg, sizeof msg - 1);
+  _exit(127);
+}
+
+}  // namespace
+
+std::string agent_path_beside(const std::string& daemon_path) {
+  const size_t slash = daemon_path.rfind('/');
+  return (slash == std::string::npos ? std::string() : daemon_path.substr(0, slash + 1)) +
+         "dp-nodeagent";
+}
+
+Result<agent::AgentAnswer> start_agent(const std::string& path, const UserIds& ids,
+                                       const agent::AgentSettings& settings,
+                                       std::chrono::milliseconds wait, NodeAgent& agent) {
+  if (access(path.c_str(), X_OK) != 0)
+    return make_error(Errc::unavailable, "node agent " + path + " is not executable (" +
+                                             std::strerror(errno) +
+                                             "); it is installed beside dp-rendezvousd");
+  Pipe in, out;
+  if (pipe2(in.fd, O_CLOEXEC) != 0 || pipe2(out.fd, O_CLOEXEC) != 0)
+    return make_error(Errc::internal, std::string("pipe: ") + std::strerror(errno));
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) return make_error(Errc::internal, std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) exec_agent(path.c_str(), in.fd[0], out.fd[1], ids, parent);
+  close(in.release(0));
+  close(out.release(1));
+  NodeAgent a;
+  a.pid = pid;
+  a.pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  a.control_fd = in.release(1);
+  // Never blocks on the user's process: a fresh pipe holds 64 KiB, the
+  // settings are a few hundred bytes, and a full pipe drops what is left.
+  fcntl(a.control_fd, F_SETFL, O_NONBLOCK);
+  std::string text = agent::format_settings(settings);
+  const ssize_t w = write(a.control_fd, text.data(), text.size());
+  std::fill(text.begin(), text.end(), '\0');
+  const int answer_fd = out.release(0);
+  auto answer = read_answer(answer_fd, Clock::now() + wait, wait, "the node agent");
+  close(answer_fd);
+  Result<agent::AgentAnswer> parsed =
+      make_error(Errc::internal, "could not give the node agent its settings");
+  if (!answer) {
+    parsed = answer.error();
+  } else if (w == static_cast<ssize_t>(text.size())) {
+    parsed = agent::parse_answer(answer->substr(0, answer->find('\n')));
+  }
+  if (!parsed && answer && answer->rfind("ERROR ", 0) == 0) {
+    // The agent answered why (the master node's failure, say) and stays: it
+    // reports how the node's tasks end, so the first failure names a cause.
+    agent = a;
+    return make_error(parsed.error().code, sanitize(parsed.error().message));
+  }
+  if (!parsed) {
+    stop_agent(a, 0);
+    return make_error(parsed.error().code, sanitize(parsed.error().message));
+  }
+  agent = a;
+  return parsed;
+}
+
+void tell_task_exit(const NodeAgent& agent, int rank, int wait_status) {
+  if (agent.control_fd < 0) return;
+  const std::string line = agent::format_task_exit(rank, wait_status);
+  sighandler_t old = signal(SIGPIPE, SIG_IGN);
+  [[maybe_unused]] const ssize_t n = write(agent.control_fd, line.data(), line.size());
+  signal(SIGPIPE, old);
+}
+
+void stop_agent(NodeAgent& agent, int grace_ms) {
+  if (agent.control_fd >= 0) close(agent.control_fd);
+  agent.control_fd = -1;
+  if (agent.pid <= 0) return;
+  if (agent.pidfd >= 0) {
+    pollfd p{agent.pidfd, POLLIN, 0};  // readable once the process has exited
+    if (grace_ms > 0 && poll(&p, 1, grace_ms) > 0) {
+    } else {
+      syscall(SYS_pidfd_send_signal, agent.pidfd, SIGKILL, nullptr, 0);
+      poll(&p, 1, 1'000);
+    }
+    close(agent.pidfd);
+  } else {
+    kill(agent.pid, SIGKILL);
+  }
+  // slurmstepd may have reaped it already; otherwise no zombie stays.
+  while (waitpid(agent.pid, nullptr, WNOHANG) < 0 && errno == EINTR) {
+  }
+  agent.pid = -1;
+  agent.pidfd = -1;
+}
+
+}  // namespace dp::spank

@@ -1,0 +1,43 @@
+// Starts dp-nodeagent for one step on one node (slurmstepd, as root), as the
+// job's user. Root gives it its settings over a pipe (never argv or the
+// environment), reads its one answer line bounded in size and time, and keeps
+// only a pidfd and the control pipe: task exits go down it without blocking,
+// and closing it ends the agent.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+
+#include "dp/result.hpp"
+#include "launch_contract.hpp"
+#include "user_child.hpp"
+
+namespace dp::spank {
+
+struct NodeAgent {
+  pid_t pid = -1;
+  int pidfd = -1;       // signals reach this process, never a reused pid
+  int control_fd = -1;  // the agent's stdin (non-blocking, close-on-exec)
+  bool running() const { return pid > 0; }
+};
+
+// dp-nodeagent beside the daemon (the site's daemon= path), as installed.
+std::string agent_path_beside(const std::string& daemon_path);
+
+// Forks, drops to `ids` (become_user), sets PR_SET_PDEATHSIG, execs `path`,
+// sends the settings and reads the answer within `wait`. On any failure the
+// agent is stopped and `agent` stays empty.
+Result<agent::AgentAnswer> start_agent(const std::string& path, const UserIds& ids,
+                                       const agent::AgentSettings& settings,
+                                       std::chrono::milliseconds wait, NodeAgent& agent);
+
+// "rank R exited status S" down the control pipe; dropped if the pipe is full.
+void tell_task_exit(const NodeAgent& agent, int rank, int wait_status);
+
+// Closes the control pipe (the agent leaves on its own), then SIGTERM and
+// SIGKILL through the pidfd if it is still there after grace_ms.
+void stop_agent(NodeAgent& agent, int grace_ms = 1'000);
+
+}  // namespace dp::spank

@@ -1,0 +1,13 @@
+# The node agent (issue 14) on the real cluster: every rank talks only to its
+# node's agent; a rank's or an agent's death is named in time; no agent or
+# daemon outlives its step.
+foreach(t connections kill_rank kill_agent)
+  dp_e2e_test(NAME agent.${t} MODES lo ns TIMEOUT 300
+    ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_RDV_PROBE=$<TARGET_FILE:dp-rdv-probe>
+                DP_TOP=$<TARGET_FILE:dp-top>
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent/${t}.sh)
+endforeach()
+# 100 two-node steps take about 2 minutes on 2 shared cores.
+dp_e2e_test(NAME agent.lifecycle MODES lo ns TIMEOUT 900
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
+  COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent/lifecycle.sh)

@@ -1,0 +1,225 @@
+// The agent's core fed by hand: local hellos, barrier folding, get
+// coalescing and caching, losses and heartbeats, the daemon's end.
+#include "agent_core.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <map>
+
+#include "hello_proof.hpp"
+
+namespace dp::agent {
+namespace {
+
+const std::string kSecret = "0011223344556677";
+std::string nonce() { return std::string(32, 'n'); }
+
+struct Recorder : AgentOutbox {
+  std::map<ConnId, std::vector<proto::Response>> to_ranks;
+  std::vector<proto::Request> to_daemon_;
+  std::vector<ConnId> closed;
+  void to_rank(ConnId c, const proto::Response& r) override { to_ranks[c].push_back(r); }
+  void close_rank(ConnId c) override { closed.push_back(c); }
+  void to_daemon(const proto::Request& r) override { to_daemon_.push_back(r); }
+  const proto::Response& last(ConnId c) { return to_ranks.at(c).back(); }
+};
+
+class AgentCoreTest : public ::testing::Test {
+ protected:
+  AgentCoreTest() : core(config(), out, now) {
+    proto::Response challenge;
+    challenge.set_challenge(nonce());
+    core.on_daemon_response(challenge, now);
+    proto::Response ok;
+    ok.set_id(out.to_daemon_.at(0).id());
+    core.on_daemon_response(ok, now);
+  }
+  static AgentConfig config() {
+    AgentConfig c;
+    c.secret = kSecret;
+    c.host = "n1";
+    c.world_size = 4;
+    c.node_ranks = {1, 2};
+    c.make_nonce = nonce;
+    return c;
+  }
+  proto::Request hello(int rank, const std::string& secret = kSecret) {
+    proto::Request r;
+    r.set_id(1);
+    auto* h = r.mutable_hello();
+    h->set_protocol_version(2);
+    h->set_role(proto::ROLE_RANK);
+    h->set_rank(rank);
+    h->set_world_size(4);
+    h->set_host("n1");
+    h->set_proof(rdv::hello_proof(secret, nonce(), proto::ROLE_RANK, rank, 4, "n1"));
+    return r;
+  }
+  void frame(ConnId c, const proto::Request& r) {
+    core.on_rank_frame(c, r.SerializeAsString(), now);
+  }
+  void join(ConnId c, int rank) {
+    core.on_rank_connect(c, now);
+    frame(c, hello(rank));
+    ASSERT_EQ(out.last(c).code(), proto::OK);
+  }
+  void answer(const proto::Request& up, proto::Response r) {
+    r.set_id(up.id());
+    core.on_daemon_response(r, now);
+  }
+
+  Clock::time_point now = Clock::time_point{} + std::chrono::hours(1);
+  Recorder out;
+  AgentCore core;
+};
+
+TEST_F(AgentCoreTest, TheNodeHelloCarriesItsRanksAndAProofOverThem) {
+  const proto::Hello& h = out.to_daemon_.at(0).hello();
+  EXPECT_EQ(h.role(), proto::ROLE_NODE);
+  ASSERT_EQ(h.node_ranks_size(), 2);
+  const std::vector<int32_t> ranks = {1, 2};
+  EXPECT_EQ(h.proof(), rdv::hello_proof(kSecret, nonce(), proto::ROLE_NODE, -1, 4, "n1", ranks));
+  EXPECT_TRUE(core.daemon_ready());
+}
+
+TEST_F(AgentCoreTest, OnlyThisNodesRanksWithTheSecretGetIn) {
+  core.on_rank_connect(10, now);
+  frame(10, hello(1, "another-secret"));
+  EXPECT_EQ(out.last(10).code(), proto::UNAUTHORIZED);
+  core.on_rank_connect(11, now);
+  frame(11, hello(3));  // rank 3 lives on another node
+  EXPECT_EQ(out.last(11).code(), proto::UNAUTHORIZED);
+  join(12, 1);
+  core.on_rank_connect(13, now);
+  frame(13, hello(1));
+  EXPECT_EQ(out.last(13).code(), proto::CONFLICT);
+  EXPECT_EQ(out.closed, (std::vector<ConnId>{10, 11, 13}));
+}
+
+TEST_F(AgentCoreTest, BarrierArrivalsFoldIntoOneUpstream) {
+  join(1, 1);
+  join(2, 2);
+  const size_t before = out.to_daemon_.size();
+  proto::Request b;
+  b.set_id(7);
+  b.mutable_barrier()->set_name("start");
+  b.mutable_barrier()->set_timeout_ms(5000);
+  frame(1, b);
+  EXPECT_EQ(out.to_daemon_.size(), before);  // rank 2 has not arrived
+  b.set_id(9);
+  frame(2, b);
+  ASSERT_EQ(out.to_daemon_.size(), before + 1);
+  const proto::Request up = out.to_daemon_.back();
+  EXPECT_EQ(up.barrier().ranks_size(), 2);
+  answer(up, proto::Response());
+  EXPECT_EQ(out.last(1).id(), 7u);
+  EXPECT_EQ(out.last(2).id(), 9u);
+  EXPECT_EQ(out.last(2).code(), proto::OK);
+}
+
+TEST_F(AgentCoreTest, ALocalBarrierTimeoutNamesTheMissingLocalRank) {
+  join(1, 1);
+  proto::Request b;
+  b.set_id(7);
+  b.mutable_barrier()->set_name("start");
+  b.mutable_barrier()->set_timeout_ms(100);
+  frame(1, b);
+  now += std::chrono::milliseconds(150);
+  core.on_tick(now);
+  EXPECT_EQ(out.last(1).code(), proto::TIMEOUT);
+  EXPECT_NE(out.last(1).message().find("not arrived: 2"), std::string::npos)
+      << out.last(1).message();
+}
+
+TEST_F(AgentCoreTest, IdenticalGetsGoUpstreamOnceAndWriteOnceKeysAreCached) {
+  join(1, 1);
+  join(2, 2);
+  const size_t before = out.to_daemon_.size();
+  proto::Request g;
+  g.set_id(5);
+  g.mutable_get()->set_key("nccl/id");
+  g.mutable_get()->set_blocking(true);
+  g.mutable_get()->set_timeout_ms(5000);
+  frame(1, g);
+  frame(2, g);
+  ASSERT_EQ(out.to_daemon_.size(), before + 1);
+  proto::Response r;
+  r.set_value("the-id");
+  r.set_flag(true);
+  answer(out.to_daemon_.back(), r);
+  EXPECT_EQ(out.last(1).value(), "the-id");
+  EXPECT_EQ(out.last(2).value(), "the-id");
+  g.set_id(6);
+  frame(2, g);  // a second dp::init asks again: the cache answers
+  EXPECT_EQ(out.to_daemon_.size(), before + 1);
+  EXPECT_EQ(out.last(2).id(), 6u);
+  EXPECT_EQ(out.last(2).value(), "the-id");
+  EXPECT_EQ(core.cached_keys(), 1u);
+}
+
+TEST_F(AgentCoreTest, ADroppedRankIsLostWithHowItEnded) {
+  join(1, 1);
+  core.on_rank_disconnect(1, now);
+  core.on_task_exit(1, 9, now);  // killed by SIGKILL: wait status 9
+  const proto::Request& up = out.to_daemon_.back();
+  ASSERT_TRUE(up.has_rank_lost());
+  EXPECT_EQ(up.rank_lost().rank(), 1);
+  EXPECT_EQ(up.rank_lost().signal(), 9);
+  EXPECT_FALSE(up.rank_lost().has_exit_code());
+}
+
+TEST_F(AgentCoreTest, WithoutAnExitStatusTheLossIsReportedAfterTheGrace) {
+  join(2, 2);
+  core.on_rank_disconnect(2, now);
+  now += std::chrono::milliseconds(300);
+  core.on_tick(now);
+  const proto::Request& up = out.to_daemon_.back();
+  ASSERT_TRUE(up.has_rank_lost());
+  EXPECT_EQ(up.rank_lost().rank(), 2);
+}
+
+TEST_F(AgentCoreTest, AGoodbyeIsNoLossAndOneHeartbeatSpeaksForTheNode) {
+  join(1, 1);
+  join(2, 2);
+  proto::Request hb;
+  hb.mutable_heartbeat()->mutable_progress()->set_ops_done(3);
+  frame(1, hb);
+  frame(2, hb);
+  now += std::chrono::milliseconds(1'000);
+  core.on_tick(now);
+  const proto::Request& beat = out.to_daemon_.back();
+  ASSERT_TRUE(beat.has_heartbeat());
+  ASSERT_EQ(beat.heartbeat().ranks_size(), 2);
+  EXPECT_EQ(beat.heartbeat().ranks(0).progress().ops_done(), 3u);
+  proto::Request bye;
+  bye.set_id(4);
+  bye.mutable_goodbye();
+  frame(1, bye);
+  EXPECT_EQ(out.to_daemon_.back().goodbye().rank(), 1);
+  core.on_rank_disconnect(1, now);
+  core.on_task_exit(1, 0, now);
+  EXPECT_FALSE(out.to_daemon_.back().has_rank_lost());
+}
+
+TEST_F(AgentCoreTest, LosingTheDaemonAbortsTheLocalRanksNamingIt) {
+  join(1, 1);
+  core.on_daemon_lost("the connection closed");
+  EXPECT_EQ(out.last(1).code(), proto::ABORTED);
+  EXPECT_NE(out.last(1).message().find("the step's daemon"), std::string::npos);
+  EXPECT_TRUE(core.finished());
+}
+
+TEST_F(AgentCoreTest, TheDaemonsAbortReachesEveryLocalRank) {
+  join(1, 1);
+  join(2, 2);
+  proto::Response abort;
+  abort.set_code(proto::ABORTED);
+  abort.set_message("rank 0 (host n0) lost its connection");
+  core.on_daemon_response(abort, now);
+  EXPECT_EQ(out.last(1).message(), abort.message());
+  EXPECT_EQ(out.last(2).code(), proto::ABORTED);
+}
+
+}  // namespace
+}  // namespace dp::agent

@@ -1,0 +1,146 @@
+// The real dp-nodeagent between the real dp-rendezvousd and real clients:
+// two agents (nodes) of two ranks each; multiplexing, barrier folding, get
+// caching and the master-port exchange, seen in the daemon's own counters.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "daemon_process.hpp"
+#include "launch_contract.hpp"
+#include "rendezvous_client.hpp"
+
+namespace dp::agent {
+namespace {
+
+using namespace std::chrono_literals;
+
+// One dp-nodeagent with its two pipes, as slurmstepd starts it.
+class AgentProcess {
+ public:
+  AgentProcess(uint16_t daemon_port, std::vector<int32_t> ranks, MasterPort master,
+               std::string value) {
+    int in[2], out[2];
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(in[0], 0);
+      dup2(out[1], 1);
+      execl(DP_NODEAGENT_PATH, DP_NODEAGENT_PATH, nullptr);
+      _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    control_ = in[1];
+    AgentSettings s;
+    s.addr = "127.0.0.1:" + std::to_string(daemon_port);
+    s.secret = test::kSecret;
+    s.host = "node" + std::to_string(ranks.front());
+    s.world_size = 4;
+    s.ranks = std::move(ranks);
+    s.master = master;
+    s.master_value = std::move(value);
+    s.port_wait = 5s;
+    const std::string text = format_settings(s);
+    EXPECT_EQ(write(control_, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    std::string line;
+    char c = 0;
+    while (read(out[0], &c, 1) == 1 && c != '\n')
+      line.push_back(c);  // the agent's deadline bounds it
+    close(out[0]);
+    answer_ = parse_answer(line);
+  }
+  ~AgentProcess() {
+    if (control_ >= 0) close(control_);  // the step ends: the agent leaves
+    if (pid_ > 0 &&
+        !test::poll_until([&] { return waitpid(pid_, nullptr, WNOHANG) == pid_; }, 5s)) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  const Result<AgentAnswer>& answer() const { return answer_; }
+
+ private:
+  pid_t pid_ = -1;
+  int control_ = -1;
+  Result<AgentAnswer> answer_ = make_error(Errc::internal, "not started");
+};
+
+std::unique_ptr<RendezvousClient> rank_client(const test::DaemonProcess& d, const AgentAnswer& a,
+                                              int rank) {
+  ClientOptions o = d.client_options(rank, 4);
+  o.agent_socket = a.socket;
+  auto c = RendezvousClient::connect(o);
+  EXPECT_TRUE(c) << c.error().message;
+  return c ? std::move(*c) : nullptr;
+}
+
+TEST(NodeAgent, TwoNodesOfTwoRanksTalkThroughOneConnectionEach) {
+  test::DaemonProcess daemon(4);
+  ASSERT_TRUE(daemon.ready());
+  AgentProcess n0(daemon.port(), {0, 1}, MasterPort::publish, "29512");
+  AgentProcess n1(daemon.port(), {2, 3}, MasterPort::fetch, "");
+  ASSERT_TRUE(n0.answer()) << n0.answer().error().message;
+  ASSERT_TRUE(n1.answer()) << n1.answer().error().message;
+  EXPECT_EQ(n1.answer()->port, 29512);  // the master node's port reached the other node
+  std::vector<std::unique_ptr<RendezvousClient>> ranks;
+  for (int r = 0; r < 4; ++r)
+    ranks.push_back(rank_client(daemon, r < 2 ? *n0.answer() : *n1.answer(), r));
+  for (auto& c : ranks) ASSERT_TRUE(c);
+
+  ASSERT_TRUE(ranks[0]->set_once("nccl/id", "the-id"));
+  for (auto& c : ranks) EXPECT_EQ(c->get("nccl/id", 5s).value(), "the-id");
+  auto before = ranks[0]->stats();
+  ASSERT_TRUE(before);
+  EXPECT_EQ(before->connections, 2u);  // one per node, however many ranks
+  // A second round of gets of the write-once key: every agent answers from its cache.
+  for (auto& c : ranks) EXPECT_EQ(c->get("nccl/id", 5s).value(), "the-id");
+  // The barrier: every rank through its node, one arrival per node upstream.
+  std::vector<std::thread> waiting;
+  std::vector<Result<void>> done(4);
+  for (int r = 0; r < 4; ++r)
+    waiting.emplace_back([&, r] { done[r] = ranks[r]->barrier("b", 5s); });
+  for (auto& t : waiting) t.join();
+  for (auto& d : done) EXPECT_TRUE(d) << d.error().message;
+  auto after = ranks[0]->stats();
+  ASSERT_TRUE(after);
+  // Between the two stats calls: two folded barriers and the stats request
+  // itself; no get reached the daemon.
+  EXPECT_EQ(after->requests - before->requests, 3u);
+  for (auto& c : ranks) EXPECT_TRUE(c->goodbye());
+}
+
+TEST(NodeAgent, ARankThatVanishesIsNamedToTheOtherNodeAtOnce) {
+  test::DaemonProcess daemon(4);
+  ASSERT_TRUE(daemon.ready());
+  AgentProcess n0(daemon.port(), {0, 1}, MasterPort::none, "");
+  AgentProcess n1(daemon.port(), {2, 3}, MasterPort::none, "");
+  ASSERT_TRUE(n0.answer() && n1.answer());
+  // Rank 1 connects from its own process and exits without a goodbye.
+  const AgentAnswer node0 = *n0.answer();
+  const pid_t child = fork();
+  if (child == 0) {
+    ClientOptions o = daemon.client_options(1, 4);
+    o.agent_socket = node0.socket;
+    auto c = RendezvousClient::connect(o);
+    _exit(c ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const auto lost_at = std::chrono::steady_clock::now();
+  auto r2 = rank_client(daemon, *n1.answer(), 2);
+  ASSERT_TRUE(r2);
+  auto got = r2->barrier("never", 10s);
+  ASSERT_FALSE(got);
+  EXPECT_NE(got.error().message.find("rank 1"), std::string::npos) << got.error().message;
+  EXPECT_LT(std::chrono::steady_clock::now() - lost_at, 2s);
+}
+
+}  // namespace
+}  // namespace dp::agent

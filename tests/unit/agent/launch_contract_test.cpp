@@ -1,0 +1,63 @@
+#include "launch_contract.hpp"
+
+#include <gtest/gtest.h>
+
+namespace dp::agent {
+namespace {
+
+TEST(LaunchContract, SettingsRoundTrip) {
+  AgentSettings s;
+  s.addr = "10.0.0.1:4242";
+  s.secret = "abcd";
+  s.host = "n1";
+  s.job = 7;
+  s.step = 2;
+  s.world_size = 8;
+  s.ranks = {6, 4};
+  s.master = MasterPort::publish;
+  s.master_value = "!node n1: no free port";
+  s.port_wait = std::chrono::milliseconds(1500);
+  auto back = parse_settings(format_settings(s));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->addr, s.addr);
+  EXPECT_EQ(back->ranks, (std::vector<int32_t>{4, 6}));
+  EXPECT_EQ(back->master, MasterPort::publish);
+  EXPECT_EQ(back->master_value, s.master_value);
+  EXPECT_EQ(back->port_wait.count(), 1500);
+  EXPECT_EQ(back->job, 7u);
+}
+
+TEST(LaunchContract, SettingsRefuseBadInput) {
+  EXPECT_FALSE(parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=2\nranks=2\n\n"));
+  EXPECT_FALSE(parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=2\nranks=1,1\n\n"));
+  EXPECT_FALSE(parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=2\nranks=0\nbogus=1\n\n"));
+  EXPECT_FALSE(parse_settings("addr=a:1\nsecret=s\nworld=2\nranks=0\n\n"));
+  EXPECT_TRUE(parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=2\nranks=0,1\n\n"));
+}
+
+TEST(LaunchContract, RootValidatesTheAnswer) {
+  auto ok = parse_answer("READY 29500 @slurm-dp-7.2-00ff");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->port, 29500);
+  EXPECT_EQ(ok->socket, "@slurm-dp-7.2-00ff");
+  EXPECT_FALSE(parse_answer("READY 70000 @x"));
+  EXPECT_FALSE(parse_answer("READY 1 @bad/name"));
+  EXPECT_FALSE(parse_answer("READY 1 noat"));
+  EXPECT_FALSE(parse_answer("READY 1 @" + std::string(200, 'a')));
+  auto err = parse_answer("ERROR the master node could not set up the step");
+  ASSERT_FALSE(err);
+  EXPECT_NE(err.error().message.find("master node"), std::string::npos);
+}
+
+TEST(LaunchContract, TaskExitLines) {
+  auto e = parse_task_exit("rank 3 exited status 9");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->first, 3);
+  EXPECT_EQ(e->second, 9);
+  EXPECT_EQ(format_task_exit(3, 9), "rank 3 exited status 9\n");
+  EXPECT_FALSE(parse_task_exit("rank -1 exited status 9"));
+  EXPECT_FALSE(parse_task_exit("rank 1 exited status x"));
+}
+
+}  // namespace
+}  // namespace dp::agent

@@ -1,0 +1,101 @@
+// The broker without sockets: a recording Outbox and a fake clock, shared by
+// the broker tests of ranks (broker_test.cpp) and of node agents (node_broker_test.cpp).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <span>
+
+#include "broker.hpp"
+#include "frame_codec.hpp"
+#include "hello_proof.hpp"
+
+namespace dp::daemon::test {
+
+using std::chrono::milliseconds;
+
+struct Recorder : Outbox {
+  std::map<ConnId, std::vector<proto::Response>> sent;
+  std::vector<ConnId> closed;
+  void send(ConnId c, const proto::Response& r) override { sent[c].push_back(r); }
+  void close(ConnId c) override { closed.push_back(c); }
+  proto::Response last(ConnId c) { return sent[c].empty() ? proto::Response() : sent[c].back(); }
+};
+
+inline const std::string kSecret(64, 'a');
+inline const std::string kNonce(rdv::kNonceBytes, 'n');
+
+inline proto::Request hello_req(int rank, proto::Role role, const std::string& host,
+                                const std::string& secret = kSecret,
+                                const std::string& nonce = kNonce) {
+  proto::Request r;
+  r.set_id(1);
+  auto* h = r.mutable_hello();
+  h->set_protocol_version(rdv::kProtocolVersion);
+  h->set_rank(rank);
+  h->set_role(role);
+  h->set_host(host);
+  h->set_proof(rdv::hello_proof(secret, nonce, role, rank, 0, host));
+  return r;
+}
+
+// A node agent's hello for ranks (ROLE_NODE; the proof covers them).
+inline proto::Request node_hello_req(const std::vector<int32_t>& ranks, const std::string& host) {
+  proto::Request r;
+  r.set_id(1);
+  auto* h = r.mutable_hello();
+  h->set_protocol_version(rdv::kProtocolVersion);
+  h->set_role(proto::ROLE_NODE);
+  h->set_host(host);
+  for (int32_t x : ranks) h->add_node_ranks(x);
+  h->set_proof(rdv::hello_proof(kSecret, kNonce, proto::ROLE_NODE, 0, 0, host,
+                                std::span<const int32_t>(ranks)));
+  return r;
+}
+
+class BrokerTest : public ::testing::Test {
+ protected:
+  explicit BrokerTest(int world = 2) : broker_(config(world), out_, t0_) {}
+  static BrokerConfig config(int world) {
+    BrokerConfig c;
+    c.world_size = world;
+    c.secret = kSecret;
+    c.job_id = "1";
+    c.step_id = "0";
+    c.limits.hello_timeout = milliseconds(1'000);
+    c.limits.heartbeat_timeout = milliseconds(3'000);
+    c.make_nonce = [] { return kNonce; };
+    return c;
+  }
+  void frame(ConnId c, const proto::Request& r, Clock::time_point t) {
+    std::string s = r.SerializeAsString();
+    broker_.on_frame(c, s, t);
+  }
+  void hello(ConnId c, int rank, proto::Role role = proto::ROLE_RANK) {
+    broker_.on_connect(c, t0_);
+    ASSERT_EQ(out_.last(c).challenge(), kNonce);
+    frame(c, hello_req(rank, role, "h" + std::to_string(rank)), t0_);
+    ASSERT_EQ(out_.last(c).code(), proto::OK);
+    out_.sent[c].erase(out_.sent[c].begin());  // tests count replies from the hello's on
+  }
+  // The server's 100 ms ticks from `from` to `to`; `each` runs before every tick.
+  void ticks(milliseconds from, milliseconds to,
+             const std::function<void(Clock::time_point)>& each = {}) {
+    for (auto t = from; t <= to; t += milliseconds(100)) {
+      if (each) each(t0_ + t);
+      broker_.on_tick(t0_ + t);
+    }
+  }
+  void heartbeat(ConnId c, Clock::time_point t) {
+    proto::Request hb;
+    hb.mutable_heartbeat();
+    frame(c, hb, t);
+  }
+  Clock::time_point t0_ = Clock::now();
+  Recorder out_;
+  Broker broker_;
+};
+
+}  // namespace dp::daemon::test

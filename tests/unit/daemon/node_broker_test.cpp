@@ -1,0 +1,294 @@
+// Node agents (ROLE_NODE, issue 14) in the broker, without sockets: a step of
+// 5 ranks as node "na" (ranks 0,1), node "nb" (ranks 2,3) and rank 4 direct.
+#include "broker_fixture.hpp"
+
+namespace dp::daemon {
+namespace {
+
+using namespace test;  // NOLINT: the shared fixture
+
+constexpr ConnId kNodeA = 1, kNodeB = 2, kRank4 = 3;
+
+class NodeBrokerTest : public BrokerTest {
+ protected:
+  NodeBrokerTest() : BrokerTest(5) {}
+  proto::Response node_hello(ConnId c, const std::vector<int32_t>& ranks, const std::string& host) {
+    broker_.on_connect(c, t0_);
+    frame(c, node_hello_req(ranks, host), t0_);
+    return out_.last(c);
+  }
+  void step() {
+    ASSERT_EQ(node_hello(kNodeA, {0, 1}, "na").code(), proto::OK);
+    ASSERT_EQ(node_hello(kNodeB, {2, 3}, "nb").code(), proto::OK);
+    hello(kRank4, 4);
+  }
+  void barrier(ConnId c, std::vector<int32_t> ranks, uint64_t id = 20) {
+    proto::Request b;
+    b.set_id(id);
+    b.mutable_barrier()->set_name("start");
+    for (int32_t r : ranks) b.mutable_barrier()->add_ranks(r);
+    frame(c, b, t0_);
+  }
+  void node_heartbeat(ConnId c, const std::vector<int32_t>& ranks, Clock::time_point t) {
+    proto::Request hb;
+    for (int32_t r : ranks) {
+      auto* rp = hb.mutable_heartbeat()->add_ranks();
+      rp->set_rank(r);
+      rp->mutable_progress()->set_ops_done(7);
+    }
+    frame(c, hb, t);
+  }
+  void goodbye(ConnId c, std::optional<int> rank) {
+    proto::Request g;
+    g.set_id(30);
+    g.mutable_goodbye();
+    if (rank) g.mutable_goodbye()->set_rank(*rank);
+    frame(c, g, t0_);
+  }
+  void rank_lost(ConnId c, int rank, std::optional<int> code, std::optional<int> sig,
+                 const std::string& detail) {
+    proto::Request l;
+    l.set_id(40);
+    auto* m = l.mutable_rank_lost();
+    m->set_rank(rank);
+    if (code) m->set_exit_code(*code);
+    if (sig) m->set_signal(*sig);
+    m->set_detail(detail);
+    frame(c, l, t0_);
+  }
+  std::string failure() const {
+    return broker_.report().failure() ? broker_.report().failure()->message : "";
+  }
+};
+
+TEST_F(NodeBrokerTest, ANodeHelloRegistersAllItsRanks) {
+  step();
+  const proto::Stats s = broker_.stats();
+  EXPECT_EQ(s.connections(), 3u);      // real connections
+  EXPECT_EQ(s.ranks_connected(), 5u);  // ranks, including those behind node agents
+  EXPECT_NE(s.text().find("nodes_connected 2\n"), std::string::npos) << s.text();
+  EXPECT_NE(s.report_json().find("\"nodes_connected\":2"), std::string::npos);
+  EXPECT_EQ(broker_.liveness().slot(3).host, "nb");
+}
+
+TEST_F(NodeBrokerTest, ANodeHelloIsValidated) {
+  ASSERT_EQ(node_hello(kNodeA, {0, 1}, "na").code(), proto::OK);
+  EXPECT_EQ(node_hello(10, {}, "x").code(), proto::INVALID_ARGUMENT);
+  EXPECT_EQ(node_hello(11, {3, 2}, "x").code(), proto::INVALID_ARGUMENT);
+  EXPECT_NE(out_.last(11).message().find("ascending"), std::string::npos);
+  EXPECT_EQ(node_hello(12, {2, 5}, "x").code(), proto::INVALID_ARGUMENT);
+  EXPECT_EQ(node_hello(13, {1, 2}, "x").code(), proto::CONFLICT);
+  EXPECT_NE(out_.last(13).message().find("rank 1 is already connected from host na"),
+            std::string::npos)
+      << out_.last(13).message();
+  hello(kRank4, 4);
+  EXPECT_EQ(node_hello(14, {3, 4}, "x").code(), proto::CONFLICT);
+  // A rank claims a rank a node holds.
+  broker_.on_connect(15, t0_);
+  frame(15, hello_req(0, proto::ROLE_RANK, "h0"), t0_);
+  EXPECT_EQ(out_.last(15).code(), proto::CONFLICT);
+  // The proof covers the rank list: another list under the same proof is refused.
+  broker_.on_connect(16, t0_);
+  proto::Request forged = node_hello_req({2}, "x");
+  forged.mutable_hello()->add_node_ranks(3);
+  frame(16, forged, t0_);
+  EXPECT_EQ(out_.last(16).code(), proto::UNAUTHORIZED);
+  for (ConnId c : {10, 11, 12, 13, 14, 15, 16}) EXPECT_FALSE(broker_.knows(c));
+  EXPECT_FALSE(broker_.aborted());
+}
+
+TEST_F(NodeBrokerTest, ABarrierFoldsANodesRanksWithDirectRanks) {
+  step();
+  barrier(kNodeA, {3});  // not its rank
+  EXPECT_EQ(out_.last(kNodeA).code(), proto::INVALID_ARGUMENT);
+  barrier(kNodeA, {});
+  EXPECT_EQ(out_.last(kNodeA).code(), proto::INVALID_ARGUMENT);
+  barrier(kNodeA, {1, 0}, 21);
+  barrier(kNodeB, {2, 3}, 22);
+  barrier(kNodeB, {2}, 23);  // rank 2 again
+  EXPECT_EQ(out_.last(kNodeB).code(), proto::CONFLICT);
+  const size_t before_a = out_.sent[kNodeA].size();
+  barrier(kRank4, {}, 24);
+  ASSERT_EQ(out_.sent[kNodeA].size(), before_a + 1);  // one reply for the node's two ranks
+  EXPECT_EQ(out_.last(kNodeA).id(), 21u);
+  EXPECT_EQ(out_.last(kNodeA).code(), proto::OK);
+  EXPECT_EQ(out_.last(kNodeB).id(), 22u);
+  EXPECT_EQ(out_.last(kRank4).id(), 24u);
+  EXPECT_EQ(out_.last(kRank4).code(), proto::OK);
+}
+
+TEST_F(NodeBrokerTest, ADroppedNodesBarrierArrivalsAreUndone) {
+  step();
+  barrier(kNodeA, {0, 1}, 21);
+  goodbye(kNodeA, std::nullopt);  // leaves cleanly: its ranks leave with it
+  EXPECT_FALSE(broker_.aborted());
+  EXPECT_TRUE(broker_.stats().report_json().find("\"nodes_connected\":1") != std::string::npos);
+  barrier(kNodeB, {2, 3}, 22);
+  barrier(kRank4, {}, 24);
+  EXPECT_EQ(out_.last(kRank4).id(), 1u);  // its hello reply only: ranks 0 and 1 never arrive again
+}
+
+TEST_F(NodeBrokerTest, HeartbeatsHearOnlyTheListedRanks) {
+  step();
+  // Node A lists both ranks, node B only rank 2, rank 4 beats itself.
+  ticks(milliseconds(100), milliseconds(2'900), [&](Clock::time_point t) {
+    node_heartbeat(kNodeA, {0, 1}, t);
+    node_heartbeat(kNodeB, {2}, t);
+    heartbeat(kRank4, t);
+  });
+  EXPECT_FALSE(broker_.aborted());
+  ticks(milliseconds(3'000), milliseconds(3'100), [&](Clock::time_point t) {
+    node_heartbeat(kNodeA, {0, 1}, t);
+    node_heartbeat(kNodeB, {2}, t);
+    heartbeat(kRank4, t);
+  });
+  ASSERT_TRUE(broker_.aborted());
+  EXPECT_EQ(broker_.abort_cause()->how, AbortCause::How::silent);
+  EXPECT_EQ(broker_.abort_cause()->rank, 3);
+  EXPECT_EQ(broker_.abort_cause()->host, "nb");
+  EXPECT_NE(failure().find("rank 3 (host nb, via its node agent) sent no heartbeat"),
+            std::string::npos)
+      << failure();
+  EXPECT_NE(broker_.stats().report_json().find("\"ops_done\":7"), std::string::npos);
+}
+
+TEST_F(NodeBrokerTest, EveryRankSilentBehindNodesIsASuspension) {
+  step();
+  ticks(milliseconds(100), milliseconds(10'000));
+  EXPECT_FALSE(broker_.aborted());
+  EXPECT_TRUE(broker_.liveness().suspended());
+  node_heartbeat(kNodeA, {0}, t0_ + milliseconds(10'050));
+  EXPECT_FALSE(broker_.liveness().suspended());
+}
+
+TEST_F(NodeBrokerTest, ANodeDroppingBeforeItsGoodbyesAbortsNamingTheNode) {
+  step();
+  goodbye(kNodeB, 2);
+  EXPECT_EQ(out_.last(kNodeB).code(), proto::OK);
+  broker_.on_disconnect(kNodeB, t0_);
+  ASSERT_TRUE(broker_.aborted());
+  EXPECT_EQ(broker_.abort_cause()->how, AbortCause::How::node_lost);
+  EXPECT_EQ(broker_.abort_cause()->rank, 3);  // its first rank still running
+  EXPECT_EQ(broker_.abort_cause()->host, "nb");
+  EXPECT_NE(failure().find("the node agent on host nb (ranks 2-3) lost its connection"),
+            std::string::npos)
+      << failure();
+  EXPECT_NE(failure().find("rank(s) 3 had not said goodbye"), std::string::npos) << failure();
+  EXPECT_NE(failure().find("[node_lost, "), std::string::npos) << failure();
+  EXPECT_EQ(out_.last(kRank4).code(), proto::ABORTED);  // the push reaches the others
+}
+
+TEST_F(NodeBrokerTest, RankLostCarriesTheExitCodeIntoTheFirstFailure) {
+  step();
+  rank_lost(kNodeA, 3, 1, std::nullopt, "");  // not its rank
+  EXPECT_EQ(out_.last(kNodeA).code(), proto::INVALID_ARGUMENT);
+  EXPECT_FALSE(broker_.aborted());
+  rank_lost(kNodeA, 1, 3, std::nullopt, "");
+  ASSERT_TRUE(broker_.aborted());
+  EXPECT_EQ(broker_.abort_cause()->how, AbortCause::How::rank_lost);
+  EXPECT_EQ(broker_.abort_cause()->rank, 1);
+  EXPECT_NE(failure().find("rank 1 (host na) exited with code 3"), std::string::npos) << failure();
+  EXPECT_NE(failure().find("[rank_lost, exit code 3, "), std::string::npos) << failure();
+  const std::string json = broker_.stats().report_json();
+  EXPECT_NE(json.find("\"rank\":1,\"host\":\"na\",\"how\":\"rank_lost\",\"exit_code\":3,"),
+            std::string::npos)
+      << json;
+}
+
+TEST_F(NodeBrokerTest, RankLostCarriesTheSignalOrTheLocalDrop) {
+  step();
+  rank_lost(kNodeB, 2, std::nullopt, 9, "");
+  EXPECT_NE(failure().find("rank 2 (host nb) was killed by signal 9"), std::string::npos)
+      << failure();
+  EXPECT_NE(failure().find("[rank_lost, signal 9, "), std::string::npos) << failure();
+  EXPECT_NE(broker_.stats().report_json().find("\"signal\":9"), std::string::npos);
+
+  Recorder out;
+  Broker b(config(5), out, t0_);
+  b.on_connect(1, t0_);
+  b.on_frame(1, node_hello_req({0, 1}, "na").SerializeAsString(), t0_);
+  proto::Request l;
+  l.set_id(2);
+  l.mutable_rank_lost()->set_rank(0);
+  l.mutable_rank_lost()->set_detail("local connection dropped");
+  b.on_frame(1, l.SerializeAsString(), t0_);
+  ASSERT_TRUE(b.report().failure());
+  EXPECT_NE(b.report().failure()->message.find("rank 0 (host na) lost its local connection"
+                                               " without saying goodbye (reported by its node "
+                                               "agent: local connection dropped) [rank_lost, "),
+            std::string::npos)
+      << b.report().failure()->message;
+}
+
+TEST_F(NodeBrokerTest, AnAbortFromANodeNamesTheLocalRank) {
+  step();
+  proto::Request a;
+  a.set_id(50);
+  a.mutable_abort()->set_reason("loss is NaN");
+  a.mutable_abort()->set_rank(3);
+  frame(kNodeB, a, t0_);
+  ASSERT_TRUE(broker_.aborted());
+  EXPECT_EQ(broker_.abort_cause()->rank, 3);
+  EXPECT_EQ(broker_.abort_cause()->host, "nb");
+  EXPECT_NE(failure().find("job aborted by rank 3 (host nb, via its node agent): loss is NaN"),
+            std::string::npos)
+      << failure();
+}
+
+TEST_F(NodeBrokerTest, GoodbyesPerRankThenTheNodeLeavesAndTheStepIsFinished) {
+  step();
+  goodbye(kNodeA, 0);
+  goodbye(kNodeA, 0);  // twice: no longer its live rank
+  EXPECT_EQ(out_.last(kNodeA).code(), proto::INVALID_ARGUMENT);
+  goodbye(kNodeA, 1);
+  EXPECT_EQ(out_.last(kNodeA).code(), proto::OK);
+  EXPECT_TRUE(broker_.knows(kNodeA));  // the node's connection stays
+  EXPECT_EQ(broker_.stats().ranks_connected(), 3u);
+  broker_.on_disconnect(kNodeA, t0_);  // every rank said goodbye: not a loss
+  goodbye(kNodeB, std::nullopt);       // the node leaves with its ranks
+  goodbye(kRank4, std::nullopt);
+  EXPECT_FALSE(broker_.aborted());
+  EXPECT_TRUE(broker_.finished());
+  EXPECT_EQ(broker_.liveness().goodbye_count(), 5);
+}
+
+TEST_F(NodeBrokerTest, WriteOnceKeysRefuseChangesAndAreFlaggedForCaching) {
+  step();
+  proto::Request g;
+  g.set_id(60);
+  g.mutable_get()->set_key("id");
+  g.mutable_get()->set_blocking(true);
+  frame(kNodeB, g, t0_);  // waits for the key
+  proto::Request s;
+  s.set_id(61);
+  s.mutable_set()->set_key("id");
+  s.mutable_set()->set_value("X");
+  s.mutable_set()->set_once(true);
+  frame(kNodeA, s, t0_);
+  EXPECT_EQ(out_.last(kNodeA).code(), proto::OK);
+  EXPECT_EQ(out_.last(kNodeB).value(), "X");
+  EXPECT_TRUE(out_.last(kNodeB).flag());  // answered from the waiter: cacheable
+  frame(kNodeA, s, t0_);                  // the same value again
+  EXPECT_EQ(out_.last(kNodeA).code(), proto::OK);
+  s.mutable_set()->set_value("Y");
+  s.mutable_set()->set_once(false);
+  frame(kRank4, s, t0_);
+  EXPECT_EQ(out_.last(kRank4).code(), proto::CONFLICT);
+  proto::Request e;
+  e.set_id(62);
+  e.mutable_erase()->set_key("id");
+  frame(kRank4, e, t0_);
+  EXPECT_EQ(out_.last(kRank4).code(), proto::CONFLICT);
+  frame(kRank4, g, t0_);
+  EXPECT_EQ(out_.last(kRank4).value(), "X");
+  EXPECT_TRUE(out_.last(kRank4).flag());
+  s.mutable_set()->set_key("plain");
+  frame(kRank4, s, t0_);
+  g.mutable_get()->set_key("plain");
+  frame(kRank4, g, t0_);
+  EXPECT_EQ(out_.last(kRank4).value(), "Y");
+  EXPECT_FALSE(out_.last(kRank4).flag());
+}
+
+}  // namespace
+}  // namespace dp::daemon
