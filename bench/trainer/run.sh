@@ -11,11 +11,12 @@
 # loopback TCP as torch's gloo.
 #
 #   bench/trainer/run.sh BUILD_DIR          (EPOCHS=5 REPEATS=3 by default)
-#   PROGRESS_OVERHEAD=1 bench/trainer/run.sh BUILD_DIR
+#   PROGRESS_OVERHEAD=1 [PAIRS=40 STEPS=400] bench/trainer/run.sh BUILD_DIR
 #       only dp-trainer at world 2, with libdp's collective counters (which the
 #       daemon's hang and straggler detection reads from the heartbeats; on by
-#       default) and with DP_PROGRESS=off, interleaved run by run; prints both
-#       medians and their ratio (issue 16: within 2 %).
+#       default) and with DP_PROGRESS=off: PAIRS pairs of STEPS-step runs, each
+#       pair back to back in random order; prints the median per-pair on/off
+#       ratio and its 95 % interval (issue 16: within 2 %).
 #
 # Installs the anchor (python3-torch + OpenBLAS for it) if missing, as NOTES
 # "Running the PyTorch anchors fairly" says.
@@ -55,9 +56,13 @@ common_env=(OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1)
 
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# run_dp WORLD LOGPREFIX [DP_SHM [DP_PROGRESS]]: one dp-trainer world; prints "agg_samples_per_sec accuracy".
+# run_dp WORLD LOGPREFIX [DP_SHM [DP_PROGRESS [TRAINER_ARGS...]]]: one dp-trainer world;
+# prints "agg_samples_per_sec accuracy median_window_samples_per_sec
+# median_window_rank_samples_per_cpu_sec" (without progress windows: the
+# aggregate and 0).
 run_dp() {
   local world=$1 tag=$2 shm=${3:-auto} progress=${4:-on} pids=() port="" dpid="" r
+  shift $(($# < 4 ? $# : 4))
   if (( world > 1 )); then
     coproc DAEMON_PROC { exec "$DAEMON" --world-size "$world" --job-id bench --step-id 0 2>"$OUT/$tag.daemon.log" <<<"$SECRET"; }
     dpid=$DAEMON_PROC_PID
@@ -68,15 +73,21 @@ run_dp() {
     env "${common_env[@]}" RANK=$r WORLD_SIZE=$world LOCAL_RANK=$r LOCAL_WORLD_SIZE=$world \
       MASTER_ADDR=127.0.0.1 MASTER_PORT=1 DP_BACKEND=gloo DP_SHM=$shm DP_PROGRESS=$progress ${port:+DP_RDV_ADDR=127.0.0.1:$port DP_RDV_SECRET=$SECRET} \
       "$TRAINER" --hidden 512,256 --optimizer sgd --momentum 0.9 --lr 0.05 --lr-decay constant --global-batch 256 \
-      --epochs "$EPOCHS" --log-every 0 --metrics "$OUT/$tag.r$r.jsonl" >"$OUT/$tag.r$r.log" 2>&1 &
+      --epochs "$EPOCHS" --log-every 0 "$@" --metrics "$OUT/$tag.r$r.jsonl" >"$OUT/$tag.r$r.log" 2>&1 &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || { cat "$OUT/$tag".r*.log >&2; exit 1; }; done
   [[ -n $dpid ]] && { kill "$dpid" 2>/dev/null || true; wait "$dpid" 2>/dev/null || true; }
   "$PY" - "$OUT/$tag.r0.jsonl" <<'PY'
 import json, sys
-final = [json.loads(l) for l in open(sys.argv[1]) if '"final"' in l][-1]
-print(final["aggregate_samples_per_sec"], final["test_accuracy"])
+import statistics
+rows = [json.loads(l) for l in open(sys.argv[1])]
+final = [r for r in rows if r.get("event") == "final"][-1]
+windows = [r["samples_per_sec"] for r in rows if r.get("event") == "progress"]
+agg = final["aggregate_samples_per_sec"]
+cpu = [r["rank_samples_per_cpu_sec"] for r in rows if "rank_samples_per_cpu_sec" in r]
+print(agg, final["test_accuracy"], statistics.median(windows) if windows else agg,
+      statistics.median(cpu) if cpu else 0)
 PY
 }
 
@@ -100,18 +111,41 @@ print(sum(r["samples"] for r in rows) / max(r["seconds"] for r in rows),
 
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
+# Pairs of runs back to back, in a random order per pair, so the machine's
+# drift and any first/second bias fall on both sides alike. Three rates per
+# run: rank 0's samples per CPU-second (the median over its 10-step windows:
+# the work a step costs, counters included, which other load on shared cores
+# does not change), the median of its 10-step windows' samples/s (a burst of
+# other load slows a few windows, not the median), and the whole run's
+# aggregate. For each, the median of the per-pair on/off ratios and its 95 %
+# interval.
 if [[ ${PROGRESS_OVERHEAD:-0} == 1 ]]; then
-  for ((i = 1; i <= REPEATS; i++)); do
-    for p in on off; do
-      read -r s _ < <(run_dp 2 "progress-$p.$i" auto "$p")
-      echo "$s" >>"$OUT/progress-$p.rates"
-      printf 'run DP_PROGRESS=%s #%d: %.0f samples/s\n' "$p" "$i" "$s" >&2
+  PAIRS=${PAIRS:-40}
+  STEPS=${STEPS:-400}
+  : >"$OUT/pairs-cpu"
+  : >"$OUT/pairs-window"
+  : >"$OUT/pairs-aggregate"
+  for ((i = 1; i <= PAIRS; i++)); do
+    order=(on off)
+    ((RANDOM % 2)) && order=(off on)
+    declare -A agg=() win=() cpu=()
+    for p in "${order[@]}"; do
+      read -r a _ w c < <(run_dp 2 "progress-$p.$i" auto "$p" --max-steps "$STEPS" --log-every 10)
+      agg[$p]=$a win[$p]=$w cpu[$p]=$c
     done
+    echo "${cpu[on]} ${cpu[off]}" >>"$OUT/pairs-cpu"
+    echo "${win[on]} ${win[off]}" >>"$OUT/pairs-window"
+    echo "${agg[on]} ${agg[off]}" >>"$OUT/pairs-aggregate"
+    printf 'pair %d (%s first): per CPU-s on %.0f, off %.0f; window median on %.0f, off %.0f; aggregate on %.0f, off %.0f samples/s\n' \
+      "$i" "${order[0]}" "${cpu[on]}" "${cpu[off]}" "${win[on]}" "${win[off]}" "${agg[on]}" "${agg[off]}" >&2
   done
-  on=$(median <"$OUT/progress-on.rates")
-  off=$(median <"$OUT/progress-off.rates")
-  echo "dp-trainer world 2, $EPOCHS epoch(s), median of $REPEATS: counters on $on, off $off samples/s"
-  awk -v a="$on" -v b="$off" 'BEGIN{printf "on / off: %.4f (%+.2f %%; target within 2 %%)\n", a/b, 100*(a/b-1)}'
+  echo "dp-trainer world 2, $STEPS steps of global batch 256 a run, $PAIRS pairs"
+  echo "rank 0's samples per CPU-second (median of 10-step windows):"
+  "$PY" "$HERE/paired_ratio.py" <"$OUT/pairs-cpu"
+  echo "samples/s, median of 10-step windows:"
+  "$PY" "$HERE/paired_ratio.py" <"$OUT/pairs-window"
+  echo "samples/s, the run's aggregate (all samples / slowest rank's loop time):"
+  "$PY" "$HERE/paired_ratio.py" <"$OUT/pairs-aggregate"
   exit 0
 fi
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <optional>
 
 #include "checkpoint.hpp"
@@ -20,6 +21,14 @@ namespace dpt {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// CPU time of every thread of this process (the communicator's worker too):
+// unlike wall time, other load on shared cores does not inflate it.
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -223,6 +232,7 @@ class Training {
   TrainPosition pos_;
   TrainSummary sum_;
   Clock::time_point t_log_;
+  double cpu_log_ = 0;  // process_cpu_seconds() at t_log_
   int64_t steps_since_log_ = 0;
 };
 
@@ -374,13 +384,19 @@ void Training::log_progress() {
                 learning_rate(cfg_.optimizer, pos_.global_step - 1, schedule_steps_), rate);
     std::fflush(stdout);
   }
-  metrics_.write(Json()
-                     .add("event", "progress")
-                     .add("epoch", ep)
-                     .add("step", static_cast<long long>(pos_.global_step))
-                     .add("loss", static_cast<double>(sum_.last_loss))
-                     .add("samples_per_sec", rate));
+  // This rank's samples per CPU-second: the work a step costs, which noisy
+  // neighbours on the cores do not change (bench/trainer's overhead pairs).
+  const double cpu = std::max(process_cpu_seconds() - cpu_log_, 1e-9);
+  metrics_.write(
+      Json()
+          .add("event", "progress")
+          .add("epoch", ep)
+          .add("step", static_cast<long long>(pos_.global_step))
+          .add("loss", static_cast<double>(sum_.last_loss))
+          .add("samples_per_sec", rate)
+          .add("rank_samples_per_cpu_sec", static_cast<double>(steps_since_log_) * B / cpu));
   t_log_ = Clock::now();
+  cpu_log_ = process_cpu_seconds();
   steps_since_log_ = 0;
 }
 
@@ -405,6 +421,7 @@ dp::Result<void> Training::run_loop() {
   std::optional<uint64_t> previous;
   const auto t0 = Clock::now();
   t_log_ = t0;
+  cpu_log_ = process_cpu_seconds();
   bool done = pos_.global_step >= total_steps_;
   while (!done && pos_.epoch < cfg_.epochs) {
     sampler_.indices(pos_.epoch, order);
