@@ -297,13 +297,20 @@ int stepd_task_init(spank_t sp) {
 int stepd_task_exit(spank_t sp) {
   PluginState& st = state();
   if (!st.active || !st.agent.running()) return 0;
-  uint32_t rank = 0;
+  uint32_t rank = 0, local_count = 0;
   int status = 0;
   if (spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS ||
       spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS)
     return 0;
   // The agent reports the rank's loss with how it ended (first failure).
   tell_task_exit(st.agent, static_cast<int>(rank), status);
+  // After the node's last task, slurmstepd SIGKILLs its process tree (the
+  // agent too) at once: hand the step's end to the agent now, so that it
+  // reads every exit and says the node's goodbye before it can be killed.
+  // stop_agent's wait is bounded.
+  if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_count) == ESPANK_SUCCESS &&
+      ++st.tasks_ended >= local_count)
+    stop_agent(st.agent);
   return 0;
 }
 
