@@ -74,6 +74,11 @@ Result<std::unique_ptr<AgentServer>> AgentServer::create(const AgentSettings& s,
   event_add(a->tick_ev_, &tv);
   a->answer_by_ = Clock::now() + s.port_wait + std::chrono::seconds(2);
   if (s.master == MasterPort::publish) a->core_.publish(kMasterPortKey, s.master_value);
+  // After the publish on the same connection: nodes waiting for the port get
+  // the failure first, and the step's first failure is the master's cause.
+  if (s.master == MasterPort::publish && !s.master_value.empty() &&
+      s.master_value[0] == kFailureMark)
+    a->core_.abort_step(kMasterFailed + s.master_value.substr(1));
   if (s.master == MasterPort::fetch) a->core_.fetch(kMasterPortKey, s.port_wait);
   return a;
 }
@@ -159,8 +164,7 @@ void AgentServer::answer_root() {
     if (!*got) return write_line(format_answer(got->error()));
     const std::string& v = **got;
     if (!v.empty() && v[0] == kFailureMark && settings_.master == MasterPort::fetch) {
-      return write_line(format_answer(
-          make_error(Errc::aborted, "the master node could not set up the step: " + v.substr(1))));
+      return write_line(format_answer(make_error(Errc::aborted, kMasterFailed + v.substr(1))));
     }
     // The master node publishes its own lease: root knows it, failure included.
     auto port = settings_.master == MasterPort::publish ? Result<long long>(0)

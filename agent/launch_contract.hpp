@@ -56,6 +56,9 @@ std::optional<std::pair<int, int>> parse_task_exit(std::string_view line);
 
 // The value the master node publishes when it has no port: '!' then why.
 inline constexpr char kFailureMark = '!';
+// How every node words the master node's failure; root passes a message
+// holding it on as it is, from this phrase on.
+inline constexpr const char* kMasterFailed = "the master node could not set up the step: ";
 inline constexpr const char* kMasterPortKey = "dp/master_port";
 
 }  // namespace dp::agent

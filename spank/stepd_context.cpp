@@ -145,7 +145,8 @@ Result<std::string> start_node_agent(spank_t sp, PluginState& st, const StepIds&
     s.master = agent::MasterPort::none;
   } else if (master) {
     lease = take_lease(sp, st, id);
-    s.master = nnodes > 1 ? agent::MasterPort::publish : agent::MasterPort::none;
+    // A failure is published on one node too: the agent makes it the step's first failure.
+    s.master = nnodes > 1 || !lease ? agent::MasterPort::publish : agent::MasterPort::none;
     s.master_value =
         lease ? std::to_string(*lease)
               : agent::kFailureMark + ("node " + node_name() + ": " + lease.error().message);
@@ -157,9 +158,11 @@ Result<std::string> start_node_agent(spank_t sp, PluginState& st, const StepIds&
   auto answer = start_agent(agent_path_beside(daemon), start->ids, s, start->wait, st.agent);
   DP_TRY(lease);
   if (!answer) {
-    // The master node's own failure reaches the others as it is.
-    if (answer.error().message.rfind("the master node could not set up the step", 0) == 0)
-      return answer.error();
+    // The master node's own failure reaches the others as it is, also when
+    // it came as the daemon's abort (this node's hello came too late).
+    if (const size_t at = answer.error().message.find(agent::kMasterFailed);
+        at != std::string::npos)
+      return make_error(answer.error().code, answer.error().message.substr(at));
     if (s.master != agent::MasterPort::fetch)
       return make_error(answer.error().code, "node agent: " + answer.error().message);
     return make_error(answer.error().code,

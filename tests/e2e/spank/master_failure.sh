@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The master node's set-up fails (its MASTER_PORT range is full): every other
 # node fails within 2 s with the master node's cause instead of waiting out
-# port_wait, and srun exits non-zero (issue 13).
+# port_wait, srun's last line names that cause, and srun exits non-zero
+# (issues 13, 14).
 . "$(dirname "$0")/../lib.sh"
 holder=""
 cleanup() {
@@ -37,6 +38,11 @@ grep -q 'slurm-dp: step [0-9.]* on node n1: no free MASTER_PORT' <<<"$out" || fa
 grep -q 'slurm-dp: step [0-9.]* on node n2: the master node could not set up the step: node n1: no free MASTER_PORT' <<<"$out" ||
   fail "node n2 does not name the master node's cause"
 grep -q 'port_wait=)' <<<"$out" && fail "an empty port_wait= value in a message"
+# srun's last line, the step's first failure, is the master node's cause too
+# (its agent aborts the step with it), not a task exit that followed from it.
+last=$(tail -n1 <<<"$out")
+grep -q 'slurm-dp: step [0-9.]* failed: first failure: .*the master node could not set up the step: node n1: no free MASTER_PORT' <<<"$last" ||
+  fail "srun's last line is not the master node's cause: $last"
 kill "$holder"
 holder=""
 pass "master node failure reaches node n2 at once; srun exits $rc"
