@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dp/master_port.hpp"
 #include "dp/result.hpp"
 
 namespace dp::agent {
@@ -59,6 +60,6 @@ inline constexpr char kFailureMark = '!';
 // How every node words the master node's failure; root passes a message
 // holding it on as it is, from this phrase on.
 inline constexpr const char* kMasterFailed = "the master node could not set up the step: ";
-inline constexpr const char* kMasterPortKey = "dp/master_port";
+using ::dp::kMasterPortKey;
 
 }  // namespace dp::agent
