@@ -143,6 +143,12 @@ void AgentCore::fetch(const std::string& key, std::chrono::milliseconds timeout)
   upstream(req, Upstream{Kind::exchange, 0, 0, key, {}});
 }
 
+void AgentCore::abort_step(const std::string& reason) {
+  proto::Request req;
+  req.mutable_abort()->set_reason(reason);
+  upstream(req, Upstream{Kind::plain, 0, 0, {}, {}});
+}
+
 // ---- local ranks ----
 
 void AgentCore::on_rank_connect(ConnId conn, Clock::time_point now) {

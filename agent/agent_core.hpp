@@ -67,6 +67,9 @@ class AgentCore {
   // others fetch). Its answer, once there: the value, or why not.
   void publish(const std::string& key, const std::string& value);
   void fetch(const std::string& key, std::chrono::milliseconds timeout);
+  // Aborts the step with the node's own cause, so that it is the step's
+  // first failure rather than the task exits that follow from it.
+  void abort_step(const std::string& reason);
   const std::optional<Result<std::string>>& exchange_answer() const { return exchange_; }
 
   void on_rank_connect(ConnId conn, Clock::time_point now);

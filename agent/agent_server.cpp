@@ -2,7 +2,6 @@
 
 #include <event2/event.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -67,13 +66,16 @@ Result<std::unique_ptr<AgentServer>> AgentServer::create(const AgentSettings& s,
   a->accept_ev_ = event_new(a->base_, listen_fd, EV_READ | EV_PERSIST, &on_accept, self);
   a->control_ev_ = event_new(a->base_, STDIN_FILENO, EV_READ | EV_PERSIST, &on_control, self);
   a->tick_ev_ = event_new(a->base_, -1, EV_PERSIST, &on_tick, self);
-  a->sigterm_ev_ = evsignal_new(a->base_, SIGTERM, &on_signal, self);
   timeval tv{0, 100'000};
-  for (event* e : {a->daemon_rd_, a->accept_ev_, a->control_ev_, a->sigterm_ev_})
-    event_add(e, nullptr);
+  for (event* e : {a->daemon_rd_, a->accept_ev_, a->control_ev_}) event_add(e, nullptr);
   event_add(a->tick_ev_, &tv);
   a->answer_by_ = Clock::now() + s.port_wait + std::chrono::seconds(2);
   if (s.master == MasterPort::publish) a->core_.publish(kMasterPortKey, s.master_value);
+  // After the publish on the same connection: nodes waiting for the port get
+  // the failure first, and the step's first failure is the master's cause.
+  if (s.master == MasterPort::publish && !s.master_value.empty() &&
+      s.master_value[0] == kFailureMark)
+    a->core_.abort_step(kMasterFailed + s.master_value.substr(1));
   if (s.master == MasterPort::fetch) a->core_.fetch(kMasterPortKey, s.port_wait);
   return a;
 }
@@ -84,7 +86,7 @@ AgentServer::~AgentServer() {
     if (c->wr) event_free(c->wr);
     ::close(c->fd);
   }
-  for (event* e : {daemon_rd_, daemon_wr_, accept_ev_, control_ev_, tick_ev_, sigterm_ev_})
+  for (event* e : {daemon_rd_, daemon_wr_, accept_ev_, control_ev_, tick_ev_})
     if (e) event_free(e);
   if (base_) event_base_free(base_);
   if (daemon_fd_ >= 0) ::close(daemon_fd_);
@@ -110,9 +112,6 @@ void AgentServer::stop(int status, const std::string& why) {
   event_base_loopbreak(base_);
 }
 
-void AgentServer::on_signal(int, short, void* arg) {
-  static_cast<AgentServer*>(arg)->stop(0, "signal");
-}
 void AgentServer::on_tick(int, short, void* arg) { static_cast<AgentServer*>(arg)->tick(); }
 void AgentServer::on_accept(int, short, void* arg) {
   static_cast<AgentServer*>(arg)->accept_some();
@@ -159,8 +158,7 @@ void AgentServer::answer_root() {
     if (!*got) return write_line(format_answer(got->error()));
     const std::string& v = **got;
     if (!v.empty() && v[0] == kFailureMark && settings_.master == MasterPort::fetch) {
-      return write_line(format_answer(
-          make_error(Errc::aborted, "the master node could not set up the step: " + v.substr(1))));
+      return write_line(format_answer(make_error(Errc::aborted, kMasterFailed + v.substr(1))));
     }
     // The master node publishes its own lease: root knows it, failure included.
     auto port = settings_.master == MasterPort::publish ? Result<long long>(0)

@@ -57,7 +57,6 @@ class AgentServer final : public AgentOutbox {
   static void on_daemon_write(int, short, void* arg);
   static void on_control(int, short, void* arg);
   static void on_tick(int, short, void* arg);
-  static void on_signal(int, short, void* arg);
 
   void accept_some();
   void read_rank(Conn& c);
@@ -76,7 +75,7 @@ class AgentServer final : public AgentOutbox {
   event_base* base_ = nullptr;
   int daemon_fd_ = -1, listen_fd_ = -1;
   event *daemon_rd_ = nullptr, *daemon_wr_ = nullptr, *accept_ev_ = nullptr;
-  event *control_ev_ = nullptr, *tick_ev_ = nullptr, *sigterm_ev_ = nullptr;
+  event *control_ev_ = nullptr, *tick_ev_ = nullptr;
   rdv::ReplyReader daemon_reader_;
   std::string daemon_out_;
   size_t daemon_out_pos_ = 0;

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dp/master_port.hpp"
 #include "dp/result.hpp"
 
 namespace dp::agent {
@@ -56,6 +57,9 @@ std::optional<std::pair<int, int>> parse_task_exit(std::string_view line);
 
 // The value the master node publishes when it has no port: '!' then why.
 inline constexpr char kFailureMark = '!';
-inline constexpr const char* kMasterPortKey = "dp/master_port";
+// How every node words the master node's failure; root passes a message
+// holding it on as it is, from this phrase on.
+inline constexpr const char* kMasterFailed = "the master node could not set up the step: ";
+using ::dp::kMasterPortKey;
 
 }  // namespace dp::agent

@@ -100,9 +100,15 @@ int main() {
   sigfillset(&all);
   sigprocmask(SIG_UNBLOCK, &all, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // Slurm signals every process of the step (scancel, pre-emption, time
+  // limit): those are for the tasks, which may checkpoint and say goodbye
+  // through us. We leave when the control pipe closes (the step's end), the
+  // daemon goes, or on SIGKILL; leaving earlier loses the node's goodbyes.
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) signal(s, SIG_IGN);
   // The plugin set it after dropping to the job's user; again here in case
-  // another launcher started us. Never outlive slurmstepd.
-  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  // another launcher started us. Never outlive slurmstepd (SIGKILL: the
+  // ignored SIGTERM would not do).
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() == 1) return fail("the parent process is already gone; nothing to serve");
   auto text = read_settings();
   if (!text) return fail(text.error().message);

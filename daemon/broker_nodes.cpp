@@ -185,7 +185,9 @@ void Broker::op_rank_lost(const Call& c, const proto::RankLost& m) {
   } else if (!m.detail().empty()) {
     how = "lost its local connection";
   }
-  const std::string detail = m.detail().empty() ? "" : ": " + printable(m.detail(), 256);
+  // The agent's detail only where the exit status did not say how.
+  const bool said = m.has_signal() || m.has_exit_code();
+  const std::string detail = said || m.detail().empty() ? "" : ": " + printable(m.detail(), 256);
   cause.message = "rank " + std::to_string(r) + " (host " + or_unknown(c.peer.host) + ") " + how +
                   " without saying goodbye (reported by its node agent" + detail + ")";
   live_.disconnected(r, c.conn, /*goodbye=*/false);

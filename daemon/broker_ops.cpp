@@ -2,6 +2,7 @@
 #include <charconv>
 
 #include "broker.hpp"
+#include "dp/master_port.hpp"
 
 namespace dp::daemon {
 
@@ -41,7 +42,10 @@ void Broker::op_set(const Call& c, const proto::Set& m) {
   key_changed(m.key(), c.now);
   if (c.peer.rank == 0 || (c.peer.role == proto::ROLE_NODE && holds(c.conn, 0)))
     phases_.reached(Phase::id_published, c.now);
-  if (c.peer.role == proto::ROLE_AGENT) report_.on_agent_set(c.now);
+  // The master port's publisher: a tool's agent, or the master node's agent.
+  if (c.peer.role == proto::ROLE_AGENT ||
+      (c.peer.role == proto::ROLE_NODE && m.key() == kMasterPortKey))
+    report_.on_agent_set(c.now);
   reply_ok(c.conn, c.id);
 }
 

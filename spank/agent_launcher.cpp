@@ -28,12 +28,16 @@ using Clock = std::chrono::steady_clock;
   close_range(3, ~0U, 0);
   if (!become_user(ids)) _exit(125);
   // After setuid: a change of credentials clears the parent-death signal.
-  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  // SIGKILL: the agent ignores SIGTERM (the step's signals are for the tasks).
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(1);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   for (int s = 1; s < NSIG; ++s) signal(s, SIG_DFL);
+  // Ignored from here through exec, so a scancel racing the start cannot
+  // take the agent before its own main() ignores them too.
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) signal(s, SIG_IGN);
   char* argv[] = {const_cast<char*>(path), nullptr};
   char* envp[] = {const_cast<char*>("PATH=/usr/bin:/bin"), nullptr};
   execve(path, argv, envp);

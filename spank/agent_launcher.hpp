@@ -36,8 +36,8 @@ Result<agent::AgentAnswer> start_agent(const std::string& path, const UserIds& i
 // "rank R exited status S" down the control pipe; dropped if the pipe is full.
 void tell_task_exit(const NodeAgent& agent, int rank, int wait_status);
 
-// Closes the control pipe (the agent leaves on its own), then SIGTERM and
-// SIGKILL through the pidfd if it is still there after grace_ms.
+// Closes the control pipe (the agent leaves on its own), then SIGKILL
+// through the pidfd if it is still there after grace_ms.
 void stop_agent(NodeAgent& agent, int grace_ms = 1'000);
 
 }  // namespace dp::spank

@@ -102,6 +102,10 @@ Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string&
   // route to the master node while the daemon starts (send_listen_address).
   args.push_back("--listen");
   args.push_back("-");
+  if (req.nodes > 0) {
+    args.push_back("--nodes");
+    args.push_back(std::to_string(req.nodes));
+  }
   if (req.heartbeat_timeout_s >= 0) {
     args.push_back("--heartbeat-timeout-ms");
     args.push_back(std::to_string(req.heartbeat_timeout_s * 1000LL));

@@ -19,6 +19,7 @@ namespace dp::spank {
 struct DaemonRequest {
   std::string path;
   int world_size = 0;
+  int nodes = 0;  // the step's nodes, one agent each; 0: unknown
   uint32_t job_id = 0;
   uint32_t step_id = 0;
   int idle_timeout_s = 0;        // no longer passed: the daemon lives exactly as long as srun

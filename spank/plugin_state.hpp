@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -32,11 +33,12 @@ struct PluginState {
   // option values Slurm carries to slurmstepd (cli_options, filled by the
   // remote option callbacks) or the site's default=on, never from DP_*
   // variables, which the user may set to anything.
-  bool active = false;      // this step is a slurm-dp step
-  std::string setup_error;  // set-up failed: every task fails with it
-  PortLease lease;          // MASTER_PORT lease to release at step end
-  int leased_port = 0;      // on the master node: re-checked free in rank 0
-  NodeAgent agent;          // this node's dp-nodeagent; stopped at step end
+  bool active = false;       // this step is a slurm-dp step
+  std::string setup_error;   // set-up failed: every task fails with it
+  PortLease lease;           // MASTER_PORT lease to release at step end
+  int leased_port = 0;       // on the master node: re-checked free in rank 0
+  NodeAgent agent;           // this node's dp-nodeagent; stopped at step end
+  uint32_t tasks_ended = 0;  // task exits told to the agent
   // The node's device lists before Slurm narrows them per task; a task
   // whose list differs was bound per task by Slurm.
   std::optional<std::string> node_cuda, node_ze;

@@ -91,6 +91,7 @@ int fail(spank_t sp, const Error& e) {
 
 struct StepIds {
   uint32_t job = 0, step = 0, tasks = 0;
+  uint32_t nodes = 0;  // 0: srun did not say
 };
 
 Result<StepIds> step_ids(spank_t sp) {
@@ -100,6 +101,9 @@ Result<StepIds> step_ids(spank_t sp) {
     return make_error(Errc::internal, "cannot read the job and step ids from srun");
   if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &id.tasks) != ESPANK_SUCCESS)
     return make_error(Errc::internal, "cannot read the step's task count from srun");
+  // Known before launch: the daemon sizes its descriptors by node agents.
+  if (spank_get_item(sp, S_JOB_NNODES, &id.nodes) != ESPANK_SUCCESS || id.nodes > id.tasks)
+    id.nodes = 0;
   return id;
 }
 
@@ -219,6 +223,7 @@ DaemonRequest daemon_request(const SiteConfig& site, const Options& opts, const 
   DaemonRequest req;
   req.path = site.daemon_path.empty() ? DP_DEFAULT_DAEMON_PATH : site.daemon_path;
   req.world_size = static_cast<int>(id.tasks);
+  req.nodes = static_cast<int>(id.nodes);
   req.job_id = id.job;
   req.step_id = id.step;
   req.idle_timeout_s = site.idle_timeout_s;

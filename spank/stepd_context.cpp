@@ -145,7 +145,8 @@ Result<std::string> start_node_agent(spank_t sp, PluginState& st, const StepIds&
     s.master = agent::MasterPort::none;
   } else if (master) {
     lease = take_lease(sp, st, id);
-    s.master = nnodes > 1 ? agent::MasterPort::publish : agent::MasterPort::none;
+    // A failure is published on one node too: the agent makes it the step's first failure.
+    s.master = nnodes > 1 || !lease ? agent::MasterPort::publish : agent::MasterPort::none;
     s.master_value =
         lease ? std::to_string(*lease)
               : agent::kFailureMark + ("node " + node_name() + ": " + lease.error().message);
@@ -157,9 +158,11 @@ Result<std::string> start_node_agent(spank_t sp, PluginState& st, const StepIds&
   auto answer = start_agent(agent_path_beside(daemon), start->ids, s, start->wait, st.agent);
   DP_TRY(lease);
   if (!answer) {
-    // The master node's own failure reaches the others as it is.
-    if (answer.error().message.rfind("the master node could not set up the step", 0) == 0)
-      return answer.error();
+    // The master node's own failure reaches the others as it is, also when
+    // it came as the daemon's abort (this node's hello came too late).
+    if (const size_t at = answer.error().message.find(agent::kMasterFailed);
+        at != std::string::npos)
+      return make_error(answer.error().code, answer.error().message.substr(at));
     if (s.master != agent::MasterPort::fetch)
       return make_error(answer.error().code, "node agent: " + answer.error().message);
     return make_error(answer.error().code,
@@ -297,13 +300,20 @@ int stepd_task_init(spank_t sp) {
 int stepd_task_exit(spank_t sp) {
   PluginState& st = state();
   if (!st.active || !st.agent.running()) return 0;
-  uint32_t rank = 0;
+  uint32_t rank = 0, local_count = 0;
   int status = 0;
   if (spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS ||
       spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS)
     return 0;
   // The agent reports the rank's loss with how it ended (first failure).
   tell_task_exit(st.agent, static_cast<int>(rank), status);
+  // After the node's last task, slurmstepd SIGKILLs its process tree (the
+  // agent too) at once: hand the step's end to the agent now, so that it
+  // reads every exit and says the node's goodbye before it can be killed.
+  // stop_agent's wait is bounded.
+  if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_count) == ESPANK_SUCCESS &&
+      ++st.tasks_ended >= local_count)
+    stop_agent(st.agent);
   return 0;
 }
 

@@ -11,6 +11,10 @@
 
 namespace dp {
 
+// The store key the master node's agent publishes MASTER_PORT under; the
+// daemon times the step's master-port phase by it.
+inline constexpr const char* kMasterPortKey = "dp/master_port";
+
 // First port of SLURM_STEP_RESV_PORTS ("12000-12003" or "12000,12005"), or
 // nullopt when Slurm reserved none (absent or empty).
 Result<std::optional<int>> first_reserved_port(std::string_view resv_ports);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Both directions are watched. With the step's daemon stopped (SIGSTOP, as a
 # frozen srun host would be) and one rank killed with kill -9, every other
-# rank, blocked on the daemon, exits within 10 s naming the failure.
+# rank, blocked on the daemon, exits within 10 s naming the failure: its
+# node's agent hears nothing for 6 s and aborts its ranks naming the silent
+# daemon (issue 14; without agents each rank's own client watched it).
 . "$(dirname "$0")/../lib.sh"
 site
 
@@ -15,13 +17,14 @@ killed_at=$(date +%s%3N)
 kill -9 "$victim_pid"
 
 for t in 0 1 2; do
-  until grep -q "failed at" "$WORK/task.$t.out" 2>/dev/null; do
+  until grep -q "aborted at" "$WORK/task.$t.out" 2>/dev/null; do
     (($(date +%s%3N) - killed_at < 10000)) || fail "rank $t still blocked 10 s after the kill: $(cat "$WORK/task.$t.out")"
     sleep 0.05
   done
-  line=$(grep "failed at" "$WORK/task.$t.out")
-  grep -q "dp-rendezvousd at .* sent nothing for" <<<"$line" || fail "rank $t does not name the silent daemon: $line"
-  at=$(sed -n 's/.*failed at \([0-9]*\):.*/\1/p' <<<"$line")
+  line=$(grep "aborted at" "$WORK/task.$t.out")
+  grep -q "node n[0-9]* lost the step's daemon (dp-rendezvousd): dp-rendezvousd at .* sent nothing for" <<<"$line" ||
+    fail "rank $t does not name the silent daemon: $line"
+  at=$(sed -n 's/.*aborted at \([0-9]*\):.*/\1/p' <<<"$line")
   echo "rank $t failed $((at - killed_at)) ms after the kill: $line"
 done
 kill -CONT "$daemon_pid"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The master node's set-up fails (its MASTER_PORT range is full): every other
 # node fails within 2 s with the master node's cause instead of waiting out
-# port_wait, and srun exits non-zero (issue 13). The times are each node's
-# own: slurmstepd's log lines (millisecond stamps) for the master's cause and
-# for every task's failed task_init, on every node.
+# port_wait, srun's last line names that cause, and srun exits non-zero
+# (issues 13, 14). The times are each node's own: slurmstepd's log lines
+# (millisecond stamps) for the master's cause and for every task's failed
+# task_init, on every node.
 . "$(dirname "$0")/../lib.sh"
 holder=""
 cleanup() {
@@ -61,6 +62,11 @@ for n in n1 n2; do
     ((late <= 2000)) || fail "node $n: a task failed ${late} ms after the master node (bound 2000 ms)"
   done <<<"$failed"
 done
+# srun's last line, the step's first failure, is the master node's cause too
+# (its agent aborts the step with it), not a task exit that followed from it.
+last=$(tail -n1 <<<"$out")
+grep -q 'slurm-dp: step [0-9.]* failed: first failure: .*the master node could not set up the step: node n1: no free MASTER_PORT' <<<"$last" ||
+  fail "srun's last line is not the master node's cause: $last"
 kill "$holder"
 holder=""
 pass "master node failure reaches every node's tasks within 2 s; srun exits $rc"

@@ -221,5 +221,18 @@ TEST_F(AgentCoreTest, TheDaemonsAbortReachesEveryLocalRank) {
   EXPECT_EQ(out.last(2).code(), proto::ABORTED);
 }
 
+TEST_F(AgentCoreTest, TheNodesOwnCauseAbortsTheStepAfterWhatItPublished) {
+  const size_t before = out.to_daemon_.size();
+  core.publish("dp/master_port", "!node n1: no free MASTER_PORT");
+  core.abort_step("the master node could not set up the step: node n1: no free MASTER_PORT");
+  ASSERT_EQ(out.to_daemon_.size(), before + 2);
+  EXPECT_TRUE(out.to_daemon_[before].set().once());
+  const proto::Request& abort = out.to_daemon_[before + 1];
+  ASSERT_TRUE(abort.has_abort());
+  EXPECT_FALSE(abort.abort().has_rank());  // the node's own cause, no rank's
+  EXPECT_EQ(abort.abort().reason(),
+            "the master node could not set up the step: node n1: no free MASTER_PORT");
+}
+
 }  // namespace
 }  // namespace dp::agent

@@ -1,6 +1,7 @@
 // Node agents (ROLE_NODE, issue 14) in the broker, without sockets: a step of
 // 5 ranks as node "na" (ranks 0,1), node "nb" (ranks 2,3) and rank 4 direct.
 #include "broker_fixture.hpp"
+#include "dp/master_port.hpp"
 
 namespace dp::daemon {
 namespace {
@@ -288,6 +289,23 @@ TEST_F(NodeBrokerTest, WriteOnceKeysRefuseChangesAndAreFlaggedForCaching) {
   frame(kRank4, g, t0_);
   EXPECT_EQ(out_.last(kRank4).value(), "Y");
   EXPECT_FALSE(out_.last(kRank4).flag());
+}
+
+TEST_F(NodeBrokerTest, TheMasterNodesPortTimesTheMasterPortPhase) {
+  step();
+  proto::Request s;
+  s.set_id(70);
+  s.mutable_set()->set_key("plain");  // any other key of a node agent: no port
+  s.mutable_set()->set_value("1");
+  frame(kNodeB, s, t0_ + std::chrono::milliseconds(5));
+  EXPECT_NE(broker_.startup_line().find("master_port none"), std::string::npos)
+      << broker_.startup_line();
+  s.mutable_set()->set_key(kMasterPortKey);
+  s.mutable_set()->set_value("29500");
+  frame(kNodeA, s, t0_ + std::chrono::milliseconds(20));
+  EXPECT_EQ(out_.last(kNodeA).code(), proto::OK);
+  EXPECT_NE(broker_.startup_line().find("master_port +20.0ms"), std::string::npos)
+      << broker_.startup_line();
 }
 
 }  // namespace
