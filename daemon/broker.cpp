@@ -439,11 +439,11 @@ void Broker::on_tick(Clock::time_point now) {
   if (!abort_) judge_hang(now);
 }
 
-void Broker::ping_all() {
+void Broker::ping_all(const std::function<bool(ConnId)>& quiet) {
   proto::Response ping;  // id 0, code OK, nothing else: a keepalive
   std::vector<ConnId> ready;
   for (const auto& [conn, p] : peers_) {
-    if (p.state == PeerState::ready) ready.push_back(conn);
+    if (p.state == PeerState::ready && (!quiet || quiet(conn))) ready.push_back(conn);
   }
   for (ConnId conn : ready) {
     if (peers_.count(conn)) out_.send(conn, ping);

@@ -89,8 +89,11 @@ class Broker {
   // Connections of ranks about to be judged silent: the server reads what
   // they sent before the next on_tick, so waiting heartbeats count.
   std::vector<ConnId> silence_suspects(Clock::time_point now) const;
-  // The keepalive push to every authenticated peer (the server calls it each second).
-  void ping_all();
+  // The keepalive push to every authenticated peer (the server calls it each
+  // second); quiet, when given, picks those that got nothing else lately (any
+  // frame tells a client the daemon lives, and at 16 384 node agents a ping
+  // each is as many sends as the whole start-up).
+  void ping_all(const std::function<bool(ConnId)>& quiet = {});
 
   uint32_t max_frame_bytes(ConnId conn) const;
   bool knows(ConnId conn) const { return peers_.count(conn) != 0; }

@@ -304,6 +304,7 @@ void Server::send(ConnId conn, const proto::Response& r) {
     c.overflowed = true;
   } else {
     rdv::append_frame(r, c.out);
+    c.last_out = Clock::now();
   }
   if (!c.flush_queued && (c.overflowed || !(c.wr && event_pending(c.wr, EV_WRITE, nullptr)))) {
     c.flush_queued = true;
@@ -397,7 +398,11 @@ void Server::tick() {
   }
   broker_->on_tick(now);
   if (now >= next_ping_) {
-    broker_->ping_all();
+    const auto recent = now - kPingEvery / 2;
+    broker_->ping_all([&](ConnId id) {
+      auto it = conns_.find(id);
+      return it != conns_.end() && it->second->last_out < recent;
+    });
     next_ping_ = now + kPingEvery;
   }
   std::vector<Conn*> stuck;

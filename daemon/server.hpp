@@ -49,6 +49,7 @@ class Server final : public Outbox {
     bool flush_queued = false;
     bool overflowed = false;  // never reads its replies; dropped from on_flush
     Clock::time_point closing_since;
+    Clock::time_point last_out{};  // the last frame queued to it
   };
 
   Server(const DaemonOptions& opts, std::string secret);

@@ -1,7 +1,10 @@
 #!/bin/bash
-# Start-up benchmark of dp-rendezvousd against PyTorch's TCPStore (the anchor).
+# Start-up benchmark of dp-rendezvousd against PyTorch's TCPStore (the anchor),
+# through node agents (issue 14) and on the flat path (one connection per rank).
 # Usage: bench/rendezvous/run.sh [BUILD_DIR] [RUNS]
-#   RANKS="1024 4096 16384" chooses sizes; TCPSTORE_MAX_RANKS (4096) the largest anchor run.
+#   RANKS="4096 16384 131072" chooses sizes; RANKS_PER_NODE (8) the node agents' ranks;
+#   FLAT_MAX_RANKS (16384) and TCPSTORE_MAX_RANKS (4096) the largest flat and anchor runs;
+#   SOFT_NOFILE=1024 runs our benchmark under that soft fd limit (a login shell's).
 # Prints every run, then a table of medians. Not a test: run it on a quiet machine.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -9,6 +12,8 @@ build=${1:-$here/../../build}
 runs=${2:-3}
 bench=${DP_RDV_BENCH:-$build/bench/rendezvous/dp-rdv-bench}
 daemon=${DP_RENDEZVOUSD:-$build/daemon/dp-rendezvousd}
+sizes=${RANKS:-4096 16384 131072}
+rpn=${RANKS_PER_NODE:-8}
 for f in "$bench" "$daemon"; do
   [[ -x $f ]] || { echo "run.sh: $f not found; build targets dp-rdv-bench and dp-rendezvousd first" >&2; exit 2; }
 done
@@ -18,26 +23,46 @@ if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
 fi
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
-for n in ${RANKS:-1024 4096 16384}; do
-  # Heartbeats are off: the simulated ranks send none, and a run on a busy machine may exceed 5 s.
-  "$bench" --daemon "$daemon" --ranks "$n" --runs "$runs" --pipeline 0 --workers 2 --heartbeat-timeout-ms 0 2>/dev/null | tee -a "$out"
-  "$bench" --daemon "$daemon" --ranks "$n" --runs "$runs" --pipeline 1 --workers 2 --heartbeat-timeout-ms 0 2>/dev/null | tee -a "$out"
+# Heartbeats are off: the simulated peers send none, and a run on a busy machine may exceed 5 s.
+ours() {
+  ( [[ -n ${SOFT_NOFILE:-} ]] && ulimit -Sn "$SOFT_NOFILE"
+    "$bench" --daemon "$daemon" --runs "$runs" --workers 2 --heartbeat-timeout-ms 0 "$@" 2>/dev/null ) | tee -a "$out"
+}
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; soft fd limit ${SOFT_NOFILE:-$(ulimit -Sn)}"
+for n in $sizes; do
+  ours --ranks "$n" --ranks-per-node "$rpn" --pipeline 1
+  ours --ranks "$n" --ranks-per-node "$rpn" --pipeline 0
+  if [[ $n -le ${FLAT_MAX_RANKS:-16384} ]]; then  # one fd per rank: beyond, the hard limit (20 000 here)
+    ours --ranks "$n" --pipeline 1
+    ours --ranks "$n" --pipeline 0
+  fi
   if [[ $n -le ${TCPSTORE_MAX_RANKS:-4096} ]]; then  # TCPStore takes minutes beyond 4 096
     /usr/bin/python3 "$here/tcpstore_bench.py" --ranks "$n" --runs "$runs" 2>/dev/null | tee -a "$out"
   fi
+  echo "load after ranks=$n: $(cut -d' ' -f1-3 /proc/loadavg)"
 done
-echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+# field NAME [FILTER...]: the value of NAME= on the median line matching every FILTER word.
+field() {
+  local name=$1; shift
+  awk -v name="$name" -v filters="$*" '
+    BEGIN { nf = split(filters, f, " ") }
+    { ok = 1; for (i = 1; i <= nf; i++) { hit = 0; for (j = 1; j <= NF; j++) if ($j == f[i]) hit = 1; if (!hit) ok = 0 }
+      if (!ok) next
+      for (j = 1; j <= NF; j++) if (index($j, name "=") == 1) v = substr($j, length(name) + 2) }
+    END { print v }' "$out"
+}
 echo
-echo "| ranks | dp-rendezvousd sequential (s) | dp-rendezvousd pipelined (s) | TCPStore 1.13 (s) | speed-up (seq) | daemon peak RSS (MiB) | daemon CPU, seq (s) |"
-echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-for n in ${RANKS:-1024 4096 16384}; do
-  seq=$(awk -v n="$n" '$1=="dp-rendezvousd" && $2=="ranks="n && $3=="pipeline=0" && $4 ~ /^median/ {split($4,a,"="); print a[2]}' "$out")
-  pip=$(awk -v n="$n" '$1=="dp-rendezvousd" && $2=="ranks="n && $3=="pipeline=1" && $4 ~ /^median/ {split($4,a,"="); print a[2]}' "$out")
-  tcp=$(awk -v n="$n" '$1=="tcpstore" && $2=="ranks="n && $3 ~ /^median/ {split($3,a,"="); print a[2]}' "$out")
-  rss=$(awk -v n="$n" '$1=="dp-rendezvousd" && $2=="ranks="n && $6 ~ /^daemon_peak/ {split($6,a,"="); if (a[2]>m) m=a[2]} END {print m}' "$out")
-  cpu=$(awk -v n="$n" '$1=="dp-rendezvousd" && $2=="ranks="n && $3=="pipeline=0" && $7 ~ /^daemon_cpu/ {split($7,a,"="); print a[2]}' "$out" | sort -n | sed -n 2p)
+echo "| ranks | nodes x $rpn, pipelined (s) | nodes x $rpn, sequential (s) | flat, pipelined (s) | flat, sequential (s) | TCPStore 1.13 (s) | TCPStore / nodes pipelined | daemon peak RSS, nodes (MiB) | daemon CPU, nodes pipelined (s) |"
+echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+for n in $sizes; do
+  np=$(field median_wall_s dp-rendezvousd "ranks=$n" "mode=node$rpn" pipeline=1)
+  ns=$(field median_wall_s dp-rendezvousd "ranks=$n" "mode=node$rpn" pipeline=0)
+  fp=$(field median_wall_s dp-rendezvousd "ranks=$n" mode=flat pipeline=1)
+  fs=$(field median_wall_s dp-rendezvousd "ranks=$n" mode=flat pipeline=0)
+  tcp=$(field median_wall_s tcpstore "ranks=$n")
+  rss=$(field max_rss_mib dp-rendezvousd "ranks=$n" "mode=node$rpn" pipeline=1)
+  cpu=$(field median_cpu_s dp-rendezvousd "ranks=$n" "mode=node$rpn" pipeline=1)
   speed="-"
-  [[ -n $tcp && -n $seq ]] && speed=$(awk -v a="$tcp" -v b="$seq" 'BEGIN {printf "%.1fx", a/b}')
-  echo "| $n | ${seq:--} | ${pip:--} | ${tcp:--} | $speed | ${rss:--} | ${cpu:--} |"
+  [[ -n $tcp && -n $np ]] && speed=$(awk -v a="$tcp" -v b="$np" 'BEGIN {printf "%.1fx", a/b}')
+  echo "| $n | ${np:--} | ${ns:--} | ${fp:--} | ${fs:--} | ${tcp:--} | $speed | ${rss:--} | ${cpu:--} |"
 done
