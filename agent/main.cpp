@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -110,6 +111,13 @@ int main() {
   // ignored SIGTERM would not do).
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() == 1) return fail("the parent process is already gone; nothing to serve");
+  // One local connection per rank of the node, and slurmstepd's soft limit is
+  // often 1 024 (systemd's default for services): take the hard limit.
+  rlimit fds{};
+  if (getrlimit(RLIMIT_NOFILE, &fds) == 0 && fds.rlim_cur < fds.rlim_max) {
+    fds.rlim_cur = fds.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &fds);
+  }
   auto text = read_settings();
   if (!text) return fail(text.error().message);
   auto settings = dp::agent::parse_settings(*text);
