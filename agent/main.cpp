@@ -4,8 +4,6 @@
 // exits; one answer line on stdout; stdin's EOF ends the step here.
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -19,6 +17,7 @@
 
 #include "agent_server.hpp"
 #include "launch_contract.hpp"
+#include "process_start.hpp"
 #include "rendezvous_client.hpp"
 #include "tcp_connect.hpp"
 #include "unix_connect.hpp"
@@ -96,14 +95,10 @@ dp::Result<int> connect_daemon(const dp::agent::AgentSettings& s) {
 }  // namespace
 
 int main() {
-  sigset_t all;
-  sigfillset(&all);
-  sigprocmask(SIG_UNBLOCK, &all, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-  // The plugin set it after dropping to the job's user; again here in case
-  // another launcher started us. Never outlive slurmstepd.
-  prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (getppid() == 1) return fail("the parent process is already gone; nothing to serve");
+  // The plugin set PDEATHSIG after dropping to the job's user; again here in
+  // case another launcher started us. Never outlive slurmstepd.
+  if (!dp::service::tie_to_parent())
+    return fail("the parent process is already gone; nothing to serve");
   auto text = read_settings();
   if (!text) return fail(text.error().message);
   auto settings = dp::agent::parse_settings(*text);
