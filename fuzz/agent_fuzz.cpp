@@ -12,7 +12,6 @@
 
 namespace {
 
-using dp::agent::Clock;
 using dp::agent::ConnId;
 
 struct Sink : dp::agent::AgentOutbox, dp::fuzz::ClosedConns<ConnId> {
@@ -32,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cfg.max_frame_bytes = 65536;
   cfg.make_nonce = dp::fuzz::fixed_nonce;  // make_seeds-style proofs can use it
   Sink sink;
-  auto now = Clock::time_point{} + std::chrono::hours(1);
+  auto now = dp::fuzz::kStartTime;
   dp::agent::AgentCore core(cfg, sink, now);
   dp::proto::Response challenge;
   challenge.set_challenge(dp::fuzz::fixed_nonce());

@@ -4,6 +4,7 @@
 // read a socket, so every target exercises the same decode loop.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <set>
@@ -16,6 +17,10 @@
 namespace dp::fuzz {
 
 inline constexpr const char* kSecret = "f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0";
+
+// One start time for every target: an hour past the clock's zero, so the
+// cores can look back from it.
+inline constexpr auto kStartTime = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
 
 inline std::string fixed_nonce() { return std::string(dp::rdv::kNonceBytes, 'z'); }
 

@@ -12,7 +12,6 @@
 
 namespace {
 
-using dp::daemon::Clock;
 using dp::daemon::ConnId;
 
 struct Sink : dp::daemon::Outbox, dp::fuzz::ClosedConns<ConnId> {
@@ -33,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cfg.limits.max_unauthenticated = 3;      // eviction is reached with four connections
   cfg.make_nonce = dp::fuzz::fixed_nonce;  // make_seeds' proofs use it
   Sink sink;
-  auto now = Clock::time_point{} + std::chrono::hours(1);
+  auto now = dp::fuzz::kStartTime;
   dp::daemon::Broker broker(cfg, sink, now);
 
   dp::fuzz::Connections<ConnId> conns;
