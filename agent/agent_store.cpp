@@ -16,6 +16,23 @@ std::string shown(const std::string& key) {
   return s + "'";
 }
 
+// One upstream answer ends a folded get or barrier: every local waiter still
+// connected gets it under its own request id. (Templates: the tables and
+// waiters are AgentCore's private types.)
+template <class Table, class Locals>
+void answer_waiters(Table& table, const std::string& key, proto::Response r, const Locals& locals,
+                    AgentOutbox& out) {
+  auto it = table.find(key);
+  if (it == table.end()) return;
+  const auto waiters = std::move(it->second.waiters);
+  table.erase(it);
+  for (const auto& w : waiters) {
+    if (!locals.count(w.conn)) continue;
+    r.set_id(w.id);
+    out.to_rank(w.conn, r);
+  }
+}
+
 Clock::time_point deadline_of(uint32_t timeout_ms, Clock::time_point now) {
   // 0 on the wire: no deadline.
   return timeout_ms == 0 ? Clock::time_point::max() : now + std::chrono::milliseconds(timeout_ms);
@@ -103,30 +120,12 @@ void AgentCore::answered(const Upstream& u, const proto::Response& r) {
 }
 
 void AgentCore::answer_get(const std::string& key, const proto::Response& r) {
-  auto it = gets_.find(key);
   if (r.code() == proto::OK && r.flag()) remember(key, r.value());
-  if (it == gets_.end()) return;
-  std::vector<Waiter> waiters = std::move(it->second.waiters);
-  gets_.erase(it);
-  proto::Response back = r;
-  for (const Waiter& w : waiters) {
-    if (!locals_.count(w.conn)) continue;
-    back.set_id(w.id);
-    out_.to_rank(w.conn, back);
-  }
+  answer_waiters(gets_, key, r, locals_, out_);
 }
 
 void AgentCore::answer_barrier(const std::string& name, const proto::Response& r) {
-  auto it = barriers_.find(name);
-  if (it == barriers_.end()) return;
-  std::vector<Waiter> waiters = std::move(it->second.waiters);
-  barriers_.erase(it);
-  proto::Response back = r;
-  for (const Waiter& w : waiters) {
-    if (!locals_.count(w.conn)) continue;
-    back.set_id(w.id);
-    out_.to_rank(w.conn, back);
-  }
+  answer_waiters(barriers_, name, r, locals_, out_);
 }
 
 void AgentCore::remember(const std::string& key, const std::string& value) {

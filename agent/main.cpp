@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -20,6 +19,7 @@
 
 #include "agent_server.hpp"
 #include "launch_contract.hpp"
+#include "process_start.hpp"
 #include "rendezvous_client.hpp"
 #include "tcp_connect.hpp"
 #include "unix_connect.hpp"
@@ -97,20 +97,16 @@ dp::Result<int> connect_daemon(const dp::agent::AgentSettings& s) {
 }  // namespace
 
 int main() {
-  sigset_t all;
-  sigfillset(&all);
-  sigprocmask(SIG_UNBLOCK, &all, nullptr);
-  signal(SIGPIPE, SIG_IGN);
   // Slurm signals every process of the step (scancel, pre-emption, time
   // limit): those are for the tasks, which may checkpoint and say goodbye
   // through us. We leave when the control pipe closes (the step's end), the
   // daemon goes, or on SIGKILL; leaving earlier loses the node's goodbyes.
   for (int s : {SIGTERM, SIGINT, SIGHUP}) signal(s, SIG_IGN);
-  // The plugin set it after dropping to the job's user; again here in case
-  // another launcher started us. Never outlive slurmstepd (SIGKILL: the
+  // The plugin set PDEATHSIG after dropping to the job's user; again here in
+  // case another launcher started us. Never outlive slurmstepd (SIGKILL: the
   // ignored SIGTERM would not do).
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() == 1) return fail("the parent process is already gone; nothing to serve");
+  if (!dp::service::tie_to_parent(SIGKILL))
+    return fail("the parent process is already gone; nothing to serve");
   // One local connection per rank of the node, and slurmstepd's soft limit is
   // often 1 024 (systemd's default for services): take the hard limit.
   rlimit fds{};

@@ -1,7 +1,5 @@
 #include "broker.hpp"
 
-#include <sys/random.h>
-
 #include <algorithm>
 #include <cstdio>
 
@@ -14,16 +12,6 @@ namespace {
 constexpr uint32_t kHelloFrameLimit = 4096;  // before authentication, frames stay tiny
 
 std::string ms_text(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + " ms"; }
-
-std::string random_nonce() {
-  std::string n(rdv::kNonceBytes, '\0');
-  size_t got = 0;
-  while (got < n.size()) {
-    const ssize_t r = getrandom(n.data() + got, n.size() - got, 0);
-    if (r > 0) got += static_cast<size_t>(r);
-  }
-  return n;
-}
 
 }  // namespace
 
@@ -38,7 +26,7 @@ Broker::Broker(BrokerConfig cfg, Outbox& out, Clock::time_point now)
       report_(now, cfg_.job_id, cfg_.step_id, cfg_.world_size, cfg_.limits.hang_timeout),
       live_(cfg_.world_size, cfg_.limits.heartbeat_timeout, now),
       store_(cfg_.limits) {
-  if (!cfg_.make_nonce) cfg_.make_nonce = random_nonce;
+  if (!cfg_.make_nonce) cfg_.make_nonce = rdv::random_nonce;
 }
 
 void Broker::on_connect(ConnId conn, Clock::time_point now) {

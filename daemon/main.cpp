@@ -3,7 +3,6 @@
 // "ERROR <message>" as the only line on stdout, logs on stderr.
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "options.hpp"
+#include "process_start.hpp"
 #include "server.hpp"
 
 namespace {
@@ -58,13 +58,8 @@ void close_stdin() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Helpers forked by srun/slurmstepd inherit a blocked signal mask.
-  sigset_t all;
-  sigfillset(&all);
-  sigprocmask(SIG_UNBLOCK, &all, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-  prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (getppid() == 1) return fail("the parent process is already gone; nothing to serve");
+  if (!dp::service::tie_to_parent(SIGTERM))
+    return fail("the parent process is already gone; nothing to serve");
 
   std::vector<std::string> args(argv + 1, argv + argc);
   auto opts = dp::daemon::parse_options(args);

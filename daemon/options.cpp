@@ -18,6 +18,43 @@ Result<long long> parse_int(const std::string& opt, const std::string& v, long l
   return n;
 }
 
+// The numeric options: each one line with its range and where it goes.
+struct NumberOption {
+  const char* name;
+  long long lo, hi;
+  void (*set)(DaemonOptions&, long long);
+};
+
+using std::chrono::milliseconds;
+constexpr NumberOption kNumberOptions[] = {
+    {"--world-size", 1, 1 << 20, [](DaemonOptions& o, long long n) { o.world_size = int(n); }},
+    {"--nodes", 1, 1 << 20, [](DaemonOptions& o, long long n) { o.limits.nodes = int(n); }},
+    // Accepted from plugins of earlier releases; the daemon now lives exactly as long as srun.
+    {"--idle-timeout", 0, 30 * 24 * 3600, [](DaemonOptions&, long long) {}},
+    {"--max-unauthenticated", 1, 1'000'000,
+     [](DaemonOptions& o, long long n) { o.limits.max_unauthenticated = int(n); }},
+    {"--max-connections", 1, 10'000'000,
+     [](DaemonOptions& o, long long n) { o.max_connections = int(n); }},
+    {"--max-key-bytes", 1, 1 << 20,
+     [](DaemonOptions& o, long long n) { o.limits.max_key_bytes = uint32_t(n); }},
+    {"--max-value-bytes", 0, 256 << 20,
+     [](DaemonOptions& o, long long n) { o.limits.max_value_bytes = uint32_t(n); }},
+    {"--max-total-bytes", 0, 1ll << 40,
+     [](DaemonOptions& o, long long n) { o.limits.max_total_bytes = uint64_t(n); }},
+    {"--hello-timeout-ms", 1, 3'600'000,
+     [](DaemonOptions& o, long long n) { o.limits.hello_timeout = milliseconds(n); }},
+    {"--heartbeat-timeout-ms", 0, 3'600'000,
+     [](DaemonOptions& o, long long n) { o.limits.heartbeat_timeout = milliseconds(n); }},
+    {"--hang-timeout-ms", 0, 24 * 3'600'000,
+     [](DaemonOptions& o, long long n) { o.limits.hang_timeout = milliseconds(n); }},
+};
+
+const NumberOption* find_number_option(const std::string& name) {
+  for (const NumberOption& n : kNumberOptions)
+    if (name == n.name) return &n;
+  return nullptr;
+}
+
 }  // namespace
 
 const char* usage_text() noexcept {
@@ -65,15 +102,10 @@ Result<DaemonOptions> parse_options(const std::vector<std::string>& args) {
     if (i + 1 >= args.size())
       return make_error(Errc::invalid_argument, a + ": missing value; see --help");
     const std::string& v = args[++i];
-    auto num = [&](long long lo, long long hi) { return parse_int(a, v, lo, hi); };
-    if (a == "--world-size") {
-      auto n = num(1, 1 << 20);
-      if (!n) return n.error();
-      o.world_size = static_cast<int>(*n);
-    } else if (a == "--nodes") {
-      auto n = num(1, 1 << 20);
-      if (!n) return n.error();
-      o.limits.nodes = static_cast<int>(*n);
+    if (const NumberOption* n = find_number_option(a)) {
+      auto value = parse_int(a, v, n->lo, n->hi);
+      if (!value) return value.error();
+      n->set(o, *value);
     } else if (a == "--job-id") {
       o.job_id = v;
     } else if (a == "--step-id") {
@@ -83,42 +115,6 @@ Result<DaemonOptions> parse_options(const std::vector<std::string>& args) {
         return make_error(Errc::invalid_argument,
                           "--listen: empty address; give an IPv4/IPv6 address");
       o.listen_addr = v;
-    } else if (a == "--idle-timeout") {
-      // Accepted from plugins of earlier releases; the daemon now lives exactly as long as srun.
-      auto n = num(0, 30 * 24 * 3600);
-      if (!n) return n.error();
-    } else if (a == "--max-unauthenticated") {
-      auto n = num(1, 1'000'000);
-      if (!n) return n.error();
-      o.limits.max_unauthenticated = static_cast<int>(*n);
-    } else if (a == "--max-connections") {
-      auto n = num(1, 10'000'000);
-      if (!n) return n.error();
-      o.max_connections = static_cast<int>(*n);
-    } else if (a == "--max-key-bytes") {
-      auto n = num(1, 1 << 20);
-      if (!n) return n.error();
-      o.limits.max_key_bytes = static_cast<uint32_t>(*n);
-    } else if (a == "--max-value-bytes") {
-      auto n = num(0, 256 << 20);
-      if (!n) return n.error();
-      o.limits.max_value_bytes = static_cast<uint32_t>(*n);
-    } else if (a == "--max-total-bytes") {
-      auto n = num(0, 1ll << 40);
-      if (!n) return n.error();
-      o.limits.max_total_bytes = static_cast<uint64_t>(*n);
-    } else if (a == "--hello-timeout-ms") {
-      auto n = num(1, 3'600'000);
-      if (!n) return n.error();
-      o.limits.hello_timeout = std::chrono::milliseconds(*n);
-    } else if (a == "--heartbeat-timeout-ms") {
-      auto n = num(0, 3'600'000);
-      if (!n) return n.error();
-      o.limits.heartbeat_timeout = std::chrono::milliseconds(*n);
-    } else if (a == "--hang-timeout-ms") {
-      auto n = num(0, 24 * 3'600'000);
-      if (!n) return n.error();
-      o.limits.hang_timeout = std::chrono::milliseconds(*n);
     } else {
       return make_error(Errc::invalid_argument, "unknown option " + a + "; see --help");
     }

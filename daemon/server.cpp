@@ -240,22 +240,13 @@ void Server::accept_some() {
       ::close(fd);
       continue;
     }
-    c->rd = event_new(base_, fd, EV_READ | EV_PERSIST, &Server::on_read, c.get());
+    c->rd = event_new(base_, fd, EV_READ | EV_PERSIST,
+                      &service::on_conn_event<Conn, &Server::read_from>, c.get());
     event_add(c->rd, nullptr);
     const ConnId id = c->id;
     conns_.emplace(id, std::move(c));
     broker_->on_connect(id, Clock::now());
   }
-}
-
-void Server::on_read(int, short, void* arg) {
-  auto* c = static_cast<Conn*>(arg);
-  c->server->read_from(*c);
-}
-
-void Server::on_write(int, short, void* arg) {
-  auto* c = static_cast<Conn*>(arg);
-  c->server->flush(*c);
 }
 
 void Server::read_from(Conn& c) {
@@ -341,7 +332,9 @@ void Server::flush(Conn& c) {
       continue;
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!c.wr) c.wr = event_new(base_, c.fd, EV_WRITE | EV_PERSIST, &Server::on_write, &c);
+      if (!c.wr)
+        c.wr = event_new(base_, c.fd, EV_WRITE | EV_PERSIST,
+                         &service::on_conn_event<Conn, &Server::flush>, &c);
       event_add(c.wr, nullptr);
       return;
     }

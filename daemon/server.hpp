@@ -11,6 +11,7 @@
 
 #include "broker.hpp"
 #include "frame_codec.hpp"
+#include "frame_conn.hpp"
 #include "options.hpp"
 #include "report_socket.hpp"
 
@@ -36,16 +37,7 @@ class Server final : public Outbox {
   void close(ConnId conn) override;
 
  private:
-  struct Conn {
-    Server* server = nullptr;
-    int fd = -1;
-    ConnId id = 0;
-    event* rd = nullptr;
-    event* wr = nullptr;  // created on the first short write
-    rdv::FrameDecoder decoder{4096};
-    std::string out;
-    size_t out_pos = 0;
-    bool closing = false;
+  struct Conn : service::FrameConn<Server> {
     bool flush_queued = false;
     bool overflowed = false;  // never reads its replies; dropped from on_flush
     Clock::time_point closing_since;
@@ -54,8 +46,6 @@ class Server final : public Outbox {
 
   Server(const DaemonOptions& opts, std::string secret);
   static void on_accept(int fd, short what, void* arg);
-  static void on_read(int fd, short what, void* arg);
-  static void on_write(int fd, short what, void* arg);
   static void on_tick(int fd, short what, void* arg);
   static void on_signal(int fd, short what, void* arg);
   static void on_reap(int fd, short what, void* arg);

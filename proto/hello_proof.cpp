@@ -1,5 +1,7 @@
 #include "hello_proof.hpp"
 
+#include <sys/random.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -94,6 +96,16 @@ void put_u32(std::string& s, uint32_t v) {
 }
 
 }  // namespace
+
+std::string random_nonce() {
+  std::string n(kNonceBytes, '\0');
+  size_t got = 0;
+  while (got < n.size()) {
+    const ssize_t r = getrandom(n.data() + got, n.size() - got, 0);
+    if (r > 0) got += static_cast<size_t>(r);
+  }
+  return n;
+}
 
 Digest sha256(std::string_view data) noexcept {
   Sha256 s;

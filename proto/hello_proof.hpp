@@ -18,6 +18,10 @@ namespace dp::rdv {
 inline constexpr size_t kNonceBytes = 32;
 using Digest = std::array<unsigned char, 32>;
 
+// A fresh challenge for one connection (kNonceBytes from getrandom): the
+// daemon and the node agent both issue them.
+std::string random_nonce();
+
 Digest sha256(std::string_view data) noexcept;
 Digest hmac_sha256(std::string_view key, std::string_view message) noexcept;
 

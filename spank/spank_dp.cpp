@@ -36,6 +36,11 @@ int guarded(const char* where, F&& f) noexcept {
   return -1;
 }
 
+// A callback that acts in one Slurm context only and is a no-op elsewhere.
+int only_in(spank_context_t ctx, const char* where, int (*act)(spank_t), spank_t sp) noexcept {
+  return guarded(where, [&] { return spank_context() == ctx ? act(sp) : 0; });
+}
+
 int on_option(int val, const char* optarg, int remote) noexcept {
   return guarded("option", [&] {
     const auto& specs = dp::option_specs();
@@ -99,27 +104,19 @@ extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) {
 }
 
 extern "C" int slurm_spank_local_user_init(spank_t sp, int, char**) {
-  return guarded("local_user_init", [&] {
-    return spank_context() == S_CTX_LOCAL ? dp::spank::srun_local_user_init(sp) : 0;
-  });
+  return only_in(S_CTX_LOCAL, "local_user_init", dp::spank::srun_local_user_init, sp);
 }
 
 extern "C" int slurm_spank_user_init(spank_t sp, int, char**) {
-  return guarded("user_init", [&] {
-    return spank_context() == S_CTX_REMOTE ? dp::spank::stepd_user_init(sp) : 0;
-  });
+  return only_in(S_CTX_REMOTE, "user_init", dp::spank::stepd_user_init, sp);
 }
 
 extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
-  return guarded("task_init", [&] {
-    return spank_context() == S_CTX_REMOTE ? dp::spank::stepd_task_init(sp) : 0;
-  });
+  return only_in(S_CTX_REMOTE, "task_init", dp::spank::stepd_task_init, sp);
 }
 
 extern "C" int slurm_spank_task_exit(spank_t sp, int, char**) {
-  return guarded("task_exit", [&] {
-    return spank_context() == S_CTX_REMOTE ? dp::spank::stepd_task_exit(sp) : 0;
-  });
+  return only_in(S_CTX_REMOTE, "task_exit", dp::spank::stepd_task_exit, sp);
 }
 
 extern "C" int slurm_spank_exit(spank_t sp, int, char**) {

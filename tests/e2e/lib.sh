@@ -22,6 +22,9 @@
 #   daemons_of_job / has_daemon / no_daemon JOBID    the job's dp-rendezvousd processes
 #   job_pids JOBID NAME             the job's task processes named NAME
 #   node_addr NODE | field LINE NAME | TASK_VARS | print_task
+#   kill_and_expect_failures WHAT PID LIMIT_MS LINE_RE NAMES_RE RANK...
+#                                   kill -9 PID in a held step (daemon/hold_ranks.sh); each
+#                                   RANK must fail naming it in time; sets worst (ms)
 #   WORK                            a fresh folder any user may write, removed at exit
 set -euo pipefail
 
@@ -92,6 +95,29 @@ wait_job_end() {
 }
 
 job_done() { [[ -z $(squeue -h -j "$1" 2>/dev/null) ]]; }
+
+# kill -9 of PID (WHAT, for messages) while srun_pid's step holds its ranks:
+# srun must exit non-zero, and each RANK's output must have a line matching
+# LINE_RE that matches NAMES_RE and says "... at <ms since the epoch>:", less
+# than LIMIT_MS after the kill. The kill scripts differ only in these.
+kill_and_expect_failures() {
+  local what=$1 pid=$2 limit=$3 line_re=$4 names=$5 rc=0 t line at killed_at
+  shift 5
+  killed_at=$(date +%s%3N)
+  kill -9 "$pid"
+  wait "${srun_pid:?set by daemon/hold_ranks.sh}" || rc=$?
+  cat "$WORK"/task.*.out
+  ((rc != 0)) || fail "srun exited 0 after $what was killed"
+  worst=0
+  for t in "$@"; do
+    line=$(grep "$line_re" "$WORK/task.$t.out") || fail "rank $t did not report the failure"
+    grep -q "$names" <<<"$line" || fail "rank $t's error does not name $what: $line"
+    at=$(sed -n 's/.* at \([0-9]*\):.*/\1/p' <<<"$line")
+    ((at - killed_at < limit)) || fail "rank $t learned of it after $((at - killed_at)) ms (limit $limit)"
+    echo "rank $t failed $((at - killed_at)) ms after the kill"
+    if ((at - killed_at > worst)); then worst=$((at - killed_at)); fi
+  done
+}
 
 WORK=$(mktemp -d "${DP_CLUSTER_WORK:-$DP_CLUSTER_DIR/work}/$TEST_PART-$TEST_NAME.XXXXXX")
 chmod 777 "$WORK"

@@ -1,5 +1,7 @@
 #include "daemon_process.hpp"
 
+#include <gtest/gtest.h>
+
 #include "hello_proof.hpp"
 
 #include <arpa/inet.h>
@@ -163,6 +165,51 @@ std::pair<int, std::string> run_daemon_once(const std::vector<std::string>& args
     usleep(5'000);
   }
   return {status, line};
+}
+
+std::unique_ptr<RendezvousClient> must_connect(const ClientOptions& o) {
+  auto c = RendezvousClient::connect(o);
+  EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.error().message);
+  return c.ok() ? std::move(*c) : nullptr;
+}
+
+std::unique_ptr<RendezvousClient> connect_rank(const DaemonProcess& d, int rank, int world) {
+  if (!d.ready()) {
+    ADD_FAILURE() << "the daemon did not start: " << d.first_line();
+    return nullptr;
+  }
+  return must_connect(d.client_options(rank, world));
+}
+
+namespace {
+
+// The daemon's stats dump as c reads it; a failed query is a test failure
+// (and an empty text, which then matches nothing).
+std::string stats_text(RendezvousClient& c) {
+  auto s = c.stats();
+  if (!s.ok()) {
+    ADD_FAILURE() << "stats: " << s.error().message;
+    return {};
+  }
+  return s->text;
+}
+
+}  // namespace
+
+void expect_stats(RendezvousClient& c, const std::vector<std::string>& has,
+                  const std::vector<std::string>& lacks) {
+  const std::string s = stats_text(c);
+  for (const std::string& part : has) EXPECT_NE(s.find(part), std::string::npos) << s;
+  for (const std::string& part : lacks) EXPECT_EQ(s.find(part), std::string::npos) << s;
+}
+
+bool daemon_holds_a_pending_call(RendezvousClient& c, std::chrono::milliseconds limit) {
+  return poll_until(
+      [&] {
+        auto s = c.stats();
+        return s.ok() && s->text.find("pending_calls 1") != std::string::npos;
+      },
+      limit);
 }
 
 bool poll_until(const std::function<bool()>& pred, std::chrono::milliseconds limit) {

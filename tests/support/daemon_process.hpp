@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dp/proto/rendezvous.pb.h"
@@ -93,5 +94,52 @@ std::string frame_of(const proto::Request& r);
 
 // Polls pred until it holds or the limit passes (never a bare sleep).
 bool poll_until(const std::function<bool()>& pred, std::chrono::milliseconds limit);
+
+// A connected client, or nullptr after reporting why as a test failure.
+std::unique_ptr<RendezvousClient> must_connect(const ClientOptions& o);
+// Rank `rank` of d's step connected (d must be ready), or nullptr likewise.
+std::unique_ptr<RendezvousClient> connect_rank(const DaemonProcess& d, int rank, int world);
+
+// How a call failed, to compare in one check; nullopt when it succeeded.
+template <class T>
+std::optional<Errc> error_code(const Result<T>& r) {
+  if (r.ok()) return std::nullopt;
+  return r.error().code;
+}
+
+// Checks the daemon's stats dump: it holds every line part in `has` and none
+// in `lacks` (each failure shows the dump).
+void expect_stats(RendezvousClient& c, const std::vector<std::string>& has,
+                  const std::vector<std::string>& lacks = {});
+
+// Polls c's daemon until it holds a pending call: another thread's call is
+// then certainly waiting in the daemon, not still on its way.
+bool daemon_holds_a_pending_call(
+    RendezvousClient& c, std::chrono::milliseconds limit = std::chrono::milliseconds(5'000));
+
+// A call that blocks in its own thread until the daemon answers: the error it
+// ended with (none: it succeeded) and when, read after join().
+class PendingCall {
+ public:
+  template <class Call>
+  explicit PendingCall(Call call)
+      : thread_([this, call] {
+          auto r = call();
+          failed_at = std::chrono::steady_clock::now();
+          if (!r.ok()) failed = r.error();
+        }) {}
+  ~PendingCall() { join(); }
+  PendingCall(const PendingCall&) = delete;
+  PendingCall& operator=(const PendingCall&) = delete;
+  void join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+  std::optional<Error> failed;
+  std::chrono::steady_clock::time_point failed_at;
+
+ private:
+  std::thread thread_;
+};
 
 }  // namespace dp::test

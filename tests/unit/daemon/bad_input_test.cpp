@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <optional>
 #include <thread>
 
 #include "daemon_process.hpp"
@@ -33,27 +34,35 @@ class BadInput : public ::testing::Test {
     EXPECT_TRUE(good_->set("after", "ok").ok());
     EXPECT_EQ(d_->log().find(kSecret), std::string::npos) << "the secret leaked into the log";
   }
+  // Sends bytes on a new connection, which the daemon must then close; the
+  // code of its one answer (none: a failure already reported).
+  std::optional<proto::Code> answer_then_close(const std::string& bytes) {
+    RawConn c(d_->port());
+    if (!c.send_bytes(bytes)) {
+      ADD_FAILURE() << "cannot send";
+      return std::nullopt;
+    }
+    auto r = c.read_response();
+    EXPECT_TRUE(r.has_value()) << "no answer";
+    EXPECT_TRUE(c.closed_by_peer());
+    if (!r) return std::nullopt;
+    return r->code();
+  }
   std::unique_ptr<DaemonProcess> d_;
   std::unique_ptr<RendezvousClient> good_;
 };
 
 TEST_F(BadInput, GarbageBytes) {
-  RawConn c(d_->port());
-  ASSERT_TRUE(c.send_bytes(std::string("\x00\x00\x00\x10GET / HTTP/1.1\r\n", 20)));
-  auto r = c.read_response();
-  ASSERT_TRUE(r.has_value());
-  EXPECT_NE(r->code(), proto::OK);
-  EXPECT_TRUE(c.closed_by_peer());
+  const auto code = answer_then_close(std::string("\x00\x00\x00\x10GET / HTTP/1.1\r\n", 20));
+  ASSERT_TRUE(code.has_value());
+  EXPECT_NE(*code, proto::OK);
   expect_healthy();
 }
 
 TEST_F(BadInput, HttpRequestIsAnOversizedFrame) {
-  RawConn c(d_->port());
-  ASSERT_TRUE(c.send_bytes("GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
-  auto r = c.read_response();
-  ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->code(), proto::LIMIT);
-  EXPECT_TRUE(c.closed_by_peer());
+  const auto code = answer_then_close("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, proto::LIMIT);
   expect_healthy();
 }
 

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 
 #include "broker.hpp"
@@ -93,9 +94,19 @@ class BrokerTest : public ::testing::Test {
     hb.mutable_heartbeat();
     frame(c, hb, t);
   }
+  // A broker of its own config (limits other than broker_'s) that connection
+  // 1 has said hello to; its replies go to other_out_.
+  Broker& other_broker(const BrokerConfig& c, const proto::Request& hello) {
+    other_.emplace(c, other_out_, t0_);
+    other_->on_connect(1, t0_);
+    other_->on_frame(1, hello.SerializeAsString(), t0_);
+    return *other_;
+  }
   Clock::time_point t0_ = Clock::now();
   Recorder out_;
   Broker broker_;
+  Recorder other_out_;
+  std::optional<Broker> other_;
 };
 
 }  // namespace dp::daemon::test

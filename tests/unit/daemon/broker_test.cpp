@@ -135,10 +135,8 @@ TEST_F(BrokerTest, ADroppedConnectionIsDeathAtOnceEvenWhileSuspended) {
 TEST_F(BrokerTest, ConnectionsWithoutHelloEvictTheOldestNeverARank) {
   BrokerConfig c = config(2);
   c.limits.max_unauthenticated = 3;
-  Recorder out;
-  Broker b(c, out, t0_);
-  b.on_connect(1, t0_);
-  b.on_frame(1, hello_req(0, proto::ROLE_RANK, "r0").SerializeAsString(), t0_);
+  Broker& b = other_broker(c, hello_req(0, proto::ROLE_RANK, "r0"));
+  Recorder& out = other_out_;
   ASSERT_EQ(out.last(1).code(), proto::OK);
   // An attacker's connections: room is kept for the budget (3) and the one rank to come.
   for (ConnId x = 10; x < 20; ++x) b.on_connect(x, t0_);
@@ -172,10 +170,8 @@ TEST_F(BrokerTest, AHelloMustAnswerItsOwnChallenge) {
 TEST_F(BrokerTest, TotalBytesLimit) {
   BrokerConfig c = config(1);
   c.limits.max_total_bytes = 100;
-  Recorder out;
-  Broker b(c, out, t0_);
-  b.on_connect(1, t0_);
-  b.on_frame(1, hello_req(-1, proto::ROLE_AGENT, "").SerializeAsString(), t0_);
+  Broker& b = other_broker(c, hello_req(-1, proto::ROLE_AGENT, ""));
+  Recorder& out = other_out_;
   proto::Request s;
   s.set_id(2);
   s.mutable_set()->set_key("k");

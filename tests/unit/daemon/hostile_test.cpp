@@ -298,12 +298,19 @@ TEST(ReplyReader, BoundsValidatesAndSanitizes) {
   EXPECT_FALSE(none->has_value());
 }
 
+// Rank 0 of d's step, with a client that gives up on a daemon silent for limit.
+Result<std::unique_ptr<RendezvousClient>> connect_with_silence_limit(const DaemonProcess& d,
+                                                                     int world,
+                                                                     milliseconds limit) {
+  auto o = d.client_options(0, world);
+  o.daemon_silence_limit = limit;
+  return RendezvousClient::connect(o);
+}
+
 TEST(DaemonSilence, AStoppedDaemonIsNamedWithinTheLimit) {
   DaemonProcess d(2);
   ASSERT_TRUE(d.ready());
-  auto o = d.client_options(0, 2);
-  o.daemon_silence_limit = milliseconds(2'000);
-  auto c = RendezvousClient::connect(o);
+  auto c = connect_with_silence_limit(d, 2, milliseconds(2'000));
   ASSERT_TRUE(c.ok()) << c.error().message;
   std::atomic<bool> told{false};
   (*c)->on_abort([&](const Error& e) {
@@ -311,27 +318,19 @@ TEST(DaemonSilence, AStoppedDaemonIsNamedWithinTheLimit) {
       told = true;
   });
   // A pending call that only the daemon can answer.
-  std::optional<Error> failed;
-  Clock::time_point failed_at;
-  std::thread waiter([&] {
-    auto r = (*c)->get("never", milliseconds(60'000));
-    failed_at = Clock::now();
-    if (!r) failed = r.error();
-  });
+  PendingCall waiter([&] { return (*c)->get("never", milliseconds(60'000)); });
   auto watcher = RendezvousClient::connect(d.client_options(1, 2));
   ASSERT_TRUE(watcher.ok());
-  ASSERT_TRUE(poll_until(
-      [&] { return (*watcher)->stats()->text.find("pending_calls 1") != std::string::npos; },
-      milliseconds(5'000)));
+  ASSERT_TRUE(daemon_holds_a_pending_call(**watcher));
   const auto stopped_at = Clock::now();
   ASSERT_EQ(kill(d.pid(), SIGSTOP), 0);
   waiter.join();
   kill(d.pid(), SIGCONT);
-  ASSERT_TRUE(failed.has_value());
-  EXPECT_EQ(failed->code, Errc::connection);
-  EXPECT_NE(failed->message.find("is stopped, frozen or unreachable"), std::string::npos)
-      << failed->message;
-  EXPECT_LT(failed_at - stopped_at, milliseconds(4'500));
+  ASSERT_TRUE(waiter.failed.has_value());
+  EXPECT_EQ(waiter.failed->code, Errc::connection);
+  EXPECT_NE(waiter.failed->message.find("is stopped, frozen or unreachable"), std::string::npos)
+      << waiter.failed->message;
+  EXPECT_LT(waiter.failed_at - stopped_at, milliseconds(4'500));
   // The handler runs on the I/O thread right after the waiters are released.
   EXPECT_TRUE(poll_until([&] { return told.load(); }, milliseconds(2'000)));
 }
@@ -339,9 +338,7 @@ TEST(DaemonSilence, AStoppedDaemonIsNamedWithinTheLimit) {
 TEST(DaemonSilence, KeepalivesKeepAnIdleClientConnected) {
   DaemonProcess d(1);
   ASSERT_TRUE(d.ready());
-  auto o = d.client_options(0, 1);
-  o.daemon_silence_limit = milliseconds(1'500);
-  auto c = RendezvousClient::connect(o);
+  auto c = connect_with_silence_limit(d, 1, milliseconds(1'500));
   ASSERT_TRUE(c.ok());
   std::atomic<bool> told{false};
   (*c)->on_abort([&](const Error&) { told = true; });

@@ -59,26 +59,18 @@ TEST(Liveness, KilledRankAbortsEveryPendingAndLaterCall) {
     pushed = e;
   });
 
-  std::optional<Error> pending_error;
-  Clock::time_point failed_at;
-  std::thread blocked([&] {
-    auto r = (*c0)->barrier("never-complete", milliseconds(30'000));
-    failed_at = Clock::now();
-    if (!r.ok()) pending_error = r.error();
-  });
-  ASSERT_TRUE(
-      poll_until([&] { return (*c1)->stats()->text.find("pending_calls 1") != std::string::npos; },
-                 milliseconds(5'000)));
+  PendingCall blocked([&] { return (*c0)->barrier("never-complete", milliseconds(30'000)); });
+  ASSERT_TRUE(daemon_holds_a_pending_call(**c1));
   const auto killed_at = Clock::now();
   kill(victim, SIGKILL);
   waitpid(victim, nullptr, 0);
   blocked.join();
 
-  ASSERT_TRUE(pending_error.has_value());
-  EXPECT_EQ(pending_error->code, Errc::aborted);
-  EXPECT_NE(pending_error->message.find("rank 2 (host testhost2)"), std::string::npos)
-      << pending_error->message;
-  EXPECT_LT(failed_at - killed_at, milliseconds(5'000));
+  ASSERT_TRUE(blocked.failed.has_value());
+  EXPECT_EQ(blocked.failed->code, Errc::aborted);
+  EXPECT_NE(blocked.failed->message.find("rank 2 (host testhost2)"), std::string::npos)
+      << blocked.failed->message;
+  EXPECT_LT(blocked.failed_at - killed_at, milliseconds(5'000));
 
   // The push reached the idle client too, and later calls fail the same way.
   EXPECT_TRUE(poll_until(
@@ -141,56 +133,45 @@ TEST(Liveness, SilentRankIsDeclaredDeadAfterHeartbeatTimeout) {
 
 TEST(Liveness, HeartbeatsKeepAnIdleRankAlive) {
   DaemonProcess d(2, {"--heartbeat-timeout-ms", "600"});
-  ASSERT_TRUE(d.ready());
-  auto c0 = RendezvousClient::connect(d.client_options(0, 2));  // heartbeats every 200 ms
-  auto c1 = RendezvousClient::connect(d.client_options(1, 2));
-  ASSERT_TRUE(c0.ok() && c1.ok());
+  auto c0 = connect_rank(d, 0, 2);  // heartbeats every 200 ms
+  auto c1 = connect_rank(d, 1, 2);
+  ASSERT_TRUE(c0 && c1);
   // Rank 1 waits 2 s (more than three heartbeat timeouts) for a key rank 0 never sets.
-  auto r = (*c1)->get("late", milliseconds(2'000));
+  auto r = c1->get("late", milliseconds(2'000));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Errc::timeout) << r.error().message;
-  auto s = (*c0)->stats();
-  ASSERT_TRUE(s.ok());
-  EXPECT_NE(s->text.find("aborted no"), std::string::npos) << s->text;
-  EXPECT_EQ(s->text.find("heartbeats 0\n"), std::string::npos) << s->text;
+  expect_stats(*c0, {"aborted no"}, {"heartbeats 0\n"});
 }
 
 TEST(Liveness, AForkedChildDestroyingItsCopyDoesNotEndTheParentsConnection) {
   DaemonProcess d(1);
-  ASSERT_TRUE(d.ready());
-  auto c = RendezvousClient::connect(d.client_options(0, 1));
-  ASSERT_TRUE(c.ok());
+  auto c = connect_rank(d, 0, 1);
+  ASSERT_TRUE(c);
   const pid_t kid = fork();
   if (kid == 0) {
-    c->reset();  // as exit() would in a data-loader worker
+    c.reset();  // as exit() would in a data-loader worker
     _exit(0);
   }
   int st = 0;
   waitpid(kid, &st, 0);
   ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  EXPECT_TRUE((*c)->set("still", "mine").ok());
-  auto s = (*c)->stats();
-  ASSERT_TRUE(s.ok());
-  EXPECT_NE(s->text.find("aborted no"), std::string::npos) << s->text;
-  EXPECT_NE(s->text.find("ranks_goodbye 0"), std::string::npos) << s->text;
+  EXPECT_TRUE(c->set("still", "mine").ok());
+  expect_stats(*c, {"aborted no", "ranks_goodbye 0"});
 }
 
 TEST(Liveness, ExplicitAbortReachesEveryone) {
   DaemonProcess d(2);
-  ASSERT_TRUE(d.ready());
-  auto c0 = RendezvousClient::connect(d.client_options(0, 2));
-  auto c1 = RendezvousClient::connect(d.client_options(1, 2));
-  ASSERT_TRUE(c0.ok() && c1.ok());
+  auto c0 = connect_rank(d, 0, 2);
+  auto c1 = connect_rank(d, 1, 2);
+  ASSERT_TRUE(c0 && c1);
   std::thread t([&] {
-    auto r = (*c1)->get("x", milliseconds(10'000));
+    auto r = c1->get("x", milliseconds(10'000));
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code, Errc::aborted);
     EXPECT_NE(r.error().message.find("loss is NaN"), std::string::npos);
   });
-  ASSERT_TRUE(
-      poll_until([&] { return (*c0)->stats()->text.find("pending_calls 1") != std::string::npos; },
-                 milliseconds(5'000)));
-  ASSERT_TRUE((*c0)->abort("loss is NaN").ok());
+  ASSERT_TRUE(daemon_holds_a_pending_call(*c0));
+  ASSERT_TRUE(c0->abort("loss is NaN").ok());
   t.join();
 }
 

@@ -204,10 +204,7 @@ TEST_F(NodeBrokerTest, RankLostCarriesTheSignalOrTheLocalDrop) {
   EXPECT_NE(failure().find("[rank_lost, signal 9, "), std::string::npos) << failure();
   EXPECT_NE(broker_.stats().report_json().find("\"signal\":9"), std::string::npos);
 
-  Recorder out;
-  Broker b(config(5), out, t0_);
-  b.on_connect(1, t0_);
-  b.on_frame(1, node_hello_req({0, 1}, "na").SerializeAsString(), t0_);
+  Broker& b = other_broker(config(5), node_hello_req({0, 1}, "na"));
   proto::Request l;
   l.set_id(2);
   l.mutable_rank_lost()->set_rank(0);

@@ -51,28 +51,18 @@ TEST(NodeAgent, ANodeFoldsItsRanksAndItsLossNamesTheNode) {
   EXPECT_EQ(folded->code(), proto::OK);
 
   // The node's connection drops while its ranks run: the direct rank's pending call fails.
-  std::optional<Error> failed;
-  Clock::time_point failed_at;
-  std::thread blocked([&] {
-    auto r = (*c2)->barrier("never", milliseconds(30'000));
-    failed_at = Clock::now();
-    if (!r.ok()) failed = r.error();
-  });
-  ASSERT_TRUE(poll_until(
-      [&] {
-        auto s = (*c2)->stats();
-        return s.ok() && s->text.find("pending_calls 1") != std::string::npos;
-      },
-      milliseconds(5'000)));
+  PendingCall blocked([&] { return (*c2)->barrier("never", milliseconds(30'000)); });
+  ASSERT_TRUE(daemon_holds_a_pending_call(**c2));
   const auto dropped_at = Clock::now();
   node.reset();  // closes the socket
   blocked.join();
-  ASSERT_TRUE(failed.has_value());
-  EXPECT_EQ(failed->code, Errc::aborted);
-  EXPECT_NE(failed->message.find("the node agent on host nodehost (ranks 0-1) lost its connection"),
+  ASSERT_TRUE(blocked.failed.has_value());
+  EXPECT_EQ(blocked.failed->code, Errc::aborted);
+  EXPECT_NE(blocked.failed->message.find(
+                "the node agent on host nodehost (ranks 0-1) lost its connection"),
             std::string::npos)
-      << failed->message;
-  EXPECT_LT(failed_at - dropped_at, milliseconds(1'000));
+      << blocked.failed->message;
+  EXPECT_LT(blocked.failed_at - dropped_at, milliseconds(1'000));
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "host_list.hpp"
 #include "job_options.hpp"
 #include "port_lease.hpp"
+#include "process_group.hpp"
 #include "rendezvous_client.hpp"
 #include "step_gres.hpp"
 #include "user_child.hpp"
@@ -77,16 +78,14 @@ TEST(StepGres, GpusPerNodeFromWhatTheStepAskedFor) {
 class LeaseDir : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/dp-lease-test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_FALSE(dir_.empty()) << "no temporary folder";
     site_.lease_dir = dir_ + "/ports";
     // A range no one else on this machine uses in tests.
     site_.port_min = 38710;
     site_.port_max = 38713;
   }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string dir_;
+  dp::test::TempDir tmp_;  // removed with the fixture
+  const std::string dir_ = tmp_.path();
   dp::SiteConfig site_;
 };
 
@@ -368,19 +367,15 @@ TEST(UserChild, SanitizeKeepsPrintableAsciiAndCuts) {
 
 class FakeDaemon : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/dp-daemon-test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { ASSERT_FALSE(dir_.empty()) << "no temporary folder"; }
   std::string script(const std::string& body) {
     std::string path = dir_ + "/daemon.sh";
     std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
     chmod(path.c_str(), 0755);
     return path;
   }
-  std::string dir_;
+  dp::test::TempDir tmp_;  // removed with the fixture
+  const std::string dir_ = tmp_.path();
 };
 
 TEST_F(FakeDaemon, SecretGoesThroughStdinAndPortComesBack) {

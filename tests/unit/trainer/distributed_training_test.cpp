@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cpu_ops.hpp"
+#include "quiet_config.hpp"
 #include "stop_signal.hpp"
 #include "thread_communicator.hpp"
 #include "trainer.hpp"
@@ -38,16 +39,10 @@ Dataset blobs(size_t n, uint64_t seed) {
 }
 
 TrainConfig base_config() {
-  TrainConfig c;
-  c.model.kind = ModelKind::mlp;
-  c.model.input = Shape{1, 1, 20};
+  TrainConfig c = quiet_config(ModelKind::mlp, Shape{1, 1, 20}, 4, 0.05f);
   c.model.hidden = {32, 16};
-  c.model.outputs = 4;
-  c.optimizer.lr = 0.05f;
   c.epochs = 3;
   c.seed = 11;
-  c.log_every = 0;
-  c.quiet = true;
   c.bucket_bytes = 1024;  // several buckets
   return c;
 }
@@ -193,15 +188,9 @@ TEST(DistributedTraining, ResumeRefusesACheckpointOfAnotherRun) {
 }
 
 TEST(DistributedTraining, RegressionLearnsTheLine) {
-  TrainConfig cfg;
-  cfg.model.kind = ModelKind::linear;
-  cfg.model.input = Shape{1, 1, 1};
-  cfg.model.outputs = 1;
-  cfg.optimizer.lr = 0.1f;
+  TrainConfig cfg = quiet_config(ModelKind::linear, Shape{1, 1, 1}, 1, 0.1f);
   cfg.batch = 32;
   cfg.epochs = 5;
-  cfg.quiet = true;
-  cfg.log_every = 0;
   const Dataset train = make_regression(2048, 1), test = make_regression(256, 2);
   const TrainSummary s = run(2, cfg, train, &test);
   ASSERT_EQ(s.params.size(), 2u);

@@ -13,6 +13,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// An IDX header: magic (unsigned bytes, rank dimensions), then each size.
+std::vector<uint8_t> header(uint8_t rank, std::vector<uint32_t> dims) {
+  std::vector<uint8_t> h{0, 0, 0x08, rank};
+  for (uint32_t d : dims)
+    for (int s = 24; s >= 0; s -= 8) h.push_back(static_cast<uint8_t>(d >> s));
+  return h;
+}
+
 class IdxTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -23,12 +31,6 @@ class IdxTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  static std::vector<uint8_t> header(uint8_t rank, std::vector<uint32_t> dims) {
-    std::vector<uint8_t> h{0, 0, 0x08, rank};
-    for (uint32_t d : dims)
-      for (int s = 24; s >= 0; s -= 8) h.push_back(static_cast<uint8_t>(d >> s));
-    return h;
-  }
   std::string write_gz(const std::string& name, const std::vector<uint8_t>& bytes) {
     const std::string p = (dir_ / name).string();
     gzFile f = gzopen(p.c_str(), "wb");
@@ -72,37 +74,44 @@ TEST_F(IdxTest, MissingFileNamesPathAndFix) {
   EXPECT_NE(d.error().message.find("--data-dir"), std::string::npos);
 }
 
-TEST_F(IdxTest, RefusesWrongMagic) {
+// Damaged image files: each one read_idx_images refuses, saying what is wrong.
+struct ImageRefusal {
+  const char* name;
+  std::vector<uint8_t> bytes;
+  std::vector<std::string> says;
+};
+
+std::vector<uint8_t> resized(std::vector<uint8_t> bytes, size_t size) {
+  bytes.resize(size);
+  return bytes;
+}
+
+std::vector<uint8_t> float_elements() {
   auto bytes = header(3, {1, 2, 2});
-  bytes[2] = 0x0D;  // float elements
-  bytes.resize(bytes.size() + 4);
-  size_t n = 0;
-  int r = 0, c = 0;
-  auto res = read_idx_images(write_gz("x.gz", bytes), n, r, c);
-  ASSERT_FALSE(res.ok());
-  EXPECT_NE(res.error().message.find("magic 0x00000d03"), std::string::npos) << res.error().message;
+  bytes[2] = 0x0D;
+  return resized(bytes, bytes.size() + 4);
 }
 
-TEST_F(IdxTest, RefusesLabelsFileAsImages) {
-  auto bytes = header(1, {4});
-  bytes.resize(bytes.size() + 4);
+const ImageRefusal kImageRefusals[] = {
+    {"WrongMagic", float_elements(), {"magic 0x00000d03"}},
+    {"LabelsFileAsImages", resized(header(1, {4}), 8 + 4), {"3 dimensions"}},
+    {"TruncatedPayload", resized(header(3, {10, 28, 28}), 16 + 100), {"truncated", "7840"}},
+    {"TruncatedHeader", resized(header(3, {2, 2, 2}), 9), {"header"}},
+};
+
+class IdxImageRefusal : public IdxTest, public ::testing::WithParamInterface<ImageRefusal> {};
+
+TEST_P(IdxImageRefusal, SaysWhy) {
   size_t n = 0;
   int r = 0, c = 0;
-  auto res = read_idx_images(write_gz("x.gz", bytes), n, r, c);
+  auto res = read_idx_images(write_gz("x.gz", GetParam().bytes), n, r, c);
   ASSERT_FALSE(res.ok());
-  EXPECT_NE(res.error().message.find("3 dimensions"), std::string::npos);
+  for (const std::string& word : GetParam().says)
+    EXPECT_NE(res.error().message.find(word), std::string::npos) << res.error().message;
 }
 
-TEST_F(IdxTest, RefusesTruncatedPayload) {
-  auto bytes = header(3, {10, 28, 28});
-  bytes.resize(bytes.size() + 100);
-  size_t n = 0;
-  int r = 0, c = 0;
-  auto res = read_idx_images(write_gz("x.gz", bytes), n, r, c);
-  ASSERT_FALSE(res.ok());
-  EXPECT_NE(res.error().message.find("truncated"), std::string::npos) << res.error().message;
-  EXPECT_NE(res.error().message.find("7840"), std::string::npos) << res.error().message;
-}
+INSTANTIATE_TEST_SUITE_P(Idx, IdxImageRefusal, ::testing::ValuesIn(kImageRefusals),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST_F(IdxTest, RefusesTrailingBytes) {
   auto bytes = header(1, {2});
@@ -111,16 +120,6 @@ TEST_F(IdxTest, RefusesTrailingBytes) {
   auto res = read_idx_labels(write_gz("x.gz", bytes), n);
   ASSERT_FALSE(res.ok());
   EXPECT_NE(res.error().message.find("trailing"), std::string::npos);
-}
-
-TEST_F(IdxTest, RefusesTruncatedHeader) {
-  auto bytes = header(3, {2, 2, 2});
-  bytes.resize(9);
-  size_t n = 0;
-  int r = 0, c = 0;
-  auto res = read_idx_images(write_gz("x.gz", bytes), n, r, c);
-  ASSERT_FALSE(res.ok());
-  EXPECT_NE(res.error().message.find("header"), std::string::npos);
 }
 
 TEST_F(IdxTest, RefusesTruncatedGzipStream) {

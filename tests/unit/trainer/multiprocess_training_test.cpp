@@ -135,21 +135,26 @@ TEST(MultiprocessTraining, SigtermCheckpointsAndResumeIsBitForBit) {
   EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << "resumed run differs";
 }
 
-TEST(MultiprocessTraining, BadOptionIsOneClearLineAndExit2) {
+// Runs one trainer that must fail with exit status `want`; returns what it
+// wrote (a test failure, and "", when it does not end within 30 s).
+std::string failed_run(const std::vector<std::string>& args, const std::string& tag, int want) {
   World w;
-  start(w, 1, {"--batch", "zero"}, "bad");
-  ASSERT_TRUE(dp::test::wait_all(w.kids, Clock::now() + std::chrono::seconds(30)));
-  EXPECT_TRUE(WIFEXITED(*w.kids[0].status) && WEXITSTATUS(*w.kids[0].status) == 2);
-  const std::string out = dp::test::read_file(w.kids[0].log);
+  start(w, 1, args, tag);
+  if (!dp::test::wait_all(w.kids, Clock::now() + std::chrono::seconds(30))) {
+    ADD_FAILURE() << tag << ": the trainer did not end within 30 s";
+    return {};
+  }
+  EXPECT_TRUE(WIFEXITED(*w.kids[0].status) && WEXITSTATUS(*w.kids[0].status) == want);
+  return dp::test::read_file(w.kids[0].log);
+}
+
+TEST(MultiprocessTraining, BadOptionIsOneClearLineAndExit2) {
+  const std::string out = failed_run({"--batch", "zero"}, "bad", 2);
   EXPECT_NE(out.find("--batch: invalid value 'zero'"), std::string::npos) << out;
 }
 
 TEST(MultiprocessTraining, MissingDataNamesTheFix) {
-  World w;
-  start(w, 1, {"--data-dir", "/nonexistent"}, "nodata");
-  ASSERT_TRUE(dp::test::wait_all(w.kids, Clock::now() + std::chrono::seconds(30)));
-  EXPECT_TRUE(WIFEXITED(*w.kids[0].status) && WEXITSTATUS(*w.kids[0].status) == 1);
-  const std::string out = dp::test::read_file(w.kids[0].log);
+  const std::string out = failed_run({"--data-dir", "/nonexistent"}, "nodata", 1);
   EXPECT_NE(out.find("/nonexistent/train-images-idx3-ubyte.gz"), std::string::npos) << out;
   EXPECT_NE(out.find("--data-dir"), std::string::npos) << out;
 }

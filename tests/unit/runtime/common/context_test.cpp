@@ -2,8 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "backends.hpp"
 #include "dp/context.hpp"
@@ -17,10 +18,13 @@ const char* const kAllVars[] = {
     "DP_TILES",    "DP_BACKEND",  "DP_TIMEOUT_MS", "DP_STORE_DIR",     "DP_SHM"};
 
 // Replaces the variables this test cares about, restores nothing: each test
-// starts from a clean slate instead.
-void set_env(const std::map<std::string, std::string>& vars) {
+// starts from a clean slate instead. Each word is NAME=VALUE, as in `env`.
+void set_env(const std::vector<std::string_view>& words) {
   for (const char* v : kAllVars) unsetenv(v);
-  for (const auto& [k, v] : vars) setenv(k.c_str(), v.c_str(), 1);
+  for (std::string_view w : words) {
+    const size_t eq = w.find('=');
+    setenv(std::string(w.substr(0, eq)).c_str(), std::string(w.substr(eq + 1)).c_str(), 1);
+  }
 }
 
 TEST(Context, NothingSetIsASingleProcess) {
@@ -35,19 +39,9 @@ TEST(Context, NothingSetIsASingleProcess) {
 }
 
 TEST(Context, PluginVariables) {
-  set_env({{"RANK", "5"},
-           {"WORLD_SIZE", "8"},
-           {"LOCAL_RANK", "1"},
-           {"LOCAL_WORLD_SIZE", "4"},
-           {"NODE_RANK", "1"},
-           {"GROUP_RANK", "1"},
-           {"MASTER_ADDR", "10.0.0.1"},
-           {"MASTER_PORT", "29500"},
-           {"DP_RDV_ADDR", "10.0.0.1:4000"},
-           {"DP_RDV_SECRET", "abcdef"},
-           {"DP_JOB_ID", "42"},
-           {"DP_STEP_ID", "0"},
-           {"DP_TILES", "4,5,6,7"}});
+  set_env({"RANK=5", "WORLD_SIZE=8", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=4", "NODE_RANK=1",
+           "GROUP_RANK=1", "MASTER_ADDR=10.0.0.1", "MASTER_PORT=29500", "DP_RDV_ADDR=10.0.0.1:4000",
+           "DP_RDV_SECRET=abcdef", "DP_JOB_ID=42", "DP_STEP_ID=0", "DP_TILES=4,5,6,7"});
   auto c = dp::Context::from_environment();
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->rank, 5);
@@ -65,13 +59,8 @@ TEST(Context, PluginVariables) {
 }
 
 TEST(Context, TorchrunVariablesAlone) {
-  set_env({{"RANK", "1"},
-           {"WORLD_SIZE", "2"},
-           {"LOCAL_RANK", "1"},
-           {"LOCAL_WORLD_SIZE", "2"},
-           {"GROUP_RANK", "3"},
-           {"MASTER_ADDR", "127.0.0.1"},
-           {"MASTER_PORT", "6000"}});
+  set_env({"RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2", "GROUP_RANK=3",
+           "MASTER_ADDR=127.0.0.1", "MASTER_PORT=6000"});
   auto c = dp::Context::from_environment();
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->rank, 1);
@@ -81,7 +70,7 @@ TEST(Context, TorchrunVariablesAlone) {
 }
 
 TEST(Context, LocalWorldSizeMayBeOmitted) {
-  set_env({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}});
+  set_env({"RANK=3", "WORLD_SIZE=4", "LOCAL_RANK=1"});
   auto c = dp::Context::from_environment();
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->local_rank, 1);
@@ -89,23 +78,22 @@ TEST(Context, LocalWorldSizeMayBeOmitted) {
 }
 
 struct BadCase {
-  std::map<std::string, std::string> env;
-  std::string names;  // the error must name this
+  std::vector<std::string_view> env;  // NAME=VALUE words
+  std::string names;                  // the error must name this
 };
 
 TEST(Context, BadValuesNameTheVariable) {
   const BadCase cases[] = {
-      {{{"RANK", "0"}}, "WORLD_SIZE"},
-      {{{"WORLD_SIZE", "2"}}, "RANK"},
-      {{{"RANK", "2"}, {"WORLD_SIZE", "2"}}, "RANK"},
-      {{{"RANK", "x"}, {"WORLD_SIZE", "2"}}, "RANK"},
-      {{{"RANK", "0"}, {"WORLD_SIZE", "0"}}, "WORLD_SIZE"},
-      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}}, "MASTER_PORT"},
-      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "2"}},
-       "LOCAL_RANK"},
-      {{{"DP_TILES", "0,,1"}}, "DP_TILES"},
-      {{{"DP_TILES", "-1"}}, "DP_TILES"},
-      {{{"DP_RDV_ADDR", "h:1"}}, "DP_RDV_SECRET"},
+      {{"RANK=0"}, "WORLD_SIZE"},
+      {{"WORLD_SIZE=2"}, "RANK"},
+      {{"RANK=2", "WORLD_SIZE=2"}, "RANK"},
+      {{"RANK=x", "WORLD_SIZE=2"}, "RANK"},
+      {{"RANK=0", "WORLD_SIZE=0"}, "WORLD_SIZE"},
+      {{"RANK=0", "WORLD_SIZE=2", "MASTER_PORT=70000"}, "MASTER_PORT"},
+      {{"RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=2", "LOCAL_WORLD_SIZE=2"}, "LOCAL_RANK"},
+      {{"DP_TILES=0,,1"}, "DP_TILES"},
+      {{"DP_TILES=-1"}, "DP_TILES"},
+      {{"DP_RDV_ADDR=h:1"}, "DP_RDV_SECRET"},
   };
   for (const auto& bc : cases) {
     set_env(bc.env);
@@ -118,7 +106,7 @@ TEST(Context, BadValuesNameTheVariable) {
 }
 
 TEST(Context, SecretNeverInErrors) {
-  set_env({{"DP_RDV_ADDR", "h:1"}, {"DP_RDV_SECRET", "topsecretvalue"}, {"DP_TILES", "bad"}});
+  set_env({"DP_RDV_ADDR=h:1", "DP_RDV_SECRET=topsecretvalue", "DP_TILES=bad"});
   auto c = dp::Context::from_environment();
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().message.find("topsecretvalue"), std::string::npos);
@@ -215,11 +203,8 @@ TEST(Init, WorldOneGivesAWorkingSingleCommunicator) {
 }
 
 TEST(Init, WorldTwoWithoutAStoreRefusesClearly) {
-  set_env({{"RANK", "0"},
-           {"WORLD_SIZE", "2"},
-           {"MASTER_ADDR", "127.0.0.1"},
-           {"MASTER_PORT", "29500"},
-           {"DP_BACKEND", "gloo"}});
+  set_env(
+      {"RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29500", "DP_BACKEND=gloo"});
   auto comm = dp::init();
   ASSERT_FALSE(comm.ok());
   EXPECT_NE(comm.error().message.find("DP_RDV_ADDR"), std::string::npos) << comm.error().message;
@@ -227,7 +212,7 @@ TEST(Init, WorldTwoWithoutAStoreRefusesClearly) {
 }
 
 TEST(Init, NcclWithoutADeviceFailsAtOnce) {
-  set_env({{"DP_BACKEND", "nccl"}});
+  set_env({"DP_BACKEND=nccl"});
   auto comm = dp::init();
   if (dp::detail::usable_cuda_devices() > 0) {
     // On a GPU host, world 1 over NCCL needs no store and works.
