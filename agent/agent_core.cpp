@@ -1,6 +1,5 @@
 #include "agent_core.hpp"
 
-#include <sys/random.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -14,16 +13,6 @@ namespace {
 constexpr uint32_t kHelloFrameLimit = 4096;  // before authentication, frames stay tiny
 constexpr uint64_t kHelloId = 1;
 
-std::string random_nonce() {
-  std::string n(rdv::kNonceBytes, '\0');
-  size_t got = 0;
-  while (got < n.size()) {
-    const ssize_t r = getrandom(n.data() + got, n.size() - got, 0);
-    if (r > 0) got += static_cast<size_t>(r);
-  }
-  return n;
-}
-
 std::string ms_text(Clock::duration d) {
   return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
 }
@@ -32,7 +21,7 @@ std::string ms_text(Clock::duration d) {
 
 AgentCore::AgentCore(AgentConfig cfg, AgentOutbox& out, Clock::time_point now)
     : cfg_(std::move(cfg)), out_(out) {
-  if (!cfg_.make_nonce) cfg_.make_nonce = random_nonce;
+  if (!cfg_.make_nonce) cfg_.make_nonce = rdv::random_nonce;
   std::sort(cfg_.node_ranks.begin(), cfg_.node_ranks.end());
   for (int32_t r : cfg_.node_ranks) ranks_[r];
   last_heard_ = last_tick_ = now;

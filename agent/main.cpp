@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -18,6 +17,8 @@
 #include <thread>
 
 #include "agent_server.hpp"
+#include "dp/hex.hpp"
+#include "hello_proof.hpp"
 #include "launch_contract.hpp"
 #include "process_start.hpp"
 #include "rendezvous_client.hpp"
@@ -54,14 +55,8 @@ dp::Result<std::string> read_settings() {
 }
 
 std::string random_hex(size_t bytes) {
-  std::string raw(bytes, '\0'), hex;
-  for (size_t got = 0; got < bytes;) {
-    const ssize_t n = getrandom(raw.data() + got, bytes - got, 0);
-    if (n > 0) got += static_cast<size_t>(n);
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (unsigned char b : raw) hex += {kHex[b >> 4], kHex[b & 15]};
-  return hex;
+  const std::string raw = dp::rdv::random_bytes(bytes);
+  return dp::to_hex({reinterpret_cast<const unsigned char*>(raw.data()), raw.size()});
 }
 
 // An abstract name nobody can guess (so another user cannot take it first).

@@ -97,15 +97,17 @@ void put_u32(std::string& s, uint32_t v) {
 
 }  // namespace
 
-std::string random_nonce() {
-  std::string n(kNonceBytes, '\0');
+std::string random_bytes(size_t n) {
+  std::string b(n, '\0');
   size_t got = 0;
-  while (got < n.size()) {
-    const ssize_t r = getrandom(n.data() + got, n.size() - got, 0);
+  while (got < b.size()) {
+    const ssize_t r = getrandom(b.data() + got, b.size() - got, 0);
     if (r > 0) got += static_cast<size_t>(r);
   }
-  return n;
+  return b;
 }
+
+std::string random_nonce() { return random_bytes(kNonceBytes); }
 
 Digest sha256(std::string_view data) noexcept {
   Sha256 s;

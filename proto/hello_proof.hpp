@@ -18,6 +18,10 @@ namespace dp::rdv {
 inline constexpr size_t kNonceBytes = 32;
 using Digest = std::array<unsigned char, 32>;
 
+// n bytes from getrandom (retried until all arrive): nonces and the node
+// agent's unguessable socket names.
+std::string random_bytes(size_t n);
+
 // A fresh challenge for one connection (kNonceBytes from getrandom): the
 // daemon and the node agent both issue them.
 std::string random_nonce();
