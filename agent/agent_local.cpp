@@ -29,7 +29,8 @@ void AgentServer::accept_some() {
     c->server = this;
     c->fd = fd;
     c->id = next_id_++;
-    c->rd = event_new(base_, fd, EV_READ | EV_PERSIST, &on_rank_read, c.get());
+    c->rd = event_new(base_, fd, EV_READ | EV_PERSIST,
+                      &service::on_conn_event<Conn, &AgentServer::read_rank>, c.get());
     event_add(c->rd, nullptr);
     const ConnId id = c->id;
     conns_.emplace(id, std::move(c));
@@ -87,7 +88,9 @@ bool AgentServer::flush(int fd, std::string& out, size_t& pos, event* wr) {
 }
 
 void AgentServer::flush_rank(Conn& c) {
-  if (!c.wr) c.wr = event_new(base_, c.fd, EV_WRITE | EV_PERSIST, &on_rank_write, &c);
+  if (!c.wr)
+    c.wr = event_new(base_, c.fd, EV_WRITE | EV_PERSIST,
+                     &service::on_conn_event<Conn, &AgentServer::flush_rank>, &c);
   const bool alive = flush(c.fd, c.out, c.out_pos, c.wr);
   // A closing connection goes once its last reply left (or could not).
   if (c.closing && (!alive || c.out.empty())) drop(c.id);

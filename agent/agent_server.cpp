@@ -127,14 +127,6 @@ void AgentServer::on_daemon_write(int, short, void* arg) {
   if (!a->flush(a->daemon_fd_, a->daemon_out_, a->daemon_out_pos_, a->daemon_wr_))
     a->core_.on_daemon_lost("cannot write to the step's daemon");
 }
-void AgentServer::on_rank_read(int, short, void* arg) {
-  auto* c = static_cast<Conn*>(arg);
-  c->server->read_rank(*c);
-}
-void AgentServer::on_rank_write(int, short, void* arg) {
-  auto* c = static_cast<Conn*>(arg);
-  c->server->flush_rank(*c);
-}
 
 void AgentServer::tick() {
   const auto now = Clock::now();

@@ -10,6 +10,7 @@
 
 #include "agent_core.hpp"
 #include "frame_codec.hpp"
+#include "frame_conn.hpp"
 #include "launch_contract.hpp"
 #include "reply_reader.hpp"
 
@@ -37,22 +38,10 @@ class AgentServer final : public AgentOutbox {
   void to_daemon(const proto::Request& r) override;
 
  private:
-  struct Conn {
-    AgentServer* server = nullptr;
-    int fd = -1;
-    ConnId id = 0;
-    event* rd = nullptr;
-    event* wr = nullptr;
-    rdv::FrameDecoder decoder{4096};
-    std::string out;
-    size_t out_pos = 0;
-    bool closing = false;
-  };
+  using Conn = service::FrameConn<AgentServer>;
 
   AgentServer(const AgentSettings& s, std::string socket);
   static void on_accept(int, short, void* arg);
-  static void on_rank_read(int, short, void* arg);
-  static void on_rank_write(int, short, void* arg);
   static void on_daemon_read(int, short, void* arg);
   static void on_daemon_write(int, short, void* arg);
   static void on_control(int, short, void* arg);
