@@ -12,7 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "pipe_pair.hpp"
+#include "spawn.hpp"
 
 namespace dp::spank {
 namespace {
@@ -61,26 +61,21 @@ Result<agent::AgentAnswer> start_agent(const std::string& path, const UserIds& i
     return make_error(Errc::unavailable, "node agent " + path + " is not executable (" +
                                              std::strerror(errno) +
                                              "); it is installed beside dp-rendezvousd");
-  Pipe in, out;
-  if (pipe2(in.fd, O_CLOEXEC) != 0 || pipe2(out.fd, O_CLOEXEC) != 0)
-    return make_error(Errc::internal, std::string("pipe: ") + std::strerror(errno));
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) return make_error(Errc::internal, std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) exec_agent(path.c_str(), in.fd[0], out.fd[1], ids, parent);
-  close(in.release(0));
-  close(out.release(1));
+  auto child = spawn_piped([&](int in_fd, int out_fd, pid_t parent) {
+    exec_agent(path.c_str(), in_fd, out_fd, ids, parent);
+  });
+  if (!child) return child.error();
   NodeAgent a;
-  a.pid = pid;
-  a.pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  a.control_fd = in.release(1);
+  a.pid = child->pid;
+  a.pidfd = static_cast<int>(syscall(SYS_pidfd_open, child->pid, 0));
+  a.control_fd = child->input_fd;
   // Never blocks on the user's process: a fresh pipe holds 64 KiB, the
   // settings are a few hundred bytes, and a full pipe drops what is left.
   fcntl(a.control_fd, F_SETFL, O_NONBLOCK);
   std::string text = agent::format_settings(settings);
   const ssize_t w = write(a.control_fd, text.data(), text.size());
   std::fill(text.begin(), text.end(), '\0');
-  const int answer_fd = out.release(0);
+  const int answer_fd = child->answer_fd;
   auto answer = read_answer(answer_fd, Clock::now() + wait, wait, "the node agent");
   close(answer_fd);
   Result<agent::AgentAnswer> parsed =

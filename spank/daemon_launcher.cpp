@@ -15,7 +15,7 @@
 
 #include "dp/hex.hpp"
 #include "dp/params.hpp"
-#include "pipe_pair.hpp"
+#include "spawn.hpp"
 
 namespace dp::spank {
 
@@ -118,25 +118,19 @@ Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string&
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
 
-  Pipe in, out;
-  if (pipe2(in.fd, O_CLOEXEC) != 0 || pipe2(out.fd, O_CLOEXEC) != 0)
-    return make_error(Errc::internal, std::string("pipe: ") + std::strerror(errno));
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) return make_error(Errc::internal, std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) exec_child(argv, in.fd[0], out.fd[1], req.show_stderr, parent);
-
-  close(in.release(0));
-  close(out.release(1));
+  auto child = spawn_piped([&](int in_fd, int out_fd, pid_t parent) {
+    exec_child(argv, in_fd, out_fd, req.show_stderr, parent);
+  });
+  if (!child) return child.error();
   // The secret travels through the pipe only (a pipe holds 64 KiB, so this
   // never blocks); a daemon that died early must not kill srun with SIGPIPE.
   std::string line = secret + "\n";
-  const int wfd = in.release(1);
+  const int wfd = child->input_fd;
   sighandler_t old = signal(SIGPIPE, SIG_IGN);
   ssize_t w = write(wfd, line.data(), line.size());
   signal(SIGPIPE, old);
   std::fill(line.begin(), line.end(), '\0');
-  StartingDaemon d{pid, out.release(0), req.path, wfd};
+  StartingDaemon d{child->pid, child->answer_fd, req.path, wfd};
   if (w != static_cast<ssize_t>(secret.size() + 1)) {
     abandon_daemon(d);
     return make_error(Errc::unavailable, "rendezvous daemon " + req.path +
