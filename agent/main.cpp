@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -103,12 +102,8 @@ int main() {
   if (!dp::service::tie_to_parent(SIGKILL))
     return fail("the parent process is already gone; nothing to serve");
   // One local connection per rank of the node, and slurmstepd's soft limit is
-  // often 1 024 (systemd's default for services): take the hard limit.
-  rlimit fds{};
-  if (getrlimit(RLIMIT_NOFILE, &fds) == 0 && fds.rlim_cur < fds.rlim_max) {
-    fds.rlim_cur = fds.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &fds);
-  }
+  // often 1 024 (systemd's default for services).
+  dp::service::raise_fd_limit();
   auto text = read_settings();
   if (!text) return fail(text.error().message);
   auto settings = dp::agent::parse_settings(*text);

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "process_start.hpp"
 #include "step_socket.hpp"
 
 namespace dp::daemon {
@@ -30,19 +31,6 @@ constexpr auto kPingEvery = std::chrono::seconds(1);  // clients call a daemon s
 
 std::string errno_text(int e) { return std::strerror(e); }
 
-// A login shell's soft limit (often 1 024) is no limit for a step of
-// thousands of ranks: take the hard limit, which needs no privilege.
-rlim_t raise_fd_limit() {
-  rlimit rl{};
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
-  if (rl.rlim_cur < rl.rlim_max) {
-    rlimit want = rl;
-    want.rlim_cur = rl.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &want) == 0) return want.rlim_cur;
-  }
-  return rl.rlim_cur;
-}
-
 // How many descriptors the step needs, and whether the limit holds them. With
 // node agents (--nodes) that follows nodes: 131 072 ranks on 16 384 nodes fit
 // a hard limit of 20 000.
@@ -50,7 +38,7 @@ Result<void> size_budget(DaemonOptions& o) {
   const long long peers = o.limits.nodes > 0 ? o.limits.nodes : o.world_size;
   const long long need = peers + o.limits.max_unauthenticated + kMinAgents + kReservedFds;
   if (o.max_connections == 0) {
-    const rlim_t lim = raise_fd_limit();
+    const rlim_t lim = static_cast<rlim_t>(service::raise_fd_limit());
     const long long have = lim == RLIM_INFINITY ? (1ll << 30) : static_cast<long long>(lim);
     if (have < need) {
       return make_error(

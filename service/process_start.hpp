@@ -10,4 +10,9 @@ namespace dp::service {
 // already gone: there is nothing to serve.
 bool tie_to_parent(int death_signal) noexcept;
 
+// Raises the soft RLIMIT_NOFILE to the hard limit (no privilege needed): a
+// login shell's or a service's soft 1 024 is no limit for a step's peers.
+// Returns the soft limit now in force (1 024 when it cannot be read).
+unsigned long long raise_fd_limit() noexcept;
+
 }  // namespace dp::service
