@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "spawn.hpp"
@@ -19,9 +20,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// In the forked child: only the pipes, the job's ids, then exec.
+// The job's ids go into the agent's environment (not secret): admins and
+// tests tell one job's agents from another's as they do its tasks'.
+struct AgentEnv {
+  char job[32], step[32];
+  AgentEnv(uint32_t job_id, uint32_t step_id) {
+    std::snprintf(job, sizeof job, "SLURM_JOB_ID=%u", job_id);
+    std::snprintf(step, sizeof step, "SLURM_STEP_ID=%u", step_id);
+  }
+};
+
+// In the forked child: only the pipes, the job's ids, then exec. No
+// allocation here: slurmstepd has threads.
 [[noreturn]] void exec_agent(const char* path, int in_fd, int out_fd, const UserIds& ids,
-                             pid_t parent) {
+                             AgentEnv& env, pid_t parent) {
   if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0) _exit(126);
   const int devnull = open("/dev/null", O_WRONLY);
   if (devnull >= 0) dup2(devnull, 2);
@@ -39,7 +51,7 @@ using Clock = std::chrono::steady_clock;
   // take the agent before its own main() ignores them too.
   for (int s : {SIGTERM, SIGINT, SIGHUP}) signal(s, SIG_IGN);
   char* argv[] = {const_cast<char*>(path), nullptr};
-  char* envp[] = {const_cast<char*>("PATH=/usr/bin:/bin"), nullptr};
+  char* envp[] = {const_cast<char*>("PATH=/usr/bin:/bin"), env.job, env.step, nullptr};
   execve(path, argv, envp);
   const char msg[] = "ERROR cannot execute dp-nodeagent\n";
   [[maybe_unused]] const ssize_t n = write(1, msg, sizeof msg - 1);
@@ -61,8 +73,9 @@ Result<agent::AgentAnswer> start_agent(const std::string& path, const UserIds& i
     return make_error(Errc::unavailable, "node agent " + path + " is not executable (" +
                                              std::strerror(errno) +
                                              "); it is installed beside dp-rendezvousd");
+  AgentEnv env(settings.job, settings.step);
   auto child = spawn_piped([&](int in_fd, int out_fd, pid_t parent) {
-    exec_agent(path.c_str(), in_fd, out_fd, ids, parent);
+    exec_agent(path.c_str(), in_fd, out_fd, ids, env, parent);
   });
   if (!child) return child.error();
   NodeAgent a;
