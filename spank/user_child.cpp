@@ -1,11 +1,7 @@
 #include "user_child.hpp"
 
-#include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,13 +9,7 @@
 
 namespace dp::spank {
 
-namespace {
-
 using Clock = std::chrono::steady_clock;
-
-constexpr int kChildPipeFd = 3;
-
-}  // namespace
 
 bool become_user(const UserIds& ids) {
   if (setgroups(1, &ids.gid) != 0 || setgid(ids.gid) != 0 || setuid(ids.uid) != 0) return false;
@@ -30,87 +20,6 @@ bool become_user(const UserIds& ids) {
     return false;
   if (ids.uid != 0 && (setuid(0) == 0 || seteuid(0) == 0)) return false;
   return true;
-}
-
-namespace {
-
-void write_all(int fd, const std::string& s) {
-  size_t off = 0;
-  while (off < s.size()) {
-    const ssize_t n = write(fd, s.data() + off, s.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    off += static_cast<size_t>(n);
-  }
-}
-
-[[noreturn]] void child_main(int pipe_fd, const UserIds& ids,
-                             const std::function<Result<std::string>()>& work) {
-  // Only the pipe stays: slurmstepd's own connections are none of the child's business.
-  if (dup2(pipe_fd, kChildPipeFd) < 0) _exit(3);
-  close_range(kChildPipeFd + 1, ~0U, 0);
-  // A copy of slurmstepd's memory: the user must not read it (ptrace, /proc/<pid>/mem).
-  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-  sigset_t none;
-  sigemptyset(&none);
-  pthread_sigmask(SIG_SETMASK, &none, nullptr);
-  std::string out;
-  if (!become_user(ids)) {
-    out = "Ecannot become uid " + std::to_string(ids.uid) + "/gid " + std::to_string(ids.gid);
-  } else {
-    try {
-      auto r = work();
-      out = r ? "V" + *r : "E" + r.error().message;
-    } catch (...) {
-      out = "Einternal error in the unprivileged helper";
-    }
-  }
-  if (out.size() > kMaxChildAnswer) out.resize(kMaxChildAnswer);
-  write_all(kChildPipeFd, out);
-  _exit(0);
-}
-
-// Reaps the child; one that closed its pipe is exiting and gets a moment,
-// one past its deadline is killed at once.
-void reap(pid_t pid, bool kill_now) {
-  for (int i = 0; !kill_now && i < 200; ++i) {
-    if (waitpid(pid, nullptr, WNOHANG) != 0) return;  // reaped (or someone else did)
-    usleep(1000);
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
-}
-
-}  // namespace
-
-Result<std::string> run_as_user(const UserIds& ids, std::chrono::milliseconds deadline_in,
-                                const std::function<Result<std::string>()>& work) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0)
-    return make_error(Errc::internal,
-                      std::string("pipe for the unprivileged helper: ") + std::strerror(errno));
-  const pid_t pid = fork();
-  if (pid < 0) {
-    const int e = errno;
-    close(p[0]);
-    close(p[1]);
-    return make_error(Errc::internal,
-                      std::string("cannot fork the unprivileged helper: ") + std::strerror(e));
-  }
-  if (pid == 0) {
-    close(p[0]);
-    child_main(p[1], ids, work);
-  }
-  close(p[1]);
-  auto got = read_answer(p[0], Clock::now() + deadline_in, deadline_in, "the unprivileged helper");
-  close(p[0]);
-  // An answer in full means the child is exiting: it gets a moment; else it is killed.
-  reap(pid, !got);
-  if (!got) return got.error();
-  if (got->empty())
-    return make_error(Errc::internal, "the unprivileged helper ended without an answer");
-  if ((*got)[0] == 'V') return got->substr(1);
-  return make_error(Errc::unavailable, got->substr(1));
 }
 
 Result<std::string> read_answer(int fd, Clock::time_point deadline,

@@ -1,14 +1,14 @@
 // Work that slurmstepd's root context must not do itself (anything that
 // touches the network or trusts what the user's environment names) runs in
-// a child that has become the job's user first. Root only reads the child's
-// short answer from a pipe, bounded in size and time.
+// a child that has become the job's user first (the node agent, see
+// agent_launcher). Root only reads the child's short answer from a pipe,
+// bounded in size and time.
 #pragma once
 
 #include <sys/types.h>
 
 #include <chrono>
 #include <cstddef>
-#include <functional>
 #include <string>
 #include <string_view>
 
@@ -23,16 +23,6 @@ struct UserIds {
   uid_t uid = 0;
   gid_t gid = 0;
 };
-
-// Forks; the child drops every supplementary group, sets gid then uid
-// (checked: real, effective and saved ids all the job's, root not regained),
-// becomes non-dumpable, closes every inherited descriptor but its pipe, runs
-// `work` and _exits. The parent returns the child's value or error, or an
-// error when the child answers more than kMaxChildAnswer bytes, dies, or
-// is still running at `deadline` (then it is killed by its pid). The
-// child's text is not sanitised here: see sanitize().
-Result<std::string> run_as_user(const UserIds& ids, std::chrono::milliseconds deadline,
-                                const std::function<Result<std::string>()>& work);
 
 // In a forked child of root: drops every supplementary group, sets gid
 // then uid, and checks that real, effective and saved ids are all the

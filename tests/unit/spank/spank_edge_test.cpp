@@ -24,6 +24,7 @@
 #include "port_lease.hpp"
 #include "process_group.hpp"
 #include "rendezvous_client.hpp"
+#include "spawn.hpp"
 #include "step_gres.hpp"
 #include "user_child.hpp"
 
@@ -259,62 +260,68 @@ TEST_F(LeaseDir, PortInUseIsSkipped) {
   EXPECT_NE(l->port(), site_.port_min);
 }
 
-TEST(UserChild, WorkRunsAsTheJobUserAndCannotRegainRoot) {
-  auto r = dp::spank::run_as_user(
-      {65534, 65534}, std::chrono::seconds(5), []() -> dp::Result<std::string> {
-        uid_t ru, eu, su;
-        getresuid(&ru, &eu, &su);
-        gid_t groups[8];
-        const int n = getgroups(8, groups);
-        const bool root_back = setuid(0) == 0 || seteuid(0) == 0;
-        return std::to_string(ru) + " " + std::to_string(eu) + " " + std::to_string(su) + " " +
-               std::to_string(getgid()) + " groups=" + std::to_string(n) +
-               (root_back ? " ROOT" : "");
-      });
+// The agent launcher's composition: spawn_piped, become_user in the child,
+// read_answer in root. `work(fd)` writes the child's answer to fd.
+template <class Work>
+dp::Result<std::string> answer_of_user_child(std::chrono::milliseconds allowed, Work&& work) {
+  auto child = dp::spank::spawn_piped([&](int in_fd, int out_fd, pid_t) {
+    close(in_fd);
+    if (!dp::spank::become_user({65534, 65534})) _exit(125);
+    work(out_fd);
+    _exit(0);
+  });
+  if (!child) return child.error();
+  close(child->input_fd);
+  auto got = dp::spank::read_answer(child->answer_fd, std::chrono::steady_clock::now() + allowed,
+                                    allowed, "the test's child");
+  close(child->answer_fd);
+  kill(child->pid, SIGKILL);  // ours, by pid; it may have exited already
+  waitpid(child->pid, nullptr, 0);
+  return got;
+}
+
+void write_text(int fd, const std::string& s) { (void)!write(fd, s.data(), s.size()); }
+
+TEST(UserChild, ChildRunsAsTheJobUserAndCannotRegainRoot) {
+  auto r = answer_of_user_child(std::chrono::seconds(5), [](int fd) {
+    uid_t ru, eu, su;
+    getresuid(&ru, &eu, &su);
+    gid_t groups[8];
+    const int n = getgroups(8, groups);
+    const bool root_back = setuid(0) == 0 || seteuid(0) == 0;
+    write_text(fd, std::to_string(ru) + " " + std::to_string(eu) + " " + std::to_string(su) + " " +
+                       std::to_string(getgid()) + " groups=" + std::to_string(n) +
+                       (root_back ? " ROOT" : ""));
+  });
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(*r, "65534 65534 65534 65534 groups=1");
 }
 
-TEST(UserChild, ErrorsComeBackAsErrors) {
-  auto r = dp::spank::run_as_user(
-      {65534, 65534}, std::chrono::seconds(5),
-      []() -> dp::Result<std::string> { return dp::make_error(dp::Errc::timeout, "no daemon"); });
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message, "no daemon");
-}
-
 TEST(UserChild, RootReadsAtMost64KiB) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = dp::spank::run_as_user({65534, 65534}, std::chrono::seconds(5),
-                                  []() -> dp::Result<std::string> {
-                                    // Bypasses the child's own cut: writes 100 MiB straight into
-                                    // the pipe.
-                                    std::string big(1 << 20, 'x');
-                                    for (int i = 0; i < 100; ++i)
-                                      if (write(3, big.data(), big.size()) < 0) break;
-                                    return std::string("done");
-                                  });
+  auto r = answer_of_user_child(std::chrono::seconds(5), [](int fd) {
+    const std::string big(1 << 20, 'x');  // 100 MiB in all
+    for (int i = 0; i < 100; ++i)
+      if (write(fd, big.data(), big.size()) < 0) break;
+  });
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("more than 65536 bytes"), std::string::npos)
       << r.error().message;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
 }
 
-TEST(UserChild, HangingChildIsKilledAtTheDeadline) {
+TEST(UserChild, RootStopsWaitingForASilentChildAtTheDeadline) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = dp::spank::run_as_user({65534, 65534}, std::chrono::milliseconds(300),
-                                  []() -> dp::Result<std::string> {
-                                    pause();
-                                    return std::string("never");
-                                  });
+  auto r = answer_of_user_child(std::chrono::milliseconds(300), [](int) { pause(); });
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, dp::Errc::timeout);
+  EXPECT_NE(r.error().message.find("within 300 ms"), std::string::npos) << r.error().message;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
 }
 
-// What slurmstepd's exchange child does against a hostile "daemon" that
-// answers with a 100 MiB frame: the client refuses it from its header.
-TEST(UserChild, ExchangeClientRefusesAnOversizedReply) {
+// What the node agent's client does against a hostile "daemon" that answers
+// with a 100 MiB frame: it refuses the frame from its header.
+TEST(UserChild, ClientRefusesAnOversizedReply) {
   const int srv = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -339,23 +346,21 @@ TEST(UserChild, ExchangeClientRefusesAnOversizedReply) {
   });
   const uint16_t port = ntohs(a.sin_port);
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = dp::spank::run_as_user({65534, 65534}, std::chrono::seconds(10),
-                                  [&]() -> dp::Result<std::string> {
-                                    dp::ClientOptions o;
-                                    o.host = "127.0.0.1";
-                                    o.port = port;
-                                    o.secret = "00";
-                                    o.role = dp::PeerRole::agent;
-                                    o.connect_timeout = std::chrono::seconds(2);
-                                    o.max_reply_frame = 4096;
-                                    auto c = dp::RendezvousClient::connect(o);
-                                    if (!c) return c.error();
-                                    return std::string("connected");
-                                  });
+  auto r = answer_of_user_child(std::chrono::seconds(10), [&](int fd) {
+    dp::ClientOptions o;
+    o.host = "127.0.0.1";
+    o.port = port;
+    o.secret = "00";
+    o.role = dp::PeerRole::agent;
+    o.connect_timeout = std::chrono::seconds(2);
+    o.max_reply_frame = 4096;
+    auto c = dp::RendezvousClient::connect(o);
+    write_text(fd, c ? std::string("connected") : c.error().message);
+  });
   fake.join();
   close(srv);
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("oversized"), std::string::npos) << r.error().message;
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_NE(r->find("oversized"), std::string::npos) << *r;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
   EXPECT_LT(sent, 100u << 20) << "the client stopped reading long before the frame's end";
 }
