@@ -27,6 +27,9 @@ Broker::Broker(BrokerConfig cfg, Outbox& out, Clock::time_point now)
       live_(cfg_.world_size, cfg_.limits.heartbeat_timeout, now),
       store_(cfg_.limits) {
   if (!cfg_.make_nonce) cfg_.make_nonce = rdv::random_nonce;
+  // Rendezvous code commonly sets a key or two per rank: sized once, the
+  // table does not rehash while a large world arrives.
+  store_.reserve(static_cast<size_t>(std::max(cfg_.world_size, 1)));
 }
 
 void Broker::on_connect(ConnId conn, Clock::time_point now) {

@@ -30,6 +30,7 @@ class KvStore {
   // Errc::not_found, or Errc::conflict for a write-once key.
   Result<void> erase(const std::string& key);
   size_t keys() const { return map_.size(); }
+  void reserve(size_t keys) { map_.reserve(keys); }
   uint64_t bytes() const { return bytes_; }
 
  private:
