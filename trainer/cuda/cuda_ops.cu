@@ -4,6 +4,7 @@
 // Communicator::set_stream. Failures are recorded, never fatal: status()
 // returns the first, and the trainer checks it once per step.
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -229,6 +230,12 @@ __global__ void sgd_kernel(float* p, const float* g, float* v, size_t n, float l
   }
 }
 
+// bf16 GEMM operands: fp32 rounded to nearest even, as cuBLAS's FAST_16BF
+// rounds them; elements of a row's padding (ld > width) are copied too.
+__global__ void to_bf16_kernel(__nv_bfloat16* dst, const float* src, size_t n) {
+  DPT_GRID_STRIDE(i, n) dst[i] = __float2bfloat16_rn(src[i]);
+}
+
 // The CPU's formula, so the two paths differ only by rounding.
 __global__ void adam_kernel(float* p, const float* g, float* m, float* v, size_t n, float step_size,
                             float b1, float b2, float eps, float inv_sqrt_c2) {
@@ -239,18 +246,16 @@ __global__ void adam_kernel(float* p, const float* g, float* m, float* v, size_t
   }
 }
 
+// bf16 is not a compute type here: its operands are staged in bf16 storage
+// (CudaOps::gemm), then multiplied with fp32 accumulation.
 cublasComputeType_t compute_type(Precision p) {
-  switch (p) {
-    case Precision::tf32: return CUBLAS_COMPUTE_32F_FAST_TF32;
-    case Precision::bf16: return CUBLAS_COMPUTE_32F_FAST_16BF;
-    case Precision::fp32: break;
-  }
-  return CUBLAS_COMPUTE_32F;
+  return p == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 }
 
 class CudaOps final : public Ops {
  public:
-  CudaOps(int device, Precision precision) : device_(device), compute_(compute_type(precision)) {}
+  CudaOps(int device, Precision precision)
+      : device_(device), compute_(compute_type(precision)), bf16_(precision == Precision::bf16) {}
 
   dp::Result<void> start() {
     ok(cudaSetDevice(device_), "cudaSetDevice");
@@ -274,7 +279,7 @@ class CudaOps final : public Ops {
     for (auto& e : copied_)
       if (e) (void)cudaEventDestroy(e);
     if (pinned_) (void)cudaFreeHost(pinned_);
-    for (float* p : {scratch_, partials_})
+    for (float* p : {scratch_, partials_, a16_, b16_})
       if (p) (void)cudaFree(p);
     if (blas_) (void)cublasDestroy(blas_);
     if (blas_workspace_) (void)cudaFree(blas_workspace_);
@@ -375,9 +380,20 @@ class CudaOps final : public Ops {
   void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
             const float* b, int ldb, float beta, float* c, int ldc) override {
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
+    const void *a_in = a, *b_in = b;
+    cudaDataType_t in_type = CUDA_R_32F;
+    if (bf16_) {
+      // FAST_16BF on fp32 storage rounds inside cuBLAS and, at these shapes
+      // (H200, MLP batch 4096), ran the weight gradient at SIMT speed; bf16
+      // storage gets the tensor-core kernels.
+      a_in = to_bf16(a16_, a16_size_, a, ta ? k : m, ta ? m : k, lda);
+      b_in = to_bf16(b16_, b16_size_, b, tb ? n : k, tb ? k : n, ldb);
+      if (!a_in || !b_in) return;
+      in_type = CUDA_R_16BF;
+    }
     const cublasStatus_t s =
         cublasGemmEx(blas_, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
-                     &alpha, b, CUDA_R_32F, ldb, a, CUDA_R_32F, lda, &beta, c, CUDA_R_32F, ldc,
+                     &alpha, b_in, in_type, ldb, a_in, in_type, lda, &beta, c, CUDA_R_32F, ldc,
                      compute_, CUBLAS_GEMM_DEFAULT);
     ok(s, "gemm");
   }
@@ -509,6 +525,18 @@ class CudaOps final : public Ops {
     return buf;
   }
   float* scratch(size_t n) { return grow(scratch_, scratch_size_, n, "scratch"); }
+  // A bf16 copy of a stored rows x width matrix (leading dimension ld), in
+  // its own growing buffer (sizes in floats: two bf16 per float).
+  const __nv_bfloat16* to_bf16(float*& buf, size_t& have, const float* src, int rows, int width,
+                               int ld) {
+    const size_t n = rows > 0 && width > 0 ? size_t(rows - 1) * ld + width : 0;
+    float* raw = grow(buf, have, (n + 1) / 2, "bf16 operand");
+    if (!raw) return nullptr;
+    auto* dst = reinterpret_cast<__nv_bfloat16*>(raw);
+    to_bf16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(dst, src, n);
+    launched("to_bf16");
+    return dst;
+  }
   float* partials_for(size_t n) {
     return grow(partials_, partials_size_, n, "column sums scratch");
   }
@@ -525,6 +553,9 @@ class CudaOps final : public Ops {
   size_t scratch_size_ = 0;
   float* partials_ = nullptr;
   size_t partials_size_ = 0;
+  bool bf16_;
+  float *a16_ = nullptr, *b16_ = nullptr;  // bf16 GEMM operands (bf16_ only)
+  size_t a16_size_ = 0, b16_size_ = 0;
   float* pinned_ = nullptr;
   cudaEvent_t copied_[kCopyOutSlots] = {};
   uint64_t next_ticket_ = 0;

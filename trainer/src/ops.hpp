@@ -19,8 +19,9 @@
 
 namespace dpt {
 
-// Arithmetic of the GEMMs (CUDA): fp32, or fp32 storage with TF32 or bf16
-// tensor-core products (cuBLAS's FAST compute types). The CPU does fp32.
+// Arithmetic of the GEMMs (CUDA): fp32, TF32 tensor-core products of fp32
+// storage, or bf16 products of operands rounded to bf16 (fp32 accumulation;
+// everything stored stays fp32). The CPU does fp32.
 enum class Precision { fp32, tf32, bf16 };
 
 // NHWC image geometry of one convolution (per sample).
