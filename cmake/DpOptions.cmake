@@ -15,7 +15,8 @@ endfunction()
 # Source paths in __FILE__ and std::source_location (error trails) are
 # relative to the tree, so messages never show where it was built.
 # Ninja names sources relative to the build folder ("../core/..."), Makefiles
-# by absolute path: map both.
+# by absolute path: map both. (ccache's base_dir turns a Makefile build's
+# paths into "../../../core/...": dp::detail::tree_path drops those "../".)
 file(RELATIVE_PATH _dp_src_from_build ${CMAKE_BINARY_DIR} ${PROJECT_SOURCE_DIR})
 string(REGEX REPLACE "/$" "" _dp_src_from_build "${_dp_src_from_build}")
 add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-fmacro-prefix-map=${PROJECT_SOURCE_DIR}/=>)

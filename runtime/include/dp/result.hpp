@@ -78,17 +78,27 @@ class [[nodiscard]] Result<void> {
   bool ok_ = true;
 };
 
+namespace detail {
+// -fmacro-prefix-map makes source paths relative to the tree, but ccache's
+// base_dir hands a Makefile build paths relative to each object's folder
+// ("../../../core/x.cpp"), which no fixed map covers: the "../" go here.
+constexpr const char* tree_path(const char* file) noexcept {
+  while (file[0] == '.' && file[1] == '.' && file[2] == '/') file += 3;
+  return file;
+}
+}  // namespace detail
+
 // The caller's file and line: __builtin_FILE/LINE, which GCC and Clang
 // evaluate at the call site like std::source_location, also where
 // <source_location> is unusable (Clang 14 with libstdc++ 12, the fuzzers' compiler).
 inline Error make_error(Errc code, std::string message, const char* file = __builtin_FILE(),
                         int line = __builtin_LINE()) {
-  return Error{code, std::move(message), {{file, line}}};
+  return Error{code, std::move(message), {{detail::tree_path(file), line}}};
 }
 
 namespace detail {
 inline Error passed_on(Error e, const char* file, int line) {
-  e.trail.push_back({file, line});
+  e.trail.push_back({tree_path(file), line});
   return e;
 }
 }  // namespace detail

@@ -30,6 +30,14 @@ TEST(Result, PropagatesFirstError) {
   EXPECT_STREQ(dp::errc_name(r.error().code), "invalid_argument");
 }
 
+TEST(Result, TrailPathsAreRelativeToTheTreeWhateverTheBuildFolder) {
+  EXPECT_STREQ(dp::detail::tree_path("../../../core/layout.cpp"), "core/layout.cpp");
+  EXPECT_STREQ(dp::detail::tree_path("../core/layout.cpp"), "core/layout.cpp");
+  EXPECT_STREQ(dp::detail::tree_path("core/layout.cpp"), "core/layout.cpp");
+  EXPECT_STREQ(dp::detail::tree_path("..core/x.cpp"), "..core/x.cpp");
+  EXPECT_STREQ(dp::detail::tree_path(""), "");
+}
+
 TEST(Result, TrailSaysWhereTheErrorWasMadeAndPassedOn) {
   int out = 0;
   auto r = quarter(6, &out);  // half(6) is fine, half(3) fails
