@@ -32,7 +32,6 @@ using std::chrono::milliseconds;
 
 // The daemon answers timeouts itself; allow for the trip.
 milliseconds reply_grace() { return milliseconds(param(Param::reply_grace_ms)); }
-constexpr uint32_t kHelloFrameLimit = 4096;  // challenge and hello reply are small
 
 std::string shown_key(std::string_view key) {
   std::string s = "'";
@@ -569,11 +568,11 @@ Result<std::unique_ptr<RendezvousClient>> RendezvousClient::connect(const Client
                                                   std::to_string(o.world_size) + ")");
   }
   if (o.heartbeat_interval.count() <= 0) o.heartbeat_interval = milliseconds(1'000);
-  if (o.max_reply_frame < kHelloFrameLimit) {
+  if (o.max_reply_frame < rdv::kHelloFrameLimit) {
     return make_error(Errc::invalid_argument, "rendezvous client: max_reply_frame " +
                                                   std::to_string(o.max_reply_frame) +
                                                   " is below the smallest useful frame (" +
-                                                  std::to_string(kHelloFrameLimit) + ")");
+                                                  std::to_string(rdv::kHelloFrameLimit) + ")");
   }
   if (o.hostname.empty()) {
     char name[256] = {};
@@ -588,10 +587,10 @@ Result<std::unique_ptr<RendezvousClient>> RendezvousClient::connect(const Client
   for (;;) {
     // Each attempt gets a slice of the total so a dropped SYN is retried.
     const auto attempt_deadline = std::min(deadline, Clock::now() + milliseconds(5'000));
-    auto fd = local ? rdv::unix_connect_once(o.agent_socket, attempt_deadline)
+    auto fd = local ? rdv::unix_connect_once(o.agent_socket)
                     : rdv::tcp_connect_once(o.host, o.port, attempt_deadline);
     if (fd) {
-      rdv::ReplyReader reader(kHelloFrameLimit);
+      rdv::ReplyReader reader(rdv::kHelloFrameLimit);
       auto hello =
           say_hello(*fd, o, std::min(deadline, Clock::now() + milliseconds(10'000)), reader);
       if (hello) {

@@ -1,10 +1,9 @@
 #include "unix_connect.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 namespace dp::rdv {
@@ -30,23 +29,24 @@ Result<uid_t> peer_uid(int fd) {
   return cred.uid;
 }
 
-Result<int> unix_connect_once(const std::string& at_name, Deadline deadline) {
+Result<int> unix_connect_once(const std::string& at_name) {
   sockaddr_un sa;
   auto len = abstract_address(at_name, sa);
   DP_TRY(len);
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return make_error(Errc::connection, std::string("socket: ") + std::strerror(errno));
-  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), *len) != 0 && errno != EINPROGRESS &&
-      errno != EAGAIN) {
+  // A unix stream connect completes at once or fails; EAGAIN (the agent's
+  // listen queue is full) leaves the socket unconnected: a retryable error,
+  // never a socket whose peer credentials are then unknown.
+  int rc;
+  do {
+    rc = connect(fd, reinterpret_cast<sockaddr*>(&sa), *len);
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
     const int e = errno;
     ::close(fd);
     return make_error(Errc::connection,
                       "cannot connect to the node agent at " + at_name + ": " + std::strerror(e));
-  }
-  pollfd p{fd, POLLOUT, 0};
-  if (poll(&p, 1, ms_until(deadline)) <= 0) {
-    ::close(fd);
-    return make_error(Errc::timeout, "the node agent at " + at_name + " did not accept in time");
   }
   auto uid = peer_uid(fd);
   if (!uid || *uid != getuid()) {

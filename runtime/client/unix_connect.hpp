@@ -11,7 +11,6 @@
 #include <string>
 
 #include "dp/result.hpp"
-#include "tcp_connect.hpp"
 
 namespace dp::rdv {
 
@@ -19,8 +18,8 @@ namespace dp::rdv {
 Result<socklen_t> abstract_address(const std::string& at_name, sockaddr_un& out);
 // The uid of the process at the other end of a connected unix socket.
 Result<uid_t> peer_uid(int fd);
-// Connects (non-blocking socket, as tcp_connect_once gives) and checks that
-// the listener runs as this process's uid.
-Result<int> unix_connect_once(const std::string& at_name, Deadline deadline);
+// Connects (a non-blocking socket, as tcp_connect_once gives; a unix connect
+// never waits) and checks that the listener runs as this process's uid.
+Result<int> unix_connect_once(const std::string& at_name);
 
 }  // namespace dp::rdv
