@@ -10,7 +10,6 @@
 namespace dp::agent {
 namespace {
 
-constexpr uint32_t kHelloFrameLimit = 4096;  // before authentication, frames stay tiny
 constexpr uint64_t kHelloId = 1;
 
 std::string ms_text(Clock::duration d) {
@@ -105,7 +104,6 @@ uint64_t AgentCore::upstream(proto::Request& req, Upstream what) {
   const uint64_t id = next_up_++;
   req.set_id(id);
   pending_.emplace(id, std::move(what));
-  ++sent_;
   if (link_ == Link::ready) {
     out_.to_daemon(req);
   } else if (link_ != Link::gone) {
@@ -152,12 +150,7 @@ void AgentCore::on_rank_connect(ConnId conn, Clock::time_point now) {
 
 uint32_t AgentCore::max_frame_bytes(ConnId conn) const {
   auto it = locals_.find(conn);
-  return it != locals_.end() && it->second.ready ? cfg_.max_frame_bytes : kHelloFrameLimit;
-}
-
-size_t AgentCore::ranks_connected() const {
-  return static_cast<size_t>(
-      std::count_if(ranks_.begin(), ranks_.end(), [](const auto& r) { return r.second.conn; }));
+  return it != locals_.end() && it->second.ready ? cfg_.max_frame_bytes : rdv::kHelloFrameLimit;
 }
 
 void AgentCore::reply(ConnId conn, uint64_t id, proto::Code code, const std::string& why) {

@@ -20,6 +20,7 @@
 
 #include "dp/proto/rendezvous.pb.h"
 #include "dp/result.hpp"
+#include "frame_limits.hpp"
 
 namespace dp::agent {
 
@@ -41,7 +42,7 @@ struct AgentConfig {
   // within milliseconds, and makes the first failure say how the rank died.
   std::chrono::milliseconds exit_status_grace{250};
   size_t max_cache_bytes = 64u << 20;
-  uint32_t max_frame_bytes = (256u << 20) + 65'536;  // after hello; the daemon's largest value
+  uint32_t max_frame_bytes = rdv::kMaxFrameBytes;  // after hello
   std::string (*make_nonce)() = nullptr;             // tests and the fuzzer pin it
 };
 
@@ -86,9 +87,7 @@ class AgentCore {
   // The daemon is gone: the local ranks were told; the agent exits.
   bool finished() const { return link_ == Link::gone; }
   const std::string& end_reason() const { return end_reason_; }
-  size_t ranks_connected() const;
   size_t cached_keys() const { return cache_.size(); }
-  uint64_t requests_sent() const { return sent_; }
 
  private:
   enum class Link : uint8_t { awaiting_challenge, awaiting_hello_reply, ready, gone };
@@ -173,7 +172,6 @@ class AgentCore {
   size_t cache_bytes_ = 0;
 
   Clock::time_point last_heard_, last_tick_, next_beat_, next_ping_;
-  uint64_t sent_ = 0;
 };
 
 }  // namespace dp::agent

@@ -14,10 +14,6 @@
 namespace dp::agent {
 namespace {
 
-constexpr uint32_t kMaxDaemonFrame = (256u << 20) + 65'536;
-// Until the daemon answered our hello, whatever listens there is not trusted
-// with more (DP_RDV_ADDR is the user's to set).
-constexpr uint32_t kHelloFrameLimit = 4096;
 
 void write_line(const std::string& line) {
   size_t off = 0;
@@ -51,7 +47,7 @@ AgentServer::AgentServer(const AgentSettings& s, std::string socket)
     : settings_(s),
       socket_(std::move(socket)),
       core_(core_config(s), *this, Clock::now()),
-      daemon_reader_(kHelloFrameLimit) {}
+      daemon_reader_(rdv::kHelloFrameLimit) {}
 
 Result<std::unique_ptr<AgentServer>> AgentServer::create(const AgentSettings& s, int daemon_fd,
                                                          int listen_fd, std::string socket) {
@@ -132,16 +128,15 @@ void AgentServer::tick() {
   const auto now = Clock::now();
   core_.on_tick(now);
   answer_root();
+  if (core_.finished()) return stop(1, core_.end_reason());
   if (!answered_ && now >= answer_by_)
-    return stop(1, "no MASTER_PORT from the master node through the step's daemon in time");
-  if (core_.finished()) stop(1, core_.end_reason());
+    stop(1, "no MASTER_PORT from the master node through the step's daemon in time");
 }
 
 // Root waits for one line: the socket, with the master port once known.
+// A lost daemon is answered by the callers' stop().
 void AgentServer::answer_root() {
-  if (answered_) return;
-  if (core_.finished()) return stop(1, core_.end_reason());
-  if (!core_.daemon_ready()) return;
+  if (answered_ || !core_.daemon_ready()) return;
   AgentAnswer a{0, socket_};
   if (settings_.master != MasterPort::none) {
     const auto& got = core_.exchange_answer();
@@ -204,7 +199,7 @@ void AgentServer::read_daemon() {
       }
       if (!*r) break;
       core_.on_daemon_response(**r, now);
-      if (core_.daemon_ready()) daemon_reader_.set_max_frame_bytes(kMaxDaemonFrame);
+      if (core_.daemon_ready()) daemon_reader_.set_max_frame_bytes(rdv::kMaxFrameBytes);
     }
   }
   answer_root();

@@ -159,14 +159,15 @@ void AgentCore::expire_waiters(Clock::time_point now) {
   for (auto it = barriers_.begin(); it != barriers_.end();) {
     BarrierState& b = it->second;
     if (!b.sent) {
-      const std::string missing = missing_local(b);
+      std::optional<std::string> missing;  // as the first late waiter found it; ticks stay cheap
       for (const Waiter& w : b.waiters) {
         if (w.deadline > now) continue;
+        if (!missing) missing = missing_local(b);
         auto l = locals_.find(w.conn);
         if (l != locals_.end()) b.arrived.erase(l->second.rank);
         reply(w.conn, w.id, proto::TIMEOUT,
               "barrier " + shown(it->first) + " timed out on node " + cfg_.host +
-                  ": local ranks not arrived: " + missing);
+                  ": local ranks not arrived: " + *missing);
       }
       b.waiters.erase(std::remove_if(b.waiters.begin(), b.waiters.end(),
                                      [&](const Waiter& w) { return w.deadline <= now; }),

@@ -9,8 +9,6 @@
 namespace dp::daemon {
 namespace {
 
-constexpr uint32_t kHelloFrameLimit = 4096;  // before authentication, frames stay tiny
-
 std::string ms_text(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + " ms"; }
 
 }  // namespace
@@ -75,7 +73,7 @@ void Broker::prune_unauthenticated() {
 
 uint32_t Broker::max_frame_bytes(ConnId conn) const {
   auto it = peers_.find(conn);
-  if (it == peers_.end() || it->second.state == PeerState::awaiting_hello) return kHelloFrameLimit;
+  if (it == peers_.end() || it->second.state == PeerState::awaiting_hello) return rdv::kHelloFrameLimit;
   return cfg_.limits.max_key_bytes + cfg_.limits.max_value_bytes + 1024;
 }
 

@@ -16,10 +16,7 @@ std::string ranks_text(const std::vector<int>& ranks) {
     return ranks.size() == 1 ? std::to_string(ranks.front())
                              : std::to_string(ranks.front()) + "-" + std::to_string(ranks.back());
   }
-  std::string s;
-  for (size_t i = 0; i < ranks.size() && i < 8; ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
-  if (ranks.size() > 8) s += ",... (" + std::to_string(ranks.size()) + " ranks)";
-  return s;
+  return rank_list(ranks);
 }
 
 std::string or_unknown(const std::string& host) { return host.empty() ? "?" : host; }

@@ -38,14 +38,14 @@ std::string quoted(const std::string& s) {
 
 double us_to_ms(uint64_t us) { return static_cast<double>(us) / 1000.0; }
 
+}  // namespace
+
 std::string rank_list(const std::vector<int>& ranks) {
   std::string s;
   for (size_t i = 0; i < ranks.size() && i < 8; ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
   if (ranks.size() > 8) s += ",... (" + std::to_string(ranks.size()) + " ranks)";
   return s;
 }
-
-}  // namespace
 
 const char* failure_how_name(FailureHow h) noexcept {
   switch (h) {

@@ -31,6 +31,9 @@ enum class FailureHow {
 };
 const char* failure_how_name(FailureHow h) noexcept;
 
+// Ranks for a message: the first 8, then a count ("0,2,... (12 ranks)").
+std::string rank_list(const std::vector<int>& ranks);
+
 // How a task ended, when a node agent knew it (RankLost).
 struct TaskExit {
   std::optional<int> exit_code;

@@ -9,6 +9,7 @@
 
 #include "dp/proto/rendezvous.pb.h"
 #include "dp/result.hpp"
+#include "frame_limits.hpp"
 
 namespace dp::rdv {
 

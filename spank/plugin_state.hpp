@@ -14,7 +14,16 @@
 #include "dp/site_config.hpp"
 #include "port_lease.hpp"
 
+#ifndef DP_DEFAULT_DAEMON_PATH
+#error "DP_DEFAULT_DAEMON_PATH must name the installed dp-rendezvousd"
+#endif
+
 namespace dp::spank {
+
+// The site's dp-rendezvousd (srun starts it; the node agent is installed beside it).
+inline std::string daemon_path(const SiteConfig& site) {
+  return site.daemon_path.empty() ? DP_DEFAULT_DAEMON_PATH : site.daemon_path;
+}
 
 struct PluginState {
   SiteConfig site;

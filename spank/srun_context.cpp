@@ -20,10 +20,6 @@
 #include "step_end.hpp"
 #include "unlaunched_step.hpp"
 
-#ifndef DP_DEFAULT_DAEMON_PATH
-#error "DP_DEFAULT_DAEMON_PATH must name the installed dp-rendezvousd"
-#endif
-
 namespace dp::spank {
 
 namespace {
@@ -221,7 +217,7 @@ void export_step_environment(const StepIds& id, const CheckedStep& c, const Opti
 DaemonRequest daemon_request(const SiteConfig& site, const Options& opts, const StepIds& id) {
   const char* debug = std::getenv(env::kDebug);
   DaemonRequest req;
-  req.path = site.daemon_path.empty() ? DP_DEFAULT_DAEMON_PATH : site.daemon_path;
+  req.path = daemon_path(site);
   req.world_size = static_cast<int>(id.tasks);
   req.nodes = static_cast<int>(id.nodes);
   req.job_id = id.job;

@@ -153,9 +153,8 @@ Result<std::string> start_node_agent(spank_t sp, PluginState& st, const StepIds&
   } else {
     s.master = agent::MasterPort::fetch;
   }
-  const std::string daemon =
-      st.site.daemon_path.empty() ? DP_DEFAULT_DAEMON_PATH : st.site.daemon_path;
-  auto answer = start_agent(agent_path_beside(daemon), start->ids, s, start->wait, st.agent);
+  auto answer =
+      start_agent(agent_path_beside(daemon_path(st.site)), start->ids, s, start->wait, st.agent);
   DP_TRY(lease);
   if (!answer) {
     // The master node's own failure reaches the others as it is, also when

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "dp/result.hpp"
+#include "frame_limits.hpp"
 
 namespace dp {
 
@@ -51,7 +52,7 @@ struct ClientOptions {
   // protocol error before it is buffered. The SPANK plugin's port exchange
   // uses a few KiB: it only ever reads a port number. The default is the
   // largest value a daemon may store (--max-value-bytes), and room.
-  uint32_t max_reply_frame = (256u << 20) + 65'536;
+  uint32_t max_reply_frame = rdv::kMaxFrameBytes;
 };
 
 struct DaemonStats {
