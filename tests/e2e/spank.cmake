@@ -14,7 +14,3 @@ endforeach()
 dp_e2e_test(NAME spank.requeue MODES lo ns TIMEOUT 600
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
   COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/requeue.sh)
-# 100 consecutive steps take about 90 s on 2 shared cores.
-dp_e2e_test(NAME spank.daemon_lifecycle MODES lo ns TIMEOUT 900
-  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
-  COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/daemon_lifecycle.sh)

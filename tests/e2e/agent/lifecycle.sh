@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # No node agent or daemon outlives its step: 100 two-node steps, a step
-# cancelled with scancel (its agents run as the user), a step killed by a
-# failing task; then none of the job's dp-nodeagent or dp-rendezvousd
-# processes is left. By job id: the other cluster's tests run agents as the
+# cancelled with scancel (its agents and daemon run as the user), a step
+# killed by a failing task; then none of the job's dp-nodeagent or
+# dp-rendezvousd processes is left. By job id: the other cluster's tests run agents as the
 # same user meanwhile.
 . "$(dirname "$0")/../lib.sh"
 site
@@ -26,9 +26,12 @@ job=$(as_user sbatch --parsable -N2 --ntasks-per-node=1 -o "$WORK/cancel.out" \
   --wrap "srun --dp-world=auto sleep 120")
 two_agents() { [[ $(job_pids "$1" dp-nodeagent | wc -l) == 2 ]]; }
 wait_until 60 "the two agents of job $job" two_agents "$job"
-# The agents run as the user, never as root.
+wait_until 60 "the daemon of job $job" has_daemon "$job"
+# The agents and the daemon run as the user, never as root.
 users=$(ps -o user= -p "$(job_pids "$job" dp-nodeagent | paste -sd,)" | sort -u)
 [[ $users == dptest ]] || fail "agents of job $job run as '$users', not dptest"
+users=$(ps -o user= -p "$(daemons_of_job "$job" | paste -sd,)" | sort -u)
+[[ $users == dptest ]] || fail "the daemon of job $job runs as '$users', not dptest"
 scancel "$job"
 wait_until 30 "job $job to end after scancel" job_done "$job"
 wait_until 10 "no agent or daemon after scancel" none_left "$job"
