@@ -43,7 +43,7 @@ struct AgentConfig {
   std::chrono::milliseconds exit_status_grace{250};
   size_t max_cache_bytes = 64u << 20;
   uint32_t max_frame_bytes = rdv::kMaxFrameBytes;  // after hello
-  std::string (*make_nonce)() = nullptr;             // tests and the fuzzer pin it
+  std::string (*make_nonce)() = nullptr;           // tests and the fuzzer pin it
 };
 
 class AgentOutbox {

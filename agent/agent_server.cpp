@@ -14,7 +14,6 @@
 namespace dp::agent {
 namespace {
 
-
 void write_line(const std::string& line) {
   size_t off = 0;
   while (off < line.size()) {

@@ -73,7 +73,8 @@ void Broker::prune_unauthenticated() {
 
 uint32_t Broker::max_frame_bytes(ConnId conn) const {
   auto it = peers_.find(conn);
-  if (it == peers_.end() || it->second.state == PeerState::awaiting_hello) return rdv::kHelloFrameLimit;
+  if (it == peers_.end() || it->second.state == PeerState::awaiting_hello)
+    return rdv::kHelloFrameLimit;
   return cfg_.limits.max_key_bytes + cfg_.limits.max_value_bytes + 1024;
 }
 
