@@ -105,7 +105,7 @@ void Broker::reply_error(ConnId conn, uint64_t id, const Error& e) {
 void Broker::reject_and_close(ConnId conn, uint64_t id, proto::Code code, std::string message) {
   std::optional<AbortCause> lost;
   if (auto it = peers_.find(conn);
-      it != peers_.end() && holds_ranks(it->second) && code != proto::TIMEOUT) {
+      it != peers_.end() && holds_ranks(conn, it->second) && code != proto::TIMEOUT) {
     const std::string why = "was disconnected by the rendezvous daemon (" + message + ")";
     lost = it->second.role == proto::ROLE_NODE
                ? node_loss(conn, it->second, AbortCause::How::rejected, why)
@@ -355,7 +355,7 @@ void Broker::on_disconnect(ConnId conn, Clock::time_point now) {
 }
 
 std::optional<AbortCause> Broker::loss_of(ConnId conn, const Peer& p, Clock::time_point now) const {
-  if (!holds_ranks(p)) return std::nullopt;
+  if (!holds_ranks(conn, p)) return std::nullopt;
   AbortCause c =
       p.role == proto::ROLE_NODE
           ? node_loss(conn, p, AbortCause::How::node_lost,

@@ -120,7 +120,6 @@ class Broker {
     std::string host;
     std::string nonce;            // the challenge its hello must answer
     std::vector<int> node_ranks;  // ROLE_NODE: the ranks it speaks for, ascending
-    int node_live = 0;            // ROLE_NODE: of those, not yet said goodbye or lost
     Clock::time_point connected_at;
     std::vector<uint64_t> waiters;  // pending blocking calls of this peer
   };
@@ -185,12 +184,12 @@ class Broker {
   void register_ranks(ConnId conn, Peer& p, Clock::time_point now);
   // conn holds rank (a rank's own connection, or its node agent's) and it has not left.
   bool holds(ConnId conn, int rank) const;
-  bool holds_ranks(const Peer& p) const;
+  bool holds_ranks(ConnId conn, const Peer& p) const;
   std::string describe_rank(int rank) const;
   Result<std::vector<int>> arriving_ranks(const Call& c, const proto::Barrier& m);
   void node_heartbeat(const Call& c, const proto::Heartbeat& m);
   void node_goodbye(const Call& c, const proto::Goodbye& m);
-  void rank_goodbye(ConnId conn, Peer& p, int rank, const proto::Progress* final_counters,
+  void rank_goodbye(ConnId conn, int rank, const proto::Progress* final_counters,
                     Clock::time_point now);
   void op_rank_lost(const Call& c, const proto::RankLost& m);
   AbortCause node_loss(ConnId conn, const Peer& p, AbortCause::How how,

@@ -64,7 +64,6 @@ void Broker::register_ranks(ConnId conn, Peer& p, Clock::time_point now) {
   if (p.role == proto::ROLE_NODE) ++nodes_;
   const std::vector<int> own{p.rank};
   const std::vector<int>& ranks = p.role == proto::ROLE_NODE ? p.node_ranks : own;
-  p.node_live = p.role == proto::ROLE_NODE ? static_cast<int>(ranks.size()) : 0;
   for (int r : ranks) {
     live_.connected(r, conn, p.host, now);
     report_.on_hello(r, p.host, now);
@@ -77,9 +76,12 @@ bool Broker::holds(ConnId conn, int rank) const {
   return rank >= 0 && rank < cfg_.world_size && live_.slot(rank).conn == conn;
 }
 
-bool Broker::holds_ranks(const Peer& p) const {
-  return p.state == PeerState::ready &&
-         (p.role == proto::ROLE_RANK || (p.role == proto::ROLE_NODE && p.node_live > 0));
+bool Broker::holds_ranks(ConnId conn, const Peer& p) const {
+  if (p.state != PeerState::ready) return false;
+  if (p.role == proto::ROLE_RANK) return true;
+  // A node: some rank of it has neither said goodbye nor been reported lost.
+  return p.role == proto::ROLE_NODE && std::any_of(p.node_ranks.begin(), p.node_ranks.end(),
+                                                   [&](int r) { return holds(conn, r); });
 }
 
 std::string Broker::describe_rank(int rank) const {
@@ -128,13 +130,12 @@ void Broker::node_heartbeat(const Call& c, const proto::Heartbeat& m) {
   }
 }
 
-void Broker::rank_goodbye(ConnId conn, Peer& p, int rank, const proto::Progress* final_counters,
+void Broker::rank_goodbye(ConnId conn, int rank, const proto::Progress* final_counters,
                           Clock::time_point now) {
   // The final counters, so even a short step reports its progress.
   if (final_counters) report_.on_progress(rank, *final_counters, now);
   report_.on_goodbye(rank);
   live_.disconnected(rank, conn, /*goodbye=*/true);
-  --p.node_live;
 }
 
 // With a rank: that local rank leaves and the connection stays. Without: the
@@ -146,11 +147,11 @@ void Broker::node_goodbye(const Call& c, const proto::Goodbye& m) {
           c.conn, c.id, proto::INVALID_ARGUMENT,
           "goodbye: rank " + std::to_string(m.rank()) + " is not a live rank of this node agent");
     }
-    rank_goodbye(c.conn, c.peer, m.rank(), m.has_progress() ? &m.progress() : nullptr, c.now);
+    rank_goodbye(c.conn, m.rank(), m.has_progress() ? &m.progress() : nullptr, c.now);
     return reply_ok(c.conn, c.id);
   }
   for (int r : c.peer.node_ranks) {
-    if (holds(c.conn, r)) rank_goodbye(c.conn, c.peer, r, nullptr, c.now);
+    if (holds(c.conn, r)) rank_goodbye(c.conn, r, nullptr, c.now);
   }
   reply_ok(c.conn, c.id);
   forget_peer(c.conn, /*goodbye=*/true);
@@ -188,7 +189,6 @@ void Broker::op_rank_lost(const Call& c, const proto::RankLost& m) {
   cause.message = "rank " + std::to_string(r) + " (host " + or_unknown(c.peer.host) + ") " + how +
                   " without saying goodbye (reported by its node agent" + detail + ")";
   live_.disconnected(r, c.conn, /*goodbye=*/false);
-  --c.peer.node_live;
   abort_job(std::move(cause));
   reply_ok(c.conn, c.id);
 }

@@ -51,11 +51,11 @@ void Broker::op_set(const Call& c, const proto::Set& m) {
 
 void Broker::op_get(const Call& c, const proto::Get& m) {
   if (auto k = store_.check_key(m.key()); !k) return reply_error(c.conn, c.id, k.error());
-  if (const std::string* v = store_.find(m.key())) {
+  if (const KvStore::Entry* e = store_.entry(m.key())) {
     proto::Response r;
     r.set_id(c.id);
-    r.set_value(*v);
-    r.set_flag(store_.is_once(m.key()));  // a node agent may cache it
+    r.set_value(e->value);
+    r.set_flag(e->once);  // a node agent may cache it
     out_.send(c.conn, r);
     mark_fetched(c.conn, c.peer, c.now);
     return;

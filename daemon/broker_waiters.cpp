@@ -79,8 +79,10 @@ void Broker::finish_waiter(uint64_t wid, Clock::time_point now) {
   proto::Response r;
   r.set_id(w.request_id);
   if (w.kind == WaitKind::get) {
-    if (const std::string* v = store_.find(w.keys.front())) r.set_value(*v);
-    r.set_flag(store_.is_once(w.keys.front()));
+    if (const KvStore::Entry* e = store_.entry(w.keys.front())) {
+      r.set_value(e->value);
+      r.set_flag(e->once);
+    }
     if (auto p = peers_.find(w.conn); p != peers_.end()) mark_fetched(w.conn, p->second, now);
   }
   const ConnId conn = w.conn;

@@ -29,13 +29,13 @@ Result<void> KvStore::check_key(std::string_view key) const {
 
 Result<void> KvStore::put(const std::string& key, const std::string& value, bool once) {
   auto it = map_.find(key);
-  if (it != map_.end() && (once || is_once(key))) {
+  if (it != map_.end() && (once || it->second.once)) {
     // Write-once: agents serve cached copies, so the value may never change.
-    if (it->second != value) {
+    if (it->second.value != value) {
       return make_error(Errc::conflict,
                         "key " + shown(key) + " is write-once and already holds another value");
     }
-    if (once) once_.insert(key);
+    it->second.once = true;
     return {};
   }
   if (value.size() > limits_.max_value_bytes) {
@@ -44,7 +44,7 @@ Result<void> KvStore::put(const std::string& key, const std::string& value, bool
                                        std::to_string(limits_.max_value_bytes) +
                                        " bytes (dp-rendezvousd --max-value-bytes)");
   }
-  const uint64_t old_bytes = it == map_.end() ? 0 : key.size() + it->second.size();
+  const uint64_t old_bytes = it == map_.end() ? 0 : key.size() + it->second.value.size();
   const uint64_t new_total = bytes_ - old_bytes + key.size() + value.size();
   if (new_total > limits_.max_total_bytes) {
     return make_error(Errc::limit, "storing key " + shown(key) +
@@ -53,16 +53,15 @@ Result<void> KvStore::put(const std::string& key, const std::string& value, bool
                                        " stored bytes (dp-rendezvousd --max-total-bytes)");
   }
   bytes_ = new_total;
-  if (once) once_.insert(key);
   if (it == map_.end()) {
-    map_.emplace(key, value);
+    map_.emplace(key, Entry{value, once});
   } else {
-    it->second = value;
+    it->second = Entry{value, once};
   }
   return {};
 }
 
-const std::string* KvStore::find(const std::string& key) const {
+const KvStore::Entry* KvStore::entry(const std::string& key) const {
   auto it = map_.find(key);
   return it == map_.end() ? nullptr : &it->second;
 }
@@ -70,9 +69,9 @@ const std::string* KvStore::find(const std::string& key) const {
 Result<void> KvStore::erase(const std::string& key) {
   auto it = map_.find(key);
   if (it == map_.end()) return make_error(Errc::not_found, "key " + shown(key) + " does not exist");
-  if (is_once(key))
+  if (it->second.once)
     return make_error(Errc::conflict, "key " + shown(key) + " is write-once; it cannot be erased");
-  bytes_ -= it->first.size() + it->second.size();
+  bytes_ -= it->first.size() + it->second.value.size();
   map_.erase(it);
   return {};
 }

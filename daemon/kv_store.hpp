@@ -6,7 +6,6 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "dp/result.hpp"
 
@@ -23,10 +22,18 @@ class KvStore {
   // limit, or the key is write-once (Set.once) and holds another value
   // (Errc::conflict). once: the key becomes write-once.
   Result<void> put(const std::string& key, const std::string& value, bool once = false);
-  const std::string* find(const std::string& key) const;
+  // A value, and whether it is write-once (node agents cache those: a get
+  // answers flag = true for them). One lookup for both: gets are the hot path.
+  struct Entry {
+    std::string value;
+    bool once = false;
+  };
+  const Entry* entry(const std::string& key) const;
+  const std::string* find(const std::string& key) const {
+    const Entry* e = entry(key);
+    return e ? &e->value : nullptr;
+  }
   bool contains(const std::string& key) const { return map_.count(key) != 0; }
-  // Node agents cache write-once keys (a get answers flag = true for them).
-  bool is_once(const std::string& key) const { return once_.count(key) != 0; }
   // Errc::not_found, or Errc::conflict for a write-once key.
   Result<void> erase(const std::string& key);
   size_t keys() const { return map_.size(); }
@@ -35,8 +42,7 @@ class KvStore {
 
  private:
   const BrokerLimits& limits_;
-  std::unordered_map<std::string, std::string> map_;
-  std::unordered_set<std::string> once_;
+  std::unordered_map<std::string, Entry> map_;
   uint64_t bytes_ = 0;
 };
 
