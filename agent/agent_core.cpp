@@ -6,6 +6,7 @@
 
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
+#include "master_port_value.hpp"
 
 namespace dp::agent {
 namespace {
@@ -42,6 +43,8 @@ void AgentCore::send_hello(const std::string& nonce) {
   for (int32_t r : cfg_.node_ranks) h->add_node_ranks(r);
   h->set_proof(rdv::hello_proof(cfg_.secret, nonce, proto::ROLE_NODE, -1, cfg_.world_size,
                                 cfg_.host, cfg_.node_ranks));
+  if (h->proof().empty())  // sent empty, it would be refused as a wrong secret
+    return on_daemon_lost("cannot compute the hello proof: libcrypto's HMAC failed");
   out_.to_daemon(req);
 }
 
@@ -56,6 +59,9 @@ void AgentCore::on_daemon_response(const proto::Response& r, Clock::time_point n
   }
   if (link_ == Link::awaiting_hello_reply) {
     if (r.id() == 0) return daemon_push(r);
+    // Refused as late: the step was aborted, maybe by the master node's failure.
+    if (r.has_master_failure() && !master_port_)
+      master_port_ = MasterPortValue{rdv::from_proto(r.master_failure())};
     if (r.code() != proto::OK)
       return on_daemon_lost("the step's daemon refused the node's hello: " +
                             rdv::error_from(r).message);
@@ -88,7 +94,7 @@ void AgentCore::on_daemon_lost(const std::string& why) {
   if (link_ == Link::gone) return;
   link_ = Link::gone;
   end_reason_ = why;
-  if (!exchange_) exchange_ = make_error(Errc::connection, why);
+  if (!master_port_) master_port_ = make_error(Errc::connection, why);
   proto::Response push;
   push.set_code(proto::ABORTED);
   push.set_message("slurm-dp: node " + cfg_.host +
@@ -112,35 +118,51 @@ uint64_t AgentCore::upstream(proto::Request& req, Upstream what) {
   return id;
 }
 
-void AgentCore::publish(const std::string& key, const std::string& value) {
+void AgentCore::publish_master_port(const MasterPortValue& v) {
+  const std::string value = rdv::encode_master_port(v);
   proto::Request req;
   auto* s = req.mutable_set();
-  s->set_key(key);
+  s->set_key(kMasterPortKey);
   s->set_value(value);
   s->set_once(true);
-  upstream(req, Upstream{Kind::exchange, 0, 0, key, value});
+  upstream(req, Upstream{Kind::exchange, 0, 0, kMasterPortKey, value});
+  if (!v.failure) return;
+  // After the publish on the same connection: nodes waiting for the port get
+  // the failure first.
+  proto::Request abort;
+  abort.mutable_abort()->set_reason(master_failure_text(*v.failure));
+  rdv::to_proto(*v.failure, *abort.mutable_abort()->mutable_master_failure());
+  upstream(abort, Upstream{Kind::plain, 0, 0, {}, {}});
 }
 
-void AgentCore::fetch(const std::string& key, std::chrono::milliseconds timeout) {
+void AgentCore::fetch_master_port(std::chrono::milliseconds timeout) {
   proto::Request req;
   auto* g = req.mutable_get();
-  g->set_key(key);
+  g->set_key(kMasterPortKey);
   g->set_blocking(true);
   g->set_timeout_ms(static_cast<uint32_t>(std::max<long long>(1, timeout.count())));
-  upstream(req, Upstream{Kind::exchange, 0, 0, key, {}});
+  upstream(req, Upstream{Kind::exchange, 0, 0, kMasterPortKey, {}});
 }
 
-void AgentCore::abort_step(const std::string& reason) {
-  proto::Request req;
-  req.mutable_abort()->set_reason(reason);
-  upstream(req, Upstream{Kind::plain, 0, 0, {}, {}});
+// The published value (the master node's own, or what the daemon holds), or
+// the master node's failure an abort carries, or why the exchange failed.
+void AgentCore::master_port_answered(const Upstream& u, const proto::Response& r) {
+  if (r.has_master_failure()) {
+    master_port_ = MasterPortValue{rdv::from_proto(r.master_failure())};
+  } else if (r.code() != proto::OK) {
+    master_port_ = rdv::error_from(r);
+  } else {
+    master_port_ = rdv::decode_master_port(r.value().empty() ? u.value : r.value());
+  }
 }
 
 // ---- local ranks ----
 
 void AgentCore::on_rank_connect(ConnId conn, Clock::time_point now) {
+  auto nonce = cfg_.make_nonce();
+  if (!nonce) return reject(conn, 0, rdv::to_wire(nonce.error().code), nonce.error().message);
   Local l;
-  l.nonce = cfg_.make_nonce();
+  l.nonce = std::move(*nonce);
   l.since = now;
   proto::Response challenge;
   challenge.set_challenge(l.nonce);
@@ -198,7 +220,7 @@ Result<void> AgentCore::check_hello(const Local& l, const proto::Hello& h) const
     return make_error(Errc::unauthorized, "only the node's ranks may connect");
   const std::string proof =
       rdv::hello_proof(cfg_.secret, l.nonce, proto::ROLE_RANK, h.rank(), h.world_size(), h.host());
-  if (!rdv::equal_constant_time(proof, h.proof()))
+  if (!rdv::proof_matches(h.proof(), proof))
     return make_error(Errc::unauthorized, "bad proof (not this step's secret)");
   if (!ranks_.count(h.rank()))
     return make_error(Errc::unauthorized,

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -18,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "dp/master_port.hpp"
 #include "dp/proto/rendezvous.pb.h"
 #include "dp/result.hpp"
 #include "frame_limits.hpp"
@@ -42,8 +44,8 @@ struct AgentConfig {
   // within milliseconds, and makes the first failure say how the rank died.
   std::chrono::milliseconds exit_status_grace{250};
   size_t max_cache_bytes = 64u << 20;
-  uint32_t max_frame_bytes = rdv::kMaxFrameBytes;  // after hello
-  std::string (*make_nonce)() = nullptr;           // tests and the fuzzer pin it
+  uint32_t max_frame_bytes = rdv::kMaxFrameBytes;   // after hello
+  std::function<Result<std::string>()> make_nonce;  // tests and the fuzzer pin it
 };
 
 class AgentOutbox {
@@ -64,14 +66,15 @@ class AgentCore {
   // EOF, a bad frame, a failed write: the step's daemon is gone for this node.
   void on_daemon_lost(const std::string& why);
   bool daemon_ready() const { return link_ == Link::ready; }
-  // The master-port exchange (the master node publishes, write-once; the
-  // others fetch). Its answer, once there: the value, or why not.
-  void publish(const std::string& key, const std::string& value);
-  void fetch(const std::string& key, std::chrono::milliseconds timeout);
-  // Aborts the step with the node's own cause, so that it is the step's
-  // first failure rather than the task exits that follow from it.
-  void abort_step(const std::string& reason);
-  const std::optional<Result<std::string>>& exchange_answer() const { return exchange_; }
+  // The master-port exchange: the master node publishes its port or its
+  // failure, write-once; a failure also aborts the step with it, so that it
+  // is the step's first failure rather than the task exits that follow. The
+  // others fetch it. Its outcome, once known: the master node's port or
+  // failure (also when the daemon refused this node for the master's
+  // abort), or why the exchange failed.
+  void publish_master_port(const MasterPortValue& v);
+  void fetch_master_port(std::chrono::milliseconds timeout);
+  const std::optional<Result<MasterPortValue>>& master_port() const { return master_port_; }
 
   void on_rank_connect(ConnId conn, Clock::time_point now);
   void on_rank_frame(ConnId conn, std::string_view payload, Clock::time_point now);
@@ -115,7 +118,7 @@ class AgentCore {
     ConnId conn = 0;
     uint64_t local_id = 0;
     std::string key;    // get, barrier: the name; set_once: the key
-    std::string value;  // set_once: cached when the daemon agrees
+    std::string value;  // set_once: cached when the daemon agrees; exchange: what was published
   };
   struct GetState {
     uint64_t upstream = 0;  // 0: none in flight
@@ -136,6 +139,7 @@ class AgentCore {
   void link_response(const proto::Response& r);
   void send_hello(const std::string& nonce);
   void daemon_push(const proto::Response& r);
+  void master_port_answered(const Upstream& u, const proto::Response& r);
   void report_lost(int rank, RankState& s, const std::string& detail);
   void beat(Clock::time_point now);
   void watch_daemon(Clock::time_point now);
@@ -157,7 +161,7 @@ class AgentCore {
   Link link_ = Link::awaiting_challenge;
   std::string end_reason_;
   std::optional<proto::Response> abort_;  // the daemon's abort, for late arrivals
-  std::optional<Result<std::string>> exchange_;
+  std::optional<Result<MasterPortValue>> master_port_;
   std::vector<proto::Request> queued_;  // requests made before the link was ready
 
   std::unordered_map<ConnId, Local> locals_;

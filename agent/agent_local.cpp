@@ -12,36 +12,24 @@
 namespace dp::agent {
 namespace {
 constexpr size_t kMaxOutBytes = 64u << 20;  // a rank that never reads is dropped
-constexpr int kAcceptBatch = 64;
 }  // namespace
 
-void AgentServer::accept_some() {
-  for (int i = 0; i < kAcceptBatch; ++i) {
-    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
-    // An abstract name has no file mode: only this user's processes are served.
-    auto uid = rdv::peer_uid(fd);
-    if (!uid || *uid != getuid()) {
-      ::close(fd);
-      continue;
-    }
-    auto c = std::make_unique<Conn>();
-    c->server = this;
-    c->fd = fd;
-    c->id = next_id_++;
-    c->rd = event_new(base_, fd, EV_READ | EV_PERSIST,
-                      &service::on_conn_event<Conn, &AgentServer::read_rank>, c.get());
-    event_add(c->rd, nullptr);
-    const ConnId id = c->id;
-    conns_.emplace(id, std::move(c));
-    core_.on_rank_connect(id, Clock::now());
-  }
+void AgentServer::admit(service::UniqueFd fd) {
+  // An abstract name has no file mode: only this user's processes are served.
+  auto uid = rdv::peer_uid(fd.get());
+  if (!uid || *uid != getuid()) return;
+  auto c = service::open_conn<Conn, &AgentServer::read_rank>(*this, base_.get(), std::move(fd),
+                                                             next_id_++);
+  if (!c) return;
+  const ConnId id = c->id;
+  conns_.emplace(id, std::move(c));
+  core_.on_rank_connect(id, Clock::now());
 }
 
 void AgentServer::read_rank(Conn& c) {
   char buf[65536];
   const ConnId id = c.id;
-  const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
+  const ssize_t n = ::recv(c.fd.get(), buf, sizeof buf, 0);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
   const auto now = Clock::now();
   if (n > 0) c.decoder.feed(buf, static_cast<size_t>(n));
@@ -88,23 +76,15 @@ bool AgentServer::flush(int fd, std::string& out, size_t& pos, event* wr) {
 }
 
 void AgentServer::flush_rank(Conn& c) {
-  if (!c.wr)
-    c.wr = event_new(base_, c.fd, EV_WRITE | EV_PERSIST,
-                     &service::on_conn_event<Conn, &AgentServer::flush_rank>, &c);
-  const bool alive = flush(c.fd, c.out, c.out_pos, c.wr);
+  // Without a way to wait for room it cannot be served: it ends as a lost rank.
+  if (!service::make_writer<&AgentServer::flush_rank>(c, base_.get()))
+    shutdown(c.fd.get(), SHUT_RDWR);
+  const bool alive = flush(c.fd.get(), c.out, c.out_pos, c.wr.get());
   // A closing connection goes once its last reply left (or could not).
   if (c.closing && (!alive || c.out.empty())) drop(c.id);
 }
 
-void AgentServer::drop(ConnId id) {
-  auto it = conns_.find(id);
-  if (it == conns_.end()) return;
-  Conn& c = *it->second;
-  if (c.rd) event_free(c.rd);
-  if (c.wr) event_free(c.wr);
-  ::close(c.fd);
-  conns_.erase(it);
-}
+void AgentServer::drop(ConnId id) { conns_.erase(id); }
 
 void AgentServer::to_rank(ConnId conn, const proto::Response& r) {
   auto it = conns_.find(conn);
@@ -112,7 +92,7 @@ void AgentServer::to_rank(ConnId conn, const proto::Response& r) {
   Conn& c = *it->second;
   if (c.out.size() - c.out_pos > kMaxOutBytes) {
     // It never reads: its read side ends with EOF, and the core hears of it there.
-    shutdown(c.fd, SHUT_RDWR);
+    shutdown(c.fd.get(), SHUT_RDWR);
     return;
   }
   rdv::append_frame(r, c.out);
@@ -124,14 +104,14 @@ void AgentServer::close_rank(ConnId conn) {
   if (it == conns_.end()) return;
   Conn& c = *it->second;
   c.closing = true;
-  if (c.rd) event_del(c.rd);
+  if (c.rd) event_del(c.rd.get());
   flush_rank(c);
 }
 
 void AgentServer::to_daemon(const proto::Request& r) {
-  if (daemon_fd_ < 0) return;
+  if (!daemon_fd_) return;
   rdv::append_frame(r, daemon_out_);
-  if (!flush(daemon_fd_, daemon_out_, daemon_out_pos_, daemon_wr_))
+  if (!flush(daemon_fd_.get(), daemon_out_, daemon_out_pos_, daemon_wr_.get()))
     core_.on_daemon_lost("cannot write to the step's daemon");
 }
 

@@ -14,6 +14,8 @@
 namespace dp::agent {
 namespace {
 
+constexpr int kAcceptBatch = 64;
+
 void write_line(const std::string& line) {
   size_t off = 0;
   while (off < line.size()) {
@@ -48,78 +50,68 @@ AgentServer::AgentServer(const AgentSettings& s, std::string socket)
       core_(core_config(s), *this, Clock::now()),
       daemon_reader_(rdv::kHelloFrameLimit) {}
 
-Result<std::unique_ptr<AgentServer>> AgentServer::create(const AgentSettings& s, int daemon_fd,
-                                                         int listen_fd, std::string socket) {
+Result<std::unique_ptr<AgentServer>> AgentServer::create(const AgentSettings& s,
+                                                         service::UniqueFd daemon_fd,
+                                                         service::UniqueFd listen_fd,
+                                                         std::string socket) {
   std::unique_ptr<AgentServer> a(new AgentServer(s, std::move(socket)));
-  a->daemon_fd_ = daemon_fd;
-  a->listen_fd_ = listen_fd;
-  a->base_ = event_base_new();
-  if (!a->base_) return make_error(Errc::internal, "event_base_new failed");
-  AgentServer* self = a.get();
-  a->daemon_rd_ = event_new(a->base_, daemon_fd, EV_READ | EV_PERSIST, &on_daemon_read, self);
-  a->daemon_wr_ = event_new(a->base_, daemon_fd, EV_WRITE | EV_PERSIST, &on_daemon_write, self);
-  a->accept_ev_ = event_new(a->base_, listen_fd, EV_READ | EV_PERSIST, &on_accept, self);
-  a->control_ev_ = event_new(a->base_, STDIN_FILENO, EV_READ | EV_PERSIST, &on_control, self);
-  a->tick_ev_ = event_new(a->base_, -1, EV_PERSIST, &on_tick, self);
-  timeval tv{0, 100'000};
-  for (event* e : {a->daemon_rd_, a->accept_ev_, a->control_ev_}) event_add(e, nullptr);
-  event_add(a->tick_ev_, &tv);
+  a->daemon_fd_ = std::move(daemon_fd);
+  DP_TRY(a->start_events(std::move(listen_fd)));
   a->answer_by_ = Clock::now() + s.port_wait + std::chrono::seconds(2);
-  if (s.master == MasterPort::publish) a->core_.publish(kMasterPortKey, s.master_value);
-  // After the publish on the same connection: nodes waiting for the port get
-  // the failure first, and the step's first failure is the master's cause.
-  if (s.master == MasterPort::publish && !s.master_value.empty() &&
-      s.master_value[0] == kFailureMark)
-    a->core_.abort_step(kMasterFailed + s.master_value.substr(1));
-  if (s.master == MasterPort::fetch) a->core_.fetch(kMasterPortKey, s.port_wait);
+  if (s.master == MasterPort::publish) a->core_.publish_master_port(s.published);
+  if (s.master == MasterPort::fetch) a->core_.fetch_master_port(s.port_wait);
   return a;
 }
 
-AgentServer::~AgentServer() {
-  for (auto& [id, c] : conns_) {
-    if (c->rd) event_free(c->rd);
-    if (c->wr) event_free(c->wr);
-    ::close(c->fd);
-  }
-  for (event* e : {daemon_rd_, daemon_wr_, accept_ev_, control_ev_, tick_ev_})
-    if (e) event_free(e);
-  if (base_) event_base_free(base_);
-  if (daemon_fd_ >= 0) ::close(daemon_fd_);
-  if (listen_fd_ >= 0) ::close(listen_fd_);
+// The daemon's connection, the ranks' listener, slurmstepd's control pipe
+// (stdin) and the tick.
+Result<void> AgentServer::start_events(service::UniqueFd listen_fd) {
+  base_.reset(event_base_new());
+  if (!base_) return make_error(Errc::internal, "event_base_new failed");
+  event_base* b = base_.get();
+  const int d = daemon_fd_.get();
+  const timeval tick{0, 100'000};
+  daemon_rd_ = service::watch(b, d, EV_READ | EV_PERSIST, &on_daemon_read, this);
+  daemon_wr_ = service::make_event(b, d, EV_WRITE | EV_PERSIST, &on_daemon_write, this);
+  control_ev_ = service::watch(b, STDIN_FILENO, EV_READ | EV_PERSIST, &on_control, this);
+  tick_ev_ = service::watch(b, -1, EV_PERSIST, &on_tick, this, &tick);
+  if (!daemon_rd_ || !daemon_wr_ || !control_ev_ || !tick_ev_)
+    return make_error(Errc::internal, "cannot set up the event loop (libevent)");
+  return listener_.start(b, std::move(listen_fd), kAcceptBatch, "dp-nodeagent",
+                         [this](service::UniqueFd c) { admit(std::move(c)); });
 }
 
+// Members go in the right order: connections and events before the base.
+AgentServer::~AgentServer() = default;
+
 int AgentServer::run() {
-  event_base_dispatch(base_);
+  event_base_dispatch(base_.get());
   return status_;
 }
 
 void AgentServer::stop(int status, const std::string& why) {
-  if (!answered_) {
-    answered_ = true;
-    write_line(format_answer(make_error(Errc::unavailable, why)));
-  }
+  if (!answered_) answer(make_error(Errc::unavailable, why));
   status_ = status;
   std::fprintf(stderr, "dp-nodeagent: job %u step %u node %s: exiting: %s\n", settings_.job,
                settings_.step, settings_.host.c_str(), why.c_str());
   // What the core queued last (the abort to the ranks, a goodbye) leaves first.
-  for (auto& [id, c] : conns_) flush(c->fd, c->out, c->out_pos, nullptr);
-  flush(daemon_fd_, daemon_out_, daemon_out_pos_, nullptr);
-  event_base_loopbreak(base_);
+  for (auto& [id, c] : conns_) flush(c->fd.get(), c->out, c->out_pos, nullptr);
+  flush(daemon_fd_.get(), daemon_out_, daemon_out_pos_, nullptr);
+  event_base_loopbreak(base_.get());
 }
 
-void AgentServer::on_tick(int, short, void* arg) { static_cast<AgentServer*>(arg)->tick(); }
-void AgentServer::on_accept(int, short, void* arg) {
-  static_cast<AgentServer*>(arg)->accept_some();
+void AgentServer::on_tick(evutil_socket_t, short, void* arg) {
+  static_cast<AgentServer*>(arg)->tick();
 }
-void AgentServer::on_control(int, short, void* arg) {
+void AgentServer::on_control(evutil_socket_t, short, void* arg) {
   static_cast<AgentServer*>(arg)->read_control();
 }
-void AgentServer::on_daemon_read(int, short, void* arg) {
+void AgentServer::on_daemon_read(evutil_socket_t, short, void* arg) {
   static_cast<AgentServer*>(arg)->read_daemon();
 }
-void AgentServer::on_daemon_write(int, short, void* arg) {
+void AgentServer::on_daemon_write(evutil_socket_t, short, void* arg) {
   auto* a = static_cast<AgentServer*>(arg);
-  if (!a->flush(a->daemon_fd_, a->daemon_out_, a->daemon_out_pos_, a->daemon_wr_))
+  if (!a->flush(a->daemon_fd_.get(), a->daemon_out_, a->daemon_out_pos_, a->daemon_wr_.get()))
     a->core_.on_daemon_lost("cannot write to the step's daemon");
 }
 
@@ -132,29 +124,26 @@ void AgentServer::tick() {
     stop(1, "no MASTER_PORT from the master node through the step's daemon in time");
 }
 
-// Root waits for one line: the socket, with the master port once known.
-// A lost daemon is answered by the callers' stop().
+// Root waits for one line: the socket, with the master port once known, or
+// the master node's failure. A lost daemon is answered by the callers' stop().
 void AgentServer::answer_root() {
-  if (answered_ || !core_.daemon_ready()) return;
-  AgentAnswer a{0, socket_};
+  if (answered_) return;
+  const auto& got = core_.master_port();
+  const MasterFailure* failed = got && *got && (*got)->failure ? &*(*got)->failure : nullptr;
+  // Known even when the daemon refused this node (its hello came after the abort).
+  if (failed && settings_.master == MasterPort::fetch) return answer(AgentAnswer{0, {}, *failed});
+  if (!core_.daemon_ready()) return;
+  AgentAnswer a{0, socket_, std::nullopt};
   if (settings_.master != MasterPort::none) {
-    const auto& got = core_.exchange_answer();
     if (!got) return;
-    answered_ = true;
-    if (!*got) return write_line(format_answer(got->error()));
-    const std::string& v = **got;
-    if (!v.empty() && v[0] == kFailureMark && settings_.master == MasterPort::fetch) {
-      return write_line(format_answer(make_error(Errc::aborted, kMasterFailed + v.substr(1))));
-    }
+    if (!*got) return answer(got->error());
     // The master node publishes its own lease: root knows it, failure included.
-    auto port = settings_.master == MasterPort::publish ? Result<long long>(0)
-                                                        : parse_whole_number(v, 1, 65535);
-    if (!port)
-      return write_line(format_answer(make_error(
-          Errc::protocol, "the step's daemon answered '" + rdv::sanitized(v.substr(0, 64)) +
-                              "' for MASTER_PORT, not a port")));
-    a.port = static_cast<int>(*port);
+    if (settings_.master == MasterPort::fetch) a.port = (*got)->port;
   }
+  answer(a);
+}
+
+void AgentServer::answer(const Result<AgentAnswer>& a) {
   answered_ = true;
   write_line(format_answer(a));
 }
@@ -182,7 +171,7 @@ void AgentServer::read_control() {
 
 void AgentServer::read_daemon() {
   char buf[65536];
-  const ssize_t n = ::recv(daemon_fd_, buf, sizeof buf, 0);
+  const ssize_t n = ::recv(daemon_fd_.get(), buf, sizeof buf, 0);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
   if (n <= 0) {
     core_.on_daemon_lost("the connection to the step's daemon closed (srun ended or died)");

@@ -11,11 +11,10 @@
 #include "agent_core.hpp"
 #include "frame_codec.hpp"
 #include "frame_conn.hpp"
+#include "handles.hpp"
 #include "launch_contract.hpp"
+#include "listener.hpp"
 #include "reply_reader.hpp"
-
-struct event_base;
-struct event;
 
 namespace dp::agent {
 
@@ -23,8 +22,10 @@ class AgentServer final : public AgentOutbox {
  public:
   // daemon_fd: connected to the daemon; listen_fd: the node's listener,
   // known to the ranks as `socket` ("@name").
-  static Result<std::unique_ptr<AgentServer>> create(const AgentSettings& s, int daemon_fd,
-                                                     int listen_fd, std::string socket);
+  static Result<std::unique_ptr<AgentServer>> create(const AgentSettings& s,
+                                                     service::UniqueFd daemon_fd,
+                                                     service::UniqueFd listen_fd,
+                                                     std::string socket);
   ~AgentServer() override;
   AgentServer(const AgentServer&) = delete;
   AgentServer& operator=(const AgentServer&) = delete;
@@ -41,13 +42,13 @@ class AgentServer final : public AgentOutbox {
   using Conn = service::FrameConn<AgentServer>;
 
   AgentServer(const AgentSettings& s, std::string socket);
-  static void on_accept(int, short, void* arg);
-  static void on_daemon_read(int, short, void* arg);
-  static void on_daemon_write(int, short, void* arg);
-  static void on_control(int, short, void* arg);
-  static void on_tick(int, short, void* arg);
+  Result<void> start_events(service::UniqueFd listen_fd);
+  static void on_daemon_read(evutil_socket_t, short, void* arg);
+  static void on_daemon_write(evutil_socket_t, short, void* arg);
+  static void on_control(evutil_socket_t, short, void* arg);
+  static void on_tick(evutil_socket_t, short, void* arg);
 
-  void accept_some();
+  void admit(service::UniqueFd fd);
   void read_rank(Conn& c);
   bool flush(int fd, std::string& out, size_t& pos, event* wr);
   void flush_rank(Conn& c);
@@ -56,15 +57,17 @@ class AgentServer final : public AgentOutbox {
   void read_control();
   void tick();
   void answer_root();
+  void answer(const Result<AgentAnswer>& a);
   void stop(int status, const std::string& why);
 
   AgentSettings settings_;
   std::string socket_;
   AgentCore core_;
-  event_base* base_ = nullptr;
-  int daemon_fd_ = -1, listen_fd_ = -1;
-  event *daemon_rd_ = nullptr, *daemon_wr_ = nullptr, *accept_ev_ = nullptr;
-  event *control_ev_ = nullptr, *tick_ev_ = nullptr;
+  // First: every member below that holds events of it goes before it.
+  service::EventBasePtr base_;
+  service::UniqueFd daemon_fd_;
+  service::EventPtr daemon_rd_, daemon_wr_, control_ev_, tick_ev_;
+  service::Listener listener_;
   rdv::ReplyReader daemon_reader_;
   std::string daemon_out_;
   size_t daemon_out_pos_ = 0;

@@ -101,13 +101,7 @@ void AgentCore::answered(const Upstream& u, const proto::Response& r) {
   switch (u.kind) {
     case Kind::get: return answer_get(u.key, r);
     case Kind::barrier: return answer_barrier(u.key, r);
-    case Kind::exchange:
-      if (r.code() != proto::OK) {
-        exchange_ = rdv::error_from(r);
-      } else {
-        exchange_ = r.value().empty() ? u.value : r.value();
-      }
-      return;
+    case Kind::exchange: return master_port_answered(u, r);
     case Kind::set_once:
       if (r.code() == proto::OK) remember(u.key, u.value);
       break;

@@ -11,6 +11,8 @@ Error bad(const std::string& why) {
   return make_error(Errc::protocol, "node agent settings: " + why);
 }
 
+bool printable(char c) { return c >= 0x20 && c < 0x7f; }
+
 bool socket_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
          c == '-' || c == '_';
@@ -40,8 +42,11 @@ Result<void> set_field(AgentSettings& s, std::string_view key, std::string_view 
   if (key == "addr") s.addr = v;
   else if (key == "secret") s.secret = v;
   else if (key == "host") s.host = v;
-  else if (key == "master_value") s.master_value = v;
-  else if (key == "ranks") {
+  else if (key == "master_failure_node" || key == "master_failure_reason") {
+    if (!s.published.failure) s.published.failure.emplace();
+    auto& f = *s.published.failure;
+    (key == "master_failure_node" ? f.node : f.reason) = v;
+  } else if (key == "ranks") {
     auto r = parse_ranks(v);
     DP_TRY(r);
     s.ranks = std::move(*r);
@@ -54,11 +59,13 @@ Result<void> set_field(AgentSettings& s, std::string_view key, std::string_view 
     long long lo = 0, hi = UINT32_MAX;
     if (key == "world") lo = 1, hi = INT32_MAX;
     else if (key == "port_wait_ms") hi = 86'400'000;
+    else if (key == "master_port") lo = 1, hi = 65535;
     else if (key != "job" && key != "step") return bad("unknown key '" + std::string(key) + "'");
     auto n = number(lo, hi);
     DP_TRY(n);
     if (key == "world") s.world_size = static_cast<int>(*n);
     else if (key == "port_wait_ms") s.port_wait = std::chrono::milliseconds(*n);
+    else if (key == "master_port") s.published = static_cast<int>(*n);
     else (key == "job" ? s.job : s.step) = static_cast<uint32_t>(*n);
   }
   return {};
@@ -76,11 +83,17 @@ std::string format_settings(const AgentSettings& s) {
     std::replace(v.begin(), v.end(), '\n', ' ');
     return v;
   };
+  std::string published;
+  if (s.master == MasterPort::publish) {
+    if (const auto& f = s.published.failure)
+      published = "master_failure_node=" + clean(f->node) +
+                  "\nmaster_failure_reason=" + clean(f->reason) + "\n";
+    else published = "master_port=" + std::to_string(s.published.port) + "\n";
+  }
   return "addr=" + clean(s.addr) + "\nsecret=" + clean(s.secret) + "\nhost=" + clean(s.host) +
          "\njob=" + std::to_string(s.job) + "\nstep=" + std::to_string(s.step) +
          "\nworld=" + std::to_string(s.world_size) + "\nranks=" + ranks + "\nmaster=" + master +
-         "\nmaster_value=" + clean(s.master_value) +
-         "\nport_wait_ms=" + std::to_string(s.port_wait.count()) + "\n\n";
+         "\n" + published + "port_wait_ms=" + std::to_string(s.port_wait.count()) + "\n\n";
 }
 
 Result<AgentSettings> parse_settings(std::string_view text) {
@@ -98,14 +111,24 @@ Result<AgentSettings> parse_settings(std::string_view text) {
   if (s.addr.empty() || s.secret.empty() || s.host.empty() || s.ranks.empty() || s.world_size < 1)
     return bad("addr, secret, host, world and ranks are required");
   if (s.ranks.back() >= s.world_size) return bad("a rank outside the world");
+  if (s.master == MasterPort::publish) {
+    const auto& f = s.published.failure;
+    if (f ? f->node.empty() : s.published.port < 1)
+      return bad("master=publish needs master_port, or master_failure_node and its reason");
+  }
   return s;
 }
 
 std::string format_answer(const Result<AgentAnswer>& a) {
-  if (!a) {
-    std::string why = a.error().message;
-    std::replace(why.begin(), why.end(), '\n', ' ');
-    return "ERROR " + why + "\n";
+  auto one_line = [](std::string v) {
+    std::replace(v.begin(), v.end(), '\n', ' ');
+    return v;
+  };
+  if (!a) return "ERROR " + one_line(a.error().message) + "\n";
+  if (const auto& f = a->master_failure) {
+    std::string node = one_line(f->node);
+    std::replace(node.begin(), node.end(), ' ', '_');
+    return "MASTER_FAILED " + node + " " + one_line(f->reason) + "\n";
   }
   return "READY " + std::to_string(a->port) + " " + a->socket + "\n";
 }
@@ -117,16 +140,23 @@ Result<AgentAnswer> parse_answer(std::string_view line) {
     return make_error(Errc::protocol, "the node agent answered '" +
                                           std::string(line.substr(0, 80)) + "', not READY");
   };
-  if (line.rfind("READY ", 0) != 0) return wrong();
-  line.remove_prefix(6);
+  const bool failed = line.rfind("MASTER_FAILED ", 0) == 0;
+  if (!failed && line.rfind("READY ", 0) != 0) return wrong();
+  line.remove_prefix(failed ? 14 : 6);
   const size_t sp = line.find(' ');
   if (sp == std::string_view::npos) return wrong();
+  if (failed) {
+    const std::string_view node = line.substr(0, sp), reason = line.substr(sp + 1);
+    if (node.empty() || node.size() > 255 || !std::all_of(line.begin(), line.end(), printable))
+      return wrong();
+    return AgentAnswer{0, {}, MasterFailure{std::string(node), std::string(reason)}};
+  }
   auto port = parse_whole_number(line.substr(0, sp), 0, 65535);
   const std::string_view name = line.substr(sp + 1);
   if (!port || name.size() < 2 || name.size() > kMaxSocketName || name[0] != '@' ||
       !std::all_of(name.begin() + 1, name.end(), socket_char))
     return wrong();
-  return AgentAnswer{static_cast<int>(*port), std::string(name)};
+  return AgentAnswer{static_cast<int>(*port), std::string(name), std::nullopt};
 }
 
 std::string format_task_exit(int rank, int wait_status) {

@@ -1,9 +1,10 @@
 // What slurmstepd (root) and dp-nodeagent (the job's user) say to each other
 // over two pipes, never argv or the environment: root writes the settings
 // (key=value lines, then an empty line) and later one control line per task
-// that ended; the agent answers one line, "READY <port> <socket>" or
-// "ERROR <text>", and closes its end. Root closing its end ends the agent.
-// Linked into the plugin and the agent, so both sides parse the same way.
+// that ended; the agent answers one line, "READY <port> <socket>",
+// "MASTER_FAILED <node> <reason>" or "ERROR <text>", and closes its end.
+// Root closing its end ends the agent. Linked into the plugin and the agent,
+// so both sides parse the same way.
 #pragma once
 
 #include <chrono>
@@ -23,7 +24,7 @@ inline constexpr size_t kMaxSocketName = 100;  // "@" + name, well under sun_pat
 
 enum class MasterPort : uint8_t {
   none,     // MASTER_PORT is known on every node (--dp-master-port, Slurm's reservation)
-  publish,  // the master node: publish `master_value` (a port, or '!' and the failure)
+  publish,  // the master node: publish `published` (its port, or its failure)
   fetch,    // the other nodes: fetch the master node's value
 };
 
@@ -35,7 +36,7 @@ struct AgentSettings {
   int world_size = 0;
   std::vector<int32_t> ranks;  // this node's global ranks
   MasterPort master = MasterPort::none;
-  std::string master_value;
+  MasterPortValue published;  // with publish
   std::chrono::milliseconds port_wait{60'000};
 };
 
@@ -44,22 +45,20 @@ Result<AgentSettings> parse_settings(std::string_view text);
 
 // The agent's answer to root.
 struct AgentAnswer {
-  int port = 0;        // 0: none exchanged (MasterPort::none)
+  int port = 0;        // 0: none exchanged (MasterPort::none, publish)
   std::string socket;  // "@name": the abstract socket the node's ranks connect to
+  // Instead of a port and a socket: the master node could not set up the step.
+  std::optional<MasterFailure> master_failure;
 };
 std::string format_answer(const Result<AgentAnswer>& a);
-// Root's side: the port in range, the name of the allowed characters and length.
+// Root's side: the port in range, the name of the allowed characters and
+// length, a master failure's node name one word and its reason printable.
 Result<AgentAnswer> parse_answer(std::string_view line);
 
 // "rank R exited status S" (S: the wait status slurmstepd saw).
 std::string format_task_exit(int rank, int wait_status);
 std::optional<std::pair<int, int>> parse_task_exit(std::string_view line);
 
-// The value the master node publishes when it has no port: '!' then why.
-inline constexpr char kFailureMark = '!';
-// How every node words the master node's failure; root passes a message
-// holding it on as it is, from this phrase on.
-inline constexpr const char* kMasterFailed = "the master node could not set up the step: ";
 using ::dp::kMasterPortKey;
 
 }  // namespace dp::agent

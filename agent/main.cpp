@@ -17,7 +17,7 @@
 
 #include "agent_server.hpp"
 #include "dp/hex.hpp"
-#include "hello_proof.hpp"
+#include "dp/random_bytes.hpp"
 #include "launch_contract.hpp"
 #include "process_start.hpp"
 #include "rendezvous_client.hpp"
@@ -53,26 +53,24 @@ dp::Result<std::string> read_settings() {
   return dp::make_error(dp::Errc::protocol, "settings too long");
 }
 
-std::string random_hex(size_t bytes) {
-  const std::string raw = dp::rdv::random_bytes(bytes);
-  return dp::to_hex({reinterpret_cast<const unsigned char*>(raw.data()), raw.size()});
-}
-
 // An abstract name nobody can guess (so another user cannot take it first).
-dp::Result<std::pair<int, std::string>> listen_local(const dp::agent::AgentSettings& s) {
+dp::Result<std::pair<dp::service::UniqueFd, std::string>> listen_local(
+    const dp::agent::AgentSettings& s) {
+  const auto raw = dp::random_bytes(16);
+  DP_TRY(raw);
   const std::string name =
-      "@slurm-dp-" + std::to_string(s.job) + "." + std::to_string(s.step) + "-" + random_hex(16);
+      "@slurm-dp-" + std::to_string(s.job) + "." + std::to_string(s.step) + "-" +
+      dp::to_hex({reinterpret_cast<const unsigned char*>(raw->data()), raw->size()});
   sockaddr_un sa;
   auto len = dp::rdv::abstract_address(name, sa);
   DP_TRY(len);
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), *len) != 0 || listen(fd, 4096) != 0) {
-    const int e = errno;
-    if (fd >= 0) close(fd);
+  dp::service::UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd || bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), *len) != 0 ||
+      listen(fd.get(), 4096) != 0) {
     return dp::make_error(dp::Errc::connection,
-                          "cannot listen on " + name + ": " + std::strerror(e));
+                          "cannot listen on " + name + ": " + std::strerror(errno));
   }
-  return std::pair<int, std::string>(fd, name);
+  return std::pair(std::move(fd), name);
 }
 
 // The daemon is READY before srun starts the step; a few tries cover a busy host.
@@ -115,8 +113,8 @@ int main() {
   if (!daemon)
     return fail("cannot reach the step's daemon at " + settings->addr + ": " +
                 daemon.error().message);
-  auto server =
-      dp::agent::AgentServer::create(*settings, *daemon, local->first, std::move(local->second));
+  auto server = dp::agent::AgentServer::create(*settings, dp::service::UniqueFd(*daemon),
+                                               std::move(local->first), std::move(local->second));
   if (!server) return fail(server.error().message);
   return (*server)->run();
 }

@@ -6,6 +6,7 @@ find_package(Protobuf REQUIRED)            # Debian ships only the FindProtobuf 
 pkg_check_modules(LIBEVENT REQUIRED IMPORTED_TARGET libevent_core)
 find_package(Gloo CONFIG REQUIRED)         # imported target: gloo
 find_package(ZLIB REQUIRED)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)  # imported target OpenSSL::Crypto (libcrypto)
 
 find_path(SLURM_INCLUDE_DIR slurm/spank.h REQUIRED)
 find_library(SLURM_LIBRARY slurm REQUIRED)  # only for tools/tests; the plugin links nothing from Slurm

@@ -5,6 +5,7 @@
 
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
+#include "master_port_value.hpp"
 
 namespace dp::daemon {
 namespace {
@@ -12,10 +13,6 @@ namespace {
 std::string ms_text(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + " ms"; }
 
 }  // namespace
-
-bool secrets_equal(std::string_view a, std::string_view b) noexcept {
-  return rdv::equal_constant_time(a, b);
-}
 
 Broker::Broker(BrokerConfig cfg, Outbox& out, Clock::time_point now)
     : cfg_(std::move(cfg)),
@@ -31,9 +28,14 @@ Broker::Broker(BrokerConfig cfg, Outbox& out, Clock::time_point now)
 }
 
 void Broker::on_connect(ConnId conn, Clock::time_point now) {
+  auto nonce = cfg_.make_nonce();
+  if (!nonce) {
+    std::fprintf(stderr, "dp-rendezvousd: %s\n", nonce.error().message.c_str());
+    return reject_and_close(conn, 0, rdv::to_wire(nonce.error().code), nonce.error().message);
+  }
   Peer p;
   p.connected_at = now;
-  p.nonce = cfg_.make_nonce();
+  p.nonce = std::move(*nonce);
   peers_.emplace(conn, p);
   ++accepted_;
   unauthenticated_.push_back(conn);
@@ -95,7 +97,13 @@ void Broker::reply_error(ConnId conn, uint64_t id, proto::Code code, std::string
   r.set_id(id);
   r.set_code(code);
   r.set_message(std::move(message));
+  if (code == proto::ABORTED) add_master_failure(r);
   out_.send(conn, r);
+}
+
+void Broker::add_master_failure(proto::Response& r) const {
+  if (abort_ && abort_->master_failure)
+    rdv::to_proto(*abort_->master_failure, *r.mutable_master_failure());
 }
 
 void Broker::reply_error(ConnId conn, uint64_t id, const Error& e) {
@@ -165,7 +173,7 @@ Result<void> Broker::check_hello(const Peer& p, const proto::Hello& h) const {
   const std::string expected =
       rdv::hello_proof(cfg_.secret, p.nonce, h.role(), h.rank(), h.world_size(), h.host(),
                        {h.node_ranks().data(), static_cast<size_t>(h.node_ranks().size())});
-  if (!rdv::equal_constant_time(h.proof(), expected)) {
+  if (!rdv::proof_matches(h.proof(), expected)) {
     return make_error(
         Errc::unauthorized,
         "wrong job secret: use the DP_RDV_SECRET of this step; closing the connection");
@@ -335,6 +343,7 @@ void Broker::abort_job(AbortCause cause) {
   push.set_message(abort_->message);
   if (abort_->how == AbortCause::How::hang && abort_->rank >= 0)
     push.mutable_hang()->set_rank(abort_->rank);
+  add_master_failure(push);
   // A send may drop a peer that does not read (and so change peers_): walk a copy.
   std::vector<ConnId> ready;
   ready.reserve(peers_.size());

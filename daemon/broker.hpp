@@ -58,7 +58,7 @@ struct BrokerConfig {
   std::string step_id;
   BrokerLimits limits;
   // Fresh nonce for each connection's challenge (tests and the fuzzer pin it).
-  std::function<std::string()> make_nonce;
+  std::function<Result<std::string>()> make_nonce;
 };
 
 // Where the broker's answers go (the server's sockets, or a test recorder).
@@ -154,6 +154,8 @@ class Broker {
   void reply_ok(ConnId conn, uint64_t id);
   void reply_error(ConnId conn, uint64_t id, proto::Code code, std::string message);
   void reply_error(ConnId conn, uint64_t id, const Error& e);
+  // An ABORTED reply names the master node's failure when that ended the step.
+  void add_master_failure(proto::Response& r) const;
   void reject_and_close(ConnId conn, uint64_t id, proto::Code code, std::string message);
   void forget_peer(ConnId conn, bool goodbye = false);
   void abort_job(AbortCause cause);
@@ -230,8 +232,5 @@ class Broker {
   uint64_t requests_ = 0, accepted_ = 0, rejected_auth_ = 0, protocol_errors_ = 0,
            limit_errors_ = 0, heartbeats_ = 0, evicted_ = 0;
 };
-
-// Constant-time comparison: the time taken does not depend on where a and b differ.
-bool secrets_equal(std::string_view a, std::string_view b) noexcept;
 
 }  // namespace dp::daemon

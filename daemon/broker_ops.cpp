@@ -3,6 +3,7 @@
 
 #include "broker.hpp"
 #include "dp/master_port.hpp"
+#include "master_port_value.hpp"
 
 namespace dp::daemon {
 
@@ -165,6 +166,9 @@ void Broker::op_abort(const Call& c, const proto::Abort& m) {
     who = describe_rank(m.rank());
   }
   cause.message = "job aborted by " + who + ": " + printable(m.reason(), 1024);
+  // Only the node that holds rank 0 speaks for the master node.
+  if (m.has_master_failure() && c.peer.role == proto::ROLE_NODE && holds(c.conn, 0))
+    cause.master_failure = rdv::from_proto(m.master_failure());
   abort_job(std::move(cause));
   reply_ok(c.conn, c.id);
 }

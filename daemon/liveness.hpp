@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "dp/master_port.hpp"
+
 namespace dp::daemon {
 
 using Clock = std::chrono::steady_clock;
@@ -53,6 +55,9 @@ struct AbortCause {
   std::optional<int> exit_code, signal;  // rank_lost, when slurmstepd knew them
   Clock::time_point when{};
   std::string message;  // the full text every peer gets
+  // The master node's agent aborted because it could not set up the step:
+  // every ABORTED reply carries it, so each node names the cause typed.
+  std::optional<MasterFailure> master_failure;
 };
 const char* how_name(AbortCause::How h) noexcept;
 

@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   auto opts = dp::daemon::parse_options(args);
   if (!opts) return fail(describe(opts.error()));
   if (opts->help) {
-    std::fputs(dp::daemon::usage_text(), stdout);
+    std::fputs(dp::daemon::usage_text().c_str(), stdout);
     return 0;
   }
   auto secret = dp::daemon::validate_secret(read_line());

@@ -1,6 +1,8 @@
 #include "options.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <chrono>
 
 #include "dp/params.hpp"
 
@@ -18,36 +20,65 @@ Result<long long> parse_int(const std::string& opt, const std::string& v, long l
   return n;
 }
 
-// The numeric options: each one line with its range and where it goes.
+// A numeric flag: its range, the field it sets and its help. --help shows
+// the field's value in a fresh DaemonOptions as the default, so a default is
+// written once, where the field is declared.
 struct NumberOption {
   const char* name;
+  const char* arg;  // "N", "MS"
   long long lo, hi;
   void (*set)(DaemonOptions&, long long);
+  long long (*get)(const DaemonOptions&);
+  const char* help;  // nullptr: the usage line shows it
+  const char* zero;  // what 0 means (when accepted or the default); nullptr: nothing special
 };
 
-using std::chrono::milliseconds;
+template <class T>
+void store(T& field, long long n) {
+  field = static_cast<T>(n);
+}
+void store(std::chrono::milliseconds& field, long long n) { field = std::chrono::milliseconds(n); }
+template <class T>
+long long shown(T value) {
+  return static_cast<long long>(value);
+}
+long long shown(std::chrono::milliseconds value) { return value.count(); }
+
+// The set and get functions of a flag bound to one field of DaemonOptions.
+#define DP_FIELD(f)                                     \
+  [](DaemonOptions& o, long long n) { store(o.f, n); }, \
+      [](const DaemonOptions& o) { return shown(o.f); }
+
+constexpr long long kHourMs = 3'600'000;
 constexpr NumberOption kNumberOptions[] = {
-    {"--world-size", 1, 1 << 20, [](DaemonOptions& o, long long n) { o.world_size = int(n); }},
-    {"--nodes", 1, 1 << 20, [](DaemonOptions& o, long long n) { o.limits.nodes = int(n); }},
-    // Accepted from plugins of earlier releases; the daemon now lives exactly as long as srun.
-    {"--idle-timeout", 0, 30 * 24 * 3600, [](DaemonOptions&, long long) {}},
-    {"--max-unauthenticated", 1, 1'000'000,
-     [](DaemonOptions& o, long long n) { o.limits.max_unauthenticated = int(n); }},
-    {"--max-connections", 1, 10'000'000,
-     [](DaemonOptions& o, long long n) { o.max_connections = int(n); }},
-    {"--max-key-bytes", 1, 1 << 20,
-     [](DaemonOptions& o, long long n) { o.limits.max_key_bytes = uint32_t(n); }},
-    {"--max-value-bytes", 0, 256 << 20,
-     [](DaemonOptions& o, long long n) { o.limits.max_value_bytes = uint32_t(n); }},
-    {"--max-total-bytes", 0, 1ll << 40,
-     [](DaemonOptions& o, long long n) { o.limits.max_total_bytes = uint64_t(n); }},
-    {"--hello-timeout-ms", 1, 3'600'000,
-     [](DaemonOptions& o, long long n) { o.limits.hello_timeout = milliseconds(n); }},
-    {"--heartbeat-timeout-ms", 0, 3'600'000,
-     [](DaemonOptions& o, long long n) { o.limits.heartbeat_timeout = milliseconds(n); }},
-    {"--hang-timeout-ms", 0, 24 * 3'600'000,
-     [](DaemonOptions& o, long long n) { o.limits.hang_timeout = milliseconds(n); }},
+    {"--world-size", "N", 1, 1 << 20, DP_FIELD(world_size), nullptr, nullptr},
+    {"--nodes", "N", 1, 1 << 20, DP_FIELD(limits.nodes),
+     "node agents the step expects, one per node: fds and the hello budget then follow nodes, "
+     "not ranks",
+     "ranks connect directly"},
+    {"--max-connections", "N", 1, 10'000'000, DP_FIELD(max_connections), "most connections at once",
+     "the fd limit, raised to the hard limit, minus 32"},
+    {"--max-unauthenticated", "N", 1, 1'000'000, DP_FIELD(limits.max_unauthenticated),
+     "connections waiting for hello beyond one per rank still to come; past that the oldest is "
+     "evicted",
+     nullptr},
+    {"--max-key-bytes", "N", 1, 1 << 20, DP_FIELD(limits.max_key_bytes), "largest key", nullptr},
+    {"--max-value-bytes", "N", 0, 256 << 20, DP_FIELD(limits.max_value_bytes), "largest value",
+     nullptr},
+    {"--max-total-bytes", "N", 0, 1ll << 40, DP_FIELD(limits.max_total_bytes),
+     "keys + values of the step", nullptr},
+    {"--hello-timeout-ms", "MS", 1, kHourMs, DP_FIELD(limits.hello_timeout),
+     "close connections without hello after MS", nullptr},
+    {"--heartbeat-timeout-ms", "MS", 0, kHourMs, DP_FIELD(limits.heartbeat_timeout),
+     "a rank silent this long while others are heard aborts the job; all ranks silent: "
+     "suspended, not dead",
+     "off"},
+    {"--hang-timeout-ms", "MS", 0, 24 * kHourMs, DP_FIELD(limits.hang_timeout),
+     "a live rank that does not enter a collective the others have waited in for MS aborts the "
+     "job, named",
+     "off"},
 };
+#undef DP_FIELD
 
 const NumberOption* find_number_option(const std::string& name) {
   for (const NumberOption& n : kNumberOptions)
@@ -55,38 +86,60 @@ const NumberOption* find_number_option(const std::string& name) {
   return nullptr;
 }
 
+// "  --flag ARG   text (default ...)", the text wrapped at 80 columns under
+// itself; `last` (the default) is never split.
+std::string option_help(const std::string& flag, const std::string& text, const std::string& last) {
+  constexpr size_t kIndent = 30, kWidth = 80;
+  std::vector<std::string> words;
+  for (size_t a = 0; a < text.size();) {
+    const size_t b = std::min(text.find(' ', a), text.size());
+    words.push_back(text.substr(a, b - a));
+    a = b + 1;
+  }
+  words.push_back(last);
+  std::string out = "  " + flag;
+  out.resize(std::max(out.size() + 1, kIndent), ' ');
+  size_t column = out.size();
+  for (const std::string& w : words) {
+    if (column > kIndent && column + 1 + w.size() > kWidth) {
+      out += "\n" + std::string(kIndent, ' ');
+      column = kIndent;
+    } else if (column > kIndent) {
+      out += ' ';
+      ++column;
+    }
+    out += w;
+    column += w.size();
+  }
+  return out + "\n";
+}
+
+std::string default_text(const NumberOption& n, long long def) {
+  if (def == 0 && n.zero) return std::string("(default: ") + n.zero + ")";
+  std::string text = "(default " + std::to_string(def);
+  if (n.zero && n.lo == 0) text += std::string(", 0: ") + n.zero;
+  return text + ")";
+}
+
 }  // namespace
 
-const char* usage_text() noexcept {
-  return "usage: dp-rendezvousd --world-size N --job-id J --step-id S [options] < secret\n"
-         "  reads the step secret (one line of >= 32 hex digits) from stdin, binds an OS-chosen "
-         "port,\n"
-         "  prints 'READY <port>' on stdout, logs to stderr.\n"
-         "  lives as long as its parent (srun): exits on SIGTERM/SIGINT or when the parent dies.\n"
-         "  --listen ADDR               address to bind: the one the ranks route to (default "
-         "0.0.0.0);\n"
-         "                              '-': read it from the second line of stdin\n"
-         "  --nodes N                   node agents the step expects (one per node, issue 14): "
-         "fds\n"
-         "                              and the hello budget then follow nodes, not ranks\n"
-         "  --idle-timeout SEC          accepted from plugins of earlier releases; no effect\n"
-         "  --max-connections N         (default: the fd limit, raised to the hard limit, minus "
-         "32)\n"
-         "  --max-unauthenticated N     connections waiting for hello beyond one per rank still to "
-         "come;\n"
-         "                              past that the oldest is evicted (default 64)\n"
-         "  --max-key-bytes N           (default 4096)\n"
-         "  --max-value-bytes N         (default 1048576)\n"
-         "  --max-total-bytes N         keys + values of the step (default 134217728)\n"
-         "  --hello-timeout-ms MS       close connections without hello (default 5000)\n"
-         "  --heartbeat-timeout-ms MS   a rank silent this long while others are heard aborts the "
-         "job\n"
-         "                              (default 60000, 0: off); all ranks silent: suspended, not "
-         "dead\n"
-         "  --hang-timeout-ms MS        a live rank that does not enter a collective the others "
-         "have\n"
-         "                              waited in for MS aborts the job, named (default 120000, 0: "
-         "off)\n";
+std::string usage_text() {
+  const DaemonOptions defaults;
+  std::string out =
+      "usage: dp-rendezvousd --world-size N --job-id J --step-id S [options] < secret\n"
+      "  reads the step secret (one line of >= 32 hex digits) from stdin, binds an OS-chosen "
+      "port,\n"
+      "  prints 'READY <port>' on stdout, logs to stderr.\n"
+      "  lives as long as its parent (srun): exits on SIGTERM/SIGINT or when the parent dies.\n";
+  out += option_help("--listen ADDR",
+                     "address to bind: the one the ranks route to; '-': read it from the second "
+                     "line of stdin",
+                     "(default " + defaults.listen_addr + ")");
+  for (const NumberOption& n : kNumberOptions) {
+    if (n.help == nullptr) continue;
+    out += option_help(std::string(n.name) + " " + n.arg, n.help, default_text(n, n.get(defaults)));
+  }
+  return out;
 }
 
 Result<DaemonOptions> parse_options(const std::vector<std::string>& args) {

@@ -25,6 +25,6 @@ struct DaemonOptions {
 Result<DaemonOptions> parse_options(const std::vector<std::string>& args);
 // Checks one line of hex (at least 128 bits), without echoing it.
 Result<std::string> validate_secret(std::string line);
-const char* usage_text() noexcept;
+std::string usage_text();
 
 }  // namespace dp::daemon

@@ -29,67 +29,51 @@ Result<std::unique_ptr<ReportSocket>> ReportSocket::create(event_base* base, std
   if (path.size() >= sizeof sa.sun_path)
     return make_error(Errc::invalid_argument, "socket path too long: " + path);
   std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return make_error(Errc::connection, std::string("socket: ") + std::strerror(errno));
+  service::UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd) return make_error(Errc::connection, std::string("socket: ") + std::strerror(errno));
   ::unlink(path.c_str());  // a stale socket of an earlier daemon of this step
   const mode_t old = umask(077);
-  const int rc = bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  const int rc = bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa);
   umask(old);
-  if (rc != 0 || listen(fd, 16) != 0) {
-    const int e = errno;
-    ::close(fd);
-    return make_error(Errc::connection, "cannot listen on " + path + ": " + std::strerror(e));
-  }
-  s->listen_fd_ = fd;
+  if (rc != 0 || listen(fd.get(), 16) != 0)
+    return make_error(Errc::connection, "cannot listen on " + path + ": " + std::strerror(errno));
   s->path_ = std::move(path);
-  s->accept_ev_ = event_new(base, fd, EV_READ | EV_PERSIST, &ReportSocket::on_accept, s.get());
-  event_add(s->accept_ev_, nullptr);
+  ReportSocket* self = s.get();
+  // From here on the destructor removes the path.
+  DP_TRY(s->listener_.start(base, std::move(fd), static_cast<int>(kMaxConns), "dp-rendezvousd",
+                            [self](service::UniqueFd c) { self->admit(std::move(c)); }));
   return s;
 }
 
 ReportSocket::~ReportSocket() {
-  for (auto& [fd, c] : conns_) {
-    event_free(c->ev);
-    ::close(fd);
-  }
-  if (accept_ev_) event_free(accept_ev_);
-  if (listen_fd_ >= 0) {
-    ::close(listen_fd_);
-    ::unlink(path_.c_str());
-  }
+  if (listener_.fd() >= 0) ::unlink(path_.c_str());
 }
 
-void ReportSocket::on_accept(int, short, void* arg) {
-  auto* s = static_cast<ReportSocket*>(arg);
-  while (true) {
-    const int fd = accept4(s->listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
-    ucred cred{};
-    socklen_t len = sizeof cred;
-    const bool ours = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
-                      (cred.uid == getuid() || cred.uid == 0);
-    if (!ours || s->conns_.size() >= kMaxConns) {
-      ::close(fd);
-      continue;
-    }
-    auto c = std::make_unique<Conn>();
-    c->owner = s;
-    c->fd = fd;
-    c->ev = event_new(s->base_, fd, EV_READ | EV_PERSIST, &ReportSocket::on_read, c.get());
-    timeval tv{kReadTimeoutS, 0};
-    event_add(c->ev, &tv);
-    s->conns_.emplace(fd, std::move(c));
-  }
+void ReportSocket::admit(service::UniqueFd fd) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  const bool ours = getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+                    (cred.uid == getuid() || cred.uid == 0);
+  if (!ours || conns_.size() >= kMaxConns) return;
+  auto c = std::make_unique<Conn>();
+  c->owner = this;
+  const timeval tv{kReadTimeoutS, 0};
+  c->ev =
+      service::watch(base_, fd.get(), EV_READ | EV_PERSIST, &ReportSocket::on_read, c.get(), &tv);
+  if (!c->ev) return;
+  c->fd = std::move(fd);
+  const int key = c->fd.get();
+  conns_.emplace(key, std::move(c));
 }
 
-void ReportSocket::on_read(int, short what, void* arg) {
+void ReportSocket::on_read(evutil_socket_t, short what, void* arg) {
   auto* c = static_cast<Conn*>(arg);
   ReportSocket* s = c->owner;
-  if (what & EV_TIMEOUT) return s->drop(c->fd);
+  if (what & EV_TIMEOUT) return s->drop(c->fd.get());
   char buf[4096];
-  const ssize_t n = ::recv(c->fd, buf, sizeof buf, 0);
+  const ssize_t n = ::recv(c->fd.get(), buf, sizeof buf, 0);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-  if (n <= 0) return s->drop(c->fd);
+  if (n <= 0) return s->drop(c->fd.get());
   c->dec.feed(buf, static_cast<size_t>(n));
   s->serve(*c);
 }
@@ -98,7 +82,7 @@ void ReportSocket::serve(Conn& c) {
   std::string_view payload;
   const auto st = c.dec.next(payload);
   if (st == rdv::FrameDecoder::Status::need_more) return;
-  const int fd = c.fd;
+  const int fd = c.fd.get();
   proto::Request req;
   proto::Response r;
   if (st != rdv::FrameDecoder::Status::frame ||
@@ -128,12 +112,6 @@ void ReportSocket::serve(Conn& c) {
   drop(fd);
 }
 
-void ReportSocket::drop(int fd) {
-  auto it = conns_.find(fd);
-  if (it == conns_.end()) return;
-  event_free(it->second->ev);
-  ::close(fd);
-  conns_.erase(it);
-}
+void ReportSocket::drop(int fd) { conns_.erase(fd); }
 
 }  // namespace dp::daemon

@@ -13,9 +13,8 @@
 #include "dp/proto/rendezvous.pb.h"
 #include "dp/result.hpp"
 #include "frame_codec.hpp"
-
-struct event_base;
-struct event;
+#include "handles.hpp"
+#include "listener.hpp"
 
 namespace dp::daemon {
 
@@ -32,21 +31,20 @@ class ReportSocket {
  private:
   struct Conn {
     ReportSocket* owner = nullptr;
-    int fd = -1;
-    event* ev = nullptr;
+    service::UniqueFd fd;
+    service::EventPtr ev;  // after fd: freed before it is closed
     rdv::FrameDecoder dec{4096};
   };
   ReportSocket() = default;
-  static void on_accept(int fd, short what, void* arg);
-  static void on_read(int fd, short what, void* arg);
+  static void on_read(evutil_socket_t fd, short what, void* arg);
+  void admit(service::UniqueFd fd);
   void serve(Conn& c);
   void drop(int fd);
 
   event_base* base_ = nullptr;
   std::string path_;
   Answer answer_;
-  int listen_fd_ = -1;
-  event* accept_ev_ = nullptr;
+  service::Listener listener_;
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;
 };
 

@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <event2/event.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -59,6 +58,37 @@ Result<void> size_budget(DaemonOptions& o) {
   return {};
 }
 
+// Port 0 on `addr` (numeric), listening with backlog SOMAXCONN; `port` is
+// the one the OS chose.
+Result<service::UniqueFd> listen_tcp(const std::string& addr, uint16_t& port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(addr.c_str(), "0", &hints, &found) != 0 || !found) {
+    return make_error(Errc::invalid_argument,
+                      "--listen " + addr + ": not a numeric IPv4/IPv6 address");
+  }
+  const std::unique_ptr<addrinfo, void (*)(addrinfo*)> ai(found, freeaddrinfo);
+  service::UniqueFd fd(socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd) return make_error(Errc::connection, "socket: " + errno_text(errno));
+  const int one = 1;
+  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  // Accepted sockets inherit TCP_NODELAY from the listener: one syscall less per rank.
+  setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (bind(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd.get(), SOMAXCONN) != 0) {
+    return make_error(Errc::connection,
+                      "cannot listen on " + addr + " port 0: " + errno_text(errno));
+  }
+  sockaddr_storage sa{};
+  socklen_t len = sizeof sa;
+  getsockname(fd.get(), reinterpret_cast<sockaddr*>(&sa), &len);
+  port = ntohs(sa.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port
+                                        : reinterpret_cast<sockaddr_in*>(&sa)->sin_port);
+  return fd;
+}
+
 }  // namespace
 
 Server::Server(const DaemonOptions& opts, std::string secret) : opts_(opts) {
@@ -75,60 +105,19 @@ Result<std::unique_ptr<Server>> Server::create(const DaemonOptions& in, std::str
   DaemonOptions opts = in;
   DP_TRY(size_budget(opts));
   std::unique_ptr<Server> s(new Server(opts, std::move(secret)));
-
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
-  addrinfo* ai = nullptr;
-  if (getaddrinfo(opts.listen_addr.c_str(), "0", &hints, &ai) != 0 || !ai) {
-    return make_error(Errc::invalid_argument,
-                      "--listen " + opts.listen_addr + ": not a numeric IPv4/IPv6 address");
-  }
-  const int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    freeaddrinfo(ai);
-    return make_error(Errc::connection, "socket: " + errno_text(errno));
-  }
-  const int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  // Accepted sockets inherit TCP_NODELAY from the listener: one syscall less per rank.
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  const int rc = bind(fd, ai->ai_addr, ai->ai_addrlen);
-  const int bind_errno = errno;
-  freeaddrinfo(ai);
-  if (rc != 0 || listen(fd, SOMAXCONN) != 0) {
-    const int e = rc != 0 ? bind_errno : errno;
-    ::close(fd);
-    return make_error(Errc::connection,
-                      "cannot listen on " + opts.listen_addr + " port 0: " + errno_text(e));
-  }
-  sockaddr_storage sa{};
-  socklen_t len = sizeof sa;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  s->port_ = ntohs(sa.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port
-                                            : reinterpret_cast<sockaddr_in*>(&sa)->sin_port);
-  s->listen_fd_ = fd;
-  s->spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
-
-  s->base_ = event_base_new();
+  auto fd = listen_tcp(opts.listen_addr, s->port_);
+  DP_TRY(fd);
+  s->base_.reset(event_base_new());
   if (!s->base_) return make_error(Errc::internal, "event_base_new failed");
   Server* self = s.get();
-  s->accept_ev_ = event_new(s->base_, fd, EV_READ | EV_PERSIST, &Server::on_accept, self);
-  s->tick_ev_ = event_new(s->base_, -1, EV_PERSIST, &Server::on_tick, self);
-  s->sigterm_ev_ = evsignal_new(s->base_, SIGTERM, &Server::on_signal, self);
-  s->sigint_ev_ = evsignal_new(s->base_, SIGINT, &Server::on_signal, self);
-  s->reap_ev_ = event_new(s->base_, -1, 0, &Server::on_reap, self);
-  s->flush_ev_ = event_new(s->base_, -1, 0, &Server::on_flush, self);
-  timeval tv{0, 100'000};
-  event_add(s->accept_ev_, nullptr);
-  event_add(s->tick_ev_, &tv);
-  event_add(s->sigterm_ev_, nullptr);
-  event_add(s->sigint_ev_, nullptr);
+  DP_TRY(s->listener_.start(s->base_.get(), std::move(*fd), kAcceptBatch, "dp-rendezvousd",
+                            [self](service::UniqueFd c) { self->admit(std::move(c)); }));
+  DP_TRY(s->start_events());
   // The user's read-only view of the step (dp-top, srun's closing lines). The
   // step runs without it if the folder is unusable.
   if (auto path = obs::socket_path(opts.job_id, opts.step_id, true)) {
-    auto rs = ReportSocket::create(s->base_, *path, [self] { return self->broker_->stats(); });
+    auto rs =
+        ReportSocket::create(s->base_.get(), *path, [self] { return self->broker_->stats(); });
     if (rs) {
       s->report_socket_ = std::move(*rs);
     } else {
@@ -144,28 +133,25 @@ Result<std::unique_ptr<Server>> Server::create(const DaemonOptions& in, std::str
   return s;
 }
 
-Server::~Server() {
-  report_socket_.reset();  // its events belong to base_
-  for (auto& [id, c] : conns_) {
-    if (c->rd) event_free(c->rd);
-    if (c->wr) event_free(c->wr);
-    ::close(c->fd);
-  }
-  conns_.clear();
-  for (auto& c : dead_) {
-    if (c->rd) event_free(c->rd);
-    if (c->wr) event_free(c->wr);
-    ::close(c->fd);
-  }
-  for (event* e : {accept_ev_, tick_ev_, sigterm_ev_, sigint_ev_, reap_ev_, flush_ev_}) {
-    if (e) event_free(e);
-  }
-  if (base_) event_base_free(base_);
-  if (listen_fd_ >= 0) ::close(listen_fd_);
-  if (spare_fd_ >= 0) ::close(spare_fd_);
+// The tick, the signals, and the two deferred passes (reaping dropped
+// connections, flushing a loop pass's replies).
+Result<void> Server::start_events() {
+  event_base* b = base_.get();
+  const timeval tick{0, 100'000};
+  tick_ev_ = service::watch(b, -1, EV_PERSIST, &Server::on_tick, this, &tick);
+  sigterm_ev_ = service::watch(b, SIGTERM, EV_SIGNAL | EV_PERSIST, &Server::on_signal, this);
+  sigint_ev_ = service::watch(b, SIGINT, EV_SIGNAL | EV_PERSIST, &Server::on_signal, this);
+  reap_ev_ = service::make_event(b, -1, 0, &Server::on_reap, this);
+  flush_ev_ = service::make_event(b, -1, 0, &Server::on_flush, this);
+  if (!tick_ev_ || !sigterm_ev_ || !sigint_ev_ || !reap_ev_ || !flush_ev_)
+    return make_error(Errc::internal, "cannot set up the event loop (libevent)");
+  return {};
 }
 
-void Server::run() { event_base_dispatch(base_); }
+// Members go in the right order: connections and events before the base.
+Server::~Server() = default;
+
+void Server::run() { event_base_dispatch(base_.get()); }
 
 void Server::stop(const char* why) {
   const proto::Stats st = broker_->stats();
@@ -175,66 +161,38 @@ void Server::stop(const char* why) {
       opts_.job_id.c_str(), opts_.step_id.c_str(), why,
       static_cast<unsigned long long>(st.requests()), static_cast<unsigned long long>(st.keys()),
       broker_->startup_summary().c_str());
-  event_base_loopbreak(base_);
+  event_base_loopbreak(base_.get());
 }
 
-void Server::on_signal(int, short, void* arg) { static_cast<Server*>(arg)->stop("signal"); }
-void Server::on_tick(int, short, void* arg) { static_cast<Server*>(arg)->tick(); }
-void Server::on_accept(int, short, void* arg) { static_cast<Server*>(arg)->accept_some(); }
+void Server::on_signal(evutil_socket_t, short, void* arg) {
+  static_cast<Server*>(arg)->stop("signal");
+}
+void Server::on_tick(evutil_socket_t, short, void* arg) { static_cast<Server*>(arg)->tick(); }
 
-void Server::on_reap(int, short, void* arg) {
-  auto* s = static_cast<Server*>(arg);
-  for (auto& c : s->dead_) {
-    if (c->rd) event_free(c->rd);
-    if (c->wr) event_free(c->wr);
-    ::close(c->fd);
-  }
-  s->dead_.clear();
+void Server::on_reap(evutil_socket_t, short, void* arg) {
+  static_cast<Server*>(arg)->dead_.clear();
 }
 
-void Server::accept_some() {
-  for (int i = 0; i < kAcceptBatch; ++i) {
-    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EMFILE || errno == ENFILE) {
-        // Out of fds: take one waiting connection off the queue and refuse it,
-        // rather than spinning on a listener that stays readable.
-        if (spare_fd_ >= 0) {
-          ::close(spare_fd_);
-          const int x = accept(listen_fd_, nullptr, nullptr);
-          if (x >= 0) ::close(x);
-          spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        }
-        std::fprintf(stderr, "dp-rendezvousd: out of file descriptors; refused a connection\n");
-      }
-      return;
-    }
-    auto c = std::make_unique<Conn>();
-    c->server = this;
-    c->fd = fd;
-    c->id = next_id_++;
-    // At the cap with nobody to evict: refuse. (The broker evicts the oldest
-    // connection without hello itself, so ranks are never refused for those.)
-    if (static_cast<int>(conns_.size()) >= opts_.max_connections &&
-        broker_->unauthenticated() == 0) {
-      proto::Response r;
-      r.set_code(proto::LIMIT);
-      r.set_message("too many connections: the limit is " + std::to_string(opts_.max_connections) +
-                    " (dp-rendezvousd --max-connections)");
-      std::string frame;
-      rdv::append_frame(r, frame);
-      [[maybe_unused]] ssize_t n =
-          ::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      ::close(fd);
-      continue;
-    }
-    c->rd = event_new(base_, fd, EV_READ | EV_PERSIST,
-                      &service::on_conn_event<Conn, &Server::read_from>, c.get());
-    event_add(c->rd, nullptr);
-    const ConnId id = c->id;
-    conns_.emplace(id, std::move(c));
-    broker_->on_connect(id, Clock::now());
+void Server::admit(service::UniqueFd fd) {
+  // At the cap with nobody to evict: refuse. (The broker evicts the oldest
+  // connection without hello itself, so ranks are never refused for those.)
+  if (static_cast<int>(conns_.size()) >= opts_.max_connections && broker_->unauthenticated() == 0) {
+    proto::Response r;
+    r.set_code(proto::LIMIT);
+    r.set_message("too many connections: the limit is " + std::to_string(opts_.max_connections) +
+                  " (dp-rendezvousd --max-connections)");
+    std::string frame;
+    rdv::append_frame(r, frame);
+    [[maybe_unused]] ssize_t n =
+        ::send(fd.get(), frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    return;
   }
+  auto c =
+      service::open_conn<Conn, &Server::read_from>(*this, base_.get(), std::move(fd), next_id_++);
+  if (!c) return;
+  const ConnId id = c->id;
+  conns_.emplace(id, std::move(c));
+  broker_->on_connect(id, Clock::now());
 }
 
 void Server::read_from(Conn& c) {
@@ -242,7 +200,7 @@ void Server::read_from(Conn& c) {
   const ConnId id = c.id;
   bool eof = false;
   for (int round = 0; round < 4; ++round) {
-    const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
+    const ssize_t n = ::recv(c.fd.get(), buf, sizeof buf, 0);
     if (n > 0) {
       c.decoder.feed(buf, static_cast<size_t>(n));
       if (static_cast<size_t>(n) < sizeof buf) break;
@@ -285,14 +243,15 @@ void Server::send(ConnId conn, const proto::Response& r) {
     rdv::append_frame(r, c.out);
     c.last_out = Clock::now();
   }
-  if (!c.flush_queued && (c.overflowed || !(c.wr && event_pending(c.wr, EV_WRITE, nullptr)))) {
+  if (!c.flush_queued &&
+      (c.overflowed || !(c.wr && event_pending(c.wr.get(), EV_WRITE, nullptr)))) {
     c.flush_queued = true;
     flush_queue_.push_back(conn);
-    if (flush_queue_.size() == 1) event_active(flush_ev_, EV_TIMEOUT, 0);
+    if (flush_queue_.size() == 1) event_active(flush_ev_.get(), EV_TIMEOUT, 0);
   }
 }
 
-void Server::on_flush(int, short, void* arg) {
+void Server::on_flush(evutil_socket_t, short, void* arg) {
   auto* s = static_cast<Server*>(arg);
   std::vector<ConnId> q;
   q.swap(s->flush_queue_);
@@ -314,19 +273,19 @@ void Server::on_flush(int, short, void* arg) {
 void Server::flush(Conn& c) {
   while (c.out_pos < c.out.size()) {
     const ssize_t n =
-        ::send(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
+        ::send(c.fd.get(), c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
     if (n > 0) {
       c.out_pos += static_cast<size_t>(n);
       continue;
     }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!c.wr)
-        c.wr = event_new(base_, c.fd, EV_WRITE | EV_PERSIST,
-                         &service::on_conn_event<Conn, &Server::flush>, &c);
-      event_add(c.wr, nullptr);
-      return;
-    }
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (service::make_writer<&Server::flush>(c, base_.get())) {
+        event_add(c.wr.get(), nullptr);
+        return;
+      }
+      shutdown(c.fd.get(), SHUT_RDWR);  // no way to wait for room: ends as a lost peer
+    }
     // The peer is gone; the read side reports it (or the close finishes it).
     c.out.clear();
     c.out_pos = 0;
@@ -336,7 +295,7 @@ void Server::flush(Conn& c) {
   c.out.clear();
   c.out_pos = 0;
   if (c.out.capacity() > 4096) std::string().swap(c.out);
-  if (c.wr) event_del(c.wr);
+  if (c.wr) event_del(c.wr.get());
   if (c.closing) drop(c);
 }
 
@@ -347,10 +306,10 @@ void Server::close(ConnId conn) {
   if (c.closing) return;
   c.closing = true;
   c.closing_since = Clock::now();
-  event_del(c.rd);
+  event_del(c.rd.get());
   if (c.out_pos >= c.out.size()) {
     drop(c);
-  } else if (!c.flush_queued && !(c.wr && event_pending(c.wr, EV_WRITE, nullptr))) {
+  } else if (!c.flush_queued && !(c.wr && event_pending(c.wr.get(), EV_WRITE, nullptr))) {
     flush(c);
   }
 }
@@ -358,11 +317,11 @@ void Server::close(ConnId conn) {
 void Server::drop(Conn& c) {
   auto it = conns_.find(c.id);
   if (it == conns_.end()) return;
-  event_del(c.rd);
-  if (c.wr) event_del(c.wr);
+  event_del(c.rd.get());
+  if (c.wr) event_del(c.wr.get());
   dead_.push_back(std::move(it->second));
   conns_.erase(it);
-  event_active(reap_ev_, EV_TIMEOUT, 0);
+  event_active(reap_ev_.get(), EV_TIMEOUT, 0);
 }
 
 void Server::tick() {

@@ -12,11 +12,10 @@
 #include "broker.hpp"
 #include "frame_codec.hpp"
 #include "frame_conn.hpp"
+#include "handles.hpp"
+#include "listener.hpp"
 #include "options.hpp"
 #include "report_socket.hpp"
-
-struct event_base;
-struct event;
 
 namespace dp::daemon {
 
@@ -45,13 +44,13 @@ class Server final : public Outbox {
   };
 
   Server(const DaemonOptions& opts, std::string secret);
-  static void on_accept(int fd, short what, void* arg);
-  static void on_tick(int fd, short what, void* arg);
-  static void on_signal(int fd, short what, void* arg);
-  static void on_reap(int fd, short what, void* arg);
-  static void on_flush(int fd, short what, void* arg);
+  Result<void> start_events();
+  static void on_tick(evutil_socket_t fd, short what, void* arg);
+  static void on_signal(evutil_socket_t fd, short what, void* arg);
+  static void on_reap(evutil_socket_t fd, short what, void* arg);
+  static void on_flush(evutil_socket_t fd, short what, void* arg);
 
-  void accept_some();
+  void admit(service::UniqueFd fd);
   void read_from(Conn& c);
   void flush(Conn& c);
   void drop(Conn& c);  // destroy later, outside any callback of c
@@ -59,16 +58,12 @@ class Server final : public Outbox {
   void stop(const char* why);
 
   DaemonOptions opts_;
-  event_base* base_ = nullptr;
-  int listen_fd_ = -1;
-  int spare_fd_ = -1;  // released to accept-and-close when out of fds
+  // First: every member below that holds events of it goes before it.
+  service::EventBasePtr base_;
   uint16_t port_ = 0;
-  event* accept_ev_ = nullptr;
-  event* tick_ev_ = nullptr;
-  event* sigterm_ev_ = nullptr;
-  event* sigint_ev_ = nullptr;
-  event* reap_ev_ = nullptr;
-  event* flush_ev_ = nullptr;  // replies of one loop pass leave in one send per connection
+  service::Listener listener_;
+  service::EventPtr tick_ev_, sigterm_ev_, sigint_ev_, reap_ev_;
+  service::EventPtr flush_ev_;  // replies of one loop pass leave in one send per connection
   std::vector<ConnId> flush_queue_;
   std::unique_ptr<Broker> broker_;
   std::unique_ptr<ReportSocket> report_socket_;  // dp-top's and srun's read-only view

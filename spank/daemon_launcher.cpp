@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 
 #include "dp/hex.hpp"
 #include "dp/params.hpp"
+#include "dp/random_bytes.hpp"
 #include "spawn.hpp"
 
 namespace dp::spank {
@@ -74,15 +74,11 @@ Result<std::string> read_line(int fd, Clock::time_point deadline) {
 }  // namespace
 
 Result<std::string> make_secret() {
-  unsigned char raw[32];
-  size_t got = 0;
-  while (got < sizeof raw) {
-    ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return make_error(Errc::internal, std::string("getrandom: ") + std::strerror(errno));
-    got += static_cast<size_t>(n);
-  }
-  return to_hex(raw);
+  auto raw = random_bytes(32);
+  DP_TRY(raw);
+  auto hex = to_hex({reinterpret_cast<const unsigned char*>(raw->data()), raw->size()});
+  std::fill(raw->begin(), raw->end(), '\0');
+  return hex;
 }
 
 Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string& secret) {

@@ -22,7 +22,6 @@ struct DaemonRequest {
   int nodes = 0;  // the step's nodes, one agent each; 0: unknown
   uint32_t job_id = 0;
   uint32_t step_id = 0;
-  int idle_timeout_s = 0;        // no longer passed: the daemon lives exactly as long as srun
   int heartbeat_timeout_s = -1;  // site setting heartbeat_timeout; -1: the daemon's default
   int hang_timeout_s = -1;       // -1: the daemon's default; 0: off
   bool show_stderr = false;

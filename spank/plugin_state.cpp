@@ -18,6 +18,13 @@ void report_error(const std::string& message) {
   std::fflush(stderr);
 }
 
-void log_info(const std::string& message) { slurm_verbose("slurm-dp: %s", message.c_str()); }
+void report_site_warnings(const SiteConfig& site) {
+  for (const auto& w : site.warnings) {
+    // In slurmstepd, Slurm's log is the node's log; srun's stderr is the user's terminal.
+    if (spank_context() == S_CTX_REMOTE) slurm_info("slurm-dp: warning: %s", w.c_str());
+    else std::fprintf(stderr, "slurm-dp: warning: %s\n", w.c_str());
+  }
+  std::fflush(stderr);
+}
 
 }  // namespace dp::spank

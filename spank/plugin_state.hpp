@@ -5,10 +5,10 @@
 #include <sys/types.h>
 
 #include <cstdint>
-#include <optional>
 #include <string>
 
 #include "agent_launcher.hpp"
+#include "dp/layout.hpp"
 #include "dp/options.hpp"
 #include "dp/result.hpp"
 #include "dp/site_config.hpp"
@@ -39,25 +39,25 @@ struct PluginState {
   double srun_check_ms = -1, srun_daemon_ms = -1, srun_layout_ms = -1, srun_ready_ms = -1;
 
   // slurmstepd side. Whether a step is a slurm-dp step is decided from the
-  // option values Slurm carries to slurmstepd (cli_options, filled by the
-  // remote option callbacks) or the site's default=on, never from DP_*
-  // variables, which the user may set to anything.
+  // options Slurm carries to slurmstepd (cli_options, filled by the remote
+  // option callbacks) or the site's default=on, never from DP_* variables,
+  // which the user may set to anything. Their values come from the one
+  // value srun resolved (DP_OPTIONS), in facts.options.
   bool active = false;       // this step is a slurm-dp step
+  StepFacts facts;           // this node's part of the step, for the layout core
   std::string setup_error;   // set-up failed: every task fails with it
   PortLease lease;           // MASTER_PORT lease to release at step end
   int leased_port = 0;       // on the master node: re-checked free in rank 0
   NodeAgent agent;           // this node's dp-nodeagent; stopped at step end
   uint32_t tasks_ended = 0;  // task exits told to the agent
-  // The node's device lists before Slurm narrows them per task; a task
-  // whose list differs was bound per task by Slurm.
-  std::optional<std::string> node_cuda, node_ze;
 };
 
 PluginState& state();
 
 // The one line a user sees for a refused request: "slurm-dp: <message>".
 void report_error(const std::string& message);
-// Diagnostics that are not the user's fault (slurmstepd log, srun -v).
-void log_info(const std::string& message);
+// The site's plugin line needs a change that stops nothing (a removed key):
+// "slurm-dp: warning: ..." lines, on srun's stderr or in slurmstepd's log.
+void report_site_warnings(const SiteConfig& site);
 
 }  // namespace dp::spank

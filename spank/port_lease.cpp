@@ -14,12 +14,14 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <thread>
 #include <vector>
 
 #include "dp/master_port.hpp"
+#include "dp/params.hpp"
 
 namespace dp::spank {
 
@@ -58,11 +60,12 @@ std::optional<LeaseFile> read_lease(int dir, const std::string& name) {
   close(fd);
   if (n <= 0) return LeaseFile{};  // empty or torn: stale
   std::istringstream in(std::string(buf, static_cast<size_t>(n)));
+  std::string pid, uid;
   LeaseFile f;
-  std::string third;
-  in >> f.pid >> f.start >> third;
-  if (!third.empty() && third.find_first_not_of("0123456789") == std::string::npos)
-    f.uid = std::stol(third.substr(0, 9));
+  in >> pid >> f.start >> uid;
+  // A pid that is no whole number leaves the lease stale (pid 0).
+  if (auto p = parse_whole_number(pid, 1, std::numeric_limits<pid_t>::max())) f.pid = *p;
+  if (auto u = parse_whole_number(uid, 0, std::numeric_limits<uid_t>::max())) f.uid = *u;
   return f;
 }
 

@@ -1,6 +1,9 @@
 #include "slurm_step.hpp"
 
+#include <cerrno>
+#include <optional>
 #include <set>
+#include <string_view>
 
 #include "host_list.hpp"
 #include "slurm_headers.hpp"
@@ -16,8 +19,7 @@ Result<StepShape> load_step_shape(uint32_t job_id, uint32_t step_id) {
   if (layout == nullptr)
     return make_error(Errc::unavailable,
                       "cannot read the layout of step " + std::to_string(job_id) + "." +
-                          std::to_string(step_id) +
-                          " from slurmctld: " + slurm_strerror(slurm_get_errno()));
+                          std::to_string(step_id) + " from slurmctld: " + slurm_strerror(errno));
   auto hosts = expand_host_list(layout->node_list);
   if (!hosts) {
     slurm_job_step_layout_free(layout);
@@ -39,27 +41,25 @@ Result<StepShape> load_step_shape(uint32_t job_id, uint32_t step_id) {
   return shape;
 }
 
-Result<StepGresRequest> load_step_gres(uint32_t job_id, uint32_t step_id) {
+Result<DeviceRequest> load_step_request(uint32_t job_id, uint32_t step_id) {
   job_step_info_response_msg_t* resp = nullptr;
-  if (slurm_get_job_steps(0, job_id, step_id, &resp, SHOW_ALL) != SLURM_SUCCESS || resp == nullptr)
-    return make_error(Errc::unavailable,
-                      "cannot read step " + std::to_string(job_id) + "." + std::to_string(step_id) +
-                          " from slurmctld: " + slurm_strerror(slurm_get_errno()));
-  StepGresRequest req;
-  bool found = false;
+  if (get_step_info(job_id, step_id, &resp) != SLURM_SUCCESS || resp == nullptr)
+    return make_error(Errc::unavailable, "cannot read step " + std::to_string(job_id) + "." +
+                                             std::to_string(step_id) +
+                                             " from slurmctld: " + slurm_strerror(errno));
+  std::optional<DeviceRequest> req;
+  auto text = [](const char* s) { return std::string_view(s ? s : ""); };
   for (uint32_t i = 0; i < resp->job_step_count; ++i) {
     const job_step_info_t& s = resp->job_steps[i];
     if (s.step_id.job_id != job_id || s.step_id.step_id != step_id) continue;
-    found = true;
-    req.per_node = s.tres_per_node ? s.tres_per_node : "";
-    req.per_task = s.tres_per_task ? s.tres_per_task : "";
-    req.per_step = s.tres_per_step ? s.tres_per_step : "";
+    req = parse_device_request(text(s.tres_per_node), text(s.tres_per_task), text(s.tres_per_step),
+                               text(s.tres_bind));
   }
   slurm_free_job_step_info_response_msg(resp);
-  if (!found)
+  if (!req)
     return make_error(Errc::unavailable, "slurmctld does not know step " + std::to_string(job_id) +
                                              "." + std::to_string(step_id));
-  return req;
+  return *req;
 }
 
 Result<std::map<std::string, NodeFacts>> load_nodes(const std::vector<std::string>& names) {
@@ -68,9 +68,9 @@ Result<std::map<std::string, NodeFacts>> load_nodes(const std::vector<std::strin
                ? slurm_load_node_single(&msg, const_cast<char*>(names[0].c_str()), SHOW_ALL)
                : slurm_load_node(0, &msg, SHOW_ALL);
   if (rc != SLURM_SUCCESS || msg == nullptr)
-    return make_error(Errc::unavailable,
-                      std::string("cannot read node information from slurmctld: ") +
-                          slurm_strerror(slurm_get_errno()));
+    return make_error(
+        Errc::unavailable,
+        std::string("cannot read node information from slurmctld: ") + slurm_strerror(errno));
   std::set<std::string> wanted(names.begin(), names.end());
   std::map<std::string, NodeFacts> out;
   for (uint32_t i = 0; i < msg->record_count; ++i) {

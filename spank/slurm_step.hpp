@@ -8,15 +8,15 @@
 
 #include "dp/layout.hpp"
 #include "dp/result.hpp"
-#include "step_gres.hpp"
 
 namespace dp::spank {
 
 // Nodes (expanded with slurm_hostlist_*) and task ids per node.
 Result<StepShape> load_step_shape(uint32_t job_id, uint32_t step_id);
 
-// The step's GPU request as slurmctld recorded it.
-Result<StepGresRequest> load_step_gres(uint32_t job_id, uint32_t step_id);
+// The step's GPU request as slurmctld recorded it (its TRES per node, task
+// and step, and its TRES binding).
+Result<DeviceRequest> load_step_request(uint32_t job_id, uint32_t step_id);
 
 struct NodeFacts {
   std::string address;  // NodeAddr

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,34 +23,13 @@ namespace dp::spank {
 
 namespace {
 
-// Tiles each node offers for the site's kind, from the site's declaration
-// or the node's configured gres; -1 when not knowable before launch.
-int tiles_of_node(const SiteConfig& site, const NodeFacts& node) {
-  if (site.declared_tiles_per_node() > 0) return site.declared_tiles_per_node();
-  switch (site.kind) {
-    case AcceleratorKind::cuda: return gres_count(node.gres, "gpu");
-    case AcceleratorKind::ze: return gres_count(node.gres, "gpu") * site.tiles_per_device;
-    default: return 0;
-  }
-}
-
-bool print_explain(const StepPlan& plan, const SiteConfig& site, const StepShape& shape,
-                   const std::map<std::string, NodeFacts>& nodes, const std::string& master_addr,
-                   const Options& opts) {
-  std::vector<NodeTiles> tiles;
-  for (const auto& h : shape.hosts) {
-    SiteConfig as_node = site;
-    auto it = nodes.find(h);
-    if (site.declared_tiles_per_node() == 0 && it != nodes.end())
-      as_node.devices_per_node = gres_count(it->second.gres, "gpu");
-    auto t = node_tiles(as_node, {});
-    tiles.push_back(t ? *t : NodeTiles{});
-  }
+bool print_explain(const LayoutPlan& plan, const SiteConfig& site, const StepShape& shape,
+                   const std::string& master_addr, const Options& opts) {
   const std::string port =
       opts.master_port.value_or(0) > 0
           ? std::to_string(*opts.master_port)
           : "auto(chosen-on-" + shape.hosts[static_cast<size_t>(shape.host_of(0))] + ")";
-  auto tasks = step_environment(plan, site, shape, tiles, master_addr, port);
+  auto tasks = step_environment(plan, site, shape, master_addr, port);
   if (!tasks) {
     std::cout << "slurm-dp: " << tasks.error().message << std::endl;
     return false;
@@ -103,84 +81,55 @@ Result<StepIds> step_ids(spank_t sp) {
   return id;
 }
 
-// The step's options (job values, then srun's); nullopt for a step that
-// did not ask for slurm-dp.
-Result<std::optional<Options>> resolve_options(const PluginState& st) {
+// The step's options (job values, then srun's, or the site's default=on);
+// nullopt for a step that did not ask for slurm-dp.
+Result<std::optional<Options>> resolve_step_options(const PluginState& st) {
   auto job_opts = options_from_environment();
   DP_TRY(job_opts);
-  const Options opts = overlay(*job_opts, st.cli_options);
-  if (!opts.any() && !st.site.default_on) return std::optional<Options>{};
-  if (std::getenv("SLURM_HET_SIZE") != nullptr)
+  auto opts = resolve_options(*job_opts, st.cli_options, st.site.default_on);
+  if (opts && std::getenv("SLURM_HET_SIZE") != nullptr)
     return make_error(Errc::invalid_argument,
                       "--dp-*: heterogeneous jobs are not supported; submit the "
                       "data-parallel step as an ordinary (single-component) job");
-  return std::optional<Options>{opts};
-}
-
-// Where Slurm's gres decides which devices a task sees, the tiles a node
-// offers this step are capped by the GPUs the step asked for: a request
-// that cannot be met is refused here, naming the option to add, instead of
-// failing on the nodes at launch.
-Result<void> cap_by_step_gres(const SiteConfig& site, const Options& opts, const StepShape& shape,
-                              const StepIds& id, std::vector<int>& counts) {
-  if (!opts.tiles || site.declared_tiles_per_node() > 0 ||
-      (site.kind != AcceleratorKind::cuda && site.kind != AcceleratorKind::ze))
-    return {};
-  auto req = load_step_gres(id.job, id.step);
-  DP_TRY(req);
-  const int k = *opts.tiles;
-  const int per_gpu = site.kind == AcceleratorKind::ze ? std::max(site.tiles_per_device, 1) : 1;
-  const std::string add = "add --gpus-per-task=" + std::to_string((k + per_gpu - 1) / per_gpu) +
-                          " to srun (or sbatch), or --gres=gpu:N with N GPUs per node";
-  for (size_t i = 0; i < shape.hosts.size(); ++i) {
-    const int local = static_cast<int>(shape.task_ids[i].size());
-    const int gpus = step_gpus_on_node(*req, local, static_cast<int>(shape.hosts.size()));
-    if (gpus < 0) continue;
-    const long long need = static_cast<long long>(local) * k;
-    if (gpus == 0 || static_cast<long long>(gpus) * per_gpu < need)
-      return make_error(Errc::invalid_argument,
-                        "--dp-tiles=" + std::to_string(k) + ": the step asks Slurm for " +
-                            std::to_string(gpus) + " GPUs on node " + shape.hosts[i] + ", whose " +
-                            std::to_string(local) + " tasks need " + std::to_string(need) +
-                            " tiles; " + add);
-    counts[i] = counts[i] < 0 ? gpus * per_gpu : std::min(counts[i], gpus * per_gpu);
-  }
-  return {};
+  return opts;
 }
 
 // What srun learns and checks about the step before any task starts.
 struct CheckedStep {
   StepShape shape;
-  std::map<std::string, NodeFacts> nodes;
-  StepPlan plan;
+  LayoutPlan plan;
   std::string master_addr;
 };
 
+// The facts the layout core decides from: the step's shape, each node's
+// configured devices and (when it matters) the GPUs the step asked for.
 Result<CheckedStep> check_step(const SiteConfig& site, const Options& opts, const StepIds& id) {
-  CheckedStep c;
+  StepFacts f;
   auto shape = load_step_shape(id.job, id.step);
   DP_TRY(shape);
-  c.shape = std::move(*shape);
-  const int master_index = c.shape.host_of(0);
+  f.shape = std::move(*shape);
+  const int master_index = f.shape.host_of(0);
   if (master_index < 0) return make_error(Errc::internal, "no node holds task 0");
-  const std::string master_host = c.shape.hosts[static_cast<size_t>(master_index)];
+  const std::string master_host = f.shape.hosts[static_cast<size_t>(master_index)];
   const bool need_all_nodes = opts.tiles.has_value() || opts.explain.value_or(false);
-  auto nodes = load_nodes(need_all_nodes ? c.shape.hosts : std::vector<std::string>{master_host});
+  auto nodes = load_nodes(need_all_nodes ? f.shape.hosts : std::vector<std::string>{master_host});
   DP_TRY(nodes);
-  c.nodes = std::move(*nodes);
-  std::vector<int> counts;
-  for (const auto& h : c.shape.hosts) {
-    auto it = c.nodes.find(h);
-    counts.push_back(it == c.nodes.end() ? -1 : tiles_of_node(site, it->second));
+  for (const auto& h : f.shape.hosts) {
+    auto it = nodes->find(h);
+    f.nodes.push_back({it == nodes->end() ? std::nullopt : std::optional(it->second.gres), {}});
   }
-  DP_TRY(cap_by_step_gres(site, opts, c.shape, id, counts));
-  auto plan = plan_step(opts, site, c.shape, counts);
+  if (device_request_matters(opts, site)) {
+    auto req = load_step_request(id.job, id.step);
+    DP_TRY(req);
+    f.request = *req;
+  }
+  f.options = opts;
+  f.site = site;
+  auto plan = plan_layout(f);
   DP_TRY(plan);
-  c.plan = *plan;
-  if (c.plan.world_size != static_cast<int>(id.tasks))
+  if (plan->world_size != static_cast<int>(id.tasks))
     return make_error(Errc::internal, "srun and slurmctld disagree on the step's task count");
-  c.master_addr = c.nodes.at(master_host).address;
-  return c;
+  return CheckedStep{std::move(f.shape), std::move(*plan), nodes->at(master_host).address};
 }
 
 // A dry run ends srun here, successfully: srun itself exits at this point
@@ -189,7 +138,7 @@ Result<CheckedStep> check_step(const SiteConfig& site, const Options& opts, cons
 // and without Slurm's two error lines.
 [[noreturn]] void explain_and_exit(spank_t sp, const CheckedStep& c, const SiteConfig& site,
                                    const Options& opts) {
-  const bool ok = print_explain(c.plan, site, c.shape, c.nodes, c.master_addr, opts);
+  const bool ok = print_explain(c.plan, site, c.shape, c.master_addr, opts);
   std::cout << "slurm-dp: --dp-explain: dry run; no task was started" << std::endl;
   end_unlaunched_step(sp, ok ? 0 : 1);
   std::exit(ok ? 0 : 1);
@@ -209,9 +158,8 @@ void export_step_environment(const StepIds& id, const CheckedStep& c, const Opti
   if (opts.master_port.value_or(0) > 0)
     setenv(env::kMasterPort, std::to_string(*opts.master_port).c_str(), 1);
   else unsetenv(env::kMasterPort);
-  if (c.plan.tiles_per_task > 0)
-    setenv(env::kTilesPerTask, std::to_string(c.plan.tiles_per_task).c_str(), 1);
-  else unsetenv(env::kTilesPerTask);
+  // The one value of the step's options for the nodes and the tasks.
+  setenv(env::kOptions, format_node_options(opts).c_str(), 1);
 }
 
 DaemonRequest daemon_request(const SiteConfig& site, const Options& opts, const StepIds& id) {
@@ -222,7 +170,6 @@ DaemonRequest daemon_request(const SiteConfig& site, const Options& opts, const 
   req.nodes = static_cast<int>(id.nodes);
   req.job_id = id.job;
   req.step_id = id.step;
-  req.idle_timeout_s = site.idle_timeout_s;
   req.hang_timeout_s = site.hang_timeout_s;
   req.heartbeat_timeout_s = site.heartbeat_timeout_s;
   req.show_stderr = opts.verbose.value_or(false) || (debug && std::string(debug) == "1");
@@ -249,10 +196,11 @@ int srun_local_user_init(spank_t sp) {
     end_unlaunched_step(sp, 1);
     return -1;
   }
-  auto resolved = resolve_options(st);
+  auto resolved = resolve_step_options(st);
   if (!resolved) return fail(sp, resolved.error());
   // A step that did not ask for slurm-dp is left exactly as it was.
   if (!*resolved) return 0;
+  report_site_warnings(st.site);
   const Options& opts = **resolved;
   auto id = step_ids(sp);
   if (!id) return fail(sp, id.error());

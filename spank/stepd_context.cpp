@@ -70,7 +70,26 @@ Result<std::vector<int32_t>> local_ranks(spank_t sp) {
   return ranks;
 }
 
-Result<AgentStart> agent_start(spank_t sp, const SiteConfig& site, const StepIds& id) {
+// This node's part of the step, as the layout core takes it: its tasks,
+// the step's task count and the devices Slurm gave the step here (before it
+// narrows them per task).
+Result<StepFacts> node_facts(spank_t sp, const SiteConfig& site) {
+  StepFacts f;
+  uint32_t total = 0;
+  if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &total) != ESPANK_SUCCESS)
+    return make_error(Errc::internal, "cannot read the step's task count from slurmstepd");
+  auto ranks = local_ranks(sp);
+  DP_TRY(ranks);
+  f.shape.hosts = {node_name()};
+  f.shape.task_ids = {std::vector<int>(ranks->begin(), ranks->end())};
+  f.task_count = static_cast<int>(total);
+  f.nodes = {NodeDevices{std::nullopt, VisibleDevices{job_env(sp, env::kCudaVisibleDevices),
+                                                      job_env(sp, env::kZeAffinityMask)}}};
+  f.site = site;
+  return f;
+}
+
+Result<AgentStart> agent_start(spank_t sp, const PluginState& st, const StepIds& id) {
   AgentStart a;
   agent::AgentSettings& s = a.settings;
   auto addr = job_env(sp, env::kRdvAddr);
@@ -79,21 +98,18 @@ Result<AgentStart> agent_start(spank_t sp, const SiteConfig& site, const StepIds
     return make_error(Errc::internal,
                       "the step has no rendezvous address (DP_RDV_ADDR); srun did not "
                       "prepare it: is spank_dp.so in srun's plugstack.conf too?");
-  uint32_t total = 0;
   if (spank_get_item(sp, S_JOB_UID, &a.ids.uid) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_GID, &a.ids.gid) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &total) != ESPANK_SUCCESS)
+      spank_get_item(sp, S_JOB_GID, &a.ids.gid) != ESPANK_SUCCESS)
     return make_error(Errc::internal, "cannot read the job's uid/gid from slurmstepd");
-  auto ranks = local_ranks(sp);
-  DP_TRY(ranks);
   s.addr = *addr;
   s.secret = *secret;
   s.host = node_name();
   s.job = id.job;
   s.step = id.step;
-  s.world_size = static_cast<int>(total);
-  s.ranks = std::move(*ranks);
-  s.port_wait = std::chrono::seconds(site.port_wait_s);
+  s.world_size = st.facts.task_count;
+  const auto& mine = st.facts.shape.task_ids.front();
+  s.ranks.assign(mine.begin(), mine.end());
+  s.port_wait = std::chrono::seconds(st.site.port_wait_s);
   // The agent's own timeouts end it first; this bounds one that hangs.
   a.wait = s.port_wait + std::chrono::seconds(5);
   return a;
@@ -117,8 +133,8 @@ Result<int> take_lease(spank_t sp, PluginState& st, const StepIds& id) {
 // MASTER_PORT known on this node without the master node: --dp-master-port
 // or Slurm's reservation.
 Result<std::optional<int>> local_master_port(spank_t sp, const PluginState& st) {
-  if (st.cli_options.master_port.value_or(0) > 0)
-    return std::optional<int>(*st.cli_options.master_port);
+  if (st.facts.options.master_port.value_or(0) > 0)
+    return std::optional<int>(*st.facts.options.master_port);
   auto resv = st.site.use_resv_ports ? job_env(sp, "SLURM_STEP_RESV_PORTS") : std::nullopt;
   if (!resv) return std::optional<int>();
   auto first = first_reserved_port(*resv);
@@ -131,7 +147,7 @@ Result<std::optional<int>> local_master_port(spank_t sp, const PluginState& st) 
 // node (a leased port, or its failure, published write-once) to the others.
 // Returns MASTER_PORT; the agent's socket is exported to the tasks.
 Result<std::string> start_node_agent(spank_t sp, PluginState& st, const StepIds& id) {
-  auto start = agent_start(sp, st.site, id);
+  auto start = agent_start(sp, st, id);
   DP_TRY(start);
   auto fixed = local_master_port(sp, st);
   DP_TRY(fixed);
@@ -147,21 +163,19 @@ Result<std::string> start_node_agent(spank_t sp, PluginState& st, const StepIds&
     lease = take_lease(sp, st, id);
     // A failure is published on one node too: the agent makes it the step's first failure.
     s.master = nnodes > 1 || !lease ? agent::MasterPort::publish : agent::MasterPort::none;
-    s.master_value =
-        lease ? std::to_string(*lease)
-              : agent::kFailureMark + ("node " + node_name() + ": " + lease.error().message);
+    if (lease) s.published = *lease;
+    else s.published = MasterFailure{node_name(), lease.error().message};
   } else {
     s.master = agent::MasterPort::fetch;
   }
   auto answer =
       start_agent(agent_path_beside(daemon_path(st.site)), start->ids, s, start->wait, st.agent);
   DP_TRY(lease);
+  // The master node's own failure, as the agent learnt it (published, or
+  // carried by the daemon's abort when this node's hello came too late).
+  if (answer && answer->master_failure)
+    return make_error(Errc::aborted, master_failure_text(*answer->master_failure));
   if (!answer) {
-    // The master node's own failure reaches the others as it is, also when
-    // it came as the daemon's abort (this node's hello came too late).
-    if (const size_t at = answer.error().message.find(agent::kMasterFailed);
-        at != std::string::npos)
-      return make_error(answer.error().code, answer.error().message.substr(at));
     if (s.master != agent::MasterPort::fetch)
       return make_error(answer.error().code, "node agent: " + answer.error().message);
     return make_error(answer.error().code,
@@ -186,19 +200,47 @@ bool is_special_step(uint32_t step_id) {
 Result<void> set_up_node(spank_t sp, PluginState& st, const StepIds& id) {
   if (st.option_error)
     return make_error(Errc::invalid_argument, "srun passed an invalid --dp-* value to the node");
-  // srun writes its step's ids; others (an enclosing step's, or the
-  // user's own) mean srun did not prepare this step. Only checked, never
-  // acted upon.
+  // srun writes its step's ids and options; others (an enclosing step's, or
+  // the user's own) mean srun did not prepare this step. Only checked and
+  // read, never a reason to act.
+  const auto options = job_env(sp, env::kOptions);
   if (job_env(sp, env::kJobId) != std::to_string(id.job) ||
-      job_env(sp, env::kStepId) != std::to_string(id.step))
+      job_env(sp, env::kStepId) != std::to_string(id.step) || !options)
     return make_error(Errc::internal,
                       "srun did not prepare this step for slurm-dp (DP_JOB_ID/DP_STEP_ID "
-                      "name another step): is spank_dp.so in srun's plugstack.conf too?");
+                      "name another step, or no DP_OPTIONS): is spank_dp.so in srun's "
+                      "plugstack.conf too?");
+  auto facts = node_facts(sp, st.site);
+  DP_TRY(facts);
+  auto opts = parse_node_options(*options, env::kOptions);
+  DP_TRY(opts);
+  st.facts = std::move(*facts);
+  st.facts.options = *opts;
+  const VisibleDevices& given = *st.facts.nodes.front().given;
+  slurm_debug("slurm-dp: step %s node devices cuda=%s ze=%s options %s", id.text().c_str(),
+              given.cuda ? sanitize(*given.cuda).c_str() : "-",
+              given.ze ? sanitize(*given.ze).c_str() : "-", sanitize(*options).c_str());
   auto port = start_node_agent(sp, st, id);
   DP_TRY(port);
   if (spank_setenv(sp, env::kMasterPort, port->c_str(), 1) != ESPANK_SUCCESS)
     return make_error(Errc::internal, "cannot set MASTER_PORT for the tasks");
   return {};
+}
+
+// The task's variables from the one layout entry: this node's facts, with
+// how Slurm binds devices to tasks (SLURMD_TRES_BIND, which slurmstepd sets
+// from the step's request just before this callback) and what it set in the
+// task.
+Result<EnvList> task_variables(spank_t sp, const PluginState& st, const TaskPlace& place) {
+  StepFacts f = st.facts;
+  f.request = parse_device_request("", "", "", job_env(sp, "SLURMD_TRES_BIND").value_or(""));
+  auto plan = plan_layout(f);
+  DP_TRY(plan);
+  const VisibleDevices task_visible{job_env(sp, env::kCudaVisibleDevices),
+                                    job_env(sp, env::kZeAffinityMask)};
+  auto tiles = task_tiles(*plan, st.site, 0, task_visible);
+  DP_TRY(tiles);
+  return task_environment(*plan, st.site, place, *tiles);
 }
 
 }  // namespace
@@ -213,11 +255,7 @@ int stepd_init_post_opt(spank_t sp) {
   // the user's DP_* variables never do.
   if (!st.cli_options.any() && !st.site.default_on && !st.option_error) return 0;
   st.active = true;
-  st.node_cuda = job_env(sp, "CUDA_VISIBLE_DEVICES");
-  st.node_ze = job_env(sp, "ZE_AFFINITY_MASK");
-  slurm_debug("slurm-dp: step %s node devices cuda=%s ze=%s", id.text().c_str(),
-              st.node_cuda ? sanitize(*st.node_cuda).c_str() : "-",
-              st.node_ze ? sanitize(*st.node_ze).c_str() : "-");
+  report_site_warnings(st.site);
   auto ok = set_up_node(sp, st, id);
   if (!ok) {
     // Returned from here, Slurm would only log "Plugin initialization
@@ -239,13 +277,12 @@ int stepd_user_init(spank_t) {
 int stepd_task_init(spank_t sp) {
   PluginState& st = state();
   if (!st.active) return 0;
-  uint32_t rank = 0, local_count = 0, node_id = 0, total = 0;
+  uint32_t rank = 0, local_count = 0, node_id = 0;
   int local_rank = 0;
   if (spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS ||
       spank_get_item(sp, S_TASK_ID, &local_rank) != ESPANK_SUCCESS ||
       spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_count) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_NODEID, &node_id) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &total) != ESPANK_SUCCESS) {
+      spank_get_item(sp, S_JOB_NODEID, &node_id) != ESPANK_SUCCESS) {
     report_error("cannot read this task's place from slurmstepd");
     return -1;
   }
@@ -262,28 +299,9 @@ int stepd_task_init(spank_t sp) {
         "ask the site for Slurm-reserved ports (MpiParams=ports=, srun --resv-ports)");
     return -1;
   }
-  StepPlan plan;
-  plan.world_size = static_cast<int>(total);
-  if (auto tiles = job_env(sp, env::kTilesPerTask)) {
-    auto k = parse_integer(*tiles, 1, 4096, env::kTilesPerTask, "1");
-    if (!k) {
-      report_error(describe(k.error()));
-      return -1;
-    }
-    plan.tiles_per_task = static_cast<int>(*k);
-  }
-  VisibleDevices visible{job_env(sp, "CUDA_VISIBLE_DEVICES"), job_env(sp, "ZE_AFFINITY_MASK")};
-  auto tiles = node_tiles(st.site, visible);
-  if (!tiles) {
-    report_error(tiles.error().message);
-    return -1;
-  }
-  const auto& mine = st.site.kind == AcceleratorKind::ze ? visible.ze : visible.cuda;
-  const auto& node = st.site.kind == AcceleratorKind::ze ? st.node_ze : st.node_cuda;
-  tiles->per_task = mine.has_value() && node.has_value() && *mine != *node;
   TaskPlace place{static_cast<int>(rank), local_rank, static_cast<int>(local_count),
                   static_cast<int>(node_id)};
-  auto vars = task_environment(plan, st.site, place, *tiles);
+  auto vars = task_variables(sp, st, place);
   if (!vars) {
     report_error(vars.error().message + " (node " + node_name() + ")");
     return -1;

@@ -2,6 +2,7 @@
 // memcpy bandwidth and loopback TCP bandwidth (one direction, and both
 // directions at once, which is what a 2-rank ring does).
 // Prints: ceiling,<name>,<bytes>,<GBps> (median of several rounds).
+//   dp_bench_ceilings [BYTES [ROUNDS]]   (default 64 MiB, 9 rounds)
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -16,11 +17,14 @@
 #include <thread>
 #include <vector>
 
+#include "dp/params.hpp"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr size_t kBytes = size_t{64} << 20;
-constexpr int kRounds = 9;
+// Per round, and rounds per figure; set once from the command line.
+size_t g_bytes = size_t{64} << 20;
+int g_rounds = 9;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -28,14 +32,14 @@ double median(std::vector<double> v) {
 }
 
 double memcpy_gbps() {
-  std::vector<char> a(kBytes, 1), b(kBytes, 2);
+  std::vector<char> a(g_bytes, 1), b(g_bytes, 2);
   std::vector<double> r;
-  for (int i = 0; i < kRounds; ++i) {
+  for (int i = 0; i < g_rounds; ++i) {
     auto t0 = Clock::now();
-    std::memcpy(b.data(), a.data(), kBytes);
+    std::memcpy(b.data(), a.data(), g_bytes);
     double s = std::chrono::duration<double>(Clock::now() - t0).count();
     a[static_cast<size_t>(i)] = b[static_cast<size_t>(i) + 1];  // keep the copy observable
-    r.push_back(kBytes / s / 1e9);
+    r.push_back(g_bytes / s / 1e9);
   }
   return median(r);
 }
@@ -58,20 +62,20 @@ void recv_all(int fd, char* p, size_t n) {
   }
 }
 
-// One round of kBytes: one way, `sends` says this side's direction; both
+// One round of g_bytes: one way, `sends` says this side's direction; both
 // ways, each side sends and receives at once.
 void transfer(int fd, bool both_ways, bool sends, const char* out, char* in) {
   if (!both_ways) {
-    if (sends) send_all(fd, out, kBytes);
-    else recv_all(fd, in, kBytes);
+    if (sends) send_all(fd, out, g_bytes);
+    else recv_all(fd, in, g_bytes);
     return;
   }
-  std::thread tx([&] { send_all(fd, out, kBytes); });
-  recv_all(fd, in, kBytes);
+  std::thread tx([&] { send_all(fd, out, g_bytes); });
+  recv_all(fd, in, g_bytes);
   tx.join();
 }
 
-// Two processes on loopback, as two ranks would be; rounds of kBytes.
+// Two processes on loopback, as two ranks would be; rounds of g_bytes.
 double tcp_gbps(bool both_ways) {
   int ls = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -87,8 +91,8 @@ double tcp_gbps(bool both_ways) {
     if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) _exit(1);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    std::vector<char> buf(kBytes, 3), in(kBytes);
-    for (int i = 0; i < kRounds + 1; ++i) {
+    std::vector<char> buf(g_bytes, 3), in(g_bytes);
+    for (int i = 0; i < g_rounds + 1; ++i) {
       transfer(fd, both_ways, true, buf.data(), in.data());
       char ack;
       recv_all(fd, &ack, 1);
@@ -96,14 +100,14 @@ double tcp_gbps(bool both_ways) {
     _exit(0);
   }
   int fd = accept(ls, nullptr, nullptr);
-  std::vector<char> buf(kBytes), out(kBytes, 4);
+  std::vector<char> buf(g_bytes), out(g_bytes, 4);
   std::vector<double> r;
-  for (int i = 0; i < kRounds + 1; ++i) {
+  for (int i = 0; i < g_rounds + 1; ++i) {
     auto t0 = Clock::now();
     transfer(fd, both_ways, false, out.data(), buf.data());
     double s = std::chrono::duration<double>(Clock::now() - t0).count();
     send_all(fd, "k", 1);
-    if (i > 0) r.push_back(kBytes / s / 1e9);  // first round warms up
+    if (i > 0) r.push_back(g_bytes / s / 1e9);  // first round warms up
   }
   close(fd);
   close(ls);
@@ -113,9 +117,20 @@ double tcp_gbps(bool both_ways) {
 
 }  // namespace
 
-int main() {
-  std::printf("ceiling,memcpy,%zu,%.3f\n", kBytes, memcpy_gbps());
-  std::printf("ceiling,tcp_loopback_one_way,%zu,%.3f\n", kBytes, tcp_gbps(false));
-  std::printf("ceiling,tcp_loopback_both_ways_per_direction,%zu,%.3f\n", kBytes, tcp_gbps(true));
+int main(int argc, char** argv) {
+  if (argc > 1) {
+    auto bytes = dp::parse_whole_number(argv[1], 4096, 1ll << 34);
+    auto rounds = argc > 2 ? dp::parse_whole_number(argv[2], 1, 1000) : dp::Result<long long>(9);
+    if (!bytes || !rounds) {
+      std::fprintf(stderr, "usage: dp_bench_ceilings [BYTES [ROUNDS]]: %s\n",
+                   (bytes ? rounds : bytes).error().message.c_str());
+      return 2;
+    }
+    g_bytes = static_cast<size_t>(*bytes);
+    g_rounds = static_cast<int>(*rounds);
+  }
+  std::printf("ceiling,memcpy,%zu,%.3f\n", g_bytes, memcpy_gbps());
+  std::printf("ceiling,tcp_loopback_one_way,%zu,%.3f\n", g_bytes, tcp_gbps(false));
+  std::printf("ceiling,tcp_loopback_both_ways_per_direction,%zu,%.3f\n", g_bytes, tcp_gbps(true));
   return 0;
 }

@@ -10,7 +10,7 @@ ceil = collections.defaultdict(list)
 for line in open(raw):
     f = line.strip().split(",")
     if f[0] == "ceiling":
-        ceil[f[1]].append(float(f[3]))
+        ceil[(f[1], int(f[2]))].append(float(f[3]))
     elif len(f) == 5:
         runs[(f[0], int(f[1]))].append((float(f[3]), float(f[4])))
 
@@ -21,15 +21,27 @@ def size(b):
 
 print(f"2 ranks{' pinned to CPUs 0,1' if pinned else ''}, medians of {rounds} runs (each run: median of its iterations)")
 print(f"{'size':>8} | {'libdp tcp us':>12} {'GB/s':>6} | {'libdp shm us':>12} {'GB/s':>6} | {'torch us':>10} {'GB/s':>6} | tcp/torch shm/torch")
-for b in sorted({k[1] for k in runs}):
-    d, m, t = runs.get(("libdp-tcp", b)), runs.get(("libdp-shm", b)), runs.get(("torch-gloo", b))
-    if not d or not m or not t:
-        continue
-    med = lambda xs, i: statistics.median(x[i] for x in xs)
+def cells(xs, width):
+    """Median time and GB/s of one implementation, or dashes when it did not run."""
+    if not xs:
+        return f"{'-':>{width}} {'-':>6}"
+    return f"{statistics.median(x[0] for x in xs):{width}.1f} {statistics.median(x[1] for x in xs):6.3f}"
+
+
+def ratio(t, x):
     # Same bytes, so the bandwidth ratio is the inverse time ratio (exact even
     # where the printed GB/s rounds to 0).
-    print(f"{size(b):>8} | {med(d, 0):12.1f} {med(d, 1):6.3f} | {med(m, 0):12.1f} {med(m, 1):6.3f} | "
-          f"{med(t, 0):10.1f} {med(t, 1):6.3f} | {med(t, 0) / med(d, 0):8.2f}x {med(t, 0) / med(m, 0):8.2f}x")
-print("ceilings (GB/s, 64 MiB):")
-for k, v in ceil.items():
-    print(f"  {k:40s} {statistics.median(v):.3f}")
+    if not t or not x:
+        return f"{'-':>9}"
+    return f"{statistics.median(a[0] for a in t) / statistics.median(a[0] for a in x):8.2f}x"
+
+
+missing = sorted({"libdp-tcp", "libdp-shm", "torch-gloo"} - {k[0] for k in runs})
+for b in sorted({k[1] for k in runs}):
+    d, m, t = runs.get(("libdp-tcp", b)), runs.get(("libdp-shm", b)), runs.get(("torch-gloo", b))
+    print(f"{size(b):>8} | {cells(d, 12)} | {cells(m, 12)} | {cells(t, 10)} | {ratio(t, d)} {ratio(t, m)}")
+if missing:
+    print(f"not run: {', '.join(missing)}")
+print("ceilings (GB/s):")
+for (k, b), v in ceil.items():
+    print(f"  {k:40s} {statistics.median(v):.3f} ({size(b)})")

@@ -4,14 +4,21 @@
 # torch.distributed gloo side by side, interleaved in the same run, plus the
 # memcpy and loopback-TCP ceilings. Medians of ROUNDS runs per size.
 #   bench/allreduce/run.sh <build-dir> [rounds=3] [min_bytes=1024] [max_bytes=268435456]
+#   bench/allreduce/run.sh --smoke <build-dir>   seconds: one round of 1 and 4 KiB, 20
+#       iterations each, 1 MiB ceilings; the anchor only where torch is already
+#       installed (ctest bench.allreduce)
 # PIN=1 pins rank r to CPU r for both implementations (as Slurm's task/affinity
 # would); unpinned, the kernel may stack both ranks on one CPU for a while.
-# Installs the anchor (python3-torch) if missing; never run by ctest.
+# Installs the anchor (python3-torch) if missing, except in smoke mode.
 set -eu
-build=${1:?usage: run.sh <build-dir> [rounds] [min_bytes] [max_bytes]}
+smoke=0
+[ "${1:-}" = --smoke ] && { smoke=1; shift; }
+build=${1:?usage: run.sh [--smoke] <build-dir> [rounds] [min_bytes] [max_bytes]}
 rounds=${2:-3}
 lo=${3:-1024}
 hi=${4:-268435456}
+most=400 ceil_args=""
+if [ $smoke = 1 ]; then rounds=1 lo=1024 hi=4096 most=20 ceil_args="1048576 3"; fi
 here=$(cd "$(dirname "$0")" && pwd)
 bench=$build/bench/allreduce/dp_allreduce_bench
 ceil=$build/bench/allreduce/dp_bench_ceilings
@@ -19,9 +26,15 @@ ceil=$build/bench/allreduce/dp_bench_ceilings
 
 # Debian's interpreter: a python3 earlier on PATH (pyenv, venv) does not see python3-torch.
 py=/usr/bin/python3
+anchor=1
 if ! $py -c 'import torch' 2>/dev/null; then
-  echo "installing the anchor: python3-torch (+ OpenBLAS so torch is not on the reference BLAS)" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch libopenblas0-pthread >/dev/null
+  if [ $smoke = 1 ]; then
+    anchor=0
+    echo "run.sh: smoke mode: skipping the torch anchor (python3-torch is not installed; a full run installs it)"
+  else
+    echo "installing the anchor: python3-torch (+ OpenBLAS so torch is not on the reference BLAS)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch libopenblas0-pthread >/dev/null
+  fi
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/dp-bench-XXXXXX")
@@ -34,31 +47,33 @@ if [ "${PIN:-0}" = 1 ]; then pin0="taskset -c 0" pin1="taskset -c 1"; fi
 free_port() { $py -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # Runs 2 ranks of "$@" (fresh port and store); rank 0's stdout is appended to $out.
-# A rank that fails is killed by the timeout rather than hanging the run.
+# A rank that fails (or hangs until the timeout) ends the run: its table would be wrong.
 two_ranks() {
   out=$1; shift
   store=$(mktemp -d "$work/store-XXXXXX")
   port=$(free_port)
   MASTER_PORT=$port DP_STORE_DIR=$store RANK=1 LOCAL_RANK=1 $pin1 timeout 900 "$@" >/dev/null &
   p1=$!
-  MASTER_PORT=$port DP_STORE_DIR=$store RANK=0 LOCAL_RANK=0 $pin0 timeout 900 "$@" >>"$out" || echo "run.sh: rank 0 of $1 failed" >&2
-  wait $p1 || echo "run.sh: rank 1 of $1 failed" >&2
+  MASTER_PORT=$port DP_STORE_DIR=$store RANK=0 LOCAL_RANK=0 $pin0 timeout 900 "$@" >>"$out" || { echo "run.sh: rank 0 of $* failed" >&2; exit 1; }
+  wait $p1 || { echo "run.sh: rank 1 of $* failed" >&2; exit 1; }
 }
+torch_ranks() { [ $anchor = 0 ] || two_ranks "$work/raw.csv" $py "$here/torch_allreduce.py" "$lo" "$hi" "$most"; }
 
 # The order alternates between rounds and the ceilings run last: which pair of
 # processes starts first, or right after a CPU-heavy program, measurably
 # changes where the kernel places them (up to 10x at small sizes here).
 for i in $(seq "$rounds"); do
   if [ $((i % 2)) = 1 ]; then
-    DP_SHM=off two_ranks "$work/raw.csv" "$bench" "$lo" "$hi"
-    DP_SHM=auto two_ranks "$work/raw.csv" "$bench" "$lo" "$hi"
-    two_ranks "$work/raw.csv" $py "$here/torch_allreduce.py" "$lo" "$hi"
+    DP_SHM=off two_ranks "$work/raw.csv" "$bench" "$lo" "$hi" "$most"
+    DP_SHM=auto two_ranks "$work/raw.csv" "$bench" "$lo" "$hi" "$most"
+    torch_ranks
   else
-    two_ranks "$work/raw.csv" $py "$here/torch_allreduce.py" "$lo" "$hi"
-    DP_SHM=auto two_ranks "$work/raw.csv" "$bench" "$lo" "$hi"
-    DP_SHM=off two_ranks "$work/raw.csv" "$bench" "$lo" "$hi"
+    torch_ranks
+    DP_SHM=auto two_ranks "$work/raw.csv" "$bench" "$lo" "$hi" "$most"
+    DP_SHM=off two_ranks "$work/raw.csv" "$bench" "$lo" "$hi" "$most"
   fi
-  "$ceil" >>"$work/raw.csv"
+  # shellcheck disable=SC2086
+  "$ceil" $ceil_args >>"$work/raw.csv"
 done
 
 # RAW=<file> keeps the raw CSV lines.

@@ -10,20 +10,21 @@ import torch
 import torch.distributed as dist
 
 
-def iterations_for(nbytes):
-    return max(7, min(400, (1 << 30) // nbytes))
+def iterations_for(nbytes, most):
+    return min(most, max(7, min(400, (1 << 30) // nbytes)))
 
 
 def main():
     lo = int(sys.argv[1]) if len(sys.argv) > 2 else 1024
     hi = int(sys.argv[2]) if len(sys.argv) > 2 else 256 << 20
+    most = int(sys.argv[3]) if len(sys.argv) > 3 else 400
     dist.init_process_group("gloo")
     rank, n = dist.get_rank(), dist.get_world_size()
     buf = torch.ones(hi // 4, dtype=torch.float32)
     nbytes = lo
     while nbytes <= hi:
         t = buf[: nbytes // 4]
-        iters = iterations_for(nbytes)
+        iters = iterations_for(nbytes, most)
         samples = []
         for i in range(-2, iters):
             dist.barrier()

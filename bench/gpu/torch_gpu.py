@@ -3,13 +3,26 @@
 784-512-256-10; CNN conv5 16 -> pool -> conv5 32 -> pool -> fc128 -> fc10,
 "same" padding) trained with SGD momentum on random-index batches gathered on
 the GPU from a dataset already in device memory, as dp-trainer does. Also the
-card's measured bf16 GEMM rate (8192^3, random data). Prints one JSON line."""
+card's measured bf16 GEMM rate (8192^3, random data). Prints one JSON line.
+  torch_gpu.py [--quick | --smoke]   --quick: a tenth of the steps; --smoke: a few
+  steps of every case and a 1024^3 GEMM, for ctest's bench.gpu, which skips (exit 77)
+  with the reason where there is no PyTorch or no CUDA device."""
 import json
 import sys
 import time
 
-import torch
-import torch.nn as nn
+SMOKE = "--smoke" in sys.argv[1:]
+try:
+    import torch
+    import torch.nn as nn
+except ImportError as e:
+    if SMOKE:
+        print(f"skip: no PyTorch here ({e}); scripts/gpu-check runs this on a GPU machine")
+        sys.exit(77)
+    raise
+if SMOKE and not torch.cuda.is_available():
+    print("skip: no CUDA device visible to PyTorch; scripts/gpu-check runs this on a GPU machine")
+    sys.exit(77)
 
 
 def model(kind):
@@ -53,9 +66,9 @@ def samples_per_sec(kind, batch, precision, steps):
     return steps * batch / (time.perf_counter() - t0)
 
 
-def bf16_peak():
-    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+def bf16_peak(n=8192):
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     for _ in range(3):
         a @ b
     torch.cuda.synchronize()
@@ -65,16 +78,18 @@ def bf16_peak():
         a @ b
     e.record()
     torch.cuda.synchronize()
-    return 2 * 8192 ** 3 * 10 / (s.elapsed_time(e) / 1e3) / 1e12
+    return 2 * n ** 3 * 10 / (s.elapsed_time(e) / 1e3) / 1e12
 
 
 def main():
     out = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0),
-           "bf16_tflops": round(bf16_peak(), 1)}
+           "bf16_tflops": round(bf16_peak(1024 if SMOKE else 8192), 1)}
     cases = [("mlp", 128, "fp32", 2000), ("mlp", 4096, "fp32", 400), ("mlp", 4096, "bf16", 400),
              ("cnn", 128, "fp32", 1000), ("cnn", 128, "bf16", 1000)]
-    if len(sys.argv) > 1 and sys.argv[1] == "--quick":
+    if "--quick" in sys.argv[1:]:
         cases = [(k, b, p, s // 10) for k, b, p, s in cases]
+    if SMOKE:
+        cases = [(k, b, p, 3) for k, b, p, s in cases]
     for kind, batch, prec, steps in cases:
         out[f"{kind}_b{batch}_{prec}"] = round(samples_per_sec(kind, batch, prec, steps))
     print(json.dumps(out), flush=True)

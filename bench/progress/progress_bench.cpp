@@ -1,14 +1,15 @@
 // What the hang and straggler accounting costs (issue 16): per collective,
 // the op queue's op_begin + op_end; per heartbeat (about one a second), the
 // frame with the counters. Medians of several repetitions.
-//   dp-progress-bench [ROUNDS]
+//   dp-progress-bench [CALLS]   (default 2 000 000 per repetition; ctest's
+//   bench.progress runs it with 20 000 as a smoke test)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "dp/params.hpp"
 #include "rank_progress.hpp"
 
 namespace {
@@ -31,7 +32,13 @@ double median_ns_per_call(F&& f, long calls, int reps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const long calls = argc > 1 ? std::atol(argv[1]) : 2'000'000;
+  auto parsed =
+      argc > 1 ? dp::parse_whole_number(argv[1], 20, 1ll << 40) : dp::Result<long long>(2'000'000);
+  if (!parsed) {
+    std::fprintf(stderr, "usage: dp-progress-bench [CALLS]: %s\n", parsed.error().message.c_str());
+    return 2;
+  }
+  const long calls = static_cast<long>(*parsed);
   auto& p = dp::detail::rank_progress();
   p.init_begin();
   p.init_done();

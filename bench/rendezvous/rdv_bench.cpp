@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "dp/params.hpp"
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
 
@@ -400,7 +401,12 @@ Daemon start_daemon(const std::string& path, int world, int nodes,
     std::fprintf(stderr, "daemon did not start: %s\n", line.c_str());
     std::exit(1);
   }
-  d.port = static_cast<uint16_t>(std::atoi(line.c_str() + 6));
+  auto port = dp::parse_whole_number(line.substr(6), 1, 65535);
+  if (!port) {
+    std::fprintf(stderr, "daemon answered '%s': %s\n", line.c_str(), port.error().message.c_str());
+    std::exit(1);
+  }
+  d.port = static_cast<uint16_t>(*port);
   return d;
 }
 
@@ -440,22 +446,32 @@ struct Options {
   std::string heartbeat_ms = "5000";
 };
 
+// A whole number for `opt`; false (and a message) when it is none.
+bool whole(const std::string& opt, const std::string& v, long long lo, long long hi, int& out) {
+  auto n = dp::parse_whole_number(v, lo, hi);
+  if (!n) std::fprintf(stderr, "%s %s: %s\n", opt.c_str(), v.c_str(), n.error().message.c_str());
+  else out = static_cast<int>(*n);
+  return n.ok();
+}
+
 bool parse(int argc, char** argv, Options& o) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const std::string v = argv[i + 1];
+    bool ok = true;
     if (a == "--daemon") o.daemon_path = v;
-    else if (a == "--ranks") o.ranks = std::atoi(v.c_str());
-    else if (a == "--workers") o.workers = std::atoi(v.c_str());
-    else if (a == "--inflight") o.inflight = std::atoi(v.c_str());
-    else if (a == "--runs") o.runs = std::atoi(v.c_str());
-    else if (a == "--pipeline") o.pipeline = std::atoi(v.c_str());
-    else if (a == "--ranks-per-node") o.ranks_per_node = std::atoi(v.c_str());
+    else if (a == "--ranks") ok = whole(a, v, 1, 1 << 24, o.ranks);
+    else if (a == "--workers") ok = whole(a, v, 1, 1024, o.workers);
+    else if (a == "--inflight") ok = whole(a, v, 1, 1 << 24, o.inflight);
+    else if (a == "--runs") ok = whole(a, v, 1, 1000, o.runs);
+    else if (a == "--pipeline") ok = whole(a, v, 0, 1, o.pipeline);
+    else if (a == "--ranks-per-node") ok = whole(a, v, 0, 1 << 16, o.ranks_per_node);
     else if (a == "--heartbeat-timeout-ms") o.heartbeat_ms = v;
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return false;
     }
+    if (!ok) return false;
   }
   const bool nodes_fit =
       o.ranks_per_node == 0 || (o.ranks_per_node > 0 && o.ranks % o.ranks_per_node == 0);

@@ -3,27 +3,38 @@
 # true` with --dp-world=auto against without, alternating in one run.
 # Target (issue 3): with/without <= 1.15.
 #
-#   bench/srun_overhead/run.sh BUILD_DIR [RUNS=30] [MODE=lo]
+#   bench/srun_overhead/run.sh [--smoke] BUILD_DIR [RUNS=30] [MODE=lo]
 #
 # Brings up a private 2-node cluster (ports DP_BENCH_PORT_BASE, default 17600)
-# with the built plugin and daemon, and takes it down at the end.
+# with the built plugin and daemon, and takes it down at the end; with
+# DP_CLUSTER_DIR naming a running cluster (ctest's e2e fixture) it uses that
+# one and leaves it up. --smoke: 2 runs, for a ratio that means nothing but
+# proves the script works (ctest e2e.lo.bench.srun_overhead).
 set -euo pipefail
-build=$(realpath "${1:?usage: $0 BUILD_DIR [RUNS] [MODE]}")
+smoke=0
+[[ ${1:-} == --smoke ]] && { smoke=1; shift; }
+build=$(realpath "${1:?usage: $0 [--smoke] BUILD_DIR [RUNS] [MODE]}")
 runs=${2:-30}
 mode=${3:-lo}
+((smoke)) && runs=2
 src=$(cd "$(dirname "$0")/../.." && pwd)
 cluster=$src/tests/cluster/dp-cluster
 plugin=$build/spank/spank_dp.so
 daemon=$build/daemon/dp-rendezvousd
 [[ -f $plugin && -x $daemon ]] || { echo "build spank_dp and dp-rendezvousd in $build first" >&2; exit 1; }
-((runs >= 20)) || { echo "RUNS must be >= 20" >&2; exit 1; }
+((smoke || runs >= 20)) || { echo "RUNS must be >= 20" >&2; exit 1; }
 
-export DP_CLUSTER_DIR=$(mktemp -d /tmp/dp-bench-srun.XXXXXX)
-export DP_CLUSTER_PORT_BASE=${DP_BENCH_PORT_BASE:-17600} DP_CLUSTER_MODE=$mode DP_CLUSTER_PLUGIN=$plugin
-trap '"$cluster" down >/dev/null 2>&1 || true; rm -rf "$DP_CLUSTER_DIR"' EXIT
-"$cluster" up >/dev/null
+if [[ -n ${DP_CLUSTER_DIR:-} ]] && "$cluster" env >/dev/null 2>&1; then
+  echo "run.sh: using the running cluster in $DP_CLUSTER_DIR"
+else
+  export DP_CLUSTER_DIR=$(mktemp -d /tmp/dp-bench-srun.XXXXXX)
+  export DP_CLUSTER_PORT_BASE=${DP_BENCH_PORT_BASE:-17600} DP_CLUSTER_MODE=$mode DP_CLUSTER_PLUGIN=$plugin
+  trap '"$cluster" down >/dev/null 2>&1 || true; rm -rf "$DP_CLUSTER_DIR"' EXIT
+  "$cluster" up >/dev/null
+fi
 "$cluster" plugstack "daemon=$daemon"
 eval "$("$cluster" env)"
+mode=$DP_CLUSTER_MODE
 
 ms() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null; t1=$(date +%s%N); echo $(((t1 - t0) / 1000)); }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }

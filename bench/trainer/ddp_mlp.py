@@ -43,6 +43,9 @@ def main():
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(1)
     x, y = load("train", data_dir)
+    limit = int(os.environ.get("TRAIN_LIMIT", "0"))  # 0: every sample
+    if limit > 0:
+        x, y = x[:limit], y[:limit]
     model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
     ddp = DDP(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=lr, momentum=0.9)

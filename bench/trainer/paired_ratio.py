@@ -36,8 +36,10 @@ def median_ci(values, confidence=0.95):
 
 def main():
     pairs = [tuple(map(float, line.split())) for line in sys.stdin if line.strip()]
-    if len(pairs) < 6:
-        sys.exit("paired_ratio.py: need at least 6 pairs for a 95 % interval")
+    if not pairs:
+        sys.exit("paired_ratio.py: no pairs on stdin")
+    if any(off <= 0 or on <= 0 for on, off in pairs):
+        sys.exit("paired_ratio.py: a run reported no rate (fewer than 10 steps: no progress window?)")
     ratios = [on / off for on, off in pairs]
     on_med = statistics.median(p[0] for p in pairs)
     off_med = statistics.median(p[1] for p in pairs)
@@ -46,6 +48,10 @@ def main():
           f"single runs {min(min(p) for p in pairs):.0f}..{max(max(p) for p in pairs):.0f}")
     r = statistics.median(ratios)
     ci = median_ci(ratios)
+    if ci is None:  # fewer than 6 pairs (a smoke run)
+        print(f"on/off per pair: median {r:.4f} ({100 * (r - 1):+.2f} %); no 95 % interval "
+              f"from {len(pairs)} pairs (6 or more give one)")
+        return
     lo, hi, cover = ci
     print(f"on/off per pair: median {r:.4f} ({100 * (r - 1):+.2f} %), "
           f"{100 * cover:.1f} % interval [{lo:.4f}, {hi:.4f}] "

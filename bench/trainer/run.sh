@@ -11,6 +11,9 @@
 # loopback TCP as torch's gloo.
 #
 #   bench/trainer/run.sh BUILD_DIR          (EPOCHS=5 REPEATS=3 by default)
+#   bench/trainer/run.sh --smoke BUILD_DIR  seconds: 1 024 samples, one epoch, one run of
+#       each; the anchor only where torch is already installed (ctest bench.trainer;
+#       with PROGRESS_OVERHEAD=1, 2 pairs of 20 steps: bench.trainer_progress_overhead)
 #   PROGRESS_OVERHEAD=1 [PAIRS=40 STEPS=400] bench/trainer/run.sh BUILD_DIR
 #       only dp-trainer at world 2, with libdp's collective counters (which the
 #       daemon's hang and straggler detection reads from the heartbeats; on by
@@ -19,9 +22,11 @@
 #       ratio and its 95 % interval (issue 16: within 2 %).
 #
 # Installs the anchor (python3-torch + OpenBLAS for it) if missing, as NOTES
-# "Running the PyTorch anchors fairly" says.
+# "Running the PyTorch anchors fairly" says, except in smoke mode.
 set -euo pipefail
-BUILD=${1:?usage: bench/trainer/run.sh BUILD_DIR}
+SMOKE=0
+[[ ${1:-} == --smoke ]] && { SMOKE=1; shift; }
+BUILD=${1:?usage: bench/trainer/run.sh [--smoke] BUILD_DIR}
 TRAINER=$BUILD/trainer/dp-trainer
 DAEMON=$BUILD/daemon/dp-rendezvousd
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -29,16 +34,28 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3
 EPOCHS=${EPOCHS:-5}
 REPEATS=${REPEATS:-3}
+LIMIT=()  # all 60 000 training samples
+if ((SMOKE)); then
+  EPOCHS=1 REPEATS=1 PAIRS=2 STEPS=20 LIMIT=(--train-limit 1024)
+  # 4 steps an epoch: the counters' runs need 20 steps (two 10-step windows).
+  [[ ${PROGRESS_OVERHEAD:-0} == 1 ]] && EPOCHS=5
+fi
 [[ -x $TRAINER && -x $DAEMON ]] || { echo "run.sh: build dp-trainer and dp-rendezvousd in $BUILD first" >&2; exit 1; }
 
 # The counters comparison needs no anchor.
-if [[ ${PROGRESS_OVERHEAD:-0} != 1 ]]; then
-  if ! "$PY" -c 'import torch' 2>/dev/null; then
+ANCHOR=1
+if [[ ${PROGRESS_OVERHEAD:-0} != 1 ]] && ! "$PY" -c 'import torch' 2>/dev/null; then
+  if ((SMOKE)); then
+    ANCHOR=0
+    echo "run.sh: smoke mode: skipping the PyTorch DDP anchor (python3-torch is not installed; a full run installs it)"
+  else
     echo "run.sh: installing the PyTorch anchor (python3-torch, OpenBLAS for it)" >&2
     apt-get install -y -qq python3-torch libtorch-dev libopenblas0-pthread >/dev/null
   fi
-
-  # The anchor is only fair on OpenBLAS (reference BLAS is ~6x slower): show it.
+fi
+# The anchor is only fair on OpenBLAS (reference BLAS is ~6x slower): show
+# it (not in a smoke run, whose figures mean nothing).
+if [[ ${PROGRESS_OVERHEAD:-0} != 1 ]] && ((ANCHOR && !SMOKE)); then
   "$PY" -c '
 import time, torch
 torch.set_num_threads(1)
@@ -73,7 +90,7 @@ run_dp() {
     env "${common_env[@]}" RANK=$r WORLD_SIZE=$world LOCAL_RANK=$r LOCAL_WORLD_SIZE=$world \
       MASTER_ADDR=127.0.0.1 MASTER_PORT=1 DP_BACKEND=gloo DP_SHM=$shm DP_PROGRESS=$progress ${port:+DP_RDV_ADDR=127.0.0.1:$port DP_RDV_SECRET=$SECRET} \
       "$TRAINER" --hidden 512,256 --optimizer sgd --momentum 0.9 --lr 0.05 --lr-decay constant --global-batch 256 \
-      --epochs "$EPOCHS" --log-every 0 "$@" --metrics "$OUT/$tag.r$r.jsonl" >"$OUT/$tag.r$r.log" 2>&1 &
+      --epochs "$EPOCHS" --log-every 0 "${LIMIT[@]}" "$@" --metrics "$OUT/$tag.r$r.jsonl" >"$OUT/$tag.r$r.log" 2>&1 &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || { cat "$OUT/$tag".r*.log >&2; exit 1; }; done
@@ -98,7 +115,8 @@ run_torch() {
   port=$(free_port)
   for ((r = 0; r < world; r++)); do
     env "${common_env[@]}" RANK=$r WORLD_SIZE=$world LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-      EPOCHS=$EPOCHS GLOBAL_BATCH=256 LR=0.05 THREADS=1 "$PY" "$HERE/ddp_mlp.py" >"$OUT/$tag.r$r.log" 2>&1 &
+      EPOCHS=$EPOCHS GLOBAL_BATCH=256 LR=0.05 THREADS=1 TRAIN_LIMIT="${LIMIT[1]:-0}" \
+      "$PY" "$HERE/ddp_mlp.py" >"$OUT/$tag.r$r.log" 2>&1 &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || { cat "$OUT/$tag".r*.log >&2; exit 1; }; done
@@ -149,14 +167,17 @@ if [[ ${PROGRESS_OVERHEAD:-0} == 1 ]]; then
   exit 0
 fi
 
+IMPLS=(dp dptcp torch)
+((ANCHOR)) || IMPLS=(dp dptcp)
 declare -A rate acc
 for world in 1 2; do
-  for impl in dp dptcp torch; do
+  for impl in "${IMPLS[@]}"; do
     [[ $impl == dptcp && $world == 1 ]] && continue
     : >"$OUT/$impl.$world.rates"
     : >"$OUT/$impl.$world.accs"
     for ((i = 1; i <= REPEATS; i++)); do
-      read -r s a < <("run_$impl" "$world" "$impl.w$world.$i")
+      # run_dp prints four figures, run_torch two: the first two are these.
+      read -r s a _ < <("run_$impl" "$world" "$impl.w$world.$i")
       echo "$s" >>"$OUT/$impl.$world.rates"
       echo "$a" >>"$OUT/$impl.$world.accs"
       printf 'run %s world %d #%d: %.0f samples/s, test accuracy %.4f\n' "$impl" "$world" "$i" "$s" "$a" >&2
@@ -169,7 +190,7 @@ done
 echo
 echo "MLP 784-512-256-10, Fashion-MNIST, SGD momentum, global batch 256, $EPOCHS epochs, 1 thread/rank, median of $REPEATS"
 printf '%-22s %8s %12s %10s %9s\n' impl world samples/s scaling test_acc
-for impl in dp dptcp torch; do
+for impl in "${IMPLS[@]}"; do
   case $impl in dp) name=dp-trainer ;; dptcp) name="dp-trainer tcp" ;; *) name="pytorch-ddp (gloo)" ;; esac
   for world in 1 2; do
     [[ $impl == dptcp && $world == 1 ]] && continue
@@ -178,5 +199,6 @@ for impl in dp dptcp torch; do
     printf '%-22s %8d %12.0f %10s %9.4f\n' "$name" "$world" "${rate[$impl.$world]}" "$eff" "${acc[$impl.$world]}"
   done
 done
+((ANCHOR)) || exit 0
 awk -v a="${rate[dp.2]}" -v b="${rate[torch.2]}" 'BEGIN{printf "dp-trainer / pytorch-ddp at world 2: %.2fx (target >= 1.5x)\n", a/b}'
 awk -v a="${rate[dptcp.2]}" -v b="${rate[torch.2]}" 'BEGIN{printf "dp-trainer tcp / pytorch-ddp at world 2: %.2fx (both over loopback TCP)\n", a/b}'

@@ -95,56 +95,6 @@ std::vector<std::vector<int>> assign_task_ids(const std::vector<int>& tasks_per_
   return ids;
 }
 
-Result<StepPlan> plan_step(const Options& opts, const SiteConfig& site, const StepShape& shape,
-                           const std::vector<int>& node_tiles) {
-  const int tasks = shape.task_count();
-  if (tasks <= 0 || shape.hosts.size() != shape.task_ids.size())
-    return make_error(Errc::internal, "the step's layout from Slurm is empty or inconsistent");
-  std::vector<bool> seen(static_cast<size_t>(tasks), false);
-  for (const auto& ids : shape.task_ids)
-    for (int id : ids) {
-      if (id < 0 || id >= tasks || seen[static_cast<size_t>(id)])
-        return make_error(Errc::internal, "the step's task ids from Slurm are not 0.." +
-                                              std::to_string(tasks - 1) + " exactly once");
-      seen[static_cast<size_t>(id)] = true;
-    }
-
-  StepPlan plan;
-  plan.world_size = tasks;
-  if (opts.world && *opts.world != 0 && *opts.world != tasks)
-    return make_error(Errc::invalid_argument,
-                      "--dp-world=" + std::to_string(*opts.world) + ": this step has " +
-                          std::to_string(tasks) + " tasks; use --dp-world=auto or make the step " +
-                          std::to_string(*opts.world) + " tasks (-n/--ntasks-per-node)");
-  plan.tiles_per_task = opts.tiles.value_or(0);
-  if (plan.tiles_per_task == 0) return plan;
-
-  const std::string opt = "--dp-tiles=" + std::to_string(plan.tiles_per_task);
-  if (site.kind == AcceleratorKind::none && site.declared_tiles_per_node() == 0)
-    return make_error(Errc::invalid_argument,
-                      opt + ": this site has no accelerators (kind=none); drop --dp-tiles");
-  for (size_t i = 0; i < shape.hosts.size(); ++i) {
-    const int have = i < node_tiles.size() ? node_tiles[i] : -1;
-    if (have < 0) continue;
-    const int local = static_cast<int>(shape.task_ids[i].size());
-    const long long need = static_cast<long long>(local) * plan.tiles_per_task;
-    if (need <= have) continue;
-    std::string fix = have >= local && local > 0
-                          ? "use --dp-tiles=" + std::to_string(have / local) + " or fewer"
-                          : "use fewer";
-    fix += " tasks per node (at most " + std::to_string(have / plan.tiles_per_task) + " with " +
-           opt + ")";
-    if (have / plan.tiles_per_task == 0)
-      fix = "the node cannot hold one task with " + opt +
-            "; use --dp-tiles=" + std::to_string(std::max(have, 1));
-    return make_error(Errc::invalid_argument, opt + ": node " + shape.hosts[i] + " runs " +
-                                                  std::to_string(local) + " tasks needing " +
-                                                  std::to_string(need) + " tiles but has " +
-                                                  std::to_string(have) + "; " + fix);
-  }
-  return plan;
-}
-
 int gres_count(std::string_view gres, std::string_view name) {
   // Drop "(S:0-1)" socket annotations first: they contain ':' and ','.
   std::string plain;
@@ -215,7 +165,194 @@ std::string tile_bitmask(const std::vector<int>& tiles) {
   return out;
 }
 
-Result<EnvList> task_environment(const StepPlan& plan, const SiteConfig& site,
+// ---- The one entry ----
+
+namespace {
+
+// GPUs named in a step's TRES request. Slurm 22.05 writes "gres:gpu:2";
+// 24.11 writes "gres/gpu:2" per node and "gres/gpu=2" per task, and repeats
+// --gpus-per-node's item ("gres/gpu:2,gres/gpu:2"): an item counts once, in
+// gres_count's form "gpu:2".
+int gpus_in(std::string_view tres) {
+  std::vector<std::string> items;
+  for (const auto& item : split_list(tres)) {
+    std::string_view v(item);
+    if (v.substr(0, 5) == "gres:" || v.substr(0, 5) == "gres/") v.remove_prefix(5);
+    std::string plain(v);
+    std::replace(plain.begin(), plain.end(), '=', ':');
+    if (std::find(items.begin(), items.end(), plain) == items.end()) items.push_back(plain);
+  }
+  return gres_count(join(items), "gpu");
+}
+
+// "gpu:per_task:1", "gres/gpu:verbose,per_task:2+gres/nic:closest": GPUs bound per task.
+bool binds_gpus_per_task(std::string_view bind) {
+  size_t pos = 0;
+  while (pos <= bind.size()) {
+    const size_t end = std::min(bind.find('+', pos), bind.size());
+    std::string_view item = bind.substr(pos, end - pos);
+    pos = end + 1;
+    if (item.substr(0, 5) == "gres/" || item.substr(0, 5) == "gres:") item.remove_prefix(5);
+    if (item.substr(0, 4) != "gpu:") continue;
+    for (const auto& flag : split_list(item.substr(4)))
+      if (flag.rfind("per_task", 0) == 0) return true;
+  }
+  return false;
+}
+
+// GPUs the step gets on a node running `tasks_on_node` of its tasks, in a
+// step of `nodes` nodes: 0 when it asked for none, -1 when not knowable
+// (--gpus spread over several nodes).
+int gpus_on_node(const DeviceRequest& req, int tasks_on_node, int nodes) {
+  if (req.per_node > 0) return req.per_node;
+  if (req.per_task > 0) return req.per_task * tasks_on_node;
+  if (req.per_step > 0) return nodes == 1 ? req.per_step : -1;
+  return 0;
+}
+
+// Every host holds its task ids once, all below the step's task count; a
+// shape of the whole step holds them all.
+Result<int> checked_task_count(const StepShape& shape, int task_count) {
+  const int held = shape.task_count();
+  const int tasks = task_count > 0 ? task_count : held;
+  if (held <= 0 || held > tasks || shape.hosts.size() != shape.task_ids.size())
+    return make_error(Errc::internal, "the step's layout from Slurm is empty or inconsistent");
+  std::vector<bool> seen(static_cast<size_t>(tasks), false);
+  for (const auto& ids : shape.task_ids)
+    for (int id : ids) {
+      if (id < 0 || id >= tasks || seen[static_cast<size_t>(id)])
+        return make_error(Errc::internal, "the step's task ids from Slurm are not 0.." +
+                                              std::to_string(tasks - 1) + " exactly once");
+      seen[static_cast<size_t>(id)] = true;
+    }
+  return tasks;
+}
+
+// A node's devices as the site's kind counts them: what Slurm gave the step
+// there, else the site's declaration, else (GPUs) the node's gres.
+NodePlan node_plan(const SiteConfig& site, const NodeDevices& devices) {
+  NodePlan p;
+  SiteConfig as_node = site;
+  const bool gpus = site.kind == AcceleratorKind::cuda || site.kind == AcceleratorKind::ze;
+  if (gpus && !devices.given && site.declared_tiles_per_node() == 0) {
+    if (!devices.gres) return p;  // known only on the node, at launch
+    as_node.devices_per_node = gres_count(*devices.gres, "gpu");
+  }
+  auto t = node_tiles(as_node, devices.given.value_or(VisibleDevices{}));
+  if (t) p.devices = std::move(*t);
+  p.tiles = static_cast<int>(p.devices.entries.size());
+  return p;
+}
+
+// Where Slurm's gres decides which devices a task sees, the tiles a node
+// offers the step are capped by the GPUs the step asked for: a request that
+// cannot be met is refused before launch, naming the option to add.
+Result<void> cap_by_request(const StepFacts& f, LayoutPlan& plan) {
+  if (!f.request || !device_request_matters(f.options, f.site)) return {};
+  const int k = *f.options.tiles;
+  const int per_gpu = f.site.kind == AcceleratorKind::ze ? std::max(f.site.tiles_per_device, 1) : 1;
+  const std::string add = "add --gpus-per-task=" + std::to_string((k + per_gpu - 1) / per_gpu) +
+                          " to srun (or sbatch), or --gres=gpu:N with N GPUs per node";
+  const auto& hosts = f.shape.hosts;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (i < f.nodes.size() && f.nodes[i].given) continue;  // Slurm's own list already
+    const int local = static_cast<int>(f.shape.task_ids[i].size());
+    const int gpus = gpus_on_node(*f.request, local, static_cast<int>(hosts.size()));
+    if (gpus < 0) continue;
+    const long long need = static_cast<long long>(local) * k;
+    if (gpus == 0 || static_cast<long long>(gpus) * per_gpu < need)
+      return make_error(Errc::invalid_argument,
+                        "--dp-tiles=" + std::to_string(k) + ": the step asks Slurm for " +
+                            std::to_string(gpus) + " GPUs on node " + hosts[i] + ", whose " +
+                            std::to_string(local) + " tasks need " + std::to_string(need) +
+                            " tiles; " + add);
+    NodePlan& n = plan.nodes[i];
+    n.tiles = n.tiles < 0 ? gpus * per_gpu : std::min(n.tiles, gpus * per_gpu);
+    if (static_cast<int>(n.devices.entries.size()) > n.tiles) n.devices.entries.resize(n.tiles);
+  }
+  return {};
+}
+
+// Each node whose tiles are known holds its tasks' tiles.
+Result<void> check_node_tiles(const StepShape& shape, const LayoutPlan& plan) {
+  const int k = plan.tiles_per_task;
+  const std::string opt = "--dp-tiles=" + std::to_string(k);
+  for (size_t i = 0; i < shape.hosts.size(); ++i) {
+    const int have = plan.nodes[i].tiles;
+    if (have < 0) continue;
+    const int local = static_cast<int>(shape.task_ids[i].size());
+    const long long need = static_cast<long long>(local) * k;
+    if (need <= have) continue;
+    std::string fix = have >= local && local > 0
+                          ? "use --dp-tiles=" + std::to_string(have / local) + " or fewer"
+                          : "use fewer";
+    fix += " tasks per node (at most " + std::to_string(have / k) + " with " + opt + ")";
+    if (have / k == 0)
+      fix = "the node cannot hold one task with " + opt +
+            "; use --dp-tiles=" + std::to_string(std::max(have, 1));
+    return make_error(Errc::invalid_argument, opt + ": node " + shape.hosts[i] + " runs " +
+                                                  std::to_string(local) + " tasks needing " +
+                                                  std::to_string(need) + " tiles but has " +
+                                                  std::to_string(have) + "; " + fix);
+  }
+  return {};
+}
+
+}  // namespace
+
+DeviceRequest parse_device_request(std::string_view per_node, std::string_view per_task,
+                                   std::string_view per_step, std::string_view bind) {
+  return DeviceRequest{gpus_in(per_node), gpus_in(per_task), gpus_in(per_step),
+                       binds_gpus_per_task(bind)};
+}
+
+bool device_request_matters(const Options& opts, const SiteConfig& site) {
+  return opts.tiles.has_value() && site.declared_tiles_per_node() == 0 &&
+         (site.kind == AcceleratorKind::cuda || site.kind == AcceleratorKind::ze);
+}
+
+Result<LayoutPlan> plan_layout(const StepFacts& f) {
+  auto tasks = checked_task_count(f.shape, f.task_count);
+  DP_TRY(tasks);
+  LayoutPlan plan;
+  plan.world_size = *tasks;
+  plan.bound_per_task = f.request.has_value() && f.request->bind_per_task;
+  for (size_t i = 0; i < f.shape.hosts.size(); ++i)
+    plan.nodes.push_back(node_plan(f.site, i < f.nodes.size() ? f.nodes[i] : NodeDevices{}));
+  DP_TRY(cap_by_request(f, plan));
+  const Options& opts = f.options;
+  if (opts.world && *opts.world != 0 && *opts.world != plan.world_size)
+    return make_error(Errc::invalid_argument,
+                      "--dp-world=" + std::to_string(*opts.world) + ": this step has " +
+                          std::to_string(plan.world_size) +
+                          " tasks; use --dp-world=auto or make the step " +
+                          std::to_string(*opts.world) + " tasks (-n/--ntasks-per-node)");
+  plan.tiles_per_task = opts.tiles.value_or(0);
+  if (plan.tiles_per_task == 0) return plan;
+  if (f.site.kind == AcceleratorKind::none && f.site.declared_tiles_per_node() == 0)
+    return make_error(Errc::invalid_argument,
+                      "--dp-tiles=" + std::to_string(plan.tiles_per_task) +
+                          ": this site has no accelerators (kind=none); drop --dp-tiles");
+  DP_TRY(check_node_tiles(f.shape, plan));
+  return plan;
+}
+
+Result<NodeTiles> task_tiles(const LayoutPlan& plan, const SiteConfig& site, size_t node,
+                             const VisibleDevices& task_visible) {
+  const auto& own = site.kind == AcceleratorKind::ze ? task_visible.ze : task_visible.cuda;
+  const bool gpus = site.kind == AcceleratorKind::cuda || site.kind == AcceleratorKind::ze;
+  if (plan.bound_per_task && gpus && own && !slurm_says_none(*own)) {
+    auto t = node_tiles(site, task_visible);
+    DP_TRY(t);
+    t->per_task = true;
+    return t;
+  }
+  if (node >= plan.nodes.size())
+    return make_error(Errc::internal, "no node " + std::to_string(node) + " in the step's plan");
+  return plan.nodes[node].devices;
+}
+
+Result<EnvList> task_environment(const LayoutPlan& plan, const SiteConfig& site,
                                  const TaskPlace& place, const NodeTiles& tiles) {
   EnvList env = {
       {env::kRank, std::to_string(place.rank)},
@@ -279,24 +416,24 @@ Result<EnvList> task_environment(const StepPlan& plan, const SiteConfig& site,
   return env;
 }
 
-Result<std::vector<TaskEnvironment>> step_environment(const StepPlan& plan, const SiteConfig& site,
+Result<std::vector<TaskEnvironment>> step_environment(const LayoutPlan& plan,
+                                                      const SiteConfig& site,
                                                       const StepShape& shape,
-                                                      const std::vector<NodeTiles>& tiles_per_host,
                                                       const std::string& master_addr,
                                                       const std::string& master_port) {
   std::vector<TaskEnvironment> out;
   for (size_t h = 0; h < shape.hosts.size(); ++h) {
     const auto& ids = shape.task_ids[h];
-    NodeTiles none;
-    const NodeTiles& tiles = h < tiles_per_host.size() ? tiles_per_host[h] : none;
+    auto tiles = task_tiles(plan, site, h, {});
+    DP_TRY(tiles);
     for (size_t j = 0; j < ids.size(); ++j) {
       TaskPlace place{ids[j], static_cast<int>(j), static_cast<int>(ids.size()),
                       static_cast<int>(h)};
-      auto env = task_environment(plan, site, place, tiles);
+      auto env = task_environment(plan, site, place, *tiles);
       if (!env)
         return make_error(env.error().code, env.error().message + " (node " + shape.hosts[h] + ")");
-      env->emplace_back("MASTER_ADDR", master_addr);
-      env->emplace_back("MASTER_PORT", master_port);
+      env->emplace_back(env::kMasterAddr, master_addr);
+      env->emplace_back(env::kMasterPort, master_port);
       out.push_back({ids[j], shape.hosts[h], std::move(*env)});
     }
   }

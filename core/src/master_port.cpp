@@ -17,6 +17,10 @@ Result<std::optional<int>> first_reserved_port(std::string_view resv) {
   return std::optional<int>{static_cast<int>(*p)};
 }
 
+std::string master_failure_text(const MasterFailure& f) {
+  return "the master node could not set up the step: node " + f.node + ": " + f.reason;
+}
+
 Result<int> pick_port(int min, int max, uint64_t seed, const std::function<bool(int)>& try_take) {
   if (min < 1 || max > 65535 || min > max)
     return make_error(Errc::invalid_argument, "port range " + std::to_string(min) + "-" +

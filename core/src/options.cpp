@@ -1,5 +1,6 @@
 #include "dp/options.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <string>
 
@@ -121,6 +122,49 @@ Result<void> apply_option(Options& opts, std::string_view name, const char* valu
   }
   return make_error(Errc::invalid_argument,
                     flag(name) + ": not a slurm-dp option; see srun --help for the --dp-* options");
+}
+
+std::optional<Options> resolve_options(const Options& job, const Options& srun,
+                                       bool site_default_on) {
+  Options o = overlay(job, srun);
+  if (!o.any() && !site_default_on) return std::nullopt;
+  return o;
+}
+
+std::string format_node_options(const Options& opts) {
+  // The world is always named, so the value is never empty: a step of the
+  // site's default=on is --dp-world=auto.
+  std::string out = "--dp-world=" + (opts.world.value_or(0) > 0 ? std::to_string(*opts.world)
+                                                                : std::string("auto"));
+  if (opts.tiles) out += " --dp-tiles=" + std::to_string(*opts.tiles);
+  if (opts.master_port)
+    out += " --dp-master-port=" +
+           (*opts.master_port > 0 ? std::to_string(*opts.master_port) : std::string("auto"));
+  return out;
+}
+
+Result<Options> parse_node_options(std::string_view text, std::string_view what) {
+  Options opts;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t end = std::min(text.find(' ', pos), text.size());
+    const std::string word(text.substr(pos, end - pos));
+    pos = end + 1;
+    const size_t eq = word.find('=');
+    if (word.rfind("--", 0) != 0 || eq == std::string::npos)
+      return make_error(Errc::invalid_argument,
+                        std::string(what) + ": '" + word +
+                            "' is not --dp-NAME=VALUE; srun writes this value, do not set it");
+    const std::string value = word.substr(eq + 1);
+    auto r = apply_option(opts, std::string_view(word).substr(2, eq - 2), value.c_str());
+    if (!r)
+      return make_error(r.error().code, r.error().message + " (in " + std::string(what) + ")");
+  }
+  if (!opts.world)
+    return make_error(
+        Errc::invalid_argument,
+        std::string(what) + " names no --dp-world; srun writes this value, do not set it");
+  return opts;
 }
 
 Options overlay(const Options& base, const Options& top) {

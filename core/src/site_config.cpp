@@ -1,9 +1,8 @@
 #include "dp/site_config.hpp"
 
-#include <algorithm>
 #include <string_view>
 
-#include "dp/options.hpp"
+#include "dp/params.hpp"
 
 namespace dp {
 
@@ -19,13 +18,117 @@ const char* accelerator_kind_name(AcceleratorKind k) noexcept {
 
 namespace {
 
+// How a key's value is read and where it goes.
+struct Value {
+  enum Type { number, choice, path, port_range } type;
+  long long min = 0, max = 0;                                    // number; each end of a port range
+  int SiteConfig::*count = nullptr;                              // number
+  std::string_view words;                                        // choice: "a|b|c"
+  void (*choose)(SiteConfig&, std::string_view word) = nullptr;  // choice
+  std::string SiteConfig::*text = nullptr;                       // path
+};
+
+constexpr Value number(int SiteConfig::*field, long long min, long long max) {
+  return {Value::number, min, max, field, {}, nullptr, nullptr};
+}
+constexpr Value choice(std::string_view words, void (*choose)(SiteConfig&, std::string_view)) {
+  return {Value::choice, 0, 0, nullptr, words, choose, nullptr};
+}
+constexpr Value path(std::string SiteConfig::*field) {
+  return {Value::path, 0, 0, nullptr, {}, nullptr, field};
+}
+constexpr Value port_range() {
+  return {Value::port_range, 1024, 65535, nullptr, {}, nullptr, nullptr};
+}
+
+// What the choices set; the parser checked the word against the choice's words.
+void set_kind(SiteConfig& c, std::string_view word) {
+  c.kind = AcceleratorKind::none;
+  for (auto k : {AcceleratorKind::cuda, AcceleratorKind::ze, AcceleratorKind::rdu})
+    if (word == accelerator_kind_name(k)) c.kind = k;
+}
+void set_resv_ports(SiteConfig& c, std::string_view word) { c.use_resv_ports = word == "use"; }
+void set_default(SiteConfig& c, std::string_view word) { c.default_on = word == "on"; }
+
+struct Entry {
+  std::string_view key;
+  std::string_view def;  // as an admin writes it; "": unset
+  Value value;
+  std::string_view meaning;
+};
+
+constexpr int kDay = 24 * 3600;
+
+// The site keys: key, default, values, meaning; one entry each.
+constexpr Entry kKeys[] = {
+    {"kind", "cuda", choice("cuda|ze|rdu|none", set_kind),
+     "the nodes' accelerators, which decide the mask variable: cuda CUDA_VISIBLE_DEVICES, ze "
+     "ZE_AFFINITY_MASK (Intel GPU stacks), rdu SF_RNT_TILE_AFFINITY (SambaNova tiles), none no "
+     "mask (CPU only; --dp-tiles is refused)"},
+    {"devices_per_node", "0", number(&SiteConfig::devices_per_node, 0, 4096),
+     "accelerators per node when Slurm's gres sets no CUDA_VISIBLE_DEVICES or ZE_AFFINITY_MASK "
+     "(needed for kind=rdu); 0: trust Slurm's gres"},
+    {"tiles_per_device", "1", number(&SiteConfig::tiles_per_device, 1, 1024),
+     "stacks per Intel GPU (kind=ze) or tiles per RDU (kind=rdu); 1 with kind=cuda"},
+    {"ports", "29400-29999", port_range(),
+     "MASTER_PORT range when Slurm reserved no ports for the step; each port is checked free and "
+     "leased before use"},
+    {"resv_ports", "use", choice("use|ignore", set_resv_ports),
+     "use: MASTER_PORT from the ports Slurm reserved for the step (SLURM_STEP_RESV_PORTS), if any; "
+     "ignore: always the ports range"},
+    {"default", "off", choice("on|off", set_default),
+     "on: every step is a slurm-dp step, as if srun had --dp-world=auto"},
+    {"daemon", "", path(&SiteConfig::daemon_path),
+     "the dp-rendezvousd to start; unset: the installed one"},
+    {"lease_dir", "/run/slurm-dp/ports", path(&SiteConfig::lease_dir),
+     "node-local folder of the MASTER_PORT leases, root's alone (0700)"},
+    {"heartbeat_timeout", "60", number(&SiteConfig::heartbeat_timeout_s, 0, kDay),
+     "seconds a rank may be silent while others are heard before the step is aborted (0: never); "
+     "all ranks silent together is a suspension, so keep it above the gang-scheduling time slice"},
+    {"port_wait", "60", number(&SiteConfig::port_wait_s, 1, 3600),
+     "seconds the other nodes wait for the master node's MASTER_PORT"},
+    {"hang_timeout", "120", number(&SiteConfig::hang_timeout_s, 0, kDay),
+     "seconds the other ranks may wait in a collective a live rank does not enter before it is "
+     "named as hanging and the step aborted (0: off)"},
+    {"report", "", path(&SiteConfig::report),
+     "a step report (JSON) srun writes at every step's end, as the user (%j job id, %s step id); "
+     "unset: only --dp-report"},
+};
+
+// Keys of earlier releases, and why they went.
+constexpr struct {
+  std::string_view key, why;
+} kRemoved[] = {
+    {"idle_timeout", "it had no effect: the rendezvous daemon lives exactly as long as its srun"},
+};
+
 Error site_error(std::string_view word, std::string_view why) {
   return make_error(Errc::invalid_argument, "plugstack.conf setting '" + std::string(word) +
                                                 "': " + std::string(why) +
                                                 " (ask the site administrator to fix it)");
 }
 
-// `word` is the whole key=value word, so the message shows what the admin wrote.
+// "a, b or c" for "a|b|c".
+std::string spelled_out(std::string_view words) {
+  std::string out(words);
+  for (auto bar = out.find('|'); bar != std::string::npos; bar = out.find('|')) {
+    const bool last = out.find('|', bar + 1) == std::string::npos;
+    out.replace(bar, 1, last ? " or " : ", ");
+  }
+  return out;
+}
+
+bool is_one_of(std::string_view word, std::string_view words) {
+  for (size_t start = 0; start <= words.size();) {
+    size_t bar = words.find('|', start);
+    if (bar == std::string_view::npos) bar = words.size();
+    if (words.substr(start, bar - start) == word) return true;
+    start = bar + 1;
+  }
+  return false;
+}
+
+// `word` is the whole key=value word, so a message shows what the admin wrote.
 Result<int> site_int(std::string_view word, std::string_view key, std::string_view value,
                      long long min, long long max, std::string_view example) {
   auto n = parse_integer(value, min, max, key, example);
@@ -33,101 +136,113 @@ Result<int> site_int(std::string_view word, std::string_view key, std::string_vi
   return static_cast<int>(*n);
 }
 
-// Settings that are one bounded integer each.
-struct IntSetting {
-  std::string_view key;
-  int SiteConfig::*field;
-  long long min, max;
-  std::string_view example;
-};
-constexpr IntSetting kIntSettings[] = {
-    {"devices_per_node", &SiteConfig::devices_per_node, 0, 4096, "8"},
-    {"tiles_per_device", &SiteConfig::tiles_per_device, 1, 1024, "2"},
-    {"idle_timeout", &SiteConfig::idle_timeout_s, 0, 30 * 24 * 3600, "3600"},
-    {"port_wait", &SiteConfig::port_wait_s, 1, 3600, "60"},
-    {"hang_timeout", &SiteConfig::hang_timeout_s, 0, 24 * 3600, "120"},
-    {"heartbeat_timeout", &SiteConfig::heartbeat_timeout_s, 0, 24 * 3600, "60"},
-};
+Result<void> read_ports(SiteConfig& c, const Entry& e, std::string_view word,
+                        std::string_view value) {
+  const auto dash = value.find('-');
+  if (dash == std::string_view::npos)
+    return site_error(word, std::string(e.key) + " must be a range LOW-HIGH, e.g. " +
+                                std::string(e.key) + "=" + std::string(e.def));
+  const Value& v = e.value;
+  const auto def_dash = e.def.find('-');
+  auto lo = site_int(word, e.key, value.substr(0, dash), v.min, v.max, e.def.substr(0, def_dash));
+  DP_TRY(lo);
+  auto hi = site_int(word, e.key, value.substr(dash + 1), v.min, v.max, e.def.substr(def_dash + 1));
+  DP_TRY(hi);
+  if (*lo > *hi) return site_error(word, "the range's low end is above its high end");
+  c.port_min = *lo;
+  c.port_max = *hi;
+  return {};
+}
 
-Result<void> apply(SiteConfig& c, std::string_view word) {
-  auto eq = word.find('=');
+Result<void> read_value(SiteConfig& c, const Entry& e, std::string_view word,
+                        std::string_view value) {
+  const Value& v = e.value;
+  switch (v.type) {
+    case Value::number: {
+      auto n = site_int(word, e.key, value, v.min, v.max, e.def);
+      DP_TRY(n);
+      c.*v.count = *n;
+      return {};
+    }
+    case Value::choice:
+      if (!is_one_of(value, v.words))
+        return site_error(word, std::string(e.key) + " must be " + spelled_out(v.words));
+      v.choose(c, value);
+      return {};
+    case Value::path:
+      if (value.empty() || value.front() != '/') return site_error(word, "needs an absolute path");
+      c.*v.text = std::string(value);
+      return {};
+    case Value::port_range: return read_ports(c, e, word, value);
+  }
+  return site_error(word, "a key of no known type (a slurm-dp bug)");
+}
+
+std::string known_keys() {
+  std::string known;
+  for (const Entry& e : kKeys) known += (known.empty() ? "" : ", ") + std::string(e.key);
+  return known;
+}
+
+Result<void> apply_word(SiteConfig& c, std::string_view word) {
+  const auto eq = word.find('=');
   if (eq == std::string_view::npos || eq == 0) return site_error(word, "expected key=value");
-  std::string_view key = word.substr(0, eq);
-  std::string_view value = word.substr(eq + 1);
-  // The list decides what is accepted, so it and the parser cannot drift.
-  const auto& keys = site_config_keys();
-  if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
-    std::string known;
-    for (const auto& k : keys) known += (known.empty() ? "" : ", ") + k;
-    return site_error(word, "unknown key; known keys: " + known);
-  }
-  if (key == "kind") {
-    if (value == "cuda") c.kind = AcceleratorKind::cuda;
-    else if (value == "ze") c.kind = AcceleratorKind::ze;
-    else if (value == "rdu") c.kind = AcceleratorKind::rdu;
-    else if (value == "none") c.kind = AcceleratorKind::none;
-    else return site_error(word, "kind must be cuda, ze, rdu or none");
+  const std::string_view key = word.substr(0, eq);
+  const std::string_view value = word.substr(eq + 1);
+  for (const Entry& e : kKeys)
+    if (key == e.key) return read_value(c, e, word, value);
+  for (const auto& r : kRemoved) {
+    if (key != r.key) continue;
+    c.warnings.push_back("plugstack.conf setting '" + std::string(word) +
+                         "' was removed from slurm-dp and is ignored (" + std::string(r.why) +
+                         "); delete it from the plugin line");
     return {};
   }
-  for (const auto& s : kIntSettings) {
-    if (key != s.key) continue;
-    auto n = site_int(word, key, value, s.min, s.max, s.example);
-    DP_TRY(n);
-    c.*s.field = *n;
-    return {};
+  return site_error(word, "unknown key; known keys: " + known_keys());
+}
+
+std::string values_of(const Value& v) {
+  switch (v.type) {
+    case Value::number: return std::to_string(v.min) + ".." + std::to_string(v.max);
+    case Value::choice: return std::string(v.words);
+    case Value::path: return "/PATH";
+    case Value::port_range: return "LOW-HIGH";
   }
-  if (key == "ports") {
-    auto dash = value.find('-');
-    if (dash == std::string_view::npos)
-      return site_error(word, "ports must be a range LOW-HIGH, e.g. ports=29400-29999");
-    auto lo = site_int(word, key, value.substr(0, dash), 1024, 65535, "29400");
-    DP_TRY(lo);
-    auto hi = site_int(word, key, value.substr(dash + 1), 1024, 65535, "29999");
-    DP_TRY(hi);
-    if (*lo > *hi) return site_error(word, "the range's low end is above its high end");
-    c.port_min = *lo;
-    c.port_max = *hi;
-    return {};
-  }
-  if (key == "default") {
-    if (value == "on") c.default_on = true;
-    else if (value == "off") c.default_on = false;
-    else return site_error(word, "default must be on or off");
-    return {};
-  }
-  if (key == "resv_ports") {
-    if (value == "use") c.use_resv_ports = true;
-    else if (value == "ignore") c.use_resv_ports = false;
-    else return site_error(word, "resv_ports must be use or ignore");
-    return {};
-  }
-  if (key == "report") {
-    if (value.empty() || value.front() != '/')
-      return site_error(word, "needs an absolute path, e.g. report=/var/log/slurm-dp/%j.%s.json");
-    c.report = std::string(value);
-    return {};
-  }
-  if (key == "daemon" || key == "lease_dir") {
-    if (value.empty() || value.front() != '/') return site_error(word, "needs an absolute path");
-    (key == "daemon" ? c.daemon_path : c.lease_dir) = std::string(value);
-    return {};
-  }
-  return site_error(word, "listed in site_config_keys() but not parsed (a slurm-dp bug)");
+  return "?";
 }
 
 }  // namespace
 
-const std::vector<std::string>& site_config_keys() {
-  static const std::vector<std::string> keys{
-      "kind",         "devices_per_node", "tiles_per_device", "ports",     "default",
-      "daemon",       "lease_dir",        "idle_timeout",     "port_wait", "resv_ports",
-      "hang_timeout", "report",           "heartbeat_timeout"};
+SiteConfig::SiteConfig() {
+  // A default is read like any word of the plugin line (a unit test checks
+  // that each is accepted).
+  for (const Entry& e : kKeys)
+    if (!e.def.empty()) (void)read_value(*this, e, e.key, e.def);
+}
+
+const std::vector<SiteKey>& site_keys() {
+  static const std::vector<SiteKey> keys = [] {
+    std::vector<SiteKey> out;
+    for (const Entry& e : kKeys)
+      out.push_back(
+          {std::string(e.key), std::string(e.def), values_of(e.value), std::string(e.meaning)});
+    return out;
+  }();
+  return keys;
+}
+
+const std::vector<std::string>& removed_site_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> out;
+    for (const auto& r : kRemoved) out.emplace_back(r.key);
+    return out;
+  }();
   return keys;
 }
 
 Result<SiteConfig> parse_site_config(const std::vector<std::string>& words) {
   SiteConfig c;
-  for (const auto& w : words) DP_TRY(apply(c, w));
+  for (const auto& w : words) DP_TRY(apply_word(c, w));
   if (c.kind == AcceleratorKind::cuda && c.tiles_per_device != 1)
     return site_error("tiles_per_device=" + std::to_string(c.tiles_per_device),
                       "kind=cuda has one tile per GPU (MIG slices are separate Slurm devices); "

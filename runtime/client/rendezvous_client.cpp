@@ -507,6 +507,8 @@ Result<void> say_hello(int fd, const ClientOptions& o, rdv::Deadline deadline,
   h->set_host(o.hostname);
   h->set_proof(
       rdv::hello_proof(o.secret, challenge->challenge(), role, rank, o.world_size, o.hostname));
+  if (h->proof().empty())  // sent empty, it would be refused as a wrong secret
+    return make_error(Errc::internal, "cannot compute the hello proof: libcrypto's HMAC failed");
   std::string frame;
   rdv::append_frame(req, frame);
   DP_TRY(rdv::write_all(fd, frame.data(), frame.size(), deadline));

@@ -10,10 +10,11 @@ install(TARGETS dp EXPORT slurm-dp-targets
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES
   ${PROJECT_SOURCE_DIR}/runtime/include/dp/dp.h
-  ${PROJECT_SOURCE_DIR}/runtime/include/dp/result.hpp
   ${PROJECT_SOURCE_DIR}/runtime/include/dp/context.hpp
   ${PROJECT_SOURCE_DIR}/runtime/include/dp/communicator.hpp
-  ${PROJECT_SOURCE_DIR}/runtime/include/dp/env_names.hpp
+  # The contracts libdp shares with the plugin and the rest of the tree.
+  ${PROJECT_SOURCE_DIR}/core/include/dp/result.hpp
+  ${PROJECT_SOURCE_DIR}/core/include/dp/env_names.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dp COMPONENT libdp)
 install(EXPORT slurm-dp-targets NAMESPACE slurm-dp:: DESTINATION ${DP_CMAKE_DIR} COMPONENT libdp)
 

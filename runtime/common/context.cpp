@@ -2,9 +2,10 @@
 // nothing (a single process of world 1).
 #include "dp/context.hpp"
 
+#include "cuda_device.hpp"
 #include "dp/env_names.hpp"
+#include "dp/options.hpp"
 #include "env_parse.hpp"
-#include "nccl_device.hpp"
 
 namespace dp {
 namespace {
@@ -15,6 +16,23 @@ Result<int> int_var(const char* name, int fallback, int lo, int hi) {
   auto v = detail::env_value(name);
   if (!v) return fallback;
   return detail::parse_int(name, *v, lo, hi);
+}
+
+// srun's options, read with the parser the plugin uses on the nodes; the
+// task's tiles are as many as they ask for.
+Result<void> read_step_options(Context& c) {
+  auto text = detail::env_value(env::kOptions);
+  if (!text) return {};
+  auto opts = parse_node_options(*text, env::kOptions);
+  DP_TRY(opts);
+  c.tiles_per_task = opts->tiles.value_or(0);
+  if (c.tiles_per_task > 0 && c.tiles.size() != static_cast<size_t>(c.tiles_per_task))
+    return make_error(Errc::invalid_argument,
+                      std::string(env::kTiles) + " holds " + std::to_string(c.tiles.size()) +
+                          " tiles but " + env::kOptions +
+                          " asks for --dp-tiles=" + std::to_string(c.tiles_per_task) +
+                          "; both come from srun, do not set them by hand");
+  return {};
 }
 
 }  // namespace
@@ -81,6 +99,7 @@ Result<Context> Context::from_environment() {
   auto tiles = detail::parse_int_list(env::kTiles, detail::env_value(env::kTiles).value_or(""));
   if (!tiles) return tiles.error();
   c.tiles = std::move(*tiles);
+  DP_TRY(read_step_options(c));
   return c;
 }
 

@@ -39,14 +39,19 @@ void GlooSockets::record(gloo::Context& ctx, int self_rank) {
     if (i == self_rank) continue;
     auto& pair = ctx.getPair(i);
     if (!pair) continue;
-    // Each connected pair reports its socket's own local address (ip:port),
-    // which no other socket of this process shares.
+    // Each connected pair reports its socket's own local address (ip:port).
+    // Where gloo accepts every pair on one listening socket per device, the
+    // accepted sockets share that address with the listener (and only with
+    // it: each communicator has its own device).
     if (auto* a = dynamic_cast<const gloo::transport::tcp::Address*>(&pair->address())) {
       local_.push_back(a->getSockaddr());
     }
   }
 }
 
+// Shuts down the connected sockets bound to those addresses, never a
+// listener: gloo's loop thread dies (EnforceNotMet in accept) when the socket
+// it listens on fails, and a listener has no peer.
 void GlooSockets::shut_down() {
   std::lock_guard<std::mutex> lock(m_);
   if (done_ || local_.empty()) return;
@@ -56,12 +61,15 @@ void GlooSockets::shut_down() {
   while (dirent* e = readdir(dir)) {
     const auto fd = parse_whole_number(e->d_name, 0, INT_MAX);  // skips "." and ".."
     if (!fd || *fd == dirfd(dir)) continue;
-    sockaddr_storage ss{};
-    socklen_t len = sizeof(ss);
-    if (getsockname(static_cast<int>(*fd), reinterpret_cast<sockaddr*>(&ss), &len) != 0) continue;
+    const int s = static_cast<int>(*fd);
+    sockaddr_storage ss{}, peer{};
+    socklen_t len = sizeof(ss), peer_len = sizeof(peer);
+    if (getsockname(s, reinterpret_cast<sockaddr*>(&ss), &len) != 0 ||
+        getpeername(s, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0)
+      continue;
     for (const auto& want : local_) {
       if (same_endpoint(ss, want)) {
-        ::shutdown(static_cast<int>(*fd), SHUT_RDWR);
+        ::shutdown(s, SHUT_RDWR);
         break;
       }
     }

@@ -18,8 +18,8 @@ class GlooSockets {
  public:
   // Remembers the local address of each connected pair (after connectFullMesh).
   void record(gloo::Context& ctx, int self_rank);
-  // Finds this process's sockets bound to exactly those addresses and shuts
-  // them down (the fds stay gloo's to close). Idempotent.
+  // Finds this process's connected sockets bound to exactly those addresses
+  // and shuts them down (the fds stay gloo's to close). Idempotent.
   void shut_down();
 
  private:

@@ -4,8 +4,9 @@
 # A plain `ctest` brings each up before its first test and down after its last.
 #
 # Parts register their tests with
-#   dp_e2e_test(NAME <name> MODES lo ns COMMAND <cmd...> [TIMEOUT s] [ENVIRONMENT k=v ...])
-# which adds e2e.<mode>.<name> (label e2e) with DP_CLUSTER_DIR, DP_CLUSTER_MODE,
+#   dp_e2e_test(NAME <name> MODES lo ns COMMAND <cmd...> [TIMEOUT s] [ENVIRONMENT k=v ...]
+#               [LABELS label...])
+# which adds e2e.<mode>.<name> (label e2e, and LABELS) with DP_CLUSTER_DIR, DP_CLUSTER_MODE,
 # DP_CLUSTER_PORT_BASE, DP_CLUSTER (the script), DP_BUILD_DIR and DP_SOURCE_DIR
 # set; <name> is <part>.<feature>. Scripts source tests/e2e/lib.sh for the
 # cluster environment and helpers. Tests that need no shared cluster (they
@@ -54,8 +55,25 @@ foreach(mode lo ns)
     TIMEOUT 120 ENVIRONMENT "${env}")
 endforeach()
 
+# The Debian 13 lane's end-to-end subset (scripts/test-debian13 runs
+# `ctest -L debian13` on Slurm 24.11): these tests get the label debian13 in
+# every mode they run in. A test joins the lane by its name here, or by
+# passing LABELS debian13 to dp_e2e_test.
+set(DP_E2E_DEBIAN13
+  spank.env_vars                  # the wiring: every variable of every task
+  spank.batch_alloc               # sbatch --dp-tiles
+  spank.tiles_request
+  trainer.mlp_accuracy            # the trainer
+  runtime.kill_rank               # kill -9 of a rank: Gloo's abort, survivors name it
+  agent.kill_rank
+  spank.explain                   # explain and refusal inside a batch job
+  spank.unlaunched_step
+  spank.master_failure            # the master node's set-up fails
+  daemon.suspend                  # scontrol suspend of a trainer job
+)
+
 function(dp_e2e_test)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "" "NAME;TIMEOUT" "MODES;COMMAND;ENVIRONMENT")
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "NAME;TIMEOUT" "MODES;COMMAND;ENVIRONMENT;LABELS")
   if(NOT arg_NAME OR NOT arg_COMMAND)
     message(FATAL_ERROR "dp_e2e_test: NAME and COMMAND are required")
   endif()
@@ -77,8 +95,12 @@ function(dp_e2e_test)
         DP_CLUSTER_DIR=${DP_CLUSTER_DIR_${mode}} DP_CLUSTER_MODE=${mode}
         DP_CLUSTER_PORT_BASE=${_dp_cluster_base_${mode}} DP_CLUSTER=${DP_CLUSTER}
         DP_BUILD_DIR=${CMAKE_BINARY_DIR} DP_SOURCE_DIR=${PROJECT_SOURCE_DIR})
+    set(labels e2e ${arg_LABELS})
+    if(arg_NAME IN_LIST DP_E2E_DEBIAN13)
+      list(APPEND labels debian13)
+    endif()
     set_tests_properties(${test} PROPERTIES
-      LABELS e2e
+      LABELS "${labels}"
       FIXTURES_REQUIRED cluster_${mode}
       RESOURCE_LOCK cluster_${mode}
       TIMEOUT ${arg_TIMEOUT}

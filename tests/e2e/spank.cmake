@@ -3,7 +3,7 @@
 # modes. The scripts run jobs as `dptest` (and attacks as `dptest2`) and
 # point the cluster at the built daemon with `site` (tests on one cluster
 # never overlap: dp_e2e_test takes the cluster's RESOURCE_LOCK).
-foreach(t env_vars untouched batch_alloc gres_masks bad_input explain concurrent_ports
+foreach(t env_vars untouched batch_alloc batch_master_port gres_masks bad_input explain concurrent_ports
           tenant_leases master_failure hostile_env overlap_ports tiles_request
           unlaunched_step file_limit)
   dp_e2e_test(NAME spank.${t} MODES lo ns TIMEOUT 300

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "dp/params.hpp"
 #include "step_socket.hpp"
 
 extern "C" {
@@ -87,8 +89,25 @@ std::vector<std::string> steps_of(const std::string& dir, const std::string& job
 struct Args {
   bool json = false, once = false;
   double interval = 2;
-  std::string job, step;  // step empty: the job's one running step
+  uint32_t job_id = 0;
+  std::string job, step;  // as Slurm writes them; step empty: the job's one running step
 };
+
+// JOBID or JOBID.STEP, each a whole number Slurm could have given.
+std::optional<int> parse_target(const std::string& target, Args& args) {
+  const size_t dot = target.find('.');
+  auto job = dp::parse_whole_number(target.substr(0, dot), 1, UINT32_MAX);
+  auto step = dot == std::string::npos
+                  ? dp::Result<long long>(0)
+                  : dp::parse_whole_number(target.substr(dot + 1), 0, UINT32_MAX);
+  if (!job || !step)
+    return usage_error("'" + target + "' is not JOBID or JOBID.STEP (" +
+                       (job ? step : job).error().message + "), e.g. 1234 or 1234.0");
+  args.job_id = static_cast<uint32_t>(*job);
+  args.job = std::to_string(*job);
+  args.step = dot == std::string::npos ? "" : std::to_string(*step);
+  return std::nullopt;
+}
 
 // Reads the command line; a value is main's exit code (--help, or a usage error).
 std::optional<int> parse_args(int argc, char** argv, Args& args) {
@@ -118,12 +137,7 @@ std::optional<int> parse_args(int argc, char** argv, Args& args) {
     }
   }
   if (target.empty()) return usage_error("which step? give JOBID or JOBID.STEP");
-  const size_t dot = target.find('.');
-  args.job = target.substr(0, dot);
-  args.step = dot == std::string::npos ? "" : target.substr(dot + 1);
-  if (!all_digits(args.job) || (dot != std::string::npos && !all_digits(args.step)))
-    return usage_error("'" + target + "' is not JOBID or JOBID.STEP, e.g. 1234 or 1234.0");
-  return std::nullopt;
+  return parse_target(target, args);
 }
 
 // With only JOBID given, the job's one step with a socket in dir; a value is
@@ -190,7 +204,7 @@ int main(int argc, char** argv) {
   Args args;
   if (auto rc = parse_args(argc, argv, args)) return *rc;
   std::string why;
-  if (!job_is_ours(static_cast<uint32_t>(std::strtoul(args.job.c_str(), nullptr, 10)), why)) {
+  if (!job_is_ours(args.job_id, why)) {
     std::fprintf(stderr, "dp-top: %s\n", why.c_str());
     return 1;
   }

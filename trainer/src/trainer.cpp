@@ -15,6 +15,7 @@
 #include "gradient_sync.hpp"
 #include "report.hpp"
 #include "sampler.hpp"
+#include "small_collectives.hpp"
 #include "stop_signal.hpp"
 
 namespace dpt {
@@ -39,39 +40,6 @@ enum Extra : size_t { kStopFlag = 0, kLoss = 1, kExtraCount = 2 };
 
 // Row numbers travel as floats (Ops::gather_rows): exact below 2^24.
 constexpr size_t kMaxSamples = size_t{1} << 24;
-
-// Small collectives on host vectors through a device scratch buffer, so they
-// work with device-memory backends (NCCL) too.
-class SmallCollectives {
- public:
-  SmallCollectives(dp::Communicator& comm, Ops& ops)
-      : comm_(comm), ops_(ops), buf_(ops, 64 * static_cast<size_t>(comm.size())) {}
-  dp::Result<void> all_reduce_sum(std::vector<float>& v) {
-    ops_.upload(buf_.data(), v.data(), v.size());
-    if (comm_.size() > 1)
-      DP_TRY(comm_.all_reduce(buf_.data(), v.size(), dp::DType::f32, dp::ReduceOp::sum));
-    ops_.download(v.data(), buf_.data(), v.size());
-    return ops_.status();
-  }
-  dp::Result<std::vector<float>> all_gather(const std::vector<float>& mine) {
-    const size_t n = mine.size(), w = static_cast<size_t>(comm_.size());
-    std::vector<float> all(n * w);
-    ops_.upload(buf_.data(), mine.data(), n);
-    if (w > 1) {
-      DP_TRY(comm_.all_gather(buf_.data(), buf_.data() + 32, n, dp::DType::f32));
-      ops_.download(all.data(), buf_.data() + 32, n * w);
-    } else {
-      ops_.download(all.data(), buf_.data(), n);
-    }
-    DP_TRY(ops_.status());
-    return all;
-  }
-
- private:
-  dp::Communicator& comm_;
-  Ops& ops_;
-  DeviceBuffer buf_;
-};
 
 // A data set where the ops can gather from it: used in place on the CPU,
 // uploaded once to the GPU.

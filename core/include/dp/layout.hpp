@@ -33,17 +33,6 @@ Result<std::vector<int>> parse_tasks_per_node(std::string_view text);
 std::vector<std::vector<int>> assign_task_ids(const std::vector<int>& tasks_per_node,
                                               Distribution dist);
 
-// What the checks before launch decided for the whole step.
-struct StepPlan {
-  int world_size = 0;
-  int tiles_per_task = 0;  // 0: no mask
-};
-
-// Checks the options against the step before any task starts.
-// node_tiles[i]: tiles host i has, or -1 when unknown (checked again on the node).
-Result<StepPlan> plan_step(const Options& opts, const SiteConfig& site, const StepShape& shape,
-                           const std::vector<int>& node_tiles);
-
 // Where one task sits.
 struct TaskPlace {
   int rank = 0;
@@ -76,25 +65,91 @@ int gres_count(std::string_view gres, std::string_view name);
 // from the site's declared counts.
 Result<NodeTiles> node_tiles(const SiteConfig& site, const VisibleDevices& visible);
 
-// Per-task variables: torchrun's names (except MASTER_*), the mask variable
-// of the site's kind and DP_TILES. `tiles`: the node's tiles (node_tiles()).
-Result<EnvList> task_environment(const StepPlan& plan, const SiteConfig& site,
-                                 const TaskPlace& place, const NodeTiles& tiles);
-
 // "0x" hex bit mask, one bit per tile index (SF_RNT_TILE_AFFINITY).
 std::string tile_bitmask(const std::vector<int>& tiles);
 
+// ---- The one entry: a step's layout from plain facts ----
+// srun (its checks and --dp-explain), slurmstepd (each task) and the
+// recorded-layout tests call plan_layout() with what they know; the plugin
+// only gathers the facts and applies the plan.
+
+// What is known of one node's devices.
+struct NodeDevices {
+  // srun: the node's configured Gres= ("gpu:h100:8(S:0-1)"); nullopt: not read.
+  std::optional<std::string> gres;
+  // slurmstepd: the devices Slurm's gres plugin gave the step on this node,
+  // before it narrows them per task; nullopt: not known here.
+  std::optional<VisibleDevices> given;
+};
+
+// The GPUs the step asked Slurm for, as numbers.
+struct DeviceRequest {
+  int per_node = 0;  // --gres=gpu:N, --gpus-per-node (or inherited from the job)
+  int per_task = 0;  // --gpus-per-task
+  int per_step = 0;  // --gpus
+  // Slurm narrows each task's devices to its own share (--gpu-bind=per_task,
+  // which --gpus-per-task implies).
+  bool bind_per_task = false;
+};
+
+// The request from Slurm's own strings: the step's TRES per node, task and
+// step ("gres:gpu:2", "gres/gpu:a100:1", "cpu:2") and its TRES binding
+// ("gpu:per_task:1"; slurmstepd's SLURMD_TRES_BIND). Pure.
+DeviceRequest parse_device_request(std::string_view per_node, std::string_view per_task,
+                                   std::string_view per_step, std::string_view bind);
+
+// Whether the step's device request can change its layout (--dp-tiles on a
+// GPU site whose nodes' devices Slurm's gres describes): srun asks
+// slurmctld for it only then.
+bool device_request_matters(const Options& opts, const SiteConfig& site);
+
+struct StepFacts {
+  StepShape shape;                 // srun: every node of the step; slurmstepd: its own node
+  int task_count = 0;              // the step's tasks when `shape` holds only some nodes; 0: all
+  std::vector<NodeDevices> nodes;  // one per shape.hosts entry; missing: unknown
+  std::optional<DeviceRequest> request;  // nullopt: not known (nothing is capped)
+  Options options;
+  SiteConfig site;
+};
+
+struct NodePlan {
+  // Tiles the step may use on the node: its devices, capped by what the
+  // step asked Slurm for; -1 when known only on the node at launch.
+  int tiles = -1;
+  NodeTiles devices;  // their mask entries
+};
+
+struct LayoutPlan {
+  int world_size = 0;
+  int tiles_per_task = 0;       // 0: no mask
+  bool bound_per_task = false;  // a task's tiles are its own devices (Slurm bound them)
+  std::vector<NodePlan> nodes;  // one per shape.hosts entry
+};
+
+// The whole decision, or a refusal that names the option and the fix.
+Result<LayoutPlan> plan_layout(const StepFacts& facts);
+
+// The tiles a task of node `node` picks from: the node's, or where Slurm
+// binds devices per task, the task's own (`task_visible`: what Slurm set in
+// the task; srun knows none and uses the node's).
+Result<NodeTiles> task_tiles(const LayoutPlan& plan, const SiteConfig& site, size_t node,
+                             const VisibleDevices& task_visible);
+
+// Per-task variables: torchrun's names (except MASTER_*), the mask variable
+// of the site's kind and DP_TILES. `tiles`: from task_tiles().
+Result<EnvList> task_environment(const LayoutPlan& plan, const SiteConfig& site,
+                                 const TaskPlace& place, const NodeTiles& tiles);
+
 // Every task of a step, in rank order, with MASTER_ADDR/MASTER_PORT: what
-// --dp-explain prints and what the unit tests replay. tiles_per_host[i]
-// describes host i.
+// --dp-explain prints and what the unit tests replay.
 struct TaskEnvironment {
   int rank = 0;
   std::string host;
   EnvList env;
 };
-Result<std::vector<TaskEnvironment>> step_environment(const StepPlan& plan, const SiteConfig& site,
+Result<std::vector<TaskEnvironment>> step_environment(const LayoutPlan& plan,
+                                                      const SiteConfig& site,
                                                       const StepShape& shape,
-                                                      const std::vector<NodeTiles>& tiles_per_host,
                                                       const std::string& master_addr,
                                                       const std::string& master_port);
 

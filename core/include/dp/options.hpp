@@ -43,4 +43,19 @@ Result<void> apply_option(Options& opts, std::string_view name, const char* valu
 // Fields set in `top` replace those of `base`.
 Options overlay(const Options& base, const Options& top);
 
+// The step's options as srun resolves them: the job's (sbatch/salloc), then
+// srun's own, which win; nullopt for a step that asked for no --dp-* option
+// on a site without default=on (slurm-dp leaves it alone).
+std::optional<Options> resolve_options(const Options& job, const Options& srun,
+                                       bool site_default_on);
+
+// The one value that carries srun's resolved options to the nodes and the
+// tasks (DP_OPTIONS): the options they use, spelt as on the command line,
+// e.g. "--dp-world=auto --dp-tiles=2 --dp-master-port=29500". srun's own
+// options (--dp-explain, --dp-verbose, --dp-report) stay in srun.
+std::string format_node_options(const Options& opts);
+// Reads it back through apply_option, so every value is bounded by the one
+// table; `what` names the value's source in a message.
+Result<Options> parse_node_options(std::string_view text, std::string_view what);
+
 }  // namespace dp

@@ -61,7 +61,8 @@ Result<long long> parse_env_integer(std::string_view name, std::string_view text
   T("DP_JOB_ID", "ID", "set by the plugin: the job of the step")                                  \
   T("DP_STEP_ID", "ID", "set by the plugin: the step whose tasks get the variables")              \
   T("DP_TILES", "LIST", "set by the plugin: this task's tiles, e.g. 0,1,2,3")                     \
-  T("DP_TILES_PER_TASK", "K", "set by the plugin: --dp-tiles, from srun to the nodes")
+  T("DP_OPTIONS", "--dp-NAME=VALUE...",                                                           \
+    "set by the plugin: the step's --dp-* options as srun resolved them")
 
 enum class Param {
 #define DP_PARAM_ID(id, name, def, min, max, meaning) id,

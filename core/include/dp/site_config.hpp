@@ -1,5 +1,10 @@
 // Site settings: key=value words from the plugstack.conf line, parsed
 // strictly (unknown key or bad value is an error naming it). Pure.
+//
+// Every key is one line of the table in site_config.cpp: its default, the
+// values it takes and its meaning. The parser, the list of keys and
+// SiteConfig's defaults all come from that table, and the packaging tests
+// check the plugstack snippet, the man page and ADMIN.md against it.
 #pragma once
 
 #include <string>
@@ -13,23 +18,25 @@ enum class AcceleratorKind { none, cuda, ze, rdu };
 const char* accelerator_kind_name(AcceleratorKind k) noexcept;
 
 struct SiteConfig {
-  AcceleratorKind kind = AcceleratorKind::cuda;
-  int devices_per_node = 0;  // 0: what Slurm tells (gres, visible devices)
-  int tiles_per_device = 1;  // GPU stacks (ze), RDU tiles (rdu)
-  int port_min = 29400;      // MASTER_PORT range when Slurm reserved none
-  int port_max = 29999;
-  bool default_on = false;  // every step is a slurm-dp step
-  std::string daemon_path;  // dp-rendezvousd; empty: the installed one
-  std::string lease_dir = "/run/slurm-dp/ports";
-  int idle_timeout_s = 0;  // accepted for older configurations; no effect
-  // A rank silent this long while others are heard is dead (0: never). More
-  // than Slurm's default gang-scheduling slice (30 s): see dp-rendezvousd(8).
-  int heartbeat_timeout_s = 60;
-  int port_wait_s = 60;        // how long non-master nodes wait for MASTER_PORT
-  bool use_resv_ports = true;  // take MASTER_PORT from SLURM_STEP_RESV_PORTS when set
-  int hang_timeout_s =
-      120;             // a live rank others wait for this long in a collective is named; 0: off
-  std::string report;  // step report written by srun at step end (%j job, %s step); empty: none
+  // Every field starts at its key's default from the table.
+  SiteConfig();
+
+  AcceleratorKind kind{};
+  int devices_per_node{};      // 0: what Slurm tells (gres, visible devices)
+  int tiles_per_device{};      // GPU stacks (ze), RDU tiles (rdu)
+  int port_min{}, port_max{};  // MASTER_PORT range when Slurm reserved none
+  bool default_on{};           // every step is a slurm-dp step
+  std::string daemon_path;     // dp-rendezvousd; empty: the installed one
+  std::string lease_dir;
+  int heartbeat_timeout_s{};  // see dp-rendezvousd(8): above the gang-scheduling slice
+  int port_wait_s{};
+  bool use_resv_ports{};
+  int hang_timeout_s{};
+  std::string report;  // %j job, %s step; empty: none
+
+  // Words the parser accepted but the site should change (a key that was
+  // removed), one message each; the plugin shows them on slurm-dp steps.
+  std::vector<std::string> warnings;
 
   // Tiles per node the site declares; 0 when it leaves it to Slurm.
   int declared_tiles_per_node() const noexcept { return devices_per_node * tiles_per_device; }
@@ -39,8 +46,19 @@ struct SiteConfig {
 // the key and say the fix.
 Result<SiteConfig> parse_site_config(const std::vector<std::string>& words);
 
-// Every key parse_site_config accepts, and no other (the shipped snippet must
-// document exactly these; packaging tests check it).
-const std::vector<std::string>& site_config_keys();
+// One key of the table, as the documentation shows it.
+struct SiteKey {
+  std::string key;
+  std::string def;     // as written on the plugin line; empty: unset
+  std::string values;  // what it takes: "cuda|ze|rdu|none", "0..4096", "/PATH", "LOW-HIGH"
+  std::string meaning;
+};
+
+// Every key parse_site_config accepts, and no other, in the table's order.
+const std::vector<SiteKey>& site_keys();
+
+// Keys of earlier releases that a plugin line may still name: accepted with
+// a warning, so an upgrade never stops every srun for a word that did nothing.
+const std::vector<std::string>& removed_site_keys();
 
 }  // namespace dp

@@ -23,6 +23,7 @@ struct Context {
   std::string job_id;       // DP_JOB_ID
   std::string step_id;      // DP_STEP_ID
   std::vector<int> tiles;   // DP_TILES: this task's accelerator tiles
+  int tiles_per_task = 0;   // --dp-tiles of DP_OPTIONS (srun's options); 0: none
 
   static Result<Context> from_environment();
 

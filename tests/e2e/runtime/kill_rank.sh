@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kill -9 of one rank during a long all-reduce, on the cluster: every other
-# rank ends with an error naming the dead rank within 10 s.
+# rank ends with an error naming the dead rank within 10 s, none by a signal.
 . "$(dirname "$0")/common.sh"
 site
 
@@ -34,4 +34,9 @@ done
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 wait "$srun_pid" || true  # srun ends once every task has exited
 grep -h '^ERROR' "$WORK"/rank*.log
+cat "$WORK/srun.log"
+# srun names how each task ended: the survivors exited with an error, none by a
+# signal (an abort in gloo's own threads reads "Aborted" here).
+grep -E ': tasks? [0-9,-]+: ' "$WORK/srun.log" | grep -v "task $victim: Killed" | grep -v 'Exited with exit code' &&
+  fail "a surviving rank ended by a signal (above)"
 pass "ranks 0,1,3 failed naming rank $victim ${ms} ms after kill -9 ($(mode) mode)"

@@ -5,6 +5,7 @@
 site
 
 marker="$WORK/task-ran"
+declare -A log_from
 n=0
 expect_refused() {  # $1: option named in the message; rest: command
   local name=$1
@@ -51,6 +52,23 @@ site kind=tpu
 expect_refused kind=tpu srun -n1 --dp-world=auto "${task[@]}"
 site ports=30000-20000
 expect_refused ports=30000-20000 srun -n1 --dp-world=auto "${task[@]}"
+
+# A key an earlier release had stops nothing: the step runs, srun warns once
+# naming it, and so does each node's log; a step without --dp-* hears nothing.
+site idle_timeout=600
+for node in n1 n2; do log_from[$node]=$(($(wc -l <"$DP_CLUSTER_DIR/log/slurmd-$node.log") + 1)); done
+rm -f "$marker"
+err=$(as_user timeout 60 srun -N2 --ntasks-per-node=1 --dp-world=auto "${task[@]}" 2>&1 >/dev/null) \
+  || fail "a removed key refused the step: $err"
+[[ -e $marker ]] || fail "no task ran with idle_timeout=600 on the plugin line"
+warning="slurm-dp: warning: plugstack.conf setting 'idle_timeout=600' was removed"
+[[ $(grep -c "^$warning" <<<"$err") -eq 1 ]] || fail "srun should warn once about idle_timeout=600: $err"
+for node in n1 n2; do
+  tail -n "+${log_from[$node]}" "$DP_CLUSTER_DIR/log/slurmd-$node.log" | grep -q "$warning" \
+    || fail "$node's log does not name the removed key"
+done
+err=$(as_user timeout 60 srun -n1 true 2>&1) || fail "a plain step failed: $err"
+[[ $err != *slurm-dp* ]] || fail "a step without --dp-* was told about the site: $err"
 site
 ((n >= 23)) || fail "only $n cases ran"
-pass "$n bad inputs refused before launch"
+pass "$n bad inputs refused before launch; a removed site key only warns"

@@ -45,14 +45,15 @@ cat "$WORK/plain.out" "$WORK/dp.out" "$WORK/job.out"
   fail "step 1 (--dp-world) must run with srun's own DP_RDV_ADDR"
 [[ ! -s $WORK/listener.log ]] || fail "something connected to the user's fake daemon: $(cat "$WORK/listener.log")"
 
-# Site default=on and the user's srun loads no plugin (its own slurm.conf):
-# slurmstepd acts, but only an unprivileged child connects to the fake.
+# Site default=on and the user's srun loads no plugin (its own slurm.conf),
+# the user writing every variable srun would (DP_OPTIONS too): slurmstepd
+# acts, but only an unprivileged child connects to the fake.
 site default=on resv_ports=ignore "lease_dir=$DP_CLUSTER_DIR/spank-leases-hostile"
 sed 's|^PlugStackConfig=.*|PlugStackConfig=/dev/null|' "$SLURM_CONF" >"$WORK/user-slurm.conf"
 chmod 644 "$WORK/user-slurm.conf"
 cat >"$WORK/job2.sh" <<JOB
 #!/bin/bash
-export DP_RDV_ADDR=$fake DP_RDV_SECRET=00 DP_JOB_ID=\$SLURM_JOB_ID DP_STEP_ID=0
+export DP_RDV_ADDR=$fake DP_RDV_SECRET=00 DP_JOB_ID=\$SLURM_JOB_ID DP_STEP_ID=0 DP_OPTIONS=--dp-world=auto
 SLURM_CONF=$WORK/user-slurm.conf srun -l true
 echo "srun exit \$?"
 JOB

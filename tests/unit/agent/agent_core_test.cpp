@@ -8,6 +8,7 @@
 #include <map>
 
 #include "hello_proof.hpp"
+#include "master_port_value.hpp"
 
 namespace dp::agent {
 namespace {
@@ -64,6 +65,14 @@ class AgentCoreTest : public ::testing::Test {
     frame(c, hello(rank));
     ASSERT_EQ(out.last(c).code(), proto::OK);
   }
+  // Another agent's link: the daemon's challenge, then `reply` to its hello.
+  void hello_answered(AgentCore& c, proto::Response reply) {
+    proto::Response challenge;
+    challenge.set_challenge(nonce());
+    c.on_daemon_response(challenge, now);
+    reply.set_id(1);  // the hello's
+    c.on_daemon_response(reply, now);
+  }
   void answer(const proto::Request& up, proto::Response r) {
     r.set_id(up.id());
     core.on_daemon_response(r, now);
@@ -95,6 +104,23 @@ TEST_F(AgentCoreTest, OnlyThisNodesRanksWithTheSecretGetIn) {
   frame(13, hello(1));
   EXPECT_EQ(out.last(13).code(), proto::CONFLICT);
   EXPECT_EQ(out.closed, (std::vector<ConnId>{10, 11, 13}));
+}
+
+TEST_F(AgentCoreTest, NoRandomBytesRefusesARankNamingTheCause) {
+  AgentConfig c = config();
+  c.make_nonce = []() -> Result<std::string> {
+    return make_error(Errc::unavailable, "cannot read random bytes from the kernel: getrandom: x");
+  };
+  Recorder rec;
+  AgentCore other(c, rec, now);
+  other.on_rank_connect(5, now);
+  ASSERT_EQ(rec.to_ranks.at(5).size(), 1u);
+  EXPECT_TRUE(rec.last(5).challenge().empty());
+  EXPECT_EQ(rec.last(5).code(), proto::UNAVAILABLE);
+  EXPECT_NE(rec.last(5).message().find("node agent on n1: cannot read random bytes"),
+            std::string::npos)
+      << rec.last(5).message();
+  EXPECT_EQ(rec.closed, (std::vector<ConnId>{5}));
 }
 
 TEST_F(AgentCoreTest, BarrierArrivalsFoldIntoOneUpstream) {
@@ -221,17 +247,70 @@ TEST_F(AgentCoreTest, TheDaemonsAbortReachesEveryLocalRank) {
   EXPECT_EQ(out.last(2).code(), proto::ABORTED);
 }
 
-TEST_F(AgentCoreTest, TheNodesOwnCauseAbortsTheStepAfterWhatItPublished) {
+TEST_F(AgentCoreTest, TheMasterNodesFailureIsPublishedThenAbortsTheStep) {
   const size_t before = out.to_daemon_.size();
-  core.publish("dp/master_port", "!node n1: no free MASTER_PORT");
-  core.abort_step("the master node could not set up the step: node n1: no free MASTER_PORT");
+  core.publish_master_port(MasterFailure{"n1", "no free MASTER_PORT"});
   ASSERT_EQ(out.to_daemon_.size(), before + 2);
-  EXPECT_TRUE(out.to_daemon_[before].set().once());
+  const proto::Request& set = out.to_daemon_[before];
+  EXPECT_TRUE(set.set().once());
+  auto value = rdv::decode_master_port(set.set().value());
+  ASSERT_TRUE(value.ok());
+  EXPECT_EQ(value->failure.value().reason, "no free MASTER_PORT");
   const proto::Request& abort = out.to_daemon_[before + 1];
   ASSERT_TRUE(abort.has_abort());
   EXPECT_FALSE(abort.abort().has_rank());  // the node's own cause, no rank's
+  EXPECT_EQ(abort.abort().master_failure().node(), "n1");
   EXPECT_EQ(abort.abort().reason(),
             "the master node could not set up the step: node n1: no free MASTER_PORT");
+  answer(set, proto::Response{});
+  ASSERT_TRUE(core.master_port() && *core.master_port());
+  EXPECT_TRUE((*core.master_port())->failure);
+}
+
+TEST_F(AgentCoreTest, AFetchedPortIsTyped) {
+  core.fetch_master_port(std::chrono::seconds(5));
+  const proto::Request get = out.to_daemon_.back();
+  EXPECT_EQ(get.get().key(), kMasterPortKey);
+  proto::Response r;
+  r.set_value(rdv::encode_master_port(29512));
+  answer(get, r);
+  ASSERT_TRUE(core.master_port() && *core.master_port());
+  EXPECT_EQ((*core.master_port())->port, 29512);
+}
+
+TEST_F(AgentCoreTest, TheDaemonsAbortCarriesTheMasterNodesFailure) {
+  core.fetch_master_port(std::chrono::seconds(5));
+  proto::Response aborted;
+  aborted.set_code(proto::ABORTED);
+  aborted.set_message("job aborted by node n0 (ranks 0): whatever the words");
+  rdv::to_proto(MasterFailure{"n0", "no free MASTER_PORT"}, *aborted.mutable_master_failure());
+  answer(out.to_daemon_.back(), aborted);
+  ASSERT_TRUE(core.master_port() && *core.master_port());
+  const auto& f = (*core.master_port())->failure.value();
+  EXPECT_EQ(f.node, "n0");
+  EXPECT_EQ(f.reason, "no free MASTER_PORT");
+  // Any other abort is an error of the exchange.
+  AgentCore other(config(), out, now);
+  other.fetch_master_port(std::chrono::seconds(5));
+  proto::Response refused;
+  refused.set_code(proto::ABORTED);
+  refused.set_message("rank 3 lost");
+  hello_answered(other, refused);
+  ASSERT_TRUE(other.master_port());
+  EXPECT_FALSE(*other.master_port());
+}
+
+TEST_F(AgentCoreTest, ANodeRefusedAsLateStillLearnsTheMasterNodesFailure) {
+  AgentCore late(config(), out, now);
+  late.fetch_master_port(std::chrono::seconds(5));
+  proto::Response refused;
+  refused.set_code(proto::ABORTED);
+  refused.set_message("job aborted by node n0 (ranks 0): ...");
+  rdv::to_proto(MasterFailure{"n0", "no free MASTER_PORT"}, *refused.mutable_master_failure());
+  hello_answered(late, refused);
+  EXPECT_TRUE(late.finished());
+  ASSERT_TRUE(late.master_port() && *late.master_port());
+  EXPECT_EQ((*late.master_port())->failure.value().node, "n0");
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ using namespace std::chrono_literals;
 class AgentProcess {
  public:
   AgentProcess(uint16_t daemon_port, std::vector<int32_t> ranks, MasterPort master,
-               std::string value) {
+               MasterPortValue value = 0) {
     int in[2], out[2];
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return;
     pid_ = fork();
@@ -44,7 +44,7 @@ class AgentProcess {
     s.world_size = 4;
     s.ranks = std::move(ranks);
     s.master = master;
-    s.master_value = std::move(value);
+    s.published = std::move(value);
     s.port_wait = 5s;
     const std::string text = format_settings(s);
     EXPECT_EQ(write(control_, text.data(), text.size()), static_cast<ssize_t>(text.size()));
@@ -83,8 +83,8 @@ std::unique_ptr<RendezvousClient> rank_client(const test::DaemonProcess& d, cons
 TEST(NodeAgent, TwoNodesOfTwoRanksTalkThroughOneConnectionEach) {
   test::DaemonProcess daemon(4);
   ASSERT_TRUE(daemon.ready());
-  AgentProcess n0(daemon.port(), {0, 1}, MasterPort::publish, "29512");
-  AgentProcess n1(daemon.port(), {2, 3}, MasterPort::fetch, "");
+  AgentProcess n0(daemon.port(), {0, 1}, MasterPort::publish, 29512);
+  AgentProcess n1(daemon.port(), {2, 3}, MasterPort::fetch);
   ASSERT_TRUE(n0.answer()) << n0.answer().error().message;
   ASSERT_TRUE(n1.answer()) << n1.answer().error().message;
   EXPECT_EQ(n1.answer()->port, 29512);  // the master node's port reached the other node
@@ -115,11 +115,28 @@ TEST(NodeAgent, TwoNodesOfTwoRanksTalkThroughOneConnectionEach) {
   for (auto& c : ranks) EXPECT_TRUE(c->goodbye());
 }
 
+TEST(NodeAgent, ANodeRefusedAfterTheMasterNodesAbortStillGetsItsFailureTyped) {
+  test::DaemonProcess daemon(4);
+  ASSERT_TRUE(daemon.ready());
+  AgentProcess n0(daemon.port(), {0, 1}, MasterPort::publish,
+                  MasterFailure{"node0", "no free MASTER_PORT in 29400-29402"});
+  ASSERT_TRUE(n0.answer()) << n0.answer().error().message;  // root knows its own cause
+  ASSERT_TRUE(test::poll_until(
+      [&] { return daemon.log().find("could not set up the step") != std::string::npos; }, 5s))
+      << daemon.log();
+  // The step is aborted: the daemon refuses this node's hello, with the cause typed.
+  AgentProcess n1(daemon.port(), {2, 3}, MasterPort::fetch);
+  ASSERT_TRUE(n1.answer()) << n1.answer().error().message;
+  ASSERT_TRUE(n1.answer()->master_failure);
+  EXPECT_EQ(n1.answer()->master_failure->node, "node0");
+  EXPECT_EQ(n1.answer()->master_failure->reason, "no free MASTER_PORT in 29400-29402");
+}
+
 TEST(NodeAgent, ARankThatVanishesIsNamedToTheOtherNodeAtOnce) {
   test::DaemonProcess daemon(4);
   ASSERT_TRUE(daemon.ready());
-  AgentProcess n0(daemon.port(), {0, 1}, MasterPort::none, "");
-  AgentProcess n1(daemon.port(), {2, 3}, MasterPort::none, "");
+  AgentProcess n0(daemon.port(), {0, 1}, MasterPort::none);
+  AgentProcess n1(daemon.port(), {2, 3}, MasterPort::none);
   ASSERT_TRUE(n0.answer() && n1.answer());
   // Rank 1 connects from its own process and exits without a goodbye.
   const AgentAnswer node0 = *n0.answer();

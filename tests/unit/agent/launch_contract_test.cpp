@@ -15,16 +15,23 @@ TEST(LaunchContract, SettingsRoundTrip) {
   s.world_size = 8;
   s.ranks = {6, 4};
   s.master = MasterPort::publish;
-  s.master_value = "!node n1: no free port";
+  s.published = MasterFailure{"n1", "no free port: widen ports= (29400-29402)"};
   s.port_wait = std::chrono::milliseconds(1500);
   auto back = parse_settings(format_settings(s));
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(back->addr, s.addr);
   EXPECT_EQ(back->ranks, (std::vector<int32_t>{4, 6}));
   EXPECT_EQ(back->master, MasterPort::publish);
-  EXPECT_EQ(back->master_value, s.master_value);
+  const auto& f = back->published.failure.value();
+  EXPECT_EQ(f.node, "n1");
+  EXPECT_EQ(f.reason, "no free port: widen ports= (29400-29402)");
   EXPECT_EQ(back->port_wait.count(), 1500);
   EXPECT_EQ(back->job, 7u);
+  s.published = 29501;
+  auto port = parse_settings(format_settings(s));
+  ASSERT_TRUE(port) << port.error().message;
+  EXPECT_EQ(port->published.port, 29501);
+  EXPECT_FALSE(port->published.failure);
 }
 
 TEST(LaunchContract, SettingsRefuseBadInput) {
@@ -33,6 +40,10 @@ TEST(LaunchContract, SettingsRefuseBadInput) {
   EXPECT_FALSE(parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=2\nranks=0\nbogus=1\n\n"));
   EXPECT_FALSE(parse_settings("addr=a:1\nsecret=s\nworld=2\nranks=0\n\n"));
   EXPECT_TRUE(parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=2\nranks=0,1\n\n"));
+  // The master node publishes a port or a failure, never nothing.
+  EXPECT_FALSE(parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=2\nranks=0\nmaster=publish\n\n"));
+  EXPECT_FALSE(parse_settings(
+      "addr=a:1\nsecret=s\nhost=h\nworld=2\nranks=0\nmaster=publish\nmaster_port=0\n\n"));
 }
 
 TEST(LaunchContract, RootValidatesTheAnswer) {
@@ -44,9 +55,23 @@ TEST(LaunchContract, RootValidatesTheAnswer) {
   EXPECT_FALSE(parse_answer("READY 1 @bad/name"));
   EXPECT_FALSE(parse_answer("READY 1 noat"));
   EXPECT_FALSE(parse_answer("READY 1 @" + std::string(200, 'a')));
-  auto err = parse_answer("ERROR the master node could not set up the step");
+  auto err = parse_answer("ERROR cannot reach the step's daemon");
   ASSERT_FALSE(err);
-  EXPECT_NE(err.error().message.find("master node"), std::string::npos);
+  EXPECT_NE(err.error().message.find("daemon"), std::string::npos);
+}
+
+TEST(LaunchContract, TheMasterNodesFailureIsAField) {
+  AgentAnswer a;
+  a.master_failure = MasterFailure{"n1", "no free MASTER_PORT in 29400-29402; widen ports="};
+  const std::string line = format_answer(a);
+  EXPECT_EQ(line, "MASTER_FAILED n1 no free MASTER_PORT in 29400-29402; widen ports=\n");
+  auto back = parse_answer(line.substr(0, line.size() - 1));
+  ASSERT_TRUE(back) << back.error().message;
+  ASSERT_TRUE(back->master_failure);
+  EXPECT_EQ(back->master_failure->node, "n1");
+  EXPECT_EQ(back->master_failure->reason, a.master_failure->reason);
+  EXPECT_FALSE(parse_answer("MASTER_FAILED n1"));         // no reason
+  EXPECT_FALSE(parse_answer("MASTER_FAILED n1 bell\a"));  // not printable
 }
 
 TEST(LaunchContract, TaskExitLines) {

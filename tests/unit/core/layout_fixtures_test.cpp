@@ -1,12 +1,14 @@
 // Replays the recorded step environments of tests/fixtures/layouts through
-// the layout core, as srun (--dp-explain) and slurmstepd would: the host list
-// is expanded by libslurm, the rest is the core's. Each fixture's expected
-// task lines must come out exactly. The format is in tests/README.md.
+// the layout core's one entry, as srun (--dp-explain) and slurmstepd call it:
+// the host list is expanded by libslurm, the rest is the core's. Each
+// fixture's expected task lines must come out exactly. The format is in
+// tests/README.md.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -22,7 +24,8 @@ struct Fixture {
   std::vector<std::string> site, options, expected;
   std::string hosts, tasks_per_node, distribution = "block", node_gres, master_addr,
                                      master_port = "29500", refused;
-  dp::VisibleDevices visible;
+  std::optional<dp::VisibleDevices> visible;
+  std::optional<dp::DeviceRequest> request;
 };
 
 // ctest shows the parameter: the fixture's name, not its bytes.
@@ -33,6 +36,19 @@ std::vector<std::string> words(const std::string& text) {
   std::vector<std::string> out;
   for (std::string w; in >> w;) out.push_back(w);
   return out;
+}
+
+// "TresPerTask=gres:gpu:2 TresBind=gpu:per_task:2", as `scontrol show step` prints them.
+dp::DeviceRequest request(const std::string& text) {
+  std::string per[4];
+  const char* names[4] = {"TresPerNode=", "TresPerTask=", "TresPerStep=", "TresBind="};
+  for (const auto& w : words(text)) {
+    bool known = false;
+    for (int i = 0; i < 4; ++i)
+      if (w.rfind(names[i], 0) == 0) per[i] = w.substr(std::string(names[i]).size()), known = true;
+    if (!known) ADD_FAILURE() << "request: unknown word '" << w << "'";
+  }
+  return dp::parse_device_request(per[0], per[1], per[2], per[3]);
 }
 
 Fixture load(const std::filesystem::path& path) {
@@ -51,9 +67,10 @@ Fixture load(const std::filesystem::path& path) {
     else if (key == "distribution") f.distribution = rest;
     else if (key == "node_gres") f.node_gres = rest;
     else if (key == "visible" && rest.rfind("CUDA_VISIBLE_DEVICES=", 0) == 0)
-      f.visible.cuda = rest.substr(21);
+      f.visible = dp::VisibleDevices{rest.substr(21), {}};
     else if (key == "visible" && rest.rfind("ZE_AFFINITY_MASK=", 0) == 0)
-      f.visible.ze = rest.substr(17);
+      f.visible = dp::VisibleDevices{{}, rest.substr(17)};
+    else if (key == "request") f.request = request(rest);
     else if (key == "master_addr") f.master_addr = rest;
     else if (key == "master_port") f.master_port = rest;
     else if (key == "refused") f.refused = rest;
@@ -90,22 +107,23 @@ std::vector<std::string> replay(const Fixture& f) {
   auto counts = dp::parse_tasks_per_node(f.tasks_per_node);
   if (!counts) return {"tasks_per_node: " + counts.error().message};
   const auto dist = f.distribution == "cyclic" ? dp::Distribution::cyclic : dp::Distribution::block;
-  dp::StepShape shape{*hosts, dp::assign_task_ids(*counts, dist)};
-  // Each node as the plugin sees it: the site's counts, else the node's gres
-  // (srun), narrowed by what Slurm put in the task's environment (slurmstepd).
-  dp::SiteConfig as_node = *site;
-  if (site->declared_tiles_per_node() == 0 && !f.node_gres.empty())
-    as_node.devices_per_node = dp::gres_count(f.node_gres, "gpu");
-  auto tiles = dp::node_tiles(as_node, f.visible);
-  if (!tiles) return {"refused: " + tiles.error().message};
-  std::vector<int> node_counts(shape.hosts.size(), static_cast<int>(tiles->entries.size()));
-  auto plan = dp::plan_step(opts, *site, shape, node_counts);
+  dp::StepFacts facts;
+  facts.shape = dp::StepShape{*hosts, dp::assign_task_ids(*counts, dist)};
+  facts.options = opts;
+  facts.site = *site;
+  facts.request = f.request;
+  // Each node as the plugin sees it: its gres (srun), or what Slurm put in
+  // the task's environment (slurmstepd).
+  dp::NodeDevices node;
+  if (!f.node_gres.empty()) node.gres = f.node_gres;
+  node.given = f.visible;
+  facts.nodes.assign(facts.shape.hosts.size(), node);
+  auto plan = dp::plan_layout(facts);
   if (!plan) return {"refused: " + plan.error().message};
+  const auto& shape = facts.shape;
   const std::string master =
       f.master_addr.empty() ? shape.hosts[static_cast<size_t>(shape.host_of(0))] : f.master_addr;
-  auto tasks = dp::step_environment(*plan, *site, shape,
-                                    std::vector<dp::NodeTiles>(shape.hosts.size(), *tiles), master,
-                                    f.master_port);
+  auto tasks = dp::step_environment(*plan, *site, shape, master, f.master_port);
   if (!tasks) return {"refused: " + tasks.error().message};
   return dp::explain_lines(*tasks);
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <string>
 
 namespace {
@@ -34,13 +35,34 @@ dp::StepShape shape(std::vector<std::string> hosts, const char* tasks_per_node,
   return {std::move(hosts), dp::assign_task_ids(*counts, dist)};
 }
 
+// srun's view: each node's configured gres ("" for none read).
+dp::Result<dp::LayoutPlan> plan(const dp::Options& o, const dp::SiteConfig& s,
+                                const dp::StepShape& sh, std::vector<std::string> gres = {},
+                                std::optional<dp::DeviceRequest> request = std::nullopt) {
+  dp::StepFacts f;
+  f.shape = sh;
+  f.options = o;
+  f.site = s;
+  f.request = request;
+  for (auto& g : gres) f.nodes.push_back({g.empty() ? std::nullopt : std::optional(g), {}});
+  return dp::plan_layout(f);
+}
+
+dp::LayoutPlan fixed_plan(int world, int tiles, bool bound_per_task = false) {
+  dp::LayoutPlan p;
+  p.world_size = world;
+  p.tiles_per_task = tiles;
+  p.bound_per_task = bound_per_task;
+  return p;
+}
+
 TEST(Layout, CudaAlreadyBoundPerTaskIsKept) {
   auto s = site({"kind=cuda"});
-  dp::StepPlan plan{4, 1};
+  const auto p = fixed_plan(4, 1);
   auto t = dp::node_tiles(s, {"3", {}});
   ASSERT_TRUE(t.ok());
   t->per_task = true;
-  auto env = dp::task_environment(plan, s, {3, 1, 2, 1}, *t);
+  auto env = dp::task_environment(p, s, {3, 1, 2, 1}, *t);
   ASSERT_TRUE(env.ok()) << env.error().message;
   Env e(env->begin(), env->end());
   EXPECT_EQ(e["CUDA_VISIBLE_DEVICES"], "3");
@@ -50,11 +72,11 @@ TEST(Layout, CudaAlreadyBoundPerTaskIsKept) {
 TEST(Layout, OneStepWideGpuIsNeverSharedByTwoTasks) {
   // srun --gpus=4 -N2 --ntasks-per-node=2: Slurm put 3 GPUs on n1, 1 on n2.
   auto s = site({"kind=cuda"});
-  dp::StepPlan plan{4, 1};
+  const auto p = fixed_plan(4, 1);
   auto t = dp::node_tiles(s, {"0", {}});
   ASSERT_TRUE(t.ok());
-  EXPECT_TRUE(dp::task_environment(plan, s, {2, 0, 2, 1}, *t).ok());
-  auto second = dp::task_environment(plan, s, {3, 1, 2, 1}, *t);
+  EXPECT_TRUE(dp::task_environment(p, s, {2, 0, 2, 1}, *t).ok());
+  auto second = dp::task_environment(p, s, {3, 1, 2, 1}, *t);
   ASSERT_FALSE(second.ok());
   EXPECT_NE(second.error().message.find("only 1"), std::string::npos) << second.error().message;
 }
@@ -62,7 +84,7 @@ TEST(Layout, OneStepWideGpuIsNeverSharedByTwoTasks) {
 TEST(Layout, PerTaskBindingSmallerThanTilesIsRefused) {
   auto s = site({"kind=cuda"});
   dp::NodeTiles t{{"2"}, true};
-  auto env = dp::task_environment(dp::StepPlan{2, 2}, s, {1, 1, 2, 0}, t);
+  auto env = dp::task_environment(fixed_plan(2, 2), s, {1, 1, 2, 0}, t);
   ASSERT_FALSE(env.ok());
   EXPECT_NE(env.error().message.find("--gpus-per-task=2"), std::string::npos)
       << env.error().message;
@@ -70,10 +92,10 @@ TEST(Layout, PerTaskBindingSmallerThanTilesIsRefused) {
 
 TEST(Layout, CudaTooFewVisibleOnNodeIsRefusedAtTask) {
   auto s = site({"kind=cuda"});
-  dp::StepPlan plan{3, 1};
+  const auto p = fixed_plan(3, 1);
   auto t = dp::node_tiles(s, {"0,1", {}});
   ASSERT_TRUE(t.ok());
-  auto env = dp::task_environment(plan, s, {2, 2, 3, 0}, *t);
+  auto env = dp::task_environment(p, s, {2, 2, 3, 0}, *t);
   ASSERT_FALSE(env.ok());
   EXPECT_NE(env.error().message.find("--dp-tiles=1"), std::string::npos);
 }
@@ -101,7 +123,7 @@ TEST(Layout, MasterIsTheHostOfTaskZero) {
 
 TEST(Plan, WorldMismatchIsRefusedWithFix) {
   auto sh = shape({"n1", "n2"}, "2(x2)");
-  auto p = dp::plan_step(opts("8"), site({}), sh, {-1, -1});
+  auto p = plan(opts("8"), site({}), sh);
   ASSERT_FALSE(p.ok());
   const auto& m = p.error().message;
   EXPECT_NE(m.find("--dp-world=8"), std::string::npos) << m;
@@ -111,7 +133,7 @@ TEST(Plan, WorldMismatchIsRefusedWithFix) {
 
 TEST(Plan, TooManyTilesIsRefusedNamingTheNode) {
   auto sh = shape({"n1", "n2"}, "3,1");
-  auto p = dp::plan_step(opts("auto", "2"), site({}), sh, {4, 4});
+  auto p = plan(opts("auto", "2"), site({}), sh, {"gpu:4", "gpu:4"});
   ASSERT_FALSE(p.ok());
   const auto& m = p.error().message;
   EXPECT_NE(m.find("--dp-tiles=2"), std::string::npos) << m;
@@ -121,22 +143,132 @@ TEST(Plan, TooManyTilesIsRefusedNamingTheNode) {
 }
 
 TEST(Plan, TilesOnSiteWithoutAcceleratorsIsRefused) {
-  auto p = dp::plan_step(opts("auto", "1"), site({"kind=none"}), shape({"n1"}, "1"), {-1});
+  auto p = plan(opts("auto", "1"), site({"kind=none"}), shape({"n1"}, "1"));
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.error().message.find("kind=none"), std::string::npos);
 }
 
 TEST(Plan, UnknownTileCountIsLeftToTheNode) {
-  auto p = dp::plan_step(opts("auto", "4"), site({}), shape({"n1"}, "8"), {-1});
+  auto p = plan(opts("auto", "4"), site({}), shape({"n1"}, "8"));
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->tiles_per_task, 4);
 }
 
 TEST(Plan, InconsistentShapeIsInternalError) {
   dp::StepShape sh{{"n1"}, {{0, 0}}};
-  auto p = dp::plan_step(opts("auto"), site({}), sh, {-1});
+  auto p = plan(opts("auto"), site({}), sh);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.error().code, dp::Errc::internal);
+}
+
+TEST(Plan, GresCapRefusesARequestTheStepCannotMeet) {
+  // srun -N1 -n2 --dp-tiles=2 --gres=gpu:2 on nodes of 4 GPUs.
+  auto p = plan(opts("auto", "2"), site({}), shape({"n1"}, "2"), {"gpu:4"},
+                dp::parse_device_request("gres:gpu:2", "", "cpu:2", ""));
+  ASSERT_FALSE(p.ok());
+  const auto& m = p.error().message;
+  EXPECT_NE(m.find("asks Slurm for 2 GPUs on node n1"), std::string::npos) << m;
+  EXPECT_NE(m.find("need 4 tiles"), std::string::npos) << m;
+  EXPECT_NE(m.find("--gpus-per-task=2"), std::string::npos) << m;
+  // No GPU asked for at all.
+  auto none = plan(opts("auto", "1"), site({}), shape({"n1"}, "2"), {"gpu:4"}, dp::DeviceRequest{});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("asks Slurm for 0 GPUs"), std::string::npos);
+}
+
+TEST(Plan, GresCapLimitsTheNodesTiles) {
+  // --gpus-per-task=1 on nodes of 8: each node offers its 2 tasks 2 GPUs.
+  auto req = dp::parse_device_request("", "gres:gpu:1", "", "gpu:per_task:1");
+  EXPECT_EQ(req.per_task, 1);
+  EXPECT_TRUE(req.bind_per_task);
+  auto p = plan(opts("auto", "1"), site({}), shape({"n1", "n2"}, "2(x2)"), {"gpu:8", "gpu:8"}, req);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->nodes[0].tiles, 2);
+  EXPECT_EQ(p->nodes[0].devices.entries, (std::vector<std::string>{"0", "1"}));
+  EXPECT_TRUE(p->bound_per_task);
+  // Stacks: a GPU of 2 stacks holds 2 tiles, so --dp-tiles=3 needs 2 GPUs per task.
+  auto ze = plan(opts("auto", "3"), site({"kind=ze", "tiles_per_device=2"}), shape({"p1"}, "1"),
+                 {"gpu:4"}, req);
+  ASSERT_FALSE(ze.ok());
+  EXPECT_NE(ze.error().message.find("--gpus-per-task=2"), std::string::npos);
+}
+
+TEST(Plan, SpreadOrDevicesSlurmGaveAreNotCapped) {
+  // --gpus=4 over two nodes: the split is Slurm's, known only on the nodes.
+  auto spread = dp::parse_device_request("", "", "gres:gpu:4", "");
+  EXPECT_TRUE(
+      plan(opts("auto", "1"), site({}), shape({"n1", "n2"}, "2(x2)"), {"gpu:4", "gpu:4"}, spread)
+          .ok());
+  // On the node, Slurm's own list is the step's devices: no request caps it.
+  dp::StepFacts f;
+  f.shape = shape({"n1"}, "2");
+  f.options = opts("auto", "1");
+  f.site = site({});
+  f.request = dp::DeviceRequest{};
+  f.nodes.push_back({std::nullopt, dp::VisibleDevices{"0,1", {}}});
+  auto p = dp::plan_layout(f);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->nodes[0].tiles, 2);
+}
+
+TEST(Plan, OneNodeOfALargerStep) {
+  // slurmstepd on the second node of 4 tasks: its own tasks only.
+  dp::StepFacts f;
+  f.shape = dp::StepShape{{"n2"}, {{2, 3}}};
+  f.task_count = 4;
+  f.options = opts("4", "1");
+  f.site = site({});
+  f.nodes.push_back({std::nullopt, dp::VisibleDevices{"0,1", {}}});
+  auto p = dp::plan_layout(f);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->world_size, 4);
+  f.shape.task_ids = {{2, 4}};  // beyond the step's tasks
+  EXPECT_EQ(dp::plan_layout(f).error().code, dp::Errc::internal);
+}
+
+TEST(Plan, PerTaskBindingTakesTheTasksOwnDevices) {
+  // --gpus-per-task=2: Slurm gave local task 1 devices 6,7 of the node's 4..7.
+  dp::StepFacts f;
+  f.shape = dp::StepShape{{"n1"}, {{0, 1}}};
+  f.options = opts("auto", "2");
+  f.site = site({});
+  f.request = dp::parse_device_request("", "gres:gpu:2", "", "gpu:per_task:2");
+  f.nodes.push_back({std::nullopt, dp::VisibleDevices{"4,5,6,7", {}}});
+  auto p = dp::plan_layout(f);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  auto t = dp::task_tiles(*p, f.site, 0, {"6,7", {}});
+  ASSERT_TRUE(t.ok());
+  auto env = dp::task_environment(*p, f.site, {1, 1, 2, 0}, *t);
+  ASSERT_TRUE(env.ok()) << env.error().message;
+  Env e(env->begin(), env->end());
+  EXPECT_EQ(e["CUDA_VISIBLE_DEVICES"], "6,7");
+  EXPECT_EQ(e["DP_TILES"], "2,3");
+  // Without per-task binding the node's list is indexed, whatever the task saw.
+  p->bound_per_task = false;
+  auto node = dp::task_tiles(*p, f.site, 0, {"6,7", {}});
+  ASSERT_TRUE(node.ok());
+  auto env2 = dp::task_environment(*p, f.site, {1, 1, 2, 0}, *node);
+  ASSERT_TRUE(env2.ok());
+  EXPECT_EQ(Env(env2->begin(), env2->end())["CUDA_VISIBLE_DEVICES"], "6,7");
+}
+
+TEST(Request, ReadsSlurmsStrings) {
+  auto r = dp::parse_device_request("gres:gpu:a100:4", "", "cpu:8", "gpu:closest");
+  EXPECT_EQ(r.per_node, 4);
+  EXPECT_EQ(r.per_task, 0);
+  EXPECT_FALSE(r.bind_per_task);
+  EXPECT_TRUE(dp::parse_device_request("", "", "", "gres/gpu:verbose,per_task:1").bind_per_task);
+  EXPECT_FALSE(dp::parse_device_request("", "", "", "gres/nic:per_task:1").bind_per_task);
+  EXPECT_EQ(dp::parse_device_request("gres/gpu:2,gres/nic:1", "", "", "").per_node, 2);
+  // Slurm 24.11's forms (scontrol show step: TresPerNode, TresPerTask, TresPerStep).
+  EXPECT_EQ(dp::parse_device_request("gres/gpu:1", "", "cpu:2", "").per_node, 1);  // --gres=gpu:1
+  EXPECT_EQ(dp::parse_device_request("gres/gpu:2,gres/gpu:2", "", "", "").per_node,
+            2);  // --gpus-per-node=2
+  EXPECT_EQ(dp::parse_device_request("", "gres/gpu=2", "cpu:2", "").per_task,
+            2);  // --gpus-per-task
+  EXPECT_EQ(dp::parse_device_request("", "cpu=2,gres/gpu=1,cpu:2", "", "").per_task, 1);
+  EXPECT_EQ(dp::parse_device_request("", "gres/gpu:a100=1", "", "").per_task, 1);   // typed
+  EXPECT_EQ(dp::parse_device_request("", "", "cpu:2,gres/gpu:2", "").per_step, 2);  // --gpus=2
 }
 
 TEST(Gres, CountsTheNamedDevices) {
@@ -158,9 +290,9 @@ TEST(Bitmask, Widths) {
 TEST(Explain, OneLinePerTaskInRankOrder) {
   auto s = site({});
   auto sh = shape({"n1", "n2"}, "1(x2)");
-  auto plan = dp::plan_step(opts("auto"), s, sh, {-1, -1});
-  ASSERT_TRUE(plan.ok());
-  auto tasks = dp::step_environment(*plan, s, sh, {}, "10.0.0.1", "29500");
+  auto p = plan(opts("auto"), s, sh);
+  ASSERT_TRUE(p.ok());
+  auto tasks = dp::step_environment(*p, s, sh, "10.0.0.1", "29500");
   ASSERT_TRUE(tasks.ok());
   auto lines = dp::explain_lines(*tasks);
   ASSERT_EQ(lines.size(), 2u);

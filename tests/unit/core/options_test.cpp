@@ -132,4 +132,48 @@ TEST(Options, SpecsCoverEveryOptionOnce) {
   }
 }
 
+TEST(NodeOptions, RoundTripThroughTheOneValue) {
+  dp::Options o;
+  ASSERT_TRUE(apply(o, "dp-world", "8").ok());
+  ASSERT_TRUE(apply(o, "dp-tiles", "2").ok());
+  ASSERT_TRUE(apply(o, "dp-master-port", "29501").ok());
+  ASSERT_TRUE(apply(o, "dp-report", "x.json").ok());
+  const std::string text = dp::format_node_options(o);
+  EXPECT_EQ(text, "--dp-world=8 --dp-tiles=2 --dp-master-port=29501");
+  auto back = dp::parse_node_options(text, "DP_OPTIONS");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->world, 8);
+  EXPECT_EQ(back->tiles, 2);
+  EXPECT_EQ(back->master_port, 29501);
+  EXPECT_FALSE(back->report) << "srun's own options stay in srun";
+  // A step of the site's default=on names no option: the world is auto.
+  EXPECT_EQ(dp::format_node_options(dp::Options{}), "--dp-world=auto");
+  dp::Options port_auto;
+  ASSERT_TRUE(apply(port_auto, "dp-master-port", "auto").ok());
+  EXPECT_EQ(dp::format_node_options(port_auto), "--dp-world=auto --dp-master-port=auto");
+}
+
+TEST(NodeOptions, BadValuesAreRefusedWithTheOptionsBounds) {
+  for (const char* text :
+       {"--dp-world=auto --dp-tiles=0", "--dp-world=auto --dp-master-port=80",
+        "--dp-world=auto tiles=2", "--dp-world=auto --dp-bogus=1", "--dp-tiles=1", ""}) {
+    auto r = dp::parse_node_options(text, "DP_OPTIONS");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.error().message.find("DP_OPTIONS"), std::string::npos) << r.error().message;
+  }
+}
+
+TEST(NodeOptions, ResolvedJobThenSrunThenSite) {
+  dp::Options job, srun;
+  ASSERT_TRUE(apply(job, "dp-tiles", "2").ok());
+  ASSERT_TRUE(apply(job, "dp-master-port", "29501").ok());
+  ASSERT_TRUE(apply(srun, "dp-tiles", "1").ok());
+  auto o = dp::resolve_options(job, srun, false);
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->tiles, 1);
+  EXPECT_EQ(o->master_port, 29501);
+  EXPECT_FALSE(dp::resolve_options({}, {}, false).has_value());
+  EXPECT_TRUE(dp::resolve_options({}, {}, true).has_value());
+}
+
 }  // namespace

@@ -3,6 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
 namespace {
 
 TEST(SiteConfig, DefaultsWhenEmpty) {
@@ -15,11 +20,10 @@ TEST(SiteConfig, DefaultsWhenEmpty) {
 }
 
 TEST(SiteConfig, ParsesEveryKey) {
-  auto c = dp::parse_site_config({"kind=rdu", "devices_per_node=8", "tiles_per_device=8",
-                                  "ports=20000-20099", "default=on", "daemon=/opt/dp/bin/d",
-                                  "lease_dir=/var/run/x", "idle_timeout=600", "port_wait=5",
-                                  "resv_ports=ignore", "hang_timeout=10",
-                                  "report=/var/log/dp/%j.%s.json", "heartbeat_timeout=120"});
+  auto c = dp::parse_site_config(
+      {"kind=rdu", "devices_per_node=8", "tiles_per_device=8", "ports=20000-20099", "default=on",
+       "daemon=/opt/dp/bin/d", "lease_dir=/var/run/x", "port_wait=5", "resv_ports=ignore",
+       "hang_timeout=10", "report=/var/log/dp/%j.%s.json", "heartbeat_timeout=120"});
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->kind, dp::AcceleratorKind::rdu);
   EXPECT_EQ(c->declared_tiles_per_node(), 64);
@@ -28,7 +32,6 @@ TEST(SiteConfig, ParsesEveryKey) {
   EXPECT_TRUE(c->default_on);
   EXPECT_EQ(c->daemon_path, "/opt/dp/bin/d");
   EXPECT_EQ(c->lease_dir, "/var/run/x");
-  EXPECT_EQ(c->idle_timeout_s, 600);
   EXPECT_EQ(c->port_wait_s, 5);
   EXPECT_FALSE(c->use_resv_ports);
   EXPECT_EQ(c->hang_timeout_s, 10);
@@ -63,7 +66,7 @@ INSTANTIATE_TEST_SUITE_P(
         std::pair{"ports=30000", "LOW-HIGH"}, std::pair{"ports=30000-20000", "low end is above"},
         std::pair{"ports=80-90", "out of range"}, std::pair{"ports=20000-99999", "out of range"},
         std::pair{"default=yes", "on or off"}, std::pair{"daemon=relative/path", "absolute path"},
-        std::pair{"idle_timeout=soon", "not a whole number"},
+        std::pair{"port_wait=soon", "not a whole number"},
         std::pair{"heartbeat_timeout=-1", "heartbeat_timeout"}, std::pair{"port_wait=0", "zero"},
         std::pair{"resv_ports=maybe", "use or ignore"}, std::pair{"hang_timeout=-1", "negative"},
         std::pair{"hang_timeout=100000", "out of range"},
@@ -72,16 +75,73 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(SiteConfig, EveryListedKeyIsParsed) {
   // An empty value is wrong for every key, so the error shows which part of
   // the parser handled it: never the unknown-key or missing-branch path.
-  for (const auto& key : dp::site_config_keys()) {
-    auto c = dp::parse_site_config({key + "="});
-    ASSERT_FALSE(c.ok()) << key;
+  for (const auto& k : dp::site_keys()) {
+    auto c = dp::parse_site_config({k.key + "="});
+    ASSERT_FALSE(c.ok()) << k.key;
     EXPECT_EQ(c.error().message.find("unknown key"), std::string::npos) << c.error().message;
     EXPECT_EQ(c.error().message.find("bug"), std::string::npos) << c.error().message;
   }
   auto unknown = dp::parse_site_config({"colour=blue"});
   ASSERT_FALSE(unknown.ok());
-  for (const auto& key : dp::site_config_keys())
-    EXPECT_NE(unknown.error().message.find(key), std::string::npos) << unknown.error().message;
+  for (const auto& k : dp::site_keys())
+    EXPECT_NE(unknown.error().message.find(k.key), std::string::npos) << unknown.error().message;
+}
+
+// SiteConfig's fields, as one comparable value (gtest prints each of a mismatch).
+auto fields(const dp::SiteConfig& c) {
+  return std::tie(c.kind, c.devices_per_node, c.tiles_per_device, c.port_min, c.port_max,
+                  c.default_on, c.daemon_path, c.lease_dir, c.heartbeat_timeout_s, c.port_wait_s,
+                  c.use_resv_ports, c.hang_timeout_s, c.report);
+}
+
+TEST(SiteConfig, DefaultsAreTheTablesAndEachIsAValidWord) {
+  std::vector<std::string> defaults;
+  for (const auto& k : dp::site_keys()) {
+    if (k.def.empty()) continue;  // unset
+    auto one = dp::parse_site_config({k.key + "=" + k.def});
+    EXPECT_TRUE(one.ok()) << k.key << "=" << k.def << ": " << one.error().message;
+    defaults.push_back(k.key + "=" + k.def);
+  }
+  auto all = dp::parse_site_config(defaults);
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  const dp::SiteConfig fresh;
+  EXPECT_EQ(fields(fresh), fields(*all));
+  EXPECT_EQ(fresh.kind, dp::AcceleratorKind::cuda);
+  EXPECT_EQ(fresh.port_min, 29400);
+  EXPECT_EQ(fresh.port_max, 29999);
+  EXPECT_EQ(fresh.lease_dir, "/run/slurm-dp/ports");
+  EXPECT_TRUE(fresh.use_resv_ports);
+  EXPECT_EQ(fresh.hang_timeout_s, 120);
+}
+
+TEST(SiteConfig, EachKeyShowsTheValuesItTakes) {
+  std::map<std::string, std::string> values;
+  for (const auto& k : dp::site_keys()) {
+    EXPECT_FALSE(k.meaning.empty()) << k.key;
+    values[k.key] = k.values;
+  }
+  EXPECT_EQ(values["kind"], "cuda|ze|rdu|none");
+  EXPECT_EQ(values["port_wait"], "1..3600");
+  EXPECT_EQ(values["ports"], "LOW-HIGH");
+  EXPECT_EQ(values["report"], "/PATH");
+  // A number's range is the one the parser enforces.
+  EXPECT_TRUE(dp::parse_site_config({"port_wait=3600"}).ok());
+  EXPECT_FALSE(dp::parse_site_config({"port_wait=3601"}).ok());
+}
+
+TEST(SiteConfig, ARemovedKeyIsIgnoredWithAWarningNamingIt) {
+  // A plugin line of an earlier release must not stop every srun.
+  auto c = dp::parse_site_config({"idle_timeout=600", "port_wait=5"});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->port_wait_s, 5);
+  ASSERT_EQ(c->warnings.size(), 1u);
+  EXPECT_NE(c->warnings[0].find("'idle_timeout=600'"), std::string::npos) << c->warnings[0];
+  EXPECT_NE(c->warnings[0].find("removed"), std::string::npos) << c->warnings[0];
+  EXPECT_NE(c->warnings[0].find("delete it"), std::string::npos) << c->warnings[0];
+  EXPECT_TRUE(dp::parse_site_config({"port_wait=5"})->warnings.empty());
+  for (const auto& k : dp::site_keys())
+    EXPECT_NE(k.key, "idle_timeout") << "a removed key is not a key";
+  EXPECT_EQ(dp::removed_site_keys(), std::vector<std::string>{"idle_timeout"});
 }
 
 TEST(SiteConfig, CudaHasOneTilePerDevice) {

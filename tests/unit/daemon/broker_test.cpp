@@ -27,6 +27,21 @@ TEST_F(BrokerTest, BlockingGetIsAnsweredBySet) {
   EXPECT_EQ(out_.last(2).value(), "V");
 }
 
+TEST_F(BrokerTest, NoRandomBytesRefusesTheConnectionNamingTheCause) {
+  BrokerConfig c = config(2);
+  c.make_nonce = []() -> Result<std::string> {
+    return make_error(Errc::unavailable, "cannot read random bytes from the kernel: getrandom: x");
+  };
+  Broker b(c, other_out_, t0_);
+  b.on_connect(1, t0_);
+  ASSERT_EQ(other_out_.sent[1].size(), 1u);
+  EXPECT_TRUE(other_out_.last(1).challenge().empty());
+  EXPECT_EQ(other_out_.last(1).code(), proto::UNAVAILABLE);
+  EXPECT_NE(other_out_.last(1).message().find("getrandom"), std::string::npos);
+  EXPECT_EQ(other_out_.closed, (std::vector<ConnId>{1}));
+  EXPECT_EQ(b.unauthenticated(), 0);
+}
+
 TEST_F(BrokerTest, GetTimesOutOnTick) {
   hello(1, 0);
   proto::Request g;
@@ -188,14 +203,6 @@ TEST_F(BrokerTest, TotalBytesLimit) {
   b.on_frame(1, s.SerializeAsString(), t0_);
   EXPECT_EQ(out.last(1).code(), proto::OK);
   EXPECT_EQ(b.stats().bytes_stored(), 6u);
-}
-
-TEST(SecretsEqual, ComparesWholeStrings) {
-  EXPECT_TRUE(secrets_equal("abc", "abc"));
-  EXPECT_FALSE(secrets_equal("abc", "abd"));
-  EXPECT_FALSE(secrets_equal("abc", "abcd"));
-  EXPECT_FALSE(secrets_equal("", "a"));
-  EXPECT_TRUE(secrets_equal("", ""));
 }
 
 }  // namespace

@@ -288,6 +288,42 @@ TEST_F(NodeBrokerTest, WriteOnceKeysRefuseChangesAndAreFlaggedForCaching) {
   EXPECT_FALSE(out_.last(kRank4).flag());
 }
 
+TEST_F(NodeBrokerTest, TheMasterNodesFailureTravelsTypedWithEveryAbortedReply) {
+  step();
+  proto::Request get;
+  get.set_id(60);
+  get.mutable_get()->set_key(kMasterPortKey);
+  get.mutable_get()->set_blocking(true);
+  get.mutable_get()->set_timeout_ms(5000);
+  frame(kNodeB, get, t0_);
+  // Only the node holding rank 0 speaks for the master node.
+  proto::Request abort;
+  abort.set_id(61);
+  abort.mutable_abort()->set_reason("the master node could not set up the step: node na: full");
+  abort.mutable_abort()->mutable_master_failure()->set_node("na");
+  abort.mutable_abort()->mutable_master_failure()->set_reason("full");
+  frame(kNodeA, abort, t0_);
+  ASSERT_TRUE(broker_.aborted());
+  const proto::Response& waiting = out_.last(kNodeB);  // the pending get, failed
+  EXPECT_EQ(waiting.code(), proto::ABORTED);
+  EXPECT_EQ(waiting.master_failure().node(), "na");
+  EXPECT_EQ(waiting.master_failure().reason(), "full");
+  // A node whose hello comes after the abort is refused with it too.
+  EXPECT_EQ(node_hello(9, {2, 3}, "nc").master_failure().node(), "na");
+}
+
+TEST_F(NodeBrokerTest, OnlyTheMasterNodeNamesAMasterFailure) {
+  step();
+  proto::Request abort;
+  abort.set_id(61);
+  abort.mutable_abort()->set_reason("not mine to say");
+  abort.mutable_abort()->mutable_master_failure()->set_node("na");
+  frame(kNodeB, abort, t0_);
+  ASSERT_TRUE(broker_.aborted());
+  EXPECT_FALSE(out_.last(kRank4).has_master_failure());  // the abort push
+  EXPECT_EQ(out_.last(kRank4).code(), proto::ABORTED);
+}
+
 TEST_F(NodeBrokerTest, TheMasterNodesPortTimesTheMasterPortPhase) {
   step();
   proto::Request s;

@@ -25,7 +25,6 @@
 #include "process_group.hpp"
 #include "rendezvous_client.hpp"
 #include "spawn.hpp"
-#include "step_gres.hpp"
 #include "user_child.hpp"
 
 namespace fs = std::filesystem;
@@ -65,25 +64,18 @@ TEST(JobOptions, SbatchValuesAreReadAndChecked) {
   EXPECT_NE(bad.error().message.find("sbatch/salloc"), std::string::npos);
 }
 
-TEST(StepGres, GpusPerNodeFromWhatTheStepAskedFor) {
-  using dp::spank::step_gpus_on_node;
-  EXPECT_EQ(step_gpus_on_node({"gres:gpu:2", "", ""}, 3, 2), 2);  // --gres=gpu:2 (or the job's)
-  EXPECT_EQ(step_gpus_on_node({"gres:gpu:a100:4", "", ""}, 1, 1), 4);  // typed
-  EXPECT_EQ(step_gpus_on_node({"", "gres:gpu:1", ""}, 3, 2), 3);       // --gpus-per-task=1
-  EXPECT_EQ(step_gpus_on_node({"", "", "gres:gpu:4"}, 4, 1), 4);       // --gpus=4 on one node
-  EXPECT_EQ(step_gpus_on_node({"", "", "gres:gpu:4"}, 2, 2), -1);      // spread: not knowable
-  EXPECT_EQ(step_gpus_on_node({"", "", ""}, 2, 2), 0);                 // asked for none
-  EXPECT_EQ(step_gpus_on_node({"gres:nic:1", "", ""}, 2, 2), 0);
-}
-
 class LeaseDir : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_FALSE(dir_.empty()) << "no temporary folder";
     site_.lease_dir = dir_ + "/ports";
-    // A range no one else on this machine uses in tests.
-    site_.port_min = 38710;
-    site_.port_max = 38713;
+    // Four ports of this test's own, below Linux's ephemeral range (32768+,
+    // where any outgoing connection may take a port) and below the e2e
+    // clusters' (17000+): tests run in parallel and each binds its range, so
+    // the range follows the test's line, which no two tests share.
+    const int line = ::testing::UnitTest::GetInstance()->current_test_info()->line();
+    site_.port_min = 12000 + (line % 1000) * 4;
+    site_.port_max = site_.port_min + 3;
   }
   dp::test::TempDir tmp_;  // removed with the fixture
   const std::string dir_ = tmp_.path();
@@ -197,6 +189,22 @@ TEST_F(LeaseDir, OneUserHoldsAtMostTheCap) {
   a->release();
   req.owner = 4242;
   EXPECT_TRUE(dp::spank::lease_master_port(site_, req).ok()) << "a released lease no longer counts";
+}
+
+TEST_F(LeaseDir, TheCapCountsEachUidWhole) {
+  // uids take ten digits: a lease of uid 1234567890 is not one of uid
+  // 123456789's (the first nine digits), and counts for its own.
+  auto big = request("1.0", 1'234'567'890u);
+  big.max_per_user = 1;
+  auto a = dp::spank::lease_master_port(site_, big);
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  auto nine = request("2.0", 123'456'789u);
+  nine.max_per_user = 1;
+  EXPECT_TRUE(dp::spank::lease_master_port(site_, nine).ok()) << "another user's lease counted";
+  auto again = dp::spank::lease_master_port(site_, big);
+  ASSERT_FALSE(again.ok()) << "the cap missed uid 1234567890's own lease";
+  EXPECT_NE(again.error().message.find("uid 1234567890"), std::string::npos)
+      << again.error().message;
 }
 
 TEST_F(LeaseDir, LeasedPortIsHeldUntilDropped) {

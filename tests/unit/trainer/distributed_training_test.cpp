@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cpu_ops.hpp"
+#include "options.hpp"
 #include "quiet_config.hpp"
 #include "stop_signal.hpp"
 #include "thread_communicator.hpp"
@@ -197,6 +198,26 @@ TEST(DistributedTraining, RegressionLearnsTheLine) {
   EXPECT_NEAR(s.params[0], 0.7f, 1e-3);
   EXPECT_NEAR(s.params[1], 0.3f, 1e-3);
   EXPECT_LT(s.test_mse, 1e-6);
+}
+
+// `dp-trainer --task regression` as main() runs it, with nothing but the task
+// given: its defaults reach the true line at any world size.
+TEST(DistributedTraining, RegressionWithTheTasksDefaultsLearnsTheLineToTwoDecimals) {
+  auto opts = parse_options({"--task", "regression"});
+  ASSERT_TRUE(opts.ok()) << opts.error().message;
+  TrainConfig cfg = opts->train;
+  cfg.log_every = 0;
+  cfg.quiet = true;
+  const Dataset train = make_regression(opts->regression_samples, cfg.seed),
+                test = make_regression(1024, cfg.seed + 1);
+  for (int world : {1, 4}) {
+    const TrainSummary s = run(world, cfg, train, &test);
+    ASSERT_EQ(s.params.size(), 2u);
+    EXPECT_EQ(std::lround(s.params[0] * 100), 70)
+        << "world " << world << ": y = " << s.params[0] << " x + " << s.params[1];
+    EXPECT_EQ(std::lround(s.params[1] * 100), 30)
+        << "world " << world << ": y = " << s.params[0] << " x + " << s.params[1];
+  }
 }
 
 }  // namespace

@@ -47,6 +47,18 @@ TEST(Options, EachModelDefaultsToItsRecipe) {
   auto reg = parse_options({"--task", "regression"});
   ASSERT_TRUE(reg.ok());
   EXPECT_EQ(reg->train.optimizer.decay, DecayKind::constant);
+  // The regression task runs a number of steps, whatever the world size...
+  EXPECT_EQ(reg->train.max_steps, 200);
+  EXPECT_GE(reg->train.epochs, 1000);
+  // ...unless the length is given.
+  auto ten = parse_options({"--task", "regression", "--epochs", "10"});
+  ASSERT_TRUE(ten.ok());
+  EXPECT_EQ(ten->train.epochs, 10);
+  EXPECT_EQ(ten->train.max_steps, 0);
+  auto steps = parse_options({"--task", "regression", "--max-steps", "50"});
+  ASSERT_TRUE(steps.ok());
+  EXPECT_EQ(steps->train.max_steps, 50);
+  EXPECT_EQ(steps->train.epochs, 1);
 }
 
 TEST(Options, PrecisionIsForTheGpu) {

@@ -15,7 +15,7 @@ namespace {
 const char* const kAllVars[] = {
     "RANK",        "WORLD_SIZE",  "LOCAL_RANK",    "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
     "MASTER_ADDR", "MASTER_PORT", "DP_RDV_ADDR",   "DP_RDV_SECRET",    "DP_JOB_ID", "DP_STEP_ID",
-    "DP_TILES",    "DP_BACKEND",  "DP_TIMEOUT_MS", "DP_STORE_DIR",     "DP_SHM"};
+    "DP_TILES",    "DP_BACKEND",  "DP_TIMEOUT_MS", "DP_STORE_DIR",     "DP_SHM",    "DP_OPTIONS"};
 
 // Replaces the variables this test cares about, restores nothing: each test
 // starts from a clean slate instead. Each word is NAME=VALUE, as in `env`.
@@ -36,6 +36,23 @@ TEST(Context, NothingSetIsASingleProcess) {
   EXPECT_EQ(c->local_rank, 0);
   EXPECT_TRUE(c->rdv_addr.empty());
   EXPECT_TRUE(c->tiles.empty());
+}
+
+TEST(Context, StepOptionsAreReadWithThePluginsParser) {
+  set_env({"DP_OPTIONS=--dp-world=auto --dp-tiles=2 --dp-master-port=29500", "DP_TILES=2,3"});
+  auto c = dp::Context::from_environment();
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->tiles_per_task, 2);
+  // The tiles disagree with the options: one of them was set by hand.
+  set_env({"DP_OPTIONS=--dp-world=auto --dp-tiles=2", "DP_TILES=2"});
+  auto bad = dp::Context::from_environment();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("--dp-tiles=2"), std::string::npos) << bad.error().message;
+  // The same bounds as srun's option: a value srun would refuse is refused.
+  set_env({"DP_OPTIONS=--dp-world=auto --dp-tiles=0"});
+  auto zero = dp::Context::from_environment();
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.error().message.find("DP_OPTIONS"), std::string::npos) << zero.error().message;
 }
 
 TEST(Context, PluginVariables) {

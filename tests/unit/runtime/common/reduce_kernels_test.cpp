@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "nccl_device.hpp"
 #include "reduce_kernels.hpp"
 
 using namespace dp::detail;
@@ -59,19 +58,4 @@ TEST(Kernels, SumAndAverage) {
   sum_function(dp::DType::bf16)(x.data(), x.data(), y.data(), 1);
   divide_in_place(x.data(), 1, dp::DType::bf16, 2);
   EXPECT_EQ(bf16_to_float(x[0]), 4.0f);
-}
-
-TEST(CudaDevice, SelectionFromMaskAndLocalRank) {
-  auto none = select_cuda_device({}, 0, 0);
-  ASSERT_FALSE(none.ok());
-  EXPECT_EQ(none.error().code, dp::Errc::unavailable);
-  EXPECT_NE(none.error().message.find("no usable CUDA device"), std::string::npos);
-
-  EXPECT_EQ(*select_cuda_device({}, 3, 4), 3);  // torchrun: LOCAL_RANK
-  EXPECT_FALSE(select_cuda_device({}, 4, 4).ok());
-  EXPECT_EQ(*select_cuda_device({4, 5}, 2, 2), 0);  // mask applied: renumbered
-  EXPECT_EQ(*select_cuda_device({6, 7}, 3, 8), 6);  // all visible: first tile
-  auto bad = select_cuda_device({9}, 0, 8);
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("DP_TILES"), std::string::npos);
 }

@@ -26,13 +26,15 @@ inline constexpr const char* kRdvSecret = "DP_RDV_SECRET";  // per-step secret, 
 inline constexpr const char* kAgentSocket = "DP_AGENT_SOCKET";
 inline constexpr const char* kJobId = "DP_JOB_ID";
 inline constexpr const char* kStepId = "DP_STEP_ID";
-inline constexpr const char* kTiles = "DP_TILES";                  // this task's tiles, "0,1,2,3"
-inline constexpr const char* kTilesPerTask = "DP_TILES_PER_TASK";  // --dp-tiles, srun -> nodes
-inline constexpr const char* kBackend = "DP_BACKEND";              // user override: gloo|nccl
-inline constexpr const char* kTimeoutMs = "DP_TIMEOUT_MS";         // user override
-inline constexpr const char* kDebug = "DP_DEBUG";                  // 1: per-phase start-up timings
-inline constexpr const char* kStoreDir = "DP_STORE_DIR";  // no daemon: shared dir as Gloo store
-inline constexpr const char* kShm = "DP_SHM";             // auto|off: all_reduce in shared memory
+inline constexpr const char* kTiles = "DP_TILES";  // this task's tiles, "0,1,2,3"
+// srun's resolved --dp-* options, the one value the nodes and the runtime read
+// (dp::parse_node_options): "--dp-world=auto --dp-tiles=2".
+inline constexpr const char* kOptions = "DP_OPTIONS";
+inline constexpr const char* kBackend = "DP_BACKEND";       // user override: gloo|nccl
+inline constexpr const char* kTimeoutMs = "DP_TIMEOUT_MS";  // user override
+inline constexpr const char* kDebug = "DP_DEBUG";           // 1: per-phase start-up timings
+inline constexpr const char* kStoreDir = "DP_STORE_DIR";    // no daemon: shared dir as Gloo store
+inline constexpr const char* kShm = "DP_SHM";               // auto|off: all_reduce in shared memory
 inline constexpr const char* kProgress =
     "DP_PROGRESS";  // on|off: collective counters on heartbeats
 

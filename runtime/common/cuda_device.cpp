@@ -1,4 +1,4 @@
-#include "nccl_device.hpp"
+#include "cuda_device.hpp"
 
 #include <string>
 

@@ -1,0 +1,47 @@
+#include "master_port_value.hpp"
+
+namespace dp::rdv {
+namespace {
+
+// Printable ASCII, at most `max` bytes: the text is shown to users and logged.
+std::string printable(std::string_view text, size_t max) {
+  std::string out;
+  for (char c : text.substr(0, max)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return out;
+}
+
+}  // namespace
+
+void to_proto(const MasterFailure& f, proto::MasterFailure& out) {
+  out.set_node(f.node);
+  out.set_reason(f.reason);
+}
+
+MasterFailure from_proto(const proto::MasterFailure& f) {
+  return MasterFailure{printable(f.node(), 255), printable(f.reason(), 1024)};
+}
+
+std::string encode_master_port(const MasterPortValue& v) {
+  proto::MasterPortValue m;
+  if (v.failure) to_proto(*v.failure, *m.mutable_failure());
+  else m.set_port(static_cast<uint32_t>(v.port));
+  return m.SerializeAsString();
+}
+
+Result<MasterPortValue> decode_master_port(std::string_view bytes) {
+  proto::MasterPortValue m;
+  if (!m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return make_error(Errc::protocol, "the master node's MASTER_PORT value is not readable");
+  switch (m.outcome_case()) {
+    case proto::MasterPortValue::kPort:
+      if (m.port() < 1 || m.port() > 65535) break;
+      return MasterPortValue{static_cast<int>(m.port())};
+    case proto::MasterPortValue::kFailure: return MasterPortValue{from_proto(m.failure())};
+    case proto::MasterPortValue::OUTCOME_NOT_SET: break;
+  }
+  return make_error(Errc::protocol,
+                    "the master node's MASTER_PORT value holds no port from 1 to "
+                    "65535 and no failure");
+}
+
+}  // namespace dp::rdv

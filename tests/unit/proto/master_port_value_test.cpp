@@ -1,0 +1,47 @@
+// The master node's MASTER_PORT value: its port or its failure, typed both ways.
+#include "master_port_value.hpp"
+
+#include <gtest/gtest.h>
+
+namespace dp::rdv {
+namespace {
+
+TEST(MasterPortValue, PortAndFailureRoundTrip) {
+  auto port = decode_master_port(encode_master_port(MasterPortValue{29500}));
+  ASSERT_TRUE(port.ok()) << port.error().message;
+  EXPECT_EQ(port->port, 29500);
+  EXPECT_FALSE(port->failure);
+  auto failed = decode_master_port(
+      encode_master_port(MasterFailure{"n1", "no free MASTER_PORT in 29400-29402"}));
+  ASSERT_TRUE(failed.ok());
+  ASSERT_TRUE(failed->failure);
+  const auto& f = *failed->failure;
+  EXPECT_EQ(f.node, "n1");
+  EXPECT_EQ(f.reason, "no free MASTER_PORT in 29400-29402");
+  EXPECT_EQ(master_failure_text(f),
+            "the master node could not set up the step: node n1: no free MASTER_PORT in "
+            "29400-29402");
+}
+
+TEST(MasterPortValue, WhatIsNotAPortOrAFailureIsRefused) {
+  EXPECT_FALSE(decode_master_port("29500").ok());  // the old text form
+  EXPECT_FALSE(decode_master_port("").ok());       // neither
+  proto::MasterPortValue zero;
+  zero.set_port(0);
+  EXPECT_FALSE(decode_master_port(zero.SerializeAsString()).ok());
+  proto::MasterPortValue big;
+  big.set_port(70000);
+  EXPECT_FALSE(decode_master_port(big.SerializeAsString()).ok());
+}
+
+TEST(MasterPortValue, FailureTextsArePrintableAndBounded) {
+  proto::MasterFailure p;
+  p.set_node("n\x1b[31m1");
+  p.set_reason(std::string(5000, 'x') + "\n");
+  const MasterFailure f = from_proto(p);
+  EXPECT_EQ(f.node, "n?[31m1");
+  EXPECT_EQ(f.reason.size(), 1024u);
+}
+
+}  // namespace
+}  // namespace dp::rdv
