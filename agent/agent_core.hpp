@@ -1,4 +1,4 @@
-// The node agent's logic (issue 14): one per step per node, speaking for the
+// The node agent's logic: one per step per node, speaking for the
 // node's ranks to the step's daemon over a single ROLE_NODE connection. Pure,
 // like daemon/broker: no sockets; the I/O layer feeds it frames, disconnects,
 // slurmstepd's task exits and ticks, and it answers through AgentOutbox.

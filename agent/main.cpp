@@ -1,4 +1,4 @@
-// dp-nodeagent: the node agent of one step (issue 14), started by the
+// dp-nodeagent: the node agent of one step, started by the
 // plugin in slurmstepd as the job's user. Launch contract
 // (launch_contract.hpp): settings on stdin up to an empty line, then task
 // exits; one answer line on stdout; stdin's EOF ends the step here.

@@ -5,7 +5,7 @@
 //
 // Files: broker.cpp (connections, hello, dispatch, abort), broker_ops.cpp
 // (one function per request), broker_nodes.cpp (node agents: one connection
-// speaking for several ranks, issue 14), broker_waiters.cpp (blocking calls,
+// speaking for several ranks), broker_waiters.cpp (blocking calls,
 // barriers, deadlines), broker_stats.cpp, kv_store.cpp (the store), liveness.cpp.
 #pragma once
 
@@ -46,7 +46,7 @@ struct BrokerLimits {
   // Others wait this long in a collective a live rank does not enter: it hangs (0: off).
   std::chrono::milliseconds hang_timeout{120'000};
   int max_agents = 256;  // authenticated non-rank peers (stepd agents, tools)
-  // Node agents the step expects (--nodes; issue 14): connections and the
+  // Node agents the step expects (--nodes): connections and the
   // hello budget then follow nodes, not ranks. 0: ranks connect directly.
   int nodes = 0;
 };
@@ -106,7 +106,7 @@ class Broker {
   const Liveness& liveness() const { return live_; }
   proto::Stats stats() const;
   std::string startup_summary() const { return phases_.summary(); }
-  // The step report (issue 16): JSON, srun's start-up line, the first failure.
+  // The step report: JSON, srun's start-up line, the first failure.
   const StepReport& report() const { return report_; }
   std::string report_json(Clock::time_point now) const;
   std::string startup_line() const { return report_.startup_line(phases_); }

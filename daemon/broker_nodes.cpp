@@ -1,4 +1,4 @@
-// Node agents (ROLE_NODE, issue 14): one connection speaking for the ranks of
+// Node agents (ROLE_NODE): one connection speaking for the ranks of
 // a node. Each listed rank keeps its own slot (liveness, progress, barrier
 // arrival, goodbye), so hang detection, stragglers and the first failure stay
 // per rank while connections, frames and heartbeats follow nodes.

@@ -1,4 +1,4 @@
-// The daemon's read-only door for its own user (issue 16): a unix socket in
+// The daemon's read-only door for its own user: a unix socket in
 // the user's 0700 folder (dp::obs::user_dir) that answers one stats request
 // per connection with the step report, for dp-top and srun's closing lines.
 // Peers of another uid (root aside) are closed at once. It never changes the

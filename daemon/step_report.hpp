@@ -1,4 +1,4 @@
-// What the daemon learns about a step beyond brokering (issue 16): each
+// What the daemon learns about a step beyond brokering: each
 // rank's start-up and progress (from hellos and heartbeats), the step's first
 // failure, ranks that hang (alive, but not entering a collective the others
 // wait in) and stragglers (ranks the others wait for). It answers the abort
@@ -53,7 +53,7 @@ struct FailureRecord {
 struct DaemonCounters {
   uint64_t connections = 0, connections_accepted = 0, requests = 0, heartbeats = 0, keys = 0,
            bytes_stored = 0, refused_unauthorized = 0, protocol_errors = 0, limit_errors = 0,
-           nodes_connected = 0;  // node agents (issue 14), each one of the connections
+           nodes_connected = 0;  // node agents, each one of the connections
 };
 
 struct HangVerdict {

@@ -1,6 +1,6 @@
 // Shared by dp-rendezvousd, srun's plugin and dp-top.
 // Where a running step's daemon answers its user's read-only questions (the
-// step report for dp-top and srun's closing lines, issue 16): a unix socket
+// step report for dp-top and srun's closing lines): a unix socket
 // in /tmp/slurm-dp-<uid>, a folder only that user may enter (0700, checked,
 // never followed through a link). The daemon also checks the peer's uid, so
 // no token is needed and another user's step cannot be read.

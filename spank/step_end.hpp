@@ -1,4 +1,4 @@
-// srun's side of the step report (issue 16): its own start-up phases, and at
+// srun's side of the step report: its own start-up phases, and at
 // the step's end the daemon's report over the user's report socket: the
 // first failure as srun's last line, the start-up line on --dp-verbose, and
 // the JSON file of --dp-report (or the site's report=).

@@ -1,4 +1,4 @@
-// What the hang and straggler accounting costs (issue 16): per collective,
+// What the hang and straggler accounting costs: per collective,
 // the op queue's op_begin + op_end; per heartbeat (about one a second), the
 // frame with the counters. Medians of several repetitions.
 //   dp-progress-bench [CALLS]   (default 2 000 000 per repetition; ctest's

@@ -46,7 +46,7 @@ int64_t now_ns() {
 enum class St { idle, connecting, challenge, hello };
 
 // One connection to the daemon: a rank of its own (flat path), or a node
-// agent speaking for `nranks` ranks (--ranks-per-node, issue 14).
+// agent speaking for `nranks` ranks (--ranks-per-node).
 struct Peer {
   int index = 0;  // rank (flat) or node number
   int first_rank = 0, nranks = 1;

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Start-up benchmark of dp-rendezvousd against PyTorch's TCPStore (the anchor),
-# through node agents (issue 14) and on the flat path (one connection per rank).
+# through node agents and on the flat path (one connection per rank).
 # Usage: bench/rendezvous/run.sh [--smoke] [BUILD_DIR] [RUNS]
 #   RANKS="4096 16384 131072" chooses sizes; RANKS_PER_NODE (8) the node agents' ranks;
 #   FLAT_MAX_RANKS (16384) and TCPSTORE_MAX_RANKS (4096) the largest flat and anchor runs;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # srun overhead of slurm-dp: median wall time of `srun -N2 --ntasks-per-node=2
 # true` with --dp-world=auto against without, alternating in one run.
-# Target (issue 3): with/without <= 1.15.
+# Target: with/without <= 1.15.
 #
 #   bench/srun_overhead/run.sh [--smoke] BUILD_DIR [RUNS=30] [MODE=lo]
 #

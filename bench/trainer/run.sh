@@ -19,7 +19,7 @@
 #       daemon's hang and straggler detection reads from the heartbeats; on by
 #       default) and with DP_PROGRESS=off: PAIRS pairs of STEPS-step runs, each
 #       pair back to back in random order; prints the median per-pair on/off
-#       ratio and its 95 % interval (issue 16: within 2 %).
+#       ratio and its 95 % interval (within 2 %).
 #
 # Installs the anchor (python3-torch + OpenBLAS for it) if missing, as NOTES
 # "Running the PyTorch anchors fairly" says, except in smoke mode.

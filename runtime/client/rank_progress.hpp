@@ -1,5 +1,5 @@
 // This process's progress in its collectives, for the daemon's hang and
-// straggler detection (issue 16). The op queue's worker counts each op with
+// straggler detection. The op queue's worker counts each op with
 // two clock reads and a few relaxed atomics; the client's I/O thread reads
 // the counters into every heartbeat (about one a second). No message per op.
 #pragma once

@@ -1,4 +1,4 @@
-// The node agent's local socket (issue 14): an abstract AF_UNIX name, written
+// The node agent's local socket: an abstract AF_UNIX name, written
 // with a leading '@' (DP_AGENT_SOCKET). An abstract name has no file mode,
 // so both ends check the other's uid (SO_PEERCRED): only the step's user may
 // talk to its agent, and a rank talks only to an agent of its own user.

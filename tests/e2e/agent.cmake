@@ -1,4 +1,4 @@
-# The node agent (issue 14) on the real cluster: every rank talks only to its
+# The node agent on the real cluster: every rank talks only to its
 # node's agent; a rank's or an agent's death is named in time; no agent or
 # daemon outlives its step.
 foreach(t connections kill_rank kill_agent)

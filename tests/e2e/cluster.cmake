@@ -108,7 +108,7 @@ function(dp_e2e_test)
   endforeach()
 endfunction()
 
-# Issue 2's tests of the cluster itself.
+# Tests of the cluster itself.
 foreach(t hostnames srun_help sbatch_option user_jobs ns_network)
   set(modes lo ns)
   if(t STREQUAL ns_network)

@@ -1,4 +1,4 @@
-# Seeing the job (issue 16), on the real cluster (label e2e): the start-up
+# Seeing the job, on the real cluster (label e2e): the start-up
 # timing line of a 2x2 --dp-verbose step, the first failure named on every
 # rank and in srun's last line, a hanging rank named within the site's bound,
 # a straggler in dp-top and in the --dp-report file, dp-top refused for

@@ -1,4 +1,4 @@
-# Packaging e2e (issue 7): install the .deb, run a 2x2 step from the installed
+# Packaging e2e: install the .deb, run a 2x2 step from the installed
 # files only (source and build trees hidden), purge, check nothing remains.
 # It brings up its own cluster (inside a private mount namespace), on the 50
 # ports after this tree's shared cluster, so both can run at once.

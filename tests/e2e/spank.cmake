@@ -1,4 +1,4 @@
-# SPANK plugin e2e tests (issue 3 and the plugin side of issue 4), one script
+# SPANK plugin e2e tests, one script
 # per feature under spank/, run against the real cluster in both network
 # modes. The scripts run jobs as `dptest` (and attacks as `dptest2`) and
 # point the cluster at the built daemon with `site` (tests on one cluster

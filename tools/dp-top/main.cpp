@@ -1,4 +1,4 @@
-// dp-top: a live view of one of your running slurm-dp steps (issue 16).
+// dp-top: a live view of one of your running slurm-dp steps.
 //   dp-top [--json] [--once] [--interval SEC] JOBID[.STEP]
 // It asks the step's daemon over the unix socket in your own 0700 folder
 // (/tmp/slurm-dp-<uid>, on the host where srun runs), so it sees only your

@@ -3,7 +3,7 @@
 # frozen srun host would be) and one rank killed with kill -9, every other
 # rank, blocked on the daemon, exits within 10 s naming the failure: its
 # node's agent hears nothing for 6 s and aborts its ranks naming the silent
-# daemon (issue 14; without agents each rank's own client watched it).
+# daemon (without agents each rank's own client watched it).
 . "$(dirname "$0")/../lib.sh"
 site
 

@@ -1,4 +1,4 @@
-// A small training loop for the observability e2e tests (issue 16): each
+// A small training loop for the observability e2e tests: each
 // iteration "computes" (sleeps), then all-reduces, like a trainer's step.
 //   dp_obs_worker ITERS [--compute-ms MS] [--slow RANK MS] [--hang RANK ITER]
 //     --slow RANK MS   that rank computes MS longer each iteration (a straggler)

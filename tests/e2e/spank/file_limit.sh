@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The step's daemon runs as the user with srun's open-file limits (issue 13).
+# The step's daemon runs as the user with srun's open-file limits.
 # A hard RLIMIT_NOFILE too low for the step fails it before any task starts,
 # with one line naming the limit and the fix. Ranks talk to their node's agent
-# (issue 14), so the daemon's needs follow nodes, not ranks: a login shell's
+#, so the daemon's needs follow nodes, not ranks: a login shell's
 # limit of 1 024 holds a world that one connection per rank could not.
 . "$(dirname "$0")/../lib.sh"
 site

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A user who points DP_RDV_ADDR/DP_JOB_ID/DP_STEP_ID at a listener of their
 # own (answering with a 100 MiB frame) cannot make root slurmstepd talk to it
-# (issue 12): without --dp-* the plugin ignores DP_* entirely; with --dp-*
+#: without --dp-* the plugin ignores DP_* entirely; with --dp-*
 # srun overwrites them; and where the plugin does act on them (site
 # default=on, the user's srun loading no plugin) only a child running as the
 # user connects, reads at most a small frame, and the step fails cleanly.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The master node's set-up fails (its MASTER_PORT range is full): every other
 # node fails within 2 s with the master node's cause instead of waiting out
-# port_wait, srun's last line names that cause, and srun exits non-zero
-# (issues 13, 14). The times are each node's own: slurmstepd's log lines
+# port_wait, srun's last line names that cause, and srun exits non-zero.
+# The times are each node's own: slurmstepd's log lines
 # (millisecond stamps) for the master's cause and for every task's failed
 # task_init, on every node.
 . "$(dirname "$0")/../lib.sh"

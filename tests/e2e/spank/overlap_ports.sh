@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # 20 steps of 2 tasks started at once on one node (srun --overlap) all get
 # distinct MASTER_PORTs that their rank 0 binds, all held at the same time;
-# no lease is left afterwards (issue 13).
+# no lease is left afterwards.
 . "$(dirname "$0")/../lib.sh"
 trap 'site; cleanup_work' EXIT
 use_port_leases overlap

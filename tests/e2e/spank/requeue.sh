@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A running slurm-dp job requeued with `scontrol requeue` starts again with a
-# working MASTER_PORT (rank 0 binds it) and leaves no lease behind (issue 13).
+# working MASTER_PORT (rank 0 binds it) and leaves no lease behind.
 . "$(dirname "$0")/../lib.sh"
 trap 'site; cleanup_work' EXIT
 use_port_leases requeue

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Another tenant of the master node (dptest2) can neither read, lock, predict
-# nor squat the MASTER_PORT leases of dptest's steps (issue 12):
+# nor squat the MASTER_PORT leases of dptest's steps:
 #  - the lease folder and its files are root's alone (0700/0600);
 #  - dptest2 cannot take .lock; a lock held by a stuck root process makes a
 #    step fail within 10 s with a slurm-dp: line naming .lock, never hang;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A --dp-tiles request that the step's own GPU request cannot meet is refused
-# by srun before any task starts, naming the option to add (issue 16).
+# by srun before any task starts, naming the option to add.
 . "$(dirname "$0")/../lib.sh"
 site
 marker="$WORK/task-ran"

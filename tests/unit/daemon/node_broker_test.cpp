@@ -1,4 +1,4 @@
-// Node agents (ROLE_NODE, issue 14) in the broker, without sockets: a step of
+// Node agents (ROLE_NODE) in the broker, without sockets: a step of
 // 5 ranks as node "na" (ranks 0,1), node "nb" (ranks 2,3) and rank 4 direct.
 #include "broker_fixture.hpp"
 #include "dp/master_port.hpp"

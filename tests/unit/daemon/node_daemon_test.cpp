@@ -1,4 +1,4 @@
-// Node agents (issue 14) against the real dp-rendezvousd binary: a node's
+// Node agents against the real dp-rendezvousd binary: a node's
 // connection speaks for its ranks beside a rank that connects directly, and
 // a node whose connection drops fails the others naming the node.
 #include <gtest/gtest.h>
