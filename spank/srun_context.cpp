@@ -126,7 +126,8 @@ Result<CheckedStep> check_step(const SiteConfig& site, const Options& opts, cons
     auto it = nodes->find(h);
     f.nodes.push_back({it == nodes->end() ? std::nullopt : std::optional(it->second.gres), {}});
   }
-  if (device_request_matters(opts, site)) {
+  // Without --dp-tiles only --dp-explain shows what the request changes.
+  if (need_all_nodes && device_request_matters(opts, site, command)) {
     auto req = load_step_request(id.job, id.step);
     DP_TRY(req);
     f.request = *req;

@@ -247,7 +247,26 @@ NodePlan node_plan(const SiteConfig& site, const NodeDevices& devices) {
 // Where Slurm's gres decides which devices a task sees, the tiles a node
 // offers the step are capped by the GPUs the step asked for: a request that
 // cannot be met is refused before launch, naming the option to add.
+// A launcher's workers without --dp-tiles: one per GPU the step gets on the
+// node, where the request says (srun's view; slurmstepd knows Slurm's list).
+void cap_launcher_by_request(const StepFacts& f, LayoutPlan& plan) {
+  const auto& hosts = f.shape.hosts;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (i < f.nodes.size() && f.nodes[i].given) continue;
+    const int gpus = gpus_on_node(*f.request, 1, static_cast<int>(hosts.size()));
+    NodePlan& n = plan.nodes[i];
+    if (gpus < 0 || n.tiles < 0) continue;
+    n.tiles = std::min(n.tiles, gpus);
+    if (static_cast<int>(n.devices.entries.size()) > n.tiles) n.devices.entries.resize(n.tiles);
+  }
+}
+
 Result<void> cap_by_request(const StepFacts& f, LayoutPlan& plan) {
+  if (f.request && !f.options.tiles && !plan.launch.launcher.empty() &&
+      device_request_matters(f.options, f.site, f.command)) {
+    cap_launcher_by_request(f, plan);
+    return {};
+  }
   if (!f.request || !device_request_matters(f.options, f.site)) return {};
   const int k = *f.options.tiles;
   const int per_gpu = f.site.kind == AcceleratorKind::ze ? std::max(f.site.tiles_per_device, 1) : 1;
@@ -309,6 +328,16 @@ DeviceRequest parse_device_request(std::string_view per_node, std::string_view p
 bool device_request_matters(const Options& opts, const SiteConfig& site) {
   return opts.tiles.has_value() && site.declared_tiles_per_node() == 0 &&
          (site.kind == AcceleratorKind::cuda || site.kind == AcceleratorKind::ze);
+}
+
+bool device_request_matters(const Options& opts, const SiteConfig& site,
+                            const std::vector<std::string>& command) {
+  if (device_request_matters(opts, site)) return true;
+  const bool gpus = site.kind == AcceleratorKind::cuda || site.kind == AcceleratorKind::ze;
+  const Launcher mode = opts.launcher.value_or(Launcher::auto_detect);
+  const bool launcher = mode == Launcher::torchrun ||
+                        (mode == Launcher::auto_detect && !launcher_in_command(command).empty());
+  return gpus && site.declared_tiles_per_node() == 0 && launcher;
 }
 
 Result<LayoutPlan> plan_layout(const StepFacts& f) {

@@ -103,6 +103,10 @@ DeviceRequest parse_device_request(std::string_view per_node, std::string_view p
 // GPU site whose nodes' devices Slurm's gres describes): srun asks
 // slurmctld for it only then.
 bool device_request_matters(const Options& opts, const SiteConfig& site);
+// The same for a step whose tasks run `command`: a per-node launcher's
+// workers follow the GPUs the step asked for, which --dp-explain shows.
+bool device_request_matters(const Options& opts, const SiteConfig& site,
+                            const std::vector<std::string>& command);
 
 struct StepFacts {
   StepShape shape;                 // srun: every node of the step; slurmstepd: its own node

@@ -41,4 +41,11 @@ for n in 1 2; do
   grep -qx "launcher on n$n: node rank $((n - 1)) of 2 nodes, 2 worker(s); worker 0: 0,1; worker 1: 2,3" \
     <<<"$out" || fail "n$n's workers and their devices not shown"
 done
+# Without --dp-tiles, the GPUs the step asked for decide the workers (the nodes have 4).
+out=$(as_user timeout 60 srun --dp-explain -N2 --ntasks-per-node=1 --gres=gpu:2 \
+  python3 -m torch.distributed.run train.py 2>&1) || fail "explain of a 2-GPU launcher step failed: $out"
+echo "$out"
+grep -q '^task 1 on n2: .* PET_NPROC_PER_NODE=2 ' <<<"$out" || fail "2 workers per node expected"
+grep -qx 'launcher on n2: node rank 1 of 2 nodes, 2 worker(s); worker 0: 0; worker 1: 1' <<<"$out" \
+  || fail "n2's 2 workers, one GPU each, not shown"
 pass "launcher refusals and explain"

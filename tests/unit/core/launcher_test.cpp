@@ -201,6 +201,21 @@ TEST(LauncherLayout, APlainTaskPerNodeKeepsItsTilesAndNamesThemForALauncher) {
   EXPECT_FALSE((*tasks)[0].workers.has_value());
 }
 
+// srun's view (--dp-explain): the node has 4 GPUs, the step asked for 2 per node.
+TEST(LauncherLayout, WorkersFollowTheGpusTheStepAskedFor) {
+  dp::StepFacts f = two_nodes({"torchrun", "t.py"}, nullptr);
+  EXPECT_TRUE(dp::device_request_matters(f.options, f.site, f.command));
+  EXPECT_FALSE(dp::device_request_matters(f.options, f.site, {"python3", "t.py"}));
+  f.request = dp::parse_device_request("gres:gpu:2", "", "", "");
+  auto plan = dp::plan_layout(f);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  auto tasks = dp::step_environment(*plan, f.site, f.shape, "n1", "1");
+  ASSERT_TRUE(tasks.ok());
+  EXPECT_EQ(as_map((*tasks)[0].env)["PET_NPROC_PER_NODE"], "2");
+  EXPECT_EQ(dp::explain_lines(*tasks)[1],
+            "launcher on n1: node rank 0 of 2 nodes, 2 worker(s); worker 0: 0; worker 1: 1");
+}
+
 TEST(LauncherLayout, ALauncherWithTwoTasksPerNodeIsRefusedBeforeLaunch) {
   dp::StepFacts f = two_nodes({"torchrun", "t.py"}, nullptr);
   f.shape = {{"n1", "n2"}, {{0, 1}, {2, 3}}};
