@@ -6,7 +6,7 @@
 # (each node's hostname is its Slurm name), identical parameters after 20
 # steps. Workers
 # per node come from the launcher's flag, or from the devices Slurm gave
-# the step (--gres=gpu:2).
+# the step (--gres=gpu:2, --gpus-per-node=2).
 . "$(dirname "$0")/../lib.sh"
 site
 cp "$DP_SOURCE_DIR/tests/e2e/pytorch/ddp.py" "$WORK/"
@@ -43,7 +43,7 @@ check_world "$out" "torchrun --nproc_per_node=2"
 out=$(run --gres=gpu:2 torchrun ddp.py) || fail "torchrun (devices decide) failed: $out"
 check_world "$out" "torchrun with 2 GPUs per node"
 
-out=$(run --gres=gpu:2 /usr/bin/python3 -m torch.distributed.launch --use_env ddp.py) \
+out=$(run --gpus-per-node=2 /usr/bin/python3 -m torch.distributed.launch --use_env ddp.py) \
   || fail "python -m torch.distributed.launch --use_env failed: $out"
 check_world "$out" "torch.distributed.launch --use_env"
 pass "per-node launchers: one world of 4 with no launcher flag"
