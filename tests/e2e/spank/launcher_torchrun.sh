@@ -13,6 +13,23 @@ cp "$DP_SOURCE_DIR/tests/e2e/pytorch/ddp.py" "$WORK/"
 # Debian 12's torchrun (1.13, Python 3.11) crashes in its log redirection
 # without these (torch's bug, in the user docs); they change nothing else.
 pet=(PET_REDIRECTS=2 PET_TEE=2)
+# Debian 13's torch 2.6 is built without the libuv TCPStore that 2.6 asks
+# for by default (Debian's build, in the user docs): env:// needs
+# USE_LIBUV=0, and torchrun's own store a test-only shim (no_libuv/).
+if ! /usr/bin/python3 - <<'PY' 2>/dev/null; then
+import sys
+import torch.distributed as d
+try:
+    d.TCPStore("127.0.0.1", 0, 1, True, use_libuv=True)
+except TypeError:  # a torch without the option (1.13): nothing to work around
+    sys.exit(0)
+except RuntimeError as e:
+    sys.exit(1 if "libuv" in str(e) else 0)
+PY
+  cp -r "$DP_SOURCE_DIR/tests/e2e/pytorch/no_libuv" "$WORK/"
+  pet+=(USE_LIBUV=0 PYTHONPATH="$WORK/no_libuv")
+  echo "this PyTorch lacks the libuv TCPStore: USE_LIBUV=0 and the no_libuv shim"
+fi
 
 # $1: srun's output; $2: what ran. One world of 4: ranks 0..3 once each,
 # ranks 0,1 on node rank 0 (n1, Slurm's first node) and 2,3 on n2. Two
@@ -46,4 +63,12 @@ check_world "$out" "torchrun with 2 GPUs per node"
 out=$(run --gpus-per-node=2 /usr/bin/python3 -m torch.distributed.launch --use_env ddp.py) \
   || fail "python -m torch.distributed.launch --use_env failed: $out"
 check_world "$out" "torch.distributed.launch --use_env"
+# --dp-tiles=2 in this form: 2 tiles per worker, 2 workers on a node of 4
+# GPUs, each worker's own first tile at cuda:LOCAL_RANK (mask 0,2,1,3).
+out=$(run --gres=gpu:4 --dp-tiles=2 torchrun --no_python \
+  bash -c 'echo "worker $SLURMD_NODENAME $LOCAL_RANK $WORLD_SIZE $CUDA_VISIBLE_DEVICES"') \
+  || fail "torchrun with --dp-tiles=2 failed: $out"
+workers=$(grep -oE 'worker n[12] [01] 4 [0-9,]+' <<<"$out" | sort | tr '\n' ';')
+expect_eq "$workers" "worker n1 0 4 0,2,1,3;worker n1 1 4 0,2,1,3;worker n2 0 4 0,2,1,3;worker n2 1 4 0,2,1,3;" \
+  "workers and masks with --dp-tiles=2"
 pass "per-node launchers: one world of 4 with no launcher flag"
