@@ -70,7 +70,8 @@ set(DP_E2E_DEBIAN13
   spank.unlaunched_step
   spank.master_failure            # the master node's set-up fails
   daemon.suspend                  # scontrol suspend of a trainer job
-  spank.launcher_shape            # launcher refusal and explain (no torchrun: 2.6 here cannot start)
+  spank.launcher_shape            # launcher refusal and explain
+  spank.launcher_torchrun         # torchrun, with the test's no_libuv shim for Debian's torch 2.6
 )
 
 function(dp_e2e_test)
