@@ -8,7 +8,8 @@
 . "$(dirname "$0")/../lib.sh"
 site
 cp "$DP_SOURCE_DIR/tests/e2e/pytorch/ddp.py" "$WORK/"
-as_user PET_REDIRECTS=2 PET_TEE=2 timeout 200 srun --dp-world=auto -N2 --ntasks-per-node=1 \
+pytorch_launcher_env
+as_user "${pet[@]}" timeout 200 srun --dp-world=auto -N2 --ntasks-per-node=1 \
   torchrun --nproc_per_node=2 ddp.py --steps 100000 --step-ms 50 --ready-file "$WORK/r" \
   >"$WORK/srun.log" 2>&1 &
 srun_pid=$!
@@ -16,8 +17,10 @@ ready() { [[ $(find "$WORK" -name 'r.[0-3]' | wc -l) -eq 4 ]]; }
 wait_until 120 "4 workers to train" ready
 job=$(squeue -h -u dptest -o %i | head -1)
 victim=
-for p in $(job_pids "$job" python3.11) $(job_pids "$job" python3); do
-  grep -qzx 'RANK=3' "/proc/$p/environ" 2>/dev/null && victim=$p
+# The worker's process name is its Python's (python3.11, python3.13): find it by its variables.
+for p in $(pgrep -u dptest -f ddp.py); do
+  grep -qzxF "SLURM_JOB_ID=$job" "/proc/$p/environ" 2>/dev/null \
+    && grep -qzx 'RANK=3' "/proc/$p/environ" 2>/dev/null && victim=$p
 done
 [[ -n $victim ]] || fail "no worker of rank 3 found in job $job"
 kill -9 "$victim"

@@ -10,9 +10,10 @@ steps=4
 # --resv-ports=0: the test cluster's small MpiParams=ports range would
 # otherwise make Slurm reserve the ports; this way slurm-dp leases them.
 # The launcher runs under a shell so the step can say which port it got.
+pytorch_launcher_env
 cat >"$WORK/job.sh" <<JOB
 #!/bin/bash
-export PET_REDIRECTS=2 PET_TEE=2
+export ${pet[*]}
 for i in \$(seq 1 $steps); do
   srun --overlap --resv-ports=0 -N2 --ntasks-per-node=1 --dp-world=auto bash -c \
     'echo "port=\$PET_MASTER_PORT node=\$PET_NODE_RANK"; exec torchrun --nproc_per_node=1 ddp.py --step-ms 1000 --ready-file $WORK/r\$0' \$i \

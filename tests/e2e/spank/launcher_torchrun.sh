@@ -10,26 +10,7 @@
 . "$(dirname "$0")/../lib.sh"
 site
 cp "$DP_SOURCE_DIR/tests/e2e/pytorch/ddp.py" "$WORK/"
-# Debian 12's torchrun (1.13, Python 3.11) crashes in its log redirection
-# without these (torch's bug, in the user docs); they change nothing else.
-pet=(PET_REDIRECTS=2 PET_TEE=2)
-# Debian 13's torch 2.6 is built without the libuv TCPStore that 2.6 asks
-# for by default (Debian's build, in the user docs): env:// needs
-# USE_LIBUV=0, and torchrun's own store a test-only shim (no_libuv/).
-if ! /usr/bin/python3 - <<'PY' 2>/dev/null; then
-import sys
-import torch.distributed as d
-try:
-    d.TCPStore("127.0.0.1", 0, 1, True, use_libuv=True)
-except TypeError:  # a torch without the option (1.13): nothing to work around
-    sys.exit(0)
-except RuntimeError as e:
-    sys.exit(1 if "libuv" in str(e) else 0)
-PY
-  cp -r "$DP_SOURCE_DIR/tests/e2e/pytorch/no_libuv" "$WORK/"
-  pet+=(USE_LIBUV=0 PYTHONPATH="$WORK/no_libuv")
-  echo "this PyTorch lacks the libuv TCPStore: USE_LIBUV=0 and the no_libuv shim"
-fi
+pytorch_launcher_env  # sets pet: what torchrun needs on this machine
 
 # $1: srun's output; $2: what ran. One world of 4: ranks 0..3 once each,
 # ranks 0,1 on node rank 0 (n1, Slurm's first node) and 2,3 on n2. Two
