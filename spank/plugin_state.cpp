@@ -1,5 +1,6 @@
 #include "plugin_state.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "slurm_headers.hpp"
@@ -9,6 +10,13 @@ namespace dp::spank {
 PluginState& state() {
   static PluginState s;
   return s;
+}
+
+std::vector<std::string> task_command(spank_t sp) {
+  int argc = 0;
+  char** argv = nullptr;
+  if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argv == nullptr) return {};
+  return std::vector<std::string>(argv, argv + std::max(argc, 0));
 }
 
 void report_error(const std::string& message) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "agent_launcher.hpp"
 #include "dp/layout.hpp"
@@ -13,6 +14,7 @@
 #include "dp/result.hpp"
 #include "dp/site_config.hpp"
 #include "port_lease.hpp"
+#include "slurm_headers.hpp"
 
 #ifndef DP_DEFAULT_DAEMON_PATH
 #error "DP_DEFAULT_DAEMON_PATH must name the installed dp-rendezvousd"
@@ -53,6 +55,10 @@ struct PluginState {
 };
 
 PluginState& state();
+
+// The step's command (S_JOB_ARGV, srun and slurmstepd alike): it tells a
+// per-node launcher (torchrun) from a rank.
+std::vector<std::string> task_command(spank_t sp);
 
 // The one line a user sees for a refused request: "slurm-dp: <message>".
 void report_error(const std::string& message);

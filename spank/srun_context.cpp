@@ -37,6 +37,13 @@ bool print_explain(const LayoutPlan& plan, const SiteConfig& site, const StepSha
   std::cout << "slurm-dp: step of " << plan.world_size << " tasks on " << shape.hosts.size()
             << " nodes, kind=" << accelerator_kind_name(site.kind)
             << " (masks from the devices Slurm gives each node at launch)\n";
+  if (!plan.launch.launcher.empty())
+    std::cout << "slurm-dp: per-node launcher " << plan.launch.launcher << ": one per node, "
+              << plan.launch.nodes << " nodes; PET_* settings give it the node count, its node "
+              << "rank, the master and the workers per node (its own flags win)\n";
+  else if (plan.launch.per_node)
+    std::cout << "slurm-dp: one task per node: each also gets torchrun's PET_* settings, should "
+              << "it start a per-node launcher\n";
   for (const auto& line : explain_lines(*tasks)) std::cout << line << "\n";
   std::cout.flush();
   return true;
@@ -103,7 +110,8 @@ struct CheckedStep {
 
 // The facts the layout core decides from: the step's shape, each node's
 // configured devices and (when it matters) the GPUs the step asked for.
-Result<CheckedStep> check_step(const SiteConfig& site, const Options& opts, const StepIds& id) {
+Result<CheckedStep> check_step(const SiteConfig& site, const Options& opts, const StepIds& id,
+                               const std::vector<std::string>& command) {
   StepFacts f;
   auto shape = load_step_shape(id.job, id.step);
   DP_TRY(shape);
@@ -118,13 +126,15 @@ Result<CheckedStep> check_step(const SiteConfig& site, const Options& opts, cons
     auto it = nodes->find(h);
     f.nodes.push_back({it == nodes->end() ? std::nullopt : std::optional(it->second.gres), {}});
   }
-  if (device_request_matters(opts, site)) {
+  // Without --dp-tiles only --dp-explain shows what the request changes.
+  if (need_all_nodes && device_request_matters(opts, site, command)) {
     auto req = load_step_request(id.job, id.step);
     DP_TRY(req);
     f.request = *req;
   }
   f.options = opts;
   f.site = site;
+  f.command = command;
   auto plan = plan_layout(f);
   DP_TRY(plan);
   if (plan->world_size != static_cast<int>(id.tasks))
@@ -223,7 +233,7 @@ int srun_local_user_init(spank_t sp) {
     return fail(sp, e);
   };
 
-  auto step = check_step(st.site, opts, *id);
+  auto step = check_step(st.site, opts, *id, task_command(sp));
   if (!step) return refuse(step.error());
   if (explain) explain_and_exit(sp, *step, st.site, opts);
   st.srun_layout_ms = clock.ms();

@@ -83,6 +83,10 @@ Result<StepFacts> node_facts(spank_t sp, const SiteConfig& site) {
   f.shape.hosts = {node_name()};
   f.shape.task_ids = {std::vector<int>(ranks->begin(), ranks->end())};
   f.task_count = static_cast<int>(total);
+  uint32_t nodes = 0;
+  if (spank_get_item(sp, S_JOB_NNODES, &nodes) == ESPANK_SUCCESS)
+    f.node_count = static_cast<int>(nodes);
+  f.command = task_command(sp);
   f.nodes = {NodeDevices{std::nullopt, VisibleDevices{job_env(sp, env::kCudaVisibleDevices),
                                                       job_env(sp, env::kZeAffinityMask)}}};
   f.site = site;
@@ -240,7 +244,14 @@ Result<EnvList> task_variables(spank_t sp, const PluginState& st, const TaskPlac
                                     job_env(sp, env::kZeAffinityMask)};
   auto tiles = task_tiles(*plan, st.site, 0, task_visible);
   DP_TRY(tiles);
-  return task_environment(*plan, st.site, place, *tiles);
+  auto env = task_environment(*plan, st.site, place, *tiles);
+  DP_TRY(env);
+  // srun set MASTER_ADDR, set_up_node MASTER_PORT: a per-node launcher's copies.
+  for (auto& v :
+       launcher_master_environment(plan->launch, job_env(sp, env::kMasterAddr).value_or(""),
+                                   job_env(sp, env::kMasterPort).value_or("")))
+    env->push_back(std::move(v));
+  return env;
 }
 
 }  // namespace

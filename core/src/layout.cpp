@@ -247,7 +247,26 @@ NodePlan node_plan(const SiteConfig& site, const NodeDevices& devices) {
 // Where Slurm's gres decides which devices a task sees, the tiles a node
 // offers the step are capped by the GPUs the step asked for: a request that
 // cannot be met is refused before launch, naming the option to add.
+// A launcher's workers without --dp-tiles: one per GPU the step gets on the
+// node, where the request says (srun's view; slurmstepd knows Slurm's list).
+void cap_launcher_by_request(const StepFacts& f, LayoutPlan& plan) {
+  const auto& hosts = f.shape.hosts;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (i < f.nodes.size() && f.nodes[i].given) continue;
+    const int gpus = gpus_on_node(*f.request, 1, static_cast<int>(hosts.size()));
+    NodePlan& n = plan.nodes[i];
+    if (gpus < 0 || n.tiles < 0) continue;
+    n.tiles = std::min(n.tiles, gpus);
+    if (static_cast<int>(n.devices.entries.size()) > n.tiles) n.devices.entries.resize(n.tiles);
+  }
+}
+
 Result<void> cap_by_request(const StepFacts& f, LayoutPlan& plan) {
+  if (f.request && !f.options.tiles && !plan.launch.launcher.empty() &&
+      device_request_matters(f.options, f.site, f.command)) {
+    cap_launcher_by_request(f, plan);
+    return {};
+  }
   if (!f.request || !device_request_matters(f.options, f.site)) return {};
   const int k = *f.options.tiles;
   const int per_gpu = f.site.kind == AcceleratorKind::ze ? std::max(f.site.tiles_per_device, 1) : 1;
@@ -311,11 +330,25 @@ bool device_request_matters(const Options& opts, const SiteConfig& site) {
          (site.kind == AcceleratorKind::cuda || site.kind == AcceleratorKind::ze);
 }
 
+bool device_request_matters(const Options& opts, const SiteConfig& site,
+                            const std::vector<std::string>& command) {
+  if (device_request_matters(opts, site)) return true;
+  const bool gpus = site.kind == AcceleratorKind::cuda || site.kind == AcceleratorKind::ze;
+  const Launcher mode = opts.launcher.value_or(Launcher::auto_detect);
+  const bool launcher = mode == Launcher::torchrun ||
+                        (mode == Launcher::auto_detect && !launcher_in_command(command).empty());
+  return gpus && site.declared_tiles_per_node() == 0 && launcher;
+}
+
 Result<LayoutPlan> plan_layout(const StepFacts& f) {
   auto tasks = checked_task_count(f.shape, f.task_count);
   DP_TRY(tasks);
   LayoutPlan plan;
   plan.world_size = *tasks;
+  const int nodes = f.node_count > 0 ? f.node_count : static_cast<int>(f.shape.hosts.size());
+  auto launch = launch_shape(f.options, f.command, nodes, *tasks);
+  DP_TRY(launch);
+  plan.launch = std::move(*launch);
   plan.bound_per_task = f.request.has_value() && f.request->bind_per_task;
   for (size_t i = 0; i < f.shape.hosts.size(); ++i)
     plan.nodes.push_back(node_plan(f.site, i < f.nodes.size() ? f.nodes[i] : NodeDevices{}));
@@ -352,22 +385,38 @@ Result<NodeTiles> task_tiles(const LayoutPlan& plan, const SiteConfig& site, siz
   return plan.nodes[node].devices;
 }
 
-Result<EnvList> task_environment(const LayoutPlan& plan, const SiteConfig& site,
-                                 const TaskPlace& place, const NodeTiles& tiles) {
-  EnvList env = {
-      {env::kRank, std::to_string(place.rank)},
-      {env::kLocalRank, std::to_string(place.local_rank)},
-      {env::kWorldSize, std::to_string(plan.world_size)},
-      {env::kLocalWorldSize, std::to_string(place.local_world_size)},
-      {env::kNodeRank, std::to_string(place.node_rank)},
-      {env::kGroupRank, std::to_string(place.node_rank)},
-  };
-  const int k = plan.tiles_per_task;
-  if (k == 0) return env;
+namespace {
 
+// The mask variable of the site's kind for `entries`, and DP_TILES.
+Result<void> add_mask(EnvList& env, const SiteConfig& site, const std::vector<std::string>& entries,
+                      const std::vector<int>& indices) {
+  std::vector<std::string> idx_text;
+  for (int i : indices) idx_text.push_back(std::to_string(i));
+  switch (site.kind) {
+    case AcceleratorKind::cuda: env.emplace_back(env::kCudaVisibleDevices, join(entries)); break;
+    case AcceleratorKind::ze: env.emplace_back(env::kZeAffinityMask, join(entries)); break;
+    case AcceleratorKind::rdu: {
+      std::vector<int> bits;
+      for (const auto& e : entries) {
+        auto bit = parse_integer(e, 0, 1 << 20, "tile", "3");
+        DP_TRY(bit);
+        bits.push_back(static_cast<int>(*bit));
+      }
+      env.emplace_back(env::kRduTileAffinity, tile_bitmask(bits));
+      break;
+    }
+    case AcceleratorKind::none: break;
+  }
+  env.emplace_back(env::kTiles, join(idx_text));
+  return {};
+}
+
+// A task's own K tiles: its first K where Slurm bound devices to it, else
+// its share of the node's.
+Result<void> task_share(const LayoutPlan& plan, const TaskPlace& place, const NodeTiles& tiles,
+                        std::vector<std::string>& mine, std::vector<int>& indices) {
+  const int k = plan.tiles_per_task;
   const int have = static_cast<int>(tiles.entries.size());
-  std::vector<std::string> mine;
-  std::vector<int> indices;
   if (tiles.per_task) {
     if (have < k)
       return make_error(
@@ -380,39 +429,60 @@ Result<EnvList> task_environment(const LayoutPlan& plan, const SiteConfig& site,
       mine.push_back(tiles.entries[static_cast<size_t>(i)]);
       indices.push_back(place.local_rank * k + i);
     }
-  } else {
-    const int first = place.local_rank * k;
-    if (first + k > have)
-      return make_error(Errc::invalid_argument,
-                        "--dp-tiles=" + std::to_string(k) + ": local task " +
-                            std::to_string(place.local_rank) + " needs tiles " +
-                            std::to_string(first) + "-" + std::to_string(first + k - 1) +
-                            " but this node gives the step only " + std::to_string(have) +
-                            "; request more devices (--gres/--gpus) or use fewer tiles per task");
-    for (int i = first; i < first + k; ++i) {
-      mine.push_back(tiles.entries[static_cast<size_t>(i)]);
-      indices.push_back(i);
-    }
+    return {};
   }
+  const int first = place.local_rank * k;
+  if (first + k > have)
+    return make_error(Errc::invalid_argument,
+                      "--dp-tiles=" + std::to_string(k) + ": local task " +
+                          std::to_string(place.local_rank) + " needs tiles " +
+                          std::to_string(first) + "-" + std::to_string(first + k - 1) +
+                          " but this node gives the step only " + std::to_string(have) +
+                          "; request more devices (--gres/--gpus) or use fewer tiles per task");
+  for (int i = first; i < first + k; ++i) {
+    mine.push_back(tiles.entries[static_cast<size_t>(i)]);
+    indices.push_back(i);
+  }
+  return {};
+}
 
-  std::vector<std::string> idx_text;
-  for (int i : indices) idx_text.push_back(std::to_string(i));
-  switch (site.kind) {
-    case AcceleratorKind::cuda: env.emplace_back(env::kCudaVisibleDevices, join(mine)); break;
-    case AcceleratorKind::ze: env.emplace_back(env::kZeAffinityMask, join(mine)); break;
-    case AcceleratorKind::rdu: {
-      std::vector<int> bits;
-      for (const auto& e : mine) {
-        auto bit = parse_integer(e, 0, 1 << 20, "tile", "3");
-        DP_TRY(bit);
-        bits.push_back(static_cast<int>(*bit));
-      }
-      env.emplace_back(env::kRduTileAffinity, tile_bitmask(bits));
-      break;
-    }
-    case AcceleratorKind::none: break;
-  }
-  env.emplace_back(env::kTiles, join(idx_text));
+// A per-node launcher: every worker's tiles in one mask, PET_*.
+Result<EnvList> launcher_task_environment(const LayoutPlan& plan, const SiteConfig& site,
+                                          const TaskPlace& place, const NodeTiles& tiles,
+                                          EnvList env) {
+  auto workers = plan_workers(tiles.entries, plan.tiles_per_task);
+  DP_TRY(workers);
+  for (auto& v : launcher_environment(plan.launch, place.rank, *workers))
+    env.push_back(std::move(v));
+  if (plan.tiles_per_task > 0) DP_TRY(add_mask(env, site, workers->mask, workers->indices));
+  return env;
+}
+
+}  // namespace
+
+Result<EnvList> task_environment(const LayoutPlan& plan, const SiteConfig& site,
+                                 const TaskPlace& place, const NodeTiles& tiles) {
+  EnvList env = {
+      {env::kRank, std::to_string(place.rank)},
+      {env::kLocalRank, std::to_string(place.local_rank)},
+      {env::kWorldSize, std::to_string(plan.world_size)},
+      {env::kLocalWorldSize, std::to_string(place.local_world_size)},
+      {env::kNodeRank, std::to_string(place.node_rank)},
+      {env::kGroupRank, std::to_string(place.node_rank)},
+  };
+  if (!plan.launch.launcher.empty())
+    return launcher_task_environment(plan, site, place, tiles, std::move(env));
+  const int k = plan.tiles_per_task;
+  // A plain task of a one-task-per-node step: one worker per tile it sees,
+  // should it start a launcher slurm-dp did not recognise.
+  Workers seen;
+  seen.count = k > 0 ? k : static_cast<int>(tiles.entries.size());
+  for (auto& v : launcher_environment(plan.launch, place.rank, seen)) env.push_back(std::move(v));
+  if (k == 0) return env;
+  std::vector<std::string> mine;
+  std::vector<int> indices;
+  DP_TRY(task_share(plan, place, tiles, mine, indices));
+  DP_TRY(add_mask(env, site, mine, indices));
   return env;
 }
 
@@ -434,7 +504,15 @@ Result<std::vector<TaskEnvironment>> step_environment(const LayoutPlan& plan,
         return make_error(env.error().code, env.error().message + " (node " + shape.hosts[h] + ")");
       env->emplace_back(env::kMasterAddr, master_addr);
       env->emplace_back(env::kMasterPort, master_port);
-      out.push_back({ids[j], shape.hosts[h], std::move(*env)});
+      for (auto& v : launcher_master_environment(plan.launch, master_addr, master_port))
+        env->push_back(std::move(v));
+      std::optional<Workers> workers;
+      if (!plan.launch.launcher.empty()) {
+        auto w = plan_workers(tiles->entries, plan.tiles_per_task);
+        DP_TRY(w);
+        workers = std::move(*w);
+      }
+      out.push_back({ids[j], shape.hosts[h], std::move(*env), std::move(workers)});
     }
   }
   std::sort(out.begin(), out.end(),
@@ -442,12 +520,33 @@ Result<std::vector<TaskEnvironment>> step_environment(const LayoutPlan& plan,
   return out;
 }
 
+namespace {
+
+std::string launcher_line(const TaskEnvironment& t) {
+  const Workers& w = *t.workers;
+  std::string nodes = "?";
+  for (const auto& [k, v] : t.env)
+    if (k == env::kPetNnodes) nodes = v;
+  std::string line =
+      "launcher on " + t.host + ": node rank " + std::to_string(t.rank) + " of " + nodes + " nodes";
+  if (w.count == 0)
+    return line + ", workers: the launcher's --nproc-per-node (no devices known here)";
+  line += ", " + std::to_string(w.count) + " worker(s);";
+  for (int i = 0; i < w.count; ++i)
+    line += std::string(i > 0 ? ";" : "") + " worker " + std::to_string(i) + ": " +
+            join(w.devices[static_cast<size_t>(i)]);
+  return line;
+}
+
+}  // namespace
+
 std::vector<std::string> explain_lines(const std::vector<TaskEnvironment>& tasks) {
   std::vector<std::string> lines;
   for (const auto& t : tasks) {
     std::string line = "task " + std::to_string(t.rank) + " on " + t.host + ":";
     for (const auto& [k, v] : t.env) line += " " + k + "=" + v;
     lines.push_back(std::move(line));
+    if (t.workers) lines.push_back(launcher_line(t));
   }
   return lines;
 }

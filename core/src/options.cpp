@@ -6,6 +6,15 @@
 
 namespace dp {
 
+const char* launcher_name(Launcher l) noexcept {
+  switch (l) {
+    case Launcher::auto_detect: return "auto";
+    case Launcher::torchrun: return "torchrun";
+    case Launcher::none: return "none";
+  }
+  return "auto";
+}
+
 namespace {
 
 std::string flag(std::string_view name) { return "--" + std::string(name); }
@@ -75,6 +84,17 @@ Result<void> apply_report(Options& opts, std::string_view name, const char* valu
   return {};
 }
 
+Result<void> apply_launcher(Options& opts, std::string_view name, const char* value) {
+  const std::string_view v = value == nullptr ? "" : value;
+  if (v == "auto") opts.launcher = Launcher::auto_detect;
+  else if (v == "torchrun") opts.launcher = Launcher::torchrun;
+  else if (v == "none") opts.launcher = Launcher::none;
+  else
+    return bad(name, v, "not a launcher mode",
+               "use --dp-launcher=auto (recognise torchrun from the command), torchrun or none");
+  return {};
+}
+
 // The one list of slurm-dp's options: what Slurm registers and shows in
 // --help, and how each value is applied.
 struct Option {
@@ -101,6 +121,10 @@ const std::vector<Option>& options() {
         "[slurm-dp] write the step report (start-up timings, first failure, stragglers) as JSON "
         "at step end"},
        apply_report},
+      {{"dp-launcher", "auto|torchrun|none",
+        "[slurm-dp] one task per node runs a per-node launcher (torchrun) that forks the "
+        "workers: auto = recognise it from the command"},
+       apply_launcher},
   };
   return table;
 }
@@ -140,6 +164,7 @@ std::string format_node_options(const Options& opts) {
   if (opts.master_port)
     out += " --dp-master-port=" +
            (*opts.master_port > 0 ? std::to_string(*opts.master_port) : std::string("auto"));
+  if (opts.launcher) out += " --dp-launcher=" + std::string(launcher_name(*opts.launcher));
   return out;
 }
 
@@ -175,6 +200,7 @@ Options overlay(const Options& base, const Options& top) {
   if (top.explain) o.explain = top.explain;
   if (top.verbose) o.verbose = top.verbose;
   if (top.report) o.report = top.report;
+  if (top.launcher) o.launcher = top.launcher;
   return o;
 }
 

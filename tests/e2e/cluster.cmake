@@ -70,6 +70,10 @@ set(DP_E2E_DEBIAN13
   spank.unlaunched_step
   spank.master_failure            # the master node's set-up fails
   daemon.suspend                  # scontrol suspend of a trainer job
+  spank.launcher_shape            # launcher refusal and explain
+  spank.launcher_torchrun         # torchrun, with the test's no_libuv shim for Debian's torch 2.6
+  spank.launcher_overlap
+  spank.launcher_kill
 )
 
 function(dp_e2e_test)

@@ -25,6 +25,7 @@
 #   kill_and_expect_failures WHAT PID LIMIT_MS LINE_RE NAMES_RE RANK...
 #                                   kill -9 PID in a held step (daemon/hold_ranks.sh); each
 #                                   RANK must fail naming it in time; sets worst (ms)
+#   pytorch_launcher_env            the array pet: variables torchrun needs on this machine
 #   WORK                            a fresh folder any user may write, removed at exit
 set -euo pipefail
 
@@ -190,3 +191,27 @@ print_task='printf "%s %s %s" "$SLURM_PROCID" "$SLURM_LOCALID" "$SLURMD_NODENAME
 
 # Field `name` from a task line.
 field() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p"; }
+
+# What a test's torchrun needs here, in the array `pet` (env NAME=value words).
+# Debian 12's torchrun (1.13, Python 3.11) crashes in its log redirection
+# without PET_REDIRECTS=2 PET_TEE=2. Debian 13's torch 2.6 is built without
+# the libuv TCPStore that 2.6 asks for by default: env:// needs USE_LIBUV=0,
+# and torchrun's own store the test-only shim pytorch/no_libuv (copied to
+# $WORK). Both are PyTorch's builds, not slurm-dp's; the user docs say so.
+pytorch_launcher_env() {
+  pet=(PET_REDIRECTS=2 PET_TEE=2)
+  if ! /usr/bin/python3 - <<'PY' 2>/dev/null; then
+import sys
+import torch.distributed as d
+try:
+    d.TCPStore("127.0.0.1", 0, 1, True, use_libuv=True)
+except TypeError:  # a torch without the option (1.13): nothing to work around
+    sys.exit(0)
+except RuntimeError as e:
+    sys.exit(1 if "libuv" in str(e) else 0)
+PY
+    cp -r "$(dirname "${BASH_SOURCE[0]}")/pytorch/no_libuv" "$WORK/"
+    pet+=(USE_LIBUV=0 PYTHONPATH="$WORK/no_libuv")
+    echo "this PyTorch lacks the libuv TCPStore: USE_LIBUV=0 and the no_libuv shim"
+  fi
+}

@@ -14,3 +14,9 @@ endforeach()
 dp_e2e_test(NAME spank.requeue MODES lo ns TIMEOUT 600
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
   COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/requeue.sh)
+# Per-node launchers (torchrun and its kin) on Debian 12's torch 1.13.
+foreach(t launcher_torchrun launcher_shape launcher_overlap launcher_kill)
+  dp_e2e_test(NAME spank.${t} MODES lo ns TIMEOUT 400
+    ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/${t}.sh)
+endforeach()

@@ -14,6 +14,15 @@ inline constexpr const char* kGroupRank = "GROUP_RANK";
 inline constexpr const char* kMasterAddr = "MASTER_ADDR";
 inline constexpr const char* kMasterPort = "MASTER_PORT";
 
+// torchrun's own settings (a flag of the launcher wins over its variable): a
+// step with one task per node gets them, so a per-node launcher needs no flags.
+inline constexpr const char* kPetNnodes = "PET_NNODES";
+inline constexpr const char* kPetNodeRank = "PET_NODE_RANK";
+inline constexpr const char* kPetNprocPerNode = "PET_NPROC_PER_NODE";
+inline constexpr const char* kPetMasterAddr = "PET_MASTER_ADDR";
+inline constexpr const char* kPetMasterPort = "PET_MASTER_PORT";
+inline constexpr const char* kPetRdzvBackend = "PET_RDZV_BACKEND";
+
 // The accelerator mask, one of them by the site's kind.
 inline constexpr const char* kCudaVisibleDevices = "CUDA_VISIBLE_DEVICES";
 inline constexpr const char* kZeAffinityMask = "ZE_AFFINITY_MASK";       // "device.stack" entries

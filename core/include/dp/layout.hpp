@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "dp/launcher.hpp"
 #include "dp/options.hpp"
 #include "dp/result.hpp"
 #include "dp/site_config.hpp"
@@ -102,12 +103,18 @@ DeviceRequest parse_device_request(std::string_view per_node, std::string_view p
 // GPU site whose nodes' devices Slurm's gres describes): srun asks
 // slurmctld for it only then.
 bool device_request_matters(const Options& opts, const SiteConfig& site);
+// The same for a step whose tasks run `command`: a per-node launcher's
+// workers follow the GPUs the step asked for, which --dp-explain shows.
+bool device_request_matters(const Options& opts, const SiteConfig& site,
+                            const std::vector<std::string>& command);
 
 struct StepFacts {
   StepShape shape;                 // srun: every node of the step; slurmstepd: its own node
   int task_count = 0;              // the step's tasks when `shape` holds only some nodes; 0: all
   std::vector<NodeDevices> nodes;  // one per shape.hosts entry; missing: unknown
   std::optional<DeviceRequest> request;  // nullopt: not known (nothing is capped)
+  int node_count = 0;                    // the step's nodes when `shape` holds only some; 0: all
+  std::vector<std::string> command;      // the tasks' argv (per-node launchers); empty: unknown
   Options options;
   SiteConfig site;
 };
@@ -124,6 +131,7 @@ struct LayoutPlan {
   int tiles_per_task = 0;       // 0: no mask
   bool bound_per_task = false;  // a task's tiles are its own devices (Slurm bound them)
   std::vector<NodePlan> nodes;  // one per shape.hosts entry
+  LaunchShape launch;           // one task per node, per-node launchers
 };
 
 // The whole decision, or a refusal that names the option and the fix.
@@ -136,7 +144,9 @@ Result<NodeTiles> task_tiles(const LayoutPlan& plan, const SiteConfig& site, siz
                              const VisibleDevices& task_visible);
 
 // Per-task variables: torchrun's names (except MASTER_*), the mask variable
-// of the site's kind and DP_TILES. `tiles`: from task_tiles().
+// of the site's kind and DP_TILES, and in a step of one task per node the
+// PET_* variables of a per-node launcher (except PET_MASTER_*); a launcher's
+// mask holds every worker's tiles (launcher.hpp). `tiles`: from task_tiles().
 Result<EnvList> task_environment(const LayoutPlan& plan, const SiteConfig& site,
                                  const TaskPlace& place, const NodeTiles& tiles);
 
@@ -146,6 +156,7 @@ struct TaskEnvironment {
   int rank = 0;
   std::string host;
   EnvList env;
+  std::optional<Workers> workers;  // the task is a per-node launcher: its workers
 };
 Result<std::vector<TaskEnvironment>> step_environment(const LayoutPlan& plan,
                                                       const SiteConfig& site,
@@ -153,7 +164,8 @@ Result<std::vector<TaskEnvironment>> step_environment(const LayoutPlan& plan,
                                                       const std::string& master_addr,
                                                       const std::string& master_port);
 
-// One readable line per task for --dp-explain.
+// One readable line per task for --dp-explain, and for a launcher one more:
+// its node rank, workers and each worker's devices.
 std::vector<std::string> explain_lines(const std::vector<TaskEnvironment>& tasks);
 
 }  // namespace dp

@@ -14,6 +14,14 @@
 
 namespace dp {
 
+// --dp-launcher: whether each task is a per-node launcher (torchrun and its
+// kin) that forks its own workers.
+enum class Launcher {
+  auto_detect,  // recognised from the task's command (torchrun, python -m torch.distributed.run)
+  torchrun,     // the user says so (a wrapper script slurm-dp cannot read)
+  none,         // never: one task per node is a plain rank, no PET_* variables
+};
+
 struct Options {
   std::optional<int> world;           // 0: auto (the step's task count)
   std::optional<int> tiles;           // accelerator tiles per task
@@ -21,11 +29,15 @@ struct Options {
   std::optional<bool> explain;        // print the layout, start nothing
   std::optional<bool> verbose;        // plan and daemon messages on stderr
   std::optional<std::string> report;  // step report file (JSON), written by srun at step end
+  std::optional<Launcher> launcher;   // per-node launcher tasks (default: auto_detect)
 
   bool any() const noexcept {
-    return world || tiles || master_port || explain || verbose || report;
+    return world || tiles || master_port || explain || verbose || report || launcher;
   }
 };
+
+// "auto", "torchrun", "none": the option's own words.
+const char* launcher_name(Launcher l) noexcept;
 
 struct OptionSpec {
   const char* name;     // without the leading "--", as registered with Slurm

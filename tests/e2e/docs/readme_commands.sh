@@ -20,6 +20,7 @@ commands=$(awk '/^```sh$/ { on = 1; next } /^```/ { on = 0 } on' $readme |
 declare -A covered=(
   ['./scripts/demo']='installs and builds first; its srun is e2e.lo.trainer.demo, its closing hint e2e.<mode>.docs.demo_hint'
   ['./scripts/test']='is the whole suite this test belongs to (CI runs it)'
+  ['srun --dp-world=auto -N2 --ntasks-per-node=1 --gpus-per-node=4 torchrun train.py']='e2e.<mode>.spank.launcher_torchrun (torchrun on ddp.py, workers from the GPUs Slurm gave the step)'
   ['apt install ./slurm-dp_<version>_amd64.deb']='e2e.own.packaging.install_run_purge_deb'
   ['dnf install ./slurm-dp-<version>-1.x86_64.rpm']='needs an RPM distribution; packaging/tests/compare-deb-rpm checks the rpm holds the same files'
   ['apt remove slurm-dp']='e2e.own.packaging.install_run_purge_deb'

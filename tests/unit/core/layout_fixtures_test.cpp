@@ -21,7 +21,7 @@ namespace {
 
 struct Fixture {
   std::string name;
-  std::vector<std::string> site, options, expected;
+  std::vector<std::string> site, options, expected, command;
   std::string hosts, tasks_per_node, distribution = "block", node_gres, master_addr,
                                      master_port = "29500", refused;
   std::optional<dp::VisibleDevices> visible;
@@ -74,7 +74,8 @@ Fixture load(const std::filesystem::path& path) {
     else if (key == "master_addr") f.master_addr = rest;
     else if (key == "master_port") f.master_port = rest;
     else if (key == "refused") f.refused = rest;
-    else if (key == "task") f.expected.push_back(line);
+    else if (key == "command") f.command = words(rest);
+    else if (key == "task" || key == "launcher") f.expected.push_back(line);
     else ADD_FAILURE() << path << ": unknown line '" << line << "'";
   }
   return f;
@@ -112,6 +113,7 @@ std::vector<std::string> replay(const Fixture& f) {
   facts.options = opts;
   facts.site = *site;
   facts.request = f.request;
+  facts.command = f.command;
   // Each node as the plugin sees it: its gres (srun), or what Slurm put in
   // the task's environment (slurmstepd).
   dp::NodeDevices node;

@@ -121,7 +121,7 @@ TEST(Options, UnknownNameIsRefused) {
 
 TEST(Options, SpecsCoverEveryOptionOnce) {
   const auto& specs = dp::option_specs();
-  ASSERT_EQ(specs.size(), 6u);
+  ASSERT_EQ(specs.size(), 7u);
   for (const auto& s : specs) {
     EXPECT_EQ(std::string(s.usage).rfind("[slurm-dp]", 0), 0u) << s.name;
     dp::Options o;
