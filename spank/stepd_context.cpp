@@ -24,6 +24,7 @@
 #include "dp/options.hpp"
 #include "plugin_state.hpp"
 #include "port_lease.hpp"
+#include "skipped_step.hpp"
 #include "user_child.hpp"
 
 namespace dp::spank {
@@ -191,6 +192,17 @@ Result<std::string> start_node_agent(spank_t sp, PluginState& st, const StepIds&
   return std::to_string(answer->port);
 }
 
+// The exit status of every task of a step srun explained or refused
+// (skipped_step.hpp). srun refuses every heterogeneous step, and only the
+// first component's nodes get the variables srun sets.
+std::optional<int> skipped_status(spank_t sp, const StepIds& id) {
+  if (auto value = job_env(sp, env::kSkipStep))
+    if (auto status = skipped_step_status(*value, id.job, id.step)) return status;
+  if (job_env(sp, "SLURM_HET_SIZE"))
+    return srun_error_status(job_env(sp, "SLURM_EXIT_ERROR").value_or("").c_str());
+  return std::nullopt;
+}
+
 bool is_special_step(uint32_t step_id) {
   return step_id == SLURM_BATCH_SCRIPT || step_id == SLURM_EXTERN_CONT ||
          step_id == SLURM_INTERACTIVE_STEP || step_id == SLURM_PENDING_STEP;
@@ -256,6 +268,10 @@ int stepd_init_post_opt(spank_t sp) {
   if (!st.cli_options.any() && !st.site.default_on && !st.option_error) return 0;
   st.active = true;
   report_site_warnings(st.site);
+  // srun explained or refused the step and told its user why: nothing to
+  // set up, every task ends before the program.
+  st.skip_status = skipped_status(sp, id);
+  if (st.skip_status) return 0;
   auto ok = set_up_node(sp, st, id);
   if (!ok) {
     // Returned from here, Slurm would only log "Plugin initialization
@@ -277,6 +293,9 @@ int stepd_user_init(spank_t) {
 int stepd_task_init(spank_t sp) {
   PluginState& st = state();
   if (!st.active) return 0;
+  // In the task's own process, before the program: Slurm ends a task whose
+  // plugin stack fails the same way, but with an error line of its own.
+  if (st.skip_status) std::_Exit(*st.skip_status);
   uint32_t rank = 0, local_count = 0, node_id = 0;
   int local_rank = 0;
   if (spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS ||

@@ -30,6 +30,9 @@ inline constexpr const char* kTiles = "DP_TILES";  // this task's tiles, "0,1,2,
 // srun's resolved --dp-* options, the one value the nodes and the runtime read
 // (dp::parse_node_options): "--dp-world=auto --dp-tiles=2".
 inline constexpr const char* kOptions = "DP_OPTIONS";
+// "<job>.<step>": srun only explained or refused this step; its nodes end every
+// task before the program (a launched step ends as Slurm's own steps do).
+inline constexpr const char* kSkipStep = "DP_SKIP_STEP";
 inline constexpr const char* kBackend = "DP_BACKEND";       // user override: gloo|nccl
 inline constexpr const char* kTimeoutMs = "DP_TIMEOUT_MS";  // user override
 inline constexpr const char* kDebug = "DP_DEBUG";           // 1: per-phase start-up timings
