@@ -19,15 +19,23 @@ extern const unsigned int spank_plugin_version;
 SPANK_PLUGIN(dp, 1)
 }
 
+#if DP_SLURM_SPANK_FAILURE_MODE
+// slurm-dp's failures are a job's (a bad site line fails every job the
+// same way), never a reason to drain the node; spank.h declares it extern "C".
+int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
+#endif
+
 namespace {
 
 using dp::spank::report_error;
 using dp::spank::state;
 
+// 0 or -1 only: Slurm before 25.05 ignored a positive return, 25.05 on
+// takes any non-zero one for an error.
 template <class F>
 int guarded(const char* where, F&& f) noexcept {
   try {
-    return f();
+    return f() == 0 ? 0 : -1;
   } catch (const std::exception& e) {
     report_error(std::string("internal error in ") + where + ": " + e.what());
   } catch (...) {
