@@ -45,14 +45,15 @@ struct PluginState {
   // option callbacks) or the site's default=on, never from DP_* variables,
   // which the user may set to anything. Their values come from the one
   // value srun resolved (DP_OPTIONS), in facts.options.
-  bool active = false;             // this step is a slurm-dp step
-  StepFacts facts;                 // this node's part of the step, for the layout core
-  std::string setup_error;         // set-up failed: every task fails with it
-  std::optional<int> skip_status;  // srun explained or refused the step: each task exits so
-  PortLease lease;                 // MASTER_PORT lease to release at step end
-  int leased_port = 0;             // on the master node: re-checked free in rank 0
-  NodeAgent agent;                 // this node's dp-nodeagent; stopped at step end
-  uint32_t tasks_ended = 0;        // task exits told to the agent
+  bool active = false;                   // this step is a slurm-dp step
+  StepFacts facts;                       // this node's part of the step, for the layout core
+  std::string setup_error;               // set-up failed: every task fails with it
+  std::string master_addr, master_port;  // set again in each task, after earlier plugins
+  std::optional<int> skip_status;        // srun explained or refused the step: each task exits so
+  PortLease lease;                       // MASTER_PORT lease to release at step end
+  int leased_port = 0;                   // on the master node: re-checked free in rank 0
+  NodeAgent agent;                       // this node's dp-nodeagent; stopped at step end
+  uint32_t tasks_ended = 0;              // task exits told to the agent
 };
 
 PluginState& state();

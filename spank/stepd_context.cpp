@@ -25,6 +25,7 @@
 #include "plugin_state.hpp"
 #include "port_lease.hpp"
 #include "skipped_step.hpp"
+#include "unix_connect.hpp"  // dp_sockets
 #include "user_child.hpp"
 
 namespace dp::spank {
@@ -186,6 +187,10 @@ Result<std::string> start_node_agent(spank_t sp, PluginState& st, const StepIds&
   }
   if (spank_setenv(sp, env::kAgentSocket, answer->socket.c_str(), 1) != ESPANK_SUCCESS)
     return make_error(Errc::internal, "cannot set DP_AGENT_SOCKET for the tasks");
+  // The agent's abstract socket lives in this network namespace (the agent
+  // is our child): a task in another one is told why it cannot reach it.
+  const std::string netns = rdv::network_namespace();
+  if (!netns.empty()) spank_setenv(sp, env::kAgentNetns, netns.c_str(), 1);
   if (fixed->has_value()) return std::to_string(**fixed);
   if (master) return std::to_string(*lease);
   if (answer->port < 1) return make_error(Errc::protocol, "the node agent gave no MASTER_PORT");
@@ -236,6 +241,8 @@ Result<void> set_up_node(spank_t sp, PluginState& st, const StepIds& id) {
   DP_TRY(port);
   if (spank_setenv(sp, env::kMasterPort, port->c_str(), 1) != ESPANK_SUCCESS)
     return make_error(Errc::internal, "cannot set MASTER_PORT for the tasks");
+  st.master_port = *port;
+  st.master_addr = job_env(sp, env::kMasterAddr).value_or("");  // srun's, for the tasks
   return {};
 }
 
@@ -325,6 +332,12 @@ int stepd_task_init(spank_t sp) {
     report_error(vars.error().message + " (node " + node_name() + ")");
     return -1;
   }
+  // A plugin earlier in task_init may have set these too: pyxis imports a
+  // container image's environment with overwrite, and NGC images carry
+  // enroot's MASTER_ADDR/MASTER_PORT. Ours load after it (the snippet's
+  // name collates after pyxis.conf), so the step's own values win.
+  if (!st.master_addr.empty()) vars->emplace_back(env::kMasterAddr, st.master_addr);
+  vars->emplace_back(env::kMasterPort, st.master_port);
   for (const auto& [name, value] : *vars)
     if (spank_setenv(sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS) {
       report_error("cannot set " + name + " for task " + std::to_string(rank));

@@ -24,6 +24,8 @@ inline constexpr const char* kRdvAddr = "DP_RDV_ADDR";      // host:port of dp-r
 inline constexpr const char* kRdvSecret = "DP_RDV_SECRET";  // per-step secret, hex; never logged
 // "@name": the node agent's abstract socket; the ranks talk to it instead of DP_RDV_ADDR.
 inline constexpr const char* kAgentSocket = "DP_AGENT_SOCKET";
+// The node's network namespace ("net:[4026531840]"), where that socket lives.
+inline constexpr const char* kAgentNetns = "DP_AGENT_NETNS";
 inline constexpr const char* kJobId = "DP_JOB_ID";
 inline constexpr const char* kStepId = "DP_STEP_ID";
 inline constexpr const char* kTiles = "DP_TILES";  // this task's tiles, "0,1,2,3"
