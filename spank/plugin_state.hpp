@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "agent_launcher.hpp"
 #include "dp/layout.hpp"
@@ -33,7 +34,8 @@ struct PluginState {
 
   // srun side
   pid_t daemon_pid = -1;
-  bool skipped = false;  // srun explained or refused the step; it ends before srun exits
+  // (job, step) srun explained or refused; srun waits for its end before it exits.
+  std::optional<std::pair<uint32_t, uint32_t>> skipped;
   // For the step's end (step_end.cpp): the report, the start-up line, the first failure.
   std::string job_id, step_id;
   bool verbose = false;

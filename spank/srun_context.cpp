@@ -3,19 +3,18 @@
 // and put the step-wide variables in the tasks' environment.
 #include <algorithm>
 #include <chrono>
-#include <cstdint>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "contexts.hpp"
 #include "daemon_launcher.hpp"
 #include "dp/env_names.hpp"
 #include "dp/layout.hpp"
-#include "dp/params.hpp"
 #include "job_options.hpp"
 #include "plugin_state.hpp"
 #include "route_address.hpp"  // dp_client
@@ -57,23 +56,19 @@ int skip_step(spank_t sp, int status) {
     return -1;
   }
   setenv(env::kSkipStep, format_skipped_step(job, step, status).c_str(), 1);
-  PluginState& st = state();
-  st.skipped = true;
-  st.job_id = std::to_string(job);
-  st.step_id = std::to_string(step);
+  state().skipped = std::pair(job, step);
   return 0;
 }
+
+int refusal_status() { return srun_error_status(std::getenv("SLURM_EXIT_ERROR")); }
 
 // srun learns that the tasks ended before slurmctld learns that the step did
 // (each node's slurmstepd tells it after the last task): the job's next srun
 // could find the nodes busy for a moment. Bounded: the step is Slurm's now.
-void await_skipped_step_end(const PluginState& st) {
-  auto job = parse_whole_number(st.job_id, 0, UINT32_MAX);
-  auto step = parse_whole_number(st.step_id, 0, UINT32_MAX);
-  if (!job || !step) return;
+void await_skipped_step_end(uint32_t job, uint32_t step) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (std::chrono::steady_clock::now() < deadline) {
-    auto listed = step_listed(static_cast<uint32_t>(*job), static_cast<uint32_t>(*step));
+    auto listed = step_listed(job, step);
     if (!listed || !*listed) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -83,7 +78,7 @@ void await_skipped_step_end(const PluginState& st) {
 // with the status it has when it cannot launch a step.
 int fail(spank_t sp, const Error& e) {
   report_error(describe(e));
-  return skip_step(sp, srun_error_status(std::getenv("SLURM_EXIT_ERROR")));
+  return skip_step(sp, refusal_status());
 }
 
 struct StepIds {
@@ -160,7 +155,7 @@ Result<CheckedStep> check_step(const SiteConfig& site, const Options& opts, cons
 int explain_step(spank_t sp, const CheckedStep& c, const SiteConfig& site, const Options& opts) {
   const bool ok = print_explain(c.plan, site, c.shape, c.master_addr, opts);
   std::cout << "slurm-dp: --dp-explain: dry run; no task runs the program" << std::endl;
-  return skip_step(sp, ok ? 0 : srun_error_status(std::getenv("SLURM_EXIT_ERROR")));
+  return skip_step(sp, ok ? 0 : refusal_status());
 }
 
 // srun's own environment is what it sends to the tasks.
@@ -211,7 +206,7 @@ Result<std::string> rendezvous_host(const std::string& master_addr) {
 int srun_local_user_init(spank_t sp) {
   const StepClock clock;  // srun's side of the start-up timings
   PluginState& st = state();
-  if (st.option_error) return skip_step(sp, srun_error_status(std::getenv("SLURM_EXIT_ERROR")));
+  if (st.option_error) return skip_step(sp, refusal_status());
   auto resolved = resolve_step_options(st);
   if (!resolved) return fail(sp, resolved.error());
   // A step that did not ask for slurm-dp is left exactly as it was.
@@ -268,7 +263,7 @@ int srun_local_user_init(spank_t sp) {
 
 int srun_exit(spank_t) {
   PluginState& st = state();
-  if (st.skipped) await_skipped_step_end(st);
+  if (st.skipped) await_skipped_step_end(st.skipped->first, st.skipped->second);
   if (st.daemon_pid > 0) {
     report_step_end(st);  // before the daemon goes: it holds the report
     stop_daemon(st.daemon_pid);
