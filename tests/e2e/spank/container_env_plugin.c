@@ -11,7 +11,7 @@
 
 SPANK_PLUGIN(dp_test_container_env, 1)
 
-int slurm_spank_task_init(spank_t sp, int ac, char **av) {
+int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   (void)ac;
   (void)av;
   char on[8] = "";
