@@ -34,8 +34,10 @@ struct PluginState {
 
   // srun side
   pid_t daemon_pid = -1;
-  // (job, step) srun explained or refused; srun waits for its end before it exits.
+  // (job, step) srun explained or refused; in an allocation it already had,
+  // where the job's next step needs the CPUs, srun waits for the step's end.
   std::optional<std::pair<uint32_t, uint32_t>> skipped;
+  bool srun_in_allocation = false;
   // For the step's end (step_end.cpp): the report, the start-up line, the first failure.
   std::string job_id, step_id;
   bool verbose = false;

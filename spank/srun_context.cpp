@@ -65,6 +65,8 @@ int refusal_status() { return srun_error_status(std::getenv("SLURM_EXIT_ERROR"))
 // srun learns that the tasks ended before slurmctld learns that the step did
 // (each node's slurmstepd tells it after the last task): the job's next srun
 // could find the nodes busy for a moment. Bounded: the step is Slurm's now.
+// (An allocation srun made itself ends with srun; its steps stay listed
+// while it completes, and no later step needs them.)
 void await_skipped_step_end(uint32_t job, uint32_t step) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -263,7 +265,8 @@ int srun_local_user_init(spank_t sp) {
 
 int srun_exit(spank_t) {
   PluginState& st = state();
-  if (st.skipped) await_skipped_step_end(st.skipped->first, st.skipped->second);
+  if (st.skipped && st.srun_in_allocation)
+    await_skipped_step_end(st.skipped->first, st.skipped->second);
   if (st.daemon_pid > 0) {
     report_step_end(st);  // before the daemon goes: it holds the report
     stop_daemon(st.daemon_pid);
