@@ -64,11 +64,14 @@ int refusal_status() { return srun_error_status(std::getenv("SLURM_EXIT_ERROR"))
 
 // srun learns that the tasks ended before slurmctld learns that the step did
 // (each node's slurmstepd tells it after the last task): the job's next srun
-// could find the nodes busy for a moment. Bounded: the step is Slurm's now.
+// could find the nodes busy for a moment, or for about 5 s when a node's
+// step-complete message missed its parent node's slurmstepd (Slurm then
+// retries 5 times, a second apart, before telling slurmctld itself; seen on
+// 24.11 when tasks end at once). Bounded: the step is Slurm's now.
 // (An allocation srun made itself ends with srun; its steps stay listed
 // while it completes, and no later step needs them.)
 void await_skipped_step_end(uint32_t job, uint32_t step) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline) {
     auto listed = step_listed(job, step);
     if (!listed || !*listed) return;
