@@ -5,8 +5,10 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+#include <utility>
 
 #include "agent_launcher.hpp"
 #include "dp/layout.hpp"
@@ -34,6 +36,10 @@ struct PluginState {
 
   // srun side
   pid_t daemon_pid = -1;
+  // (job, step) srun explained or refused; in an allocation it already had,
+  // where the job's next step needs the CPUs, srun waits for the step's end.
+  std::optional<std::pair<uint32_t, uint32_t>> skipped;
+  bool srun_in_allocation = false;
   // For the step's end (step_end.cpp): the report, the start-up line, the first failure.
   std::string job_id, step_id;
   bool verbose = false;
@@ -45,13 +51,15 @@ struct PluginState {
   // option callbacks) or the site's default=on, never from DP_* variables,
   // which the user may set to anything. Their values come from the one
   // value srun resolved (DP_OPTIONS), in facts.options.
-  bool active = false;       // this step is a slurm-dp step
-  StepFacts facts;           // this node's part of the step, for the layout core
-  std::string setup_error;   // set-up failed: every task fails with it
-  PortLease lease;           // MASTER_PORT lease to release at step end
-  int leased_port = 0;       // on the master node: re-checked free in rank 0
-  NodeAgent agent;           // this node's dp-nodeagent; stopped at step end
-  uint32_t tasks_ended = 0;  // task exits told to the agent
+  bool active = false;                   // this step is a slurm-dp step
+  StepFacts facts;                       // this node's part of the step, for the layout core
+  std::string setup_error;               // set-up failed: every task fails with it
+  std::string master_addr, master_port;  // set again in each task, after earlier plugins
+  std::optional<int> skip_status;        // srun explained or refused the step: each task exits so
+  PortLease lease;                       // MASTER_PORT lease to release at step end
+  int leased_port = 0;                   // on the master node: re-checked free in rank 0
+  NodeAgent agent;                       // this node's dp-nodeagent; stopped at step end
+  uint32_t tasks_ended = 0;              // task exits told to the agent
 };
 
 PluginState& state();

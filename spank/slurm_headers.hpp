@@ -19,6 +19,10 @@ extern "C" {
 // 25.11: slurm_get_job_steps takes the step's slurm_step_id_t instead of
 // (update time, job id, step id).
 #define DP_SLURM_STEP_QUERY_BY_ID (SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 11, 0))
+// 25.05: a plugin may name what its slurm_spank_init failure means
+// (slurm_spank_init_failure_mode, ESPANK_JOB_FAILURE); without it the failure
+// in a node context drains the node.
+#define DP_SLURM_SPANK_FAILURE_MODE (SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 5, 0))
 // (24.11 removed slurm_get_errno(), which only ever returned errno: the
 // plugin reads errno on every release.)
 

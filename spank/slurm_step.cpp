@@ -62,6 +62,20 @@ Result<DeviceRequest> load_step_request(uint32_t job_id, uint32_t step_id) {
   return *req;
 }
 
+Result<bool> step_listed(uint32_t job_id, uint32_t step_id) {
+  job_step_info_response_msg_t* resp = nullptr;
+  if (get_step_info(job_id, step_id, &resp) != SLURM_SUCCESS || resp == nullptr)
+    return make_error(Errc::unavailable, "cannot read step " + std::to_string(job_id) + "." +
+                                             std::to_string(step_id) +
+                                             " from slurmctld: " + slurm_strerror(errno));
+  bool listed = false;
+  for (uint32_t i = 0; i < resp->job_step_count; ++i)
+    listed = listed || (resp->job_steps[i].step_id.job_id == job_id &&
+                        resp->job_steps[i].step_id.step_id == step_id);
+  slurm_free_job_step_info_response_msg(resp);
+  return listed;
+}
+
 Result<std::map<std::string, NodeFacts>> load_nodes(const std::vector<std::string>& names) {
   node_info_msg_t* msg = nullptr;
   int rc = names.size() == 1

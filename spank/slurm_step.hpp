@@ -18,6 +18,10 @@ Result<StepShape> load_step_shape(uint32_t job_id, uint32_t step_id);
 // and step, and its TRES binding).
 Result<DeviceRequest> load_step_request(uint32_t job_id, uint32_t step_id);
 
+// Whether slurmctld still holds the step (its CPUs are not yet the job's
+// again).
+Result<bool> step_listed(uint32_t job_id, uint32_t step_id);
+
 struct NodeFacts {
   std::string address;  // NodeAddr
   std::string gres;     // configured Gres, e.g. "gpu:4"

@@ -1,6 +1,7 @@
 // The SPANK entry points: each hands over to the file of its Slurm context
 // (srun_context.cpp, allocator_context.cpp, stepd_context.cpp). Nothing here
 // may let a C++ exception reach Slurm.
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <vector>
@@ -19,15 +20,23 @@ extern const unsigned int spank_plugin_version;
 SPANK_PLUGIN(dp, 1)
 }
 
+#if DP_SLURM_SPANK_FAILURE_MODE
+// slurm-dp's failures are a job's (a bad site line fails every job the
+// same way), never a reason to drain the node; spank.h declares it extern "C".
+int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
+#endif
+
 namespace {
 
 using dp::spank::report_error;
 using dp::spank::state;
 
+// 0 or -1 only: Slurm before 25.05 ignored a positive return, 25.05 on
+// takes any non-zero one for an error.
 template <class F>
 int guarded(const char* where, F&& f) noexcept {
   try {
-    return f();
+    return f() == 0 ? 0 : -1;
   } catch (const std::exception& e) {
     report_error(std::string("internal error in ") + where + ": " + e.what());
   } catch (...) {
@@ -88,6 +97,8 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
       return -1;
     }
     state().site = *site;
+    // Before srun makes an allocation of its own (and sets SLURM_JOB_ID).
+    if (ctx == S_CTX_LOCAL) state().srun_in_allocation = std::getenv("SLURM_JOB_ID") != nullptr;
     return register_options(sp);
   });
 }

@@ -2,10 +2,13 @@
 // check the request against the step, start the step's rendezvous daemon,
 // and put the step-wide variables in the tasks' environment.
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "contexts.hpp"
@@ -15,9 +18,9 @@
 #include "job_options.hpp"
 #include "plugin_state.hpp"
 #include "route_address.hpp"  // dp_client
+#include "skipped_step.hpp"
 #include "slurm_step.hpp"
 #include "step_end.hpp"
-#include "unlaunched_step.hpp"
 
 namespace dp::spank {
 
@@ -49,25 +52,45 @@ bool print_explain(const LayoutPlan& plan, const SiteConfig& site, const StepSha
   return true;
 }
 
-// srun exits after a refusal or a dry run without launching the step it
-// created; ending the step here gives its CPUs back to the job's next step.
-void end_unlaunched_step(spank_t sp, uint32_t exit_code) {
-  uint32_t job = 0, step = 0, nodes = 0;
+// srun goes on to launch a step it explained or refused (skipped_step.hpp):
+// every task ends before the program with `status`, srun exits with it, and
+// the step ends on its nodes, giving its CPUs back to the job's next step.
+int skip_step(spank_t sp, int status) {
+  uint32_t job = 0, step = 0;
   if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_NNODES, &nodes) != ESPANK_SUCCESS) {
-    report_error("cannot read the step's ids from srun to end it; it ends with its job");
-    return;
+      spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS) {
+    report_error("cannot read the step's ids from srun; the step ends with its job");
+    return -1;
   }
-  auto ended = complete_unlaunched_step(job, step, nodes, exit_code);
-  if (!ended) report_error(describe(ended.error()) + "; the step ends with its job");
+  setenv(env::kSkipStep, format_skipped_step(job, step, status).c_str(), 1);
+  state().skipped = std::pair(job, step);
+  return 0;
 }
 
-// A refusal: srun prints Slurm's error line and exits non-zero.
+int refusal_status() { return srun_error_status(std::getenv("SLURM_EXIT_ERROR")); }
+
+// srun learns that the tasks ended before slurmctld learns that the step did
+// (each node's slurmstepd tells it after the last task): the job's next srun
+// could find the nodes busy for a moment, or for about 5 s when a node's
+// step-complete message missed its parent node's slurmstepd (Slurm then
+// retries 5 times, a second apart, before telling slurmctld itself; seen on
+// 24.11 when tasks end at once). Bounded: the step is Slurm's now.
+// (An allocation srun made itself ends with srun; its steps stay listed
+// while it completes, and no later step needs them.)
+void await_skipped_step_end(uint32_t job, uint32_t step) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto listed = step_listed(job, step);
+    if (!listed || !*listed) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// A refusal: one "slurm-dp:" line, no task runs the program, and srun exits
+// with the status it has when it cannot launch a step.
 int fail(spank_t sp, const Error& e) {
   report_error(describe(e));
-  end_unlaunched_step(sp, 1);
-  return -1;
+  return skip_step(sp, refusal_status());
 }
 
 struct StepIds {
@@ -142,16 +165,12 @@ Result<CheckedStep> check_step(const SiteConfig& site, const Options& opts, cons
   return CheckedStep{std::move(f.shape), std::move(*plan), nodes->at(master_host).address};
 }
 
-// A dry run ends srun here, successfully: srun itself exits at this point
-// when a plugin refuses the launch, and its shepherd process then releases
-// the allocation if srun made it; we exit the same way, but with status 0
-// and without Slurm's two error lines.
-[[noreturn]] void explain_and_exit(spank_t sp, const CheckedStep& c, const SiteConfig& site,
-                                   const Options& opts) {
+// A dry run: the layout is printed here and no task runs the program; srun
+// exits 0 (after a layout it could not print, as after a refusal).
+int explain_step(spank_t sp, const CheckedStep& c, const SiteConfig& site, const Options& opts) {
   const bool ok = print_explain(c.plan, site, c.shape, c.master_addr, opts);
-  std::cout << "slurm-dp: --dp-explain: dry run; no task was started" << std::endl;
-  end_unlaunched_step(sp, ok ? 0 : 1);
-  std::exit(ok ? 0 : 1);
+  std::cout << "slurm-dp: --dp-explain: dry run; no task runs the program" << std::endl;
+  return skip_step(sp, ok ? 0 : refusal_status());
 }
 
 // srun's own environment is what it sends to the tasks.
@@ -202,14 +221,13 @@ Result<std::string> rendezvous_host(const std::string& master_addr) {
 int srun_local_user_init(spank_t sp) {
   const StepClock clock;  // srun's side of the start-up timings
   PluginState& st = state();
-  if (st.option_error) {
-    end_unlaunched_step(sp, 1);
-    return -1;
-  }
+  if (st.option_error) return skip_step(sp, refusal_status());
   auto resolved = resolve_step_options(st);
   if (!resolved) return fail(sp, resolved.error());
   // A step that did not ask for slurm-dp is left exactly as it was.
   if (!*resolved) return 0;
+  // One of the user's shell or of an enclosing step is not this step's.
+  unsetenv(env::kSkipStep);
   report_site_warnings(st.site);
   const Options& opts = **resolved;
   auto id = step_ids(sp);
@@ -235,7 +253,7 @@ int srun_local_user_init(spank_t sp) {
 
   auto step = check_step(st.site, opts, *id, task_command(sp));
   if (!step) return refuse(step.error());
-  if (explain) explain_and_exit(sp, *step, st.site, opts);
+  if (explain) return explain_step(sp, *step, st.site, opts);
   st.srun_layout_ms = clock.ms();
   auto host = rendezvous_host(step->master_addr);
   if (!host) return refuse(host.error());
@@ -260,6 +278,8 @@ int srun_local_user_init(spank_t sp) {
 
 int srun_exit(spank_t) {
   PluginState& st = state();
+  if (st.skipped && st.srun_in_allocation)
+    await_skipped_step_end(st.skipped->first, st.skipped->second);
   if (st.daemon_pid > 0) {
     report_step_end(st);  // before the daemon goes: it holds the report
     stop_daemon(st.daemon_pid);

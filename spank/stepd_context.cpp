@@ -24,6 +24,8 @@
 #include "dp/options.hpp"
 #include "plugin_state.hpp"
 #include "port_lease.hpp"
+#include "skipped_step.hpp"
+#include "unix_connect.hpp"  // dp_sockets
 #include "user_child.hpp"
 
 namespace dp::spank {
@@ -189,10 +191,25 @@ Result<std::string> start_node_agent(spank_t sp, PluginState& st, const StepIds&
   }
   if (spank_setenv(sp, env::kAgentSocket, answer->socket.c_str(), 1) != ESPANK_SUCCESS)
     return make_error(Errc::internal, "cannot set DP_AGENT_SOCKET for the tasks");
+  // The agent's abstract socket lives in this network namespace (the agent
+  // is our child): a task in another one is told why it cannot reach it.
+  const std::string netns = rdv::network_namespace();
+  if (!netns.empty()) spank_setenv(sp, env::kAgentNetns, netns.c_str(), 1);
   if (fixed->has_value()) return std::to_string(**fixed);
   if (master) return std::to_string(*lease);
   if (answer->port < 1) return make_error(Errc::protocol, "the node agent gave no MASTER_PORT");
   return std::to_string(answer->port);
+}
+
+// The exit status of every task of a step srun explained or refused
+// (skipped_step.hpp). srun refuses every heterogeneous step, and only the
+// first component's nodes get the variables srun sets.
+std::optional<int> skipped_status(spank_t sp, const StepIds& id) {
+  if (auto value = job_env(sp, env::kSkipStep))
+    if (auto status = skipped_step_status(*value, id.job, id.step)) return status;
+  if (job_env(sp, "SLURM_HET_SIZE"))
+    return srun_error_status(job_env(sp, "SLURM_EXIT_ERROR").value_or("").c_str());
+  return std::nullopt;
 }
 
 bool is_special_step(uint32_t step_id) {
@@ -228,6 +245,8 @@ Result<void> set_up_node(spank_t sp, PluginState& st, const StepIds& id) {
   DP_TRY(port);
   if (spank_setenv(sp, env::kMasterPort, port->c_str(), 1) != ESPANK_SUCCESS)
     return make_error(Errc::internal, "cannot set MASTER_PORT for the tasks");
+  st.master_port = *port;
+  st.master_addr = job_env(sp, env::kMasterAddr).value_or("");  // srun's, for the tasks
   return {};
 }
 
@@ -267,6 +286,10 @@ int stepd_init_post_opt(spank_t sp) {
   if (!st.cli_options.any() && !st.site.default_on && !st.option_error) return 0;
   st.active = true;
   report_site_warnings(st.site);
+  // srun explained or refused the step and told its user why: nothing to
+  // set up, every task ends before the program.
+  st.skip_status = skipped_status(sp, id);
+  if (st.skip_status) return 0;
   auto ok = set_up_node(sp, st, id);
   if (!ok) {
     // Returned from here, Slurm would only log "Plugin initialization
@@ -288,6 +311,9 @@ int stepd_user_init(spank_t) {
 int stepd_task_init(spank_t sp) {
   PluginState& st = state();
   if (!st.active) return 0;
+  // In the task's own process, before the program: Slurm ends a task whose
+  // plugin stack fails the same way, but with an error line of its own.
+  if (st.skip_status) std::_Exit(*st.skip_status);
   uint32_t rank = 0, local_count = 0, node_id = 0;
   int local_rank = 0;
   if (spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS ||
@@ -317,6 +343,12 @@ int stepd_task_init(spank_t sp) {
     report_error(vars.error().message + " (node " + node_name() + ")");
     return -1;
   }
+  // A plugin earlier in task_init may have set these too: pyxis imports a
+  // container image's environment with overwrite, and NGC images carry
+  // enroot's MASTER_ADDR/MASTER_PORT. Ours load after it (the snippet's
+  // name collates after pyxis.conf), so the step's own values win.
+  if (!st.master_addr.empty()) vars->emplace_back(env::kMasterAddr, st.master_addr);
+  vars->emplace_back(env::kMasterPort, st.master_port);
   for (const auto& [name, value] : *vars)
     if (spank_setenv(sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS) {
       report_error("cannot set " + name + " for task " + std::to_string(rank));

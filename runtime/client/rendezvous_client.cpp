@@ -589,7 +589,7 @@ Result<std::unique_ptr<RendezvousClient>> RendezvousClient::connect(const Client
   for (;;) {
     // Each attempt gets a slice of the total so a dropped SYN is retried.
     const auto attempt_deadline = std::min(deadline, Clock::now() + milliseconds(5'000));
-    auto fd = local ? rdv::unix_connect_once(o.agent_socket)
+    auto fd = local ? rdv::unix_connect_once(o.agent_socket, o.agent_netns)
                     : rdv::tcp_connect_once(o.host, o.port, attempt_deadline);
     if (fd) {
       rdv::ReplyReader reader(rdv::kHelloFrameLimit);
@@ -609,7 +609,9 @@ Result<std::unique_ptr<RendezvousClient>> RendezvousClient::connect(const Client
       last = hello.error();
     } else {
       last = fd.error();
-      if (last.code == Errc::unauthorized || last.code == Errc::invalid_argument) return last;
+      if (last.code == Errc::unauthorized || last.code == Errc::invalid_argument ||
+          last.code == Errc::unavailable)
+        return last;
     }
     if (Clock::now() + backoff >= deadline) break;
     std::this_thread::sleep_for(backoff + milliseconds(jitter() % (backoff.count() / 2 + 1)));

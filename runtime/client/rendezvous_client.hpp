@@ -34,6 +34,9 @@ struct ClientOptions {
   // DP_AGENT_SOCKET ("@name"): the node agent's abstract socket. When set,
   // the client talks to it instead of host:port, with the same protocol.
   std::string agent_socket;
+  // DP_AGENT_NETNS: the agent's network namespace; a task in another one is
+  // told so (unix_connect.hpp) instead of retrying.
+  std::string agent_netns;
   std::string secret;  // job secret (DP_RDV_SECRET); never logged
   PeerRole role = PeerRole::rank;
   int rank = -1;  // with role == rank

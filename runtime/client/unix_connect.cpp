@@ -29,7 +29,29 @@ Result<uid_t> peer_uid(int fd) {
   return cred.uid;
 }
 
-Result<int> unix_connect_once(const std::string& at_name) {
+std::string network_namespace() {
+  char link[128] = {};
+  const ssize_t n = readlink("/proc/self/ns/net", link, sizeof link - 1);
+  return n > 0 ? std::string(link, static_cast<size_t>(n)) : std::string();
+}
+
+namespace {
+
+Error other_namespace(const std::string& at_name, const std::string& agent_netns,
+                      const std::string& mine) {
+  return make_error(
+      Errc::unavailable,
+      "cannot connect to the node agent at " + at_name + ": this task runs in network namespace " +
+          mine + ", the agent in the node's (" + agent_netns +
+          "), and its abstract socket exists only there. The task's container has a network "
+          "namespace of its own: drop the option that gives it one (pyxis "
+          "--container-unshare=net, enroot start --net, apptainer --net) and run it in the "
+          "node's network");
+}
+
+}  // namespace
+
+Result<int> unix_connect_once(const std::string& at_name, const std::string& agent_netns) {
   sockaddr_un sa;
   auto len = abstract_address(at_name, sa);
   DP_TRY(len);
@@ -45,6 +67,8 @@ Result<int> unix_connect_once(const std::string& at_name) {
   if (rc != 0) {
     const int e = errno;
     ::close(fd);
+    const std::string mine = agent_netns.empty() ? std::string() : network_namespace();
+    if (!mine.empty() && mine != agent_netns) return other_namespace(at_name, agent_netns, mine);
     return make_error(Errc::connection,
                       "cannot connect to the node agent at " + at_name + ": " + std::strerror(e));
   }

@@ -18,8 +18,15 @@ namespace dp::rdv {
 Result<socklen_t> abstract_address(const std::string& at_name, sockaddr_un& out);
 // The uid of the process at the other end of a connected unix socket.
 Result<uid_t> peer_uid(int fd);
+// This process's network namespace as /proc/self/ns/net names it
+// ("net:[4026531840]"); empty when /proc cannot tell.
+std::string network_namespace();
 // Connects (a non-blocking socket, as tcp_connect_once gives; a unix connect
 // never waits) and checks that the listener runs as this process's uid.
-Result<int> unix_connect_once(const std::string& at_name);
+// An abstract name lives in one network namespace: `agent_netns` is the
+// agent's (DP_AGENT_NETNS); a process in another one, such as a container
+// with a network of its own, cannot connect, and the error (unavailable,
+// not worth retrying) says so and names the container options that do it.
+Result<int> unix_connect_once(const std::string& at_name, const std::string& agent_netns = {});
 
 }  // namespace dp::rdv

@@ -57,6 +57,7 @@ Result<JobStore> open_job_store(const Context& ctx, std::chrono::milliseconds ti
     o.secret = ctx.secret;
     // The plugin's node agent, when it started one, speaks for the step's daemon.
     o.agent_socket = env_value(env::kAgentSocket).value_or("");
+    o.agent_netns = env_value(env::kAgentNetns).value_or("");
     o.role = PeerRole::rank;
     o.rank = ctx.rank;
     o.world_size = ctx.world_size;

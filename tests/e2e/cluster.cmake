@@ -68,6 +68,7 @@ set(DP_E2E_DEBIAN13
   agent.kill_rank
   spank.explain                   # explain and refusal inside a batch job
   spank.unlaunched_step
+  spank.container_env             # a plugin before ours sets the container's MASTER_*
   spank.master_failure            # the master node's set-up fails
   daemon.suspend                  # scontrol suspend of a trainer job
   spank.launcher_shape            # launcher refusal and explain

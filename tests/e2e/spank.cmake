@@ -20,3 +20,14 @@ foreach(t launcher_torchrun launcher_shape launcher_overlap launcher_kill)
     ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/${t}.sh)
 endforeach()
+# A stand-in for pyxis: a SPANK plugin that overwrites MASTER_ADDR, MASTER_PORT,
+# WORLD_SIZE and RANK in task_init, as pyxis's import of a container image's
+# environment does; container_env.sh loads it before slurm-dp.
+add_library(dp_test_container_env MODULE ${CMAKE_CURRENT_LIST_DIR}/spank/container_env_plugin.c)
+set_target_properties(dp_test_container_env PROPERTIES PREFIX "")
+target_include_directories(dp_test_container_env SYSTEM PRIVATE ${SLURM_INCLUDE_DIR})
+dp_warnings(dp_test_container_env)
+dp_e2e_test(NAME spank.container_env MODES lo ns TIMEOUT 300
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
+              DP_TEST_CONTAINER_PLUGIN=$<TARGET_FILE:dp_test_container_env>
+  COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/container_env.sh)

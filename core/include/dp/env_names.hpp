@@ -33,12 +33,17 @@ inline constexpr const char* kRdvAddr = "DP_RDV_ADDR";      // host:port of dp-r
 inline constexpr const char* kRdvSecret = "DP_RDV_SECRET";  // per-step secret, hex; never logged
 // "@name": the node agent's abstract socket; the ranks talk to it instead of DP_RDV_ADDR.
 inline constexpr const char* kAgentSocket = "DP_AGENT_SOCKET";
+// The node's network namespace ("net:[4026531840]"), where that socket lives.
+inline constexpr const char* kAgentNetns = "DP_AGENT_NETNS";
 inline constexpr const char* kJobId = "DP_JOB_ID";
 inline constexpr const char* kStepId = "DP_STEP_ID";
 inline constexpr const char* kTiles = "DP_TILES";  // this task's tiles, "0,1,2,3"
 // srun's resolved --dp-* options, the one value the nodes and the runtime read
 // (dp::parse_node_options): "--dp-world=auto --dp-tiles=2".
 inline constexpr const char* kOptions = "DP_OPTIONS";
+// "<job>.<step>": srun only explained or refused this step; its nodes end every
+// task before the program (a launched step ends as Slurm's own steps do).
+inline constexpr const char* kSkipStep = "DP_SKIP_STEP";
 inline constexpr const char* kBackend = "DP_BACKEND";       // user override: gloo|nccl
 inline constexpr const char* kTimeoutMs = "DP_TIMEOUT_MS";  // user override
 inline constexpr const char* kDebug = "DP_DEBUG";           // 1: per-phase start-up timings

@@ -58,11 +58,14 @@ Result<long long> parse_env_integer(std::string_view name, std::string_view text
   T("DP_RDV_ADDR", "HOST:PORT", "set by the plugin: the step's dp-rendezvousd")                   \
   T("DP_RDV_SECRET", "HEX", "set by the plugin: the step's secret; never logged")                 \
   T("DP_AGENT_SOCKET", "@NAME", "set by the plugin: the node agent the ranks talk to")            \
+  T("DP_AGENT_NETNS", "net:[INODE]", "set by the plugin: the network namespace of that socket")   \
   T("DP_JOB_ID", "ID", "set by the plugin: the job of the step")                                  \
   T("DP_STEP_ID", "ID", "set by the plugin: the step whose tasks get the variables")              \
   T("DP_TILES", "LIST", "set by the plugin: this task's tiles, e.g. 0,1,2,3")                     \
   T("DP_OPTIONS", "--dp-NAME=VALUE...",                                                           \
-    "set by the plugin: the step's --dp-* options as srun resolved them")
+    "set by the plugin: the step's --dp-* options as srun resolved them")                         \
+  T("DP_SKIP_STEP", "JOB.STEP",                                                                   \
+    "set by the plugin: srun explained or refused the step; each task ends before the program")
 
 enum class Param {
 #define DP_PARAM_ID(id, name, def, min, max, meaning) id,

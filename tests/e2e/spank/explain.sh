@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# --dp-explain prints every task's layout, starts nothing and ends srun
+# --dp-explain prints every task's layout, runs no program and ends srun
 # successfully, without Slurm error lines, on its own and inside a batch
 # job; a srun that made its own allocation leaves no job behind.
 . "$(dirname "$0")/../lib.sh"
@@ -11,7 +11,7 @@ out=$(as_user timeout 60 srun --dp-explain --dp-tiles=2 -N2 --ntasks-per-node=2 
 echo "$out"
 ((rc == 0)) || fail "a successful explain should end srun with status 0, got $rc"
 grep -qi 'error' <<<"$out" && fail "error lines after a successful explain"
-[[ ! -e $marker ]] || fail "explain started a task"
+[[ ! -e $marker ]] || fail "a task of the explain ran its program"
 [[ $(grep -c '^task [0-3] on n[12]: RANK=' <<<"$out") -eq 4 ]] || fail "4 task lines expected"
 grep -q '^task 1 on n1: RANK=1 LOCAL_RANK=1 .*CUDA_VISIBLE_DEVICES=2,3 DP_TILES=2,3' <<<"$out" || fail "task 1 layout"
 grep -q '^slurm-dp: --dp-explain: dry run' <<<"$out" || fail "dry-run note missing"

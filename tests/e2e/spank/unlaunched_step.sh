@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# A step srun created but slurm-dp did not launch (--dp-explain, a refusal)
-# gives its CPUs back at once: the next srun of the same batch job starts
-# promptly instead of waiting for the job's end ("Requested nodes are busy").
+# A step srun explained or refused (Slurm created it before asking the
+# plugin) gives its CPUs back at once: the next srun of the same batch job
+# starts promptly instead of waiting for the job's end ("Requested nodes are
+# busy"). No task of those steps runs the program.
 . "$(dirname "$0")/../lib.sh"
 site
 
@@ -11,9 +12,9 @@ site
 script="$WORK/job.sh"
 cat >"$script" <<'EOF'
 #!/bin/bash
-srun --dp-explain true >/dev/null; echo explain=$?
+srun --dp-explain touch ran-explain >/dev/null; echo explain=$?
 timeout 30 srun --dp-world=auto hostname | sort | tr '\n' ' '; echo; echo after_explain=${PIPESTATUS[0]}
-srun --dp-world=3 true; echo refused=$?
+srun --dp-world=3 touch ran-refused; echo refused=$?
 timeout 30 srun --dp-world=auto hostname | sort | tr '\n' ' '; echo; echo after_refusal=${PIPESTATUS[0]}
 EOF
 chmod 755 "$script"
@@ -30,4 +31,5 @@ grep -q '^refused=[1-9]' <<<"$out" || fail "--dp-world=3 on 2 tasks was not refu
 grep -qx 'after_refusal=0' <<<"$out" || fail "the srun after a refusal did not run (124: it waited for the refused step)"
 [[ $(grep -cx 'n1 n2 ' <<<"$out") -eq 2 ]] || fail "the step after the refusal did not run on both nodes"
 grep -q 'busy' <<<"$out" && fail "a later step waited for busy nodes"
+[[ ! -e $WORK/ran-explain && ! -e $WORK/ran-refused ]] || fail "a task of an explained or refused step ran its program"
 pass "explained and refused steps leave the job's CPUs free for its next step"
