@@ -2,9 +2,11 @@
 // first need from the folder beside libdp, once per process, and never
 // closed (its communicators' code lives there).
 #include <dlfcn.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -21,18 +23,25 @@ struct LoadedModule {
   std::string error;  // why there is none, for the nccl backend's error
 };
 
-// The folder of the object this code was linked into: libdp.so, or a
-// program that linked libdp's objects statically.
+// The folder of the object this code was linked into: libdp.so (by the path
+// the dynamic loader opened, made absolute), or the program when it linked
+// libdp's objects statically (the loader's name for it is empty).
 std::string own_folder() {
   static const char anchor = 0;
   Dl_info info{};
+  link_map* map = nullptr;
   std::string self;
-  if (dladdr(&anchor, &info) != 0 && info.dli_fname != nullptr) self = info.dli_fname;
-  if (self.empty() || self[0] != '/') {
-    // The main program is named as it was started; only an absolute path is used.
+  if (dladdr1(&anchor, &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) != 0 &&
+      map != nullptr && map->l_name != nullptr && map->l_name[0] != '\0') {
+    char* real = realpath(map->l_name, nullptr);
+    if (real != nullptr) {
+      self = real;
+      free(real);
+    }
+  } else {
     char buf[PATH_MAX];
     const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-    self = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+    if (n > 0) self.assign(buf, static_cast<size_t>(n));
   }
   const auto slash = self.rfind('/');
   return slash == std::string::npos ? std::string() : self.substr(0, slash);
