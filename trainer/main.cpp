@@ -10,14 +10,12 @@
 #include <thread>
 #include <vector>
 
+#include "cuda_loader.hpp"
 #include "dp/communicator.hpp"
 #include "src/cpu_ops.hpp"
 #include "src/options.hpp"
 #include "src/stop_signal.hpp"
 #include "src/trainer.hpp"
-#ifdef DP_HAVE_CUDA
-#include "cuda/cuda_ops.hpp"
-#endif
 
 namespace {
 
@@ -29,27 +27,26 @@ int fail(int rank, const dp::Error& e, int code) {
 }
 
 // Decided before the communicator exists, so a CPU run never gets NCCL
-// (which would be handed host pointers) just because a GPU is visible.
+// (which would be handed host pointers) just because a GPU is visible. The
+// CUDA half is a module of the CUDA package: without it, automatic is the CPU.
 dp::Result<bool> wants_cuda(dpt::DeviceChoice choice) {
-#ifdef DP_HAVE_CUDA
-  const bool gpu = dpt::cuda_device_count() > 0;
+  if (choice == dpt::DeviceChoice::cpu) return false;
+  auto module = dpt::cuda_module();
+  if (!module) {
+    if (choice == dpt::DeviceChoice::cuda)
+      return dp::make_error(module.error().code, "--device cuda: " + module.error().message);
+    return false;
+  }
+  const bool gpu = (*module)->device_count() > 0;
   if (choice == dpt::DeviceChoice::cuda && !gpu)
     return dp::make_error(dp::Errc::unavailable,
                           "--device cuda: no usable CUDA device here; use --device cpu");
-  return choice == dpt::DeviceChoice::cuda || (choice == dpt::DeviceChoice::automatic && gpu);
-#else
-  if (choice == dpt::DeviceChoice::cuda)
-    return dp::make_error(
-        dp::Errc::unavailable,
-        "--device cuda: this dp-trainer was built without CUDA; use --device cpu");
-  return false;
-#endif
+  return gpu;
 }
 
 // The device is the one dp::Context names (the communicator's choice too).
 dp::Result<std::unique_ptr<dpt::Ops>> make_ops(bool cuda, const dpt::Options& opts,
                                                const dp::Context& ctx, dp::Communicator& comm) {
-#ifdef DP_HAVE_CUDA
   if (cuda) {
     if (comm.size() > 1 && comm.backend() != dp::Backend::nccl)
       return dp::make_error(
@@ -57,13 +54,15 @@ dp::Result<std::unique_ptr<dpt::Ops>> make_ops(bool cuda, const dpt::Options& op
           "--device cuda: gradients live in GPU memory and need the nccl backend (got " +
               std::string(dp::backend_name(comm.backend())) +
               "); set DP_BACKEND=nccl or use --device cpu");
-    auto device = ctx.cuda_device(dpt::cuda_device_count());
+    auto module = dpt::cuda_module();
+    if (!module) return module.error();
+    auto device = ctx.cuda_device((*module)->device_count());
     if (!device) return device.error();
-    return dpt::make_cuda_ops(*device, opts.precision);
+    dp::Error error;
+    dpt::Ops* ops = (*module)->make_ops(*device, opts.precision, &error);
+    if (ops == nullptr) return error;
+    return std::unique_ptr<dpt::Ops>(ops);
   }
-#else
-  (void)cuda, (void)ctx, (void)comm;
-#endif
   if (opts.precision != dpt::Precision::fp32)
     return dp::make_error(
         dp::Errc::invalid_argument,

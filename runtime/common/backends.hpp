@@ -15,8 +15,9 @@ struct ResolvedOptions {
   bool shared_memory = true;
 };
 
-// Number of CUDA devices this process can use; 0 without CUDA support, a
-// driver, or a device (cudaGetDeviceCount fails then, see NOTES).
+// Number of CUDA devices this process can use; 0 without the NCCL module
+// (package slurm-dp-cuda), a driver, or a device (cudaGetDeviceCount fails
+// then, see NOTES). The module and make_nccl_communicator: nccl_loader.cpp.
 int usable_cuda_devices() noexcept;
 
 // Options + DP_BACKEND/DP_TIMEOUT_MS + world size + visible devices -> the

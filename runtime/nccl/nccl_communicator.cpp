@@ -15,13 +15,13 @@
 
 #include "arg_checks.hpp"
 #include "backends.hpp"
-#include "gloo_store.hpp"
+#include "cuda_device.hpp"
+#include "nccl_module.hpp"
 #include "nccl_support.hpp"
-#include "startup_log.hpp"
 
 namespace dp::detail {
 
-int usable_cuda_devices() noexcept {
+int nccl_cuda_devices() noexcept {
   int n = 0;  // cudaGetDeviceCount leaves it unwritten on error (no driver: 35)
   if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
   return n;
@@ -183,16 +183,17 @@ class NcclCommunicator final : public Communicator {
     // Finalize while the daemon's abort callback is still installed, so a
     // peer that dies now still ends this wait at once.
     teardown();
-    if (store_.client) (void)store_.client->goodbye();
-    store_.client.reset();  // no abort callback after this point
+    if (store_.goodbye) store_.goodbye();
+    store_ = NcclStore();  // no abort callback after this point
     if (s_->produced != nullptr) (void)cudaEventDestroy(s_->produced);
     if (s_->stream != nullptr) (void)cudaStreamDestroy(s_->stream);
     if (scratch_ != nullptr) (void)cudaFree(scratch_);
   }
 
-  Result<void> start(const Context& ctx, std::chrono::milliseconds timeout, StartupLog& log) {
+  Result<void> start(const Context& ctx, std::chrono::milliseconds timeout, const NcclHost& host) {
+    NcclPhases& log = *host.phases;
     s_->timeout = timeout;
-    auto device = ctx.cuda_device(usable_cuda_devices());
+    auto device = select_cuda_device(ctx.tiles, ctx.local_rank, nccl_cuda_devices());
     if (!device) return device.error();
     if (auto e = cudaSetDevice(*device); e != cudaSuccess) return cuda_error(e, "cudaSetDevice");
     if (auto e = cudaStreamCreateWithFlags(&s_->stream, cudaStreamNonBlocking); e != cudaSuccess) {
@@ -209,19 +210,19 @@ class NcclCommunicator final : public Communicator {
       if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess)
         return nccl_error(r, "ncclGetUniqueId");
     } else {
-      auto js = open_job_store(ctx, timeout);
+      auto js = host.open_store(ctx, timeout);
       if (!js) return js.error();
       store_ = std::move(*js);
       log.phase("connect to store");
-      if (store_.client) {
+      if (store_.on_abort) {
         std::shared_ptr<NcclShared> s = s_;
-        store_.client->on_abort([s](const Error& e) {
+        store_.on_abort([s](const Error& e) {
           s->abort(make_error(Errc::aborted, "job aborted: " + e.message));
         });
       }
       static std::atomic<int> generation{0};
-      auto got =
-          exchange_nccl_id(*store_.store, rank_, "dp/nccl/" + std::to_string(generation++) + "/id");
+      auto got = exchange_nccl_id(*store_.store, store_.publish_once, rank_,
+                                  "dp/nccl/" + std::to_string(generation++) + "/id");
       if (!got) return got.error();
       id = *got;
       log.phase("unique id exchange");
@@ -372,17 +373,16 @@ class NcclCommunicator final : public Communicator {
   int size_;
   void* scratch_ = nullptr;
   std::shared_ptr<NcclShared> s_ = std::make_shared<NcclShared>();
-  JobStore store_;
+  NcclStore store_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<Communicator>> make_nccl_communicator(const Context& ctx,
-                                                             std::chrono::milliseconds timeout) {
-  StartupLog log("nccl", ctx.rank);
+Result<std::unique_ptr<Communicator>> make_nccl_backend(const Context& ctx,
+                                                        std::chrono::milliseconds timeout,
+                                                        const NcclHost& host) {
   auto comm = std::make_unique<NcclCommunicator>(ctx.rank, ctx.world_size);
-  DP_TRY(comm->start(ctx, timeout, log));
-  log.done();
+  DP_TRY(comm->start(ctx, timeout, host));
   return std::unique_ptr<Communicator>(std::move(comm));
 }
 

@@ -4,8 +4,6 @@
 #include <exception>
 #include <vector>
 
-#include "gloo_store.hpp"
-
 namespace dp::detail {
 
 Error nccl_error(ncclResult_t r, const std::string& what) {
@@ -31,7 +29,8 @@ Error nccl_error(ncclResult_t r, const std::string& what) {
   }
 }
 
-Result<ncclUniqueId> exchange_nccl_id(gloo::rendezvous::Store& store, int rank,
+Result<ncclUniqueId> exchange_nccl_id(gloo::rendezvous::Store& store,
+                                      const PublishOnce& publish_once, int rank,
                                       const std::string& key) {
   ncclUniqueId id;
   std::memset(&id, 0, sizeof(id));
@@ -41,8 +40,8 @@ Result<ncclUniqueId> exchange_nccl_id(gloo::rendezvous::Store& store, int rank,
       if (r != ncclSuccess) return nccl_error(r, "ncclGetUniqueId");
       std::vector<char> bytes(id.internal, id.internal + sizeof(id.internal));
       // Through the daemon: write-once, so each node's agent fetches it once.
-      if (auto* daemon = dynamic_cast<DaemonStore*>(&store)) {
-        daemon->set_once(key, bytes);
+      if (publish_once) {
+        publish_once(key, bytes);
       } else {
         store.set(key, bytes);
       }

@@ -10,6 +10,7 @@
 #include <gloo/rendezvous/store.h>
 
 #include "dp/result.hpp"
+#include "nccl_module.hpp"
 
 namespace dp::detail {
 
@@ -18,8 +19,9 @@ Error nccl_error(ncclResult_t r, const std::string& what);
 
 // Rank 0 creates the ID (ncclGetUniqueId, whose bootstrap listener then
 // lives in this process until every rank has joined) and publishes it under
-// `key`; the other ranks block until it is there.
-Result<ncclUniqueId> exchange_nccl_id(gloo::rendezvous::Store& store, int rank,
+// `key` (publish_once; store.set when empty); the other ranks block until it is there.
+Result<ncclUniqueId> exchange_nccl_id(gloo::rendezvous::Store& store,
+                                      const PublishOnce& publish_once, int rank,
                                       const std::string& key);
 
 }  // namespace dp::detail

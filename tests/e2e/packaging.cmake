@@ -1,4 +1,4 @@
-# Packaging e2e: install the .deb, run a 2x2 step from the installed
+# Packaging e2e: install the base .deb with apt, run a 2x2 step from the installed
 # files only (source and build trees hidden), purge, check nothing remains.
 # It brings up its own cluster (inside a private mount namespace), on the 50
 # ports after this tree's shared cluster, so both can run at once.
@@ -24,4 +24,4 @@ add_test(NAME e2e.own.packaging.install_run_purge_deb
                  ${DP_SLURM_CONF_DIR}/plugstack.conf.d/slurm-dp.conf
                  ${_dp_pkg_plugin})
 set_tests_properties(e2e.own.packaging.install_run_purge_deb PROPERTIES
-  LABELS e2e FIXTURES_REQUIRED dp_packages TIMEOUT 900 RUN_SERIAL ON)
+  LABELS "e2e;debian13" FIXTURES_REQUIRED dp_packages TIMEOUT 900 RUN_SERIAL ON)

@@ -8,13 +8,18 @@
 #include <thread>
 
 #include "backends.hpp"
-#include "gloo_store.hpp"
+#include "nccl_module.hpp"
 #include "nccl_support.hpp"
 #include "process_group.hpp"
 
 namespace {
 
 const std::string kSecret = "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100";
+
+class NoPhases final : public dp::detail::NcclPhases {
+ public:
+  void phase(const std::string&) override {}
+};
 
 TEST(NcclErrors, MapToOurCodesWithAFix) {
   auto e = dp::detail::nccl_error(ncclUnhandledCudaError, "ncclCommInitRank");
@@ -30,14 +35,16 @@ TEST(NcclErrors, MapToOurCodesWithAFix) {
 }
 
 TEST(NcclErrors, NoDeviceHereFailsAtOnceNamingCuda) {
-  if (dp::detail::usable_cuda_devices() > 0)
+  if (dp::detail::nccl_cuda_devices() > 0)
     GTEST_SKIP() << "a CUDA device is visible; this checks the no-GPU path";
   dp::Context ctx;
   ctx.world_size = 2;
   ctx.rdv_addr = "127.0.0.1:1";  // never contacted: the device check comes first
   ctx.secret = kSecret;
   const auto t0 = std::chrono::steady_clock::now();
-  auto c = dp::detail::make_nccl_communicator(ctx, std::chrono::seconds(30));
+  NoPhases phases;
+  const dp::detail::NcclHost host{&dp::detail::open_nccl_store, &phases};
+  auto c = dp::detail::make_nccl_backend(ctx, std::chrono::seconds(30), host);
   const auto took = std::chrono::steady_clock::now() - t0;
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().code, dp::Errc::unavailable);
@@ -59,18 +66,18 @@ TEST(NcclId, RoundTripThroughTheDaemon) {
     ctx.world_size = 2;
     ctx.rdv_addr = "127.0.0.1:" + std::to_string(daemon->port());
     ctx.secret = kSecret;
-    auto js = dp::detail::open_job_store(ctx, std::chrono::seconds(20));
+    auto js = dp::detail::open_nccl_store(ctx, std::chrono::seconds(20));
     if (!js) {
       outcome[rank] = js.error();
       return;
     }
-    auto id = dp::detail::exchange_nccl_id(*js->store, rank, "dp/nccl/test/id");
+    auto id = dp::detail::exchange_nccl_id(*js->store, js->publish_once, rank, "dp/nccl/test/id");
     if (!id) {
       outcome[rank] = id.error();
     } else {
       ids[rank] = *id;
     }
-    (void)js->client->goodbye();
+    js->goodbye();
   };
   std::thread r1(rank_main, 1);  // the fetcher first: it must block until rank 0 publishes
   std::thread r0(rank_main, 0);

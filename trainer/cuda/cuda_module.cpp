@@ -1,0 +1,38 @@
+// The CUDA module's entry point: the one symbol libdp-trainer-cuda.so exports.
+#include "cuda_module.hpp"
+
+#include <exception>
+#include <string>
+
+#include "cuda_ops.hpp"
+
+namespace dpt {
+namespace {
+
+int device_count() noexcept {
+  try {
+    return cuda_device_count();
+  } catch (...) {
+    return 0;
+  }
+}
+
+Ops* make_ops(int device, Precision precision, dp::Error* error) noexcept {
+  try {
+    auto ops = make_cuda_ops(device, precision);
+    if (ops) return ops->release();
+    *error = ops.error();
+  } catch (const std::exception& e) {
+    *error = dp::make_error(dp::Errc::internal, std::string("CUDA ops: ") + e.what());
+  } catch (...) {
+    *error = dp::make_error(dp::Errc::internal, "CUDA ops: unknown exception");
+  }
+  return nullptr;
+}
+
+const CudaModule kModule{DP_VERSION_STRING, &device_count, &make_ops};
+
+}  // namespace
+}  // namespace dpt
+
+extern "C" const dpt::CudaModule* dpt_cuda_module_v1() noexcept { return &dpt::kModule; }
