@@ -85,9 +85,13 @@ void AgentCore::link_response(const proto::Response& r) {
 // Pushes: the keepalive needs nothing; an abort goes to every local rank.
 void AgentCore::daemon_push(const proto::Response& r) {
   if (r.code() != proto::ABORTED) return;
+  const bool first = !abort_;
   if (!abort_) abort_ = r;
   for (auto& [conn, l] : locals_)
     if (l.ready) out_.to_rank(conn, r);
+  // One verdict, carried out on every node: tasks that never talk to us
+  // (unmodified frameworks) would otherwise wait in a collective for minutes.
+  if (first && !cfg_.keep_survivors) out_.end_tasks(r.message());
 }
 
 void AgentCore::on_daemon_lost(const std::string& why) {
@@ -104,6 +108,7 @@ void AgentCore::on_daemon_lost(const std::string& why) {
     out_.close_rank(conn);
   }
   locals_.clear();
+  if (!abort_ && !cfg_.keep_survivors) out_.end_tasks(push.message());
 }
 
 uint64_t AgentCore::upstream(proto::Request& req, Upstream what) {
@@ -340,10 +345,14 @@ void AgentCore::watch_daemon(Clock::time_point now) {
                  "or unreachable");
 }
 
-// One heartbeat for the node: the ranks heard since the last one.
+// One heartbeat for the node: the ranks heard since the last one, and the
+// tasks that never talk to slurm-dp (no libdp) but still run: the agent's own
+// heartbeat is all that shows their node alive, so a frozen node falls silent.
 void AgentCore::beat(Clock::time_point now) {
   next_beat_ = now + cfg_.heartbeat_every;
   if (link_ != Link::ready) return;
+  for (const auto& [rank, s] : ranks_)
+    if (s.conn == 0 && !s.goodbye && !s.lost && !s.wait_status && !s.dropped_at) heard_[rank];
   proto::Request req;
   auto* hb = req.mutable_heartbeat();
   for (auto& [rank, progress] : heard_) {
