@@ -218,12 +218,12 @@ bool Broker::node_fell_silent(ConnId conn, const Peer& p, const std::vector<int>
 
 AbortCause Broker::node_silence(ConnId conn, const Peer& p) const {
   const auto limit = std::chrono::duration_cast<std::chrono::milliseconds>(live_.silence_limit());
-  AbortCause c = node_loss(conn, p, AbortCause::How::node_silent,
-                           "sent no heartbeat for " + std::to_string(limit.count()) +
-                               " ms while other nodes were heard");
-  c.message +=
-      " (it is frozen, stopped alone or cut off; the bound is the site's "
-      "heartbeat_timeout)";
+  AbortCause c = node_loss(conn, p, AbortCause::How::node_silent, "");
+  c.message = "the node agent on host " + or_unknown(p.host) + " (ranks " +
+              ranks_text(p.node_ranks) + ") sent no heartbeat for " +
+              std::to_string(limit.count()) +
+              " ms while other nodes were heard: the node is frozen, stopped alone or cut off "
+              "(the bound is the site's heartbeat_timeout)";
   return c;
 }
 

@@ -116,7 +116,7 @@ Result<std::unique_ptr<Server>> Server::create(const DaemonOptions& in, std::str
   // host or network (a stopped or suspended process's kernel still
   // acknowledges): a quicker sign of a cut-off node than its silence.
   // Accepted connections inherit it.
-  const auto unacked = std::min<long long>(opts.limits.heartbeat_timeout.count(), 10'000);
+  const auto unacked = std::min<long long>(opts.limits.heartbeat_timeout.count() / 2, 5'000);
   const unsigned user_timeout = static_cast<unsigned>(std::max<long long>(unacked, 0));
   if (user_timeout > 0)
     setsockopt(fd->get(), IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);

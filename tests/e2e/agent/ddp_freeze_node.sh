@@ -37,7 +37,7 @@ freeze_n2() {
   [[ $(cat "/proc/$stepd/comm") == slurmstepd ]] || fail "the parent of n2's task is $(cat "/proc/$stepd/comm"), not slurmstepd"
   stopped=("$slurmd" "$stepd" $(descendants "$stepd"))
   kill -STOP "${stopped[@]}"
-  echo "stopped n2: slurmd $slurmd, slurmstepd $stepd and its ${#stopped[@]} - 2 descendants"
+  echo "stopped n2: slurmd $slurmd, slurmstepd $stepd, ${#stopped[@]} processes in all"
 }
 
 run_frozen() {  # run_frozen START-FUNCTION LIMIT-S: sets rc and ms
