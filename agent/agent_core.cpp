@@ -91,7 +91,7 @@ void AgentCore::daemon_push(const proto::Response& r) {
     if (l.ready) out_.to_rank(conn, r);
   // One verdict, carried out on every node: tasks that never talk to us
   // (unmodified frameworks) would otherwise wait in a collective for minutes.
-  if (first && !cfg_.keep_survivors) out_.end_tasks(r.message());
+  if (first) end_tasks(r.message());
 }
 
 void AgentCore::on_daemon_lost(const std::string& why) {
@@ -103,12 +103,20 @@ void AgentCore::on_daemon_lost(const std::string& why) {
   push.set_code(proto::ABORTED);
   push.set_message("slurm-dp: node " + cfg_.host +
                    " lost the step's daemon (dp-rendezvousd): " + why);
+  if (!abort_) end_tasks(push.message());  // while the told ranks are still known
   for (auto& [conn, l] : locals_) {
     if (l.ready) out_.to_rank(conn, push);
     out_.close_rank(conn);
   }
   locals_.clear();
-  if (!abort_ && !cfg_.keep_survivors) out_.end_tasks(push.message());
+}
+
+void AgentCore::end_tasks(const std::string& why) {
+  if (cfg_.keep_survivors) return;
+  std::set<int> told;
+  for (const auto& [conn, l] : locals_)
+    if (l.ready) told.insert(l.rank);
+  out_.end_tasks(why, told);
 }
 
 uint64_t AgentCore::upstream(proto::Request& req, Upstream what) {

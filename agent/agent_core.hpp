@@ -58,8 +58,13 @@ class AgentOutbox {
   virtual void close_rank(ConnId conn) = 0;
   virtual void to_daemon(const proto::Request& r) = 0;
   // The step failed (the daemon's abort, or the daemon lost): end the node's
-  // remaining tasks. Called at most once per verdict the core hears.
-  virtual void end_tasks(const std::string& why) { (void)why; }
+  // remaining tasks. `told`: ranks that heard the verdict through libdp (their
+  // polite signal; they fail on their own with its text). Called at most once
+  // per verdict the core hears.
+  virtual void end_tasks(const std::string& why, const std::set<int>& told) {
+    (void)why;
+    (void)told;
+  }
 };
 
 class AgentCore {
@@ -147,6 +152,7 @@ class AgentCore {
   void master_port_answered(const Upstream& u, const proto::Response& r);
   void report_lost(int rank, RankState& s, const std::string& detail);
   void beat(Clock::time_point now);
+  void end_tasks(const std::string& why);
   void watch_daemon(Clock::time_point now);
   void expire_hellos(Clock::time_point now);
   uint64_t upstream(proto::Request& req, Upstream what);

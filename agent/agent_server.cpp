@@ -207,13 +207,13 @@ void AgentServer::finish() {
   if (!tasks_.ending()) stop(1, core_.end_reason());
 }
 
-void AgentServer::end_tasks(const std::string& why) {
+void AgentServer::end_tasks(const std::string& why, const std::set<int>& told) {
   const auto grace = settings_.kill_grace;
-  const int n = tasks_.end_all(Clock::now(), grace);
+  const int n = tasks_.end_all(Clock::now(), grace, told);
   std::fprintf(stderr,
-               "dp-nodeagent: job %u step %u node %s: the step failed (%s): SIGTERM to %d task(s), "
-               "SIGKILL after %lld ms (site key kill_grace)\n",
-               settings_.job, settings_.step, settings_.host.c_str(), why.c_str(), n,
+               "dp-nodeagent: job %u step %u node %s: the step failed (%s): SIGTERM to %d task(s) "
+               "(%zu told through libdp), SIGKILL after %lld ms (site key kill_grace)\n",
+               settings_.job, settings_.step, settings_.host.c_str(), why.c_str(), n, told.size(),
                static_cast<long long>(grace.count()));
 }
 

@@ -38,7 +38,7 @@ class AgentServer final : public AgentOutbox {
   void to_rank(ConnId conn, const proto::Response& r) override;
   void close_rank(ConnId conn) override;
   void to_daemon(const proto::Request& r) override;
-  void end_tasks(const std::string& why) override;
+  void end_tasks(const std::string& why, const std::set<int>& told) override;
 
  private:
   using Conn = service::FrameConn<AgentServer>;

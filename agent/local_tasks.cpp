@@ -49,20 +49,21 @@ void LocalTasks::exited(int rank) {
   pidfds_.erase(it);
 }
 
-int LocalTasks::signal_all(int sig) {
+int LocalTasks::signal_all(int sig, const std::set<int>& except) {
   int n = 0;
   for (auto& [rank, fd] : pidfds_)
-    if (!has_exited(fd) && pidfd_signal(fd, sig)) ++n;
+    if (!except.count(rank) && !has_exited(fd) && pidfd_signal(fd, sig)) ++n;
   return n;
 }
 
-int LocalTasks::end_all(Clock::time_point now, std::chrono::milliseconds grace) {
+int LocalTasks::end_all(Clock::time_point now, std::chrono::milliseconds grace,
+                        const std::set<int>& told) {
   if (ending_since_) return 0;
   ending_since_ = now;
   kill_at_ = now + grace;
-  const int n = signal_all(SIGTERM);
+  const int n = signal_all(SIGTERM, told);
   // A stopped task (a suspended step) sees its SIGTERM only once continued.
-  signal_all(SIGCONT);
+  signal_all(SIGCONT, told);
   if (grace.count() == 0) tick(now);
   return n;
 }

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "launch_contract.hpp"
@@ -28,9 +29,11 @@ class LocalTasks {
   bool started(const TaskStart& t);
   // slurmstepd reaped the task: it is never signalled again.
   void exited(int rank);
-  // SIGTERM to every running task, SIGKILL `grace` later. Once per step.
-  // Returns how many tasks were signalled.
-  int end_all(Clock::time_point now, std::chrono::milliseconds grace);
+  // SIGTERM to every running task but the ranks in `told` (they heard the
+  // verdict through libdp and end on their own, naming it), SIGKILL to any
+  // still running `grace` later. Once per step. Returns how many got SIGTERM.
+  int end_all(Clock::time_point now, std::chrono::milliseconds grace,
+              const std::set<int>& told = {});
   // Sends the SIGKILL when the grace is over. Call a few times a second.
   void tick(Clock::time_point now);
   // An end was ordered and some task may still run: the agent stays to finish it.
@@ -38,7 +41,7 @@ class LocalTasks {
   bool ended() const { return ending_since_.has_value(); }
 
  private:
-  int signal_all(int sig);
+  int signal_all(int sig, const std::set<int>& except = {});
   std::map<int, int> pidfds_;  // rank -> pidfd
   std::optional<Clock::time_point> ending_since_, kill_at_;
 };

@@ -23,8 +23,12 @@ struct Recorder : AgentOutbox {
   void to_rank(ConnId c, const proto::Response& r) override { to_ranks[c].push_back(r); }
   void close_rank(ConnId c) override { closed.push_back(c); }
   void to_daemon(const proto::Request& r) override { to_daemon_.push_back(r); }
-  void end_tasks(const std::string& why) override { ended.push_back(why); }
+  void end_tasks(const std::string& why, const std::set<int>& told_ranks) override {
+    ended.push_back(why);
+    told = told_ranks;
+  }
   std::vector<std::string> ended;  // each end_tasks verdict
+  std::set<int> told;              // the last verdict's ranks told through libdp
   const proto::Response& last(ConnId c) { return to_ranks.at(c).back(); }
 };
 
@@ -251,6 +255,7 @@ TEST_F(AgentCoreTest, TheDaemonsAbortReachesEveryLocalRank) {
 
 TEST_F(AgentCoreTest, TheDaemonsAbortEndsTheNodesTasksOnce) {
   EXPECT_TRUE(out.ended.empty());
+  join(1, 2);  // a libdp rank: the abort is its polite signal
   proto::Response abort;
   abort.set_code(proto::ABORTED);
   abort.set_message("first failure: rank 3 (host n2) was killed by signal 9");
@@ -258,6 +263,7 @@ TEST_F(AgentCoreTest, TheDaemonsAbortEndsTheNodesTasksOnce) {
   core.on_daemon_response(abort, now);  // a second push is the same verdict
   core.on_daemon_lost("the connection closed");
   EXPECT_EQ(out.ended, (std::vector<std::string>{abort.message()}));
+  EXPECT_EQ(out.told, (std::set<int>{2}));
 }
 
 TEST_F(AgentCoreTest, LosingTheDaemonEndsTheNodesTasksNamingIt) {

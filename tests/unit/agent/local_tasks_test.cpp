@@ -67,6 +67,18 @@ TEST(LocalTasks, AProcessThatStartedAtAnotherTimeIsNotTheTask) {
   wait_status(pid);
 }
 
+TEST(LocalTasks, RanksToldThroughLibdpGetNoSigtermOnlyTheLateSigkill) {
+  const pid_t told = child(false);
+  LocalTasks tasks;
+  ASSERT_TRUE(tasks.started(start_of(5, told)));
+  const auto t0 = Clock::now();
+  EXPECT_EQ(tasks.end_all(t0, std::chrono::milliseconds(200), {5}), 0);
+  EXPECT_TRUE(tasks.ending());
+  tasks.tick(t0 + std::chrono::milliseconds(200));
+  const int st = wait_status(told);
+  EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+}
+
 TEST(LocalTasks, AnExitedTaskIsNeverSignalled) {
   const pid_t pid = child(true);
   LocalTasks tasks;
