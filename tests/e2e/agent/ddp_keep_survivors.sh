@@ -28,6 +28,10 @@ wait_until 10 "rank $victim gone" bash -c "! kill -0 $pid"
 # The verdict reaches every agent within milliseconds; kill_grace is 1 s.
 sleep 3 # the time the survivors must outlive, not a synchronisation
 for r in 0 1 2; do rank_pid $r >/dev/null || fail "rank $r was ended although on_failure=keep"; done
+# dp-top, while the survivors run, names the verdict.
+top=$(as_user "$DP_TOP" --once "$job.0" 2>&1) || fail "dp-top failed: $top"
+expect_contains "$top" "rank $victim (host n2) was killed by signal 9" "dp-top"
+expect_contains "$top" "verdict task_exit]" "dp-top"
 touch "$WORK/release"
 t0=$(date +%s%N)
 wait_srun 30
