@@ -38,7 +38,6 @@ class LocalTasks {
   void tick(Clock::time_point now);
   // An end was ordered and some task may still run: the agent stays to finish it.
   bool ending() const;
-  bool ended() const { return ending_since_.has_value(); }
 
  private:
   int signal_all(int sig, const std::set<int>& except = {});
