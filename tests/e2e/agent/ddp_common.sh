@@ -24,7 +24,9 @@ find_job() {  # find_job NAME
 start_ddp() {
   local name=$1-$$
   shift
+  # USE_LIBUV=0: Debian 13's torch 2.6 has no libuv TCPStore but asks for it.
   as_user srun --dp-world=auto -N2 --ntasks-per-node=2 -J "$name" -o "$WORK/rank%t.log" \
+    --export=ALL,USE_LIBUV=0 \
     "$PYTHON" "$WORK/ddp.py" --ready-file "$WORK/ready" "$@" >"$WORK/srun.log" 2>&1 &
   srun_pid=$!
   find_job "$name"
