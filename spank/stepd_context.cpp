@@ -111,7 +111,7 @@ Result<AgentStart> agent_start(spank_t sp, const PluginState& st, const StepIds&
   s.ranks.assign(mine.begin(), mine.end());
   s.port_wait = std::chrono::seconds(st.site.port_wait_s);
   s.kill_grace = std::chrono::seconds(st.site.kill_grace_s);
-  s.keep_survivors = st.site.keep_survivors;
+  s.keep_survivors = st.facts.options.keeps_survivors(st.site.keep_survivors);
   // The agent's own timeouts end it first; this bounds one that hangs.
   a.wait = s.port_wait + std::chrono::seconds(5);
   return a;

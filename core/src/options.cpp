@@ -75,6 +75,16 @@ Result<void> apply_report(Options& opts, std::string_view name, const char* valu
   return {};
 }
 
+Result<void> apply_on_failure(Options& opts, std::string_view name, const char* value) {
+  const std::string_view v = value ? value : "";
+  if (v != "end" && v != "keep")
+    return bad(name, value ? value : "", "must be end or keep",
+               "use --dp-on-failure=end (the default: a failure ends the whole step) or "
+               "--dp-on-failure=keep (the survivors run on)");
+  opts.keep_survivors = v == "keep";
+  return {};
+}
+
 // The one list of slurm-dp's options: what Slurm registers and shows in
 // --help, and how each value is applied.
 struct Option {
@@ -101,6 +111,10 @@ const std::vector<Option>& options() {
         "[slurm-dp] write the step report (start-up timings, first failure, stragglers) as JSON "
         "at step end"},
        apply_report},
+      {{"dp-on-failure", "end|keep",
+        "[slurm-dp] when the step fails: end every remaining task (end, the site's default) or "
+        "keep the survivors running and only name the failure (keep)"},
+       apply_on_failure},
   };
   return table;
 }
@@ -140,6 +154,8 @@ std::string format_node_options(const Options& opts) {
   if (opts.master_port)
     out += " --dp-master-port=" +
            (*opts.master_port > 0 ? std::to_string(*opts.master_port) : std::string("auto"));
+  if (opts.keep_survivors)
+    out += std::string(" --dp-on-failure=") + (*opts.keep_survivors ? "keep" : "end");
   return out;
 }
 
@@ -175,6 +191,7 @@ Options overlay(const Options& base, const Options& top) {
   if (top.explain) o.explain = top.explain;
   if (top.verbose) o.verbose = top.verbose;
   if (top.report) o.report = top.report;
+  if (top.keep_survivors) o.keep_survivors = top.keep_survivors;
   return o;
 }
 
