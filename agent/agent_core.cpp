@@ -85,9 +85,13 @@ void AgentCore::link_response(const proto::Response& r) {
 // Pushes: the keepalive needs nothing; an abort goes to every local rank.
 void AgentCore::daemon_push(const proto::Response& r) {
   if (r.code() != proto::ABORTED) return;
+  const bool first = !abort_;
   if (!abort_) abort_ = r;
   for (auto& [conn, l] : locals_)
     if (l.ready) out_.to_rank(conn, r);
+  // One verdict, carried out on every node: tasks that never talk to us
+  // (unmodified frameworks) would otherwise wait in a collective for minutes.
+  if (first) end_tasks(r.message());
 }
 
 void AgentCore::on_daemon_lost(const std::string& why) {
@@ -99,11 +103,20 @@ void AgentCore::on_daemon_lost(const std::string& why) {
   push.set_code(proto::ABORTED);
   push.set_message("slurm-dp: node " + cfg_.host +
                    " lost the step's daemon (dp-rendezvousd): " + why);
+  if (!abort_) end_tasks(push.message());  // while the told ranks are still known
   for (auto& [conn, l] : locals_) {
     if (l.ready) out_.to_rank(conn, push);
     out_.close_rank(conn);
   }
   locals_.clear();
+}
+
+void AgentCore::end_tasks(const std::string& why) {
+  if (cfg_.keep_survivors) return;
+  std::set<int> told;
+  for (const auto& [conn, l] : locals_)
+    if (l.ready) told.insert(l.rank);
+  out_.end_tasks(why, told);
 }
 
 uint64_t AgentCore::upstream(proto::Request& req, Upstream what) {
@@ -340,10 +353,14 @@ void AgentCore::watch_daemon(Clock::time_point now) {
                  "or unreachable");
 }
 
-// One heartbeat for the node: the ranks heard since the last one.
+// One heartbeat for the node: the ranks heard since the last one, and the
+// tasks that never talk to slurm-dp (no libdp) but still run: the agent's own
+// heartbeat is all that shows their node alive, so a frozen node falls silent.
 void AgentCore::beat(Clock::time_point now) {
   next_beat_ = now + cfg_.heartbeat_every;
   if (link_ != Link::ready) return;
+  for (const auto& [rank, s] : ranks_)
+    if (s.conn == 0 && !s.goodbye && !s.lost && !s.wait_status && !s.dropped_at) heard_[rank];
   proto::Request req;
   auto* hb = req.mutable_heartbeat();
   for (auto& [rank, progress] : heard_) {

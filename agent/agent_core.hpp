@@ -43,6 +43,8 @@ struct AgentConfig {
   // A rank's connection dropped: slurmstepd's exit status usually follows
   // within milliseconds, and makes the first failure say how the rank died.
   std::chrono::milliseconds exit_status_grace{250};
+  // on_failure=keep: a failed step's survivors run on (the agent never ends them).
+  bool keep_survivors = false;
   size_t max_cache_bytes = 64u << 20;
   uint32_t max_frame_bytes = rdv::kMaxFrameBytes;   // after hello
   std::function<Result<std::string>()> make_nonce;  // tests and the fuzzer pin it
@@ -55,6 +57,14 @@ class AgentOutbox {
   // Flush, then close; the core has already forgotten conn.
   virtual void close_rank(ConnId conn) = 0;
   virtual void to_daemon(const proto::Request& r) = 0;
+  // The step failed (the daemon's abort, or the daemon lost): end the node's
+  // remaining tasks. `told`: ranks that heard the verdict through libdp (their
+  // polite signal; they fail on their own with its text). Called at most once
+  // per verdict the core hears.
+  virtual void end_tasks(const std::string& why, const std::set<int>& told) {
+    (void)why;
+    (void)told;
+  }
 };
 
 class AgentCore {
@@ -142,6 +152,7 @@ class AgentCore {
   void master_port_answered(const Upstream& u, const proto::Response& r);
   void report_lost(int rank, RankState& s, const std::string& detail);
   void beat(Clock::time_point now);
+  void end_tasks(const std::string& why);
   void watch_daemon(Clock::time_point now);
   void expire_hellos(Clock::time_point now);
   uint64_t upstream(proto::Request& req, Upstream what);

@@ -39,6 +39,7 @@ AgentConfig core_config(const AgentSettings& s) {
   c.daemon_addr = s.addr;
   c.world_size = s.world_size;
   c.node_ranks = s.ranks;
+  c.keep_survivors = s.keep_survivors;
   return c;
 }
 
@@ -118,8 +119,9 @@ void AgentServer::on_daemon_write(evutil_socket_t, short, void* arg) {
 void AgentServer::tick() {
   const auto now = Clock::now();
   core_.on_tick(now);
+  tasks_.tick(now);
   answer_root();
-  if (core_.finished()) return stop(1, core_.end_reason());
+  if (core_.finished()) return finish();
   if (!answered_ && now >= answer_by_)
     stop(1, "no MASTER_PORT from the master node through the step's daemon in time");
 }
@@ -162,8 +164,12 @@ void AgentServer::read_control() {
   }
   control_buf_.append(buf, static_cast<size_t>(n));
   for (size_t nl; (nl = control_buf_.find('\n')) != std::string::npos;) {
-    if (auto e = parse_task_exit(std::string_view(control_buf_).substr(0, nl)))
+    const std::string_view line = std::string_view(control_buf_).substr(0, nl);
+    if (auto t = parse_task_start(line)) tasks_.started(*t);
+    if (auto e = parse_task_exit(line)) {
+      tasks_.exited(e->first);
       core_.on_task_exit(e->first, e->second, Clock::now());
+    }
     control_buf_.erase(0, nl + 1);
   }
   if (control_buf_.size() > 4096) control_buf_.clear();
@@ -191,7 +197,24 @@ void AgentServer::read_daemon() {
     }
   }
   answer_root();
-  if (core_.finished()) stop(1, core_.end_reason());
+  if (core_.finished()) finish();
+}
+
+void AgentServer::finish() {
+  // EOF stays readable: the loop would spin on it while the tasks end.
+  if (daemon_rd_) event_del(daemon_rd_.get());
+  if (daemon_wr_) event_del(daemon_wr_.get());
+  if (!tasks_.ending()) stop(1, core_.end_reason());
+}
+
+void AgentServer::end_tasks(const std::string& why, const std::set<int>& told) {
+  const auto grace = settings_.kill_grace;
+  const int n = tasks_.end_all(Clock::now(), grace, told);
+  std::fprintf(stderr,
+               "dp-nodeagent: job %u step %u node %s: the step failed (%s): SIGTERM to %d task(s) "
+               "(%zu told through libdp), SIGKILL after %lld ms (site key kill_grace)\n",
+               settings_.job, settings_.step, settings_.host.c_str(), why.c_str(), n, told.size(),
+               static_cast<long long>(grace.count()));
 }
 
 }  // namespace dp::agent

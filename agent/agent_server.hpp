@@ -14,6 +14,7 @@
 #include "handles.hpp"
 #include "launch_contract.hpp"
 #include "listener.hpp"
+#include "local_tasks.hpp"
 #include "reply_reader.hpp"
 
 namespace dp::agent {
@@ -37,6 +38,7 @@ class AgentServer final : public AgentOutbox {
   void to_rank(ConnId conn, const proto::Response& r) override;
   void close_rank(ConnId conn) override;
   void to_daemon(const proto::Request& r) override;
+  void end_tasks(const std::string& why, const std::set<int>& told) override;
 
  private:
   using Conn = service::FrameConn<AgentServer>;
@@ -59,10 +61,13 @@ class AgentServer final : public AgentOutbox {
   void answer_root();
   void answer(const Result<AgentAnswer>& a);
   void stop(int status, const std::string& why);
+  // The daemon is gone: stop at once, or once the node's ended tasks are gone.
+  void finish();
 
   AgentSettings settings_;
   std::string socket_;
   AgentCore core_;
+  LocalTasks tasks_;
   // First: every member below that holds events of it goes before it.
   service::EventBasePtr base_;
   service::UniqueFd daemon_fd_;

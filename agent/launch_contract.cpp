@@ -1,6 +1,8 @@
 #include "launch_contract.hpp"
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 
 #include "dp/params.hpp"
 
@@ -50,6 +52,9 @@ Result<void> set_field(AgentSettings& s, std::string_view key, std::string_view 
     auto r = parse_ranks(v);
     DP_TRY(r);
     s.ranks = std::move(*r);
+  } else if (key == "on_failure") {
+    if (v != "end" && v != "keep") return bad("on_failure: end|keep");
+    s.keep_survivors = v == "keep";
   } else if (key == "master") {
     if (v == "none") s.master = MasterPort::none;
     else if (v == "publish") s.master = MasterPort::publish;
@@ -58,13 +63,14 @@ Result<void> set_field(AgentSettings& s, std::string_view key, std::string_view 
   } else {
     long long lo = 0, hi = UINT32_MAX;
     if (key == "world") lo = 1, hi = INT32_MAX;
-    else if (key == "port_wait_ms") hi = 86'400'000;
+    else if (key == "port_wait_ms" || key == "kill_grace_ms") hi = 86'400'000;
     else if (key == "master_port") lo = 1, hi = 65535;
     else if (key != "job" && key != "step") return bad("unknown key '" + std::string(key) + "'");
     auto n = number(lo, hi);
     DP_TRY(n);
     if (key == "world") s.world_size = static_cast<int>(*n);
     else if (key == "port_wait_ms") s.port_wait = std::chrono::milliseconds(*n);
+    else if (key == "kill_grace_ms") s.kill_grace = std::chrono::milliseconds(*n);
     else if (key == "master_port") s.published = static_cast<int>(*n);
     else (key == "job" ? s.job : s.step) = static_cast<uint32_t>(*n);
   }
@@ -93,7 +99,9 @@ std::string format_settings(const AgentSettings& s) {
   return "addr=" + clean(s.addr) + "\nsecret=" + clean(s.secret) + "\nhost=" + clean(s.host) +
          "\njob=" + std::to_string(s.job) + "\nstep=" + std::to_string(s.step) +
          "\nworld=" + std::to_string(s.world_size) + "\nranks=" + ranks + "\nmaster=" + master +
-         "\n" + published + "port_wait_ms=" + std::to_string(s.port_wait.count()) + "\n\n";
+         "\n" + published + "port_wait_ms=" + std::to_string(s.port_wait.count()) +
+         "\nkill_grace_ms=" + std::to_string(s.kill_grace.count()) +
+         "\non_failure=" + (s.keep_survivors ? "keep" : "end") + "\n\n";
 }
 
 Result<AgentSettings> parse_settings(std::string_view text) {
@@ -173,6 +181,42 @@ std::optional<std::pair<int, int>> parse_task_exit(std::string_view line) {
   auto status = parse_whole_number(line.substr(mid + kExited.size()), 0, 0xffff);
   if (!rank || !status) return std::nullopt;
   return std::pair<int, int>(static_cast<int>(*rank), static_cast<int>(*status));
+}
+
+std::string format_task_start(const TaskStart& t) {
+  return "rank " + std::to_string(t.rank) + " pid " + std::to_string(t.pid) + " start " +
+         std::to_string(t.start_ticks) + "\n";
+}
+
+std::optional<unsigned long long> read_start_ticks(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The second field (the command) may hold spaces and ')': count from its end.
+  size_t at = text.rfind(')');
+  if (at == std::string::npos) return std::nullopt;
+  for (int field = 2; field < 22 && at != std::string::npos; ++field) at = text.find(' ', at + 1);
+  if (at == std::string::npos) return std::nullopt;
+  const size_t end = text.find(' ', at + 1);
+  auto n =
+      parse_whole_number_u64(std::string_view(text).substr(at + 1, end - at - 1), 0, UINT64_MAX);
+  if (!n) return std::nullopt;
+  return *n;
+}
+
+std::optional<TaskStart> parse_task_start(std::string_view line) {
+  constexpr std::string_view kRank = "rank ", kPid = " pid ", kStart = " start ";
+  if (line.rfind(kRank, 0) != 0) return std::nullopt;
+  line.remove_prefix(kRank.size());
+  const size_t pid_at = line.find(kPid), start_at = line.find(kStart);
+  if (pid_at == std::string_view::npos || start_at == std::string_view::npos || start_at < pid_at)
+    return std::nullopt;
+  auto rank = parse_whole_number(line.substr(0, pid_at), 0, INT32_MAX);
+  auto pid = parse_whole_number(line.substr(pid_at + kPid.size(), start_at - pid_at - kPid.size()),
+                                2, INT32_MAX);
+  auto start = parse_whole_number(line.substr(start_at + kStart.size()), 0, INT64_MAX);
+  if (!rank || !pid || !start) return std::nullopt;
+  return TaskStart{static_cast<int>(*rank), static_cast<int>(*pid),
+                   static_cast<unsigned long long>(*start)};
 }
 
 }  // namespace dp::agent

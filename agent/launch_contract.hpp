@@ -1,10 +1,9 @@
 // What slurmstepd (root) and dp-nodeagent (the job's user) say to each other
 // over two pipes, never argv or the environment: root writes the settings
 // (key=value lines, then an empty line) and later one control line per task
-// that ended; the agent answers one line, "READY <port> <socket>",
-// "MASTER_FAILED <node> <reason>" or "ERROR <text>", and closes its end.
-// Root closing its end ends the agent. Linked into the plugin and the agent,
-// so both sides parse the same way.
+// that started (its pid) and per task that ended; the agent answers one line, "READY <port>
+// <socket>", "MASTER_FAILED <node> <reason>" or "ERROR <text>", and closes its end. Root closing
+// its end ends the agent. Linked into the plugin and the agent, so both sides parse the same way.
 #pragma once
 
 #include <chrono>
@@ -38,6 +37,10 @@ struct AgentSettings {
   MasterPort master = MasterPort::none;
   MasterPortValue published;  // with publish
   std::chrono::milliseconds port_wait{60'000};
+  // When the step fails: SIGTERM to the node's tasks, SIGKILL this much later
+  // (site key kill_grace); keep_survivors (on_failure=keep): signal none.
+  std::chrono::milliseconds kill_grace{10'000};
+  bool keep_survivors = false;
 };
 
 std::string format_settings(const AgentSettings& s);
@@ -58,6 +61,20 @@ Result<AgentAnswer> parse_answer(std::string_view line);
 // "rank R exited status S" (S: the wait status slurmstepd saw).
 std::string format_task_exit(int rank, int wait_status);
 std::optional<std::pair<int, int>> parse_task_exit(std::string_view line);
+
+// "rank R pid P start T": a task of the node was forked (T: its start time
+// in clock ticks since boot, /proc/P/stat's 22nd field, read by root while
+// the task cannot yet have been reaped), so the agent can tell it from a
+// process that reused the pid.
+struct TaskStart {
+  int rank = 0;
+  int pid = 0;
+  unsigned long long start_ticks = 0;
+};
+std::string format_task_start(const TaskStart& t);
+// /proc/PID/stat's start time, read the same way by root and the agent.
+std::optional<unsigned long long> read_start_ticks(int pid);
+std::optional<TaskStart> parse_task_start(std::string_view line);
 
 using ::dp::kMasterPortKey;
 

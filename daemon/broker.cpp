@@ -318,6 +318,7 @@ FailureHow failure_how(AbortCause::How h) {
     case AbortCause::How::hang: return FailureHow::hang;
     case AbortCause::How::rank_lost: return FailureHow::rank_lost;
     case AbortCause::How::node_lost: return FailureHow::node_lost;
+    case AbortCause::How::node_silent: return FailureHow::node_silent;
   }
   return FailureHow::disconnected;
 }
@@ -353,6 +354,9 @@ void Broker::abort_job(AbortCause cause) {
   for (ConnId conn : ready) {
     if (peers_.count(conn)) out_.send(conn, push);
   }
+  const bool unreachable =
+      abort_->how == AbortCause::How::node_lost || abort_->how == AbortCause::How::node_silent;
+  if (unreachable && cfg_.limits.end_lost_steps) out_.end_step_in_slurm(*abort_);
 }
 
 void Broker::on_disconnect(ConnId conn, Clock::time_point now) {
@@ -387,10 +391,17 @@ std::vector<ConnId> Broker::silence_suspects(Clock::time_point now) const {
 }
 
 void Broker::judge_silence(Clock::time_point now) {
-  for (int r : live_.silent(now)) {
+  const std::vector<int> silent = live_.silent(now);
+  for (int r : silent) {
     const ConnId c = live_.slot(r).conn;
     auto it = peers_.find(c);
     if (it == peers_.end()) continue;
+    if (it->second.role == proto::ROLE_NODE && node_fell_silent(c, it->second, silent)) {
+      AbortCause node = node_silence(c, it->second);
+      reject_and_close(c, 0, proto::TIMEOUT, "no heartbeat for " + ms_text(live_.silence_limit()));
+      abort_job(std::move(node));
+      continue;
+    }
     const std::string who = describe_rank(r);
     AbortCause cause;
     cause.how = AbortCause::How::silent;

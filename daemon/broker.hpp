@@ -49,6 +49,9 @@ struct BrokerLimits {
   // Node agents the step expects (--nodes): connections and the
   // hello budget then follow nodes, not ranks. 0: ranks connect directly.
   int nodes = 0;
+  // A lost or silent node ends the step through slurmctld (0: only report,
+  // the site's on_failure=keep).
+  int end_lost_steps = 1;
 };
 
 struct BrokerConfig {
@@ -68,6 +71,9 @@ class Outbox {
   virtual void send(ConnId conn, const proto::Response& r) = 0;
   // Flush what was sent, then close; the broker has already forgotten conn.
   virtual void close(ConnId conn) = 0;
+  // A node that cannot be reached (lost, silent) ended the step: its tasks
+  // can be ended only by Slurm, which would wait for its node timeout.
+  virtual void end_step_in_slurm(const AbortCause& cause) { (void)cause; }
 };
 
 class Broker {
@@ -196,6 +202,10 @@ class Broker {
   void op_rank_lost(const Call& c, const proto::RankLost& m);
   AbortCause node_loss(ConnId conn, const Peer& p, AbortCause::How how,
                        const std::string& why) const;
+  // A node agent's ranks fell silent together: the node's verdict, once.
+  AbortCause node_silence(ConnId conn, const Peer& p) const;
+  // Every rank the node agent still holds is silent (a lone stopped libdp rank is not the node).
+  bool node_fell_silent(ConnId conn, const Peer& p, const std::vector<int>& silent) const;
   // broker_waiters.cpp. timeout_ms 0: no deadline.
   uint64_t add_waiter(ConnId conn, uint64_t request_id, WaitKind kind,
                       std::vector<std::string> keys, uint32_t timeout_ms, Clock::time_point now);

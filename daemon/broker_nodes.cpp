@@ -210,4 +210,21 @@ AbortCause Broker::node_loss(ConnId conn, const Peer& p, AbortCause::How how,
   return c;
 }
 
+bool Broker::node_fell_silent(ConnId conn, const Peer& p, const std::vector<int>& silent) const {
+  return std::all_of(p.node_ranks.begin(), p.node_ranks.end(), [&](int r) {
+    return !holds(conn, r) || std::binary_search(silent.begin(), silent.end(), r);
+  });
+}
+
+AbortCause Broker::node_silence(ConnId conn, const Peer& p) const {
+  const auto limit = std::chrono::duration_cast<std::chrono::milliseconds>(live_.silence_limit());
+  AbortCause c = node_loss(conn, p, AbortCause::How::node_silent, "");
+  c.message = "the node agent on host " + or_unknown(p.host) + " (ranks " +
+              ranks_text(p.node_ranks) + ") sent no heartbeat for " +
+              std::to_string(limit.count()) +
+              " ms while other nodes were heard: the node is frozen, stopped alone or cut off "
+              "(the bound is the site's heartbeat_timeout)";
+  return c;
+}
+
 }  // namespace dp::daemon

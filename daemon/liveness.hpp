@@ -47,7 +47,8 @@ struct AbortCause {
     requested,
     hang,
     rank_lost,
-    node_lost
+    node_lost,
+    node_silent  // a node agent's heartbeats stopped while other nodes were heard
   };
   How how = How::requested;
   int rank = -1;  // -1: not a rank (an agent asked, or unknown)

@@ -73,6 +73,10 @@ constexpr NumberOption kNumberOptions[] = {
      "a rank silent this long while others are heard aborts the job; all ranks silent: "
      "suspended, not dead",
      "off"},
+    {"--end-lost-steps", "0|1", 0, 1, DP_FIELD(limits.end_lost_steps),
+     "1: a node lost or silent ends the step through slurmctld (srun need not wait for Slurm's "
+     "node timeout); 0: the failure is only reported (the site's on_failure=keep)",
+     nullptr},
     {"--hang-timeout-ms", "MS", 0, 24 * kHourMs, DP_FIELD(limits.hang_timeout),
      "a live rank that does not enter a collective the others have waited in for MS aborts the "
      "job, named",

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "process_start.hpp"
+#include "slurm_step_end.hpp"
 #include "step_socket.hpp"
 
 namespace dp::daemon {
@@ -91,6 +92,10 @@ Result<service::UniqueFd> listen_tcp(const std::string& addr, uint16_t& port) {
 
 }  // namespace
 
+void Server::end_step_in_slurm(const AbortCause& cause) {
+  end_step_through_slurmctld(opts_.job_id, opts_.step_id, how_name(cause.how));
+}
+
 Server::Server(const DaemonOptions& opts, std::string secret) : opts_(opts) {
   BrokerConfig cfg;
   cfg.world_size = opts.world_size;
@@ -107,6 +112,14 @@ Result<std::unique_ptr<Server>> Server::create(const DaemonOptions& in, std::str
   std::unique_ptr<Server> s(new Server(opts, std::move(secret)));
   auto fd = listen_tcp(opts.listen_addr, s->port_);
   DP_TRY(fd);
+  // A connection whose data goes unacknowledged this long has lost its peer's
+  // host or network (a stopped or suspended process's kernel still
+  // acknowledges): a quicker sign of a cut-off node than its silence.
+  // Accepted connections inherit it.
+  const auto unacked = std::min<long long>(opts.limits.heartbeat_timeout.count() / 2, 5'000);
+  const unsigned user_timeout = static_cast<unsigned>(std::max<long long>(unacked, 0));
+  if (user_timeout > 0)
+    setsockopt(fd->get(), IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
   s->base_.reset(event_base_new());
   if (!s->base_) return make_error(Errc::internal, "event_base_new failed");
   Server* self = s.get();

@@ -56,6 +56,21 @@ const char* failure_how_name(FailureHow h) noexcept {
     case FailureHow::disconnected: return "disconnected";
     case FailureHow::rank_lost: return "rank_lost";
     case FailureHow::node_lost: return "node_lost";
+    case FailureHow::node_silent: return "node_silent";
+  }
+  return "unknown";
+}
+
+const char* failure_verdict(FailureHow h) noexcept {
+  switch (h) {
+    case FailureHow::lost_connection:
+    case FailureHow::disconnected:
+    case FailureHow::rank_lost: return "task_exit";
+    case FailureHow::silence: return "rank_silent";
+    case FailureHow::explicit_abort: return "requested";
+    case FailureHow::hang: return "hang";
+    case FailureHow::node_lost: return "node_lost";
+    case FailureHow::node_silent: return "node_silent";
   }
   return "unknown";
 }
@@ -118,7 +133,7 @@ std::string StepReport::first_failure(int rank, const std::string& host, Failure
   if (exit.signal) how_text += ", signal " + std::to_string(*exit.signal);
   // One shape for every rank's error and srun's last line: who, how, when, then the detail.
   f.message = "first failure: " + what + " [" + how_text + ", " + num(f.at_s, "%.2f") +
-              " s after the step's daemon started]";
+              " s after the step's daemon started; verdict " + failure_verdict(how) + "]";
   failure_ = f;
   return f.message;
 }
@@ -313,6 +328,7 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
   if (failure_) {
     j += "{\"rank\":" + std::to_string(failure_->rank) + ",\"host\":" + quoted(failure_->host) +
          ",\"how\":" + quoted(failure_how_name(failure_->how)) +
+         ",\"verdict\":" + quoted(failure_verdict(failure_->how)) +
          (failure_->exit.exit_code ? ",\"exit_code\":" + std::to_string(*failure_->exit.exit_code)
                                    : std::string()) +
          (failure_->exit.signal ? ",\"signal\":" + std::to_string(*failure_->exit.signal)

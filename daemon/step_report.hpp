@@ -27,9 +27,13 @@ enum class FailureHow {
   hang,
   disconnected,
   rank_lost,
-  node_lost
+  node_lost,
+  node_silent
 };
 const char* failure_how_name(FailureHow h) noexcept;
+// The verdict that ended the step, as the user reads it: task_exit, node_lost,
+// node_silent, hang, rank_silent (a libdp rank alone), requested.
+const char* failure_verdict(FailureHow h) noexcept;
 
 // Ranks for a message: the first 8, then a count ("0,2,... (12 ranks)").
 std::string rank_list(const std::vector<int>& ranks);

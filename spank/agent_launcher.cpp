@@ -112,12 +112,21 @@ Result<agent::AgentAnswer> start_agent(const std::string& path, const UserIds& i
   return parsed;
 }
 
-void tell_task_exit(const NodeAgent& agent, int rank, int wait_status) {
+namespace {
+void tell(const NodeAgent& agent, const std::string& line) {
   if (agent.control_fd < 0) return;
-  const std::string line = agent::format_task_exit(rank, wait_status);
   sighandler_t old = signal(SIGPIPE, SIG_IGN);
   [[maybe_unused]] const ssize_t n = write(agent.control_fd, line.data(), line.size());
   signal(SIGPIPE, old);
+}
+}  // namespace
+
+void tell_task_start(const NodeAgent& agent, const agent::TaskStart& task) {
+  tell(agent, agent::format_task_start(task));
+}
+
+void tell_task_exit(const NodeAgent& agent, int rank, int wait_status) {
+  tell(agent, agent::format_task_exit(rank, wait_status));
 }
 
 void stop_agent(NodeAgent& agent, int grace_ms) {

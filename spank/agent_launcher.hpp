@@ -33,6 +33,10 @@ Result<agent::AgentAnswer> start_agent(const std::string& path, const UserIds& i
                                        const agent::AgentSettings& settings,
                                        std::chrono::milliseconds wait, NodeAgent& agent);
 
+// "rank R pid P start T" down the control pipe: the agent may then end the
+// task through a pidfd when the step fails. Dropped if the pipe is full.
+void tell_task_start(const NodeAgent& agent, const agent::TaskStart& task);
+
 // "rank R exited status S" down the control pipe; dropped if the pipe is full.
 void tell_task_exit(const NodeAgent& agent, int rank, int wait_status);
 

@@ -110,6 +110,10 @@ Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string&
     args.push_back("--hang-timeout-ms");
     args.push_back(std::to_string(static_cast<long long>(req.hang_timeout_s) * 1000));
   }
+  if (req.keep_survivors) {
+    args.push_back("--end-lost-steps");
+    args.push_back("0");
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

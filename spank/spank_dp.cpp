@@ -126,6 +126,10 @@ extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
   return only_in(S_CTX_REMOTE, "task_init", dp::spank::stepd_task_init, sp);
 }
 
+extern "C" int slurm_spank_task_post_fork(spank_t sp, int, char**) {
+  return only_in(S_CTX_REMOTE, "task_post_fork", dp::spank::stepd_task_post_fork, sp);
+}
+
 extern "C" int slurm_spank_task_exit(spank_t sp, int, char**) {
   return only_in(S_CTX_REMOTE, "task_exit", dp::spank::stepd_task_exit, sp);
 }

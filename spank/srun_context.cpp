@@ -200,6 +200,7 @@ DaemonRequest daemon_request(const SiteConfig& site, const Options& opts, const 
   req.job_id = id.job;
   req.step_id = id.step;
   req.hang_timeout_s = site.hang_timeout_s;
+  req.keep_survivors = opts.keeps_survivors(site.keep_survivors);
   req.heartbeat_timeout_s = site.heartbeat_timeout_s;
   req.show_stderr = opts.verbose.value_or(false) || (debug && std::string(debug) == "1");
   return req;

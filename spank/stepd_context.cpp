@@ -116,6 +116,8 @@ Result<AgentStart> agent_start(spank_t sp, const PluginState& st, const StepIds&
   const auto& mine = st.facts.shape.task_ids.front();
   s.ranks.assign(mine.begin(), mine.end());
   s.port_wait = std::chrono::seconds(st.site.port_wait_s);
+  s.kill_grace = std::chrono::seconds(st.site.kill_grace_s);
+  s.keep_survivors = st.facts.options.keeps_survivors(st.site.keep_survivors);
   // The agent's own timeouts end it first; this bounds one that hangs.
   a.wait = s.port_wait + std::chrono::seconds(5);
   return a;
@@ -354,6 +356,21 @@ int stepd_task_init(spank_t sp) {
       report_error("cannot set " + name + " for task " + std::to_string(rank));
       return -1;
     }
+  return 0;
+}
+
+// The task is forked and cannot have been reaped yet (slurmstepd reaps it
+// after this callback returns): its pid and start time name it exactly.
+int stepd_task_post_fork(spank_t sp) {
+  PluginState& st = state();
+  if (!st.active || !st.agent.running()) return 0;
+  pid_t pid = 0;
+  uint32_t rank = 0;
+  if (spank_get_item(sp, S_TASK_PID, &pid) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS || pid <= 1)
+    return 0;
+  if (auto start = agent::read_start_ticks(pid))
+    tell_task_start(st.agent, agent::TaskStart{static_cast<int>(rank), pid, *start});
   return 0;
 }
 

@@ -95,6 +95,16 @@ Result<void> apply_launcher(Options& opts, std::string_view name, const char* va
   return {};
 }
 
+Result<void> apply_on_failure(Options& opts, std::string_view name, const char* value) {
+  const std::string_view v = value ? value : "";
+  if (v != "end" && v != "keep")
+    return bad(name, value ? value : "", "must be end or keep",
+               "use --dp-on-failure=end (the default: a failure ends the whole step) or "
+               "--dp-on-failure=keep (the survivors run on)");
+  opts.keep_survivors = v == "keep";
+  return {};
+}
+
 // The one list of slurm-dp's options: what Slurm registers and shows in
 // --help, and how each value is applied.
 struct Option {
@@ -125,6 +135,10 @@ const std::vector<Option>& options() {
         "[slurm-dp] one task per node runs a per-node launcher (torchrun) that forks the "
         "workers: auto = recognise it from the command"},
        apply_launcher},
+      {{"dp-on-failure", "end|keep",
+        "[slurm-dp] when the step fails: end every remaining task (end, the site's default) or "
+        "keep the survivors running and only name the failure (keep)"},
+       apply_on_failure},
   };
   return table;
 }
@@ -165,6 +179,8 @@ std::string format_node_options(const Options& opts) {
     out += " --dp-master-port=" +
            (*opts.master_port > 0 ? std::to_string(*opts.master_port) : std::string("auto"));
   if (opts.launcher) out += " --dp-launcher=" + std::string(launcher_name(*opts.launcher));
+  if (opts.keep_survivors)
+    out += std::string(" --dp-on-failure=") + (*opts.keep_survivors ? "keep" : "end");
   return out;
 }
 
@@ -201,6 +217,7 @@ Options overlay(const Options& base, const Options& top) {
   if (top.verbose) o.verbose = top.verbose;
   if (top.report) o.report = top.report;
   if (top.launcher) o.launcher = top.launcher;
+  if (top.keep_survivors) o.keep_survivors = top.keep_survivors;
   return o;
 }
 

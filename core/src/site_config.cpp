@@ -49,6 +49,7 @@ void set_kind(SiteConfig& c, std::string_view word) {
 }
 void set_resv_ports(SiteConfig& c, std::string_view word) { c.use_resv_ports = word == "use"; }
 void set_default(SiteConfig& c, std::string_view word) { c.default_on = word == "on"; }
+void set_on_failure(SiteConfig& c, std::string_view word) { c.keep_survivors = word == "keep"; }
 
 struct Entry {
   std::string_view key;
@@ -93,6 +94,15 @@ constexpr Entry kKeys[] = {
     {"report", "", path(&SiteConfig::report),
      "a step report (JSON) srun writes at every step's end, as the user (%j job id, %s step id); "
      "unset: only --dp-report"},
+    {"on_failure", "end", choice("end|keep", set_on_failure),
+     "end: when the step fails (a task exits non-zero or by a signal, a node is lost or silent, "
+     "the daemon is lost, a rank hangs) every node's agent ends its remaining tasks (SIGTERM, "
+     "SIGKILL after kill_grace) and a node that cannot be reached is ended through slurmctld; "
+     "keep: the failure is reported and named, and the survivors run on (frameworks that "
+     "recover in place)"},
+    {"kill_grace", "10", number(&SiteConfig::kill_grace_s, 0, 3600),
+     "seconds between the SIGTERM the agents send a failed step's tasks (time to flush or "
+     "checkpoint) and the SIGKILL"},
 };
 
 // Keys of earlier releases, and why they went.

@@ -66,6 +66,8 @@ set(DP_E2E_DEBIAN13
   trainer.mlp_accuracy            # the trainer
   runtime.kill_rank               # kill -9 of a rank: Gloo's abort, survivors name it
   agent.kill_rank
+  agent.ddp_kill_rank             # fail fast without libdp: every node ends its tasks
+  agent.ddp_freeze_node           # a frozen node ended through slurmctld (24.11's RPC)
   spank.explain                   # explain and refusal inside a batch job
   spank.unlaunched_step
   spank.container_env             # a plugin before ours sets the container's MASTER_*

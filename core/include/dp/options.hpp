@@ -23,16 +23,22 @@ enum class Launcher {
 };
 
 struct Options {
-  std::optional<int> world;           // 0: auto (the step's task count)
-  std::optional<int> tiles;           // accelerator tiles per task
-  std::optional<int> master_port;     // 0: auto
-  std::optional<bool> explain;        // print the layout, start nothing
-  std::optional<bool> verbose;        // plan and daemon messages on stderr
-  std::optional<std::string> report;  // step report file (JSON), written by srun at step end
-  std::optional<Launcher> launcher;   // per-node launcher tasks (default: auto_detect)
+  std::optional<int> world;            // 0: auto (the step's task count)
+  std::optional<int> tiles;            // accelerator tiles per task
+  std::optional<int> master_port;      // 0: auto
+  std::optional<bool> explain;         // print the layout, start nothing
+  std::optional<bool> verbose;         // plan and daemon messages on stderr
+  std::optional<std::string> report;   // step report file (JSON), written by srun at step end
+  std::optional<Launcher> launcher;    // per-node launcher tasks (default: auto_detect)
+  std::optional<bool> keep_survivors;  // --dp-on-failure=keep (true) or end; unset: the site's
 
   bool any() const noexcept {
-    return world || tiles || master_port || explain || verbose || report || launcher;
+    return world || tiles || master_port || explain || verbose || report || launcher ||
+           keep_survivors;
+  }
+  // The step's choice: the user's --dp-on-failure, else the site's on_failure.
+  bool keeps_survivors(bool site_keeps) const noexcept {
+    return keep_survivors.value_or(site_keeps);
   }
 };
 

@@ -32,7 +32,9 @@ struct SiteConfig {
   int port_wait_s{};
   bool use_resv_ports{};
   int hang_timeout_s{};
-  std::string report;  // %j job, %s step; empty: none
+  std::string report;     // %j job, %s step; empty: none
+  int kill_grace_s{};     // SIGTERM to SIGKILL when the agents end a failed step's tasks
+  bool keep_survivors{};  // on_failure=keep: a failure is reported, no task is ended
 
   // Words the parser accepted but the site should change (a key that was
   // removed), one message each; the plugin shows them on slurm-dp steps.

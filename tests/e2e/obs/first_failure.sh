@@ -19,16 +19,16 @@ wait "$srun_pid" || true
 
 for r in 0 1 3; do
   err=$(grep '^ERROR' "$WORK/rank$r.log") || fail "rank $r has no error: $(cat "$WORK/rank$r.log")"
-  [[ $err == *"first failure: rank $victim (host n2) was killed by signal 9"*"[rank_lost, signal 9, "*" s after the step's daemon started]"* ]] \
+  [[ $err == *"first failure: rank $victim (host n2) was killed by signal 9"*"[rank_lost, signal 9, "*" s after the step's daemon started; verdict task_exit]"* ]] \
     || fail "rank $r's error does not name rank $victim as the first failure: $err"
   for other in 0 1 3; do
     [[ $err != *"first failure: rank $other "* ]] || fail "rank $r names rank $other as the first failure: $err"
   done
 done
 last=$(grep -v '^\s*$' "$WORK/srun.log" | tail -n1)
-[[ $last == "slurm-dp: step "*" failed: first failure: rank $victim (host n2) was killed by signal 9"*"[rank_lost, signal 9, "*" s after the step's daemon started]" ]] \
+[[ $last == "slurm-dp: step "*" failed: first failure: rank $victim (host n2) was killed by signal 9"*"[rank_lost, signal 9, "*" s after the step's daemon started; verdict task_exit]" ]] \
   || fail "srun's last line does not name rank $victim: $last (all: $(cat "$WORK/srun.log"))"
-grep -q '"failure":{"rank":2,"host":"n2","how":"rank_lost","signal":9,"at_s":[0-9.]*' "$WORK/report.json" \
+grep -q '"failure":{"rank":2,"host":"n2","how":"rank_lost","verdict":"task_exit","signal":9,"at_s":[0-9.]*' "$WORK/report.json" \
   || fail "the report file does not name rank 2: $(cat "$WORK/report.json")"
 grep -h "^ERROR" "$WORK"/rank*.log
 cat "$WORK/srun.log"

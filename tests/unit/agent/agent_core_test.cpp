@@ -23,6 +23,12 @@ struct Recorder : AgentOutbox {
   void to_rank(ConnId c, const proto::Response& r) override { to_ranks[c].push_back(r); }
   void close_rank(ConnId c) override { closed.push_back(c); }
   void to_daemon(const proto::Request& r) override { to_daemon_.push_back(r); }
+  void end_tasks(const std::string& why, const std::set<int>& told_ranks) override {
+    ended.push_back(why);
+    told = told_ranks;
+  }
+  std::vector<std::string> ended;  // each end_tasks verdict
+  std::set<int> told;              // the last verdict's ranks told through libdp
   const proto::Response& last(ConnId c) { return to_ranks.at(c).back(); }
 };
 
@@ -245,6 +251,60 @@ TEST_F(AgentCoreTest, TheDaemonsAbortReachesEveryLocalRank) {
   core.on_daemon_response(abort, now);
   EXPECT_EQ(out.last(1).message(), abort.message());
   EXPECT_EQ(out.last(2).code(), proto::ABORTED);
+}
+
+TEST_F(AgentCoreTest, TheDaemonsAbortEndsTheNodesTasksOnce) {
+  EXPECT_TRUE(out.ended.empty());
+  join(1, 2);  // a libdp rank: the abort is its polite signal
+  proto::Response abort;
+  abort.set_code(proto::ABORTED);
+  abort.set_message("first failure: rank 3 (host n2) was killed by signal 9");
+  core.on_daemon_response(abort, now);
+  core.on_daemon_response(abort, now);  // a second push is the same verdict
+  core.on_daemon_lost("the connection closed");
+  EXPECT_EQ(out.ended, (std::vector<std::string>{abort.message()}));
+  EXPECT_EQ(out.told, (std::set<int>{2}));
+}
+
+TEST_F(AgentCoreTest, LosingTheDaemonEndsTheNodesTasksNamingIt) {
+  core.on_daemon_lost("the connection closed");
+  ASSERT_EQ(out.ended.size(), 1u);
+  EXPECT_NE(out.ended[0].find("lost the step's daemon"), std::string::npos) << out.ended[0];
+}
+
+TEST_F(AgentCoreTest, KeepSurvivorsEndsNoTaskButStillRelaysTheAbort) {
+  AgentConfig c = config();
+  c.keep_survivors = true;
+  Recorder rec;
+  AgentCore keep(c, rec, now);
+  proto::Response abort;
+  abort.set_code(proto::ABORTED);
+  abort.set_message("first failure: rank 3 (host n2) was killed by signal 9");
+  keep.on_daemon_response(abort, now);
+  keep.on_daemon_lost("the connection closed");
+  EXPECT_TRUE(rec.ended.empty());
+}
+
+// Tasks that never talk to slurm-dp are still running as far as the agent
+// knows: its heartbeat names them, so a node falls silent only when it does.
+TEST_F(AgentCoreTest, TheHeartbeatVouchesForRunningTasksThatNeverConnect) {
+  now += std::chrono::milliseconds(1'000);
+  core.on_tick(now);
+  const proto::Request& beat = out.to_daemon_.back();
+  ASSERT_TRUE(beat.has_heartbeat());
+  ASSERT_EQ(beat.heartbeat().ranks_size(), 2);
+  EXPECT_EQ(beat.heartbeat().ranks(0).rank(), 1);
+  EXPECT_FALSE(beat.heartbeat().ranks(0).has_progress());
+  core.on_task_exit(2, 0, now);  // ended: no longer vouched for
+  join(1, 1);                    // connected: heard only when it speaks
+  now += std::chrono::milliseconds(1'000);
+  core.on_tick(now);
+  const proto::Request& next = out.to_daemon_.back();
+  ASSERT_TRUE(next.has_heartbeat());
+  ASSERT_EQ(next.heartbeat().ranks_size(), 1);  // rank 1's hello counted as heard
+  now += std::chrono::milliseconds(1'000);
+  core.on_tick(now);
+  EXPECT_EQ(out.to_daemon_.back().heartbeat().ranks_size(), 0);
 }
 
 TEST_F(AgentCoreTest, TheMasterNodesFailureIsPublishedThenAbortsTheStep) {

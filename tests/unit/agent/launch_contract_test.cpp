@@ -1,6 +1,7 @@
 #include "launch_contract.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 namespace dp::agent {
 namespace {
@@ -17,6 +18,8 @@ TEST(LaunchContract, SettingsRoundTrip) {
   s.master = MasterPort::publish;
   s.published = MasterFailure{"n1", "no free port: widen ports= (29400-29402)"};
   s.port_wait = std::chrono::milliseconds(1500);
+  s.kill_grace = std::chrono::milliseconds(2500);
+  s.keep_survivors = true;
   auto back = parse_settings(format_settings(s));
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(back->addr, s.addr);
@@ -26,6 +29,8 @@ TEST(LaunchContract, SettingsRoundTrip) {
   EXPECT_EQ(f.node, "n1");
   EXPECT_EQ(f.reason, "no free port: widen ports= (29400-29402)");
   EXPECT_EQ(back->port_wait.count(), 1500);
+  EXPECT_EQ(back->kill_grace.count(), 2500);
+  EXPECT_TRUE(back->keep_survivors);
   EXPECT_EQ(back->job, 7u);
   s.published = 29501;
   auto port = parse_settings(format_settings(s));
@@ -34,7 +39,29 @@ TEST(LaunchContract, SettingsRoundTrip) {
   EXPECT_FALSE(port->published.failure);
 }
 
+TEST(LaunchContract, ATaskStartRoundTripsAndBadLinesAreNoStart) {
+  const TaskStart t{3, 4242, 123456789012ull};
+  auto back = parse_task_start(format_task_start(t).substr(0, format_task_start(t).size() - 1));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->rank, 3);
+  EXPECT_EQ(back->pid, 4242);
+  EXPECT_EQ(back->start_ticks, 123456789012ull);
+  EXPECT_FALSE(parse_task_start("rank 3 pid 1 start 5"));  // init is never a task
+  EXPECT_FALSE(parse_task_start("rank 3 pid 42"));
+  EXPECT_FALSE(parse_task_start("rank 3 exited status 0"));
+  EXPECT_FALSE(parse_task_exit("rank 3 pid 42 start 7"));
+}
+
+TEST(LaunchContract, StartTicksAreThoseOfProcStat) {
+  auto mine = read_start_ticks(getpid());
+  ASSERT_TRUE(mine);
+  EXPECT_EQ(read_start_ticks(getpid()), mine);  // the same process, the same start
+  EXPECT_FALSE(read_start_ticks(0));
+}
+
 TEST(LaunchContract, SettingsRefuseBadInput) {
+  EXPECT_FALSE(
+      parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=1\nranks=0\non_failure=maybe\n\n"));
   EXPECT_FALSE(parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=2\nranks=2\n\n"));
   EXPECT_FALSE(parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=2\nranks=1,1\n\n"));
   EXPECT_FALSE(parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=2\nranks=0\nbogus=1\n\n"));

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 namespace {
@@ -69,6 +70,24 @@ TEST(Options, ReportFile) {
   EXPECT_EQ(dp::overlay(o, top).report, "/tmp/x.json");
 }
 
+TEST(Options, OnFailureIsTheUsersChoiceOverTheSites) {
+  dp::Options o;
+  EXPECT_FALSE(o.keeps_survivors(false));
+  EXPECT_TRUE(o.keeps_survivors(true));  // unset: the site's on_failure
+  ASSERT_TRUE(apply(o, "dp-on-failure", "keep").ok());
+  EXPECT_TRUE(o.keeps_survivors(false));
+  EXPECT_TRUE(o.any());
+  auto back = dp::parse_node_options(dp::format_node_options(o), "DP_OPTIONS");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->keep_survivors, true);
+  dp::Options end;
+  ASSERT_TRUE(apply(end, "dp-on-failure", "end").ok());
+  EXPECT_FALSE(dp::overlay(o, end).keeps_survivors(true));
+  auto bad = apply(o, "dp-on-failure", "maybe");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("--dp-on-failure"), std::string::npos) << bad.error().message;
+}
+
 TEST(Options, AutoAndNumbers) {
   dp::Options o;
   ASSERT_TRUE(apply(o, "dp-world", "auto").ok());
@@ -121,13 +140,14 @@ TEST(Options, UnknownNameIsRefused) {
 
 TEST(Options, SpecsCoverEveryOptionOnce) {
   const auto& specs = dp::option_specs();
-  ASSERT_EQ(specs.size(), 7u);
+  ASSERT_EQ(specs.size(), 8u);
+  const std::map<std::string, const char*> sample = {{"dp-tiles", "1"}, {"dp-on-failure", "keep"}};
   for (const auto& s : specs) {
     EXPECT_EQ(std::string(s.usage).rfind("[slurm-dp]", 0), 0u) << s.name;
     dp::Options o;
     // Each registered name is accepted by apply_option.
-    auto r =
-        apply(o, s.name, s.arginfo ? (std::string(s.name) == "dp-tiles" ? "1" : "auto") : nullptr);
+    const auto it = sample.find(s.name);
+    auto r = apply(o, s.name, s.arginfo ? (it != sample.end() ? it->second : "auto") : nullptr);
     EXPECT_TRUE(r.ok()) << s.name << ": " << (r.ok() ? "" : r.error().message);
   }
 }

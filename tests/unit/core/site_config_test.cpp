@@ -20,10 +20,11 @@ TEST(SiteConfig, DefaultsWhenEmpty) {
 }
 
 TEST(SiteConfig, ParsesEveryKey) {
-  auto c = dp::parse_site_config(
-      {"kind=rdu", "devices_per_node=8", "tiles_per_device=8", "ports=20000-20099", "default=on",
-       "daemon=/opt/dp/bin/d", "lease_dir=/var/run/x", "port_wait=5", "resv_ports=ignore",
-       "hang_timeout=10", "report=/var/log/dp/%j.%s.json", "heartbeat_timeout=120"});
+  auto c = dp::parse_site_config({"kind=rdu", "devices_per_node=8", "tiles_per_device=8",
+                                  "ports=20000-20099", "default=on", "daemon=/opt/dp/bin/d",
+                                  "lease_dir=/var/run/x", "port_wait=5", "resv_ports=ignore",
+                                  "hang_timeout=10", "report=/var/log/dp/%j.%s.json",
+                                  "heartbeat_timeout=120", "on_failure=keep", "kill_grace=3"});
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->kind, dp::AcceleratorKind::rdu);
   EXPECT_EQ(c->declared_tiles_per_node(), 64);
@@ -37,6 +38,8 @@ TEST(SiteConfig, ParsesEveryKey) {
   EXPECT_EQ(c->hang_timeout_s, 10);
   EXPECT_EQ(c->report, "/var/log/dp/%j.%s.json");
   EXPECT_EQ(c->heartbeat_timeout_s, 120);
+  EXPECT_TRUE(c->keep_survivors);
+  EXPECT_EQ(c->kill_grace_s, 3);
 }
 
 TEST(SiteConfig, LaterWordWins) {
@@ -91,7 +94,7 @@ TEST(SiteConfig, EveryListedKeyIsParsed) {
 auto fields(const dp::SiteConfig& c) {
   return std::tie(c.kind, c.devices_per_node, c.tiles_per_device, c.port_min, c.port_max,
                   c.default_on, c.daemon_path, c.lease_dir, c.heartbeat_timeout_s, c.port_wait_s,
-                  c.use_resv_ports, c.hang_timeout_s, c.report);
+                  c.use_resv_ports, c.hang_timeout_s, c.report, c.kill_grace_s, c.keep_survivors);
 }
 
 TEST(SiteConfig, DefaultsAreTheTablesAndEachIsAValidWord) {
@@ -112,6 +115,8 @@ TEST(SiteConfig, DefaultsAreTheTablesAndEachIsAValidWord) {
   EXPECT_EQ(fresh.lease_dir, "/run/slurm-dp/ports");
   EXPECT_TRUE(fresh.use_resv_ports);
   EXPECT_EQ(fresh.hang_timeout_s, 120);
+  EXPECT_FALSE(fresh.keep_survivors);  // a failed step ends everywhere
+  EXPECT_EQ(fresh.kill_grace_s, 10);
 }
 
 TEST(SiteConfig, EachKeyShowsTheValuesItTakes) {

@@ -22,6 +22,8 @@ struct Recorder : Outbox {
   std::vector<ConnId> closed;
   void send(ConnId c, const proto::Response& r) override { sent[c].push_back(r); }
   void close(ConnId c) override { closed.push_back(c); }
+  void end_step_in_slurm(const AbortCause& c) override { slurm_ends.push_back(c.how); }
+  std::vector<AbortCause::How> slurm_ends;  // steps ended through slurmctld
   proto::Response last(ConnId c) { return sent[c].empty() ? proto::Response() : sent[c].back(); }
 };
 

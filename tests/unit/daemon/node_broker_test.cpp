@@ -153,6 +153,42 @@ TEST_F(NodeBrokerTest, HeartbeatsHearOnlyTheListedRanks) {
   EXPECT_NE(broker_.stats().report_json().find("\"ops_done\":7"), std::string::npos);
 }
 
+// Node B's agent (which vouches for its tasks, libdp or not) falls silent
+// while node A and rank 4 are heard: the node is lost, named, and the step is
+// ended through slurmctld (B's tasks are out of every agent's reach).
+TEST_F(NodeBrokerTest, ANodeFallingSilentWhileOthersAreHeardIsTheNodesVerdict) {
+  step();
+  ticks(milliseconds(100), milliseconds(3'100), [&](Clock::time_point t) {
+    node_heartbeat(kNodeA, {0, 1}, t);
+    heartbeat(kRank4, t);
+  });
+  ASSERT_TRUE(broker_.aborted());
+  EXPECT_EQ(broker_.abort_cause()->how, AbortCause::How::node_silent);
+  EXPECT_EQ(broker_.abort_cause()->host, "nb");
+  EXPECT_NE(failure().find("the node agent on host nb (ranks 2-3) sent no heartbeat for 3000 ms "
+                           "while other nodes were heard"),
+            std::string::npos)
+      << failure();
+  EXPECT_NE(failure().find("verdict node_silent]"), std::string::npos) << failure();
+  EXPECT_NE(broker_.stats().report_json().find("\"verdict\":\"node_silent\""), std::string::npos);
+  EXPECT_EQ(out_.slurm_ends, (std::vector<AbortCause::How>{AbortCause::How::node_silent}));
+  EXPECT_EQ(out_.last(kNodeA).code(), proto::ABORTED);
+}
+
+TEST_F(NodeBrokerTest, ATaskVerdictIsLeftToTheAgentsAndKeepEndsNothingInSlurm) {
+  step();
+  rank_lost(kNodeB, 3, std::nullopt, 9, "");
+  ASSERT_TRUE(broker_.aborted());
+  EXPECT_TRUE(out_.slurm_ends.empty());  // every node is reachable: its agent ends its tasks
+  BrokerConfig keep = config(5);
+  keep.limits.end_lost_steps = 0;
+  Broker& b = other_broker(keep, node_hello_req({0, 1}, "na"));
+  b.on_disconnect(1, t0_);
+  ASSERT_TRUE(b.aborted());
+  EXPECT_EQ(b.abort_cause()->how, AbortCause::How::node_lost);
+  EXPECT_TRUE(other_out_.slurm_ends.empty());
+}
+
 TEST_F(NodeBrokerTest, EveryRankSilentBehindNodesIsASuspension) {
   step();
   ticks(milliseconds(100), milliseconds(10'000));
@@ -177,6 +213,7 @@ TEST_F(NodeBrokerTest, ANodeDroppingBeforeItsGoodbyesAbortsNamingTheNode) {
   EXPECT_NE(failure().find("rank(s) 3 had not said goodbye"), std::string::npos) << failure();
   EXPECT_NE(failure().find("[node_lost, "), std::string::npos) << failure();
   EXPECT_EQ(out_.last(kRank4).code(), proto::ABORTED);  // the push reaches the others
+  EXPECT_EQ(out_.slurm_ends, (std::vector<AbortCause::How>{AbortCause::How::node_lost}));
 }
 
 TEST_F(NodeBrokerTest, RankLostCarriesTheExitCodeIntoTheFirstFailure) {
@@ -191,7 +228,8 @@ TEST_F(NodeBrokerTest, RankLostCarriesTheExitCodeIntoTheFirstFailure) {
   EXPECT_NE(failure().find("rank 1 (host na) exited with code 3"), std::string::npos) << failure();
   EXPECT_NE(failure().find("[rank_lost, exit code 3, "), std::string::npos) << failure();
   const std::string json = broker_.stats().report_json();
-  EXPECT_NE(json.find("\"rank\":1,\"host\":\"na\",\"how\":\"rank_lost\",\"exit_code\":3,"),
+  EXPECT_NE(json.find("\"rank\":1,\"host\":\"na\",\"how\":\"rank_lost\",\"verdict\":\"task_exit\","
+                      "\"exit_code\":3,"),
             std::string::npos)
       << json;
 }

@@ -1,0 +1,86 @@
+#include "local_tasks.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace dp::agent {
+namespace {
+
+int pidfd_open(int pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+bool pidfd_signal(int fd, int sig) {
+  return ::syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0) == 0;
+}
+
+bool has_exited(int pidfd) {
+  pollfd p{pidfd, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0;
+}
+
+}  // namespace
+
+LocalTasks::~LocalTasks() {
+  for (auto& [rank, fd] : pidfds_) ::close(fd);
+}
+
+bool LocalTasks::started(const TaskStart& t) {
+  exited(t.rank);  // a rank reported twice keeps only its newest task
+  const int fd = pidfd_open(t.pid);
+  if (fd < 0) return false;
+  // The pidfd now pins one process; it is the task only if it started when the task did.
+  if (read_start_ticks(t.pid) != t.start_ticks) {
+    ::close(fd);
+    return false;
+  }
+  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  pidfds_[t.rank] = fd;
+  return true;
+}
+
+void LocalTasks::exited(int rank) {
+  auto it = pidfds_.find(rank);
+  if (it == pidfds_.end()) return;
+  ::close(it->second);
+  pidfds_.erase(it);
+}
+
+int LocalTasks::signal_all(int sig, const std::set<int>& except) {
+  int n = 0;
+  for (auto& [rank, fd] : pidfds_)
+    if (!except.count(rank) && !has_exited(fd) && pidfd_signal(fd, sig)) ++n;
+  return n;
+}
+
+int LocalTasks::end_all(Clock::time_point now, std::chrono::milliseconds grace,
+                        const std::set<int>& told) {
+  if (ending_since_) return 0;
+  ending_since_ = now;
+  kill_at_ = now + grace;
+  const int n = signal_all(SIGTERM, told);
+  // A stopped task (a suspended step) sees its SIGTERM only once continued.
+  signal_all(SIGCONT, told);
+  if (grace.count() == 0) tick(now);
+  return n;
+}
+
+void LocalTasks::tick(Clock::time_point now) {
+  if (!kill_at_ || now < *kill_at_) return;
+  kill_at_.reset();
+  const int n = signal_all(SIGKILL);
+  if (n > 0)
+    std::fprintf(stderr, "dp-nodeagent: %d task(s) still ran after the grace: SIGKILL\n", n);
+}
+
+bool LocalTasks::ending() const {
+  if (!kill_at_) return false;
+  for (const auto& [rank, fd] : pidfds_)
+    if (!has_exited(fd)) return true;
+  return false;
+}
+
+}  // namespace dp::agent

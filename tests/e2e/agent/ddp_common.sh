@@ -1,0 +1,73 @@
+# shellcheck shell=bash
+# Shared by the fail-fast tests of an unmodified PyTorch DDP program (gloo,
+# env://, no libdp: pytorch/ddp.py) on 2 nodes x 2 tasks. Sourced after lib.sh.
+#   start_ddp NAME [ddp.py args...]   srun --dp-world=auto in the background: srun_pid,
+#                                     job; each rank's output in $WORK/rank<R>.log
+#   start_plain_ddp NAME [args...]    the same without slurm-dp (the variables by hand)
+#   wait_ranks_ready SECS             every rank did its first all-reduce
+#   rank_pid RANK                     the python process of that rank of $job
+#   wait_srun SECS                    waits for srun; sets rc and ms (since t0, set by the caller)
+#   last_line                         srun's last non-empty line
+#   survivors                         the job's python processes still alive
+PYTHON=/usr/bin/python3
+cp "$(dirname "${BASH_SOURCE[0]}")/../pytorch/ddp.py" "$WORK/ddp.py"
+chmod 644 "$WORK/ddp.py"
+
+find_job() {  # find_job NAME
+  local deadline=$((SECONDS + 30))
+  until job=$(squeue -h -o %i -n "$1" | head -n1) && [[ -n $job ]]; do
+    ((SECONDS < deadline)) || fail "no job named $1 in the queue: $(cat "$WORK/srun.log")"
+    sleep 0.1
+  done
+}
+
+start_ddp() {
+  local name=$1-$$
+  shift
+  # USE_LIBUV=0: Debian 13's torch 2.6 has no libuv TCPStore but asks for it.
+  as_user srun --dp-world=auto -N2 --ntasks-per-node=2 -J "$name" -o "$WORK/rank%t.log" \
+    --export=ALL,USE_LIBUV=0 \
+    "$PYTHON" "$WORK/ddp.py" --ready-file "$WORK/ready" "$@" >"$WORK/srun.log" 2>&1 &
+  srun_pid=$!
+  find_job "$name"
+}
+
+# As users run DDP without slurm-dp: the rendezvous variables by hand.
+start_plain_ddp() {
+  local name=$1-$$ port=$((20500 + ${DP_CLUSTER_PORT_BASE:?} % 1000))
+  shift
+  # shellcheck disable=SC2016 # expanded in the tasks
+  as_user srun -N2 --ntasks-per-node=2 -J "$name" -o "$WORK/rank%t.log" bash -c \
+    'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1) MASTER_PORT='"$port"' RANK=$SLURM_PROCID WORLD_SIZE=$SLURM_NTASKS LOCAL_RANK=$SLURM_LOCALID exec '"$PYTHON $WORK/ddp.py --ready-file $WORK/ready $*" \
+    >"$WORK/srun.log" 2>&1 &
+  srun_pid=$!
+  find_job "$name"
+}
+
+all_ready() { [[ -f $WORK/ready.0 && -f $WORK/ready.1 && -f $WORK/ready.2 && -f $WORK/ready.3 ]]; }
+wait_ranks_ready() {
+  wait_until "$1" "every rank's first all-reduce ($(cat "$WORK/srun.log" "$WORK"/rank*.log 2>/dev/null | tail -5))" all_ready
+}
+
+rank_pid() {
+  local p
+  for p in $(job_pids "$job" python3); do
+    grep -qzxF "SLURM_PROCID=$1" "/proc/$p/environ" 2>/dev/null && { echo "$p"; return 0; }
+  done
+  return 1
+}
+
+wait_srun() {
+  local secs=$1 deadline
+  deadline=$((SECONDS + secs))
+  rc=0
+  while kill -0 "$srun_pid" 2>/dev/null; do
+    ((SECONDS < deadline)) || { ms=-1; return 0; }
+    sleep 0.02
+  done
+  wait "$srun_pid" || rc=$?
+  ms=$((($(date +%s%N) - t0) / 1000000))
+}
+
+last_line() { grep -v '^\s*$' "$WORK/srun.log" | tail -n1; }
+survivors() { job_pids "$job" python3; }
