@@ -18,7 +18,7 @@ proto::Stats Broker::stats() const {
   line("world_size", cfg_.world_size);
   line("connections", peers_.size());
   line("connections_accepted", accepted_);
-  line("connections_unauthenticated", unauthenticated_count_);
+  line("connections_unauthenticated", hello_budget_.count());
   line("connections_evicted", evicted_);
   line("agents_connected", agents_);
   line("nodes_connected", nodes_);

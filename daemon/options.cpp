@@ -135,6 +135,10 @@ std::string usage_text() {
                      "address to bind: the one the ranks route to; '-': read it from the second "
                      "line of stdin",
                      "(default " + defaults.listen_addr + ")");
+  out += option_help("--step-nodes LIST",
+                     "the step's node addresses, comma-separated, or '-': the next line of stdin; "
+                     "their connections without hello have a budget of their own",
+                     "(default: none)");
   for (const NumberOption& n : kNumberOptions) {
     if (n.help == nullptr) continue;
     out += option_help(std::string(n.name) + " " + n.arg, n.help, default_text(n, n.get(defaults)));
@@ -168,6 +172,8 @@ Result<DaemonOptions> parse_options(const std::vector<std::string>& args) {
         return make_error(Errc::invalid_argument,
                           "--listen: empty address; give an IPv4/IPv6 address");
       o.listen_addr = v;
+    } else if (a == "--step-nodes") {
+      o.step_nodes = v;
     } else {
       return make_error(Errc::invalid_argument, "unknown option " + a + "; see --help");
     }

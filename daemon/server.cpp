@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "process_start.hpp"
+#include "step_nodes.hpp"
 #include "step_socket.hpp"
 
 namespace dp::daemon {
@@ -98,6 +99,7 @@ Server::Server(const DaemonOptions& opts, std::string secret) : opts_(opts) {
   cfg.job_id = opts.job_id;
   cfg.step_id = opts.step_id;
   cfg.limits = opts.limits;
+  cfg.step_nodes = step_node_addresses(opts.step_nodes);
   broker_ = std::make_unique<Broker>(std::move(cfg), *this, Clock::now());
 }
 
@@ -191,8 +193,9 @@ void Server::admit(service::UniqueFd fd) {
       service::open_conn<Conn, &Server::read_from>(*this, base_.get(), std::move(fd), next_id_++);
   if (!c) return;
   const ConnId id = c->id;
+  const std::string source = peer_address(c->fd.get());
   conns_.emplace(id, std::move(c));
-  broker_->on_connect(id, Clock::now());
+  broker_->on_connect(id, Clock::now(), source);
 }
 
 void Server::read_from(Conn& c) {
