@@ -91,8 +91,8 @@ constexpr Entry kKeys[] = {
      "seconds the other ranks may wait in a collective a live rank does not enter before it is "
      "named as hanging and the step aborted (0: off)"},
     {"report", "", path(&SiteConfig::report),
-     "a step report (JSON) srun writes at every step's end, as the user (%j job id, %s step id); "
-     "unset: only --dp-report"},
+     "a step report (JSON) srun writes at every step's end, as the user, 0600 (%j job id, %s step "
+     "id, %u user name; use a folder per user); unset: only --dp-report"},
 };
 
 // Keys of earlier releases, and why they went.
