@@ -44,9 +44,8 @@ void remember_step(PluginState& st, uint32_t job_id, uint32_t step_id, const Opt
 void report_step_end(const PluginState& st) {
   if (st.job_id.empty()) return;
   const std::string label = "step " + st.job_id + "." + st.step_id;
-  auto path = obs::socket_path(st.job_id, st.step_id, false);
-  Result<proto::Stats> stats = path ? obs::query(*path, std::chrono::milliseconds(2'000))
-                                    : Result<proto::Stats>(path.error());
+  Result<proto::Stats> stats =
+      obs::query_step(st.job_id, st.step_id, std::chrono::milliseconds(2'000));
   const std::string srun_part = "srun: check " + ms_text(st.srun_check_ms) + ", layout " +
                                 ms_text(st.srun_layout_ms) + ", daemon up " +
                                 ms_text(st.srun_daemon_ms) + ", ready " + ms_text(st.srun_ready_ms);
