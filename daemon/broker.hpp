@@ -47,6 +47,11 @@ struct BrokerLimits {
   // Others wait this long in a collective a live rank does not enter: it hangs (0: off).
   std::chrono::milliseconds hang_timeout{120'000};
   int max_agents = 256;  // authenticated non-rank peers (stepd agents, tools)
+  // Blocking calls (get, wait, barrier) pending at once; 0: 4 per rank + 4096.
+  // Anyone with the step's secret could otherwise grow the daemon without bound.
+  int max_pending_calls = 0;
+  // Barriers entered but not yet complete (each holds a byte per rank).
+  int max_open_barriers = 1024;
   // Node agents the step expects (--nodes; issue 14): connections and the
   // hello budget then follow nodes, not ranks. 0: ranks connect directly.
   int nodes = 0;
@@ -205,7 +210,10 @@ class Broker {
   void op_rank_lost(const Call& c, const proto::RankLost& m);
   AbortCause node_loss(ConnId conn, const Peer& p, AbortCause::How how,
                        const std::string& why) const;
-  // broker_waiters.cpp. timeout_ms 0: no deadline.
+  // broker_waiters.cpp. Replies LIMIT and returns false when one more
+  // pending call (or a new barrier) would pass the step's limits.
+  bool room_for_call(const Call& c, const std::string* new_barrier);
+  // timeout_ms 0: no deadline.
   uint64_t add_waiter(ConnId conn, uint64_t request_id, WaitKind kind,
                       std::vector<std::string> keys, uint32_t timeout_ms, Clock::time_point now);
   void finish_waiter(uint64_t wid, Clock::time_point now);

@@ -30,6 +30,7 @@ proto::Stats Broker::stats() const {
   line("requests", requests_);
   line("heartbeats", heartbeats_);
   line("pending_calls", waiters_.size());
+  line("open_barriers", barriers_.size());
   line("rejected_unauthorized", rejected_auth_);
   line("protocol_errors", protocol_errors_);
   line("limit_errors", limit_errors_);

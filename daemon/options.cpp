@@ -62,6 +62,10 @@ constexpr NumberOption kNumberOptions[] = {
      "connections waiting for hello beyond one per rank still to come; past that the oldest is "
      "evicted",
      nullptr},
+    {"--max-pending-calls", "N", 0, 100'000'000, DP_FIELD(limits.max_pending_calls),
+     "blocking calls (get, wait, barrier) pending at once in the step", "4 per rank + 4096"},
+    {"--max-open-barriers", "N", 1, 1'000'000, DP_FIELD(limits.max_open_barriers),
+     "barriers entered but not complete (each holds a byte per rank)", nullptr},
     {"--max-key-bytes", "N", 1, 1 << 20, DP_FIELD(limits.max_key_bytes), "largest key", nullptr},
     {"--max-value-bytes", "N", 0, 256 << 20, DP_FIELD(limits.max_value_bytes), "largest value",
      nullptr},

@@ -1,4 +1,5 @@
 #include "dp/site_config.hpp"
+#include "dp/shown_value.hpp"
 
 #include <string_view>
 
@@ -103,7 +104,7 @@ constexpr struct {
 };
 
 Error site_error(std::string_view word, std::string_view why) {
-  return make_error(Errc::invalid_argument, "plugstack.conf setting '" + std::string(word) +
+  return make_error(Errc::invalid_argument, "plugstack.conf setting '" + shown_value(word) +
                                                 "': " + std::string(why) +
                                                 " (ask the site administrator to fix it)");
 }
