@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -22,6 +23,7 @@
 
 #include "dp/master_port.hpp"
 #include "dp/params.hpp"
+#include "dp/port_holders.hpp"
 
 namespace dp::spank {
 
@@ -305,6 +307,24 @@ uint64_t random_seed() {
   return v;
 }
 
+// Every port of the range taken: by whom (root reads every socket's uid).
+Error held_range_error(const SiteConfig& site, const Error& e) {
+  std::string tables;
+  for (const char* f : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(f);
+    tables.append(std::istreambuf_iterator<char>(in), {});
+    tables += '\n';
+  }
+  const std::string who = holders_text(port_holders(tables, site.port_min, site.port_max));
+  if (who.empty()) return e;
+  return make_error(e.code, "every MASTER_PORT of " + std::to_string(site.port_min) + "-" +
+                                std::to_string(site.port_max) +
+                                " on the master node is held (bound by " + who +
+                                "); another user's process may be squatting the range: an admin "
+                                "can end it; the documented setup on shared nodes is Slurm's "
+                                "reserved ports (MpiParams=ports=); or pass --dp-master-port=PORT");
+}
+
 Result<PortLease> lease_master_port(const SiteConfig& site, const LeaseRequest& req) {
   auto dir = open_lease_dir(site.lease_dir);
   DP_TRY(dir);
@@ -336,7 +356,7 @@ Result<PortLease> lease_master_port(const SiteConfig& site, const LeaseRequest& 
   close(*lock);  // releases the flock
   if (!port) {
     close(*dir);
-    return port.error();
+    return held_range_error(site, port.error());
   }
   return PortLease(*port, *dir, std::to_string(*port), hold);
 }
