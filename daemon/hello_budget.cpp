@@ -1,5 +1,7 @@
 #include "hello_budget.hpp"
 
+#include <cstddef>
+
 namespace dp::daemon {
 
 void HelloBudget::set_step_nodes(const std::vector<std::string>& addresses) {
@@ -38,8 +40,13 @@ void HelloBudget::remove(ConnId conn) {
   if (sit == sources_.end()) return;
   Source& s = sit->second;
   recount(source, s, -1);
-  while (!s.conns.empty() && !live(s.conns.front())) s.conns.pop_front();
-  if (s.live == 0) sources_.erase(sit);
+  while (s.head < s.conns.size() && !live(s.conns[s.head])) ++s.head;
+  if (s.live == 0) {
+    sources_.erase(sit);
+  } else if (s.head > 64 && s.head * 2 > s.conns.size()) {
+    s.conns.erase(s.conns.begin(), s.conns.begin() + static_cast<std::ptrdiff_t>(s.head));
+    s.head = 0;
+  }
 }
 
 int HelloBudget::count(const std::string& source) const {
@@ -56,8 +63,9 @@ const std::string& HelloBudget::source_of(ConnId conn) const {
 ConnId HelloBudget::oldest(const std::string& source) const {
   auto it = sources_.find(source);
   if (it == sources_.end()) return 0;
-  for (const auto& e : it->second.conns)
-    if (live(e)) return e.second;
+  const Source& s = it->second;
+  for (size_t i = s.head; i < s.conns.size(); ++i)
+    if (live(s.conns[i])) return s.conns[i].second;
   return 0;
 }
 

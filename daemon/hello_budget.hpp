@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <set>
 #include <string>
@@ -52,8 +51,11 @@ class HelloBudget {
 
  private:
   struct Source {
-    // (admission number, id) in connect order; entries already removed are skipped.
-    std::deque<std::pair<uint64_t, ConnId>> conns;
+    // (admission number, id) in connect order; entries already removed are
+    // skipped. A vector: a source holds at most its cap (a deque's first
+    // block alone would cost 512 bytes for each of thousands of nodes).
+    std::vector<std::pair<uint64_t, ConnId>> conns;
+    size_t head = 0;  // conns[head..] may be live
     int live = 0;
   };
   ConnId oldest(const std::string& source) const;
