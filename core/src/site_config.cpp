@@ -50,6 +50,7 @@ void set_kind(SiteConfig& c, std::string_view word) {
 }
 void set_resv_ports(SiteConfig& c, std::string_view word) { c.use_resv_ports = word == "use"; }
 void set_default(SiteConfig& c, std::string_view word) { c.default_on = word == "on"; }
+void set_port_fallback(SiteConfig& c, std::string_view word) { c.port_fallback_os = word == "os"; }
 
 struct Entry {
   std::string_view key;
@@ -74,6 +75,9 @@ constexpr Entry kKeys[] = {
     {"ports", "29400-29999", port_range(),
      "MASTER_PORT range when Slurm reserved no ports for the step; each port is checked free and "
      "leased before use"},
+    {"port_fallback", "off", choice("off|os", set_port_fallback),
+     "os: when every port of the ports range is held (another user may squat it), MASTER_PORT is "
+     "a port the OS chooses instead of failing the step; off: the step fails naming the holders"},
     {"resv_ports", "use", choice("use|ignore", set_resv_ports),
      "use: MASTER_PORT from the ports Slurm reserved for the step (SLURM_STEP_RESV_PORTS), if any; "
      "ignore: always the ports range"},

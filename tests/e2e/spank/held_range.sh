@@ -29,4 +29,11 @@ echo "$out"
 ((took_ms < 10000)) || fail "the step took ${took_ms} ms to fail (limit 10 s)"
 [[ $out == *"every MASTER_PORT of $lo-$hi on the master node is held"*"uid $(id -u dptest2) (4 ports)"* ]] ||
   fail "the failure does not say the range is held by uid $(id -u dptest2)"
-pass "a range held by dptest2 fails the step in ${took_ms} ms naming 'held' and uid $(id -u dptest2)"
+
+# Where the site allows it, the step starts on a port the OS chose instead.
+use_port_leases held "ports=$lo-$hi" port_fallback=os
+port=$(as_user timeout 60 srun -w n1 -N1 -n1 --dp-world=auto printenv MASTER_PORT 2>&1) ||
+  fail "with port_fallback=os the step failed: $port"
+[[ $port =~ ^[0-9]+$ ]] && ((port < lo || port > hi)) ||
+  fail "with port_fallback=os MASTER_PORT is '$port', not a port outside the held range"
+pass "a range held by dptest2 fails the step in ${took_ms} ms naming 'held' and uid $(id -u dptest2); with port_fallback=os it starts on port $port"

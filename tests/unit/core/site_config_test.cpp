@@ -20,10 +20,11 @@ TEST(SiteConfig, DefaultsWhenEmpty) {
 }
 
 TEST(SiteConfig, ParsesEveryKey) {
-  auto c = dp::parse_site_config(
-      {"kind=rdu", "devices_per_node=8", "tiles_per_device=8", "ports=20000-20099", "default=on",
-       "daemon=/opt/dp/bin/d", "lease_dir=/var/run/x", "port_wait=5", "resv_ports=ignore",
-       "hang_timeout=10", "report=/var/log/dp/%j.%s.json", "heartbeat_timeout=120"});
+  auto c = dp::parse_site_config({"kind=rdu", "devices_per_node=8", "tiles_per_device=8",
+                                  "ports=20000-20099", "default=on", "daemon=/opt/dp/bin/d",
+                                  "lease_dir=/var/run/x", "port_wait=5", "resv_ports=ignore",
+                                  "hang_timeout=10", "report=/var/log/dp/%j.%s.json",
+                                  "heartbeat_timeout=120", "port_fallback=os"});
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->kind, dp::AcceleratorKind::rdu);
   EXPECT_EQ(c->declared_tiles_per_node(), 64);
@@ -37,6 +38,10 @@ TEST(SiteConfig, ParsesEveryKey) {
   EXPECT_EQ(c->hang_timeout_s, 10);
   EXPECT_EQ(c->report, "/var/log/dp/%j.%s.json");
   EXPECT_EQ(c->heartbeat_timeout_s, 120);
+  EXPECT_TRUE(c->port_fallback_os);
+  auto fresh = dp::parse_site_config({});
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_FALSE(fresh->port_fallback_os) << "off by default";
 }
 
 TEST(SiteConfig, LaterWordWins) {
@@ -91,7 +96,7 @@ TEST(SiteConfig, EveryListedKeyIsParsed) {
 auto fields(const dp::SiteConfig& c) {
   return std::tie(c.kind, c.devices_per_node, c.tiles_per_device, c.port_min, c.port_max,
                   c.default_on, c.daemon_path, c.lease_dir, c.heartbeat_timeout_s, c.port_wait_s,
-                  c.use_resv_ports, c.hang_timeout_s, c.report);
+                  c.use_resv_ports, c.hang_timeout_s, c.report, c.port_fallback_os);
 }
 
 TEST(SiteConfig, DefaultsAreTheTablesAndEachIsAValidWord) {
