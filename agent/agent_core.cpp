@@ -7,11 +7,10 @@
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
 #include "master_port_value.hpp"
+#include "node_hello.hpp"
 
 namespace dp::agent {
 namespace {
-
-constexpr uint64_t kHelloId = 1;
 
 std::string ms_text(Clock::duration d) {
   return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
@@ -32,20 +31,17 @@ AgentCore::AgentCore(AgentConfig cfg, AgentOutbox& out, Clock::time_point now)
 // ---- the daemon link ----
 
 void AgentCore::send_hello(const std::string& nonce) {
-  proto::Request req;
-  req.set_id(kHelloId);
-  auto* h = req.mutable_hello();
-  h->set_protocol_version(rdv::kProtocolVersion);
-  h->set_role(proto::ROLE_NODE);
-  h->set_rank(-1);
-  h->set_world_size(cfg_.world_size);
-  h->set_host(cfg_.host);
-  for (int32_t r : cfg_.node_ranks) h->add_node_ranks(r);
-  h->set_proof(rdv::hello_proof(cfg_.secret, nonce, proto::ROLE_NODE, -1, cfg_.world_size,
-                                cfg_.host, cfg_.node_ranks));
-  if (h->proof().empty())  // sent empty, it would be refused as a wrong secret
+  const proto::Request req = node_hello_request(
+      NodeHello{cfg_.daemon_addr, cfg_.secret, cfg_.host, cfg_.world_size, cfg_.node_ranks}, nonce);
+  if (req.hello().proof().empty())  // sent empty, it would be refused as a wrong secret
     return on_daemon_lost("cannot compute the hello proof: libcrypto's HMAC failed");
   out_.to_daemon(req);
+}
+
+void AgentCore::hello_answered(const proto::Response& reply, Clock::time_point now) {
+  if (link_ != Link::awaiting_challenge) return;
+  link_ = Link::awaiting_hello_reply;
+  on_daemon_response(reply, now);
 }
 
 void AgentCore::on_daemon_response(const proto::Response& r, Clock::time_point now) {

@@ -73,6 +73,9 @@ class AgentCore {
 
   // The daemon link: a TCP connection is open; its challenge comes as a response.
   void on_daemon_response(const proto::Response& r, Clock::time_point now);
+  // The hello already went through on the first connection (daemon_hello.hpp):
+  // its reply, as if it came on this link.
+  void hello_answered(const proto::Response& reply, Clock::time_point now);
   // EOF, a bad frame, a failed write: the step's daemon is gone for this node.
   void on_daemon_lost(const std::string& why);
   bool daemon_ready() const { return link_ == Link::ready; }

@@ -51,13 +51,19 @@ AgentServer::AgentServer(const AgentSettings& s, std::string socket)
       core_(core_config(s), *this, Clock::now()),
       daemon_reader_(rdv::kHelloFrameLimit) {}
 
-Result<std::unique_ptr<AgentServer>> AgentServer::create(const AgentSettings& s,
-                                                         service::UniqueFd daemon_fd,
+Result<std::unique_ptr<AgentServer>> AgentServer::create(const AgentSettings& s, DaemonLink daemon,
                                                          service::UniqueFd listen_fd,
                                                          std::string socket) {
   std::unique_ptr<AgentServer> a(new AgentServer(s, std::move(socket)));
-  a->daemon_fd_ = std::move(daemon_fd);
+  a->daemon_fd_ = std::move(daemon.fd);
+  a->daemon_reader_ = std::move(daemon.reader);
   DP_TRY(a->start_events(std::move(listen_fd)));
+  const auto now = Clock::now();
+  a->core_.hello_answered(daemon.reply, now);
+  if (a->core_.daemon_ready()) a->daemon_reader_.set_max_frame_bytes(rdv::kMaxFrameBytes);
+  // What came right after the reply (an abort push) is not left waiting for more bytes.
+  for (auto r = a->daemon_reader_.next(); r && *r; r = a->daemon_reader_.next())
+    a->core_.on_daemon_response(**r, now);
   a->answer_by_ = Clock::now() + s.port_wait + std::chrono::seconds(2);
   if (s.master == MasterPort::publish) a->core_.publish_master_port(s.published);
   if (s.master == MasterPort::fetch) a->core_.fetch_master_port(s.port_wait);

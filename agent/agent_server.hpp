@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "agent_core.hpp"
+#include "daemon_hello.hpp"
 #include "frame_codec.hpp"
 #include "frame_conn.hpp"
 #include "handles.hpp"
@@ -21,10 +22,9 @@ namespace dp::agent {
 
 class AgentServer final : public AgentOutbox {
  public:
-  // daemon_fd: connected to the daemon; listen_fd: the node's listener,
-  // known to the ranks as `socket` ("@name").
-  static Result<std::unique_ptr<AgentServer>> create(const AgentSettings& s,
-                                                     service::UniqueFd daemon_fd,
+  // daemon: the connection whose hello went through; listen_fd: the node's
+  // listener, known to the ranks as `socket` ("@name").
+  static Result<std::unique_ptr<AgentServer>> create(const AgentSettings& s, DaemonLink daemon,
                                                      service::UniqueFd listen_fd,
                                                      std::string socket);
   ~AgentServer() override;

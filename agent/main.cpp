@@ -9,18 +9,18 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include <thread>
 
 #include "agent_server.hpp"
+#include "daemon_hello.hpp"
 #include "dp/hex.hpp"
 #include "dp/random_bytes.hpp"
 #include "launch_contract.hpp"
 #include "process_start.hpp"
-#include "rendezvous_client.hpp"
 #include "tcp_connect.hpp"
 #include "unix_connect.hpp"
 
@@ -73,17 +73,13 @@ dp::Result<std::pair<dp::service::UniqueFd, std::string>> listen_local(
   return std::pair(std::move(fd), name);
 }
 
-// The daemon is READY before srun starts the step; a few tries cover a busy host.
-dp::Result<int> connect_daemon(const dp::agent::AgentSettings& s) {
-  dp::ClientOptions o;
-  DP_TRY(dp::RendezvousClient::parse_address(s.addr, o));
-  const auto deadline = Clock::now() + std::chrono::seconds(10);
-  for (auto backoff = std::chrono::milliseconds(20);; backoff *= 2) {
-    auto fd = dp::rdv::tcp_connect_once(o.host, o.port,
-                                        std::min(deadline, Clock::now() + std::chrono::seconds(5)));
-    if (fd || Clock::now() + backoff >= deadline) return fd;
-    std::this_thread::sleep_for(backoff);  // a retry backoff, bounded by the deadline
-  }
+// The daemon is READY before srun starts the step; retries cover a busy host
+// and a stranger flooding the daemon's port, until the port wait runs out.
+dp::Result<dp::agent::DaemonLink> reach_daemon(const dp::agent::AgentSettings& s) {
+  const dp::agent::NodeHello h{s.addr, s.secret, s.host, s.world_size, s.ranks};
+  dp::agent::HelloRetry retry;
+  retry.deadline = Clock::now() + std::max<Clock::duration>(s.port_wait, std::chrono::seconds(10));
+  return dp::agent::hello_daemon(h, retry);
 }
 
 }  // namespace
@@ -109,11 +105,11 @@ int main() {
   if (!settings) return fail(settings.error().message);
   auto local = listen_local(*settings);
   if (!local) return fail(local.error().message);
-  auto daemon = connect_daemon(*settings);
+  auto daemon = reach_daemon(*settings);
   if (!daemon)
     return fail("cannot reach the step's daemon at " + settings->addr + ": " +
                 daemon.error().message);
-  auto server = dp::agent::AgentServer::create(*settings, dp::service::UniqueFd(*daemon),
+  auto server = dp::agent::AgentServer::create(*settings, std::move(*daemon),
                                                std::move(local->first), std::move(local->second));
   if (!server) return fail(server.error().message);
   return (*server)->run();

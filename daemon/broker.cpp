@@ -25,52 +25,7 @@ Broker::Broker(BrokerConfig cfg, Outbox& out, Clock::time_point now)
   // Rendezvous code commonly sets a key or two per rank: sized once, the
   // table does not rehash while a large world arrives.
   store_.reserve(static_cast<size_t>(std::max(cfg_.world_size, 1)));
-}
-
-void Broker::on_connect(ConnId conn, Clock::time_point now) {
-  auto nonce = cfg_.make_nonce();
-  if (!nonce) {
-    std::fprintf(stderr, "dp-rendezvousd: %s\n", nonce.error().message.c_str());
-    return reject_and_close(conn, 0, rdv::to_wire(nonce.error().code), nonce.error().message);
-  }
-  Peer p;
-  p.connected_at = now;
-  p.nonce = std::move(*nonce);
-  peers_.emplace(conn, p);
-  ++accepted_;
-  unauthenticated_.push_back(conn);
-  proto::Response challenge;
-  challenge.set_challenge(p.nonce);
-  out_.send(conn, challenge);
-  ++unauthenticated_count_;
-  // Anyone who can reach the port can open connections; they never take a
-  // rank's place: past the budget, the one waiting longest for its hello goes.
-  while (unauthenticated_count_ > unauthenticated_budget() && !unauthenticated_.empty()) {
-    const ConnId oldest = unauthenticated_.front();
-    unauthenticated_.pop_front();
-    auto it = peers_.find(oldest);
-    if (it == peers_.end() || it->second.state != PeerState::awaiting_hello) continue;
-    ++evicted_;
-    reject_and_close(oldest, 0, proto::LIMIT,
-                     "too many connections without hello (dp-rendezvousd --max-unauthenticated " +
-                         std::to_string(cfg_.limits.max_unauthenticated) + "); closing the oldest");
-  }
-  prune_unauthenticated();
-}
-
-// Room for every rank still to come (a whole step starts at once, and each
-// connection waits a round trip for its hello) plus a small budget for the rest.
-int Broker::unauthenticated_budget() const {
-  const int expected = cfg_.limits.nodes > 0 ? cfg_.limits.nodes : cfg_.world_size;
-  return cfg_.limits.max_unauthenticated + std::max(0, expected - rank_peers_);
-}
-
-void Broker::prune_unauthenticated() {
-  while (!unauthenticated_.empty()) {
-    auto it = peers_.find(unauthenticated_.front());
-    if (it != peers_.end() && it->second.state == PeerState::awaiting_hello) break;
-    unauthenticated_.pop_front();
-  }
+  set_up_hello_budget();
 }
 
 uint32_t Broker::max_frame_bytes(ConnId conn) const {
@@ -226,7 +181,7 @@ void Broker::handle_hello(ConnId conn, Peer& p, uint64_t id, const proto::Hello&
   p.host = printable(h.host(), 255);
   p.nonce.clear();
   if (p.role == proto::ROLE_NODE) p.node_ranks.assign(h.node_ranks().begin(), h.node_ranks().end());
-  --unauthenticated_count_;
+  hello_budget_.remove(conn);
   register_ranks(conn, p, now);
   reply_ok(conn, id);
 }
@@ -297,7 +252,7 @@ void Broker::forget_peer(ConnId conn, bool goodbye) {
   std::vector<uint64_t> ws = it->second.waiters;
   for (uint64_t wid : ws) drop_waiter(wid);
   const Peer& p = it->second;
-  if (p.state == PeerState::awaiting_hello) --unauthenticated_count_;
+  if (p.state == PeerState::awaiting_hello) hello_budget_.remove(conn);
   if (p.state == PeerState::ready) {
     if (p.role == proto::ROLE_AGENT) --agents_;
     if (p.role != proto::ROLE_AGENT) --rank_peers_;
@@ -444,7 +399,6 @@ void Broker::on_tick(Clock::time_point now) {
                      "no hello within " + ms_text(cfg_.limits.hello_timeout) +
                          " of connecting; closing the connection");
   }
-  prune_unauthenticated();
   if (!abort_) judge_silence(now);
   if (!abort_) judge_hang(now);
 }

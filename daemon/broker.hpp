@@ -22,6 +22,7 @@
 
 #include "dp/proto/rendezvous.pb.h"
 #include "dp/result.hpp"
+#include "hello_budget.hpp"
 #include "kv_store.hpp"
 #include "liveness.hpp"
 #include "startup_phases.hpp"
@@ -46,6 +47,11 @@ struct BrokerLimits {
   // Others wait this long in a collective a live rank does not enter: it hangs (0: off).
   std::chrono::milliseconds hang_timeout{120'000};
   int max_agents = 256;  // authenticated non-rank peers (stepd agents, tools)
+  // Blocking calls (get, wait, barrier) pending at once; 0: 4 per rank + 4096.
+  // Anyone with the step's secret could otherwise grow the daemon without bound.
+  int max_pending_calls = 0;
+  // Barriers entered but not yet complete (each holds a byte per rank).
+  int max_open_barriers = 1024;
   // Node agents the step expects (--nodes): connections and the
   // hello budget then follow nodes, not ranks. 0: ranks connect directly.
   int nodes = 0;
@@ -60,6 +66,9 @@ struct BrokerConfig {
   std::string job_id;
   std::string step_id;
   BrokerLimits limits;
+  // The step's node addresses (numeric), as srun gave them: their
+  // connections without hello have a budget of their own.
+  std::vector<std::string> step_nodes;
   // Fresh nonce for each connection's challenge (tests and the fuzzer pin it).
   std::function<Result<std::string>()> make_nonce;
 };
@@ -80,9 +89,12 @@ class Broker {
  public:
   Broker(BrokerConfig cfg, Outbox& out, Clock::time_point now);
 
-  // Sends the connection its challenge; evicts the oldest connection that
-  // has not said hello when more than max_unauthenticated are waiting.
-  void on_connect(ConnId conn, Clock::time_point now);
+  // Sends the connection its challenge. Connections without hello are
+  // counted per source address (numeric; empty: unknown, as in tests):
+  // past a source's cap its own oldest is evicted, past the whole budget
+  // the oldest of the source holding the most (never a node of the step
+  // within its share; broker_hello.cpp).
+  void on_connect(ConnId conn, Clock::time_point now, const std::string& source = {});
   // One received frame body. Malformed input gets an error reply; the
   // connection is closed when its framing or authentication cannot be trusted.
   void on_frame(ConnId conn, std::string_view payload, Clock::time_point now);
@@ -104,7 +116,7 @@ class Broker {
   uint32_t max_frame_bytes(ConnId conn) const;
   bool knows(ConnId conn) const { return peers_.count(conn) != 0; }
   size_t connections() const { return peers_.size(); }
-  int unauthenticated() const { return unauthenticated_count_; }
+  int unauthenticated() const { return hello_budget_.count(); }
   // Every rank of the world said goodbye and nobody is connected.
   bool finished() const;
   bool aborted() const { return abort_.has_value(); }
@@ -171,8 +183,10 @@ class Broker {
   std::optional<AbortCause> loss_of(ConnId conn, const Peer& p, Clock::time_point now) const;
   void judge_silence(Clock::time_point now);
   void judge_hang(Clock::time_point now);
-  void prune_unauthenticated();
+  // broker_hello.cpp
+  void set_up_hello_budget();
   int unauthenticated_budget() const;
+  void evict_before_hello(ConnId conn, Clock::time_point now);
   // broker_ops.cpp: one per operation
   void op_goodbye(const Call& c, const proto::Goodbye& m);
   void op_set(const Call& c, const proto::Set& m);
@@ -206,7 +220,10 @@ class Broker {
   AbortCause node_silence(ConnId conn, const Peer& p) const;
   // Every rank the node agent still holds is silent (a lone stopped libdp rank is not the node).
   bool node_fell_silent(ConnId conn, const Peer& p, const std::vector<int>& silent) const;
-  // broker_waiters.cpp. timeout_ms 0: no deadline.
+  // broker_waiters.cpp. Replies LIMIT and returns false when one more
+  // pending call (or a new barrier) would pass the step's limits.
+  bool room_for_call(const Call& c, const std::string* new_barrier);
+  // timeout_ms 0: no deadline.
   uint64_t add_waiter(ConnId conn, uint64_t request_id, WaitKind kind,
                       std::vector<std::string> keys, uint32_t timeout_ms, Clock::time_point now);
   void finish_waiter(uint64_t wid, Clock::time_point now);
@@ -223,8 +240,9 @@ class Broker {
   StepReport report_;
 
   std::unordered_map<ConnId, Peer> peers_;
-  std::deque<ConnId> unauthenticated_;  // in connect order; may hold ids already gone or ready
-  int unauthenticated_count_ = 0;       // peers awaiting hello
+  HelloBudget hello_budget_;  // peers awaiting hello, by source address
+  Clock::time_point eviction_logged_{};
+  uint64_t evictions_unlogged_ = 0;
   int agents_ = 0;
   int nodes_ = 0;       // node agents connected
   int rank_peers_ = 0;  // ready connections holding ranks: direct ranks and node agents

@@ -63,6 +63,7 @@ void Broker::op_get(const Call& c, const proto::Get& m) {
   }
   if (!m.blocking())
     return reply_error(c.conn, c.id, proto::NOT_FOUND, "key " + shown(m.key()) + " does not exist");
+  if (!room_for_call(c, nullptr)) return;
   const uint64_t wid = add_waiter(c.conn, c.id, WaitKind::get, {m.key()}, m.timeout_ms(), c.now);
   key_waiters_[m.key()].push_back(wid);
 }
@@ -125,6 +126,7 @@ void Broker::op_wait(const Call& c, const proto::Wait& m) {
     if (!store_.contains(k)) missing.push_back(k);
   }
   if (missing.empty()) return reply_ok(c.conn, c.id);
+  if (!room_for_call(c, nullptr)) return;
   const uint64_t wid = add_waiter(c.conn, c.id, WaitKind::wait, missing, m.timeout_ms(), c.now);
   for (const auto& k : missing) key_waiters_[k].push_back(wid);
 }
@@ -134,6 +136,7 @@ void Broker::op_barrier(const Call& c, const proto::Barrier& m) {
   auto ranks = arriving_ranks(c, m);
   if (!ranks) return reply_error(c.conn, c.id, ranks.error());
   if (auto k = store_.check_key(m.name()); !k) return reply_error(c.conn, c.id, k.error());
+  if (!room_for_call(c, &m.name())) return;
   auto& b = barriers_[m.name()];
   if (b.arrived.empty()) b.arrived.assign(static_cast<size_t>(cfg_.world_size), 0);
   for (int rank : *ranks) {

@@ -18,7 +18,7 @@ proto::Stats Broker::stats() const {
   line("world_size", cfg_.world_size);
   line("connections", peers_.size());
   line("connections_accepted", accepted_);
-  line("connections_unauthenticated", unauthenticated_count_);
+  line("connections_unauthenticated", hello_budget_.count());
   line("connections_evicted", evicted_);
   line("agents_connected", agents_);
   line("nodes_connected", nodes_);
@@ -30,6 +30,7 @@ proto::Stats Broker::stats() const {
   line("requests", requests_);
   line("heartbeats", heartbeats_);
   line("pending_calls", waiters_.size());
+  line("open_barriers", barriers_.size());
   line("rejected_unauthorized", rejected_auth_);
   line("protocol_errors", protocol_errors_);
   line("limit_errors", limit_errors_);

@@ -15,6 +15,27 @@ void erase_value(V& v, const T& x) {
 
 }  // namespace
 
+bool Broker::room_for_call(const Call& c, const std::string* new_barrier) {
+  const long long cap = cfg_.limits.max_pending_calls > 0
+                            ? cfg_.limits.max_pending_calls
+                            : 4ll * std::max(cfg_.world_size, 1) + 4096;
+  if (static_cast<long long>(waiters_.size()) >= cap) {
+    reply_error(c.conn, c.id, proto::LIMIT,
+                "too many blocking calls pending in the step (limit " + std::to_string(cap) +
+                    ", dp-rendezvousd --max-pending-calls); retry when some are answered");
+    return false;
+  }
+  if (new_barrier && !barriers_.count(*new_barrier) &&
+      static_cast<int>(barriers_.size()) >= cfg_.limits.max_open_barriers) {
+    reply_error(c.conn, c.id, proto::LIMIT,
+                "too many barriers open at once in the step (limit " +
+                    std::to_string(cfg_.limits.max_open_barriers) +
+                    ", dp-rendezvousd --max-open-barriers): are barrier names unique per call?");
+    return false;
+  }
+  return true;
+}
+
 uint64_t Broker::add_waiter(ConnId conn, uint64_t request_id, WaitKind kind,
                             std::vector<std::string> keys, uint32_t timeout_ms,
                             Clock::time_point now) {

@@ -47,6 +47,19 @@ std::string read_line() {
   return line;
 }
 
+// The last line of stdin (srun closes it after): read in blocks, up to max_bytes.
+std::string read_last_line(size_t max_bytes) {
+  std::string text;
+  char buf[65536];
+  while (text.size() < max_bytes) {
+    const ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  return text.substr(0, text.find('\n'));
+}
+
 void close_stdin() {
   const int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (devnull >= 0) {
@@ -82,6 +95,10 @@ int main(int argc, char** argv) {
           "--listen -: no address on the second line of stdin (srun found no route to the master "
           "node?)");
     }
+  }
+  if (opts->step_nodes == "-") {
+    // One address per node, space-separated: 16 384 nodes fit well under 1 MiB.
+    opts->step_nodes = read_last_line(4u << 20);
   }
   close_stdin();
 

@@ -62,6 +62,10 @@ constexpr NumberOption kNumberOptions[] = {
      "connections waiting for hello beyond one per rank still to come; past that the oldest is "
      "evicted",
      nullptr},
+    {"--max-pending-calls", "N", 0, 100'000'000, DP_FIELD(limits.max_pending_calls),
+     "blocking calls (get, wait, barrier) pending at once in the step", "4 per rank + 4096"},
+    {"--max-open-barriers", "N", 1, 1'000'000, DP_FIELD(limits.max_open_barriers),
+     "barriers entered but not complete (each holds a byte per rank)", nullptr},
     {"--max-key-bytes", "N", 1, 1 << 20, DP_FIELD(limits.max_key_bytes), "largest key", nullptr},
     {"--max-value-bytes", "N", 0, 256 << 20, DP_FIELD(limits.max_value_bytes), "largest value",
      nullptr},
@@ -139,6 +143,10 @@ std::string usage_text() {
                      "address to bind: the one the ranks route to; '-': read it from the second "
                      "line of stdin",
                      "(default " + defaults.listen_addr + ")");
+  out += option_help("--step-nodes LIST",
+                     "the step's node addresses, comma-separated, or '-': the next line of stdin; "
+                     "their connections without hello have a budget of their own",
+                     "(default: none)");
   for (const NumberOption& n : kNumberOptions) {
     if (n.help == nullptr) continue;
     out += option_help(std::string(n.name) + " " + n.arg, n.help, default_text(n, n.get(defaults)));
@@ -172,6 +180,8 @@ Result<DaemonOptions> parse_options(const std::vector<std::string>& args) {
         return make_error(Errc::invalid_argument,
                           "--listen: empty address; give an IPv4/IPv6 address");
       o.listen_addr = v;
+    } else if (a == "--step-nodes") {
+      o.step_nodes = v;
     } else {
       return make_error(Errc::invalid_argument, "unknown option " + a + "; see --help");
     }

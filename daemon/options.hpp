@@ -18,6 +18,10 @@ struct DaemonOptions {
   // "-": the second line of stdin (srun learns the route while the daemon starts).
   std::string listen_addr = "0.0.0.0";
   int max_connections = 0;  // 0: from the (raised) fd limit
+  // The step's node addresses, comma-separated; "-": the next line of stdin
+  // (srun's, space-separated). Their connections without hello get a budget
+  // of their own (hello_budget.hpp).
+  std::string step_nodes;
   BrokerLimits limits;
   bool help = false;
 };

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 namespace dp::daemon {
@@ -26,14 +27,19 @@ Result<std::unique_ptr<ReportSocket>> ReportSocket::create(event_base* base, std
   s->answer_ = std::move(answer);
   sockaddr_un sa{};
   sa.sun_family = AF_UNIX;
-  if (path.size() >= sizeof sa.sun_path)
+  if (path.empty() || path.size() >= sizeof sa.sun_path)
     return make_error(Errc::invalid_argument, "socket path too long: " + path);
   std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
+  // "@name": abstract (no file; the peer's uid is all that guards it, both ways).
+  const bool abstract = path[0] == '@';
+  if (abstract) sa.sun_path[0] = '\0';
+  const auto len = abstract ? static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size())
+                            : static_cast<socklen_t>(sizeof sa);
   service::UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd) return make_error(Errc::connection, std::string("socket: ") + std::strerror(errno));
-  ::unlink(path.c_str());  // a stale socket of an earlier daemon of this step
+  if (!abstract) ::unlink(path.c_str());  // a stale socket of an earlier daemon of this step
   const mode_t old = umask(077);
-  const int rc = bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  const int rc = bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), len);
   umask(old);
   if (rc != 0 || listen(fd.get(), 16) != 0)
     return make_error(Errc::connection, "cannot listen on " + path + ": " + std::strerror(errno));
@@ -46,7 +52,7 @@ Result<std::unique_ptr<ReportSocket>> ReportSocket::create(event_base* base, std
 }
 
 ReportSocket::~ReportSocket() {
-  if (listener_.fd() >= 0) ::unlink(path_.c_str());
+  if (listener_.fd() >= 0 && !path_.empty() && path_[0] != '@') ::unlink(path_.c_str());
 }
 
 void ReportSocket::admit(service::UniqueFd fd) {

@@ -17,6 +17,7 @@
 
 #include "process_start.hpp"
 #include "slurm_step_end.hpp"
+#include "step_nodes.hpp"
 #include "step_socket.hpp"
 
 namespace dp::daemon {
@@ -103,6 +104,7 @@ Server::Server(const DaemonOptions& opts, std::string secret) : opts_(opts) {
   cfg.job_id = opts.job_id;
   cfg.step_id = opts.step_id;
   cfg.limits = opts.limits;
+  cfg.step_nodes = step_node_addresses(opts.step_nodes);
   broker_ = std::make_unique<Broker>(std::move(cfg), *this, Clock::now());
 }
 
@@ -126,24 +128,32 @@ Result<std::unique_ptr<Server>> Server::create(const DaemonOptions& in, std::str
   DP_TRY(s->listener_.start(s->base_.get(), std::move(*fd), kAcceptBatch, "dp-rendezvousd",
                             [self](service::UniqueFd c) { self->admit(std::move(c)); }));
   DP_TRY(s->start_events());
-  // The user's read-only view of the step (dp-top, srun's closing lines). The
-  // step runs without it if the folder is unusable.
-  if (auto path = obs::socket_path(opts.job_id, opts.step_id, true)) {
-    auto rs =
-        ReportSocket::create(s->base_.get(), *path, [self] { return self->broker_->stats(); });
-    if (rs) {
-      s->report_socket_ = std::move(*rs);
-    } else {
-      std::fprintf(stderr, "dp-rendezvousd: no dp-top view of this step: %s\n",
-                   rs.error().message.c_str());
-    }
-  } else {
-    std::fprintf(stderr, "dp-rendezvousd: no dp-top view of this step: %s\n",
-                 path.error().message.c_str());
-  }
+  s->open_report_sockets();
   s->parent_ = getppid();
   s->next_ping_ = Clock::now() + kPingEvery;
   return s;
+}
+
+// The user's read-only view of the step (dp-top, srun's closing lines): a
+// socket in the user's folder, and always an abstract one too, which another
+// user cannot take first. The step runs without them if neither works.
+void Server::open_report_sockets() {
+  auto answer = [this] { return broker_->stats(); };
+  if (auto path = obs::socket_path(opts_.job_id, opts_.step_id, true)) {
+    auto rs = ReportSocket::create(base_.get(), *path, answer);
+    if (rs) report_socket_ = std::move(*rs);
+    else std::fprintf(stderr, "dp-rendezvousd: %s\n", rs.error().message.c_str());
+  } else {
+    std::fprintf(stderr, "dp-rendezvousd: no report socket in the user's folder: %s\n",
+                 path.error().message.c_str());
+  }
+  auto name = obs::abstract_socket_name(opts_.job_id, opts_.step_id);
+  auto rs = name ? ReportSocket::create(base_.get(), *name, answer)
+                 : Result<std::unique_ptr<ReportSocket>>(name.error());
+  if (rs) abstract_report_socket_ = std::move(*rs);
+  else
+    std::fprintf(stderr, "dp-rendezvousd: no abstract report socket: %s\n",
+                 rs.error().message.c_str());
 }
 
 // The tick, the signals, and the two deferred passes (reaping dropped
@@ -204,8 +214,9 @@ void Server::admit(service::UniqueFd fd) {
       service::open_conn<Conn, &Server::read_from>(*this, base_.get(), std::move(fd), next_id_++);
   if (!c) return;
   const ConnId id = c->id;
+  const std::string source = peer_address(c->fd.get());
   conns_.emplace(id, std::move(c));
-  broker_->on_connect(id, Clock::now());
+  broker_->on_connect(id, Clock::now(), source);
 }
 
 void Server::read_from(Conn& c) {

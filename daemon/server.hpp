@@ -46,6 +46,7 @@ class Server final : public Outbox {
 
   Server(const DaemonOptions& opts, std::string secret);
   Result<void> start_events();
+  void open_report_sockets();
   static void on_tick(evutil_socket_t fd, short what, void* arg);
   static void on_signal(evutil_socket_t fd, short what, void* arg);
   static void on_reap(evutil_socket_t fd, short what, void* arg);
@@ -67,7 +68,8 @@ class Server final : public Outbox {
   service::EventPtr flush_ev_;  // replies of one loop pass leave in one send per connection
   std::vector<ConnId> flush_queue_;
   std::unique_ptr<Broker> broker_;
-  std::unique_ptr<ReportSocket> report_socket_;  // dp-top's and srun's read-only view
+  std::unique_ptr<ReportSocket> report_socket_;           // dp-top's and srun's read-only view
+  std::unique_ptr<ReportSocket> abstract_report_socket_;  // the same, not blockable by others
   std::unordered_map<ConnId, std::unique_ptr<Conn>> conns_;
   std::vector<std::unique_ptr<Conn>> dead_;
   ConnId next_id_ = 1;

@@ -13,7 +13,8 @@
 
 namespace dp::rdv {
 
-inline constexpr uint32_t kProtocolVersion = 2;  // 2: challenge-response hello
+// 2: challenge-response hello; 3: its proof's input length-prefixed (hello_proof.hpp)
+inline constexpr uint32_t kProtocolVersion = 3;
 inline constexpr size_t kFrameHeaderBytes = 4;
 
 // Appends msg as one frame to out. False only if msg cannot be serialized.

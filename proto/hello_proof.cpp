@@ -44,13 +44,18 @@ std::string hello_proof(std::string_view secret, std::string_view nonce, int rol
 std::string hello_proof(std::string_view secret, std::string_view nonce, int role, int rank,
                         int world_size, std::string_view host,
                         std::span<const int32_t> node_ranks) {
-  std::string m = "slurm-dp rendezvous hello v2";
+  // Every variable-length field has its length before it, so no two
+  // different hellos give one message (v2 ran the host into the rank list).
+  std::string m = "slurm-dp rendezvous hello v3";
   m.push_back('\0');
+  put_u32(m, static_cast<uint32_t>(nonce.size()));
   m.append(nonce);
   put_u32(m, static_cast<uint32_t>(role));
   put_u32(m, static_cast<uint32_t>(rank));
   put_u32(m, static_cast<uint32_t>(world_size));
+  put_u32(m, static_cast<uint32_t>(host.size()));
   m.append(host);
+  put_u32(m, static_cast<uint32_t>(node_ranks.size()));
   for (int32_t r : node_ranks) put_u32(m, static_cast<uint32_t>(r));
   return hmac_sha256(secret, m);
 }

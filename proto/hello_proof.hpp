@@ -1,7 +1,9 @@
 // Authentication of a rendezvous hello without sending the secret: the
 // daemon sends a fresh nonce on accept; the client answers with
 // HMAC-SHA256(secret, context || nonce || identity), where identity binds the
-// role, rank, world size and host it claims. A captured hello is useless on
+// role, rank, world size and host it claims; the nonce, the host and a node's
+// rank list each carry their length first (protocol 3), so the input is
+// unambiguous. A captured hello is useless on
 // another connection (another nonce) and reveals nothing of the secret.
 // The MAC is OpenSSL's libcrypto: the daemon, the node agent and libdp link
 // it; the plugin does not (it never proves or checks a hello).
@@ -31,7 +33,8 @@ std::string hmac_sha256(std::string_view key, std::string_view message);
 std::string hello_proof(std::string_view secret, std::string_view nonce, int role, int rank,
                         int world_size, std::string_view host);
 // A node agent's proof (role ROLE_NODE) also covers the ranks it speaks for,
-// each 4 bytes big-endian after host, so a captured hello cannot claim others.
+// their count then each 4 bytes big-endian after host, so a captured hello
+// cannot claim others.
 std::string hello_proof(std::string_view secret, std::string_view nonce, int role, int rank,
                         int world_size, std::string_view host, std::span<const int32_t> node_ranks);
 

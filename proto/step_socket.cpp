@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -29,9 +30,21 @@ uint32_t fnv1a(const std::string& s) {
 
 }  // namespace
 
-Result<std::string> user_dir(bool create) {
+std::string user_text(uid_t uid) {
+  passwd pw{};
+  passwd* found = nullptr;
+  char buf[4096];
+  if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found && found->pw_name)
+    return std::string(found->pw_name) + " (uid " + std::to_string(uid) + ")";
+  return "uid " + std::to_string(uid);
+}
+
+namespace {
+
+// dir, made 0700 with create; refused naming its owner when it is not a
+// folder of the user's own open to nobody else.
+Result<std::string> own_dir(const std::string& dir, bool create, const char* who_fixes) {
   const uid_t uid = getuid();
-  const std::string dir = "/tmp/slurm-dp-" + std::to_string(uid);
   if (create && mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     return make_error(Errc::unavailable, "cannot create " + dir + ": " + errno_text(errno));
   struct stat st {};
@@ -39,14 +52,33 @@ Result<std::string> user_dir(bool create) {
     return make_error(Errc::not_found,
                       dir + " does not exist: no step of yours has run on this host");
   }
-  if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077) != 0) {
-    return make_error(
-        Errc::unauthorized,
-        dir +
-            " is not a folder of yours with mode 0700 (a link, or another user's, or open to "
-            "others): remove it; slurm-dp recreates it");
+  if (st.st_uid != uid) {
+    return make_error(Errc::unauthorized, dir + " belongs to " + user_text(st.st_uid) +
+                                              ", not to you: " + who_fixes +
+                                              " must remove it; until then slurm-dp answers on "
+                                              "an abstract socket");
+  }
+  if (!S_ISDIR(st.st_mode) || (st.st_mode & 077) != 0) {
+    return make_error(Errc::unauthorized,
+                      dir +
+                          " is not a folder with mode 0700 (a link, or open to others): remove "
+                          "it; slurm-dp recreates it");
   }
   return dir;
+}
+
+}  // namespace
+
+Result<std::string> user_dir(bool create) {
+  // $XDG_RUNTIME_DIR (systemd's /run/user/<uid>) is the user's alone: nobody
+  // else can create anything in it first, as anyone can in /tmp.
+  const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+  struct stat st {};
+  if (xdg && xdg[0] == '/' && lstat(xdg, &st) == 0 && S_ISDIR(st.st_mode) &&
+      st.st_uid == getuid() && (st.st_mode & 077) == 0) {
+    if (auto d = own_dir(std::string(xdg) + "/slurm-dp", create, "you")) return d;
+  }
+  return own_dir("/tmp/slurm-dp-" + std::to_string(getuid()), create, "an admin (root)");
 }
 
 std::string socket_name(const std::string& job, const std::string& step) {
@@ -73,19 +105,30 @@ Result<proto::Stats> query(const std::string& path, std::chrono::milliseconds ti
   if (path.size() >= sizeof sa.sun_path)
     return make_error(Errc::invalid_argument, "socket path too long: " + path);
   std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
+  const bool abstract = !path.empty() && path[0] == '@';
+  if (abstract) sa.sun_path[0] = '\0';
+  const socklen_t sa_len =
+      abstract ? static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size())
+               : static_cast<socklen_t>(sizeof sa);
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return make_error(Errc::connection, "socket: " + errno_text(errno));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
-  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sa_len) != 0) {
     const int e = errno;
     if (e == ENOENT || e == ECONNREFUSED)
       return make_error(Errc::not_found,
                         "no running step daemon at " + path + " (" + errno_text(e) + ")");
     return make_error(Errc::connection, "cannot connect to " + path + ": " + errno_text(e));
   }
+  // Anyone may bind an abstract name: ask only a daemon of our own uid.
+  ucred cred{};
+  socklen_t cred_len = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0 || cred.uid != getuid())
+    return make_error(Errc::unauthorized, path + " is served by " + user_text(cred.uid) +
+                                              ", not by a step daemon of yours: not asked");
   proto::Request req;
   req.set_id(1);
   req.mutable_stats();

@@ -8,21 +8,44 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
+
+#include <sys/types.h>
 
 #include "dp/proto/rendezvous.pb.h"
 #include "dp/result.hpp"
 
 namespace dp::obs {
 
-// The user's folder; with create, made 0700 if absent. Refused when it is a
-// link, not a folder, owned by someone else, or open to others.
+// The user's folder: $XDG_RUNTIME_DIR/slurm-dp when that is the user's own,
+// else /tmp/slurm-dp-<uid>; with create, made 0700 if absent. Refused when
+// it is a link, not a folder, owned by someone else (named, with who must
+// act), or open to others. Since another user can take /tmp/slurm-dp-<uid>
+// first, the daemon also answers on an abstract socket (step_socket_find.cpp).
 Result<std::string> user_dir(bool create);
+// "name (uid N)", or "uid N".
+std::string user_text(uid_t uid);
 // "<job>.<step>.<tag>.sock"; tag tells clusters apart (a hash of SLURM_CONF,
 // or of Slurm's default configuration path when it is unset).
 std::string socket_name(const std::string& job, const std::string& step);
 Result<std::string> socket_path(const std::string& job, const std::string& step, bool create);
 
-// One stats request over the socket, its answer (with report_json).
+// One stats request over the socket (a path, or "@name" abstract), its
+// answer (with report_json); refused unless the server runs as the caller's uid.
 Result<proto::Stats> query(const std::string& path, std::chrono::milliseconds timeout);
+
+// The abstract name the daemon also listens on: "@slurm-dp-<uid>/" +
+// socket_name + "." + random hex, so another user can neither take it
+// first nor guess it (clients find it in /proc/net/unix).
+Result<std::string> abstract_socket_name(const std::string& job, const std::string& step);
+// The step's sockets a client may ask, the folder's first; each is checked
+// by query. Abstract ones with the step's prefix may be another user's decoys.
+std::vector<std::string> step_sockets(const std::string& job, const std::string& step);
+// Steps of job with a socket of this user's on this host (folder or abstract).
+std::vector<std::string> running_steps(const std::string& job);
+// The first of step_sockets that answers; when none does, why (the folder's
+// trouble included, naming who must act).
+Result<proto::Stats> query_step(const std::string& job, const std::string& step,
+                                std::chrono::milliseconds timeout);
 
 }  // namespace dp::obs

@@ -98,6 +98,8 @@ Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string&
   // route to the master node while the daemon starts (send_listen_address).
   args.push_back("--listen");
   args.push_back("-");
+  args.push_back("--step-nodes");
+  args.push_back("-");
   if (req.nodes > 0) {
     args.push_back("--nodes");
     args.push_back(std::to_string(req.nodes));
@@ -140,12 +142,21 @@ Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string&
   return d;
 }
 
-void send_listen_address(StartingDaemon& d, const std::string& address) {
+void send_listen_address(StartingDaemon& d, const std::string& address,
+                         const std::vector<std::string>& node_addresses) {
   if (d.input_fd < 0) return;
-  const std::string line = address + "\n";
-  // A daemon that already failed closed its stdin: its answer says why.
+  std::string text = address + "\n";
+  for (const auto& a : node_addresses) text += a + " ";
+  text += "\n";
+  // A daemon that already failed closed its stdin: its answer says why. The
+  // daemon reads while it starts, so a list beyond the pipe's 64 KiB drains.
   sighandler_t old = signal(SIGPIPE, SIG_IGN);
-  [[maybe_unused]] const ssize_t w = write(d.input_fd, line.data(), line.size());
+  for (size_t off = 0; off < text.size();) {
+    const ssize_t w = write(d.input_fd, text.data() + off, text.size() - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    off += static_cast<size_t>(w);
+  }
   signal(SIGPIPE, old);
   close(d.input_fd);
   d.input_fd = -1;
@@ -185,10 +196,11 @@ Result<RunningDaemon> await_daemon(StartingDaemon& d, int timeout_ms) {
 }
 
 Result<RunningDaemon> launch_daemon(const DaemonRequest& req, const std::string& secret,
-                                    const std::string& listen_address) {
+                                    const std::string& listen_address,
+                                    const std::vector<std::string>& node_addresses) {
   auto d = start_daemon(req, secret);
   DP_TRY(d);
-  send_listen_address(*d, listen_address);
+  send_listen_address(*d, listen_address, node_addresses);
   return await_daemon(*d, req.ready_timeout_ms);
 }
 

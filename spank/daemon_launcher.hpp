@@ -2,7 +2,8 @@
 //
 // Contract with the daemon: argv carries no secret; the secret is one hex
 // line on the child's stdin, the address to listen on (the one the ranks
-// route to) the next line; the child answers "READY <port>" or
+// route to) the next line, the step's node addresses (space-separated) the
+// last; the child answers "READY <port>" or
 // "ERROR <message>" (a file limit too low for the step, say) as one line on
 // stdout.
 #pragma once
@@ -11,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "dp/result.hpp"
 
@@ -49,9 +51,11 @@ struct StartingDaemon {
 // can do other work while the daemon starts.
 Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string& secret);
 // The address the daemon binds (the one the ranks route to; IPv4 or IPv6,
-// without brackets). Closes its stdin; a daemon that already failed says why
-// in await_daemon's answer.
-void send_listen_address(StartingDaemon& d, const std::string& address);
+// without brackets), then the step's node addresses (Slurm's NodeAddr: their
+// connections without hello get a budget of their own). Closes its stdin; a
+// daemon that already failed says why in await_daemon's answer.
+void send_listen_address(StartingDaemon& d, const std::string& address,
+                         const std::vector<std::string>& node_addresses = {});
 // Waits for "READY <port>"; on any failure the daemon is stopped.
 Result<RunningDaemon> await_daemon(StartingDaemon& d, int timeout_ms);
 // Stops a daemon that is not needed after all.
@@ -59,7 +63,8 @@ void abandon_daemon(StartingDaemon& d);
 
 // start_daemon + send_listen_address + await_daemon.
 Result<RunningDaemon> launch_daemon(const DaemonRequest& req, const std::string& secret,
-                                    const std::string& listen_address);
+                                    const std::string& listen_address,
+                                    const std::vector<std::string>& node_addresses = {});
 
 // SIGTERM, then SIGKILL if it has not exited within grace_ms; always reaps.
 void stop_daemon(pid_t pid, int grace_ms = 2'000);

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -22,6 +23,7 @@
 
 #include "dp/master_port.hpp"
 #include "dp/params.hpp"
+#include "dp/port_holders.hpp"
 
 namespace dp::spank {
 
@@ -305,6 +307,51 @@ uint64_t random_seed() {
   return v;
 }
 
+// The site allows it (port_fallback=os): a port the OS chooses, bound, and
+// leased like one of the range so the step's end releases it. (port, hold).
+std::optional<std::pair<int, int>> lease_os_port(int dir, const std::string& content) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const int hold = bind_port(0, false);
+    if (hold < 0) return std::nullopt;
+    sockaddr_storage sa{};
+    socklen_t len = sizeof sa;
+    getsockname(hold, reinterpret_cast<sockaddr*>(&sa), &len);
+    const int port =
+        ntohs(sa.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port
+                                       : reinterpret_cast<sockaddr_in*>(&sa)->sin_port);
+    const std::string name = std::to_string(port);
+    const int fd =
+        openat(dir, name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      const bool ok =
+          write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+      close(fd);
+      if (ok) return std::pair(port, hold);
+      unlinkat(dir, name.c_str(), 0);
+    }
+    close(hold);
+  }
+  return std::nullopt;
+}
+
+// Every port of the range taken: by whom (root reads every socket's uid).
+Error held_range_error(const SiteConfig& site, const Error& e) {
+  std::string tables;
+  for (const char* f : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(f);
+    tables.append(std::istreambuf_iterator<char>(in), {});
+    tables += '\n';
+  }
+  const std::string who = holders_text(port_holders(tables, site.port_min, site.port_max));
+  if (who.empty()) return e;
+  return make_error(e.code, "every MASTER_PORT of " + std::to_string(site.port_min) + "-" +
+                                std::to_string(site.port_max) +
+                                " on the master node is held (bound by " + who +
+                                "); another user's process may be squatting the range: an admin "
+                                "can end it; the documented setup on shared nodes is Slurm's "
+                                "reserved ports (MpiParams=ports=); or pass --dp-master-port=PORT");
+}
+
 Result<PortLease> lease_master_port(const SiteConfig& site, const LeaseRequest& req) {
   auto dir = open_lease_dir(site.lease_dir);
   DP_TRY(dir);
@@ -334,9 +381,13 @@ Result<PortLease> lease_master_port(const SiteConfig& site, const LeaseRequest& 
     return hold >= 0;
   });
   close(*lock);  // releases the flock
+  if (!port && site.port_fallback_os) {
+    if (auto os = lease_os_port(*dir, content))
+      return PortLease(os->first, *dir, std::to_string(os->first), os->second);
+  }
   if (!port) {
     close(*dir);
-    return port.error();
+    return held_range_error(site, port.error());
   }
   return PortLease(*port, *dir, std::to_string(*port), hold);
 }

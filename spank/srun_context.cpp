@@ -129,6 +129,7 @@ struct CheckedStep {
   StepShape shape;
   LayoutPlan plan;
   std::string master_addr;
+  std::vector<std::string> node_addrs;  // every node's NodeAddr, for the daemon's hello budget
 };
 
 // The facts the layout core decides from: the step's shape, each node's
@@ -142,12 +143,14 @@ Result<CheckedStep> check_step(const SiteConfig& site, const Options& opts, cons
   const int master_index = f.shape.host_of(0);
   if (master_index < 0) return make_error(Errc::internal, "no node holds task 0");
   const std::string master_host = f.shape.hosts[static_cast<size_t>(master_index)];
-  const bool need_all_nodes = opts.tiles.has_value() || opts.explain.value_or(false);
-  auto nodes = load_nodes(need_all_nodes ? f.shape.hosts : std::vector<std::string>{master_host});
+  // Every node's: the daemon keeps a hello budget for each node's address.
+  auto nodes = load_nodes(f.shape.hosts);
   DP_TRY(nodes);
+  std::vector<std::string> node_addrs;
   for (const auto& h : f.shape.hosts) {
     auto it = nodes->find(h);
     f.nodes.push_back({it == nodes->end() ? std::nullopt : std::optional(it->second.gres), {}});
+    if (it != nodes->end()) node_addrs.push_back(it->second.address);
   }
   // Without --dp-tiles only --dp-explain shows what the request changes.
   if (need_all_nodes && device_request_matters(opts, site, command)) {
@@ -162,7 +165,8 @@ Result<CheckedStep> check_step(const SiteConfig& site, const Options& opts, cons
   DP_TRY(plan);
   if (plan->world_size != static_cast<int>(id.tasks))
     return make_error(Errc::internal, "srun and slurmctld disagree on the step's task count");
-  return CheckedStep{std::move(f.shape), std::move(*plan), nodes->at(master_host).address};
+  return CheckedStep{std::move(f.shape), std::move(*plan), nodes->at(master_host).address,
+                     std::move(node_addrs)};
 }
 
 // A dry run: the layout is printed here and no task runs the program; srun
@@ -260,7 +264,7 @@ int srun_local_user_init(spank_t sp) {
   if (!host) return refuse(host.error());
   // The daemon listens only there, not on every address of srun's host.
   const bool v6 = host->size() > 2 && host->front() == '[';
-  send_listen_address(*starting, v6 ? host->substr(1, host->size() - 2) : *host);
+  send_listen_address(*starting, v6 ? host->substr(1, host->size() - 2) : *host, step->node_addrs);
   auto daemon = await_daemon(*starting, req.ready_timeout_ms);
   if (!daemon) return fail(sp, daemon.error());
   st.daemon_pid = daemon->pid;

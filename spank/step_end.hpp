@@ -23,10 +23,6 @@ class StepClock {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-// "%j" -> job id, "%s" -> step id, "%%" -> "%".
-std::string expand_report_path(const std::string& pattern, const std::string& job,
-                               const std::string& step);
-
 void remember_step(PluginState& st, uint32_t job_id, uint32_t step_id, const Options& opts,
                    double ready_ms);
 // Never fails the step: a missing report is said on stderr.

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "dp/env_names.hpp"
+#include "dp/shown_value.hpp"
 
 namespace dp {
 
@@ -56,8 +57,8 @@ Result<std::vector<int>> parse_tasks_per_node(std::string_view text) {
     auto paren = v.find('(');
     if (paren != std::string_view::npos) {
       if (v.size() < paren + 4 || v.substr(paren, 2) != "(x" || v.back() != ')')
-        return make_error(Errc::invalid_argument,
-                          "tasks per node '" + std::string(text) + "': bad item '" + item + "'");
+        return make_error(Errc::invalid_argument, "tasks per node '" + shown_value(text) +
+                                                      "': bad item '" + shown_value(item) + "'");
       auto r = parse_integer(v.substr(paren + 2, v.size() - paren - 3), 1, 1 << 20,
                              "tasks per node repeat", "2(x3)");
       DP_TRY(r);
@@ -69,7 +70,7 @@ Result<std::vector<int>> parse_tasks_per_node(std::string_view text) {
     for (long long i = 0; i < repeat; ++i) out.push_back(static_cast<int>(*n));
   }
   if (out.empty())
-    return make_error(Errc::invalid_argument, "tasks per node '" + std::string(text) + "': empty");
+    return make_error(Errc::invalid_argument, "tasks per node '" + shown_value(text) + "': empty");
   return out;
 }
 
@@ -104,15 +105,18 @@ int gres_count(std::string_view gres, std::string_view name) {
     else if (c == ')') depth = std::max(0, depth - 1);
     else if (depth == 0) plain += c;
   }
-  int total = 0;
+  // Bounded, however many items the string lists: never an int overflow.
+  constexpr long long kMaxDevices = 1 << 20;
+  long long total = 0;
   for (const auto& item : split_list(plain)) {
     auto colon = item.find(':');
     if (item.substr(0, colon) != name || colon == std::string::npos) continue;
     auto last = item.rfind(':');
-    auto n = parse_integer(std::string_view(item).substr(last + 1), 0, 1 << 20, "gres", "gpu:4");
-    if (n) total += static_cast<int>(*n);
+    auto n =
+        parse_integer(std::string_view(item).substr(last + 1), 0, kMaxDevices, "gres", "gpu:4");
+    if (n) total = std::min(total + *n, kMaxDevices);
   }
-  return total;
+  return static_cast<int>(total);
 }
 
 Result<NodeTiles> node_tiles(const SiteConfig& site, const VisibleDevices& visible) {

@@ -1,4 +1,5 @@
 #include "dp/options.hpp"
+#include "dp/shown_value.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -21,7 +22,7 @@ std::string flag(std::string_view name) { return "--" + std::string(name); }
 
 Error bad(std::string_view name, std::string_view value, std::string_view why,
           std::string_view fix) {
-  return make_error(Errc::invalid_argument, flag(name) + "=" + std::string(value) + ": " +
+  return make_error(Errc::invalid_argument, flag(name) + "=" + shown_value(value) + ": " +
                                                 std::string(why) + "; " + std::string(fix));
 }
 
@@ -194,7 +195,7 @@ Result<Options> parse_node_options(std::string_view text, std::string_view what)
     const size_t eq = word.find('=');
     if (word.rfind("--", 0) != 0 || eq == std::string::npos)
       return make_error(Errc::invalid_argument,
-                        std::string(what) + ": '" + word +
+                        std::string(what) + ": '" + shown_value(word) +
                             "' is not --dp-NAME=VALUE; srun writes this value, do not set it");
     const std::string value = word.substr(eq + 1);
     auto r = apply_option(opts, std::string_view(word).substr(2, eq - 2), value.c_str());

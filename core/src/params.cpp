@@ -1,4 +1,5 @@
 #include "dp/params.hpp"
+#include "dp/shown_value.hpp"
 
 #include <array>
 #include <charconv>
@@ -22,7 +23,9 @@ Result<T> whole_number(std::string_view text, T min, T max) {
   if (ec == std::errc::result_out_of_range) return bad("too large");
   if (ec != std::errc() || end == text.data()) return bad("not a whole number");
   if (end != text.data() + text.size())
-    return bad("unexpected '" + std::string(end, text.data() + text.size()) + "' after the number");
+    return bad("unexpected '" +
+               shown_value(std::string_view(end, text.data() + text.size() - end)) +
+               "' after the number");
   if constexpr (std::is_signed_v<T>) {
     if (n < 0 && min >= 0) return bad("negative");
   }
@@ -51,7 +54,7 @@ Result<long long> parse_integer(std::string_view text, long long min, long long 
                           std::string(example);
   if (text.empty())
     return make_error(Errc::invalid_argument, std::string(what) + ": empty value; " + fix);
-  return make_error(Errc::invalid_argument, std::string(what) + "=" + std::string(text) + ": " +
+  return make_error(Errc::invalid_argument, std::string(what) + "=" + shown_value(text) + ": " +
                                                 n.error().message + "; " + fix);
 }
 
@@ -59,7 +62,7 @@ Result<long long> parse_env_integer(std::string_view name, std::string_view text
                                     long long max) {
   auto n = parse_whole_number(text, min, max);
   if (n) return n;
-  return make_error(Errc::invalid_argument, std::string(name) + "='" + std::string(text) +
+  return make_error(Errc::invalid_argument, std::string(name) + "='" + shown_value(text) +
                                                 "' is not an integer in [" + std::to_string(min) +
                                                 ", " + std::to_string(max) + "] (" +
                                                 n.error().message + "); fix or unset the variable");

@@ -1,4 +1,5 @@
 #include "dp/site_config.hpp"
+#include "dp/shown_value.hpp"
 
 #include <string_view>
 
@@ -50,6 +51,7 @@ void set_kind(SiteConfig& c, std::string_view word) {
 void set_resv_ports(SiteConfig& c, std::string_view word) { c.use_resv_ports = word == "use"; }
 void set_default(SiteConfig& c, std::string_view word) { c.default_on = word == "on"; }
 void set_on_failure(SiteConfig& c, std::string_view word) { c.keep_survivors = word == "keep"; }
+void set_port_fallback(SiteConfig& c, std::string_view word) { c.port_fallback_os = word == "os"; }
 
 struct Entry {
   std::string_view key;
@@ -74,6 +76,9 @@ constexpr Entry kKeys[] = {
     {"ports", "29400-29999", port_range(),
      "MASTER_PORT range when Slurm reserved no ports for the step; each port is checked free and "
      "leased before use"},
+    {"port_fallback", "off", choice("off|os", set_port_fallback),
+     "os: when every port of the ports range is held (another user may squat it), MASTER_PORT is "
+     "a port the OS chooses instead of failing the step; off: the step fails naming the holders"},
     {"resv_ports", "use", choice("use|ignore", set_resv_ports),
      "use: MASTER_PORT from the ports Slurm reserved for the step (SLURM_STEP_RESV_PORTS), if any; "
      "ignore: always the ports range"},
@@ -92,8 +97,8 @@ constexpr Entry kKeys[] = {
      "seconds the other ranks may wait in a collective a live rank does not enter before it is "
      "named as hanging and the step aborted (0: off)"},
     {"report", "", path(&SiteConfig::report),
-     "a step report (JSON) srun writes at every step's end, as the user (%j job id, %s step id); "
-     "unset: only --dp-report"},
+     "a step report (JSON) srun writes at every step's end, as the user, 0600 (%j job id, %s step "
+     "id, %u user name; use a folder per user); unset: only --dp-report"},
     {"on_failure", "end", choice("end|keep", set_on_failure),
      "end: when the step fails (a task exits non-zero or by a signal, a node is lost or silent, "
      "the daemon is lost, a rank hangs) every node's agent ends its remaining tasks (SIGTERM, "
@@ -113,7 +118,7 @@ constexpr struct {
 };
 
 Error site_error(std::string_view word, std::string_view why) {
-  return make_error(Errc::invalid_argument, "plugstack.conf setting '" + std::string(word) +
+  return make_error(Errc::invalid_argument, "plugstack.conf setting '" + shown_value(word) +
                                                 "': " + std::string(why) +
                                                 " (ask the site administrator to fix it)");
 }

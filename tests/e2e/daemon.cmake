@@ -24,3 +24,8 @@ if(TARGET dp-trainer)
     ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_TRAINER=$<TARGET_FILE:dp-trainer>
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/daemon/suspend.sh)
 endif()
+# Another user floods each new step daemon's port from the login node, then
+# from the master node's namespace: 5 of 5 steps start and end each time.
+dp_e2e_test(NAME daemon.stranger_flood MODES ns TIMEOUT 600
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_COMM_WORKER=$<TARGET_FILE:dp_comm_worker>
+  COMMAND ${CMAKE_CURRENT_LIST_DIR}/daemon/stranger_flood.sh)

@@ -13,11 +13,12 @@
 #include <vector>
 
 #include "dp/proto/rendezvous.pb.h"
+#include "frame_codec.hpp"
 #include "rendezvous_client.hpp"
 
 namespace dp::test {
 
-inline constexpr uint32_t kProtocol = 2;
+inline constexpr uint32_t kProtocol = rdv::kProtocolVersion;
 inline const std::string kSecret =
     "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 

@@ -1,11 +1,14 @@
 // dp-top: a live view of one of your running slurm-dp steps.
 //   dp-top [--json] [--once] [--interval SEC] JOBID[.STEP]
 // It asks the step's daemon over the unix socket in your own 0700 folder
-// (/tmp/slurm-dp-<uid>, on the host where srun runs), so it sees only your
-// steps; a job of another user is refused by name before any look.
+// ($XDG_RUNTIME_DIR/slurm-dp or /tmp/slurm-dp-<uid>, on the host where srun
+// runs) or its abstract socket, served by your own uid only, so it sees only
+// your steps; a job of another user is refused by name before any look.
 #include <dirent.h>
+
 #include <sys/types.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include <chrono>
 #include <cstdint>
@@ -71,8 +74,8 @@ bool job_is_ours(uint32_t job, std::string& why) {
 
 // The steps of job that have a daemon here, from the socket names.
 std::vector<std::string> steps_of(const std::string& dir, const std::string& job) {
-  std::vector<std::string> steps;
-  DIR* d = opendir(dir.c_str());
+  std::vector<std::string> steps = dp::obs::running_steps(job);
+  DIR* d = dir.empty() ? nullptr : opendir(dir.c_str());
   if (!d) return steps;
   while (dirent* e = readdir(d)) {
     const std::string n = e->d_name;
@@ -80,7 +83,9 @@ std::vector<std::string> steps_of(const std::string& dir, const std::string& job
     const size_t a = job.size() + 1, b = n.find('.', a);
     if (b == std::string::npos) continue;
     const std::string step = n.substr(a, b - a);
-    if (all_digits(step) && n == dp::obs::socket_name(job, step)) steps.push_back(step);
+    if (all_digits(step) && n == dp::obs::socket_name(job, step) &&
+        std::find(steps.begin(), steps.end(), step) == steps.end())
+      steps.push_back(step);
   }
   closedir(d);
   return steps;
@@ -163,12 +168,12 @@ std::optional<int> pick_step(const std::string& dir, Args& args) {
   return std::nullopt;
 }
 
-// Shows the step at path: once (--json, --once, not a terminal) or every
+// Shows the step (its report socket, query_step): once (--json, --once, not a terminal) or every
 // interval until it ends. Returns main's exit code.
-int watch(const Args& args, const std::string& path) {
+int watch(const Args& args) {
   const bool refresh = !args.json && !args.once && isatty(STDOUT_FILENO);
   for (bool first = true;; first = false) {
-    auto st = dp::obs::query(path, std::chrono::milliseconds(3'000));
+    auto st = dp::obs::query_step(args.job, args.step, std::chrono::milliseconds(3'000));
     if (!st) {
       if (!first) return 0;  // the step ended while we watched
       std::fprintf(stderr,
@@ -208,17 +213,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dp-top: %s\n", why.c_str());
     return 1;
   }
+  // The folder may be unusable (another user took /tmp/slurm-dp-<uid>):
+  // the abstract sockets still answer; query_step says who must act.
   auto dir = dp::obs::user_dir(false);
-  if (!dir) {
-    std::fprintf(stderr, "dp-top: no running slurm-dp step of yours on this host: %s\n",
-                 dir.error().message.c_str());
-    return 1;
+  if (auto rc = pick_step(dir ? *dir : std::string(), args)) {
+    if (!dir) std::fprintf(stderr, "dp-top: %s\n", dir.error().message.c_str());
+    return *rc;
   }
-  if (auto rc = pick_step(*dir, args)) return *rc;
-  auto path = dp::obs::socket_path(args.job, args.step, false);
-  if (!path) {
-    std::fprintf(stderr, "dp-top: %s\n", path.error().message.c_str());
-    return 1;
-  }
-  return watch(args, *path);
+  return watch(args);
 }

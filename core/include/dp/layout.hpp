@@ -59,7 +59,7 @@ struct NodeTiles {
   bool per_task = false;
 };
 // Devices of gres `name` in a node's Gres string ("gpu:tesla:4(S:0-1),mps:100"
-// -> 4 for "gpu"); 0 when absent or unreadable.
+// -> 4 for "gpu"); 0 when absent or unreadable; at most 2^20.
 int gres_count(std::string_view gres, std::string_view name);
 
 // The node's tiles for the site kind: from Slurm's variables when set, else

@@ -7,6 +7,7 @@
 
 #include <map>
 
+#include "frame_codec.hpp"
 #include "hello_proof.hpp"
 #include "master_port_value.hpp"
 
@@ -55,7 +56,7 @@ class AgentCoreTest : public ::testing::Test {
     proto::Request r;
     r.set_id(1);
     auto* h = r.mutable_hello();
-    h->set_protocol_version(2);
+    h->set_protocol_version(rdv::kProtocolVersion);
     h->set_role(proto::ROLE_RANK);
     h->set_rank(rank);
     h->set_world_size(4);

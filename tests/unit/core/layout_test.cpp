@@ -280,6 +280,12 @@ TEST(Gres, CountsTheNamedDevices) {
   EXPECT_EQ(dp::gres_count("gpu", "gpu"), 0);
 }
 
+TEST(Gres, ACountIsBoundedHoweverManyItems) {
+  std::string many;
+  for (int i = 0; i < 5000; ++i) many += (i ? "," : "") + std::string("gpu:1048576");
+  EXPECT_EQ(dp::gres_count(many, "gpu"), 1 << 20);
+}
+
 TEST(Bitmask, Widths) {
   EXPECT_EQ(dp::tile_bitmask({}), "0x0");
   EXPECT_EQ(dp::tile_bitmask({0}), "0x1");

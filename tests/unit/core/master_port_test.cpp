@@ -1,8 +1,11 @@
 #include "dp/master_port.hpp"
+#include "dp/port_holders.hpp"
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
+#include <string>
 
 namespace {
 
@@ -53,3 +56,23 @@ TEST(PickPort, ExhaustedRangeSaysWhatToDo) {
 }
 
 }  // namespace
+
+// The kernel's socket tables name who holds a range (bound or listening),
+// one count per port and uid; a connection's local port is no hold.
+TEST(PortHolders, CountsBoundAndListeningPortsByUid) {
+  const std::string tcp =
+      "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
+      "timeout inode\n"
+      "   0: 00000000:4E20 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1002  0 1\n"
+      "   1: 0100007F:4E21 00000000:0000 07 00000000:00000000 00:00000000 00000000  1002  0 2\n"
+      "   2: 0100007F:4E22 0100007F:1F90 01 00000000:00000000 00:00000000 00000000  1001  0 3\n"
+      "   3: 00000000:4E20 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1002  0 4\n"
+      "   4: 00000000:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0  0 5\n"
+      "garbage line\n"
+      "   5: 00000000000000000000000000000000:4E23 00000000000000000000000000000000:0000 0A "
+      "00000000:00000000 00:00000000 00000000     0  0 6\n";
+  const auto h = dp::port_holders(tcp, 20000, 20010);
+  EXPECT_EQ(h, (std::map<unsigned, int>{{1002, 2}, {0, 1}}));
+  EXPECT_EQ(dp::holders_text(h), "uid 1002 (2 ports), uid 0 (1 port)");
+  EXPECT_TRUE(dp::port_holders("", 1, 65535).empty());
+}

@@ -60,6 +60,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"dp-report", nullptr, "missing file name"},
         BadCase{"dp-report", "a\nb", "control character"}));
 
+TEST(Options, AnEchoedValueIsCutToAbout64Characters) {
+  dp::Options o;
+  const std::string huge(100'000, '7');
+  auto r = dp::apply_option(o, "dp-world", huge.c_str());
+  ASSERT_FALSE(r);
+  EXPECT_LT(r.error().message.size(), 400u) << r.error().message.size();
+  EXPECT_NE(r.error().message.find("...(100000 bytes)"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("--dp-world"), std::string::npos);
+}
+
 TEST(Options, ReportFile) {
   dp::Options o;
   ASSERT_TRUE(apply(o, "dp-report", "run-%j.%s.json").ok());

@@ -24,7 +24,8 @@ TEST(SiteConfig, ParsesEveryKey) {
                                   "ports=20000-20099", "default=on", "daemon=/opt/dp/bin/d",
                                   "lease_dir=/var/run/x", "port_wait=5", "resv_ports=ignore",
                                   "hang_timeout=10", "report=/var/log/dp/%j.%s.json",
-                                  "heartbeat_timeout=120", "on_failure=keep", "kill_grace=3"});
+                                  "heartbeat_timeout=120", "on_failure=keep", "kill_grace=3",
+                                  "port_fallback=os"});
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->kind, dp::AcceleratorKind::rdu);
   EXPECT_EQ(c->declared_tiles_per_node(), 64);
@@ -40,6 +41,10 @@ TEST(SiteConfig, ParsesEveryKey) {
   EXPECT_EQ(c->heartbeat_timeout_s, 120);
   EXPECT_TRUE(c->keep_survivors);
   EXPECT_EQ(c->kill_grace_s, 3);
+  EXPECT_TRUE(c->port_fallback_os);
+  auto fresh = dp::parse_site_config({});
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_FALSE(fresh->port_fallback_os) << "off by default";
 }
 
 TEST(SiteConfig, LaterWordWins) {
@@ -94,7 +99,8 @@ TEST(SiteConfig, EveryListedKeyIsParsed) {
 auto fields(const dp::SiteConfig& c) {
   return std::tie(c.kind, c.devices_per_node, c.tiles_per_device, c.port_min, c.port_max,
                   c.default_on, c.daemon_path, c.lease_dir, c.heartbeat_timeout_s, c.port_wait_s,
-                  c.use_resv_ports, c.hang_timeout_s, c.report, c.kill_grace_s, c.keep_survivors);
+                  c.use_resv_ports, c.hang_timeout_s, c.report, c.kill_grace_s, c.keep_survivors,
+                  c.port_fallback_os);
 }
 
 TEST(SiteConfig, DefaultsAreTheTablesAndEachIsAValidWord) {

@@ -128,6 +128,20 @@ TEST_F(BadInput, WrongProtocolVersion) {
   expect_healthy();
 }
 
+TEST_F(BadInput, APeerOfTheEarlierHelloIsRefusedNamingBothVersions) {
+  RawConn c(d_->port());
+  ASSERT_TRUE(
+      c.send_request(hello_request(c.nonce(), kSecret, -1, proto::ROLE_AGENT, "rawhost", 2)));
+  auto r = c.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->code(), proto::PROTOCOL);
+  EXPECT_NE(r->message().find("protocol version 2 is not supported; dp-rendezvousd speaks "
+                              "version 3: use the dp client of the same slurm-dp release"),
+            std::string::npos)
+      << r->message();
+  expect_healthy();
+}
+
 TEST_F(BadInput, OverLimitValueAndKey) {
   auto big = good_->set("big", std::string(2048, 'x'));
   ASSERT_FALSE(big.ok());

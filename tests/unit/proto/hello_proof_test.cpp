@@ -1,7 +1,8 @@
-// The hello proof's wire format: daemons, agents and clients of one step must
-// compute the same 32 bytes, whatever library does the hashing. The expected
-// proofs were computed by the earlier, hand-written SHA-256 and checked with
-// Python's hmac module; a change here breaks every mixed-version step.
+// The hello proof's wire format (protocol 3: the nonce, host and rank list
+// length-prefixed): daemons, agents and clients of one step must compute the
+// same 32 bytes, whatever library does the hashing. The expected proofs were
+// computed independently with Python's hmac module from the layout in
+// hello_proof.cpp; a change here breaks every mixed-version step.
 #include "hello_proof.hpp"
 
 #include <gtest/gtest.h>
@@ -34,36 +35,44 @@ TEST(HelloProof, RankProofsMatchTheWireFormat) {
   const std::string seq = sequence_nonce();
   EXPECT_EQ(hex(rdv::hello_proof(std::string(64, 'a'), std::string(32, 'N'), proto::ROLE_RANK, 0, 4,
                                  "n1")),
-            "91a970dbd11fb8e9aef68dfbe511811ee205890721d67f419588f669b0053525");
+            "b0145bcb7964758af2732c84817aeaf912f30e1ef44d8f2918f983246f3daf99");
   EXPECT_EQ(hex(rdv::hello_proof(kHexSecret, seq, proto::ROLE_RANK, 3, 4,
                                  "gpu-node-017.cluster.example")),
-            "8d469f3a724de5a4e383fa8fa49d67fcdd885c5e51e9bd169d0335bc634c5a59");
+            "1d1fd57a063c2caf307c313fdd97699186fd7669dd29690e90e2e37b72d07444");
   // A one-byte key, and one longer than SHA-256's block (hashed first).
   EXPECT_EQ(hex(rdv::hello_proof("k", seq, proto::ROLE_RANK, 2147483647, 131072, "h")),
-            "bab3cbbe1bc4f64bb5fea624e29f1653d9b377a63db4b9a57324df63b437b97d");
+            "b83ffd3b3995a802ade604a9235db6d891f3ef29ca9e69d3d4872819460afd8a");
   EXPECT_EQ(hex(rdv::hello_proof(std::string(100, 'z') + kHexSecret, seq, proto::ROLE_RANK, 131071,
                                  131072, "n9999")),
-            "6931f4dff9fb3d9890544a9d9d355293355cd7aad021706c969124f917397434");
+            "fed397abc4444339fdd66437886a8df877d887dc12480bba06b51a3dc58c2791");
 }
 
 TEST(HelloProof, AgentAndNodeProofsMatchTheWireFormat) {
   const std::string seq = sequence_nonce();
   const std::string zeros(32, '\0');
   EXPECT_EQ(hex(rdv::hello_proof(kHexSecret, zeros, proto::ROLE_AGENT, -1, 0, "")),
-            "643fc86adb611dc8716cfc63e7481f5a5ccf2431cf24f0392b4a4aa970a28e21");
+            "4568aaf3a9bd2552ddff441f770e7edf741f4aa4af1e37b1bf1fe939d46ee340");
   const std::vector<int32_t> four{8, 9, 10, 11};
   EXPECT_EQ(
       hex(rdv::hello_proof(kHexSecret, seq, proto::ROLE_NODE, -1, 131072, "gpu-node-017", four)),
-      "1741ca09d0400fc6c4b545b05e6ac143bba7ad331094177de59fbf5b09bfb065");
+      "626d6f532279e9c7fe7ab8d6c3484b60881b983dfed2241dc0a5408779d3d1f9");
   const std::vector<int32_t> odd{-1, 0, 2147483647};
   EXPECT_EQ(hex(rdv::hello_proof(std::string(64, 'b'), zeros, proto::ROLE_NODE, 0, 0, "n", odd)),
-            "e7924d74b9fc5a816ade9d3e06e782307e0ba17a75482ad98266cfc7553f2d8e");
+            "1a24658242e810a4e482ba0872b69563012ead714f8c5dff25dc95cf9828cea5");
   // No ranks: the same bytes as the proof without a rank list.
   const std::string none = rdv::hello_proof(kHexSecret, std::string(32, 'N'), proto::ROLE_NODE, -1,
                                             2, "n1", std::vector<int32_t>{});
-  EXPECT_EQ(hex(none), "eb091b274e2aac471df569085cedafefd8641fc67e28deb8f934067d88133aed");
+  EXPECT_EQ(hex(none), "eff98bb8ae1e27b496894e0783b33e4063c5fa50c23dff81496e39f97109493c");
   EXPECT_EQ(none,
             rdv::hello_proof(kHexSecret, std::string(32, 'N'), proto::ROLE_NODE, -1, 2, "n1"));
+}
+
+TEST(HelloProof, TheHostCannotRunIntoTheRankList) {
+  // Unprefixed, host "n1" with rank 8 and host "n1\0\0\0\x08" with none were one message.
+  const std::vector<int32_t> eight{8};
+  EXPECT_NE(rdv::hello_proof(kHexSecret, sequence_nonce(), proto::ROLE_NODE, -1, 2, "n1", eight),
+            rdv::hello_proof(kHexSecret, sequence_nonce(), proto::ROLE_NODE, -1, 2,
+                             std::string("n1\0\0\0\x08", 6), std::vector<int32_t>{}));
 }
 
 TEST(HelloProof, EveryFieldChangesTheProof) {

@@ -393,8 +393,9 @@ class FakeDaemon : public ::testing::Test {
 
 TEST_F(FakeDaemon, SecretGoesThroughStdinAndPortComesBack) {
   dp::spank::DaemonRequest req;
-  req.path = script("read s; read a; echo \"$s\" > " + dir_ + "/secret; echo \"$a\" > " + dir_ +
-                    "/listen; echo \"$@\" > " + dir_ + "/args; echo READY 4242; exec sleep 30");
+  req.path = script("read s; read a; read n; echo \"$s\" > " + dir_ + "/secret; echo \"$a\" > " +
+                    dir_ + "/listen; echo \"$n\" > " + dir_ + "/nodes; echo \"$@\" > " + dir_ +
+                    "/args; echo READY 4242; exec sleep 30");
   req.world_size = 4;
   req.job_id = 7;
   req.step_id = 1;
@@ -402,15 +403,17 @@ TEST_F(FakeDaemon, SecretGoesThroughStdinAndPortComesBack) {
   ASSERT_TRUE(secret.ok());
   EXPECT_EQ(secret->size(), 64u);
   EXPECT_EQ(secret->find_first_not_of("0123456789abcdef"), std::string::npos);
-  auto d = dp::spank::launch_daemon(req, *secret, "fd00::7");
+  auto d = dp::spank::launch_daemon(req, *secret, "fd00::7", {"10.0.0.1", "fd00::2"});
   ASSERT_TRUE(d.ok()) << d.error().message;
   EXPECT_EQ(d->port, 4242);
-  std::string got, args, listen;
+  std::string got, args, listen, nodes;
+  std::getline(std::ifstream(dir_ + "/nodes"), nodes);
+  EXPECT_EQ(nodes, "10.0.0.1 fd00::2") << "the step's node addresses follow on stdin";
   std::getline(std::ifstream(dir_ + "/secret"), got);
   std::getline(std::ifstream(dir_ + "/args"), args);
   std::getline(std::ifstream(dir_ + "/listen"), listen);
   EXPECT_EQ(got, *secret);
-  EXPECT_EQ(args, "--world-size 4 --job-id 7 --step-id 1 --listen -");
+  EXPECT_EQ(args, "--world-size 4 --job-id 7 --step-id 1 --listen - --step-nodes -");
   EXPECT_EQ(listen, "fd00::7") << "the address to listen on follows the secret on stdin";
   EXPECT_EQ(args.find(*secret), std::string::npos) << "secret must never be in argv";
   dp::spank::stop_daemon(d->pid);

@@ -1,0 +1,109 @@
+#include "daemon_hello.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <random>
+#include <thread>
+
+#include "frame_codec.hpp"
+#include "hello_proof.hpp"
+#include "rendezvous_client.hpp"
+#include "tcp_connect.hpp"
+
+namespace dp::agent {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// The next response on the fresh connection, before the deadline.
+Result<proto::Response> next_response(int fd, rdv::ReplyReader& reader, Clock::time_point deadline,
+                                      const char* what) {
+  char buf[4096];
+  for (;;) {
+    auto next = reader.next();
+    if (!next)
+      return make_error(Errc::protocol, std::string("bad ") + what +
+                                            " from the step's daemon: " + next.error().message);
+    if (*next) return std::move(**next);
+    pollfd p{fd, POLLIN, 0};
+    const int pr = poll(&p, 1, rdv::ms_until(deadline));
+    if (pr == 0) return make_error(Errc::timeout, std::string("no ") + what + " in time");
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr < 0)
+      return make_error(Errc::connection, std::string("poll failed waiting for the ") + what);
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (n <= 0)
+      return make_error(Errc::connection,
+                        std::string("the daemon closed the connection before the ") + what);
+    DP_TRY(reader.feed(buf, static_cast<size_t>(n)));
+  }
+}
+
+// Full, or evicted before the hello: the daemon's own text says which.
+bool refused_for_room(const proto::Response& r) { return r.code() == proto::LIMIT; }
+
+// One attempt. A retryable failure is an error with code connection,
+// timeout or limit; anything else ends the tries.
+Result<DaemonLink> attempt(const NodeHello& h, const std::string& host, uint16_t port,
+                           const HelloRetry& retry) {
+  const auto until = std::min(retry.deadline, Clock::now() + retry.attempt);
+  auto fd = rdv::tcp_connect_once(host, port, until);
+  DP_TRY(fd);
+  DaemonLink link{service::UniqueFd(*fd), rdv::ReplyReader(rdv::kHelloFrameLimit), {}};
+  auto challenge = next_response(link.fd.get(), link.reader, until, "challenge");
+  DP_TRY(challenge);
+  if (refused_for_room(*challenge)) return rdv::error_from(*challenge);
+  if (challenge->code() != proto::OK || challenge->id() != 0 ||
+      challenge->challenge().size() != rdv::kNonceBytes)
+    return make_error(Errc::protocol,
+                      "the step's daemon refused the node: " + rdv::error_from(*challenge).message);
+  const proto::Request req = node_hello_request(h, challenge->challenge());
+  if (req.hello().proof().empty())  // sent empty, it would be refused as a wrong secret
+    return make_error(Errc::internal, "cannot compute the hello proof: libcrypto's HMAC failed");
+  std::string frame;
+  rdv::append_frame(req, frame);
+  DP_TRY(rdv::write_all(link.fd.get(), frame.data(), frame.size(), until));
+  auto reply = next_response(link.fd.get(), link.reader, until, "hello reply");
+  DP_TRY(reply);
+  if (refused_for_room(*reply)) return rdv::error_from(*reply);
+  link.reply = std::move(*reply);
+  return link;
+}
+
+bool retryable(Errc c) { return c == Errc::connection || c == Errc::timeout || c == Errc::limit; }
+
+}  // namespace
+
+Result<DaemonLink> hello_daemon(const NodeHello& h, const HelloRetry& retry) {
+  ClientOptions o;
+  DP_TRY(RendezvousClient::parse_address(h.addr, o));
+  const auto start = Clock::now();
+  std::minstd_rand jitter(static_cast<unsigned>(start.time_since_epoch().count()) ^
+                          static_cast<unsigned>(getpid()));
+  milliseconds backoff = retry.first_backoff;
+  Error last = make_error(Errc::timeout, "no time left to connect");
+  int tries = 0;
+  while (Clock::now() < retry.deadline) {
+    ++tries;
+    auto link = attempt(h, o.host, o.port, retry);
+    if (link) return link;
+    if (!retryable(link.error().code)) return link.error();
+    last = link.error();
+    // Jitter: nodes evicted together do not come back together.
+    const auto pause = backoff + milliseconds(jitter() % (backoff.count() / 2 + 1));
+    if (Clock::now() + pause >= retry.deadline) break;
+    std::this_thread::sleep_for(pause);  // a retry backoff, bounded by the deadline
+    backoff = std::min(backoff * 2, retry.max_backoff);
+  }
+  const auto spent = std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();
+  return make_error(last.code, last.message + " (" + std::to_string(tries) + " tries in " +
+                                   std::to_string(spent) + " ms)");
+}
+
+}  // namespace dp::agent

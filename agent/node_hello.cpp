@@ -1,0 +1,23 @@
+#include "node_hello.hpp"
+
+#include "frame_codec.hpp"
+#include "hello_proof.hpp"
+
+namespace dp::agent {
+
+proto::Request node_hello_request(const NodeHello& n, const std::string& nonce) {
+  proto::Request req;
+  req.set_id(kNodeHelloId);
+  auto* h = req.mutable_hello();
+  h->set_protocol_version(rdv::kProtocolVersion);
+  h->set_role(proto::ROLE_NODE);
+  h->set_rank(-1);
+  h->set_world_size(n.world_size);
+  h->set_host(n.host);
+  for (int32_t r : n.ranks) h->add_node_ranks(r);
+  h->set_proof(
+      rdv::hello_proof(n.secret, nonce, proto::ROLE_NODE, -1, n.world_size, n.host, n.ranks));
+  return req;
+}
+
+}  // namespace dp::agent

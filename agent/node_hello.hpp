@@ -1,0 +1,27 @@
+// The node agent's hello to the daemon, one home for the core and the
+// first connection (daemon_hello.hpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dp/proto/rendezvous.pb.h"
+
+namespace dp::agent {
+
+struct NodeHello {
+  std::string addr;    // the daemon, host:port
+  std::string secret;  // never logged
+  std::string host;
+  int world_size = 0;
+  std::vector<int32_t> ranks;  // ascending
+};
+
+inline constexpr uint64_t kNodeHelloId = 1;
+
+// The hello frame of a node agent; the proof covers its ranks. The proof is
+// empty when libcrypto's HMAC failed.
+proto::Request node_hello_request(const NodeHello& h, const std::string& nonce);
+
+}  // namespace dp::agent

@@ -1,0 +1,88 @@
+// Finding a step's report socket: the user's folder when usable, and the
+// abstract socket every daemon also listens on, found by prefix in
+// /proc/net/unix (its random tail cannot be guessed; query checks the uid).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <set>
+
+#include "dp/hex.hpp"
+#include "dp/random_bytes.hpp"
+#include "step_socket.hpp"
+
+namespace dp::obs {
+namespace {
+
+std::string abstract_prefix() { return "@slurm-dp-" + std::to_string(getuid()) + "/"; }
+
+bool all_digits(const std::string& s) {
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+// Abstract names in this network namespace that start with prefix.
+std::vector<std::string> abstract_names(const std::string& prefix) {
+  std::vector<std::string> out;
+  std::ifstream in("/proc/net/unix");
+  std::string line;
+  std::getline(in, line);  // the header
+  while (std::getline(in, line)) {
+    // Num RefCount Protocol Flags Type St Inode Path: the path is the 8th word.
+    const size_t at = line.find(" @");
+    if (at == std::string::npos) continue;
+    const std::string name = line.substr(at + 1);
+    if (name.rfind(prefix, 0) == 0 && name.find(' ') == std::string::npos) out.push_back(name);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> abstract_socket_name(const std::string& job, const std::string& step) {
+  auto raw = random_bytes(8);
+  DP_TRY(raw);
+  return abstract_prefix() + socket_name(job, step) + "." +
+         to_hex({reinterpret_cast<const unsigned char*>(raw->data()), raw->size()});
+}
+
+std::vector<std::string> step_sockets(const std::string& job, const std::string& step) {
+  std::vector<std::string> out;
+  if (auto p = socket_path(job, step, false); p && access(p->c_str(), F_OK) == 0) out.push_back(*p);
+  for (auto& n : abstract_names(abstract_prefix() + socket_name(job, step) + "."))
+    out.push_back(std::move(n));
+  return out;
+}
+
+std::vector<std::string> running_steps(const std::string& job) {
+  std::set<std::string> steps;
+  const std::string prefix = abstract_prefix() + job + ".";
+  for (const auto& n : abstract_names(prefix)) {
+    const size_t a = prefix.size(), b = n.find('.', a);
+    if (b == std::string::npos) continue;
+    const std::string step = n.substr(a, b - a);
+    if (all_digits(step) && n.rfind(abstract_prefix() + socket_name(job, step) + ".", 0) == 0)
+      steps.insert(step);
+  }
+  return {steps.begin(), steps.end()};
+}
+
+Result<proto::Stats> query_step(const std::string& job, const std::string& step,
+                                std::chrono::milliseconds timeout) {
+  std::string why;
+  for (const auto& s : step_sockets(job, step)) {
+    auto st = query(s, timeout);
+    if (st) return st;
+    if (why.empty()) why = st.error().message;
+  }
+  auto dir = user_dir(false);
+  if (!dir && dir.error().code == Errc::unauthorized)
+    why += (why.empty() ? "" : "; ") + dir.error().message;
+  if (why.empty()) why = "no running step daemon of yours for step " + job + "." + step;
+  return make_error(Errc::not_found, why);
+}
+
+}  // namespace dp::obs

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Another user (dptest2) took /tmp/slurm-dp-<uid of dptest> first: dp-top,
+# the --dp-report file and srun's first-failure line still work (the daemon
+# also answers on an abstract socket, checked by uid both ways), and the
+# daemon says whose the folder is and that an admin must act. Runs in a
+# private mount namespace with its own /tmp, so the squat never touches the
+# host's /tmp that other clusters' steps of dptest use.
+if [[ -z ${DP_PRIVATE_TMP:-} ]]; then
+  exec unshare -m --propagation private env DP_PRIVATE_TMP=1 bash -c \
+    'mount -t tmpfs -o mode=1777 dp-private-tmp /tmp && exec "$0" "$@"' "$0" "$@"
+fi
+. "$(dirname "$0")/common.sh"
+site
+
+uid=$(id -u dptest)
+as_other mkdir -m 0755 "/tmp/slurm-dp-$uid"
+[[ $(stat -c %U "/tmp/slurm-dp-$uid") == dptest2 ]] || fail "dptest2 could not take /tmp/slurm-dp-$uid"
+
+victim=1
+as_user timeout 120 srun --dp-world=auto --dp-verbose -N2 --ntasks-per-node=1 --kill-on-bad-exit=0 \
+  --dp-report=report.json -o "$WORK/rank%t.log" "$DP_OBS_WORKER" 100000 >"$WORK/srun.log" 2>&1 &
+srun_pid=$!
+trap 'kill "$srun_pid" 2>/dev/null || true; cleanup_work' EXIT
+for r in 0 1; do wait_log "$WORK/rank$r.log" '^ITER 10$' 60; done
+job=$(squeue -h -u dptest -o %i | head -n1)
+top_ready() { as_user "$DP_TOP" --once "$job" 2>&1 | grep -qE '^1 +n2 '; }
+wait_until 20 "dp-top to show the step with its folder squatted" top_ready
+
+pid=$(sed -n "s/^START pid \([0-9]*\) rank $victim\$/\1/p" "$WORK/rank$victim.log")
+[[ -n $pid ]] || fail "rank $victim did not say its pid"
+kill -9 "$pid"
+wait "$srun_pid" || true
+cat "$WORK/srun.log"
+grep -q "/tmp/slurm-dp-$uid belongs to dptest2 (uid $(id -u dptest2)), not to you: an admin (root) must remove it" \
+  "$WORK/srun.log" || fail "the daemon did not say whose the folder is and who must act"
+# --dp-verbose: the daemon's own exit line may come after srun's.
+last=$(grep -v -e '^\s*$' -e '^dp-rendezvousd: ' "$WORK/srun.log" | tail -n1)
+[[ $last == "slurm-dp: step "*" failed: first failure: rank $victim (host n2) was killed by signal 9"* ]] ||
+  fail "srun's last line does not name rank $victim: $last"
+grep -q '"failure":{"rank":1,"host":"n2","how":"rank_lost","signal":9' "$WORK/report.json" ||
+  fail "the report file does not name rank 1: $(cat "$WORK/report.json" 2>&1)"
+pass "with /tmp/slurm-dp-$uid taken by dptest2: dp-top, the report and the first-failure line work"

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Another tenant (dptest2) holds every port of a small MASTER_PORT lease range
+# on the master node: the step fails within 10 s with a line that says the
+# range is held and names the holder's uid, instead of "no free port".
+. "$(dirname "$0")/../lib.sh"
+job=""
+cleanup() {
+  [[ -n $job ]] && scancel "$job" 2>/dev/null
+  site
+  cleanup_work
+}
+trap cleanup EXIT
+cp "$(dirname "$0")/held_range.py" "$WORK/"
+lo=$(test_port_range)
+lo=${lo%-*}
+hi=$((lo + 3))
+use_port_leases held "ports=$lo-$hi"
+
+job=$(as_other sbatch --parsable -w n1 -N1 -n1 -o "$WORK/held.out" \
+  --wrap "exec /usr/bin/python3 $WORK/held_range.py $lo $hi $WORK")
+wait_until 60 "dptest2 to hold ports $lo-$hi on n1" test -s "$WORK/held.ready"
+
+start=$(date +%s%N)
+rc=0
+out=$(as_user timeout 60 srun -w n1 -N1 -n2 --dp-world=auto true 2>&1) || rc=$?
+took_ms=$((($(date +%s%N) - start) / 1000000))
+echo "$out"
+((rc != 0)) || fail "the step started although every port of $lo-$hi is held"
+((took_ms < 10000)) || fail "the step took ${took_ms} ms to fail (limit 10 s)"
+[[ $out == *"every MASTER_PORT of $lo-$hi on the master node is held"*"uid $(id -u dptest2) (4 ports)"* ]] ||
+  fail "the failure does not say the range is held by uid $(id -u dptest2)"
+
+# Where the site allows it, the step starts on a port the OS chose instead.
+use_port_leases held "ports=$lo-$hi" port_fallback=os
+port=$(as_user timeout 60 srun -w n1 -N1 -n1 --dp-world=auto printenv MASTER_PORT 2>&1) ||
+  fail "with port_fallback=os the step failed: $port"
+[[ $port =~ ^[0-9]+$ ]] && ((port < lo || port > hi)) ||
+  fail "with port_fallback=os MASTER_PORT is '$port', not a port outside the held range"
+pass "a range held by dptest2 fails the step in ${took_ms} ms naming 'held' and uid $(id -u dptest2); with port_fallback=os it starts on port $port"
