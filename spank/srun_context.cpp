@@ -153,7 +153,8 @@ Result<CheckedStep> check_step(const SiteConfig& site, const Options& opts, cons
     if (it != nodes->end()) node_addrs.push_back(it->second.address);
   }
   // Without --dp-tiles only --dp-explain shows what the request changes.
-  if (need_all_nodes && device_request_matters(opts, site, command)) {
+  const bool tiles_or_explain = opts.tiles.has_value() || opts.explain.value_or(false);
+  if (tiles_or_explain && device_request_matters(opts, site, command)) {
     auto req = load_step_request(id.job, id.step);
     DP_TRY(req);
     f.request = *req;

@@ -20,12 +20,11 @@ TEST(SiteConfig, DefaultsWhenEmpty) {
 }
 
 TEST(SiteConfig, ParsesEveryKey) {
-  auto c = dp::parse_site_config({"kind=rdu", "devices_per_node=8", "tiles_per_device=8",
-                                  "ports=20000-20099", "default=on", "daemon=/opt/dp/bin/d",
-                                  "lease_dir=/var/run/x", "port_wait=5", "resv_ports=ignore",
-                                  "hang_timeout=10", "report=/var/log/dp/%j.%s.json",
-                                  "heartbeat_timeout=120", "on_failure=keep", "kill_grace=3",
-                                  "port_fallback=os"});
+  auto c = dp::parse_site_config(
+      {"kind=rdu", "devices_per_node=8", "tiles_per_device=8", "ports=20000-20099", "default=on",
+       "daemon=/opt/dp/bin/d", "lease_dir=/var/run/x", "port_wait=5", "resv_ports=ignore",
+       "hang_timeout=10", "report=/var/log/dp/%j.%s.json", "heartbeat_timeout=120",
+       "on_failure=keep", "kill_grace=3", "port_fallback=os"});
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->kind, dp::AcceleratorKind::rdu);
   EXPECT_EQ(c->declared_tiles_per_node(), 64);
