@@ -21,11 +21,13 @@ declare -A covered=(
   ['./scripts/demo']='installs and builds first; its srun is e2e.lo.trainer.demo, its closing hint e2e.<mode>.docs.demo_hint'
   ['./scripts/test']='is the whole suite this test belongs to (CI runs it)'
   ['srun --dp-world=auto -N2 --ntasks-per-node=1 --gpus-per-node=4 torchrun train.py']='e2e.<mode>.spank.launcher_torchrun (torchrun on ddp.py, workers from the GPUs Slurm gave the step)'
-  ['apt install ./slurm-dp_<version>_amd64.deb']='e2e.own.packaging.install_run_purge_deb'
-  ['dnf install ./slurm-dp-<version>-1.x86_64.rpm']='needs an RPM distribution; packaging/tests/compare-deb-rpm checks the rpm holds the same files'
+  ['apt install ./slurm-dp_<version>-1+slurm<series>_amd64.deb']='e2e.own.packaging.install_run_purge_deb'
+  ['apt install ./slurm-dp-cuda_<version>-1+slurm<series>_amd64.deb']='needs NVIDIA'"'"'s repository; e2e.own.packaging.install_run_purge_deb shows apt refuses it without one and packaging.deb_metadata checks its Depends'
+  ['dnf install ./slurm-dp-<version>-1.slurm<series>.x86_64.rpm']='needs an RPM distribution; packaging/tests/compare-deb-rpm checks the rpm holds the same files'
+  ['dnf install ./slurm-dp-cuda-<version>-1.slurm<series>.x86_64.rpm']='needs an RPM distribution and NVIDIA'"'"'s repository'
   ['apt remove slurm-dp']='e2e.own.packaging.install_run_purge_deb'
   ['apt purge slurm-dp']='e2e.own.packaging.install_run_purge_deb'
-  ['rpm -e slurm-dp']='needs an RPM distribution (see dnf install)'
+  ['rpm -e slurm-dp-cuda slurm-dp']='needs an RPM distribution (see dnf install)'
 )
 
 bin=$WORK/bin

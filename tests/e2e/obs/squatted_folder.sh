@@ -4,10 +4,27 @@
 # also answers on an abstract socket, checked by uid both ways), and the
 # daemon says whose the folder is and that an admin must act. Runs in a
 # private mount namespace with its own /tmp, so the squat never touches the
-# host's /tmp that other clusters' steps of dptest use.
+# host's /tmp that other clusters' steps of dptest use. A checkout or build
+# tree under /tmp (a CI clone) is bound back in through a descriptor of the
+# host's /tmp opened before the new one covers it (--no-canonicalize: mount
+# would otherwise resolve the path in the new /tmp).
+private_tmp() {
+  exec 9</tmp
+  mount -t tmpfs -o mode=1777 dp-private-tmp /tmp || return 1
+  local p top
+  for p in "$0" "$PWD" "${DP_CLUSTER_DIR:-}" "${DP_DAEMON:-}" "${DP_OBS_WORKER:-}" "${DP_TOP:-}"; do
+    [[ -n $p ]] && p=$(realpath -m "$p")
+    [[ $p == /tmp/?* ]] || continue
+    top=${p#/tmp/}
+    top=${top%%/*}
+    mountpoint -q "/tmp/$top" && continue
+    mkdir -p "/tmp/$top" && mount --no-canonicalize --bind "/proc/self/fd/9/$top" "/tmp/$top" || return 1
+  done
+  exec 9<&-
+}
 if [[ -z ${DP_PRIVATE_TMP:-} ]]; then
-  exec unshare -m --propagation private env DP_PRIVATE_TMP=1 bash -c \
-    'mount -t tmpfs -o mode=1777 dp-private-tmp /tmp && exec "$0" "$@"' "$0" "$@"
+  exec unshare -m --propagation private env DP_PRIVATE_TMP=1 \
+    bash -c "$(declare -f private_tmp)"'; private_tmp && exec "$0" "$@"' "$0" "$@"
 fi
 . "$(dirname "$0")/common.sh"
 site
