@@ -54,6 +54,6 @@ grep -q "/tmp/slurm-dp-$uid belongs to dptest2 (uid $(id -u dptest2)), not to yo
 last=$(grep -v -e '^\s*$' -e '^dp-rendezvousd: ' "$WORK/srun.log" | tail -n1)
 [[ $last == "slurm-dp: step "*" failed: first failure: rank $victim (host n2) was killed by signal 9"* ]] ||
   fail "srun's last line does not name rank $victim: $last"
-grep -q '"failure":{"rank":1,"host":"n2","how":"rank_lost","signal":9' "$WORK/report.json" ||
+grep -q '"failure":{"rank":1,"host":"n2","how":"rank_lost","verdict":"task_exit","signal":9' "$WORK/report.json" ||
   fail "the report file does not name rank 1: $(cat "$WORK/report.json" 2>&1)"
 pass "with /tmp/slurm-dp-$uid taken by dptest2: dp-top, the report and the first-failure line work"
