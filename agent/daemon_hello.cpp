@@ -1,11 +1,9 @@
 #include "daemon_hello.hpp"
 
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <random>
 #include <thread>
 
@@ -20,31 +18,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// The next response on the fresh connection, before the deadline.
-Result<proto::Response> next_response(int fd, rdv::ReplyReader& reader, Clock::time_point deadline,
-                                      const char* what) {
-  char buf[4096];
-  for (;;) {
-    auto next = reader.next();
-    if (!next)
-      return make_error(Errc::protocol, std::string("bad ") + what +
-                                            " from the step's daemon: " + next.error().message);
-    if (*next) return std::move(**next);
-    pollfd p{fd, POLLIN, 0};
-    const int pr = poll(&p, 1, rdv::ms_until(deadline));
-    if (pr == 0) return make_error(Errc::timeout, std::string("no ") + what + " in time");
-    if (pr < 0 && errno == EINTR) continue;
-    if (pr < 0)
-      return make_error(Errc::connection, std::string("poll failed waiting for the ") + what);
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (n <= 0)
-      return make_error(Errc::connection,
-                        std::string("the daemon closed the connection before the ") + what);
-    DP_TRY(reader.feed(buf, static_cast<size_t>(n)));
-  }
-}
-
 // Full, or evicted before the hello: the daemon's own text says which.
 bool refused_for_room(const proto::Response& r) { return r.code() == proto::LIMIT; }
 
@@ -56,7 +29,8 @@ Result<DaemonLink> attempt(const NodeHello& h, const std::string& host, uint16_t
   auto fd = rdv::tcp_connect_once(host, port, until);
   DP_TRY(fd);
   DaemonLink link{service::UniqueFd(*fd), rdv::ReplyReader(rdv::kHelloFrameLimit), {}};
-  auto challenge = next_response(link.fd.get(), link.reader, until, "challenge");
+  auto challenge =
+      rdv::read_reply(link.fd.get(), link.reader, until, "challenge", "the step's daemon");
   DP_TRY(challenge);
   if (refused_for_room(*challenge)) return rdv::error_from(*challenge);
   if (challenge->code() != proto::OK || challenge->id() != 0 ||
@@ -69,7 +43,8 @@ Result<DaemonLink> attempt(const NodeHello& h, const std::string& host, uint16_t
   std::string frame;
   rdv::append_frame(req, frame);
   DP_TRY(rdv::write_all(link.fd.get(), frame.data(), frame.size(), until));
-  auto reply = next_response(link.fd.get(), link.reader, until, "hello reply");
+  auto reply =
+      rdv::read_reply(link.fd.get(), link.reader, until, "hello reply", "the step's daemon");
   DP_TRY(reply);
   if (refused_for_room(*reply)) return rdv::error_from(*reply);
   link.reply = std::move(*reply);

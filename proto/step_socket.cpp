@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "dp/user_text.hpp"
 #include "frame_codec.hpp"
 
 namespace dp::obs {
@@ -29,15 +30,6 @@ uint32_t fnv1a(const std::string& s) {
 }
 
 }  // namespace
-
-std::string user_text(uid_t uid) {
-  passwd pw{};
-  passwd* found = nullptr;
-  char buf[4096];
-  if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found && found->pw_name)
-    return std::string(found->pw_name) + " (uid " + std::to_string(uid) + ")";
-  return "uid " + std::to_string(uid);
-}
 
 namespace {
 

@@ -23,8 +23,6 @@ namespace dp::obs {
 // act), or open to others. Since another user can take /tmp/slurm-dp-<uid>
 // first, the daemon also answers on an abstract socket (step_socket_find.cpp).
 Result<std::string> user_dir(bool create);
-// "name (uid N)", or "uid N".
-std::string user_text(uid_t uid);
 // "<job>.<step>.<tag>.sock"; tag tells clusters apart (a hash of SLURM_CONF,
 // or of Slurm's default configuration path when it is unset).
 std::string socket_name(const std::string& job, const std::string& step);

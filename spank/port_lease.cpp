@@ -145,23 +145,32 @@ int hold_port(int port) {
   return fd >= 0 ? fd : bind_port(port, true);
 }
 
+// A new lease file `name` holding content: 1 made, 0 taken already, -1 an
+// error (nothing left behind).
+int new_lease_file(int dir, const std::string& name, const std::string& content) {
+  const int fd =
+      openat(dir, name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return errno == EEXIST ? 0 : -1;
+  const bool ok = write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+  close(fd);
+  if (ok) return 1;
+  unlinkat(dir, name.c_str(), 0);
+  return -1;
+}
+
 // Creates the lease file for `port` (reclaiming a stale one) and binds the
 // port; returns the holding socket, or -1 when either is taken.
 int try_lease(int dir, int port, const std::string& content) {
   const std::string name = std::to_string(port);
   for (int attempt = 0; attempt < 2; ++attempt) {
-    const int fd =
-        openat(dir, name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      const bool ok =
-          write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
-      close(fd);
-      const int hold = ok ? hold_port(port) : -1;
+    const int made = new_lease_file(dir, name, content);
+    if (made < 0) return -1;
+    if (made == 1) {
+      const int hold = hold_port(port);
       if (hold >= 0) return hold;
       unlinkat(dir, name.c_str(), 0);
       return -1;
     }
-    if (errno != EEXIST) return -1;
     auto f = read_lease(dir, name);
     if (f && !is_stale(*f)) return -1;
     unlinkat(dir, name.c_str(), 0);
@@ -319,16 +328,7 @@ std::optional<std::pair<int, int>> lease_os_port(int dir, const std::string& con
     const int port =
         ntohs(sa.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port
                                        : reinterpret_cast<sockaddr_in*>(&sa)->sin_port);
-    const std::string name = std::to_string(port);
-    const int fd =
-        openat(dir, name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      const bool ok =
-          write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
-      close(fd);
-      if (ok) return std::pair(port, hold);
-      unlinkat(dir, name.c_str(), 0);
-    }
+    if (new_lease_file(dir, std::to_string(port), content) == 1) return std::pair(port, hold);
     close(hold);
   }
   return std::nullopt;

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "dp/user_text.hpp"
+
 namespace dp::spank {
 namespace {
 
@@ -32,15 +34,6 @@ Result<void> write_all(int fd, const std::string& path, const std::string& text)
 }
 
 }  // namespace
-
-std::string user_text(unsigned uid) {
-  passwd pw{};
-  passwd* found = nullptr;
-  char buf[4096];
-  if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found && found->pw_name)
-    return std::string(found->pw_name) + " (uid " + std::to_string(uid) + ")";
-  return "uid " + std::to_string(uid);
-}
 
 std::string current_user_name() {
   passwd pw{};

@@ -21,7 +21,4 @@ Result<void> write_report_file(const std::string& path, const std::string& text)
 // The calling user's name (%u), or the uid's digits when it has none.
 std::string current_user_name();
 
-// The name of a uid for messages: "name (uid N)", or "uid N".
-std::string user_text(unsigned uid);
-
 }  // namespace dp::spank

@@ -41,12 +41,20 @@ Result<StepShape> load_step_shape(uint32_t job_id, uint32_t step_id) {
   return shape;
 }
 
+namespace {
+
+Error step_unreadable(uint32_t job_id, uint32_t step_id) {
+  return make_error(Errc::unavailable, "cannot read step " + std::to_string(job_id) + "." +
+                                           std::to_string(step_id) +
+                                           " from slurmctld: " + slurm_strerror(errno));
+}
+
+}  // namespace
+
 Result<DeviceRequest> load_step_request(uint32_t job_id, uint32_t step_id) {
   job_step_info_response_msg_t* resp = nullptr;
   if (get_step_info(job_id, step_id, &resp) != SLURM_SUCCESS || resp == nullptr)
-    return make_error(Errc::unavailable, "cannot read step " + std::to_string(job_id) + "." +
-                                             std::to_string(step_id) +
-                                             " from slurmctld: " + slurm_strerror(errno));
+    return step_unreadable(job_id, step_id);
   std::optional<DeviceRequest> req;
   auto text = [](const char* s) { return std::string_view(s ? s : ""); };
   for (uint32_t i = 0; i < resp->job_step_count; ++i) {
@@ -65,9 +73,7 @@ Result<DeviceRequest> load_step_request(uint32_t job_id, uint32_t step_id) {
 Result<bool> step_listed(uint32_t job_id, uint32_t step_id) {
   job_step_info_response_msg_t* resp = nullptr;
   if (get_step_info(job_id, step_id, &resp) != SLURM_SUCCESS || resp == nullptr)
-    return make_error(Errc::unavailable, "cannot read step " + std::to_string(job_id) + "." +
-                                             std::to_string(step_id) +
-                                             " from slurmctld: " + slurm_strerror(errno));
+    return step_unreadable(job_id, step_id);
   bool listed = false;
   for (uint32_t i = 0; i < resp->job_step_count; ++i)
     listed = listed || (resp->job_steps[i].step_id.job_id == job_id &&

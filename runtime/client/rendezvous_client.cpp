@@ -455,37 +455,10 @@ class TcpRendezvousClient final : public RendezvousClient {
   std::function<void(const Error&)> handler_;
 };
 
-// The next response on a fresh socket, before the I/O thread exists.
-Result<proto::Response> read_reply(int fd, rdv::ReplyReader& reader, rdv::Deadline deadline,
-                                   const char* what) {
-  char buf[4096];
-  for (;;) {
-    auto next = reader.next();
-    if (!next)
-      return make_error(Errc::protocol, std::string("bad ") + what +
-                                            " from dp-rendezvousd: " + next.error().message);
-    if (*next) return std::move(**next);
-    pollfd p{fd, POLLIN, 0};
-    const int pr = poll(&p, 1, rdv::ms_until(deadline));
-    if (pr == 0)
-      return make_error(Errc::timeout, std::string("no ") + what + " from dp-rendezvousd");
-    if (pr < 0) {
-      if (errno == EINTR) continue;
-      return make_error(Errc::connection, std::string("poll failed while waiting for the ") + what);
-    }
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (n <= 0)
-      return make_error(Errc::connection,
-                        std::string("dp-rendezvousd closed the connection before the ") + what);
-    if (auto r = reader.feed(buf, static_cast<size_t>(n)); !r) return r.error();
-  }
-}
-
 // Challenge, hello with the proof, reply: the secret itself is never sent.
 Result<void> say_hello(int fd, const ClientOptions& o, rdv::Deadline deadline,
                        rdv::ReplyReader& reader) {
-  auto challenge = read_reply(fd, reader, deadline, "challenge");
+  auto challenge = rdv::read_reply(fd, reader, deadline, "challenge", "dp-rendezvousd");
   if (!challenge) return challenge.error();
   if (challenge->code() != proto::OK)
     return rdv::error_from(*challenge);  // refused: LIMIT and the like
@@ -512,7 +485,7 @@ Result<void> say_hello(int fd, const ClientOptions& o, rdv::Deadline deadline,
   std::string frame;
   rdv::append_frame(req, frame);
   DP_TRY(rdv::write_all(fd, frame.data(), frame.size(), deadline));
-  auto reply = read_reply(fd, reader, deadline, "hello reply");
+  auto reply = rdv::read_reply(fd, reader, deadline, "hello reply", "dp-rendezvousd");
   if (!reply) return reply.error();
   if (reply->code() != proto::OK) return rdv::error_from(*reply);
   return {};

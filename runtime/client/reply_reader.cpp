@@ -1,5 +1,9 @@
 #include "reply_reader.hpp"
 
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <new>
 
 #include "hello_proof.hpp"
@@ -77,6 +81,31 @@ Result<std::optional<proto::Response>> ReplyReader::next() noexcept {
     return make_error(Errc::internal, "out of memory while reading a reply");
   } catch (...) {
     return make_error(Errc::internal, "unexpected failure while reading a reply");
+  }
+}
+
+Result<proto::Response> read_reply(int fd, ReplyReader& reader, Deadline deadline, const char* what,
+                                   const char* peer) {
+  char buf[4096];
+  for (;;) {
+    auto next = reader.next();
+    if (!next)
+      return make_error(Errc::protocol,
+                        std::string("bad ") + what + " from " + peer + ": " + next.error().message);
+    if (*next) return std::move(**next);
+    pollfd p{fd, POLLIN, 0};
+    const int pr = poll(&p, 1, ms_until(deadline));
+    if (pr == 0) return make_error(Errc::timeout, std::string("no ") + what + " from " + peer);
+    if (pr < 0) {
+      if (errno == EINTR) continue;
+      return make_error(Errc::connection, std::string("poll failed while waiting for the ") + what);
+    }
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (n <= 0)
+      return make_error(Errc::connection,
+                        std::string(peer) + " closed the connection before the " + what);
+    DP_TRY(reader.feed(buf, static_cast<size_t>(n)));
   }
 }
 

@@ -14,6 +14,7 @@
 #include "dp/proto/rendezvous.pb.h"
 #include "dp/result.hpp"
 #include "frame_codec.hpp"
+#include "tcp_connect.hpp"
 
 namespace dp::rdv {
 
@@ -40,6 +41,12 @@ class ReplyReader {
   FrameDecoder decoder_;
   uint32_t max_;
 };
+
+// The next response on a fresh, non-blocking socket before the deadline,
+// while no I/O thread owns it (the hello of a rank or of a node agent).
+// `what` names the awaited reply, `peer` the daemon, in the errors.
+Result<proto::Response> read_reply(int fd, ReplyReader& reader, Deadline deadline, const char* what,
+                                   const char* peer);
 
 // Server text before it reaches a log, an error or Slurm: printable ASCII,
 // at most 1 024 bytes, marked when cut.

@@ -2,6 +2,7 @@
 #include <exception>
 #include <string>
 
+#include "dp/abi_barrier.hpp"
 #include "nccl_module.hpp"
 
 namespace dp::detail {
@@ -9,16 +10,8 @@ namespace {
 
 Communicator* make(const Context& ctx, std::chrono::milliseconds timeout, const NcclHost& host,
                    Error* error) noexcept {
-  try {
-    auto c = make_nccl_backend(ctx, timeout, host);
-    if (c) return c->release();
-    *error = c.error();
-  } catch (const std::exception& e) {
-    *error = make_error(Errc::internal, std::string("backend nccl: ") + e.what());
-  } catch (...) {
-    *error = make_error(Errc::internal, "backend nccl: unknown exception");
-  }
-  return nullptr;
+  return released_across_abi("backend nccl", error,
+                             [&] { return make_nccl_backend(ctx, timeout, host); });
 }
 
 const NcclModule kModule{DP_VERSION_STRING, &nccl_cuda_devices, &make};

@@ -1,23 +1,19 @@
 # The node agent on the real cluster: every rank talks only to its
 # node's agent; a rank's or an agent's death is named in time; no agent or
 # daemon outlives its step.
-foreach(t connections kill_rank kill_agent)
-  dp_e2e_test(NAME agent.${t} MODES lo ns TIMEOUT 300
-    ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_RDV_PROBE=$<TARGET_FILE:dp-rdv-probe>
-                DP_TOP=$<TARGET_FILE:dp-top>
-    COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent/${t}.sh)
-endforeach()
+dp_e2e_scripts(PART agent MODES lo ns TIMEOUT 300
+  SCRIPTS connections kill_rank kill_agent
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_RDV_PROBE=$<TARGET_FILE:dp-rdv-probe>
+              DP_TOP=$<TARGET_FILE:dp-top>)
 # 100 two-node steps take about 2 minutes on 2 shared cores.
 dp_e2e_test(NAME agent.lifecycle MODES lo ns TIMEOUT 900
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
   COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent/lifecycle.sh)
 # Fail fast for a program that never talks to slurm-dp (pytorch/ddp.py, no
 # libdp): a killed rank, a frozen node, a cut link end the whole step, named.
-foreach(t ddp_kill_rank ddp_freeze_node ddp_keep_survivors ddp_suspend)
-  dp_e2e_test(NAME agent.${t} MODES lo ns TIMEOUT 400
-    ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_TOP=$<TARGET_FILE:dp-top>
-    COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent/${t}.sh)
-endforeach()
+dp_e2e_scripts(PART agent MODES lo ns TIMEOUT 400
+  SCRIPTS ddp_kill_rank ddp_freeze_node ddp_keep_survivors ddp_suspend
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_TOP=$<TARGET_FILE:dp-top>)
 dp_e2e_test(NAME agent.ddp_cut_link MODES ns TIMEOUT 300
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
   COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent/ddp_cut_link.sh)

@@ -115,6 +115,17 @@ function(dp_e2e_test)
   endforeach()
 endfunction()
 
+# One test per script of a part, PART/<script>.sh as e2e.<mode>.PART.<script>;
+# the other arguments are dp_e2e_test's.
+function(dp_e2e_scripts)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "PART;TIMEOUT" "SCRIPTS;MODES;ENVIRONMENT;LABELS")
+  foreach(s IN LISTS arg_SCRIPTS)
+    dp_e2e_test(NAME ${arg_PART}.${s} MODES ${arg_MODES} TIMEOUT ${arg_TIMEOUT}
+      ENVIRONMENT ${arg_ENVIRONMENT} LABELS ${arg_LABELS}
+      COMMAND ${CMAKE_CURRENT_LIST_DIR}/${arg_PART}/${s}.sh)
+  endforeach()
+endfunction()
+
 # Tests of the cluster itself.
 foreach(t hostnames srun_help sbatch_option user_jobs ns_network)
   set(modes lo ns)

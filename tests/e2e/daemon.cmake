@@ -6,18 +6,14 @@ add_executable(dp-rdv-probe ${CMAKE_CURRENT_LIST_DIR}/daemon/rdv_probe.cpp)
 target_link_libraries(dp-rdv-probe PRIVATE dp_client)
 dp_warnings(dp-rdv-probe)
 
-foreach(t exchange_id stopped_daemon)
-  dp_e2e_test(NAME daemon.${t} MODES lo ns
-    ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_RDV_PROBE=$<TARGET_FILE:dp-rdv-probe>
-    COMMAND ${CMAKE_CURRENT_LIST_DIR}/daemon/${t}.sh)
-endforeach()
+dp_e2e_scripts(PART daemon MODES lo ns
+  SCRIPTS exchange_id stopped_daemon
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_RDV_PROBE=$<TARGET_FILE:dp-rdv-probe>)
 # 2 000 connections without hello against a step's daemon; its listen address;
 # a late dp::init() and a second one in the same step.
-foreach(t hostile_connections lifetime)
-  dp_e2e_test(NAME daemon.${t} MODES lo ns TIMEOUT 300
-    ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_COMM_WORKER=$<TARGET_FILE:dp_comm_worker>
-    COMMAND ${CMAKE_CURRENT_LIST_DIR}/daemon/${t}.sh)
-endforeach()
+dp_e2e_scripts(PART daemon MODES lo ns TIMEOUT 300
+  SCRIPTS hostile_connections lifetime
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_COMM_WORKER=$<TARGET_FILE:dp_comm_worker>)
 # scontrol suspend for 20 s of a 2-node trainer job: the same final parameters.
 if(TARGET dp-trainer)
   dp_e2e_test(NAME daemon.suspend MODES lo ns TIMEOUT 600

@@ -7,10 +7,8 @@ add_executable(dp_obs_worker ${CMAKE_CURRENT_LIST_DIR}/obs/obs_worker.cpp)
 target_link_libraries(dp_obs_worker PRIVATE dp_comm)
 dp_warnings(dp_obs_worker)
 if(COMMAND dp_e2e_test)
-  foreach(t timing_line first_failure hang straggler_top foreign_report squatted_folder)
-    dp_e2e_test(NAME obs.${t} MODES lo ns TIMEOUT 300
-      ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
-                  DP_OBS_WORKER=$<TARGET_FILE:dp_obs_worker> DP_TOP=$<TARGET_FILE:dp-top>
-      COMMAND ${CMAKE_CURRENT_LIST_DIR}/obs/${t}.sh)
-  endforeach()
+  dp_e2e_scripts(PART obs MODES lo ns TIMEOUT 300
+    SCRIPTS timing_line first_failure hang straggler_top foreign_report squatted_folder
+    ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
+                DP_OBS_WORKER=$<TARGET_FILE:dp_obs_worker> DP_TOP=$<TARGET_FILE:dp-top>)
 endif()

@@ -3,11 +3,9 @@
 # worker (every collective exact; kill -9 of one rank fails the others,
 # naming it, within 10 s); and on one node, all_reduce through shared memory.
 # The scripts point the cluster at the built daemon.
-foreach(t collectives kill_rank one_node_shm)
-  dp_e2e_test(NAME runtime.${t} MODES lo ns TIMEOUT 300
-    ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_COMM_WORKER=$<TARGET_FILE:dp_comm_worker>
-    COMMAND ${CMAKE_CURRENT_LIST_DIR}/runtime/${t}.sh)
-endforeach()
+dp_e2e_scripts(PART runtime MODES lo ns TIMEOUT 300
+  SCRIPTS collectives kill_rank one_node_shm
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_COMM_WORKER=$<TARGET_FILE:dp_comm_worker>)
 # Shared memory that cannot be had, or a rank killed during its start-up.
 add_library(dp_shm_shim MODULE ${CMAKE_CURRENT_LIST_DIR}/runtime/shm_shim.c)
 target_link_libraries(dp_shm_shim PRIVATE ${CMAKE_DL_LIBS})

@@ -3,23 +3,19 @@
 # modes. The scripts run jobs as `dptest` (and attacks as `dptest2`) and
 # point the cluster at the built daemon with `site` (tests on one cluster
 # never overlap: dp_e2e_test takes the cluster's RESOURCE_LOCK).
-foreach(t env_vars untouched batch_alloc batch_master_port gres_masks bad_input explain concurrent_ports
-          tenant_leases master_failure hostile_env overlap_ports tiles_request
-          unlaunched_step file_limit)
-  dp_e2e_test(NAME spank.${t} MODES lo ns TIMEOUT 300
-    ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
-    COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/${t}.sh)
-endforeach()
+dp_e2e_scripts(PART spank MODES lo ns TIMEOUT 300
+  SCRIPTS env_vars untouched batch_alloc batch_master_port gres_masks bad_input explain
+          concurrent_ports tenant_leases master_failure hostile_env overlap_ports tiles_request
+          unlaunched_step file_limit
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>)
 # Slurm starts a requeued job again after the cluster's cred_expire (30 s).
 dp_e2e_test(NAME spank.requeue MODES lo ns TIMEOUT 600
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
   COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/requeue.sh)
 # Per-node launchers (torchrun and its kin) on Debian 12's torch 1.13.
-foreach(t launcher_torchrun launcher_shape launcher_overlap launcher_kill)
-  dp_e2e_test(NAME spank.${t} MODES lo ns TIMEOUT 400
-    ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
-    COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/${t}.sh)
-endforeach()
+dp_e2e_scripts(PART spank MODES lo ns TIMEOUT 400
+  SCRIPTS launcher_torchrun launcher_shape launcher_overlap launcher_kill
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>)
 # A stand-in for pyxis: a SPANK plugin that overwrites MASTER_ADDR, MASTER_PORT,
 # WORLD_SIZE and RANK in task_init, as pyxis's import of a container image's
 # environment does; container_env.sh loads it before slurm-dp.

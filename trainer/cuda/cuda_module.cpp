@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cuda_ops.hpp"
+#include "dp/abi_barrier.hpp"
 
 namespace dpt {
 namespace {
@@ -18,16 +19,8 @@ int device_count() noexcept {
 }
 
 Ops* make_ops(int device, Precision precision, dp::Error* error) noexcept {
-  try {
-    auto ops = make_cuda_ops(device, precision);
-    if (ops) return ops->release();
-    *error = ops.error();
-  } catch (const std::exception& e) {
-    *error = dp::make_error(dp::Errc::internal, std::string("CUDA ops: ") + e.what());
-  } catch (...) {
-    *error = dp::make_error(dp::Errc::internal, "CUDA ops: unknown exception");
-  }
-  return nullptr;
+  return dp::released_across_abi("CUDA ops", error,
+                                 [&] { return make_cuda_ops(device, precision); });
 }
 
 const CudaModule kModule{DP_VERSION_STRING, &device_count, &make_ops};
