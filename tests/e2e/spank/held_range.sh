@@ -4,12 +4,7 @@
 # range is held and names the holder's uid, instead of "no free port".
 . "$(dirname "$0")/../lib.sh"
 job=""
-cleanup() {
-  [[ -n $job ]] && scancel "$job" 2>/dev/null
-  site
-  cleanup_work
-}
-trap cleanup EXIT
+trap '[[ -z $job ]] || scancel "$job" 2>/dev/null; site; cleanup_work' EXIT
 cp "$(dirname "$0")/held_range.py" "$WORK/"
 lo=$(test_port_range)
 lo=${lo%-*}
