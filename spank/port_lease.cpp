@@ -5,7 +5,6 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,6 +23,7 @@
 #include "dp/master_port.hpp"
 #include "dp/params.hpp"
 #include "dp/port_holders.hpp"
+#include "dp/random_bytes.hpp"
 
 namespace dp::spank {
 
@@ -308,9 +308,12 @@ bool port_binds(int port) {
   return true;
 }
 
+// Where the scan of the range starts. It only spreads leases over the range,
+// so without the kernel's random bytes the clock and pid will do.
 uint64_t random_seed() {
   uint64_t v = 0;
-  if (getrandom(&v, sizeof v, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof v))
+  if (auto r = random_bytes(sizeof v)) std::memcpy(&v, r->data(), sizeof v);
+  else
     v = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) ^
         (static_cast<uint64_t>(getpid()) << 32);
   return v;
