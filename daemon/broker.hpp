@@ -31,9 +31,9 @@
 namespace dp::daemon {
 
 struct BrokerLimits {
-  uint32_t max_key_bytes = 4096;
-  uint32_t max_value_bytes = 1u << 20;
-  uint64_t max_total_bytes = 128ull << 20;  // keys + values of the whole step
+  uint32_t max_key_bytes{4096};
+  uint32_t max_value_bytes{1u << 20};
+  uint64_t max_total_bytes{128ull << 20};  // keys + values of the whole step
   std::chrono::milliseconds hello_timeout{5'000};
   // A rank silent this long while others are heard is dead. Longer than
   // Slurm's default gang-scheduling time slice (SchedulerTimeSlice=30 s), so
@@ -43,21 +43,21 @@ struct BrokerLimits {
   std::chrono::milliseconds heartbeat_timeout{60'000};
   // Connections before hello beyond one per rank still to come; past that the
   // oldest is evicted.
-  int max_unauthenticated = 64;
+  int max_unauthenticated{64};
   // Others wait this long in a collective a live rank does not enter: it hangs (0: off).
   std::chrono::milliseconds hang_timeout{120'000};
-  int max_agents = 256;  // authenticated non-rank peers (stepd agents, tools)
+  int max_agents{256};  // authenticated non-rank peers (stepd agents, tools)
   // Blocking calls (get, wait, barrier) pending at once; 0: 4 per rank + 4096.
   // Anyone with the step's secret could otherwise grow the daemon without bound.
-  int max_pending_calls = 0;
+  int max_pending_calls{0};
   // Barriers entered but not yet complete (each holds a byte per rank).
-  int max_open_barriers = 1024;
+  int max_open_barriers{1024};
   // Node agents the step expects (--nodes): connections and the
   // hello budget then follow nodes, not ranks. 0: ranks connect directly.
-  int nodes = 0;
+  int nodes{0};
   // A lost or silent node ends the step through slurmctld (0: only report,
   // the site's on_failure=keep).
-  int end_lost_steps = 1;
+  int end_lost_steps{1};
 };
 
 struct BrokerConfig {

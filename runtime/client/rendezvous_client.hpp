@@ -59,11 +59,11 @@ struct ClientOptions {
 };
 
 struct DaemonStats {
-  uint64_t connections = 0;
-  uint64_t ranks_connected = 0;
-  uint64_t keys = 0;
-  uint64_t bytes_stored = 0;
-  uint64_t requests = 0;
+  uint64_t connections{0};
+  uint64_t ranks_connected{0};
+  uint64_t keys{0};
+  uint64_t bytes_stored{0};
+  uint64_t requests{0};
   std::string text;         // full human-readable dump
   std::string report_json;  // the step report: start-up timings, first failure, stragglers
 };

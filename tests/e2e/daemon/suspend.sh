@@ -27,16 +27,22 @@ trainer() {  # trainer NAME EXTRA...: the srun command line of one run
 as_user timeout 200 $(trainer full --checkpoint "$WORK/full.ck" --log-every 0) >"$WORK/full.log" 2>&1 \
   || fail "uninterrupted run failed: $(cat "$WORK/full.log")"
 
-suspend_at_step_100() {  # suspend_at_step_100 NAME ALIVE-COMMAND...
-  local name=$1 deadline=$(($(date +%s) + 120)) job
-  shift
+job_named() {  # job_named NAME: prints the id of the running job dps-NAME-PID
+  local id
+  id=$(squeue -h -o %i -n "dps-$1-$$" 2>/dev/null | head -n1)
+  [[ -n $id ]] && echo "$id"
+}
+suspend_at_step_100() {  # suspend_at_step_100 NAME JOBID|"" ALIVE-COMMAND...
+  local name=$1 job=$2 deadline=$(($(date +%s) + 120))
+  shift 2
   until grep -q '"step":100,' "$WORK/$name.jsonl" 2>/dev/null; do
     (($(date +%s) < deadline)) || fail "$name: did not reach step 100 in time: $(cat "$WORK/$name.log")"
     "$@" || fail "$name: ended early: $(cat "$WORK/$name.log")"
     sleep 0.05
   done
-  job=$(squeue -h -o %i -n "dps-$name-$$" | head -n1)
-  [[ -n $job ]] || fail "$name: cannot find the job"
+  # squeue can miss a moment under load (seen on Slurm 24.11): ask again.
+  [[ -n $job ]] || wait_until 10 "$name: squeue to list job dps-$name-$$" job_named "$name" >/dev/null
+  [[ -n $job ]] || job=$(job_named "$name")
   scontrol suspend "$job" || fail "$name: scontrol suspend $job failed"
   wait_until 10 "$name: job $job suspended" bash -c "scontrol show job $job | grep -q JobState=SUSPENDED"
   # slurmctld says SUSPENDED before slurmd has stopped the tasks: read the
@@ -57,7 +63,7 @@ suspend_at_step_100() {  # suspend_at_step_100 NAME ALIVE-COMMAND...
 as_user timeout 250 $(trainer srun --checkpoint "$WORK/srun.ck" --metrics "$WORK/srun.jsonl") \
   >"$WORK/srun.log" 2>&1 &
 pid=$!
-suspend_at_step_100 srun kill -0 "$pid"
+suspend_at_step_100 srun "" kill -0 "$pid"
 wait "$pid" || fail "suspended run failed: $(tail -20 "$WORK/srun.log")"
 cmp -s "$WORK/full.ck" "$WORK/srun.ck" || fail "the suspended run ends with other parameters than the uninterrupted one"
 
@@ -69,7 +75,7 @@ JOB
 chmod 755 "$WORK/batch.sh"
 batch_job=$(as_user sbatch --parsable -N2 --ntasks-per-node=1 -J "dps-batch-$$" -o "$WORK/batch.log" "$WORK/batch.sh")
 batch_running() { ! job_done "$batch_job"; }
-suspend_at_step_100 batch batch_running
+suspend_at_step_100 batch "$batch_job" batch_running
 wait_until 250 "batch job $batch_job to end" job_done "$batch_job"
 [[ -f $WORK/batch.ck ]] || fail "batch run left no checkpoint: $(tail -20 "$WORK/batch.log")"
 cmp -s "$WORK/full.ck" "$WORK/batch.ck" || fail "the suspended batch run ends with other parameters: $(tail -20 "$WORK/batch.log")"
