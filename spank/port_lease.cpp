@@ -140,10 +140,14 @@ int bind_port(int port, bool reuse) {
   return -1;
 }
 
+}  // namespace
+
 int hold_port(int port) {
   const int fd = bind_port(port, false);
   return fd >= 0 ? fd : bind_port(port, true);
 }
+
+namespace {
 
 // A new lease file `name` holding content: 1 made, 0 taken already, -1 an
 // error (nothing left behind).

@@ -45,6 +45,7 @@ class PortLease {
   int port() const noexcept { return port_; }
   bool held() const noexcept { return dir_fd_ >= 0; }
   bool holding_port() const noexcept { return hold_fd_ >= 0; }
+  int hold_fd() const noexcept { return hold_fd_; }  // -1 once dropped
   // Lets the port go (just before the tasks are forked); the lease file stays.
   void drop_hold() noexcept;
   // Removes the lease file (only while it still names this process) and
@@ -66,6 +67,10 @@ Result<PortLease> lease_master_port(const SiteConfig& site, const LeaseRequest& 
 // (unless sticky); the folder itself ours and 0700 (an older release's 0755
 // is tightened). Returns the folder's descriptor.
 Result<int> open_lease_dir(const std::string& path);
+
+// A socket (close-on-exec) bound to `port` on every address and not
+// listening, so that nobody else can bind it; -1 when the port is taken.
+int hold_port(int port);
 
 // True when a TCP listener could bind `port` on every address now (IPv6
 // dual-stack where the node has IPv6, else IPv4), the way servers bind.

@@ -22,6 +22,7 @@
 #include "dp/layout.hpp"
 #include "dp/master_port.hpp"
 #include "dp/options.hpp"
+#include "master_socket.hpp"
 #include "plugin_state.hpp"
 #include "port_lease.hpp"
 #include "skipped_step.hpp"
@@ -275,6 +276,20 @@ Result<EnvList> task_variables(spank_t sp, const PluginState& st, const TaskPlac
   return env;
 }
 
+bool passes_master_socket(const PluginState& st) {
+  return st.facts.options.pass_master_socket.value_or(false);
+}
+
+// --dp-master-socket=pass, in rank 0's task: MASTER_PORT's socket, listening,
+// as DP_MASTER_LISTEN_FD.
+Result<void> pass_master_socket(spank_t sp, const PluginState& st) {
+  auto fd = master_listen_socket(st.lease.hold_fd(), std::atoi(st.master_port.c_str()));
+  if (!fd) return fd.error();
+  if (spank_setenv(sp, env::kMasterListenFd, std::to_string(*fd).c_str(), 1) != ESPANK_SUCCESS)
+    return make_error(Errc::internal, std::string("cannot set ") + env::kMasterListenFd);
+  return {};
+}
+
 }  // namespace
 
 int stepd_init_post_opt(spank_t sp) {
@@ -305,8 +320,9 @@ int stepd_init_post_opt(spank_t sp) {
 
 int stepd_user_init(spank_t) {
   // The leased port stays bound by us until now, just before the tasks are
-  // forked; rank 0 re-checks it before exec.
-  state().lease.drop_hold();
+  // forked; rank 0 re-checks it before exec. Passed to rank 0, it stays
+  // bound until rank 0 is forked with it (task_post_fork).
+  if (!passes_master_socket(state())) state().lease.drop_hold();
   return 0;
 }
 
@@ -331,7 +347,12 @@ int stepd_task_init(spank_t sp) {
   }
   // The leased port was ours until the tasks were forked; a process that
   // took it since would answer rank 0's peers in its place.
-  if (rank == 0 && st.leased_port > 0 && !port_binds(st.leased_port)) {
+  if (rank == 0 && passes_master_socket(st)) {
+    if (auto passed = pass_master_socket(sp, st); !passed) {
+      report_error(passed.error().message + " (node " + node_name() + ")");
+      return -1;
+    }
+  } else if (rank == 0 && st.leased_port > 0 && !port_binds(st.leased_port)) {
     report_error(
         "MASTER_PORT " + std::to_string(st.leased_port) + " on node " + node_name() +
         " was taken by another process after slurm-dp leased it; start the step again, and "
@@ -363,6 +384,7 @@ int stepd_task_init(spank_t sp) {
 // after this callback returns): its pid and start time name it exactly.
 int stepd_task_post_fork(spank_t sp) {
   PluginState& st = state();
+  st.lease.drop_hold();  // passed to rank 0 (forked by now), or dropped already
   if (!st.active || !st.agent.running()) return 0;
   pid_t pid = 0;
   uint32_t rank = 0;

@@ -109,6 +109,11 @@ Result<LaunchShape> launch_shape(const Options& opts, const std::vector<std::str
                           std::to_string(nodes) + " node(s); use --ntasks-per-node=1 (slurm-dp " +
                           "then gives each launcher its node rank, the master and the workers " +
                           "per node)");
+  if (!s.launcher.empty() && opts.pass_master_socket.value_or(false))
+    return make_error(Errc::invalid_argument,
+                      "--dp-master-socket=pass: " + s.launcher +
+                          " binds MASTER_PORT itself and cannot take a socket; leave the option "
+                          "out for a launcher (it is for a program that builds its own TCPStore)");
   return s;
 }
 

@@ -106,6 +106,16 @@ Result<void> apply_on_failure(Options& opts, std::string_view name, const char* 
   return {};
 }
 
+Result<void> apply_master_socket(Options& opts, std::string_view name, const char* value) {
+  const std::string_view v = value ? value : "";
+  if (v != "pass" && v != "close")
+    return bad(name, v, "must be pass or close",
+               "use --dp-master-socket=pass (rank 0 gets MASTER_PORT as a listening socket, "
+               "DP_MASTER_LISTEN_FD) or close (the default: the program binds MASTER_PORT)");
+  opts.pass_master_socket = v == "pass";
+  return {};
+}
+
 // The one list of slurm-dp's options: what Slurm registers and shows in
 // --help, and how each value is applied.
 struct Option {
@@ -140,6 +150,11 @@ const std::vector<Option>& options() {
         "[slurm-dp] when the step fails: end every remaining task (end, the site's default) or "
         "keep the survivors running and only name the failure (keep)"},
        apply_on_failure},
+      {{"dp-master-socket", "close|pass",
+        "[slurm-dp] pass: rank 0 gets MASTER_PORT already bound and listening, as "
+        "DP_MASTER_LISTEN_FD (PyTorch: TCPStore(master_listen_fd=...)), so no other process "
+        "can take the port first; close (default): the program binds it"},
+       apply_master_socket},
   };
   return table;
 }
@@ -182,6 +197,8 @@ std::string format_node_options(const Options& opts) {
   if (opts.launcher) out += " --dp-launcher=" + std::string(launcher_name(*opts.launcher));
   if (opts.keep_survivors)
     out += std::string(" --dp-on-failure=") + (*opts.keep_survivors ? "keep" : "end");
+  if (opts.pass_master_socket)
+    out += std::string(" --dp-master-socket=") + (*opts.pass_master_socket ? "pass" : "close");
   return out;
 }
 
@@ -219,6 +236,7 @@ Options overlay(const Options& base, const Options& top) {
   if (top.report) o.report = top.report;
   if (top.launcher) o.launcher = top.launcher;
   if (top.keep_survivors) o.keep_survivors = top.keep_survivors;
+  if (top.pass_master_socket) o.pass_master_socket = top.pass_master_socket;
   return o;
 }
 

@@ -73,6 +73,7 @@ set(DP_E2E_DEBIAN13
   spank.container_env             # a plugin before ours sets the container's MASTER_*
   spank.master_failure            # the master node's set-up fails
   daemon.suspend                  # scontrol suspend of a trainer job
+  spank.master_socket             # MASTER_PORT's socket into torch 2.6's TCPStore
   spank.launcher_shape            # launcher refusal and explain
   spank.launcher_torchrun         # torchrun, with the test's no_libuv shim for Debian's torch 2.6
   spank.launcher_overlap

@@ -13,6 +13,8 @@ inline constexpr const char* kNodeRank = "NODE_RANK";
 inline constexpr const char* kGroupRank = "GROUP_RANK";
 inline constexpr const char* kMasterAddr = "MASTER_ADDR";
 inline constexpr const char* kMasterPort = "MASTER_PORT";
+// --dp-master-socket=pass, rank 0 only: MASTER_PORT's listening socket.
+inline constexpr const char* kMasterListenFd = "DP_MASTER_LISTEN_FD";
 
 // torchrun's own settings (a flag of the launcher wins over its variable): a
 // step with one task per node gets them, so a per-node launcher needs no flags.

