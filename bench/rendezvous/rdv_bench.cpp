@@ -184,6 +184,25 @@ void send_batches(Peer& p, const Workflow& w, WorkerResult& res) {
   }
 }
 
+// The source address of peer `index` (host order), in 127.1.0.0/16.
+uint32_t source_address(int index, bool node) {
+  const uint32_t host = static_cast<uint32_t>(index % (node ? 60000 : 4096) + 1);
+  return (127u << 24) | (1u << 16) | host;
+}
+
+// The simulated nodes' addresses, space-separated, as srun gives the daemon
+// the step's nodes (their connections without hello have a budget of their own).
+std::string node_addresses(int nodes) {
+  std::string out;
+  for (int i = 0; i < std::min(nodes, 60000); ++i) {
+    const uint32_t a = source_address(i, true);
+    if (!out.empty()) out += ' ';
+    out += std::to_string(a >> 24) + "." + std::to_string((a >> 16) & 255) + "." +
+           std::to_string((a >> 8) & 255) + "." + std::to_string(a & 255);
+  }
+  return out;
+}
+
 void start_connect(Peer& p, int ep, uint16_t port) {
   p.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   const int one = 1;
@@ -195,8 +214,7 @@ void start_connect(Peer& p, int ep, uint16_t port) {
   setsockopt(p.fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
   sockaddr_in src{};
   src.sin_family = AF_INET;
-  const uint32_t host = static_cast<uint32_t>(p.index % (p.node ? 60000 : 4096) + 1);
-  src.sin_addr.s_addr = htonl((127u << 24) | (1u << 16) | host);
+  src.sin_addr.s_addr = htonl(source_address(p.index, p.node));
   bind(p.fd, reinterpret_cast<sockaddr*>(&src), sizeof src);
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
@@ -383,6 +401,8 @@ Daemon start_daemon(const std::string& path, int world, int nodes,
     if (nodes > 0) {
       argv.push_back("--nodes");
       argv.push_back(n.c_str());
+      argv.push_back("--step-nodes");
+      argv.push_back("-");
     }
     argv.push_back(nullptr);
     execv(path.c_str(), const_cast<char* const*>(argv.data()));
@@ -390,7 +410,7 @@ Daemon start_daemon(const std::string& path, int world, int nodes,
   }
   close(in[0]);
   close(out[1]);
-  const std::string s = kSecret + "\n";
+  const std::string s = kSecret + "\n" + (nodes > 0 ? node_addresses(nodes) + "\n" : "");
   if (write(in[1], s.data(), s.size()) < 0) std::exit(1);
   close(in[1]);
   std::string line;
