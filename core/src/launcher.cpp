@@ -88,6 +88,19 @@ std::string launcher_at(const std::vector<std::string>& words, size_t i, bool in
   return "";
 }
 
+// True when a launcher flag `flag` comes before the script (a word ending
+// in .py), also in the script of `sh -c`.
+bool has_launcher_flag(const std::vector<std::string>& words, const std::string& flag) {
+  for (size_t j = 0; j < words.size(); ++j) {
+    const std::string& w = words[j];
+    if (w == flag || w.rfind(flag + "=", 0) == 0) return true;
+    if (w.size() > 3 && w.compare(w.size() - 3, 3, ".py") == 0) return false;
+    if (w == "-c" && j + 1 < words.size() && has_launcher_flag(script_words(words[j + 1]), flag))
+      return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string launcher_in_command(const std::vector<std::string>& argv) {
@@ -109,6 +122,11 @@ Result<LaunchShape> launch_shape(const Options& opts, const std::vector<std::str
                           std::to_string(nodes) + " node(s); use --ntasks-per-node=1 (slurm-dp " +
                           "then gives each launcher its node rank, the master and the workers " +
                           "per node)");
+  if (!s.launcher.empty() && nodes > 1 && has_launcher_flag(command, "--standalone"))
+    return make_error(Errc::invalid_argument,
+                      s.launcher + " --standalone: each of the " + std::to_string(nodes) +
+                          " nodes would train alone as a world of its own; drop --standalone "
+                          "(slurm-dp gives the launcher its nodes, node rank and master)");
   if (!s.launcher.empty() && opts.pass_master_socket.value_or(false))
     return make_error(Errc::invalid_argument,
                       "--dp-master-socket=pass: " + s.launcher +

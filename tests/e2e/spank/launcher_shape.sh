@@ -23,6 +23,11 @@ expect_refused --dp-world=auto -N2 --ntasks-per-node=2 torchrun --no_python touc
 expect_refused --dp-world=auto -N2 --ntasks-per-node=2 \
   bash -c "cd $WORK && python3 -m torch.distributed.launch --use_env --no_python touch $marker"
 expect_refused --dp-world=auto --dp-launcher=torchrun -N1 -n2 touch "$marker"
+# --standalone would make each node a world of its own: refused, naming the flag.
+err=$(as_user timeout 60 srun --dp-world=auto -N2 --ntasks-per-node=1 torchrun --standalone \
+  --no_python touch "$marker" 2>&1) && fail "torchrun --standalone on 2 nodes was accepted"
+[[ ! -e $marker ]] || fail "a task started for torchrun --standalone on 2 nodes"
+expect_contains "$err" "drop --standalone" "the refusal of torchrun --standalone on 2 nodes"
 
 # A plain program with two tasks per node is not a launcher: it runs.
 as_user timeout 60 srun --dp-world=auto -N1 -n2 touch "$marker" || fail "a plain 2-task step failed"

@@ -87,6 +87,21 @@ TEST(LaunchShape, MarkedOrSwitchedOff) {
   EXPECT_FALSE(dp::apply_option(bad, "dp-launcher", "mpirun").ok());
 }
 
+TEST(LaunchShape, StandaloneOnSeveralNodesIsRefusedWithTheFix) {
+  auto s = dp::launch_shape(with_launcher(nullptr), {"torchrun", "--standalone", "t.py"}, 2, 2);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("drop --standalone"), std::string::npos) << s.error().message;
+  auto shell = dp::launch_shape(with_launcher(nullptr),
+                                {"bash", "-c", "cd x && torchrun --standalone t.py"}, 2, 2);
+  EXPECT_FALSE(shell.ok()) << "inside sh -c too";
+  EXPECT_TRUE(
+      dp::launch_shape(with_launcher(nullptr), {"torchrun", "--standalone", "t.py"}, 1, 1).ok())
+      << "one node: standalone is that node's world";
+  EXPECT_TRUE(
+      dp::launch_shape(with_launcher(nullptr), {"torchrun", "t.py", "--standalone"}, 2, 2).ok())
+      << "a flag of the script, not of torchrun";
+}
+
 TEST(LaunchShape, ALauncherCannotTakeThePassedMasterSocket) {
   dp::Options o = with_launcher(nullptr);
   ASSERT_TRUE(dp::apply_option(o, "dp-master-socket", "pass").ok());
