@@ -358,6 +358,14 @@ Result<LayoutPlan> plan_layout(const StepFacts& f) {
     plan.nodes.push_back(node_plan(f.site, i < f.nodes.size() ? f.nodes[i] : NodeDevices{}));
   DP_TRY(cap_by_request(f, plan));
   const Options& opts = f.options;
+  if (opts.world && *opts.world != 0 && *opts.world != plan.world_size &&
+      !plan.launch.launcher.empty())
+    return make_error(Errc::invalid_argument,
+                      "--dp-world=" + std::to_string(*opts.world) + ": in a " +
+                          plan.launch.launcher + " step --dp-world counts the launchers, one " +
+                          "per node (this step has " + std::to_string(plan.world_size) +
+                          "); use --dp-world=auto: the workers' world is nodes x workers per " +
+                          "node (--nproc-per-node, or the node's devices)");
   if (opts.world && *opts.world != 0 && *opts.world != plan.world_size)
     return make_error(Errc::invalid_argument,
                       "--dp-world=" + std::to_string(*opts.world) + ": this step has " +

@@ -249,6 +249,18 @@ TEST(LauncherLayout, ALauncherWithTwoTasksPerNodeIsRefusedBeforeLaunch) {
   EXPECT_NE(plan.error().message.find("--ntasks-per-node=1"), std::string::npos);
 }
 
+TEST(LauncherLayout, AWorldOfWorkersIsRefusedSayingWorldCountsLaunchers) {
+  dp::StepFacts f = two_nodes({"torchrun", "t.py"}, nullptr);
+  f.options.world = 4;  // 2 nodes x 2 workers: what a torchrun user may write
+  auto plan = dp::plan_layout(f);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.error().message.find("counts the launchers"), std::string::npos)
+      << plan.error().message;
+  EXPECT_NE(plan.error().message.find("--dp-world=auto"), std::string::npos);
+  f.options.world = 2;
+  EXPECT_TRUE(dp::plan_layout(f).ok());
+}
+
 TEST(LauncherOptions, TravelToTheNodesInDpOptions) {
   dp::Options o = with_launcher("torchrun");
   const std::string text = dp::format_node_options(o);
