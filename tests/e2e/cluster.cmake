@@ -120,6 +120,9 @@ endfunction()
 # the other arguments are dp_e2e_test's.
 function(dp_e2e_scripts)
   cmake_parse_arguments(PARSE_ARGV 0 arg "" "PART;TIMEOUT" "SCRIPTS;MODES;ENVIRONMENT;LABELS")
+  if(NOT arg_TIMEOUT)
+    set(arg_TIMEOUT 300)  # dp_e2e_test's default, passed on explicitly
+  endif()
   foreach(s IN LISTS arg_SCRIPTS)
     dp_e2e_test(NAME ${arg_PART}.${s} MODES ${arg_MODES} TIMEOUT ${arg_TIMEOUT}
       ENVIRONMENT ${arg_ENVIRONMENT} LABELS ${arg_LABELS}
