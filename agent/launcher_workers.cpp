@@ -18,7 +18,7 @@ namespace {
 // environment under Slurm often exceeds 8 KiB, and RANK may sit anywhere in it.
 constexpr size_t kMaxStatBytes = 4096, kMaxEnvironBytes = 64 * 1024;
 constexpr size_t kMaxProcs = 65536;  // a node's processes read per scan
-constexpr int kMaxDepth = 2;  // the task's children, and a shell's children under it
+constexpr int kMaxDepth = 2;         // the task's children, and a shell's children under it
 
 std::string read_bounded(const std::string& path, size_t max) {
   std::string out;
@@ -36,9 +36,7 @@ std::string read_bounded(const std::string& path, size_t max) {
   return out;
 }
 
-std::string proc(int pid, const char* what) {
-  return "/proc/" + std::to_string(pid) + "/" + what;
-}
+std::string proc(int pid, const char* what) { return "/proc/" + std::to_string(pid) + "/" + what; }
 
 std::optional<int> small_number(std::string_view v) {
   auto n = parse_whole_number(v, -1, INT32_MAX);

@@ -85,7 +85,7 @@ class LauncherWorkers {
     WorkerEnv env;
     int pidfd = -1;
   };
-  using Proc = std::pair<int, unsigned long long>;  // pid, start time
+  using Proc = std::pair<int, unsigned long long>;                        // pid, start time
   using Children = std::map<int, std::vector<std::pair<int, ProcStat>>>;  // by parent pid
   void consider(int task_rank, int parent, const Children& kids, int depth, size_t& budget);
   void add(int task_rank, int pid, unsigned long long start, const WorkerEnv& env);

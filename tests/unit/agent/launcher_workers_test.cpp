@@ -74,13 +74,13 @@ TEST(ParseWorkerEnviron, ALauncherOrAPlainTaskIsNoWorker) {
 }
 
 TEST(ParseWorkerEnviron, RestartsLeftMeanNoFailure) {
-  const auto w = parse_worker_environ(
-      "TORCHELASTIC_MAX_RESTARTS=2\0TORCHELASTIC_RESTART_COUNT=1\0RANK=0"s);
+  const auto w =
+      parse_worker_environ("TORCHELASTIC_MAX_RESTARTS=2\0TORCHELASTIC_RESTART_COUNT=1\0RANK=0"s);
   ASSERT_TRUE(w);
   EXPECT_TRUE(w->will_restart());
-  EXPECT_FALSE(parse_worker_environ(
-                   "TORCHELASTIC_MAX_RESTARTS=2\0TORCHELASTIC_RESTART_COUNT=2\0RANK=0"s)
-                   ->will_restart());
+  EXPECT_FALSE(
+      parse_worker_environ("TORCHELASTIC_MAX_RESTARTS=2\0TORCHELASTIC_RESTART_COUNT=2\0RANK=0"s)
+          ->will_restart());
 }
 
 // A launcher that never reaps (torchrun between its polls): it starts its
