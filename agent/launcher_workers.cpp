@@ -48,9 +48,10 @@ std::optional<ProcStat> stat_of(int pid) {
   return parse_proc_stat(read_bounded(proc(pid, "stat"), kMaxStatBytes));
 }
 
-// Every process by its parent, from one pass over /proc: the per-thread
-// children files need CONFIG_PROC_CHILDREN, which common kernels lack, and a
-// launcher may fork from any thread. Only a node with a watched task pays it,
+// Every process by its parent (stat's ppid is the parent's process, whichever
+// thread forked it), from one pass over /proc: the per-thread children files
+// need CONFIG_PROC_CHILDREN, which not every kernel has (the test machines'
+// lacks it). Only a node with a watched task pays it, about 5 us a process
 // once a second.
 std::map<int, std::vector<std::pair<int, ProcStat>>> processes_by_parent() {
   std::map<int, std::vector<std::pair<int, ProcStat>>> kids;
