@@ -51,7 +51,7 @@ std::optional<ProcStat> stat_of(int pid) {
 // Every process by its parent (stat's ppid is the parent's process, whichever
 // thread forked it), from one pass over /proc: the per-thread children files
 // need CONFIG_PROC_CHILDREN, which not every kernel has (the test machines'
-// lacks it). Only a node with a watched task pays it, about 5 us a process
+// lacks it). Only a node with a watched task pays it, about 10 us a process
 // once a second.
 std::map<int, std::vector<std::pair<int, ProcStat>>> processes_by_parent() {
   std::map<int, std::vector<std::pair<int, ProcStat>>> kids;
