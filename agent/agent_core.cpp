@@ -305,15 +305,28 @@ void AgentCore::on_task_exit(int rank, int wait_status, Clock::time_point) {
   upstream(bye, Upstream{Kind::plain, 0, 0, {}, {}});
 }
 
-void AgentCore::report_lost(int rank, RankState& s, const std::string& detail) {
+void AgentCore::on_worker_exit(int rank, int worker_rank, int wait_status) {
+  auto it = ranks_.find(rank);
+  if (it == ranks_.end() || abort_) return;
+  RankState& s = it->second;
+  if (s.goodbye || s.lost || s.wait_status) return;
+  if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0) return;
+  report_lost(rank, s, "its worker ended", worker_rank, wait_status);
+}
+
+// The status is the task's, or with worker_rank its failed worker's.
+void AgentCore::report_lost(int rank, RankState& s, const std::string& detail,
+                            std::optional<int> worker_rank, std::optional<int> worker_status) {
   s.lost = true;
   s.dropped_at.reset();
   proto::Request req;
   auto* m = req.mutable_rank_lost();
   m->set_rank(rank);
   m->set_detail(detail);
-  if (s.wait_status && WIFEXITED(*s.wait_status)) m->set_exit_code(WEXITSTATUS(*s.wait_status));
-  if (s.wait_status && WIFSIGNALED(*s.wait_status)) m->set_signal(WTERMSIG(*s.wait_status));
+  const std::optional<int> st = worker_rank ? worker_status : s.wait_status;
+  if (worker_rank) m->set_worker_rank(*worker_rank);
+  if (st && WIFEXITED(*st)) m->set_exit_code(WEXITSTATUS(*st));
+  if (st && WIFSIGNALED(*st)) m->set_signal(WTERMSIG(*st));
   upstream(req, Upstream{Kind::plain, 0, 0, {}, {}});
 }
 

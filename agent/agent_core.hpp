@@ -95,6 +95,10 @@ class AgentCore {
   void on_rank_disconnect(ConnId conn, Clock::time_point now);
   // slurmstepd saw a task of this node end (wait status as waitpid gives it).
   void on_task_exit(int rank, int wait_status, Clock::time_point now);
+  // A worker of the launcher task `rank` (launcher_workers.hpp) ended before
+  // the launcher: a non-zero exit or a signal is the node's failure, named
+  // with the worker's own rank, ahead of the launcher's exit.
+  void on_worker_exit(int rank, int worker_rank, int wait_status);
   // Deadlines, heartbeats, pings, silence. Call a few times a second.
   void on_tick(Clock::time_point now);
 
@@ -153,7 +157,8 @@ class AgentCore {
   void send_hello(const std::string& nonce);
   void daemon_push(const proto::Response& r);
   void master_port_answered(const Upstream& u, const proto::Response& r);
-  void report_lost(int rank, RankState& s, const std::string& detail);
+  void report_lost(int rank, RankState& s, const std::string& detail,
+                   std::optional<int> worker_rank = {}, std::optional<int> worker_status = {});
   void beat(Clock::time_point now);
   void end_tasks(const std::string& why);
   void watch_daemon(Clock::time_point now);

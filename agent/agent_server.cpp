@@ -82,7 +82,8 @@ Result<void> AgentServer::start_events(service::UniqueFd listen_fd) {
   daemon_wr_ = service::make_event(b, d, EV_WRITE | EV_PERSIST, &on_daemon_write, this);
   control_ev_ = service::watch(b, STDIN_FILENO, EV_READ | EV_PERSIST, &on_control, this);
   tick_ev_ = service::watch(b, -1, EV_PERSIST, &on_tick, this, &tick);
-  if (!daemon_rd_ || !daemon_wr_ || !control_ev_ || !tick_ev_)
+  workers_ev_ = service::watch(b, workers_.fd(), EV_READ | EV_PERSIST, &on_worker_end, this);
+  if (!daemon_rd_ || !daemon_wr_ || !control_ev_ || !tick_ev_ || !workers_ev_)
     return make_error(Errc::internal, "cannot set up the event loop (libevent)");
   return listener_.start(b, std::move(listen_fd), kAcceptBatch, "dp-nodeagent",
                          [this](service::UniqueFd c) { admit(std::move(c)); });
@@ -122,10 +123,25 @@ void AgentServer::on_daemon_write(evutil_socket_t, short, void* arg) {
     a->core_.on_daemon_lost("cannot write to the step's daemon");
 }
 
+void AgentServer::on_worker_end(evutil_socket_t, short, void* arg) {
+  static_cast<AgentServer*>(arg)->worker_ended();
+}
+
+// A launcher's worker failed: the node's failure, reported before the launcher
+// notices it (launcher_workers.hpp).
+void AgentServer::worker_ended() {
+  for (const WorkerEnd& e : workers_.ended())
+    core_.on_worker_exit(e.task_rank, e.worker_rank, e.wait_status);
+}
+
 void AgentServer::tick() {
   const auto now = Clock::now();
   core_.on_tick(now);
   tasks_.tick(now);
+  if (now >= next_scan_) {
+    next_scan_ = now + std::chrono::seconds(1);
+    workers_.scan();
+  }
   answer_root();
   if (core_.finished()) return finish();
   if (!answered_ && now >= answer_by_)
@@ -171,9 +187,12 @@ void AgentServer::read_control() {
   control_buf_.append(buf, static_cast<size_t>(n));
   for (size_t nl; (nl = control_buf_.find('\n')) != std::string::npos;) {
     const std::string_view line = std::string_view(control_buf_).substr(0, nl);
-    if (auto t = parse_task_start(line)) tasks_.started(*t);
+    // A launcher step has one task per node: only such a task may have workers.
+    if (auto t = parse_task_start(line); t && tasks_.started(*t) && settings_.ranks.size() == 1)
+      workers_.watch(*t);
     if (auto e = parse_task_exit(line)) {
       tasks_.exited(e->first);
+      workers_.forget(e->first);
       core_.on_task_exit(e->first, e->second, Clock::now());
     }
     control_buf_.erase(0, nl + 1);

@@ -14,6 +14,7 @@
 #include "frame_conn.hpp"
 #include "handles.hpp"
 #include "launch_contract.hpp"
+#include "launcher_workers.hpp"
 #include "listener.hpp"
 #include "local_tasks.hpp"
 #include "reply_reader.hpp"
@@ -49,6 +50,7 @@ class AgentServer final : public AgentOutbox {
   static void on_daemon_write(evutil_socket_t, short, void* arg);
   static void on_control(evutil_socket_t, short, void* arg);
   static void on_tick(evutil_socket_t, short, void* arg);
+  static void on_worker_end(evutil_socket_t, short, void* arg);
 
   void admit(service::UniqueFd fd);
   void read_rank(Conn& c);
@@ -58,6 +60,7 @@ class AgentServer final : public AgentOutbox {
   void read_daemon();
   void read_control();
   void tick();
+  void worker_ended();
   void answer_root();
   void answer(const Result<AgentAnswer>& a);
   void stop(int status, const std::string& why);
@@ -68,10 +71,12 @@ class AgentServer final : public AgentOutbox {
   std::string socket_;
   AgentCore core_;
   LocalTasks tasks_;
+  LauncherWorkers workers_;
+  Clock::time_point next_scan_{};
   // First: every member below that holds events of it goes before it.
   service::EventBasePtr base_;
   service::UniqueFd daemon_fd_;
-  service::EventPtr daemon_rd_, daemon_wr_, control_ev_, tick_ev_;
+  service::EventPtr daemon_rd_, daemon_wr_, control_ev_, tick_ev_, workers_ev_;
   service::Listener listener_;
   rdv::ReplyReader daemon_reader_;
   std::string daemon_out_;

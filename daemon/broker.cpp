@@ -285,7 +285,7 @@ void Broker::abort_job(AbortCause cause) {
   // Every peer's text names the step's first failure (rank, host, how, when).
   cause.message =
       report_.first_failure(cause.rank, cause.host, failure_how(cause.how), cause.message,
-                            cause.when, TaskExit{cause.exit_code, cause.signal});
+                            cause.when, TaskExit{cause.exit_code, cause.signal, cause.worker_rank});
   abort_ = std::move(cause);
   std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
                cfg_.step_id.c_str(), abort_->message.c_str());

@@ -158,6 +158,28 @@ void Broker::node_goodbye(const Call& c, const proto::Goodbye& m) {
   out_.close(c.conn);
 }
 
+namespace {
+// How the task ended; a launcher's failed worker (its torch RANK) after the
+// launcher's own rank, so "first failure: rank R (host H)" still leads.
+std::string rank_lost_text(const proto::RankLost& m) {
+  std::string how = "is gone";
+  if (m.has_signal()) {
+    how = "was killed by signal " + std::to_string(m.signal());
+  } else if (m.has_exit_code()) {
+    how = "exited with code " + std::to_string(m.exit_code());
+  } else if (!m.detail().empty()) {
+    how = "lost its local connection";
+  }
+  if (m.has_worker_rank())
+    return "is failing: its worker rank " + std::to_string(m.worker_rank()) + " " + how +
+           " (reported by its node agent before the launcher ended)";
+  // The agent's detail only where the exit status did not say how.
+  const bool said = m.has_signal() || m.has_exit_code();
+  const std::string detail = said || m.detail().empty() ? "" : ": " + printable(m.detail(), 256);
+  return how + " without saying goodbye (reported by its node agent" + detail + ")";
+}
+}  // namespace
+
 void Broker::op_rank_lost(const Call& c, const proto::RankLost& m) {
   const int r = m.rank();
   const auto& mine = c.peer.node_ranks;
@@ -175,19 +197,9 @@ void Broker::op_rank_lost(const Call& c, const proto::RankLost& m) {
   cause.when = c.now;
   if (m.has_exit_code()) cause.exit_code = m.exit_code();
   if (m.has_signal()) cause.signal = m.signal();
-  std::string how = "is gone";
-  if (m.has_signal()) {
-    how = "was killed by signal " + std::to_string(m.signal());
-  } else if (m.has_exit_code()) {
-    how = "exited with code " + std::to_string(m.exit_code());
-  } else if (!m.detail().empty()) {
-    how = "lost its local connection";
-  }
-  // The agent's detail only where the exit status did not say how.
-  const bool said = m.has_signal() || m.has_exit_code();
-  const std::string detail = said || m.detail().empty() ? "" : ": " + printable(m.detail(), 256);
-  cause.message = "rank " + std::to_string(r) + " (host " + or_unknown(c.peer.host) + ") " + how +
-                  " without saying goodbye (reported by its node agent" + detail + ")";
+  if (m.has_worker_rank()) cause.worker_rank = m.worker_rank();
+  cause.message =
+      "rank " + std::to_string(r) + " (host " + or_unknown(c.peer.host) + ") " + rank_lost_text(m);
   live_.disconnected(r, c.conn, /*goodbye=*/false);
   abort_job(std::move(cause));
   reply_ok(c.conn, c.id);

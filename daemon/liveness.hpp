@@ -54,6 +54,7 @@ struct AbortCause {
   int rank = -1;  // -1: not a rank (an agent asked, or unknown)
   std::string host;
   std::optional<int> exit_code, signal;  // rank_lost, when slurmstepd knew them
+  std::optional<int> worker_rank;  // rank_lost of a launcher: its worker's; exit is the worker's
   Clock::time_point when{};
   std::string message;  // the full text every peer gets
   // The master node's agent aborted because it could not set up the step:

@@ -129,6 +129,7 @@ std::string StepReport::first_failure(int rank, const std::string& host, Failure
   f.exit = exit;
   f.at_s = since_start_ms(now) / 1000.0;
   std::string how_text = failure_how_name(how);
+  if (exit.worker_rank) how_text += ", worker rank " + std::to_string(*exit.worker_rank);
   if (exit.exit_code) how_text += ", exit code " + std::to_string(*exit.exit_code);
   if (exit.signal) how_text += ", signal " + std::to_string(*exit.signal);
   // One shape for every rank's error and srun's last line: who, how, when, then the detail.
@@ -333,6 +334,9 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
                                    : std::string()) +
          (failure_->exit.signal ? ",\"signal\":" + std::to_string(*failure_->exit.signal)
                                 : std::string()) +
+         (failure_->exit.worker_rank
+              ? ",\"worker_rank\":" + std::to_string(*failure_->exit.worker_rank)
+              : std::string()) +
          ",\"at_s\":" + num(failure_->at_s, "%.3f") + ",\"message\":" + quoted(failure_->message) +
          "}";
   } else {

@@ -38,10 +38,12 @@ const char* failure_verdict(FailureHow h) noexcept;
 // Ranks for a message: the first 8, then a count ("0,2,... (12 ranks)").
 std::string rank_list(const std::vector<int>& ranks);
 
-// How a task ended, when a node agent knew it (RankLost).
+// How a task ended, when a node agent knew it (RankLost); for a per-node
+// launcher, how its first failed worker (torch RANK worker_rank) ended.
 struct TaskExit {
   std::optional<int> exit_code;
   std::optional<int> signal;
+  std::optional<int> worker_rank;
 };
 
 struct FailureRecord {

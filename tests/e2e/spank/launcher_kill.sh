@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# kill -9 of one worker of a 2x2 launcher step: its launcher (torchrun's
-# default) stops its node's workers and exits non-zero, the step ends, and
-# srun's last line names the node whose launcher stopped first (torchrun
-# polls its workers every 5 s, so that is the node of the killed worker or
-# one whose workers then failed in their all-reduce; torchrun's own summary
-# above it names the worker).
+# kill -9 of one worker of a 2x2 launcher step: the node agent watches the
+# launcher's workers (torchrun polls them only every 5 s, by when the other
+# node's workers have died of the broken all-reduce), so the step's first
+# failure is the killed worker's node, named with the worker's rank and
+# signal; its launcher then stops its node's workers, and the step ends.
 . "$(dirname "$0")/../lib.sh"
 site
 cp "$DP_SOURCE_DIR/tests/e2e/pytorch/ddp.py" "$WORK/"
@@ -23,6 +22,9 @@ for p in $(pgrep -u dptest -f ddp.py); do
     && grep -qzx 'RANK=3' "/proc/$p/environ" 2>/dev/null && victim=$p
 done
 [[ -n $victim ]] || fail "no worker of rank 3 found in job $job"
+# Its node: the launcher's, whose environment torchrun passed on.
+node=$(tr '\0' '\n' <"/proc/$victim/environ" | sed -n 's/^SLURMD_NODENAME=//p')
+[[ $node == n[12] ]] || fail "worker rank 3 has no SLURMD_NODENAME of n1 or n2: '$node'"
 kill -9 "$victim"
 t0=$SECONDS
 srun_ended() { ! kill -0 "$srun_pid"; }
@@ -33,6 +35,7 @@ echo "srun ended $((SECONDS - t0)) s after the kill, status $rc"
 grep -v -e Warning -e '^\*\*\*' -e OMP_NUM_THREADS -e '^ *$' "$WORK/srun.log" | tail -15
 ((rc != 0)) || fail "srun exited 0 after a worker was killed"
 last=$(grep -v '^\s*$' "$WORK/srun.log" | tail -n1)
-[[ $last =~ ^slurm-dp:\ step\ .*failed:\ first\ failure:\ rank\ [01]\ \(host\ n[12]\) ]] \
-  || fail "srun's last line does not name the failed node: $last"
+want="^slurm-dp: step .*failed: first failure: rank [01] \\(host $node\\) is failing: "
+want+="its worker rank 3 was killed by signal 9 "
+[[ $last =~ $want ]] || fail "srun's last line does not name worker rank 3 killed on $node: $last"
 pass "a killed worker ends the launcher step; srun's last line: $last"

@@ -202,6 +202,22 @@ TEST_F(AgentCoreTest, ADroppedRankIsLostWithHowItEnded) {
   EXPECT_FALSE(up.rank_lost().has_exit_code());
 }
 
+TEST_F(AgentCoreTest, ALaunchersFailedWorkerIsItsLossNamedWithTheWorkersRank) {
+  const size_t before = out.to_daemon_.size();
+  core.on_worker_exit(1, 5, 0);  // a worker that exited 0: no failure
+  EXPECT_EQ(out.to_daemon_.size(), before);
+  core.on_worker_exit(1, 3, 9);  // worker rank 3 killed by SIGKILL
+  const proto::Request up = out.to_daemon_.back();
+  ASSERT_TRUE(up.has_rank_lost());
+  EXPECT_EQ(up.rank_lost().rank(), 1);
+  EXPECT_EQ(up.rank_lost().worker_rank(), 3);
+  EXPECT_EQ(up.rank_lost().signal(), 9);
+  // The workers it ends next, and then the launcher's own exit, add nothing.
+  core.on_worker_exit(1, 2, 15 << 8);
+  core.on_task_exit(1, 1 << 8, now);
+  EXPECT_EQ(out.to_daemon_.size(), before + 1);
+}
+
 TEST_F(AgentCoreTest, WithoutAnExitStatusTheLossIsReportedAfterTheGrace) {
   join(2, 2);
   core.on_rank_disconnect(2, now);

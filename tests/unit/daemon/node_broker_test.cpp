@@ -256,6 +256,28 @@ TEST_F(NodeBrokerTest, RankLostCarriesTheSignalOrTheLocalDrop) {
       << b.report().failure()->message;
 }
 
+TEST_F(NodeBrokerTest, ALaunchersFailedWorkerFollowsTheLaunchersRankAndHost) {
+  step();
+  proto::Request l;
+  l.set_id(41);
+  auto* m = l.mutable_rank_lost();
+  m->set_rank(2);
+  m->set_signal(9);
+  m->set_worker_rank(3);
+  frame(kNodeB, l, t0_);
+  ASSERT_TRUE(broker_.aborted());
+  EXPECT_EQ(broker_.abort_cause()->worker_rank, 3);
+  // The usual prefix first, so that tools matching it still match.
+  EXPECT_EQ(failure().rfind("first failure: rank 2 (host nb) is failing: its worker rank 3 was "
+                            "killed by signal 9 (reported by its node agent before the launcher "
+                            "ended) [rank_lost, worker rank 3, signal 9, ",
+                            0),
+            0u)
+      << failure();
+  const std::string json = broker_.stats().report_json();
+  EXPECT_NE(json.find("\"signal\":9,\"worker_rank\":3,"), std::string::npos) << json;
+}
+
 TEST_F(NodeBrokerTest, AnAbortFromANodeNamesTheLocalRank) {
   step();
   proto::Request a;

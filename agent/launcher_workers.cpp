@@ -1,0 +1,233 @@
+#include "launcher_workers.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "dp/params.hpp"
+
+namespace dp::agent {
+namespace {
+
+// Bounds on what one /proc file may cost: stat is under 1 KiB; an
+// environment under Slurm often exceeds 8 KiB, and RANK may sit anywhere in it.
+constexpr size_t kMaxStatBytes = 4096, kMaxEnvironBytes = 64 * 1024;
+constexpr size_t kMaxProcs = 65536;  // a node's processes read per scan
+constexpr int kMaxDepth = 2;         // the task's children, and a shell's children under it
+
+std::string read_bounded(const std::string& path, size_t max) {
+  std::string out;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  out.resize(max);
+  size_t got = 0;
+  while (got < max) {
+    const ssize_t n = ::read(fd, out.data() + got, max - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  out.resize(got);
+  return out;
+}
+
+std::string proc(int pid, const char* what) { return "/proc/" + std::to_string(pid) + "/" + what; }
+
+std::optional<int> small_number(std::string_view v) {
+  auto n = parse_whole_number(v, -1, INT32_MAX);
+  if (!n) return std::nullopt;
+  return static_cast<int>(*n);
+}
+
+std::optional<ProcStat> stat_of(int pid) {
+  return parse_proc_stat(read_bounded(proc(pid, "stat"), kMaxStatBytes));
+}
+
+// Every process by its parent (stat's ppid is the parent's process, whichever
+// thread forked it), from one pass over /proc: the per-thread children files
+// need CONFIG_PROC_CHILDREN, which not every kernel has (the test machines'
+// lacks it). Only a node with a watched task pays it, about 10 us a process
+// once a second.
+std::map<int, std::vector<std::pair<int, ProcStat>>> processes_by_parent() {
+  std::map<int, std::vector<std::pair<int, ProcStat>>> kids;
+  DIR* d = ::opendir("/proc");
+  if (!d) return kids;
+  size_t n = 0;
+  while (const dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9' || ++n > kMaxProcs) continue;
+    auto pid = parse_whole_number(e->d_name, 1, INT32_MAX);
+    if (!pid) continue;
+    if (auto st = stat_of(static_cast<int>(*pid)))
+      kids[st->ppid].emplace_back(static_cast<int>(*pid), *st);
+  }
+  ::closedir(d);
+  return kids;
+}
+
+}  // namespace
+
+std::optional<ProcStat> parse_proc_stat(std::string_view text) {
+  const size_t close = text.rfind(')');
+  if (close == std::string_view::npos) return std::nullopt;
+  std::vector<std::string_view> f;  // f[0] is field 3, the state
+  for (size_t at = close + 1; at < text.size();) {
+    while (at < text.size() && (text[at] == ' ' || text[at] == '\n')) ++at;
+    const size_t end = text.find_first_of(" \n", at);
+    if (at < text.size()) f.push_back(text.substr(at, end - at));
+    at = end == std::string_view::npos ? text.size() : end;
+  }
+  if (f.size() < 20 || f[0].size() != 1) return std::nullopt;
+  ProcStat s;
+  s.state = f[0][0];
+  auto ppid = parse_whole_number(f[1], 0, INT32_MAX);
+  if (!ppid) return std::nullopt;
+  s.ppid = static_cast<int>(*ppid);
+  auto start = parse_whole_number_u64(f[19], 0, UINT64_MAX);
+  if (!start) return std::nullopt;
+  s.start_ticks = *start;
+  if (f.size() >= 50) {
+    auto code = parse_whole_number(f[49], 0, 0xffff);
+    if (!code) return std::nullopt;
+    s.exit_code = static_cast<int>(*code);
+  }
+  return s;
+}
+
+std::optional<WorkerEnv> parse_worker_environ(std::string_view environ) {
+  WorkerEnv w;
+  std::optional<int> restart, max_restarts, rank;
+  while (!environ.empty()) {
+    const size_t nul = environ.find('\0');
+    const std::string_view var = environ.substr(0, nul);
+    environ = nul == std::string_view::npos ? std::string_view() : environ.substr(nul + 1);
+    const size_t eq = var.find('=');
+    if (eq == std::string_view::npos) continue;
+    const std::string_view key = var.substr(0, eq), value = var.substr(eq + 1);
+    if (key == "RANK") rank = small_number(value);
+    else if (key == "LOCAL_RANK") w.local_rank = small_number(value).value_or(-1);
+    else if (key == "TORCHELASTIC_RESTART_COUNT") restart = small_number(value);
+    else if (key == "TORCHELASTIC_MAX_RESTARTS") max_restarts = small_number(value);
+  }
+  if (!restart || !rank || *rank < 0) return std::nullopt;
+  w.rank = *rank;
+  w.restart_count = *restart;
+  w.max_restarts = max_restarts.value_or(0);
+  return w;
+}
+
+LauncherWorkers::LauncherWorkers() : epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)) {}
+
+LauncherWorkers::~LauncherWorkers() {
+  for (auto& [pid, w] : workers_) ::close(w.pidfd);
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
+}
+
+void LauncherWorkers::watch(const TaskStart& task) { tasks_[task.rank] = task; }
+
+void LauncherWorkers::forget(int task_rank) {
+  tasks_.erase(task_rank);
+  std::vector<int> gone;
+  for (const auto& [pid, w] : workers_)
+    if (w.task_rank == task_rank) gone.push_back(pid);
+  for (int pid : gone) drop(pid);
+}
+
+size_t LauncherWorkers::count(int task_rank) const {
+  size_t n = 0;
+  for (const auto& [pid, w] : workers_) n += w.task_rank == task_rank;
+  return n;
+}
+
+void LauncherWorkers::scan() {
+  if (epoll_fd_ < 0 || tasks_.empty()) return;
+  seen_.clear();
+  const auto kids = processes_by_parent();
+  size_t budget = kMaxProcsPerScan;
+  for (const auto& [rank, t] : tasks_) {
+    // Its pid names the task only while it started when the task did.
+    if (read_start_ticks(t.pid) != t.start_ticks) continue;
+    consider(rank, t.pid, kids, 0, budget);
+  }
+  // Ended workers no longer listed were reaped: their pids may come back as others.
+  for (auto it = ended_.begin(); it != ended_.end();)
+    it = seen_.count(*it) ? std::next(it) : ended_.erase(it);
+}
+
+// The children of `parent` that are workers; a child that is not (a shell
+// that forked the launcher) is searched in turn, down to kMaxDepth.
+void LauncherWorkers::consider(int task_rank, int parent, const Children& kids, int depth,
+                               size_t& budget) {
+  auto it = kids.find(parent);
+  if (it == kids.end() || depth >= kMaxDepth) return;
+  for (const auto& [pid, st] : it->second) {
+    if (budget == 0) return;
+    --budget;
+    const Proc p{pid, st.start_ticks};
+    seen_.insert(p);
+    auto known = workers_.find(pid);
+    if (known != workers_.end() && known->second.start_ticks == st.start_ticks) continue;
+    if (known != workers_.end()) drop(pid);  // an ended worker's pid, reused
+    if (ended_.count(p)) continue;
+    // Read again on each scan: a child forked but not yet exec'd still has its parent's.
+    auto env = parse_worker_environ(read_bounded(proc(pid, "environ"), kMaxEnvironBytes));
+    if (!env) {
+      consider(task_rank, pid, kids, depth + 1, budget);
+    } else if (count(task_rank) < kMaxWorkersPerTask) {
+      add(task_rank, pid, st.start_ticks, *env);
+    }
+  }
+}
+
+void LauncherWorkers::add(int task_rank, int pid, unsigned long long start, const WorkerEnv& env) {
+  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return;
+  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  // The pidfd pins one process: it is the worker only if it started when the worker did.
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = pid;
+  const auto now = stat_of(pid);
+  if (!now || now->start_ticks != start || ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    ::close(fd);
+    return;
+  }
+  workers_[pid] = Worker{task_rank, start, env, fd};
+}
+
+void LauncherWorkers::drop(int pid) {
+  auto it = workers_.find(pid);
+  if (it == workers_.end()) return;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, it->second.pidfd, nullptr);
+  ::close(it->second.pidfd);
+  workers_.erase(it);
+}
+
+std::vector<WorkerEnd> LauncherWorkers::ended() {
+  std::vector<WorkerEnd> out;
+  epoll_event evs[64];
+  int n = 0;
+  while (epoll_fd_ >= 0 && (n = ::epoll_wait(epoll_fd_, evs, 64, 0)) > 0) {
+    for (int i = 0; i < n; ++i) {
+      const int pid = evs[i].data.fd;
+      auto it = workers_.find(pid);
+      if (it == workers_.end()) continue;
+      const Worker w = it->second;
+      drop(pid);
+      ended_.insert({pid, w.start_ticks});
+      // Still the zombie of that worker (not reaped, the pid not reused): its status is known.
+      const auto st = stat_of(pid);
+      if (!st || st->start_ticks != w.start_ticks || st->state != 'Z' || !st->exit_code) continue;
+      const int status = *st->exit_code;
+      const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (!clean && !w.env.will_restart()) out.push_back({w.task_rank, w.env.rank, status});
+    }
+  }
+  return out;
+}
+
+}  // namespace dp::agent

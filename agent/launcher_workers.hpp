@@ -1,0 +1,102 @@
+// The workers of a per-node launcher (torchrun and its kin), watched so that
+// a worker's death is the node's failure at once: torchrun notices it only
+// at its next poll (every 5 s on torch 1.13), by when the other nodes'
+// workers have died of the broken collective and could be named instead.
+//
+// Which processes are workers: a launcher step runs one task per node (the
+// plugin refuses several), so only a node's single task is watched; its
+// children (found by their parent pid in /proc), and a shell's children
+// under it, whose environment holds
+// TORCHELASTIC_RESTART_COUNT are the workers: torchrun's elastic agent sets
+// it (with RANK, LOCAL_RANK and TORCHELASTIC_MAX_RESTARTS) for each worker
+// only, so no command line has to be recognised and the variables also say
+// whether a failure will be restarted in place (--max-restarts: no failure).
+//
+// Each worker is pinned by a pidfd opened after its start time was read, so
+// a reused pid is never taken for it. An ended worker stays a zombie until
+// the launcher reaps it, and /proc/PID/stat's exit_code (field 52, the wait
+// status, readable by the same user) says how it ended.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "launch_contract.hpp"
+
+namespace dp::agent {
+
+// ---- pure parsing, for the tests ----
+
+struct ProcStat {
+  char state = '?';
+  int ppid = 0;                        // field 4
+  unsigned long long start_ticks = 0;  // field 22
+  std::optional<int> exit_code;        // field 52 (a wait status); absent before Linux 3.5
+};
+// /proc/PID/stat; the command (field 2) may hold spaces and ')'.
+std::optional<ProcStat> parse_proc_stat(std::string_view text);
+
+struct WorkerEnv {
+  int rank = -1, local_rank = -1;
+  int restart_count = 0, max_restarts = 0;
+  // A failure of this worker is followed by a restart in place, not the end.
+  bool will_restart() const { return restart_count < max_restarts; }
+};
+// /proc/PID/environ (NUL-separated); nothing unless it is a launcher's worker.
+std::optional<WorkerEnv> parse_worker_environ(std::string_view environ);
+
+// ---- the watcher ----
+
+struct WorkerEnd {
+  int task_rank = -1;  // the launcher's (Slurm task) rank
+  int worker_rank = -1;
+  int wait_status = 0;
+};
+
+class LauncherWorkers {
+ public:
+  static constexpr size_t kMaxWorkersPerTask = 1024;
+  static constexpr size_t kMaxProcsPerScan = 1024;
+
+  LauncherWorkers();
+  ~LauncherWorkers();
+  LauncherWorkers(const LauncherWorkers&) = delete;
+  LauncherWorkers& operator=(const LauncherWorkers&) = delete;
+
+  // Readable when a watched worker ended (an epoll set of the workers' pidfds).
+  int fd() const { return epoll_fd_; }
+  void watch(const TaskStart& task);
+  void forget(int task_rank);
+  // Finds new workers of the watched tasks; call about once a second.
+  void scan();
+  // The workers that ended since, whose end is a failure the launcher will
+  // not restart: a signal or a non-zero exit, read while they are zombies.
+  std::vector<WorkerEnd> ended();
+
+ private:
+  struct Worker {
+    int task_rank = -1;
+    unsigned long long start_ticks = 0;
+    WorkerEnv env;
+    int pidfd = -1;
+  };
+  using Proc = std::pair<int, unsigned long long>;                        // pid, start time
+  using Children = std::map<int, std::vector<std::pair<int, ProcStat>>>;  // by parent pid
+  void consider(int task_rank, int parent, const Children& kids, int depth, size_t& budget);
+  void add(int task_rank, int pid, unsigned long long start, const WorkerEnv& env);
+  void drop(int pid);
+  size_t count(int task_rank) const;
+
+  int epoll_fd_ = -1;
+  std::map<int, TaskStart> tasks_;  // rank -> the task
+  std::map<int, Worker> workers_;   // pid -> worker
+  std::set<Proc> ended_;            // still listed as children until reaped
+  std::set<Proc> seen_;             // found by the scan under way
+};
+
+}  // namespace dp::agent

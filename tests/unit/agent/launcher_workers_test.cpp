@@ -1,0 +1,154 @@
+// A per-node launcher's workers: /proc parsing by hand, then the watcher
+// against real processes (a "launcher" that never reaps, and workers that
+// carry torchrun's variables), killed as a user would.
+#include "launcher_workers.hpp"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+
+namespace dp::agent {
+namespace {
+
+using namespace std::string_literals;
+
+// Fields 3..52 of a real zombie's line, with start time 4242 and exit code 9.
+std::string stat_line(const std::string& comm, const std::string& exit_code = " 9") {
+  std::string s = "123 (" + comm + ") Z 77";
+  for (int field = 5; field <= 21; ++field) s += " 0";
+  s += " 4242";
+  for (int field = 23; field <= 51; ++field) s += " 0";
+  return s + exit_code + "\n";
+}
+
+TEST(ParseProcStat, CountsFieldsFromTheLastParenthesis) {
+  const auto st = parse_proc_stat(stat_line("py ) Z 1 (x"));
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->state, 'Z');
+  EXPECT_EQ(st->ppid, 77);
+  EXPECT_EQ(st->start_ticks, 4242u);
+  EXPECT_EQ(st->exit_code, 9);
+}
+
+TEST(ParseProcStat, ExitCodeIsAWaitStatus) {
+  const auto st = parse_proc_stat(stat_line("python3.11", " 256"));
+  ASSERT_TRUE(st && st->exit_code);
+  EXPECT_TRUE(WIFEXITED(*st->exit_code));
+  EXPECT_EQ(WEXITSTATUS(*st->exit_code), 1);
+}
+
+TEST(ParseProcStat, AnOldKernelsLineHasNoExitCode) {
+  const auto st = parse_proc_stat(stat_line("a", ""));
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->start_ticks, 4242u);
+  EXPECT_FALSE(st->exit_code);
+}
+
+TEST(ParseProcStat, RefusesWhatIsNotAStatLine) {
+  EXPECT_FALSE(parse_proc_stat(""));
+  EXPECT_FALSE(parse_proc_stat("123 (a) Z 1 2 3"));
+  EXPECT_FALSE(parse_proc_stat("no parenthesis at all"));
+  EXPECT_FALSE(parse_proc_stat(stat_line("a", " x9")));
+}
+
+TEST(ParseWorkerEnviron, TorchrunsVariablesMakeAWorker) {
+  const auto w = parse_worker_environ(
+      "PATH=/bin\0RANK=3\0LOCAL_RANK=1\0TORCHELASTIC_RESTART_COUNT=0\0"
+      "TORCHELASTIC_MAX_RESTARTS=0\0"s);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->rank, 3);
+  EXPECT_EQ(w->local_rank, 1);
+  EXPECT_FALSE(w->will_restart());
+}
+
+TEST(ParseWorkerEnviron, ALauncherOrAPlainTaskIsNoWorker) {
+  // slurm-dp's own RANK and LOCAL_RANK on the launcher task: no TORCHELASTIC_*.
+  EXPECT_FALSE(parse_worker_environ("RANK=1\0LOCAL_RANK=0\0"s));
+  EXPECT_FALSE(parse_worker_environ("TORCHELASTIC_RESTART_COUNT=0\0"s));
+  EXPECT_FALSE(parse_worker_environ("TORCHELASTIC_RESTART_COUNT=0\0RANK=x\0"s));
+  EXPECT_FALSE(parse_worker_environ(""));
+}
+
+TEST(ParseWorkerEnviron, RestartsLeftMeanNoFailure) {
+  const auto w =
+      parse_worker_environ("TORCHELASTIC_MAX_RESTARTS=2\0TORCHELASTIC_RESTART_COUNT=1\0RANK=0"s);
+  ASSERT_TRUE(w);
+  EXPECT_TRUE(w->will_restart());
+  EXPECT_FALSE(
+      parse_worker_environ("TORCHELASTIC_MAX_RESTARTS=2\0TORCHELASTIC_RESTART_COUNT=2\0RANK=0"s)
+          ->will_restart());
+}
+
+// A launcher that never reaps (torchrun between its polls): it starts its
+// workers, each an exec'd shell with `env`, and reports their pids on `out`.
+pid_t launcher(const std::vector<std::vector<std::string>>& envs, int out) {
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  for (const auto& env : envs) {
+    int ready[2];
+    if (pipe(ready) != 0) _exit(1);
+    const pid_t w = fork();
+    if (w == 0) {
+      std::vector<char*> e;
+      for (const auto& v : env) e.push_back(const_cast<char*>(v.c_str()));
+      e.push_back(nullptr);
+      dup2(ready[1], STDOUT_FILENO);
+      char* argv[] = {const_cast<char*>("sh"), const_cast<char*>("-c"),
+                      const_cast<char*>("echo; exec sleep 1000"), nullptr};
+      execve("/bin/sh", argv, e.data());
+      _exit(127);
+    }
+    close(ready[1]);
+    char c = 0;  // after exec: its environment is the worker's
+    if (read(ready[0], &c, 1) != 1) _exit(1);
+    if (write(out, &w, sizeof w) != sizeof w) _exit(1);
+  }
+  for (;;) pause();
+}
+
+bool readable(int fd, int timeout_ms = 10'000) {
+  pollfd p{fd, POLLIN, 0};
+  return poll(&p, 1, timeout_ms) == 1;
+}
+
+TEST(LauncherWorkers, AKilledWorkerIsNamedWithItsRankAndSignal) {
+  int pids[2];
+  ASSERT_EQ(pipe(pids), 0);
+  const pid_t l = launcher({{"RANK=2", "TORCHELASTIC_RESTART_COUNT=0",
+                             "TORCHELASTIC_MAX_RESTARTS=1"},  // restarted: no failure
+                            {"RANK=3", "TORCHELASTIC_RESTART_COUNT=0"},
+                            {"RANK=1"}},  // not torchrun's: not watched
+                           pids[1]);
+  pid_t w[3];
+  for (pid_t& p : w) ASSERT_EQ(read(pids[0], &p, sizeof p), static_cast<ssize_t>(sizeof p));
+  LauncherWorkers workers;
+  workers.watch(TaskStart{1, l, read_start_ticks(l).value()});
+  workers.scan();
+
+  kill(w[2], SIGKILL);
+  kill(w[0], SIGKILL);
+  ASSERT_TRUE(readable(workers.fd()));
+  EXPECT_TRUE(workers.ended().empty());  // rank 2 will be restarted; rank 1 is no worker
+
+  kill(w[1], SIGKILL);
+  ASSERT_TRUE(readable(workers.fd()));
+  const auto ends = workers.ended();
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(ends[0].task_rank, 1);
+  EXPECT_EQ(ends[0].worker_rank, 3);
+  EXPECT_TRUE(WIFSIGNALED(ends[0].wait_status) && WTERMSIG(ends[0].wait_status) == SIGKILL);
+  workers.scan();  // the zombies are still its children: not watched again
+  EXPECT_FALSE(readable(workers.fd(), 0));
+
+  kill(l, SIGKILL);
+  waitpid(l, nullptr, 0);
+  close(pids[0]);
+  close(pids[1]);
+}
+
+}  // namespace
+}  // namespace dp::agent
