@@ -187,8 +187,8 @@ void AgentServer::read_control() {
   control_buf_.append(buf, static_cast<size_t>(n));
   for (size_t nl; (nl = control_buf_.find('\n')) != std::string::npos;) {
     const std::string_view line = std::string_view(control_buf_).substr(0, nl);
-    // A launcher step has one task per node: only such a task may have workers.
-    if (auto t = parse_task_start(line); t && tasks_.started(*t) && settings_.ranks.size() == 1)
+    // Only a launcher's workers are watched: a plain task's children cost no scans.
+    if (auto t = parse_task_start(line); t && tasks_.started(*t) && settings_.watch_workers)
       workers_.watch(*t);
     if (auto e = parse_task_exit(line)) {
       tasks_.exited(e->first);

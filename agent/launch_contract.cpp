@@ -52,6 +52,9 @@ Result<void> set_field(AgentSettings& s, std::string_view key, std::string_view 
     auto r = parse_ranks(v);
     DP_TRY(r);
     s.ranks = std::move(*r);
+  } else if (key == "workers") {
+    if (v != "watch" && v != "none") return bad("workers: watch|none");
+    s.watch_workers = v == "watch";
   } else if (key == "on_failure") {
     if (v != "end" && v != "keep") return bad("on_failure: end|keep");
     s.keep_survivors = v == "keep";
@@ -101,7 +104,8 @@ std::string format_settings(const AgentSettings& s) {
          "\nworld=" + std::to_string(s.world_size) + "\nranks=" + ranks + "\nmaster=" + master +
          "\n" + published + "port_wait_ms=" + std::to_string(s.port_wait.count()) +
          "\nkill_grace_ms=" + std::to_string(s.kill_grace.count()) +
-         "\non_failure=" + (s.keep_survivors ? "keep" : "end") + "\n\n";
+         "\non_failure=" + (s.keep_survivors ? "keep" : "end") +
+         "\nworkers=" + (s.watch_workers ? "watch" : "none") + "\n\n";
 }
 
 Result<AgentSettings> parse_settings(std::string_view text) {

@@ -41,6 +41,9 @@ struct AgentSettings {
   // (site key kill_grace); keep_survivors (on_failure=keep): signal none.
   std::chrono::milliseconds kill_grace{10'000};
   bool keep_survivors = false;
+  // The node's task is a per-node launcher (the plugin recognised torchrun or
+  // --dp-launcher=torchrun): its workers are watched (launcher_workers.hpp).
+  bool watch_workers = false;
 };
 
 std::string format_settings(const AgentSettings& s);

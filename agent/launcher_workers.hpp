@@ -3,8 +3,8 @@
 // at its next poll (every 5 s on torch 1.13), by when the other nodes'
 // workers have died of the broken collective and could be named instead.
 //
-// Which processes are workers: a launcher step runs one task per node (the
-// plugin refuses several), so only a node's single task is watched; its
+// Which processes are workers: only the task of a launcher step is watched
+// (the plugin's launch shape, the agent's workers=watch setting); its
 // children (found by their parent pid in /proc), and a shell's children
 // under it, whose environment holds
 // TORCHELASTIC_RESTART_COUNT are the workers: torchrun's elastic agent sets

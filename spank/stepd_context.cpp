@@ -119,6 +119,11 @@ Result<AgentStart> agent_start(spank_t sp, const PluginState& st, const StepIds&
   s.port_wait = std::chrono::seconds(st.site.port_wait_s);
   s.kill_grace = std::chrono::seconds(st.site.kill_grace_s);
   s.keep_survivors = st.facts.options.keeps_survivors(st.site.keep_survivors);
+  // A launcher step (one task per node, torchrun recognised or marked): the
+  // agent watches its workers. A refused shape never gets this far.
+  auto shape =
+      launch_shape(st.facts.options, st.facts.command, st.facts.node_count, st.facts.task_count);
+  s.watch_workers = shape && !shape->launcher.empty();
   // The agent's own timeouts end it first; this bounds one that hangs.
   a.wait = s.port_wait + std::chrono::seconds(5);
   return a;

@@ -20,6 +20,7 @@ TEST(LaunchContract, SettingsRoundTrip) {
   s.port_wait = std::chrono::milliseconds(1500);
   s.kill_grace = std::chrono::milliseconds(2500);
   s.keep_survivors = true;
+  s.watch_workers = true;
   auto back = parse_settings(format_settings(s));
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(back->addr, s.addr);
@@ -31,6 +32,7 @@ TEST(LaunchContract, SettingsRoundTrip) {
   EXPECT_EQ(back->port_wait.count(), 1500);
   EXPECT_EQ(back->kill_grace.count(), 2500);
   EXPECT_TRUE(back->keep_survivors);
+  EXPECT_TRUE(back->watch_workers);
   EXPECT_EQ(back->job, 7u);
   s.published = 29501;
   auto port = parse_settings(format_settings(s));
@@ -62,6 +64,7 @@ TEST(LaunchContract, StartTicksAreThoseOfProcStat) {
 TEST(LaunchContract, SettingsRefuseBadInput) {
   EXPECT_FALSE(
       parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=1\nranks=0\non_failure=maybe\n\n"));
+  EXPECT_FALSE(parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=1\nranks=0\nworkers=all\n\n"));
   EXPECT_FALSE(parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=2\nranks=2\n\n"));
   EXPECT_FALSE(parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=2\nranks=1,1\n\n"));
   EXPECT_FALSE(parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=2\nranks=0\nbogus=1\n\n"));
