@@ -1,8 +1,6 @@
 #include "launch_contract.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <iterator>
 
 #include "dp/params.hpp"
 
@@ -190,21 +188,6 @@ std::optional<std::pair<int, int>> parse_task_exit(std::string_view line) {
 std::string format_task_start(const TaskStart& t) {
   return "rank " + std::to_string(t.rank) + " pid " + std::to_string(t.pid) + " start " +
          std::to_string(t.start_ticks) + "\n";
-}
-
-std::optional<unsigned long long> read_start_ticks(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  // The second field (the command) may hold spaces and ')': count from its end.
-  size_t at = text.rfind(')');
-  if (at == std::string::npos) return std::nullopt;
-  for (int field = 2; field < 22 && at != std::string::npos; ++field) at = text.find(' ', at + 1);
-  if (at == std::string::npos) return std::nullopt;
-  const size_t end = text.find(' ', at + 1);
-  auto n =
-      parse_whole_number_u64(std::string_view(text).substr(at + 1, end - at - 1), 0, UINT64_MAX);
-  if (!n) return std::nullopt;
-  return *n;
 }
 
 std::optional<TaskStart> parse_task_start(std::string_view line) {

@@ -15,6 +15,7 @@
 
 #include "dp/master_port.hpp"
 #include "dp/result.hpp"
+#include "proc_stat.hpp"  // read_start_ticks, for TaskStart
 
 namespace dp::agent {
 
@@ -75,8 +76,6 @@ struct TaskStart {
   unsigned long long start_ticks = 0;
 };
 std::string format_task_start(const TaskStart& t);
-// /proc/PID/stat's start time, read the same way by root and the agent.
-std::optional<unsigned long long> read_start_ticks(int pid);
 std::optional<TaskStart> parse_task_start(std::string_view line);
 
 using ::dp::kMasterPortKey;

@@ -1,9 +1,7 @@
 #include "launcher_workers.hpp"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <sys/epoll.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,27 +12,10 @@
 namespace dp::agent {
 namespace {
 
-// Bounds on what one /proc file may cost: stat is under 1 KiB; an
-// environment under Slurm often exceeds 8 KiB, and RANK may sit anywhere in it.
-constexpr size_t kMaxStatBytes = 4096, kMaxEnvironBytes = 64 * 1024;
+// An environment under Slurm often exceeds 8 KiB, and RANK may sit anywhere in it.
+constexpr size_t kMaxEnvironBytes = 64 * 1024;
 constexpr size_t kMaxProcs = 65536;  // a node's processes read per scan
 constexpr int kMaxDepth = 2;         // the task's children, and a shell's children under it
-
-std::string read_bounded(const std::string& path, size_t max) {
-  std::string out;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return out;
-  out.resize(max);
-  size_t got = 0;
-  while (got < max) {
-    const ssize_t n = ::read(fd, out.data() + got, max - got);
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  out.resize(got);
-  return out;
-}
 
 std::string proc(int pid, const char* what) { return "/proc/" + std::to_string(pid) + "/" + what; }
 
@@ -42,10 +23,6 @@ std::optional<int> small_number(std::string_view v) {
   auto n = parse_whole_number(v, -1, INT32_MAX);
   if (!n) return std::nullopt;
   return static_cast<int>(*n);
-}
-
-std::optional<ProcStat> stat_of(int pid) {
-  return parse_proc_stat(read_bounded(proc(pid, "stat"), kMaxStatBytes));
 }
 
 // Every process by its parent (stat's ppid is the parent's process, whichever
@@ -62,7 +39,7 @@ std::map<int, std::vector<std::pair<int, ProcStat>>> processes_by_parent() {
     if (e->d_name[0] < '1' || e->d_name[0] > '9' || ++n > kMaxProcs) continue;
     auto pid = parse_whole_number(e->d_name, 1, INT32_MAX);
     if (!pid) continue;
-    if (auto st = stat_of(static_cast<int>(*pid)))
+    if (auto st = read_proc_stat(static_cast<int>(*pid)))
       kids[st->ppid].emplace_back(static_cast<int>(*pid), *st);
   }
   ::closedir(d);
@@ -70,33 +47,6 @@ std::map<int, std::vector<std::pair<int, ProcStat>>> processes_by_parent() {
 }
 
 }  // namespace
-
-std::optional<ProcStat> parse_proc_stat(std::string_view text) {
-  const size_t close = text.rfind(')');
-  if (close == std::string_view::npos) return std::nullopt;
-  std::vector<std::string_view> f;  // f[0] is field 3, the state
-  for (size_t at = close + 1; at < text.size();) {
-    while (at < text.size() && (text[at] == ' ' || text[at] == '\n')) ++at;
-    const size_t end = text.find_first_of(" \n", at);
-    if (at < text.size()) f.push_back(text.substr(at, end - at));
-    at = end == std::string_view::npos ? text.size() : end;
-  }
-  if (f.size() < 20 || f[0].size() != 1) return std::nullopt;
-  ProcStat s;
-  s.state = f[0][0];
-  auto ppid = parse_whole_number(f[1], 0, INT32_MAX);
-  if (!ppid) return std::nullopt;
-  s.ppid = static_cast<int>(*ppid);
-  auto start = parse_whole_number_u64(f[19], 0, UINT64_MAX);
-  if (!start) return std::nullopt;
-  s.start_ticks = *start;
-  if (f.size() >= 50) {
-    auto code = parse_whole_number(f[49], 0, 0xffff);
-    if (!code) return std::nullopt;
-    s.exit_code = static_cast<int>(*code);
-  }
-  return s;
-}
 
 std::optional<WorkerEnv> parse_worker_environ(std::string_view environ) {
   WorkerEnv w;
@@ -184,15 +134,12 @@ void LauncherWorkers::consider(int task_rank, int parent, const Children& kids, 
 }
 
 void LauncherWorkers::add(int task_rank, int pid, unsigned long long start, const WorkerEnv& env) {
-  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  const int fd = pin_process(pid, start);
   if (fd < 0) return;
-  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  // The pidfd pins one process: it is the worker only if it started when the worker did.
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = pid;
-  const auto now = stat_of(pid);
-  if (!now || now->start_ticks != start || ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
     ::close(fd);
     return;
   }
@@ -220,7 +167,7 @@ std::vector<WorkerEnd> LauncherWorkers::ended() {
       drop(pid);
       ended_.insert({pid, w.start_ticks});
       // Still the zombie of that worker (not reaped, the pid not reused): its status is known.
-      const auto st = stat_of(pid);
+      const auto st = read_proc_stat(pid);
       if (!st || st->start_ticks != w.start_ticks || st->state != 'Z' || !st->exit_code) continue;
       const int status = *st->exit_code;
       const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;

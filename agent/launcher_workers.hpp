@@ -27,19 +27,11 @@
 #include <vector>
 
 #include "launch_contract.hpp"
+#include "proc_stat.hpp"
 
 namespace dp::agent {
 
 // ---- pure parsing, for the tests ----
-
-struct ProcStat {
-  char state = '?';
-  int ppid = 0;                        // field 4
-  unsigned long long start_ticks = 0;  // field 22
-  std::optional<int> exit_code;        // field 52 (a wait status); absent before Linux 3.5
-};
-// /proc/PID/stat; the command (field 2) may hold spaces and ')'.
-std::optional<ProcStat> parse_proc_stat(std::string_view text);
 
 struct WorkerEnv {
   int rank = -1, local_rank = -1;

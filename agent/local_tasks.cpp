@@ -1,6 +1,5 @@
 #include "local_tasks.hpp"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -10,8 +9,6 @@
 
 namespace dp::agent {
 namespace {
-
-int pidfd_open(int pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 
 bool pidfd_signal(int fd, int sig) {
   return ::syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0) == 0;
@@ -30,14 +27,8 @@ LocalTasks::~LocalTasks() {
 
 bool LocalTasks::started(const TaskStart& t) {
   exited(t.rank);  // a rank reported twice keeps only its newest task
-  const int fd = pidfd_open(t.pid);
+  const int fd = pin_process(t.pid, t.start_ticks);
   if (fd < 0) return false;
-  // The pidfd now pins one process; it is the task only if it started when the task did.
-  if (read_start_ticks(t.pid) != t.start_ticks) {
-    ::close(fd);
-    return false;
-  }
-  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
   pidfds_[t.rank] = fd;
   return true;
 }

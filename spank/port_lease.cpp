@@ -24,6 +24,7 @@
 #include "dp/params.hpp"
 #include "dp/port_holders.hpp"
 #include "dp/random_bytes.hpp"
+#include "proc_stat.hpp"
 
 namespace dp::spank {
 
@@ -31,18 +32,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Field 22 of /proc/<pid>/stat: start time in clock ticks; tells a live
-// process from a recycled pid.
+// Field 22 of /proc/<pid>/stat as written in a lease: tells a live process
+// from a recycled pid ("" when the process is gone).
 std::string start_time_of(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  auto close_paren = all.rfind(')');
-  if (close_paren == std::string::npos || close_paren + 2 > all.size()) return {};
-  std::istringstream rest(all.substr(close_paren + 2));
-  std::string field;
-  for (int i = 3; i <= 22 && rest >> field; ++i) {
-  }
-  return field;
+  const auto ticks = agent::read_start_ticks(static_cast<int>(pid));
+  return ticks ? std::to_string(*ticks) : std::string();
 }
 
 struct LeaseFile {

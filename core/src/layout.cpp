@@ -321,6 +321,24 @@ Result<void> check_node_tiles(const StepShape& shape, const LayoutPlan& plan) {
   return {};
 }
 
+// --dp-world=N must be the step's task count; in a launcher's step that
+// counts the launchers, not torchrun's workers.
+Result<void> check_world(const Options& opts, const LayoutPlan& plan) {
+  if (!opts.world || *opts.world == 0 || *opts.world == plan.world_size) return {};
+  const std::string opt = "--dp-world=" + std::to_string(*opts.world);
+  if (!plan.launch.launcher.empty())
+    return make_error(Errc::invalid_argument,
+                      opt + ": in a " + plan.launch.launcher +
+                          " step --dp-world counts the launchers, one per node (this step has " +
+                          std::to_string(plan.world_size) +
+                          "); use --dp-world=auto: the workers' world is nodes x workers per " +
+                          "node (--nproc-per-node, or the node's devices)");
+  return make_error(Errc::invalid_argument,
+                    opt + ": this step has " + std::to_string(plan.world_size) +
+                        " tasks; use --dp-world=auto or make the step " +
+                        std::to_string(*opts.world) + " tasks (-n/--ntasks-per-node)");
+}
+
 }  // namespace
 
 DeviceRequest parse_device_request(std::string_view per_node, std::string_view per_task,
@@ -358,20 +376,7 @@ Result<LayoutPlan> plan_layout(const StepFacts& f) {
     plan.nodes.push_back(node_plan(f.site, i < f.nodes.size() ? f.nodes[i] : NodeDevices{}));
   DP_TRY(cap_by_request(f, plan));
   const Options& opts = f.options;
-  if (opts.world && *opts.world != 0 && *opts.world != plan.world_size &&
-      !plan.launch.launcher.empty())
-    return make_error(Errc::invalid_argument,
-                      "--dp-world=" + std::to_string(*opts.world) + ": in a " +
-                          plan.launch.launcher + " step --dp-world counts the launchers, one " +
-                          "per node (this step has " + std::to_string(plan.world_size) +
-                          "); use --dp-world=auto: the workers' world is nodes x workers per " +
-                          "node (--nproc-per-node, or the node's devices)");
-  if (opts.world && *opts.world != 0 && *opts.world != plan.world_size)
-    return make_error(Errc::invalid_argument,
-                      "--dp-world=" + std::to_string(*opts.world) + ": this step has " +
-                          std::to_string(plan.world_size) +
-                          " tasks; use --dp-world=auto or make the step " +
-                          std::to_string(*opts.world) + " tasks (-n/--ntasks-per-node)");
+  DP_TRY(check_world(opts, plan));
   plan.tiles_per_task = opts.tiles.value_or(0);
   if (plan.tiles_per_task == 0) return plan;
   if (f.site.kind == AcceleratorKind::none && f.site.declared_tiles_per_node() == 0)

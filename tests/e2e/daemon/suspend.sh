@@ -27,10 +27,9 @@ trainer() {  # trainer NAME EXTRA...: the srun command line of one run
 as_user timeout 200 $(trainer full --checkpoint "$WORK/full.ck" --log-every 0) >"$WORK/full.log" 2>&1 \
   || fail "uninterrupted run failed: $(cat "$WORK/full.log")"
 
-job_named() {  # job_named NAME: prints the id of the running job dps-NAME-PID
-  local id
-  id=$(squeue -h -o %i -n "dps-$1-$$" 2>/dev/null | head -n1)
-  [[ -n $id ]] && echo "$id"
+find_job() {  # find_job NAME: sets job to the id of the running job dps-NAME-PID
+  job=$(squeue -h -o %i -n "dps-$1-$$" 2>/dev/null | head -n1)
+  [[ -n $job ]]
 }
 suspend_at_step_100() {  # suspend_at_step_100 NAME JOBID|"" ALIVE-COMMAND...
   local name=$1 job=$2 deadline=$(($(date +%s) + 120))
@@ -41,8 +40,7 @@ suspend_at_step_100() {  # suspend_at_step_100 NAME JOBID|"" ALIVE-COMMAND...
     sleep 0.05
   done
   # squeue can miss a moment under load (seen on Slurm 24.11): ask again.
-  [[ -n $job ]] || wait_until 10 "$name: squeue to list job dps-$name-$$" job_named "$name" >/dev/null
-  [[ -n $job ]] || job=$(job_named "$name")
+  [[ -n $job ]] || wait_until 10 "$name: squeue to list job dps-$name-$$" find_job "$name"
   scontrol suspend "$job" || fail "$name: scontrol suspend $job failed"
   wait_until 10 "$name: job $job suspended" bash -c "scontrol show job $job | grep -q JobState=SUSPENDED"
   # slurmctld says SUSPENDED before slurmd has stopped the tasks: read the
