@@ -9,7 +9,10 @@
 . "$(dirname "$0")/../lib.sh"
 site
 
-args=(--train-limit 16384 --hidden 512,256 --global-batch 32 --epochs 2 --no-eval --seed 5)
+# 3 072 steps: a few seconds on a quiet core, so the window between step 100
+# and the run's end leaves room for a busy slurmctld to take the suspend (at
+# 1 024 steps a fast run sometimes ended first).
+args=(--train-limit 16384 --hidden 512,256 --global-batch 32 --epochs 6 --no-eval --seed 5)
 trainers_stopped() {  # trainers_stopped JOBID
   local pids p
   pids=$(job_pids "$1" dp-trainer)
@@ -41,7 +44,7 @@ suspend_at_step_100() {  # suspend_at_step_100 NAME JOBID|"" ALIVE-COMMAND...
   done
   # squeue can miss a moment under load (seen on Slurm 24.11): ask again.
   [[ -n $job ]] || wait_until 10 "$name: squeue to list job dps-$name-$$" find_job "$name"
-  scontrol suspend "$job" || fail "$name: scontrol suspend $job failed"
+  scontrol suspend "$job" || fail "$name: scontrol suspend $job failed: $(scontrol show job "$job" | grep -o 'JobState=[A-Z]* Reason=[^ ]*'); its log: $(tail -20 "$WORK/$name.log")"
   wait_until 10 "$name: job $job suspended" bash -c "scontrol show job $job | grep -q JobState=SUSPENDED"
   # slurmctld says SUSPENDED before slurmd has stopped the tasks: read the
   # step counter only once every trainer process is stopped (state T).
