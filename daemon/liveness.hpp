@@ -91,7 +91,6 @@ class Liveness {
   int connected_count() const { return connected_; }
   int seen_count() const { return seen_; }
   int goodbye_count() const { return goodbyes_; }
-  int fetched_count() const { return fetched_; }
   // Marks the rank's first completed get; true when it was the last rank to get one.
   bool mark_fetched(int rank);
   uint64_t stop_gaps() const { return stop_gaps_; }

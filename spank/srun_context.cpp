@@ -197,7 +197,6 @@ void export_step_environment(const StepIds& id, const CheckedStep& c, const Opti
 }
 
 DaemonRequest daemon_request(const SiteConfig& site, const Options& opts, const StepIds& id) {
-  const char* debug = std::getenv(env::kDebug);
   DaemonRequest req;
   req.path = daemon_path(site);
   req.world_size = static_cast<int>(id.tasks);
@@ -207,7 +206,7 @@ DaemonRequest daemon_request(const SiteConfig& site, const Options& opts, const 
   req.hang_timeout_s = site.hang_timeout_s;
   req.keep_survivors = opts.keeps_survivors(site.keep_survivors);
   req.heartbeat_timeout_s = site.heartbeat_timeout_s;
-  req.show_stderr = opts.verbose.value_or(false) || (debug && std::string(debug) == "1");
+  req.show_stderr = opts.verbose.value_or(false) || debug_enabled();
   return req;
 }
 

@@ -1,12 +1,19 @@
 #include "dp/result.hpp"
 
+#include "dp/env_names.hpp"
+
 #include <cstdlib>
+#include <string_view>
 
 namespace dp {
 
+bool debug_enabled() {
+  const char* debug = std::getenv(env::kDebug);
+  return debug != nullptr && *debug != '\0' && std::string_view(debug) != "0";
+}
+
 std::string describe(const Error& e) {
-  const char* debug = std::getenv("DP_DEBUG");
-  if (debug == nullptr || *debug == '\0' || std::string(debug) == "0") return e.message;
+  if (!debug_enabled()) return e.message;
   std::string out = e.message;
   for (const auto& p : e.trail)
     out += "\n  -> " + std::string(p.file) + ":" + std::to_string(p.line);

@@ -25,7 +25,7 @@ Result<int> parse_int(std::string_view name, std::string_view text, int lo, int 
 void print_params_once(int rank) {
   static std::once_flag once;
   std::call_once(once, [rank] {
-    if (rank != 0 || env_value(env::kDebug).value_or("0") == "0") return;
+    if (rank != 0 || !debug_enabled()) return;
     std::istringstream lines(describe_params());
     for (std::string line; std::getline(lines, line);)
       std::fprintf(stderr, "slurm-dp: rank 0 setting %s\n", line.c_str());

@@ -11,7 +11,7 @@ namespace dp::detail {
 StartupLog::StartupLog(std::string backend, int rank)
     : backend_(std::move(backend)),
       rank_(rank),
-      enabled_(env_value(env::kDebug).value_or("0") != "0"),
+      enabled_(debug_enabled()),
       start_(Clock::now()),
       last_(start_) {
   rank_progress().init_begin();  // the daemon's start-up timings get each rank's phases

@@ -23,7 +23,6 @@ class GradientSync {
   void on_layer_done(size_t layer);
   // Waits for every bucket; the first error of the step, if any.
   dp::Result<void> finish();
-  size_t bucket_count() const { return buckets_.size(); }
 
  private:
   struct Bucket {

@@ -174,7 +174,6 @@ class Training {
     enum class Graph { off, warm_up, record, replay } graph = Graph::off;
   };
   dp::Result<void> step(GradientSync& sync, const float* idx, StepBuffers& b);
-  void after_step(const float* extras_now);
   void log_progress();
   dp::Result<void> save();
   dp::Result<void> gather_throughput(double& slowest);

@@ -40,8 +40,11 @@ struct Error {
   std::vector<SourcePlace> trail = {};
 };
 
-// The message, and with DP_DEBUG set (not 0) one "  -> file:line" line per
-// place of the trail, innermost first.
+// DP_DEBUG is set and not empty or 0: the one reading of that variable.
+bool debug_enabled();
+
+// The message, and with debug_enabled() one "  -> file:line" line per place of
+// the trail, innermost first.
 std::string describe(const Error& e);
 
 template <class T>
