@@ -222,11 +222,16 @@ void Broker::op_step_signal(const Call& c, const proto::StepSignal& m) {
     }
     return;
   }
+  // Every node reports one delivery within moments: the first names it (and
+  // logs it once, not once per node).
+  const bool same_delivery = step_signal_ && step_signal_->sig == sig &&
+                             c.now - step_signal_->at < std::chrono::seconds(5);
+  const bool notice_after_end =
+      step_signal_ && signal_ends_step(step_signal_->sig) && !signal_ends_step(sig);
+  if (same_delivery || notice_after_end) return;
   std::fprintf(stderr, "dp-rendezvousd: job %s step %s: SIG%s from Slurm reached host %s\n",
                cfg_.job_id.c_str(), cfg_.step_id.c_str(), signal_name(sig).c_str(),
                or_unknown(c.peer.host).c_str());
-  if (step_signal_ && signal_ends_step(step_signal_->sig) && !signal_ends_step(sig)) return;
-  if (step_signal_ && step_signal_->sig == sig) return;  // the same signal from the next node
   step_signal_ = SignalSeen{sig, c.peer.host, c.now};
 }
 
