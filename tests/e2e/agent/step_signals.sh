@@ -7,8 +7,10 @@
 # same without slurm-dp (the control), under torchrun (one launcher per node;
 # torchrun itself dies of SIGUSR1 with or without slurm-dp, so its shell
 # ignores the notices, as users keep it alive), and with srun's
-# --signal=USR1@110 of a two-minute job (slurmctld sends it on its next pass
-# over time limits, 10 to 40 s in). The four steps run at once.
+# --signal=USR1@90 of a three-minute job: slurmctld sends it once, on a pass
+# over time limits, up to 60 s early (srun(1)), so 30 to 90 s in, when the
+# step runs (one sent at once finds no step yet, with or without slurm-dp,
+# and is lost). The four steps run at once.
 . "$(dirname "$0")/../lib.sh"
 site
 cp "$DP_SOURCE_DIR/tests/e2e/pytorch/ddp.py" "$WORK/"
@@ -32,7 +34,7 @@ start() {  # start NAME SRUN-ARGS...: srun in the background, its output in $WOR
 }
 
 port=$((20500 + DP_CLUSTER_PORT_BASE % 1000))
-start timed --dp-world=auto -N2 --ntasks-per-node=2 --time=2 --signal=USR1@110 \
+start timed --dp-world=auto -N2 --ntasks-per-node=2 --time=3 --signal=USR1@90 \
   "$PY" "${train[@]}" --until-signals USR1 --ready-file "$WORK/timed"
 start pertask --dp-world=auto -N2 --ntasks-per-node=2 \
   "$PY" "${train[@]}" --until-signals USR1,USR2 --ready-file "$WORK/pertask"
@@ -68,8 +70,8 @@ finished() {  # finished NAME SIGNALS
 finished pertask USR1,USR2
 finished control USR1,USR2
 finished launcher USR1,USR2
-wait_until 100 "timed: every rank to see SIGUSR1 from --signal=USR1@110" saw timed USR1
+wait_until 120 "timed: every rank to see SIGUSR1 from --signal=USR1@90" saw timed USR1
 finished timed USR1
 grep -q 'slurm-dp' "$WORK/pertask.log" "$WORK/launcher.log" "$WORK/timed.log" &&
   fail "slurm-dp had something to say: $(grep -h slurm-dp "$WORK"/*.log)"
-pass "scancel --signal=USR1/USR2 and --signal=USR1@110 reach every rank; rc 0 per task, under torchrun and without slurm-dp"
+pass "scancel --signal=USR1/USR2 and --signal=USR1@90 reach every rank; rc 0 per task, under torchrun and without slurm-dp"
