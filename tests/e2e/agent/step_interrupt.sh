@@ -10,36 +10,18 @@
 #   plain scancel of the job: srun's last line says cancelled by the user.
 . "$(dirname "$0")/../lib.sh"
 site
-cp "$DP_SOURCE_DIR/tests/e2e/pytorch/ddp.py" "$WORK/"
-chmod 644 "$WORK/ddp.py"
-# srun may lead a session of its own: its job goes by name.
-cancel_jobs() {
-  local n
-  for n in once plain twice cancel; do scancel -n "int-$n-$$" 2>/dev/null || true; done
-  cleanup_work
-}
-trap cancel_jobs EXIT
-PY=/usr/bin/python3
-port=$((20500 + DP_CLUSTER_PORT_BASE % 1000))
-
-start() {  # start NAME SRUN-ARGS...: srun leads a new session; output in $WORK/NAME.log
-  local name=$1
-  shift
-  # shellcheck disable=SC2016 # expanded by the session's shell
-  as_user USE_LIBUV=0 timeout 200 setsid bash -c 'echo $$ >"$0"; exec "$@"' "$WORK/$name.pgid" \
-    srun -J "int-$name-$$" "$@" >"$WORK/$name.log" 2>&1 &
-  printf -v "pid_$name" %s $!
-}
+# shellcheck disable=SC2034 # read by signal_common.sh
+JOB_PREFIX=int SESSION=1
+. "$(dirname "$0")/signal_common.sh"
 train() {  # train NAME [--dp-world=auto]: until $WORK/NAME.stop exists
-  local name=$1
+  local name=$1 args
   shift
+  args=(--steps 100000 --step-ms 20 --until-file "$WORK/$name.stop" --ready-file "$WORK/$name")
   if [[ ${1:-} == --dp-world=auto ]]; then
-    start "$name" --dp-world=auto -N2 --ntasks-per-node=2 \
-      "$PY" ddp.py --steps 100000 --step-ms 20 --until-file "$WORK/$name.stop" --ready-file "$WORK/$name"
+    start_job "$name" --dp-world=auto -N2 --ntasks-per-node=2 "$PY" ddp.py "${args[@]}"
   else
-    # shellcheck disable=SC2016 # expanded in the tasks
-    start "$name" -N2 --ntasks-per-node=2 bash -c \
-      'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1) MASTER_PORT='"$port"' RANK=$SLURM_PROCID WORLD_SIZE=$SLURM_NTASKS LOCAL_RANK=$SLURM_LOCALID exec '"$PY ddp.py --steps 100000 --step-ms 20 --until-file $WORK/$name.stop --ready-file $WORK/$name"
+    plain_ddp "${args[@]}"
+    start_job "$name" -N2 --ntasks-per-node=2 "${plain[@]}"
   fi
 }
 ready() { [[ -f $WORK/$1.0 && -f $WORK/$1.1 && -f $WORK/$1.2 && -f $WORK/$1.3 && -s $WORK/$1.pgid ]]; }

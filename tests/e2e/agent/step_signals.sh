@@ -13,35 +13,19 @@
 # and is lost). The four steps run at once.
 . "$(dirname "$0")/../lib.sh"
 site
-cp "$DP_SOURCE_DIR/tests/e2e/pytorch/ddp.py" "$WORK/"
-chmod 644 "$WORK/ddp.py"
 pytorch_launcher_env
-# srun may lead a session of its own: its job goes by name.
-cancel_jobs() {
-  local n
-  for n in timed pertask control launcher; do scancel -n "sig-$n-$$" 2>/dev/null || true; done
-  cleanup_work
-}
-trap cancel_jobs EXIT
-PY=/usr/bin/python3
+# shellcheck disable=SC2034 # read by signal_common.sh
+JOB_PREFIX=sig
+. "$(dirname "$0")/signal_common.sh"
 train=(ddp.py --steps 100000 --step-ms 20)
 
-start() {  # start NAME SRUN-ARGS...: srun in the background, its output in $WORK/NAME.log
-  local name=$1
-  shift
-  as_user "${pet[@]}" USE_LIBUV=0 timeout 200 srun -J "sig-$name-$$" "$@" >"$WORK/$name.log" 2>&1 &
-  printf -v "pid_$name" %s $!
-}
-
-port=$((20500 + DP_CLUSTER_PORT_BASE % 1000))
-start timed --dp-world=auto -N2 --ntasks-per-node=2 --time=3 --signal=USR1@90 \
+start_job timed --dp-world=auto -N2 --ntasks-per-node=2 --time=3 --signal=USR1@90 \
   "$PY" "${train[@]}" --until-signals USR1 --ready-file "$WORK/timed"
-start pertask --dp-world=auto -N2 --ntasks-per-node=2 \
+start_job pertask --dp-world=auto -N2 --ntasks-per-node=2 \
   "$PY" "${train[@]}" --until-signals USR1,USR2 --ready-file "$WORK/pertask"
-# shellcheck disable=SC2016 # expanded in the tasks
-start control -N2 --ntasks-per-node=2 bash -c \
-  'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1) MASTER_PORT='"$port"' RANK=$SLURM_PROCID WORLD_SIZE=$SLURM_NTASKS LOCAL_RANK=$SLURM_LOCALID exec '"$PY ${train[*]} --until-signals USR1,USR2 --ready-file $WORK/control"
-start launcher --dp-world=auto -N2 --ntasks-per-node=1 bash -c \
+plain_ddp "${train[@]:1}" --until-signals USR1,USR2 --ready-file "$WORK/control"
+start_job control -N2 --ntasks-per-node=2 "${plain[@]}"
+start_job launcher --dp-world=auto -N2 --ntasks-per-node=1 bash -c \
   "trap '' USR1 USR2; exec torchrun --nproc_per_node=2 ${train[*]} --until-signals USR1,USR2 --ready-file $WORK/launcher"
 
 ready() { [[ -f $WORK/$1.0 && -f $WORK/$1.1 && -f $WORK/$1.2 && -f $WORK/$1.3 ]]; }

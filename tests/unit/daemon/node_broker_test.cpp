@@ -249,7 +249,7 @@ TEST_F(NodeBrokerTest, ANodeLostAfterTheUsersInterruptIsNoFailure) {
   sig.mutable_step_signal()->set_signal(SIGINT);
   frame(kNodeA, sig, t0_);
   EXPECT_FALSE(broker_.aborted());
-  frame(kRank4, sig, t0_);  // only a node agent reports the step's signals
+  frame(kRank4, sig, t0_);                     // only a node agent reports the step's signals
   frame(kNodeB, sig, t0_ + milliseconds(10));  // the same delivery, on the next node
   EXPECT_FALSE(broker_.aborted());
   broker_.on_disconnect(kNodeB, t0_ + milliseconds(40));
