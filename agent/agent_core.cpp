@@ -267,7 +267,9 @@ void AgentCore::dispatch(ConnId conn, int rank, const proto::Request& req, Clock
     case proto::Request::kBarrier: return local_barrier(conn, rank, req, now);
     case proto::Request::kGoodbye: ranks_[rank].goodbye = true; return forward(conn, rank, req);
     case proto::Request::kRankLost:
-      return reply(conn, req.id(), proto::INVALID_ARGUMENT, "RankLost is the agent's own report");
+    case proto::Request::kStepSignal:
+      return reply(conn, req.id(), proto::INVALID_ARGUMENT,
+                   "RankLost and StepSignal are the agent's own reports");
     case proto::Request::OP_NOT_SET:
       return reply(conn, req.id(), proto::INVALID_ARGUMENT, "request without an operation");
     default: return forward(conn, rank, req);
@@ -284,11 +286,11 @@ void AgentCore::on_rank_disconnect(ConnId conn, Clock::time_point now) {
   if (s.conn != conn) return;
   s.conn = 0;
   if (s.goodbye || s.lost) return;
-  if (s.wait_status) return report_lost(l.rank, s, "its connection to the node agent dropped");
+  if (s.wait_status) return report_lost(l.rank, s, now, "its connection to the node agent dropped");
   s.dropped_at = now;  // on_tick reports it when no exit status comes
 }
 
-void AgentCore::on_task_exit(int rank, int wait_status, Clock::time_point) {
+void AgentCore::on_task_exit(int rank, int wait_status, Clock::time_point now) {
   auto it = ranks_.find(rank);
   if (it == ranks_.end()) return;
   RankState& s = it->second;
@@ -296,7 +298,7 @@ void AgentCore::on_task_exit(int rank, int wait_status, Clock::time_point) {
   if (s.goodbye || s.lost) return;
   const bool failed = !(WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0);
   if (s.dropped_at || s.conn || failed)
-    return report_lost(rank, s, "the task ended without a goodbye");
+    return report_lost(rank, s, now, "the task ended without a goodbye");
   // A task that never reached dp::init and exited 0 is no failure: it leaves
   // the step in the daemon's eyes too (slurmstepd may kill the agent soon after).
   s.goodbye = true;
@@ -305,18 +307,19 @@ void AgentCore::on_task_exit(int rank, int wait_status, Clock::time_point) {
   upstream(bye, Upstream{Kind::plain, 0, 0, {}, {}});
 }
 
-void AgentCore::on_worker_exit(int rank, int worker_rank, int wait_status) {
+void AgentCore::on_worker_exit(int rank, int worker_rank, int wait_status, Clock::time_point now) {
   auto it = ranks_.find(rank);
   if (it == ranks_.end() || abort_) return;
   RankState& s = it->second;
   if (s.goodbye || s.lost || s.wait_status) return;
   if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0) return;
-  report_lost(rank, s, "its worker ended", worker_rank, wait_status);
+  report_lost(rank, s, now, "its worker ended", worker_rank, wait_status);
 }
 
 // The status is the task's, or with worker_rank its failed worker's.
-void AgentCore::report_lost(int rank, RankState& s, const std::string& detail,
-                            std::optional<int> worker_rank, std::optional<int> worker_status) {
+void AgentCore::report_lost(int rank, RankState& s, Clock::time_point now,
+                            const std::string& detail, std::optional<int> worker_rank,
+                            std::optional<int> worker_status) {
   s.lost = true;
   s.dropped_at.reset();
   proto::Request req;
@@ -327,7 +330,28 @@ void AgentCore::report_lost(int rank, RankState& s, const std::string& detail,
   if (worker_rank) m->set_worker_rank(*worker_rank);
   if (st && WIFEXITED(*st)) m->set_exit_code(WEXITSTATUS(*st));
   if (st && WIFSIGNALED(*st)) m->set_signal(WTERMSIG(*st));
+  if (auto by = user_signal_cause(received_signal(now),
+                                  m->has_signal() ? std::optional<int>(m->signal()) : std::nullopt))
+    m->set_user_signal(*by);
   upstream(req, Upstream{Kind::plain, 0, 0, {}, {}});
+}
+
+// Slurm's signal reached this node (the server feeds them before the task
+// exits that follow): the daemon hears it at once, so even the loss of a
+// node that Slurm then kills is named as the user's.
+void AgentCore::on_step_signal(int sig, Clock::time_point now) {
+  signal_ = std::pair(sig, now);
+  proto::Request req;
+  req.set_id(0);
+  req.mutable_step_signal()->set_signal(sig);
+  if (link_ == Link::ready) out_.to_daemon(req);
+  else if (link_ != Link::gone) queued_.push_back(req);
+}
+
+std::optional<ReceivedSignal> AgentCore::received_signal(Clock::time_point now) const {
+  if (!signal_) return std::nullopt;
+  return ReceivedSignal{
+      signal_->first, std::chrono::duration_cast<std::chrono::milliseconds>(now - signal_->second)};
 }
 
 // ---- time ----
@@ -344,7 +368,7 @@ void AgentCore::on_tick(Clock::time_point now) {
   expire_waiters(now);
   for (auto& [rank, s] : ranks_)
     if (s.dropped_at && now - *s.dropped_at >= cfg_.exit_status_grace)
-      report_lost(rank, s, "its connection to the node agent dropped without a goodbye");
+      report_lost(rank, s, now, "its connection to the node agent dropped without a goodbye");
   if (now >= next_beat_) beat(now);
   if (now >= next_ping_) {
     next_ping_ = now + cfg_.ping_every;

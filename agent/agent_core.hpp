@@ -22,6 +22,7 @@
 #include "dp/master_port.hpp"
 #include "dp/proto/rendezvous.pb.h"
 #include "dp/result.hpp"
+#include "dp/step_signals.hpp"
 #include "frame_limits.hpp"
 
 namespace dp::agent {
@@ -98,7 +99,10 @@ class AgentCore {
   // A worker of the launcher task `rank` (launcher_workers.hpp) ended before
   // the launcher: a non-zero exit or a signal is the node's failure, named
   // with the worker's own rank, ahead of the launcher's exit.
-  void on_worker_exit(int rank, int worker_rank, int wait_status);
+  void on_worker_exit(int rank, int worker_rank, int wait_status, Clock::time_point now);
+  // Slurm delivered a step signal (dp/step_signals.hpp) to this node: the
+  // daemon hears of it, and a task ending by it is reported as the user's.
+  void on_step_signal(int sig, Clock::time_point now);
   // Deadlines, heartbeats, pings, silence. Call a few times a second.
   void on_tick(Clock::time_point now);
 
@@ -157,8 +161,9 @@ class AgentCore {
   void send_hello(const std::string& nonce);
   void daemon_push(const proto::Response& r);
   void master_port_answered(const Upstream& u, const proto::Response& r);
-  void report_lost(int rank, RankState& s, const std::string& detail,
+  void report_lost(int rank, RankState& s, Clock::time_point now, const std::string& detail,
                    std::optional<int> worker_rank = {}, std::optional<int> worker_status = {});
+  std::optional<ReceivedSignal> received_signal(Clock::time_point now) const;
   void beat(Clock::time_point now);
   void end_tasks(const std::string& why);
   void watch_daemon(Clock::time_point now);
@@ -195,6 +200,7 @@ class AgentCore {
   size_t cache_bytes_ = 0;
 
   Clock::time_point last_heard_, last_tick_, next_beat_, next_ping_;
+  std::optional<std::pair<int, Clock::time_point>> signal_;  // the last step signal, when
 };
 
 }  // namespace dp::agent

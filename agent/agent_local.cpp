@@ -47,6 +47,7 @@ void AgentServer::read_rank(Conn& c) {
   if (!conns_.count(id) || c.closing) return;
   c.decoder.shrink_if_idle();
   if (n <= 0) {
+    drain_signals();  // a rank ended by Slurm's signal: the core knows the signal first
     core_.on_rank_disconnect(id, now);
     drop(id);
   }

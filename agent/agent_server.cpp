@@ -53,8 +53,10 @@ AgentServer::AgentServer(const AgentSettings& s, std::string socket)
 
 Result<std::unique_ptr<AgentServer>> AgentServer::create(const AgentSettings& s, DaemonLink daemon,
                                                          service::UniqueFd listen_fd,
-                                                         std::string socket) {
+                                                         std::string socket,
+                                                         service::StepSignalPipe signals) {
   std::unique_ptr<AgentServer> a(new AgentServer(s, std::move(socket)));
+  a->signals_ = std::move(signals);
   a->daemon_fd_ = std::move(daemon.fd);
   a->daemon_reader_ = std::move(daemon.reader);
   DP_TRY(a->start_events(std::move(listen_fd)));
@@ -83,7 +85,8 @@ Result<void> AgentServer::start_events(service::UniqueFd listen_fd) {
   control_ev_ = service::watch(b, STDIN_FILENO, EV_READ | EV_PERSIST, &on_control, this);
   tick_ev_ = service::watch(b, -1, EV_PERSIST, &on_tick, this, &tick);
   workers_ev_ = service::watch(b, workers_.fd(), EV_READ | EV_PERSIST, &on_worker_end, this);
-  if (!daemon_rd_ || !daemon_wr_ || !control_ev_ || !tick_ev_ || !workers_ev_)
+  signal_ev_ = service::watch(b, signals_.fd(), EV_READ | EV_PERSIST, &on_signal, this);
+  if (!daemon_rd_ || !daemon_wr_ || !control_ev_ || !tick_ev_ || !workers_ev_ || !signal_ev_)
     return make_error(Errc::internal, "cannot set up the event loop (libevent)");
   return listener_.start(b, std::move(listen_fd), kAcceptBatch, "dp-nodeagent",
                          [this](service::UniqueFd c) { admit(std::move(c)); });
@@ -127,11 +130,25 @@ void AgentServer::on_worker_end(evutil_socket_t, short, void* arg) {
   static_cast<AgentServer*>(arg)->worker_ended();
 }
 
+void AgentServer::on_signal(evutil_socket_t, short, void* arg) {
+  static_cast<AgentServer*>(arg)->drain_signals();
+}
+
+void AgentServer::drain_signals() {
+  const auto now = Clock::now();
+  for (int sig : signals_.drain()) {
+    std::fprintf(stderr, "dp-nodeagent: job %u step %u node %s: SIG%s from Slurm (for the tasks)\n",
+                 settings_.job, settings_.step, settings_.host.c_str(), signal_name(sig).c_str());
+    core_.on_step_signal(sig, now);
+  }
+}
+
 // A launcher's worker failed: the node's failure, reported before the launcher
 // notices it (launcher_workers.hpp).
 void AgentServer::worker_ended() {
+  drain_signals();
   for (const WorkerEnd& e : workers_.ended())
-    core_.on_worker_exit(e.task_rank, e.worker_rank, e.wait_status);
+    core_.on_worker_exit(e.task_rank, e.worker_rank, e.wait_status, Clock::now());
 }
 
 void AgentServer::tick() {
@@ -185,6 +202,7 @@ void AgentServer::read_control() {
     return stop(0, "the step ended (slurmstepd closed the control pipe)");
   }
   control_buf_.append(buf, static_cast<size_t>(n));
+  drain_signals();
   for (size_t nl; (nl = control_buf_.find('\n')) != std::string::npos;) {
     const std::string_view line = std::string_view(control_buf_).substr(0, nl);
     // Only a launcher's workers are watched: a plain task's children cost no scans.

@@ -18,6 +18,7 @@
 #include "listener.hpp"
 #include "local_tasks.hpp"
 #include "reply_reader.hpp"
+#include "step_signals.hpp"
 
 namespace dp::agent {
 
@@ -25,9 +26,11 @@ class AgentServer final : public AgentOutbox {
  public:
   // daemon: the connection whose hello went through; listen_fd: the node's
   // listener, known to the ranks as `socket` ("@name").
+  // signals: the step's signals as they arrive (main installs it first).
   static Result<std::unique_ptr<AgentServer>> create(const AgentSettings& s, DaemonLink daemon,
                                                      service::UniqueFd listen_fd,
-                                                     std::string socket);
+                                                     std::string socket,
+                                                     service::StepSignalPipe signals);
   ~AgentServer() override;
   AgentServer(const AgentServer&) = delete;
   AgentServer& operator=(const AgentServer&) = delete;
@@ -51,6 +54,7 @@ class AgentServer final : public AgentOutbox {
   static void on_control(evutil_socket_t, short, void* arg);
   static void on_tick(evutil_socket_t, short, void* arg);
   static void on_worker_end(evutil_socket_t, short, void* arg);
+  static void on_signal(evutil_socket_t, short, void* arg);
 
   void admit(service::UniqueFd fd);
   void read_rank(Conn& c);
@@ -61,6 +65,9 @@ class AgentServer final : public AgentOutbox {
   void read_control();
   void tick();
   void worker_ended();
+  // The step signals received so far, to the core: before any task exit or
+  // dropped rank is handled, so a task ended by the signal is named as such.
+  void drain_signals();
   void answer_root();
   void answer(const Result<AgentAnswer>& a);
   void stop(int status, const std::string& why);
@@ -73,10 +80,11 @@ class AgentServer final : public AgentOutbox {
   LocalTasks tasks_;
   LauncherWorkers workers_;
   Clock::time_point next_scan_{};
+  service::StepSignalPipe signals_;
   // First: every member below that holds events of it goes before it.
   service::EventBasePtr base_;
   service::UniqueFd daemon_fd_;
-  service::EventPtr daemon_rd_, daemon_wr_, control_ev_, tick_ev_, workers_ev_;
+  service::EventPtr daemon_rd_, daemon_wr_, control_ev_, tick_ev_, workers_ev_, signal_ev_;
   service::Listener listener_;
   rdv::ReplyReader daemon_reader_;
   std::string daemon_out_;

@@ -21,6 +21,7 @@
 #include "dp/random_bytes.hpp"
 #include "launch_contract.hpp"
 #include "process_start.hpp"
+#include "step_signals.hpp"
 #include "tcp_connect.hpp"
 #include "unix_connect.hpp"
 
@@ -85,11 +86,14 @@ dp::Result<dp::agent::DaemonLink> reach_daemon(const dp::agent::AgentSettings& s
 }  // namespace
 
 int main() {
-  // Slurm signals every process of the step (scancel, pre-emption, time
-  // limit): those are for the tasks, which may checkpoint and say goodbye
-  // through us. We leave when the control pipe closes (the step's end), the
-  // daemon goes, or on SIGKILL; leaving earlier loses the node's goodbyes.
-  for (int s : {SIGTERM, SIGINT, SIGHUP}) signal(s, SIG_IGN);
+  // Slurm signals every process of the step (scancel, --signal, srun's
+  // Ctrl-C, pre-emption, the time limit): those are for the tasks, which may
+  // checkpoint and say goodbye through us. We only record them (the launcher
+  // ignored them through exec). We leave when the control pipe closes (the
+  // step's end), the daemon goes, or on SIGKILL; leaving earlier loses the
+  // node's goodbyes and makes the user's signal a node_lost.
+  auto signals = dp::service::StepSignalPipe::install();
+  if (!signals) return fail(signals.error().message);
   // The plugin set PDEATHSIG after dropping to the job's user; again here in
   // case another launcher started us. Never outlive slurmstepd (SIGKILL: the
   // ignored SIGTERM would not do).
@@ -109,8 +113,9 @@ int main() {
   if (!daemon)
     return fail("cannot reach the step's daemon at " + settings->addr + ": " +
                 daemon.error().message);
-  auto server = dp::agent::AgentServer::create(*settings, std::move(*daemon),
-                                               std::move(local->first), std::move(local->second));
+  auto server =
+      dp::agent::AgentServer::create(*settings, std::move(*daemon), std::move(local->first),
+                                     std::move(local->second), std::move(*signals));
   if (!server) return fail(server.error().message);
   return (*server)->run();
 }

@@ -198,6 +198,7 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
         report_.on_progress(p.rank, req.heartbeat().progress(), now);
       return;
     case proto::Request::kGoodbye: return op_goodbye(c, req.goodbye());
+    case proto::Request::kStepSignal: return op_step_signal(c, req.step_signal());
     case proto::Request::kStats: {
       proto::Response r;
       r.set_id(c.id);
@@ -274,6 +275,7 @@ FailureHow failure_how(AbortCause::How h) {
     case AbortCause::How::rank_lost: return FailureHow::rank_lost;
     case AbortCause::How::node_lost: return FailureHow::node_lost;
     case AbortCause::How::node_silent: return FailureHow::node_silent;
+    case AbortCause::How::user_signal: return FailureHow::user_signal;
   }
   return FailureHow::disconnected;
 }
@@ -283,9 +285,9 @@ void Broker::abort_job(AbortCause cause) {
   if (abort_) return;
   if (cause.when == Clock::time_point{}) cause.when = Clock::now();
   // Every peer's text names the step's first failure (rank, host, how, when).
-  cause.message =
-      report_.first_failure(cause.rank, cause.host, failure_how(cause.how), cause.message,
-                            cause.when, TaskExit{cause.exit_code, cause.signal, cause.worker_rank});
+  cause.message = report_.first_failure(
+      cause.rank, cause.host, failure_how(cause.how), cause.message, cause.when,
+      TaskExit{cause.exit_code, cause.signal, cause.worker_rank, cause.user_signal});
   abort_ = std::move(cause);
   std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
                cfg_.step_id.c_str(), abort_->message.c_str());
@@ -333,6 +335,7 @@ std::optional<AbortCause> Broker::loss_of(ConnId conn, const Peer& p, Clock::tim
                          " lost its connection to the rendezvous daemon without saying goodbye: "
                          "the task exited, crashed or was killed");
   c.when = now;
+  explain_by_user_signal(c, now);
   return c;
 }
 

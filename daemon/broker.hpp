@@ -214,6 +214,11 @@ class Broker {
   void rank_goodbye(ConnId conn, int rank, const proto::Progress* final_counters,
                     Clock::time_point now);
   void op_rank_lost(const Call& c, const proto::RankLost& m);
+  // A node agent heard Slurm's signal for the step (scancel, srun's Ctrl-C).
+  void op_step_signal(const Call& c, const proto::StepSignal& m);
+  // A node lost at `now` soon after a signal that ends the step: the user
+  // ended it (Slurm then kills what is left, node agents included).
+  void explain_by_user_signal(AbortCause& c, Clock::time_point now) const;
   AbortCause node_loss(ConnId conn, const Peer& p, AbortCause::How how,
                        const std::string& why) const;
   // A node agent's ranks fell silent together: the node's verdict, once.
@@ -256,6 +261,13 @@ class Broker {
   std::unordered_map<std::string, BarrierState> barriers_;
 
   std::optional<AbortCause> abort_;
+  struct SignalSeen {
+    int sig = 0;
+    std::string host;  // the first node that reported it
+    Clock::time_point at;
+  };
+  // The step's signal from Slurm; one that ends the step is kept over later notices.
+  std::optional<SignalSeen> step_signal_;
 
   uint64_t requests_ = 0, accepted_ = 0, rejected_auth_ = 0, protocol_errors_ = 0,
            limit_errors_ = 0, heartbeats_ = 0, evicted_ = 0;

@@ -3,8 +3,10 @@
 // arrival, goodbye), so hang detection, stragglers and the first failure stay
 // per rank while connections, frames and heartbeats follow nodes.
 #include <algorithm>
+#include <cstdio>
 
 #include "broker.hpp"
+#include "dp/step_signals.hpp"
 
 namespace dp::daemon {
 namespace {
@@ -198,11 +200,52 @@ void Broker::op_rank_lost(const Call& c, const proto::RankLost& m) {
   if (m.has_exit_code()) cause.exit_code = m.exit_code();
   if (m.has_signal()) cause.signal = m.signal();
   if (m.has_worker_rank()) cause.worker_rank = m.worker_rank();
+  // The agent saw Slurm's signal reach the node before the task ended by it.
+  if (m.has_user_signal() && is_step_signal(m.user_signal())) {
+    cause.how = AbortCause::How::user_signal;
+    cause.user_signal = m.user_signal();
+  }
   cause.message =
       "rank " + std::to_string(r) + " (host " + or_unknown(c.peer.host) + ") " + rank_lost_text(m);
   live_.disconnected(r, c.conn, /*goodbye=*/false);
   abort_job(std::move(cause));
   reply_ok(c.conn, c.id);
+}
+
+void Broker::op_step_signal(const Call& c, const proto::StepSignal& m) {
+  const int sig = m.signal();
+  if (c.peer.role != proto::ROLE_NODE || !is_step_signal(sig)) {
+    if (c.id != 0) {
+      reply_error(
+          c.conn, c.id, proto::INVALID_ARGUMENT,
+          "step_signal: only a node agent reports a step signal (HUP, INT, TERM, USR1, ...)");
+    }
+    return;
+  }
+  // Every node reports one delivery within moments: the first names it (and
+  // logs it once, not once per node).
+  const bool same_delivery = step_signal_ && step_signal_->sig == sig &&
+                             c.now - step_signal_->at < std::chrono::seconds(5);
+  const bool notice_after_end =
+      step_signal_ && signal_ends_step(step_signal_->sig) && !signal_ends_step(sig);
+  if (same_delivery || notice_after_end) return;
+  std::fprintf(stderr, "dp-rendezvousd: job %s step %s: SIG%s from Slurm reached host %s\n",
+               cfg_.job_id.c_str(), cfg_.step_id.c_str(), signal_name(sig).c_str(),
+               or_unknown(c.peer.host).c_str());
+  step_signal_ = SignalSeen{sig, c.peer.host, c.now};
+}
+
+void Broker::explain_by_user_signal(AbortCause& c, Clock::time_point now) const {
+  if (!step_signal_ || c.how != AbortCause::How::node_lost) return;
+  const ReceivedSignal got{step_signal_->sig, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  now - step_signal_->at)};
+  const auto by = user_signal_cause(got, std::nullopt);
+  if (!by) return;
+  c.how = AbortCause::How::user_signal;
+  c.user_signal = *by;
+  c.message = "the node agent on host " + or_unknown(c.host) + " ended with the step's tasks " +
+              std::to_string(got.before_end.count()) + " ms after SIG" + signal_name(*by) +
+              " from Slurm reached host " + or_unknown(step_signal_->host);
 }
 
 // A node agent gone (or refused) while some of its ranks had not said goodbye.

@@ -49,6 +49,7 @@ proto::Stats Broker::stats() const {
   s.set_report_json(report_json(Clock::now()));
   s.set_rank_table(report_.text(Clock::now()));
   if (report_.failure()) s.set_first_failure(report_.failure()->message);
+  s.set_ended_by_user(report_.ended_by_user());
   return s;
 }
 

@@ -17,6 +17,7 @@ const char* how_name(AbortCause::How h) noexcept {
     case AbortCause::How::rank_lost: return "rank_lost";
     case AbortCause::How::node_lost: return "node_lost";
     case AbortCause::How::node_silent: return "node_silent";
+    case AbortCause::How::user_signal: return "user_signal";
   }
   return "?";
 }

@@ -48,13 +48,15 @@ struct AbortCause {
     hang,
     rank_lost,
     node_lost,
-    node_silent  // a node agent's heartbeats stopped while other nodes were heard
+    node_silent,  // a node agent's heartbeats stopped while other nodes were heard
+    user_signal   // a task or node ended by Slurm's signal on the user's request (scancel, Ctrl-C)
   };
   How how = How::requested;
   int rank = -1;  // -1: not a rank (an agent asked, or unknown)
   std::string host;
   std::optional<int> exit_code, signal;  // rank_lost, when slurmstepd knew them
   std::optional<int> worker_rank;  // rank_lost of a launcher: its worker's; exit is the worker's
+  std::optional<int> user_signal;  // user_signal: the signal Slurm delivered
   Clock::time_point when{};
   std::string message;  // the full text every peer gets
   // The master node's agent aborted because it could not set up the step:

@@ -13,6 +13,7 @@
 #include "options.hpp"
 #include "process_start.hpp"
 #include "server.hpp"
+#include "step_signals.hpp"
 
 namespace {
 
@@ -73,6 +74,9 @@ void close_stdin() {
 int main(int argc, char** argv) {
   if (!dp::service::tie_to_parent(SIGTERM))
     return fail("the parent process is already gone; nothing to serve");
+  // We end with srun (PDEATHSIG, the getppid check) or on SIGTERM from its
+  // slurm_spank_exit; every other signal a user may send is not ours.
+  dp::service::ignore_step_signals(SIGTERM);
 
   std::vector<std::string> args(argv + 1, argv + argc);
   auto opts = dp::daemon::parse_options(args);

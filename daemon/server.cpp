@@ -156,17 +156,16 @@ void Server::open_report_sockets() {
                  rs.error().message.c_str());
 }
 
-// The tick, the signals, and the two deferred passes (reaping dropped
+// The tick, srun's SIGTERM, and the two deferred passes (reaping dropped
 // connections, flushing a loop pass's replies).
 Result<void> Server::start_events() {
   event_base* b = base_.get();
   const timeval tick{0, 100'000};
   tick_ev_ = service::watch(b, -1, EV_PERSIST, &Server::on_tick, this, &tick);
   sigterm_ev_ = service::watch(b, SIGTERM, EV_SIGNAL | EV_PERSIST, &Server::on_signal, this);
-  sigint_ev_ = service::watch(b, SIGINT, EV_SIGNAL | EV_PERSIST, &Server::on_signal, this);
   reap_ev_ = service::make_event(b, -1, 0, &Server::on_reap, this);
   flush_ev_ = service::make_event(b, -1, 0, &Server::on_flush, this);
-  if (!tick_ev_ || !sigterm_ev_ || !sigint_ev_ || !reap_ev_ || !flush_ev_)
+  if (!tick_ev_ || !sigterm_ev_ || !reap_ev_ || !flush_ev_)
     return make_error(Errc::internal, "cannot set up the event loop (libevent)");
   return {};
 }

@@ -64,7 +64,7 @@ class Server final : public Outbox {
   service::EventBasePtr base_;
   uint16_t port_ = 0;
   service::Listener listener_;
-  service::EventPtr tick_ev_, sigterm_ev_, sigint_ev_, reap_ev_;
+  service::EventPtr tick_ev_, sigterm_ev_, reap_ev_;
   service::EventPtr flush_ev_;  // replies of one loop pass leave in one send per connection
   std::vector<ConnId> flush_queue_;
   std::unique_ptr<Broker> broker_;

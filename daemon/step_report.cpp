@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "dp/step_signals.hpp"
+
 namespace dp::daemon {
 namespace {
 
@@ -57,11 +59,12 @@ const char* failure_how_name(FailureHow h) noexcept {
     case FailureHow::rank_lost: return "rank_lost";
     case FailureHow::node_lost: return "node_lost";
     case FailureHow::node_silent: return "node_silent";
+    case FailureHow::user_signal: return "user_signal";
   }
   return "unknown";
 }
 
-const char* failure_verdict(FailureHow h) noexcept {
+const char* failure_verdict(FailureHow h, int user_signal) noexcept {
   switch (h) {
     case FailureHow::lost_connection:
     case FailureHow::disconnected:
@@ -71,6 +74,7 @@ const char* failure_verdict(FailureHow h) noexcept {
     case FailureHow::hang: return "hang";
     case FailureHow::node_lost: return "node_lost";
     case FailureHow::node_silent: return "node_silent";
+    case FailureHow::user_signal: return user_signal_verdict(user_signal);
   }
   return "unknown";
 }
@@ -132,9 +136,13 @@ std::string StepReport::first_failure(int rank, const std::string& host, Failure
   if (exit.worker_rank) how_text += ", worker rank " + std::to_string(*exit.worker_rank);
   if (exit.exit_code) how_text += ", exit code " + std::to_string(*exit.exit_code);
   if (exit.signal) how_text += ", signal " + std::to_string(*exit.signal);
+  const int by = exit.user_signal.value_or(0);
   // One shape for every rank's error and srun's last line: who, how, when, then the detail.
-  f.message = "first failure: " + what + " [" + how_text + ", " + num(f.at_s, "%.2f") +
-              " s after the step's daemon started; verdict " + failure_verdict(how) + "]";
+  // A step the user ended did not fail: the headline says who ended it.
+  const std::string head =
+      how == FailureHow::user_signal ? user_signal_headline(by) + ": " : "first failure: ";
+  f.message = head + what + " [" + how_text + ", " + num(f.at_s, "%.2f") +
+              " s after the step's daemon started; verdict " + failure_verdict(how, by) + "]";
   failure_ = f;
   return f.message;
 }
@@ -328,8 +336,8 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
   j += ",\"failure\":";
   if (failure_) {
     j += "{\"rank\":" + std::to_string(failure_->rank) + ",\"host\":" + quoted(failure_->host) +
-         ",\"how\":" + quoted(failure_how_name(failure_->how)) +
-         ",\"verdict\":" + quoted(failure_verdict(failure_->how)) +
+         ",\"how\":" + quoted(failure_how_name(failure_->how)) + ",\"verdict\":" +
+         quoted(failure_verdict(failure_->how, failure_->exit.user_signal.value_or(0))) +
          (failure_->exit.exit_code ? ",\"exit_code\":" + std::to_string(*failure_->exit.exit_code)
                                    : std::string()) +
          (failure_->exit.signal ? ",\"signal\":" + std::to_string(*failure_->exit.signal)

@@ -28,12 +28,14 @@ enum class FailureHow {
   disconnected,
   rank_lost,
   node_lost,
-  node_silent
+  node_silent,
+  user_signal  // no failure: Slurm's signal on the user's request ended a task or node
 };
 const char* failure_how_name(FailureHow h) noexcept;
 // The verdict that ended the step, as the user reads it: task_exit, node_lost,
-// node_silent, hang, rank_silent (a libdp rank alone), requested.
-const char* failure_verdict(FailureHow h) noexcept;
+// node_silent, hang, rank_silent (a libdp rank alone), requested; for
+// user_signal the signal's (cancelled, interrupted, signalled).
+const char* failure_verdict(FailureHow h, int user_signal = 0) noexcept;
 
 // Ranks for a message: the first 8, then a count ("0,2,... (12 ranks)").
 std::string rank_list(const std::vector<int>& ranks);
@@ -44,6 +46,7 @@ struct TaskExit {
   std::optional<int> exit_code;
   std::optional<int> signal;
   std::optional<int> worker_rank;
+  std::optional<int> user_signal;  // FailureHow::user_signal: the signal Slurm delivered
 };
 
 struct FailureRecord {
@@ -84,6 +87,8 @@ class StepReport {
                             const std::string& what, Clock::time_point now,
                             const TaskExit& exit = {});
   const std::optional<FailureRecord>& failure() const { return failure_; }
+  // The step ended by the user's signal (scancel, srun's Ctrl-C), not a failure.
+  bool ended_by_user() const { return failure_ && failure_->how == FailureHow::user_signal; }
 
   // A hang that has lasted hang_timeout; call a few times a second.
   std::optional<HangVerdict> check_hang(Clock::time_point now);

@@ -66,9 +66,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (r.ParseFromArray(bytes, static_cast<int>(len))) core.on_daemon_response(r, now);
         break;
       }
-      case 3:  // time passes; a task ends
+      case 3:  // time passes; Slurm signals the step; a task ends
         now += std::chrono::milliseconds(len * 50);
         core.on_tick(now);
+        if (len & 2) core.on_step_signal(static_cast<int>(len % 65), now);
         if (len & 1) core.on_task_exit(conn, static_cast<int>(len << 4), now);
         break;
       case 4:  // the rank goes away, and a new connection comes

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "dp/step_signals.hpp"
 #include "spawn.hpp"
 
 namespace dp::spank {
@@ -46,10 +47,10 @@ struct AgentEnv {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  for (int s = 1; s < NSIG; ++s) signal(s, SIG_DFL);
-  // Ignored from here through exec, so a scancel racing the start cannot
-  // take the agent before its own main() ignores them too.
-  for (int s : {SIGTERM, SIGINT, SIGHUP}) signal(s, SIG_IGN);
+  // Slurm's step signals (scancel, --signal, srun's Ctrl-C) ignored from
+  // here through exec, so one racing the start cannot take the agent before
+  // its own main() records them; the others as the default.
+  for (int s = 1; s < NSIG; ++s) signal(s, is_step_signal(s) ? SIG_IGN : SIG_DFL);
   char* argv[] = {const_cast<char*>(path), nullptr};
   char* envp[] = {const_cast<char*>("PATH=/usr/bin:/bin"), env.job, env.step, nullptr};
   execve(path, argv, envp);

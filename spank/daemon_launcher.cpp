@@ -29,6 +29,9 @@ using Clock = std::chrono::steady_clock;
   // Die with srun: the daemon must never outlive the step.
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (getppid() != parent) _exit(1);
+  // Out of srun's process group and terminal: a Ctrl-C (srun's own "one more
+  // within 1 sec"), Ctrl-Z or hang-up is srun's to handle, never the daemon's.
+  setsid();
   // srun blocks and ignores signals; exec keeps both, so reset them.
   sigset_t none;
   sigemptyset(&none);

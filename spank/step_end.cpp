@@ -72,10 +72,11 @@ void report_step_end(const PluginState& st) {
     if (auto w = write_report_file(st.report_file, j); !w)
       std::fprintf(stderr, "slurm-dp: %s: %s\n", label.c_str(), w.error().message.c_str());
   }
-  // Last, so it is srun's last line: who failed first, how, when.
+  // Last, so it is srun's last line: who failed first, how, when; or that
+  // the user ended the step (scancel, srun's Ctrl-C), which is no failure.
   if (stats && !stats->first_failure().empty())
-    std::fprintf(stderr, "slurm-dp: %s failed: %s\n", label.c_str(),
-                 stats->first_failure().c_str());
+    std::fprintf(stderr, "slurm-dp: %s %s: %s\n", label.c_str(),
+                 stats->ended_by_user() ? "ended" : "failed", stats->first_failure().c_str());
   std::fflush(stderr);
 }
 

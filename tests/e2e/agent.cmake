@@ -17,3 +17,10 @@ dp_e2e_scripts(PART agent MODES lo ns TIMEOUT 400
 dp_e2e_test(NAME agent.ddp_cut_link MODES ns TIMEOUT 300
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
   COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent/ddp_cut_link.sh)
+# Signals are the tasks' (issue 31): scancel --signal, --signal=SIG@T, srun's
+# Ctrl-C and scancel reach a step as without slurm-dp, and a step the user
+# ended is named as such, not as a failure. Signals do not depend on the
+# network, so the loopback cluster only.
+dp_e2e_scripts(PART agent MODES lo TIMEOUT 400
+  SCRIPTS step_signals step_interrupt
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>)

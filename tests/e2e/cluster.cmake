@@ -78,6 +78,8 @@ set(DP_E2E_DEBIAN13
   spank.launcher_torchrun         # torchrun, with the test's no_libuv shim for Debian's torch 2.6
   spank.launcher_overlap
   spank.launcher_kill
+  agent.step_signals              # scancel --signal, --signal=USR1@T: the tasks' (torch 2.6's torchrun too)
+  agent.step_interrupt            # srun's Ctrl-C once and twice, scancel: named as the user's
 )
 
 function(dp_e2e_test)

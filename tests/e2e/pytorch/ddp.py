@@ -16,17 +16,18 @@ program never talks to slurm-dp:
   --hang-rank R      rank R stops making progress (sleeps in the loop) ...
   --hang-at S        ... at step S (5)
   --ready-file F     each rank touches F.<rank> once its first all-reduce is done
+  --until-signals L  handle the signals of the list (USR1,USR2) as checkpointing
+                     programs do: touch F.<rank>.<SIG> (F: --ready-file) and train on
+                     until every rank has seen them all, then stop (rc 0)
+  --until-file P     train on until P exists (every rank stops at the same step)
 """
 import argparse
 import hashlib
 import os
+import signal
 import socket
 import sys
 import time
-
-import torch
-import torch.distributed as dist
-import torch.nn as nn
 
 
 def parse_args():
@@ -36,11 +37,44 @@ def parse_args():
     p.add_argument("--hang-rank", type=int, default=-1)
     p.add_argument("--hang-at", type=int, default=5)
     p.add_argument("--ready-file", default="")
+    p.add_argument("--until-signals", default="")
+    p.add_argument("--until-file", default="")
     return p.parse_args()
 
 
+def handle_signals(names, ready_file, seen):
+    """The checkpoint notices a program listens for (Lightning, submitit: SIGUSR1)."""
+    def on_signal(signum, _frame):
+        name = signal.Signals(signum).name[3:]
+        seen.add(name)
+        if ready_file:
+            open(f"{ready_file}.{os.environ.get('RANK', '-')}.{name}", "w").close()
+    for name in names:
+        signal.signal(getattr(signal, "SIG" + name), on_signal)
+
+
+# The notices' handlers go in before the slow import of torch: a signal
+# that arrives while torch loads must find them (as in a real trainer's
+# first lines), not end the rank.
+ARGS = parse_args()
+WANTED = [n for n in ARGS.until_signals.split(",") if n]
+SEEN = set()
+handle_signals(WANTED, ARGS.ready_file, SEEN)
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.nn as nn  # noqa: E402
+
+
+def all_done(done):
+    """True once every rank is done: all stop at the same step."""
+    flag = torch.tensor([1.0 if done else 0.0])
+    dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+    return flag.item() == 1.0
+
+
 def main():
-    args = parse_args()
+    args, wanted, seen = ARGS, WANTED, SEEN
     torch.manual_seed(0)
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method="env://")
@@ -63,11 +97,17 @@ def main():
             open(f"{args.ready_file}.{rank}", "w").close()
         if args.step_ms:
             time.sleep(args.step_ms / 1000.0)
+        if wanted or args.until_file:
+            done = all(n in seen for n in wanted) and (
+                not args.until_file or os.path.exists(args.until_file))
+            if all_done(done):
+                break
     digest = hashlib.sha256()
     for p in model.parameters():
         digest.update(p.detach().numpy().tobytes())
     print(f"ddp rank={rank} world={world} local_rank={os.environ.get('LOCAL_RANK', '-')} "
-          f"host={socket.gethostname()} params={digest.hexdigest()[:16]}", flush=True)
+          f"host={socket.gethostname()} params={digest.hexdigest()[:16]}"
+          f"{' signals=' + ','.join(sorted(seen)) if wanted else ''}", flush=True)
     sys.stdout.flush()
     # gloo can deadlock at interpreter exit; a finished rank has nothing left to do.
     os._exit(0)

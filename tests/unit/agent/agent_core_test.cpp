@@ -3,6 +3,7 @@
 #include "agent_core.hpp"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <map>
@@ -204,18 +205,45 @@ TEST_F(AgentCoreTest, ADroppedRankIsLostWithHowItEnded) {
 
 TEST_F(AgentCoreTest, ALaunchersFailedWorkerIsItsLossNamedWithTheWorkersRank) {
   const size_t before = out.to_daemon_.size();
-  core.on_worker_exit(1, 5, 0);  // a worker that exited 0: no failure
+  core.on_worker_exit(1, 5, 0, now);  // a worker that exited 0: no failure
   EXPECT_EQ(out.to_daemon_.size(), before);
-  core.on_worker_exit(1, 3, 9);  // worker rank 3 killed by SIGKILL
+  core.on_worker_exit(1, 3, 9, now);  // worker rank 3 killed by SIGKILL
   const proto::Request up = out.to_daemon_.back();
   ASSERT_TRUE(up.has_rank_lost());
   EXPECT_EQ(up.rank_lost().rank(), 1);
   EXPECT_EQ(up.rank_lost().worker_rank(), 3);
   EXPECT_EQ(up.rank_lost().signal(), 9);
   // The workers it ends next, and then the launcher's own exit, add nothing.
-  core.on_worker_exit(1, 2, 15 << 8);
+  core.on_worker_exit(1, 2, 15 << 8, now);
   core.on_task_exit(1, 1 << 8, now);
   EXPECT_EQ(out.to_daemon_.size(), before + 1);
+}
+
+// scancel --signal=USR1: the daemon hears of it at once; a task that dies of
+// it ended by the user's signal, one that crashes later did not.
+TEST_F(AgentCoreTest, ATaskEndingByTheUsersSignalIsReportedAsTheUsers) {
+  core.on_step_signal(SIGUSR1, now);
+  ASSERT_TRUE(out.to_daemon_.back().has_step_signal());
+  EXPECT_EQ(out.to_daemon_.back().step_signal().signal(), SIGUSR1);
+  EXPECT_EQ(out.to_daemon_.back().id(), 0u);  // no reply
+  now += std::chrono::milliseconds(50);
+  core.on_task_exit(1, SIGUSR1, now);
+  ASSERT_TRUE(out.to_daemon_.back().has_rank_lost());
+  EXPECT_EQ(out.to_daemon_.back().rank_lost().user_signal(), SIGUSR1);
+  core.on_task_exit(2, SIGSEGV, now);
+  ASSERT_TRUE(out.to_daemon_.back().has_rank_lost());
+  EXPECT_FALSE(out.to_daemon_.back().rank_lost().has_user_signal());
+}
+
+// scancel: a launcher's worker that exits 1 after SIGTERM ended by the cancel.
+TEST_F(AgentCoreTest, AWorkerEndingSoonAfterACancelIsTheCancels) {
+  core.on_worker_exit(1, 3, 1 << 8, now);
+  EXPECT_FALSE(out.to_daemon_.back().rank_lost().has_user_signal());  // no signal yet: a failure
+  core.on_step_signal(SIGTERM, now);
+  now += std::chrono::seconds(4);
+  core.on_task_exit(2, 1 << 8, now);
+  ASSERT_TRUE(out.to_daemon_.back().has_rank_lost());
+  EXPECT_EQ(out.to_daemon_.back().rank_lost().user_signal(), SIGTERM);
 }
 
 TEST_F(AgentCoreTest, WithoutAnExitStatusTheLossIsReportedAfterTheGrace) {

@@ -3,6 +3,8 @@
 #include "broker_fixture.hpp"
 #include "dp/master_port.hpp"
 
+#include <signal.h>
+
 namespace dp::daemon {
 namespace {
 
@@ -214,6 +216,65 @@ TEST_F(NodeBrokerTest, ANodeDroppingBeforeItsGoodbyesAbortsNamingTheNode) {
   EXPECT_NE(failure().find("[node_lost, "), std::string::npos) << failure();
   EXPECT_EQ(out_.last(kRank4).code(), proto::ABORTED);  // the push reaches the others
   EXPECT_EQ(out_.slurm_ends, (std::vector<AbortCause::How>{AbortCause::How::node_lost}));
+}
+
+// scancel: a task ended by Slurm's SIGTERM is the user's doing, no failure.
+TEST_F(NodeBrokerTest, ATaskEndedByTheUsersSignalIsNoFailure) {
+  step();
+  proto::Request l;
+  l.set_id(40);
+  l.mutable_rank_lost()->set_rank(2);
+  l.mutable_rank_lost()->set_signal(SIGTERM);
+  l.mutable_rank_lost()->set_user_signal(SIGTERM);
+  frame(kNodeB, l, t0_);
+  ASSERT_TRUE(broker_.aborted());
+  EXPECT_EQ(broker_.abort_cause()->how, AbortCause::How::user_signal);
+  EXPECT_EQ(failure().rfind("cancelled by the user (SIGTERM", 0), 0u) << failure();
+  EXPECT_EQ(failure().find("first failure"), std::string::npos) << failure();
+  EXPECT_NE(failure().find("rank 2 (host nb) was killed by signal 15"), std::string::npos);
+  EXPECT_NE(failure().find("verdict cancelled]"), std::string::npos) << failure();
+  const proto::Stats s = broker_.stats();
+  EXPECT_TRUE(s.ended_by_user());
+  EXPECT_NE(s.report_json().find("\"how\":\"user_signal\",\"verdict\":\"cancelled\""),
+            std::string::npos)
+      << s.report_json();
+  EXPECT_TRUE(out_.slurm_ends.empty());  // Slurm is ending the step already
+}
+
+// srun's second Ctrl-C: SIGINT reaches the nodes, then Slurm kills what is
+// left, node agents included: the lost node is the user's doing.
+TEST_F(NodeBrokerTest, ANodeLostAfterTheUsersInterruptIsNoFailure) {
+  step();
+  proto::Request sig;
+  sig.mutable_step_signal()->set_signal(SIGINT);
+  frame(kNodeA, sig, t0_);
+  EXPECT_FALSE(broker_.aborted());
+  frame(kRank4, sig, t0_);                     // only a node agent reports the step's signals
+  frame(kNodeB, sig, t0_ + milliseconds(10));  // the same delivery, on the next node
+  EXPECT_FALSE(broker_.aborted());
+  broker_.on_disconnect(kNodeB, t0_ + milliseconds(40));
+  ASSERT_TRUE(broker_.aborted());
+  EXPECT_EQ(broker_.abort_cause()->how, AbortCause::How::user_signal);
+  EXPECT_EQ(failure().rfind("ended by the user (SIGINT: Ctrl-C twice at srun", 0), 0u) << failure();
+  EXPECT_NE(failure().find("host nb ended with the step's tasks 40 ms after SIGINT from Slurm "
+                           "reached host na"),
+            std::string::npos)
+      << failure();
+  EXPECT_NE(failure().find("verdict interrupted]"), std::string::npos) << failure();
+  EXPECT_TRUE(broker_.stats().ended_by_user());
+  EXPECT_TRUE(out_.slurm_ends.empty());
+}
+
+// A notice (USR1) the tasks handle explains no lost node.
+TEST_F(NodeBrokerTest, ANodeLostAfterANoticeIsStillLost) {
+  step();
+  proto::Request sig;
+  sig.mutable_step_signal()->set_signal(SIGUSR1);
+  frame(kNodeA, sig, t0_);
+  broker_.on_disconnect(kNodeB, t0_ + milliseconds(40));
+  ASSERT_TRUE(broker_.aborted());
+  EXPECT_EQ(broker_.abort_cause()->how, AbortCause::How::node_lost);
+  EXPECT_FALSE(broker_.stats().ended_by_user());
 }
 
 TEST_F(NodeBrokerTest, RankLostCarriesTheExitCodeIntoTheFirstFailure) {
