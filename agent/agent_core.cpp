@@ -90,6 +90,66 @@ void AgentCore::daemon_push(const proto::Response& r) {
   if (first) end_tasks(r.message());
 }
 
+void AgentCore::on_daemon_doubt(const std::string& why, Clock::time_point now) {
+  if (link_ != Link::ready) return;
+  link_ = Link::relinking;
+  doubt_ = why;
+  const auto deadline = cfg_.daemon_silence.count() > 0 ? last_heard_ + cfg_.daemon_silence
+                                                        : now + std::chrono::hours(24 * 365);
+  out_.relink(deadline);
+}
+
+void AgentCore::relinked(const proto::Response& reply, Clock::time_point now) {
+  if (link_ != Link::relinking) return;
+  last_heard_ = now;
+  if (reply.code() != proto::OK) {
+    // The step failed while the node was away: its verdict, carried out here too.
+    if (reply.code() == proto::ABORTED) daemon_push(reply);
+    return on_daemon_lost("the step's daemon refused the node's new connection: " +
+                          rdv::error_from(reply).message);
+  }
+  link_ = Link::ready;
+  ++relinks_;
+  // Queued requests never went out: they go with the queue, once.
+  std::set<uint64_t> queued_ids;
+  for (const auto& q : queued_) queued_ids.insert(q.id());
+  resend_pending(queued_ids);
+  auto queued = std::move(queued_);
+  for (auto& q : queued) out_.to_daemon(q);
+}
+
+// The daemon dropped the old connection's pending calls (and undid its
+// barrier arrivals): they go again, in order. Sets and gets are idempotent;
+// an add or compare-and-set may have been applied already, so its caller
+// hears that its outcome is unknown instead.
+void AgentCore::resend_pending(const std::set<uint64_t>& queued) {
+  std::vector<uint64_t> ids;
+  for (const auto& [id, u] : pending_)
+    if (!queued.count(id)) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (uint64_t id : ids) {
+    auto it = pending_.find(id);
+    if (it == pending_.end()) continue;
+    const proto::Request& sent = it->second.sent;
+    if (!sent.has_add() && !sent.has_compare_and_set()) {
+      out_.to_daemon(sent);
+      continue;
+    }
+    proto::Response r;
+    r.set_id(id);
+    r.set_code(proto::CONNECTION);
+    r.set_message("slurm-dp node agent on " + cfg_.host +
+                  ": the connection to the step's daemon was replaced after an outage while "
+                  "this request was on its way; whether it was applied is unknown");
+    link_response(r);
+  }
+}
+
+void AgentCore::relink_failed(const std::string& why, Clock::time_point now) {
+  if (link_ != Link::relinking) return;
+  on_daemon_lost(silence_text(now) + "; no new connection in that time: " + why);
+}
+
 void AgentCore::on_daemon_lost(const std::string& why) {
   if (link_ == Link::gone) return;
   link_ = Link::gone;
@@ -124,6 +184,7 @@ uint64_t AgentCore::upstream(proto::Request& req, Upstream what) {
   } else if (link_ != Link::gone) {
     queued_.push_back(req);
   }
+  pending_.at(id).sent = req;
   return id;
 }
 
@@ -378,12 +439,24 @@ void AgentCore::on_tick(Clock::time_point now) {
   }
 }
 
+std::string AgentCore::silence_text(Clock::time_point now) const {
+  return "dp-rendezvousd at " + cfg_.daemon_addr + " sent nothing for " +
+         ms_text(now - last_heard_) +
+         " although it pings every second: it or the host of srun is stopped, frozen or "
+         "unreachable (the bound is the site's heartbeat_timeout)";
+}
+
+// Silence first puts the link in doubt (a new connection is tried), and at
+// the site's bound ends the node's part of the step.
 void AgentCore::watch_daemon(Clock::time_point now) {
-  if (cfg_.daemon_silence.count() <= 0 || now - last_heard_ < cfg_.daemon_silence) return;
-  on_daemon_lost("dp-rendezvousd at " + cfg_.daemon_addr + " sent nothing for " +
-                 ms_text(now - last_heard_) +
-                 " although it pings every second: it or the host of srun is stopped, frozen "
-                 "or unreachable");
+  const auto silent = now - last_heard_;
+  if (cfg_.daemon_silence.count() > 0 && silent >= cfg_.daemon_silence)
+    return on_daemon_lost(silence_text(now));
+  const auto doubt = cfg_.daemon_silence.count() > 0
+                         ? std::min<Clock::duration>(cfg_.doubt_after, cfg_.daemon_silence / 2)
+                         : Clock::duration(cfg_.doubt_after);
+  if (link_ == Link::ready && silent >= doubt)
+    on_daemon_doubt("nothing heard for " + ms_text(silent), now);
 }
 
 // One heartbeat for the node: the ranks heard since the last one, and the

@@ -22,6 +22,7 @@
 #include "dp/master_port.hpp"
 #include "dp/proto/rendezvous.pb.h"
 #include "dp/result.hpp"
+#include "dp/site_config.hpp"
 #include "dp/step_signals.hpp"
 #include "frame_limits.hpp"
 
@@ -37,9 +38,15 @@ struct AgentConfig {
   int world_size = 0;
   std::vector<int32_t> node_ranks;  // this node's global ranks, ascending
   std::chrono::milliseconds heartbeat_every{1'000};
-  std::chrono::milliseconds ping_every{1'000};  // clients call a silent agent dead after 6 s
-  // Nothing from the daemon this long (of the agent's own running time): it is gone.
-  std::chrono::milliseconds daemon_silence{6'000};
+  std::chrono::milliseconds ping_every{1'000};  // clients watch a silent agent (DP_RDV_SILENCE_MS)
+  // Nothing from the daemon this long (of the agent's own running time): it
+  // is gone. The site's heartbeat_timeout (launch contract); 0: no bound.
+  std::chrono::milliseconds daemon_silence{
+      std::chrono::seconds(site_defaults().heartbeat_timeout_s)};
+  // The daemon pings every second: this long without a frame (or a socket
+  // error that is no peer's answer) puts the link in doubt, and a new
+  // connection says hello again (at most half the bound).
+  std::chrono::milliseconds doubt_after{3'000};
   std::chrono::milliseconds hello_timeout{5'000};
   // A rank's connection dropped: slurmstepd's exit status usually follows
   // within milliseconds, and makes the first failure say how the rank died.
@@ -66,6 +73,10 @@ class AgentOutbox {
     (void)why;
     (void)told;
   }
+  // The link is in doubt: open a new connection to the daemon and say the
+  // node's hello again, trying until `deadline`; the outcome goes to
+  // relinked() or relink_failed(). The old connection stays read until then.
+  virtual void relink(Clock::time_point deadline) { (void)deadline; }
 };
 
 class AgentCore {
@@ -77,9 +88,24 @@ class AgentCore {
   // The hello already went through on the first connection (daemon_hello.hpp):
   // its reply, as if it came on this link.
   void hello_answered(const proto::Response& reply, Clock::time_point now);
-  // EOF, a bad frame, a failed write: the step's daemon is gone for this node.
+  // EOF, a reset, a bad frame: the step's daemon is gone for this node
+  // (while relinking, the old connection's end is no news: the daemon closes
+  // it when the new one takes over).
   void on_daemon_lost(const std::string& why);
+  // A socket error no peer answered (a timeout, an unreachable network): the
+  // link is in doubt, not lost; the agent reconnects within the bound.
+  void on_daemon_doubt(const std::string& why, Clock::time_point now);
+  // The new connection's hello reply (relink()): OK, and the requests the
+  // old one left unanswered go again; a refusal (the step failed meanwhile)
+  // ends the node with the daemon's verdict.
+  void relinked(const proto::Response& reply, Clock::time_point now);
+  // No new connection before the deadline.
+  void relink_failed(const std::string& why, Clock::time_point now);
   bool daemon_ready() const { return link_ == Link::ready; }
+  bool relinking() const { return link_ == Link::relinking; }
+  // Why the link was last put in doubt (for the agent's log).
+  const std::string& doubt() const { return doubt_; }
+  int relinks() const { return relinks_; }
   // The master-port exchange: the master node publishes its port or its
   // failure, write-once; a failure also aborts the step with it, so that it
   // is the step's first failure rather than the task exits that follow. The
@@ -114,7 +140,7 @@ class AgentCore {
   size_t cached_keys() const { return cache_.size(); }
 
  private:
-  enum class Link : uint8_t { awaiting_challenge, awaiting_hello_reply, ready, gone };
+  enum class Link : uint8_t { awaiting_challenge, awaiting_hello_reply, ready, relinking, gone };
   struct Local {
     bool ready = false;
     int rank = -1;
@@ -138,8 +164,9 @@ class AgentCore {
     Kind kind = Kind::plain;
     ConnId conn = 0;
     uint64_t local_id = 0;
-    std::string key;    // get, barrier: the name; set_once: the key
-    std::string value;  // set_once: cached when the daemon agrees; exchange: what was published
+    std::string key;        // get, barrier: the name; set_once: the key
+    std::string value;      // set_once: cached when the daemon agrees; exchange: what was published
+    proto::Request sent{};  // as sent, for a new connection after an outage
   };
   struct GetState {
     uint64_t upstream = 0;  // 0: none in flight
@@ -167,6 +194,8 @@ class AgentCore {
   void beat(Clock::time_point now);
   void end_tasks(const std::string& why);
   void watch_daemon(Clock::time_point now);
+  std::string silence_text(Clock::time_point now) const;
+  void resend_pending(const std::set<uint64_t>& queued);
   void expire_hellos(Clock::time_point now);
   uint64_t upstream(proto::Request& req, Upstream what);
   // agent_store.cpp
@@ -183,6 +212,8 @@ class AgentCore {
   AgentConfig cfg_;
   AgentOutbox& out_;
   Link link_ = Link::awaiting_challenge;
+  int relinks_ = 0;
+  std::string doubt_;
   std::string end_reason_;
   std::optional<proto::Response> abort_;  // the daemon's abort, for late arrivals
   std::optional<Result<MasterPortValue>> master_port_;

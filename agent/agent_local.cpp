@@ -113,7 +113,7 @@ void AgentServer::to_daemon(const proto::Request& r) {
   if (!daemon_fd_) return;
   rdv::append_frame(r, daemon_out_);
   if (!flush(daemon_fd_.get(), daemon_out_, daemon_out_pos_, daemon_wr_.get()))
-    core_.on_daemon_lost("cannot write to the step's daemon");
+    daemon_failed(errno, "cannot write to the step's daemon");
 }
 
 }  // namespace dp::agent

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "dp/params.hpp"
 #include "unix_connect.hpp"
@@ -40,6 +41,7 @@ AgentConfig core_config(const AgentSettings& s) {
   c.world_size = s.world_size;
   c.node_ranks = s.ranks;
   c.keep_survivors = s.keep_survivors;
+  c.daemon_silence = s.heartbeat_timeout;
   return c;
 }
 
@@ -78,10 +80,8 @@ Result<void> AgentServer::start_events(service::UniqueFd listen_fd) {
   base_.reset(event_base_new());
   if (!base_) return make_error(Errc::internal, "event_base_new failed");
   event_base* b = base_.get();
-  const int d = daemon_fd_.get();
   const timeval tick{0, 100'000};
-  daemon_rd_ = service::watch(b, d, EV_READ | EV_PERSIST, &on_daemon_read, this);
-  daemon_wr_ = service::make_event(b, d, EV_WRITE | EV_PERSIST, &on_daemon_write, this);
+  set_daemon_events();
   control_ev_ = service::watch(b, STDIN_FILENO, EV_READ | EV_PERSIST, &on_control, this);
   tick_ev_ = service::watch(b, -1, EV_PERSIST, &on_tick, this, &tick);
   workers_ev_ = service::watch(b, workers_.fd(), EV_READ | EV_PERSIST, &on_worker_end, this);
@@ -90,6 +90,12 @@ Result<void> AgentServer::start_events(service::UniqueFd listen_fd) {
     return make_error(Errc::internal, "cannot set up the event loop (libevent)");
   return listener_.start(b, std::move(listen_fd), kAcceptBatch, "dp-nodeagent",
                          [this](service::UniqueFd c) { admit(std::move(c)); });
+}
+
+void AgentServer::set_daemon_events() {
+  const int d = daemon_fd_.get();
+  daemon_rd_ = service::watch(base_.get(), d, EV_READ | EV_PERSIST, &on_daemon_read, this);
+  daemon_wr_ = service::make_event(base_.get(), d, EV_WRITE | EV_PERSIST, &on_daemon_write, this);
 }
 
 // Members go in the right order: connections and events before the base.
@@ -123,7 +129,7 @@ void AgentServer::on_daemon_read(evutil_socket_t, short, void* arg) {
 void AgentServer::on_daemon_write(evutil_socket_t, short, void* arg) {
   auto* a = static_cast<AgentServer*>(arg);
   if (!a->flush(a->daemon_fd_.get(), a->daemon_out_, a->daemon_out_pos_, a->daemon_wr_.get()))
-    a->core_.on_daemon_lost("cannot write to the step's daemon");
+    a->daemon_failed(errno, "cannot write to the step's daemon");
 }
 
 void AgentServer::on_worker_end(evutil_socket_t, short, void* arg) {
@@ -159,6 +165,7 @@ void AgentServer::tick() {
     next_scan_ = now + std::chrono::seconds(1);
     workers_.scan();
   }
+  if (auto link = relink_.take()) adopt_link(std::move(*link));
   answer_root();
   if (core_.finished()) return finish();
   if (!answered_ && now >= answer_by_)
@@ -223,7 +230,7 @@ void AgentServer::read_daemon() {
   const ssize_t n = ::recv(daemon_fd_.get(), buf, sizeof buf, 0);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
   if (n <= 0) {
-    core_.on_daemon_lost("the connection to the step's daemon closed (srun ended or died)");
+    daemon_failed(n == 0 ? 0 : errno, "the connection to the step's daemon");
   } else if (auto fed = daemon_reader_.feed(buf, static_cast<size_t>(n)); !fed) {
     core_.on_daemon_lost(fed.error().message);
   } else {
@@ -241,6 +248,67 @@ void AgentServer::read_daemon() {
   }
   answer_root();
   if (core_.finished()) finish();
+}
+
+// An end or a reset is the peer's answer (srun or its daemon died, its host
+// rebooted): the node is done at once. A timeout or an unreachable network is
+// no answer: the link is in doubt and a new one is tried within the bound.
+// While that runs, the old connection's end is no news (the daemon closes it
+// when the new one takes over): it is only no longer read.
+void AgentServer::daemon_failed(int err, const std::string& what) {
+  if (core_.relinking()) {
+    if (daemon_rd_) event_del(daemon_rd_.get());
+    if (daemon_wr_) event_del(daemon_wr_.get());
+    return;
+  }
+  if (err == 0) return core_.on_daemon_lost(what + " closed (srun ended or died)");
+  const std::string why = what + ": " + std::strerror(err);
+  if (err == ECONNRESET || err == EPIPE || err == ECONNABORTED) return core_.on_daemon_lost(why);
+  core_.on_daemon_doubt(why, Clock::now());
+}
+
+void AgentServer::relink(Clock::time_point deadline) {
+  HelloRetry retry;
+  retry.deadline = deadline;
+  // Short attempts: a connect sent into a cut network is tried again soon
+  // after it comes back, not when the kernel's SYN backoff says.
+  retry.attempt = std::chrono::seconds(1);
+  retry.max_backoff = std::chrono::milliseconds(500);
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  std::fprintf(stderr,
+               "dp-nodeagent: job %u step %u node %s: the link to the step's daemon is in doubt "
+               "(%s): reconnecting for at most %lld ms (site key heartbeat_timeout)\n",
+               settings_.job, settings_.step, settings_.host.c_str(), core_.doubt().c_str(),
+               static_cast<long long>(left.count()));
+  relink_.start(NodeHello{settings_.addr, settings_.secret, settings_.host, settings_.world_size,
+                          settings_.ranks},
+                retry);
+}
+
+// The new connection replaces the old one, whose unsent bytes are dropped:
+// the core sends its unanswered requests again.
+void AgentServer::adopt_link(Result<DaemonLink> link) {
+  const auto now = Clock::now();
+  // The bound ran out meanwhile: the node is leaving; the new link closes unused.
+  if (!core_.relinking()) return;
+  if (!link) return core_.relink_failed(link.error().message, now);
+  daemon_rd_.reset();
+  daemon_wr_.reset();
+  daemon_fd_ = std::move(link->fd);
+  daemon_reader_ = std::move(link->reader);
+  daemon_out_.clear();
+  daemon_out_pos_ = 0;
+  set_daemon_events();
+  if (!daemon_rd_ || !daemon_wr_)
+    return core_.relink_failed("cannot watch the new connection", now);
+  core_.relinked(link->reply, now);
+  if (core_.daemon_ready()) {
+    daemon_reader_.set_max_frame_bytes(rdv::kMaxFrameBytes);
+    std::fprintf(stderr, "dp-nodeagent: job %u step %u node %s: reconnected to the step's daemon\n",
+                 settings_.job, settings_.step, settings_.host.c_str());
+  }
+  for (auto r = daemon_reader_.next(); r && *r; r = daemon_reader_.next())
+    core_.on_daemon_response(**r, now);
 }
 
 void AgentServer::finish() {

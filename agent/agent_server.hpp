@@ -10,6 +10,7 @@
 
 #include "agent_core.hpp"
 #include "daemon_hello.hpp"
+#include "daemon_relink.hpp"
 #include "frame_codec.hpp"
 #include "frame_conn.hpp"
 #include "handles.hpp"
@@ -43,6 +44,7 @@ class AgentServer final : public AgentOutbox {
   void close_rank(ConnId conn) override;
   void to_daemon(const proto::Request& r) override;
   void end_tasks(const std::string& why, const std::set<int>& told) override;
+  void relink(Clock::time_point deadline) override;
 
  private:
   using Conn = service::FrameConn<AgentServer>;
@@ -62,6 +64,10 @@ class AgentServer final : public AgentOutbox {
   void flush_rank(Conn& c);
   void drop(ConnId id);
   void read_daemon();
+  // A failed read or write on the daemon's connection (err: errno; 0: EOF).
+  void daemon_failed(int err, const std::string& what);
+  void set_daemon_events();
+  void adopt_link(Result<DaemonLink> link);
   void read_control();
   void tick();
   void worker_ended();
@@ -81,6 +87,8 @@ class AgentServer final : public AgentOutbox {
   LauncherWorkers workers_;
   Clock::time_point next_scan_{};
   service::StepSignalPipe signals_;
+  // Its thread touches nothing of the loop's; destroying it joins the thread.
+  DaemonRelink relink_;
   // First: every member below that holds events of it goes before it.
   service::EventBasePtr base_;
   service::UniqueFd daemon_fd_;

@@ -53,6 +53,15 @@ Result<DaemonLink> attempt(const NodeHello& h, const std::string& host, uint16_t
 
 bool retryable(Errc c) { return c == Errc::connection || c == Errc::timeout || c == Errc::limit; }
 
+bool cancelled(const HelloRetry& r) { return r.cancel && r.cancel->load(); }
+
+// The backoff, in slices short enough that a cancel is heard soon.
+void pause_for(milliseconds pause, const HelloRetry& r) {
+  const auto until = Clock::now() + pause;
+  while (!cancelled(r) && Clock::now() < until)
+    std::this_thread::sleep_for(std::min<Clock::duration>(until - Clock::now(), milliseconds(50)));
+}
+
 }  // namespace
 
 Result<DaemonLink> hello_daemon(const NodeHello& h, const HelloRetry& retry) {
@@ -64,7 +73,7 @@ Result<DaemonLink> hello_daemon(const NodeHello& h, const HelloRetry& retry) {
   milliseconds backoff = retry.first_backoff;
   Error last = make_error(Errc::timeout, "no time left to connect");
   int tries = 0;
-  while (Clock::now() < retry.deadline) {
+  while (Clock::now() < retry.deadline && !cancelled(retry)) {
     ++tries;
     auto link = attempt(h, o.host, o.port, retry);
     if (link) return link;
@@ -73,7 +82,7 @@ Result<DaemonLink> hello_daemon(const NodeHello& h, const HelloRetry& retry) {
     // Jitter: nodes evicted together do not come back together.
     const auto pause = backoff + milliseconds(jitter() % (backoff.count() / 2 + 1));
     if (Clock::now() + pause >= retry.deadline) break;
-    std::this_thread::sleep_for(pause);  // a retry backoff, bounded by the deadline
+    pause_for(pause, retry);  // a retry backoff, bounded by the deadline
     backoff = std::min(backoff * 2, retry.max_backoff);
   }
   const auto spent = std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();

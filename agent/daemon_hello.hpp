@@ -6,6 +6,7 @@
 // retried: its reply goes to the core, which names the cause.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <string>
 
@@ -28,6 +29,8 @@ struct HelloRetry {
   std::chrono::milliseconds first_backoff{20};
   std::chrono::milliseconds max_backoff{1'000};
   std::chrono::milliseconds attempt{5'000};  // one connect, or one reply, at most
+  // Set by another thread: no further attempt starts (a reconnect's owner leaves).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 Result<DaemonLink> hello_daemon(const NodeHello& h, const HelloRetry& retry);

@@ -64,7 +64,8 @@ Result<void> set_field(AgentSettings& s, std::string_view key, std::string_view 
   } else {
     long long lo = 0, hi = UINT32_MAX;
     if (key == "world") lo = 1, hi = INT32_MAX;
-    else if (key == "port_wait_ms" || key == "kill_grace_ms") hi = 86'400'000;
+    else if (key == "port_wait_ms" || key == "kill_grace_ms" || key == "heartbeat_timeout_ms")
+      hi = 86'400'000;
     else if (key == "master_port") lo = 1, hi = 65535;
     else if (key != "job" && key != "step") return bad("unknown key '" + std::string(key) + "'");
     auto n = number(lo, hi);
@@ -72,6 +73,7 @@ Result<void> set_field(AgentSettings& s, std::string_view key, std::string_view 
     if (key == "world") s.world_size = static_cast<int>(*n);
     else if (key == "port_wait_ms") s.port_wait = std::chrono::milliseconds(*n);
     else if (key == "kill_grace_ms") s.kill_grace = std::chrono::milliseconds(*n);
+    else if (key == "heartbeat_timeout_ms") s.heartbeat_timeout = std::chrono::milliseconds(*n);
     else if (key == "master_port") s.published = static_cast<int>(*n);
     else (key == "job" ? s.job : s.step) = static_cast<uint32_t>(*n);
   }
@@ -102,6 +104,7 @@ std::string format_settings(const AgentSettings& s) {
          "\nworld=" + std::to_string(s.world_size) + "\nranks=" + ranks + "\nmaster=" + master +
          "\n" + published + "port_wait_ms=" + std::to_string(s.port_wait.count()) +
          "\nkill_grace_ms=" + std::to_string(s.kill_grace.count()) +
+         "\nheartbeat_timeout_ms=" + std::to_string(s.heartbeat_timeout.count()) +
          "\non_failure=" + (s.keep_survivors ? "keep" : "end") +
          "\nworkers=" + (s.watch_workers ? "watch" : "none") + "\n\n";
 }

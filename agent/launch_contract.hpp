@@ -15,6 +15,7 @@
 
 #include "dp/master_port.hpp"
 #include "dp/result.hpp"
+#include "dp/site_config.hpp"
 #include "proc_stat.hpp"  // read_start_ticks, for TaskStart
 
 namespace dp::agent {
@@ -42,6 +43,10 @@ struct AgentSettings {
   // (site key kill_grace); keep_survivors (on_failure=keep): signal none.
   std::chrono::milliseconds kill_grace{10'000};
   bool keep_survivors = false;
+  // The site's heartbeat_timeout: the daemon silent this long is gone; a
+  // shorter outage is survived (the agent reconnects). 0: no bound.
+  std::chrono::milliseconds heartbeat_timeout{
+      std::chrono::seconds(site_defaults().heartbeat_timeout_s)};
   // The node's task is a per-node launcher (the plugin recognised torchrun or
   // --dp-launcher=torchrun): its workers are watched (launcher_workers.hpp).
   bool watch_workers = false;

@@ -180,9 +180,11 @@ void Broker::handle_hello(ConnId conn, Peer& p, uint64_t id, const proto::Hello&
   p.rank = h.role() == proto::ROLE_RANK ? h.rank() : -1;
   p.host = printable(h.host(), 255);
   p.nonce.clear();
+  const ConnId predecessor = p.role == proto::ROLE_NODE ? node_predecessor(h) : 0;
   if (p.role == proto::ROLE_NODE) p.node_ranks.assign(h.node_ranks().begin(), h.node_ranks().end());
   hello_budget_.remove(conn);
-  register_ranks(conn, p, now);
+  if (predecessor != 0) take_over_node(predecessor, conn, now);
+  else register_ranks(conn, p, now);
   reply_ok(conn, id);
 }
 

@@ -22,6 +22,7 @@
 
 #include "dp/proto/rendezvous.pb.h"
 #include "dp/result.hpp"
+#include "dp/site_config.hpp"
 #include "hello_budget.hpp"
 #include "kv_store.hpp"
 #include "liveness.hpp"
@@ -40,7 +41,9 @@ struct BrokerLimits {
   // even a suspend or resume that reaches the nodes a slice apart is not taken
   // for a death; a dead process is found by its dropped connection at once,
   // so this only bounds how long an unreachable node goes unnoticed. 0: off.
-  std::chrono::milliseconds heartbeat_timeout{60'000};
+  // Also the bound of a node's link: an outage shorter than this is survived.
+  std::chrono::milliseconds heartbeat_timeout{
+      std::chrono::seconds(site_defaults().heartbeat_timeout_s)};
   // Connections before hello beyond one per rank still to come; past that the
   // oldest is evicted.
   int max_unauthenticated{64};
@@ -126,6 +129,8 @@ class Broker {
   std::string startup_summary() const { return phases_.summary(); }
   // The step report: JSON, srun's start-up line, the first failure.
   const StepReport& report() const { return report_; }
+  // Node agents that replaced their connection after an outage.
+  uint64_t relinks() const { return relinks_; }
   std::string report_json(Clock::time_point now) const;
   std::string startup_line() const { return report_.startup_line(phases_); }
 
@@ -203,6 +208,8 @@ class Broker {
   void mark_fetched(ConnId conn, const Peer& p, Clock::time_point now);
   // broker_nodes.cpp: node agents (ROLE_NODE)
   Result<void> check_node_hello(const proto::Hello& h) const;
+  ConnId node_predecessor(const proto::Hello& h) const;
+  void take_over_node(ConnId old, ConnId conn, Clock::time_point now);
   void register_ranks(ConnId conn, Peer& p, Clock::time_point now);
   // conn holds rank (a rank's own connection, or its node agent's) and it has not left.
   bool holds(ConnId conn, int rank) const;
@@ -271,6 +278,7 @@ class Broker {
 
   uint64_t requests_ = 0, accepted_ = 0, rejected_auth_ = 0, protocol_errors_ = 0,
            limit_errors_ = 0, heartbeats_ = 0, evicted_ = 0;
+  uint64_t relinks_ = 0;  // node agents that reconnected after an outage
 };
 
 }  // namespace dp::daemon

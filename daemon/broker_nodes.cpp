@@ -25,8 +25,28 @@ std::string or_unknown(const std::string& host) { return host.empty() ? "?" : ho
 
 }  // namespace
 
+// A hello naming exactly the ranks and host of a live node agent is that
+// agent again on a new connection (it doubted its link after an outage): the
+// old connection, 0 when the hello is no such thing.
+ConnId Broker::node_predecessor(const proto::Hello& h) const {
+  for (int r : h.node_ranks()) {
+    if (r < 0 || r >= cfg_.world_size) return 0;
+    const ConnId held = live_.slot(r).conn;
+    if (held == 0) continue;
+    auto it = peers_.find(held);
+    if (it == peers_.end()) return 0;
+    const Peer& p = it->second;
+    const bool same = p.role == proto::ROLE_NODE && p.host == printable(h.host(), 255) &&
+                      std::equal(p.node_ranks.begin(), p.node_ranks.end(), h.node_ranks().begin(),
+                                 h.node_ranks().end());
+    return same ? held : 0;
+  }
+  return 0;
+}
+
 Result<void> Broker::check_node_hello(const proto::Hello& h) const {
-  if (nodes_ >= cfg_.world_size) {
+  const ConnId predecessor = node_predecessor(h);
+  if (predecessor == 0 && nodes_ >= cfg_.world_size) {
     return make_error(Errc::limit, "too many node agents connected (one per node, at most " +
                                        std::to_string(cfg_.world_size) + ")");
   }
@@ -45,7 +65,7 @@ Result<void> Broker::check_node_hello(const proto::Hello& h) const {
                             std::to_string(r) + " after " + std::to_string(prev) + ")");
     }
     prev = r;
-    if (live_.slot(r).conn != 0) {
+    if (live_.slot(r).conn != 0 && live_.slot(r).conn != predecessor) {
       return make_error(Errc::conflict, "hello: rank " + std::to_string(r) +
                                             " is already connected from host " +
                                             or_unknown(live_.slot(r).host) +
@@ -54,6 +74,28 @@ Result<void> Broker::check_node_hello(const proto::Hello& h) const {
     }
   }
   return {};
+}
+
+// The node agent's new connection replaces its old one: its ranks keep their
+// slots (no verdict, no second hello in the report); the old connection's
+// pending calls are dropped, barrier arrivals undone, as the agent sends
+// them again on the new one; the old connection is closed.
+void Broker::take_over_node(ConnId old, ConnId conn, Clock::time_point now) {
+  auto it = peers_.find(old);
+  if (it == peers_.end()) return;
+  const std::vector<int> ranks = it->second.node_ranks;
+  const std::string host = it->second.host;
+  for (int r : ranks) live_.moved(r, old, conn, now);
+  forget_peer(old);
+  out_.close(old);
+  ++rank_peers_;
+  ++nodes_;
+  ++relinks_;
+  std::fprintf(stderr,
+               "dp-rendezvousd: job %s step %s: the node agent on host %s (ranks %s) reconnected "
+               "after an outage; its ranks keep their places and its old connection is closed\n",
+               cfg_.job_id.c_str(), cfg_.step_id.c_str(), or_unknown(host).c_str(),
+               ranks_text(ranks).c_str());
 }
 
 // A ready peer that holds ranks: its own (a rank) or its node's.

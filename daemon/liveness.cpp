@@ -52,6 +52,13 @@ void Liveness::disconnected(int rank, ConnId conn, bool goodbye) {
   }
 }
 
+void Liveness::moved(int rank, ConnId from, ConnId to, Clock::time_point now) {
+  RankSlot& s = slot(rank);
+  if (s.conn != from) return;
+  s.conn = to;
+  heard(rank, now);
+}
+
 bool Liveness::mark_fetched(int rank) {
   RankSlot& s = slot(rank);
   if (s.fetched) return false;

@@ -80,6 +80,9 @@ class Liveness {
 
   void connected(int rank, ConnId conn, const std::string& host, Clock::time_point now);
   void disconnected(int rank, ConnId conn, bool goodbye);
+  // The rank's connection `from` was replaced by `to` (its node agent
+  // reconnected); a rank no longer held by `from` stays as it is.
+  void moved(int rank, ConnId from, ConnId to, Clock::time_point now);
   // Anything received from the rank (a heartbeat or a request). Ends a suspension.
   void heard(int rank, Clock::time_point now);
   // Once per tick, before anything is judged: notices the daemon's own stop gaps.

@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <climits>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -114,12 +116,13 @@ Result<std::unique_ptr<Server>> Server::create(const DaemonOptions& in, std::str
   std::unique_ptr<Server> s(new Server(opts, std::move(secret)));
   auto fd = listen_tcp(opts.listen_addr, s->port_);
   DP_TRY(fd);
-  // A connection whose data goes unacknowledged this long has lost its peer's
-  // host or network (a stopped or suspended process's kernel still
-  // acknowledges): a quicker sign of a cut-off node than its silence.
-  // Accepted connections inherit it.
-  const auto unacked = std::min<long long>(opts.limits.heartbeat_timeout.count() / 2, 5'000);
-  const unsigned user_timeout = static_cast<unsigned>(std::max<long long>(unacked, 0));
+  // A connection whose data goes unacknowledged for the site's whole bound
+  // has lost its peer's host or network (a stopped or suspended process's
+  // kernel still acknowledges). Shorter outages are survived: a node agent
+  // that doubts its link says hello again on a new one (broker_nodes.cpp).
+  // Accepted connections inherit it; 0 (no bound) leaves the kernel's.
+  const long long bound = std::min<long long>(opts.limits.heartbeat_timeout.count(), UINT_MAX);
+  const unsigned user_timeout = static_cast<unsigned>(std::max<long long>(bound, 0));
   if (user_timeout > 0)
     setsockopt(fd->get(), IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
   s->base_.reset(event_base_new());

@@ -15,6 +15,7 @@
 #include "daemon_launcher.hpp"
 #include "dp/env_names.hpp"
 #include "dp/layout.hpp"
+#include "dp/params.hpp"
 #include "job_options.hpp"
 #include "plugin_state.hpp"
 #include "route_address.hpp"  // dp_client
@@ -180,7 +181,8 @@ int explain_step(spank_t sp, const CheckedStep& c, const SiteConfig& site, const
 
 // srun's own environment is what it sends to the tasks.
 void export_step_environment(const StepIds& id, const CheckedStep& c, const Options& opts,
-                             const std::string& rdv, const std::string& secret) {
+                             const SiteConfig& site, const std::string& rdv,
+                             const std::string& secret) {
   setenv(env::kRdvAddr, rdv.c_str(), 1);
   setenv(env::kRdvSecret, secret.c_str(), 1);
   setenv(env::kJobId, std::to_string(id.job).c_str(), 1);
@@ -194,6 +196,10 @@ void export_step_environment(const StepIds& id, const CheckedStep& c, const Opti
   else unsetenv(env::kMasterPort);
   // The one value of the step's options for the nodes and the tasks.
   setenv(env::kOptions, format_node_options(opts).c_str(), 1);
+  // The ranks' watch on their agent (or daemon) has the site's one bound of
+  // silence; a value the user set for the step wins.
+  const std::string silence_ms = std::to_string(site.heartbeat_timeout_s * 1000LL);
+  setenv(std::string(param_spec(Param::rdv_silence_ms).name).c_str(), silence_ms.c_str(), 0);
 }
 
 DaemonRequest daemon_request(const SiteConfig& site, const Options& opts, const StepIds& id) {
@@ -271,7 +277,7 @@ int srun_local_user_init(spank_t sp) {
   st.srun_daemon_ms = clock.ms();
 
   const std::string rdv = *host + ":" + std::to_string(daemon->port);
-  export_step_environment(*id, *step, opts, rdv, *secret);
+  export_step_environment(*id, *step, opts, st.site, rdv, *secret);
   remember_step(st, id->job, id->step, opts, clock.ms());
   if (opts.verbose.value_or(false))
     std::cerr << "slurm-dp: step " << id->job << "." << id->step << ": world "

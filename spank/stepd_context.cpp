@@ -118,6 +118,7 @@ Result<AgentStart> agent_start(spank_t sp, const PluginState& st, const StepIds&
   s.ranks.assign(mine.begin(), mine.end());
   s.port_wait = std::chrono::seconds(st.site.port_wait_s);
   s.kill_grace = std::chrono::seconds(st.site.kill_grace_s);
+  s.heartbeat_timeout = std::chrono::seconds(st.site.heartbeat_timeout_s);
   s.keep_survivors = st.facts.options.keeps_survivors(st.site.keep_survivors);
   // A launcher step (one task per node, torchrun recognised or marked): the
   // agent watches its workers. A refused shape never gets this far.

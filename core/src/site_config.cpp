@@ -90,7 +90,9 @@ constexpr Entry kKeys[] = {
      "node-local folder of the MASTER_PORT leases, root's alone (0700)"},
     {"heartbeat_timeout", "60", number(&SiteConfig::heartbeat_timeout_s, 0, kDay),
      "seconds a rank may be silent while others are heard before the step is aborted (0: never); "
-     "all ranks silent together is a suspension, so keep it above the gang-scheduling time slice"},
+     "all ranks silent together is a suspension, so keep it above the gang-scheduling time slice. "
+     "Also the bound of a network outage: a node's link to srun's host may be silent this long "
+     "(its agent reconnects and keeps its ranks' places); longer, the step fails naming the node"},
     {"port_wait", "60", number(&SiteConfig::port_wait_s, 1, 3600),
      "seconds the other nodes wait for the master node's MASTER_PORT"},
     {"hang_timeout", "120", number(&SiteConfig::hang_timeout_s, 0, kDay),
@@ -233,6 +235,11 @@ SiteConfig::SiteConfig() {
   // that each is accepted).
   for (const Entry& e : kKeys)
     if (!e.def.empty()) (void)read_value(*this, e, e.key, e.def);
+}
+
+const SiteConfig& site_defaults() {
+  static const SiteConfig defaults;
+  return defaults;
 }
 
 const std::vector<SiteKey>& site_keys() {

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dp/params.hpp"
 #include "dp/result.hpp"
 #include "frame_limits.hpp"
 
@@ -50,7 +51,7 @@ struct ClientOptions {
   // The daemon pings every second; nothing from it for this long (counted
   // only while this process runs) means it or its host is stopped or gone:
   // every pending and later call fails, and on_abort() is told. 0: never.
-  std::chrono::milliseconds daemon_silence_limit{6'000};
+  std::chrono::milliseconds daemon_silence_limit{param_spec(Param::rdv_silence_ms).def};
   // Largest reply frame accepted; a larger one fails the connection as a
   // protocol error before it is buffered. The SPANK plugin's port exchange
   // uses a few KiB: it only ever reads a port number. The default is the

@@ -24,3 +24,12 @@ dp_e2e_test(NAME agent.ddp_cut_link MODES ns TIMEOUT 300
 dp_e2e_scripts(PART agent MODES lo TIMEOUT 400
   SCRIPTS step_signals step_interrupt
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>)
+# A network outage shorter than the site's bound is survived (the agent
+# reconnects), a longer one is the node's verdict; a partition between nodes
+# is the documented limit.
+dp_e2e_test(NAME agent.ddp_outage MODES ns TIMEOUT 400
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
+  COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent/ddp_outage.sh)
+dp_e2e_test(NAME agent.ddp_partition MODES ns TIMEOUT 300
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
+  COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent/ddp_partition.sh)

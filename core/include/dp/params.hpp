@@ -40,8 +40,9 @@ Result<long long> parse_env_integer(std::string_view name, std::string_view text
     "how long a failed Gloo collective waits for the daemon to name the cause")                 \
   X(reply_grace_ms, "DP_RDV_REPLY_GRACE_MS", 2000, 0, 600000,                                   \
     "extra wait for the daemon's reply beyond a request's own timeout")                         \
-  X(rdv_silence_ms, "DP_RDV_SILENCE_MS", 6000, 0, 3600000,                                      \
-    "the daemon pings every second: nothing from it this long means it is stopped or gone")     \
+  X(rdv_silence_ms, "DP_RDV_SILENCE_MS", 6000, 0, 86400000,                                     \
+    "the agent or daemon pings every second: nothing from it this long means it is gone; "      \
+    "srun sets it from the site's heartbeat_timeout (a value of the user's wins)")              \
   X(shm_spin_us, "DP_SHM_SPIN_US", 20, 0, 1000000,                                              \
     "how long a shared-memory barrier spins before it sleeps")                                  \
   X(shm_slice_ms, "DP_SHM_SLICE_MS", 20, 1, 10000,                                              \

@@ -29,7 +29,9 @@ struct SiteConfig {
   bool default_on{};           // every step is a slurm-dp step
   std::string daemon_path;     // dp-rendezvousd; empty: the installed one
   std::string lease_dir;
-  int heartbeat_timeout_s{};  // see dp-rendezvousd(8): above the gang-scheduling slice
+  // Also the bound of every link's silence (daemon, node agents, ranks): an
+  // outage shorter than this is survived. See dp-rendezvousd(8).
+  int heartbeat_timeout_s{};
   int port_wait_s{};
   bool use_resv_ports{};
   int hang_timeout_s{};
@@ -56,6 +58,10 @@ struct SiteKey {
   std::string values;  // what it takes: "cuda|ze|rdu|none", "0..4096", "/PATH", "LOW-HIGH"
   std::string meaning;
 };
+
+// The table's defaults, parsed once: other parts take a site default from
+// here, never as a literal of their own.
+const SiteConfig& site_defaults();
 
 // Every key parse_site_config accepts, and no other, in the table's order.
 const std::vector<SiteKey>& site_keys();

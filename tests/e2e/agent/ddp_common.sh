@@ -2,14 +2,23 @@
 # Shared by the fail-fast tests of an unmodified PyTorch DDP program (gloo,
 # env://, no libdp: pytorch/ddp.py) on 2 nodes x 2 tasks. Sourced after lib.sh.
 #   start_ddp NAME [ddp.py args...]   srun --dp-world=auto in the background: srun_pid,
-#                                     job; each rank's output in $WORK/rank<R>.log
+#                                     job; each rank's output in $WORK/rank<R>.log;
+#                                     srun also gets the words of ddp_srun_flags
 #   start_plain_ddp NAME [args...]    the same without slurm-dp (the variables by hand)
 #   wait_ranks_ready SECS             every rank did its first all-reduce
 #   rank_pid RANK                     the python process of that rank of $job
 #   wait_srun SECS                    waits for srun; sets rc and ms (since t0, set by the caller)
 #   last_line                         srun's last non-empty line
+#   expect_srun_ok SECS WHAT          srun (t0 set by the caller) exits 0 within SECS
+#   same_params LABEL                 every rank ended with the same parameters
+#   n2_link                           namespace mode: n2's veth in $veth; cut_n2 takes it
+#                                     down, restore (also on exit) brings it back up
+#   expect_node_verdict SECS BOUND NODE RANKS
+#                                     NODE was cut off at t0: srun exits non-zero within
+#                                     BOUND + 10 s naming NODE's agent and a node verdict
 #   survivors                         the job's python processes still alive
 PYTHON=/usr/bin/python3
+ddp_srun_flags=()
 cp "$(dirname "${BASH_SOURCE[0]}")/../pytorch/ddp.py" "$WORK/ddp.py"
 chmod 644 "$WORK/ddp.py"
 
@@ -25,7 +34,8 @@ start_ddp() {
   local name=$1-$$
   shift
   # USE_LIBUV=0: Debian 13's torch 2.6 has no libuv TCPStore but asks for it.
-  as_user srun --dp-world=auto -N2 --ntasks-per-node=2 -J "$name" -o "$WORK/rank%t.log" \
+  as_user srun --dp-world=auto "${ddp_srun_flags[@]}" -N2 --ntasks-per-node=2 -J "$name" \
+    -o "$WORK/rank%t.log" \
     --export=ALL,USE_LIBUV=0 \
     "$PYTHON" "$WORK/ddp.py" --ready-file "$WORK/ready" "$@" >"$WORK/srun.log" 2>&1 &
   srun_pid=$!
@@ -71,3 +81,45 @@ wait_srun() {
 
 last_line() { grep -v '^\s*$' "$WORK/srun.log" | tail -n1; }
 survivors() { job_pids "$job" python3; }
+
+same_params() {
+  local params
+  params=$(sed -n 's/.*params=\([0-9a-f]*\).*/\1/p' "$WORK"/rank*.log | sort -u)
+  [[ $(wc -l <<<"$params") == 1 && -n $params ]] || fail "$1: the ranks end with different or no parameters: $params"
+  echo "$1: every rank ended with parameters $params"
+}
+
+expect_node_verdict() {
+  local last
+  wait_srun "$1"
+  cat "$WORK/srun.log"
+  ((ms >= 0)) || fail "srun still ran $1 s after $3 was cut off"
+  ((rc != 0)) || fail "srun exited 0 although $3 was cut off"
+  ((ms <= ($2 + 10) * 1000)) || fail "srun exited $ms ms after the cut; the bound is $2 s + 10 s"
+  last=$(last_line)
+  expect_contains "$last" "the node agent on host $3 (ranks $4)" "srun's last line"
+  [[ $last == *"verdict node_silent"* || $last == *"verdict node_lost"* ]] || fail "srun's last line names no node verdict: $last"
+}
+
+expect_srun_ok() {
+  wait_srun "$1"
+  cat "$WORK/srun.log"
+  ((ms >= 0)) || fail "srun still ran $1 s after $2"
+  ((rc == 0)) || fail "srun exited $rc after $2: $(last_line)"
+}
+
+n2_link() {
+  [[ $DP_CLUSTER_MODE == ns ]] || fail "needs the namespace cluster (one network stack per node)"
+  veth=dpv${DP_CLUSTER_PORT_BASE}n2
+  ip link show "$veth" >/dev/null || fail "no link $veth: dp-cluster names n2's veth otherwise"
+  cut=0
+  trap 'restore; kill "$srun_pid" 2>/dev/null || true; cleanup_work' EXIT
+}
+cut_n2() {
+  ip link set "$veth" down
+  cut=1
+}
+restore() {
+  ((cut == 0)) || ip link set "$veth" up
+  cut=0
+}

@@ -24,10 +24,6 @@ wait_until 10 "job $job's tasks stopped" tasks_stopped
 sleep 20 # the suspension under test, not a synchronisation
 scontrol resume "$job" || fail "scontrol resume $job failed"
 t0=$(date +%s%N)
-wait_srun 120
-cat "$WORK/srun.log"
-((ms >= 0)) || fail "srun still runs 120 s after the resume"
-((rc == 0)) || fail "srun exited $rc after a 20 s suspension: $(last_line)"
-params=$(sed -n 's/.*params=\([0-9a-f]*\).*/\1/p' "$WORK"/rank*.log | sort -u)
-[[ $(wc -l <<<"$params") == 1 && -n $params ]] || fail "the ranks end with different or no parameters: $params"
-pass "a DDP step suspended for 20 s (silence bound 10 s) finished, all ranks with parameters $params"
+expect_srun_ok 120 "the resume of a 20 s suspension"
+same_params suspend
+pass "a DDP step suspended for 20 s (silence bound 10 s) finished, every rank with the same parameters"

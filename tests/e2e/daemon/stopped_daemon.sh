@@ -2,10 +2,11 @@
 # Both directions are watched. With the step's daemon stopped (SIGSTOP, as a
 # frozen srun host would be) and one rank killed with kill -9, every other
 # rank, blocked on the daemon, exits within 10 s naming the failure: its
-# node's agent hears nothing for 6 s and aborts its ranks naming the silent
+# node's agent hears nothing for the site's bound (heartbeat_timeout, 5 s
+# here; its reconnects find no answer) and aborts its ranks naming the silent
 # daemon (without agents each rank's own client watched it).
 . "$(dirname "$0")/../lib.sh"
-site
+site heartbeat_timeout=5
 
 victim=3
 . "$(dirname "$0")/hold_ranks.sh"

@@ -29,8 +29,10 @@ struct Recorder : AgentOutbox {
     ended.push_back(why);
     told = told_ranks;
   }
-  std::vector<std::string> ended;  // each end_tasks verdict
-  std::set<int> told;              // the last verdict's ranks told through libdp
+  void relink(Clock::time_point deadline) override { relinks.push_back(deadline); }
+  std::vector<Clock::time_point> relinks;  // each reconnect asked for, by its deadline
+  std::vector<std::string> ended;          // each end_tasks verdict
+  std::set<int> told;                      // the last verdict's ranks told through libdp
   const proto::Response& last(ConnId c) { return to_ranks.at(c).back(); }
 };
 
@@ -65,13 +67,15 @@ class AgentCoreTest : public ::testing::Test {
     h->set_proof(rdv::hello_proof(secret, nonce(), proto::ROLE_RANK, rank, 4, "n1"));
     return r;
   }
-  void frame(ConnId c, const proto::Request& r) {
-    core.on_rank_frame(c, r.SerializeAsString(), now);
+  void frame(ConnId c, const proto::Request& r) { frame(core, c, r); }
+  void frame(AgentCore& k, ConnId c, const proto::Request& r) {
+    k.on_rank_frame(c, r.SerializeAsString(), now);
   }
-  void join(ConnId c, int rank) {
-    core.on_rank_connect(c, now);
-    frame(c, hello(rank));
-    ASSERT_EQ(out.last(c).code(), proto::OK);
+  void join(ConnId c, int rank) { join(core, out, c, rank); }
+  void join(AgentCore& k, Recorder& rec, ConnId c, int rank) {
+    k.on_rank_connect(c, now);
+    frame(k, c, hello(rank));
+    ASSERT_EQ(rec.last(c).code(), proto::OK);
   }
   // Another agent's link: the daemon's challenge, then `reply` to its hello.
   void hello_answered(AgentCore& c, proto::Response reply) {
@@ -346,7 +350,8 @@ TEST_F(AgentCoreTest, TheHeartbeatVouchesForRunningTasksThatNeverConnect) {
   core.on_tick(now);
   const proto::Request& next = out.to_daemon_.back();
   ASSERT_TRUE(next.has_heartbeat());
-  ASSERT_EQ(next.heartbeat().ranks_size(), 1);  // rank 1's hello counted as heard
+  ASSERT_EQ(next.heartbeat().ranks_size(), 1);      // rank 1's hello counted as heard
+  core.on_daemon_response(proto::Response(), now);  // the daemon's ping: the link is not in doubt
   now += std::chrono::milliseconds(1'000);
   core.on_tick(now);
   EXPECT_EQ(out.to_daemon_.back().heartbeat().ranks_size(), 0);
@@ -416,6 +421,136 @@ TEST_F(AgentCoreTest, ANodeRefusedAsLateStillLearnsTheMasterNodesFailure) {
   EXPECT_TRUE(late.finished());
   ASSERT_TRUE(late.master_port() && *late.master_port());
   EXPECT_EQ((*late.master_port())->failure.value().node, "n0");
+}
+
+// ---- an outage of the daemon's link (the site's heartbeat_timeout bounds it) ----
+
+class AgentRelinkTest : public AgentCoreTest {
+ protected:
+  static constexpr auto kBound = std::chrono::seconds(30);
+  AgentRelinkTest() : link(relink_config(), rec, now) { hello_answered(link, proto::Response()); }
+  static AgentConfig relink_config() {
+    AgentConfig c = config();
+    c.daemon_silence = kBound;
+    return c;
+  }
+  void tick_until(Clock::time_point t) {
+    while (now < t) {
+      now += std::chrono::milliseconds(100);
+      link.on_tick(now);
+    }
+  }
+  proto::Request request(uint64_t id) {
+    proto::Request r;
+    r.set_id(id);
+    return r;
+  }
+  Recorder rec;
+  AgentCore link;
+};
+
+TEST_F(AgentRelinkTest, SilencePutsTheLinkInDoubtAndANewOneKeepsTheRanksAndTheirCalls) {
+  ASSERT_TRUE(link.daemon_ready());
+  join(link, rec, 1, 1);
+  proto::Request get = request(5);
+  get.mutable_get()->set_key("nccl/id");
+  get.mutable_get()->set_blocking(true);
+  frame(link, 1, get);
+  proto::Request add = request(6);
+  add.mutable_add()->set_key("count");
+  add.mutable_add()->set_delta(1);
+  frame(link, 1, add);
+  const proto::Request get_up = rec.to_daemon_.at(rec.to_daemon_.size() - 2);
+  ASSERT_TRUE(get_up.has_get());
+  const auto heard = now;
+  tick_until(heard + std::chrono::milliseconds(2'900));
+  EXPECT_TRUE(rec.relinks.empty()) << "the daemon pings every second: 3 s of silence first";
+  tick_until(heard + std::chrono::seconds(3));
+  ASSERT_EQ(rec.relinks.size(), 1u);
+  EXPECT_EQ(rec.relinks[0], heard + kBound);  // the bound counts from the last frame heard
+  EXPECT_TRUE(link.relinking());
+  EXPECT_FALSE(link.finished());
+  EXPECT_TRUE(rec.ended.empty());
+  // Asked while the link is in doubt: held until the new one is up.
+  proto::Request set = request(7);
+  set.mutable_set()->set_key("k");
+  set.mutable_set()->set_value("v");
+  frame(link, 1, set);
+  const size_t before = rec.to_daemon_.size();
+  EXPECT_FALSE(rec.to_daemon_.back().has_set());
+  tick_until(heard + std::chrono::seconds(12));  // a 10 s outage
+  link.relinked(proto::Response(), now);
+  ASSERT_TRUE(link.daemon_ready());
+  EXPECT_EQ(link.relinks(), 1);
+  // The get again under its own id, then the held set; the add only maybe applied.
+  ASSERT_EQ(rec.to_daemon_.size(), before + 2);
+  EXPECT_EQ(rec.to_daemon_[before].id(), get_up.id());
+  EXPECT_TRUE(rec.to_daemon_[before].has_get());
+  EXPECT_TRUE(rec.to_daemon_[before + 1].has_set());
+  EXPECT_EQ(rec.last(1).id(), 6u);
+  EXPECT_EQ(rec.last(1).code(), proto::CONNECTION);
+  EXPECT_NE(rec.last(1).message().find("whether it was applied is unknown"), std::string::npos);
+  EXPECT_TRUE(rec.ended.empty());
+  // The node's heartbeat goes out on the new link.
+  tick_until(now + std::chrono::milliseconds(1'500));
+  EXPECT_TRUE(rec.to_daemon_.back().has_heartbeat());
+  EXPECT_EQ(rec.relinks.size(), 1u);
+}
+
+TEST_F(AgentRelinkTest, ASocketTimeoutIsDoubtAndAnEndOrResetIsNot) {
+  link.on_daemon_doubt("Connection timed out", now);
+  ASSERT_EQ(rec.relinks.size(), 1u);
+  link.on_daemon_doubt("again", now);  // one reconnect at a time
+  EXPECT_EQ(rec.relinks.size(), 1u);
+  Recorder other_out;
+  AgentCore other(relink_config(), other_out, now);
+  hello_answered(other, proto::Response());
+  other.on_daemon_lost("the connection closed (srun ended or died)");
+  EXPECT_TRUE(other_out.relinks.empty());
+  EXPECT_TRUE(other.finished());
+  ASSERT_EQ(other_out.ended.size(), 1u);
+}
+
+TEST_F(AgentRelinkTest, NoNewLinkWithinTheBoundEndsTheNodeNamingTheSilence) {
+  const auto heard = now;
+  tick_until(heard + std::chrono::seconds(3));
+  ASSERT_TRUE(link.relinking());
+  tick_until(heard + kBound - std::chrono::milliseconds(100));
+  EXPECT_FALSE(link.finished());
+  tick_until(heard + kBound);
+  ASSERT_TRUE(link.finished());
+  ASSERT_EQ(rec.ended.size(), 1u);
+  EXPECT_NE(rec.ended[0].find("sent nothing for 30000 ms"), std::string::npos) << rec.ended[0];
+  EXPECT_NE(rec.ended[0].find("heartbeat_timeout"), std::string::npos) << rec.ended[0];
+  // The reconnect's own failure, arriving late, changes nothing.
+  link.relink_failed("connect: timed out", now);
+  EXPECT_EQ(rec.ended.size(), 1u);
+}
+
+TEST_F(AgentRelinkTest, AStepThatFailedMeanwhileEndsTheNodeWithItsVerdict) {
+  link.on_daemon_doubt("Connection timed out", now);
+  proto::Response refused;
+  refused.set_id(1);
+  refused.set_code(proto::ABORTED);
+  refused.set_message("first failure: rank 3 (host n2) was killed by signal 9");
+  link.relinked(refused, now);
+  EXPECT_TRUE(link.finished());
+  EXPECT_EQ(rec.ended, (std::vector<std::string>{refused.message()}));
+}
+
+TEST_F(AgentRelinkTest, TheDoubtComesAtHalfAShortBound) {
+  AgentConfig c = relink_config();
+  c.daemon_silence = std::chrono::seconds(4);
+  Recorder short_out;
+  AgentCore short_bound(c, short_out, now);
+  hello_answered(short_bound, proto::Response());
+  const auto heard = now;
+  while (now < heard + std::chrono::seconds(2)) {
+    EXPECT_TRUE(short_out.relinks.empty());
+    now += std::chrono::milliseconds(100);
+    short_bound.on_tick(now);
+  }
+  EXPECT_EQ(short_out.relinks.size(), 1u);
 }
 
 }  // namespace

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "agent_core.hpp"
+#include "rendezvous_client.hpp"
+
 namespace dp::agent {
 namespace {
 
@@ -19,6 +22,8 @@ TEST(LaunchContract, SettingsRoundTrip) {
   s.published = MasterFailure{"n1", "no free port: widen ports= (29400-29402)"};
   s.port_wait = std::chrono::milliseconds(1500);
   s.kill_grace = std::chrono::milliseconds(2500);
+  EXPECT_EQ(s.heartbeat_timeout, std::chrono::seconds(site_defaults().heartbeat_timeout_s));
+  s.heartbeat_timeout = std::chrono::milliseconds(30'000);
   s.keep_survivors = true;
   s.watch_workers = true;
   auto back = parse_settings(format_settings(s));
@@ -31,6 +36,7 @@ TEST(LaunchContract, SettingsRoundTrip) {
   EXPECT_EQ(f.reason, "no free port: widen ports= (29400-29402)");
   EXPECT_EQ(back->port_wait.count(), 1500);
   EXPECT_EQ(back->kill_grace.count(), 2500);
+  EXPECT_EQ(back->heartbeat_timeout.count(), 30'000);
   EXPECT_TRUE(back->keep_survivors);
   EXPECT_TRUE(back->watch_workers);
   EXPECT_EQ(back->job, 7u);
@@ -39,6 +45,24 @@ TEST(LaunchContract, SettingsRoundTrip) {
   ASSERT_TRUE(port) << port.error().message;
   EXPECT_EQ(port->published.port, 29501);
   EXPECT_FALSE(port->published.failure);
+}
+
+// One bound for every watch on a link's silence: the site table's
+// heartbeat_timeout, never a literal of the agent's or the client's own.
+TEST(LaunchContract, EveryLinkSilenceDefaultsToTheSiteTablesBound) {
+  const std::chrono::milliseconds bound = std::chrono::seconds(site_defaults().heartbeat_timeout_s);
+  EXPECT_EQ(bound.count(), 60'000);
+  EXPECT_EQ(AgentSettings{}.heartbeat_timeout, bound);
+  EXPECT_EQ(AgentConfig{}.daemon_silence, bound);
+  // The doubt (a reconnect, nothing ended) comes well before the bound.
+  EXPECT_LT(AgentConfig{}.doubt_after, bound / 2);
+  EXPECT_EQ(ClientOptions{}.daemon_silence_limit.count(), param_spec(Param::rdv_silence_ms).def);
+  auto zero =
+      parse_settings("addr=h:1\nsecret=s\nhost=n1\nworld=1\nranks=0\nheartbeat_timeout_ms=0\n\n");
+  ASSERT_TRUE(zero) << zero.error().message;
+  EXPECT_EQ(zero->heartbeat_timeout.count(), 0);  // the site's 0: no bound
+  EXPECT_FALSE(
+      parse_settings("addr=h:1\nsecret=s\nhost=n1\nworld=1\nranks=0\nheartbeat_timeout_ms=x\n\n"));
 }
 
 TEST(LaunchContract, ATaskStartRoundTripsAndBadLinesAreNoStart) {

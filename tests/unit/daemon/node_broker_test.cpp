@@ -1,5 +1,7 @@
 // Node agents (ROLE_NODE) in the broker, without sockets: a step of
 // 5 ranks as node "na" (ranks 0,1), node "nb" (ranks 2,3) and rank 4 direct.
+#include <algorithm>
+
 #include "broker_fixture.hpp"
 #include "dp/master_port.hpp"
 
@@ -129,6 +131,62 @@ TEST_F(NodeBrokerTest, ADroppedNodesBarrierArrivalsAreUndone) {
   barrier(kNodeB, {2, 3}, 22);
   barrier(kRank4, {}, 24);
   EXPECT_EQ(out_.last(kRank4).id(), 1u);  // its hello reply only: ranks 0 and 1 never arrive again
+}
+
+// Node A's agent doubted its link (an outage) and says hello again on a new
+// connection: its ranks keep their places, the old connection's pending
+// barrier arrival is undone (the agent sends it again) and no verdict falls.
+TEST_F(NodeBrokerTest, ANodeThatReconnectsKeepsItsRanksAndItsOldConnectionGoesQuietly) {
+  step();
+  barrier(kNodeA, {0, 1}, 21);
+  constexpr ConnId kNodeA2 = 20;
+  ASSERT_EQ(node_hello(kNodeA2, {0, 1}, "na").code(), proto::OK);
+  EXPECT_FALSE(broker_.knows(kNodeA));
+  EXPECT_TRUE(std::find(out_.closed.begin(), out_.closed.end(), kNodeA) != out_.closed.end());
+  EXPECT_EQ(broker_.liveness().slot(0).conn, kNodeA2);
+  EXPECT_EQ(broker_.liveness().slot(1).conn, kNodeA2);
+  EXPECT_EQ(broker_.relinks(), 1u);
+  const proto::Stats s = broker_.stats();
+  EXPECT_EQ(s.connections(), 3u);
+  EXPECT_EQ(s.ranks_connected(), 5u);
+  EXPECT_NE(s.text().find("nodes_connected 2\n"), std::string::npos) << s.text();
+  broker_.on_disconnect(kNodeA, t0_);  // the old socket's end, seen late: no news
+  barrier(kNodeA2, {0, 1}, 25);        // sent again: not "entered twice"
+  barrier(kNodeB, {2, 3}, 22);
+  barrier(kRank4, {}, 24);
+  EXPECT_EQ(out_.last(kNodeA2).id(), 25u);
+  EXPECT_EQ(out_.last(kNodeA2).code(), proto::OK);
+  EXPECT_FALSE(broker_.aborted()) << failure();
+  // The new connection's heartbeats keep the node heard.
+  ticks(milliseconds(100), milliseconds(8'000), [&](Clock::time_point t) {
+    node_heartbeat(kNodeA2, {0, 1}, t);
+    node_heartbeat(kNodeB, {2, 3}, t);
+    heartbeat(kRank4, t);
+  });
+  EXPECT_FALSE(broker_.aborted()) << failure();
+}
+
+TEST(NodeBrokerLimits, TheSilenceBoundIsTheSiteTablesHeartbeatTimeout) {
+  EXPECT_EQ(BrokerLimits{}.heartbeat_timeout,
+            std::chrono::seconds(site_defaults().heartbeat_timeout_s));
+}
+
+TEST_F(NodeBrokerTest, OnlyTheSameHostWithTheSameRanksTakesANodesPlace) {
+  step();
+  EXPECT_EQ(node_hello(20, {0, 1}, "elsewhere").code(), proto::CONFLICT);
+  EXPECT_EQ(node_hello(21, {0}, "na").code(), proto::CONFLICT);
+  EXPECT_EQ(node_hello(22, {0, 1, 2}, "na").code(), proto::CONFLICT);
+  EXPECT_TRUE(broker_.knows(kNodeA));
+  EXPECT_EQ(broker_.relinks(), 0u);
+  EXPECT_FALSE(broker_.aborted());
+}
+
+TEST_F(NodeBrokerTest, ANodeBackAfterTheVerdictIsRefusedWithIt) {
+  step();
+  rank_lost(kNodeB, 2, 1, std::nullopt, "");
+  ASSERT_TRUE(broker_.aborted());
+  EXPECT_EQ(node_hello(20, {0, 1}, "na").code(), proto::ABORTED);
+  EXPECT_TRUE(broker_.knows(kNodeA));
 }
 
 TEST_F(NodeBrokerTest, HeartbeatsHearOnlyTheListedRanks) {
