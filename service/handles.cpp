@@ -4,11 +4,6 @@
 
 namespace dp::service {
 
-void UniqueFd::reset(int fd) noexcept {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
-
 EventPtr make_event(event_base* base, evutil_socket_t fd, short what, event_callback_fn cb,
                     void* arg) {
   return EventPtr(event_new(base, fd, what, cb, arg));

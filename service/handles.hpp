@@ -7,32 +7,15 @@
 
 #include <event2/event.h>
 
+#include "dp/unique_fd.hpp"
+
 #include <memory>
 #include <utility>
 
 namespace dp::service {
 
-class UniqueFd {
- public:
-  UniqueFd() noexcept = default;
-  explicit UniqueFd(int fd) noexcept : fd_(fd) {}
-  UniqueFd(UniqueFd&& o) noexcept : fd_(o.release()) {}
-  UniqueFd& operator=(UniqueFd&& o) noexcept {
-    reset(o.release());
-    return *this;
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
-
-  int get() const noexcept { return fd_; }
-  explicit operator bool() const noexcept { return fd_ >= 0; }
-  int release() noexcept { return std::exchange(fd_, -1); }
-  void reset(int fd = -1) noexcept;  // closes the one held, if any
-
- private:
-  int fd_ = -1;
-};
+// The house's one descriptor owner (dp/unique_fd.hpp), by its old name here.
+using UniqueFd = dp::UniqueFd;
 
 struct EventFree {
   void operator()(event* e) const noexcept { event_free(e); }

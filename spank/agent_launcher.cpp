@@ -81,17 +81,16 @@ Result<agent::AgentAnswer> start_agent(const std::string& path, const UserIds& i
   if (!child) return child.error();
   NodeAgent a;
   a.pid = child->pid;
-  a.pidfd = static_cast<int>(syscall(SYS_pidfd_open, child->pid, 0));
-  a.control_fd = child->input_fd;
+  a.pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, child->pid, 0)));
+  a.control = std::move(child->input);
   // Never blocks on the user's process: a fresh pipe holds 64 KiB, the
   // settings are a few hundred bytes, and a full pipe drops what is left.
-  fcntl(a.control_fd, F_SETFL, O_NONBLOCK);
+  fcntl(a.control.get(), F_SETFL, O_NONBLOCK);
   std::string text = agent::format_settings(settings);
-  const ssize_t w = write(a.control_fd, text.data(), text.size());
+  const ssize_t w = write(a.control.get(), text.data(), text.size());
   std::fill(text.begin(), text.end(), '\0');
-  const int answer_fd = child->answer_fd;
-  auto answer = read_answer(answer_fd, Clock::now() + wait, wait, "the node agent");
-  close(answer_fd);
+  auto answer = read_answer(child->answer.get(), Clock::now() + wait, wait, "the node agent");
+  child->answer.reset();
   Result<agent::AgentAnswer> parsed =
       make_error(Errc::internal, "could not give the node agent its settings");
   if (!answer) {
@@ -102,22 +101,22 @@ Result<agent::AgentAnswer> start_agent(const std::string& path, const UserIds& i
   if (!parsed && answer && answer->rfind("ERROR ", 0) == 0) {
     // The agent answered why (the master node's failure, say) and stays: it
     // reports how the node's tasks end, so the first failure names a cause.
-    agent = a;
+    agent = std::move(a);
     return make_error(parsed.error().code, sanitize(parsed.error().message));
   }
   if (!parsed) {
     stop_agent(a, 0);
     return make_error(parsed.error().code, sanitize(parsed.error().message));
   }
-  agent = a;
+  agent = std::move(a);
   return parsed;
 }
 
 namespace {
 void tell(const NodeAgent& agent, const std::string& line) {
-  if (agent.control_fd < 0) return;
+  if (!agent.control) return;
   sighandler_t old = signal(SIGPIPE, SIG_IGN);
-  [[maybe_unused]] const ssize_t n = write(agent.control_fd, line.data(), line.size());
+  [[maybe_unused]] const ssize_t n = write(agent.control.get(), line.data(), line.size());
   signal(SIGPIPE, old);
 }
 }  // namespace
@@ -131,17 +130,16 @@ void tell_task_exit(const NodeAgent& agent, int rank, int wait_status) {
 }
 
 void stop_agent(NodeAgent& agent, int grace_ms) {
-  if (agent.control_fd >= 0) close(agent.control_fd);
-  agent.control_fd = -1;
+  agent.control.reset();
   if (agent.pid <= 0) return;
-  if (agent.pidfd >= 0) {
-    pollfd p{agent.pidfd, POLLIN, 0};  // readable once the process has exited
+  if (agent.pidfd) {
+    pollfd p{agent.pidfd.get(), POLLIN, 0};  // readable once the process has exited
     if (grace_ms > 0 && poll(&p, 1, grace_ms) > 0) {
     } else {
-      syscall(SYS_pidfd_send_signal, agent.pidfd, SIGKILL, nullptr, 0);
+      syscall(SYS_pidfd_send_signal, agent.pidfd.get(), SIGKILL, nullptr, 0);
       poll(&p, 1, 1'000);
     }
-    close(agent.pidfd);
+    agent.pidfd.reset();
   } else {
     kill(agent.pid, SIGKILL);
   }
@@ -149,7 +147,6 @@ void stop_agent(NodeAgent& agent, int grace_ms) {
   while (waitpid(agent.pid, nullptr, WNOHANG) < 0 && errno == EINTR) {
   }
   agent.pid = -1;
-  agent.pidfd = -1;
 }
 
 }  // namespace dp::spank

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "dp/result.hpp"
+#include "dp/unique_fd.hpp"
 #include "launch_contract.hpp"
 #include "user_child.hpp"
 
@@ -18,8 +19,8 @@ namespace dp::spank {
 
 struct NodeAgent {
   pid_t pid = -1;
-  int pidfd = -1;       // signals reach this process, never a reused pid
-  int control_fd = -1;  // the agent's stdin (non-blocking, close-on-exec)
+  UniqueFd pidfd;    // signals reach this process, never a reused pid
+  UniqueFd control;  // the agent's stdin (non-blocking, close-on-exec)
   bool running() const { return pid > 0; }
 };
 

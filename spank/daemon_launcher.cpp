@@ -130,12 +130,11 @@ Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string&
   // The secret travels through the pipe only (a pipe holds 64 KiB, so this
   // never blocks); a daemon that died early must not kill srun with SIGPIPE.
   std::string line = secret + "\n";
-  const int wfd = child->input_fd;
   sighandler_t old = signal(SIGPIPE, SIG_IGN);
-  ssize_t w = write(wfd, line.data(), line.size());
+  ssize_t w = write(child->input.get(), line.data(), line.size());
   signal(SIGPIPE, old);
   std::fill(line.begin(), line.end(), '\0');
-  StartingDaemon d{child->pid, child->answer_fd, req.path, wfd};
+  StartingDaemon d{child->pid, std::move(child->answer), req.path, std::move(child->input)};
   if (w != static_cast<ssize_t>(secret.size() + 1)) {
     abandon_daemon(d);
     return make_error(Errc::unavailable, "rendezvous daemon " + req.path +
@@ -147,7 +146,7 @@ Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string&
 
 void send_listen_address(StartingDaemon& d, const std::string& address,
                          const std::vector<std::string>& node_addresses) {
-  if (d.input_fd < 0) return;
+  if (!d.input) return;
   std::string text = address + "\n";
   for (const auto& a : node_addresses) text += a + " ";
   text += "\n";
@@ -155,33 +154,26 @@ void send_listen_address(StartingDaemon& d, const std::string& address,
   // daemon reads while it starts, so a list beyond the pipe's 64 KiB drains.
   sighandler_t old = signal(SIGPIPE, SIG_IGN);
   for (size_t off = 0; off < text.size();) {
-    const ssize_t w = write(d.input_fd, text.data() + off, text.size() - off);
+    const ssize_t w = write(d.input.get(), text.data() + off, text.size() - off);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) break;
     off += static_cast<size_t>(w);
   }
   signal(SIGPIPE, old);
-  close(d.input_fd);
-  d.input_fd = -1;
+  d.input.reset();
 }
 
 void abandon_daemon(StartingDaemon& d) {
-  if (d.input_fd >= 0) close(d.input_fd);
-  d.input_fd = -1;
-  if (d.answer_fd >= 0) close(d.answer_fd);
-  d.answer_fd = -1;
+  d.input.reset();
+  d.answer.reset();
   stop_daemon(d.pid, 500);
   d.pid = -1;
 }
 
 Result<RunningDaemon> await_daemon(StartingDaemon& d, int timeout_ms) {
-  if (d.input_fd >= 0) {  // no address sent: the daemon answers why it cannot start
-    close(d.input_fd);
-    d.input_fd = -1;
-  }
-  auto answer = read_line(d.answer_fd, Clock::now() + std::chrono::milliseconds(timeout_ms));
-  close(d.answer_fd);
-  d.answer_fd = -1;
+  d.input.reset();  // no address sent: the daemon answers why it cannot start
+  auto answer = read_line(d.answer.get(), Clock::now() + std::chrono::milliseconds(timeout_ms));
+  d.answer.reset();
   auto fail = [&](const std::string& why) -> Result<RunningDaemon> {
     abandon_daemon(d);
     return make_error(Errc::unavailable, "rendezvous daemon " + d.path + ": " + why +

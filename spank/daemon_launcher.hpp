@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dp/result.hpp"
+#include "dp/unique_fd.hpp"
 
 namespace dp::spank {
 
@@ -42,9 +43,9 @@ Result<std::string> make_secret();
 // A daemon forked and given its secret, not yet known to be listening.
 struct StartingDaemon {
   pid_t pid = -1;
-  int answer_fd = -1;  // its stdout
+  UniqueFd answer;  // its stdout
   std::string path;
-  int input_fd = -1;  // its stdin, open until the listen address is sent
+  UniqueFd input;  // its stdin, open until the listen address is sent
 };
 
 // Forks the daemon and hands it the secret; returns at once so the caller

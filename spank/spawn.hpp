@@ -11,16 +11,17 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "dp/result.hpp"
-#include "pipe_pair.hpp"
+#include "dp/unique_fd.hpp"
 
 namespace dp::spank {
 
 struct PipedChild {
   pid_t pid = -1;
-  int input_fd = -1;   // the child's stdin, to write
-  int answer_fd = -1;  // the child's stdout, to read
+  UniqueFd input;   // the child's stdin, to write
+  UniqueFd answer;  // the child's stdout, to read
 };
 
 // child(in_fd, out_fd, parent) runs in the forked child and must exec or
@@ -28,19 +29,18 @@ struct PipedChild {
 // can tell whether it was orphaned before its parent-death signal was set.
 template <class Child>
 Result<PipedChild> spawn_piped(Child&& child) {
-  Pipe in, out;
-  if (pipe2(in.fd, O_CLOEXEC) != 0 || pipe2(out.fd, O_CLOEXEC) != 0)
-    return make_error(Errc::internal, std::string("pipe: ") + std::strerror(errno));
+  auto in = make_pipe(O_CLOEXEC);
+  DP_TRY(in);
+  auto out = make_pipe(O_CLOEXEC);
+  DP_TRY(out);
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) return make_error(Errc::internal, std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
-    child(in.fd[0], out.fd[1], parent);
+    child(in->read.get(), out->write.get(), parent);
     _exit(127);  // never reached: the child execs or exits
   }
-  close(in.release(0));
-  close(out.release(1));
-  return PipedChild{pid, in.release(1), out.release(0)};
+  return PipedChild{pid, std::move(in->write), std::move(out->read)};
 }
 
 }  // namespace dp::spank

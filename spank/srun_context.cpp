@@ -255,7 +255,7 @@ int srun_local_user_init(spank_t sp) {
   if (!explain) {
     auto s = start_daemon(req, *secret);
     if (!s) return fail(sp, s.error());
-    starting = *s;
+    starting = std::move(*s);
   }
   auto refuse = [&](const Error& e) {
     if (starting) abandon_daemon(*starting);

@@ -304,10 +304,10 @@ dp::Result<std::string> answer_of_user_child(std::chrono::milliseconds allowed, 
     _exit(0);
   });
   if (!child) return child.error();
-  close(child->input_fd);
-  auto got = dp::spank::read_answer(child->answer_fd, std::chrono::steady_clock::now() + allowed,
+  child->input.reset();
+  auto got = dp::spank::read_answer(child->answer.get(), std::chrono::steady_clock::now() + allowed,
                                     allowed, "the test's child");
-  close(child->answer_fd);
+  child->answer.reset();
   kill(child->pid, SIGKILL);  // ours, by pid; it may have exited already
   waitpid(child->pid, nullptr, 0);
   return got;
