@@ -190,7 +190,7 @@ void Broker::handle_hello(ConnId conn, Peer& p, uint64_t id, const proto::Hello&
 
 void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
                             Clock::time_point now) {
-  const Call c{conn, p, req.id(), now};
+  const Call c{conn, p, req.id(), now, req.space()};
   switch (req.op_case()) {
     case proto::Request::kHeartbeat:
       ++heartbeats_;
@@ -211,6 +211,12 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
     default: break;
   }
   if (abort_) return reply_error(conn, c.id, proto::ABORTED, abort_->message);
+  if (!proto::Space_IsValid(c.space)) {
+    return reply_error(conn, c.id, proto::PROTOCOL,
+                       "unknown key space " + std::to_string(static_cast<int>(c.space)) +
+                           ": the client is newer than dp-rendezvousd; use the same slurm-dp "
+                           "release for both");
+  }
   switch (req.op_case()) {
     case proto::Request::kHello:
       return reply_error(conn, c.id, proto::PROTOCOL, "hello sent twice on one connection");
@@ -224,6 +230,14 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
     case proto::Request::kBarrier: return op_barrier(c, req.barrier());
     case proto::Request::kAbort: return op_abort(c, req.abort());
     case proto::Request::kRankLost: return op_rank_lost(c, req.rank_lost());
+    case proto::Request::kAppend: return op_append(c, req.append());
+    case proto::Request::kCheck: return op_check(c, req.check());
+    case proto::Request::kNumKeys: return op_num_keys(c);
+    case proto::Request::kMultiGet: return op_multi_get(c, req.multi_get());
+    case proto::Request::kMultiSet: return op_multi_set(c, req.multi_set());
+    case proto::Request::kQueuePush: return op_queue_push(c, req.queue_push());
+    case proto::Request::kQueuePop: return op_queue_pop(c, req.queue_pop());
+    case proto::Request::kQueueLen: return op_queue_len(c, req.queue_len());
     default:
       return reply_error(
           conn, c.id, proto::PROTOCOL,

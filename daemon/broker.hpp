@@ -9,6 +9,7 @@
 // barriers, deadlines), broker_stats.cpp, kv_store.cpp (the store), liveness.cpp.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -151,8 +152,9 @@ class Broker {
     ConnId conn = 0;
     uint64_t request_id = 0;
     WaitKind kind = WaitKind::get;
-    std::vector<std::string> keys;  // get: one key; wait: all keys; barrier: the name
-    std::vector<int> ranks;         // barrier: the ranks that arrived with this call
+    proto::Space space = proto::SPACE_STEP;  // get, wait: the keys' space
+    std::vector<std::string> keys;           // get: one key; wait: all keys; barrier: the name
+    std::vector<int> ranks;                  // barrier: the ranks that arrived with this call
     bool has_deadline = false;
     Clock::time_point deadline;
     std::chrono::milliseconds timeout{0};
@@ -167,6 +169,7 @@ class Broker {
     Peer& peer;
     uint64_t id;
     Clock::time_point now;
+    proto::Space space;  // of a store operation
   };
 
   // broker.cpp
@@ -203,8 +206,22 @@ class Broker {
   void op_wait(const Call& c, const proto::Wait& m);
   void op_barrier(const Call& c, const proto::Barrier& m);
   void op_abort(const Call& c, const proto::Abort& m);
-  bool store_value(ConnId conn, uint64_t id, const std::string& key, const std::string& value,
+  bool store_value(const Call& c, const std::string& key, const std::string& value,
                    bool once = false);
+  // broker_torch_ops.cpp: PyTorch's store operations (SPACE_TORCH) the step's own lacks
+  void op_append(const Call& c, const proto::Append& m);
+  void op_check(const Call& c, const proto::Check& m);
+  void op_num_keys(const Call& c);
+  void op_multi_get(const Call& c, const proto::MultiGet& m);
+  void op_multi_set(const Call& c, const proto::MultiSet& m);
+  void op_queue_push(const Call& c, const proto::QueuePush& m);
+  void op_queue_pop(const Call& c, const proto::QueuePop& m);
+  void op_queue_len(const Call& c, const proto::QueueLen& m);
+  // A store operation of another space than its own: PROTOCOL, false.
+  bool torch_only(const Call& c, const char* op);
+  // Every key's size, or the error is sent: false.
+  template <class Keys>
+  bool keys_fit(const Call& c, const Keys& keys);
   void mark_fetched(ConnId conn, const Peer& p, Clock::time_point now);
   // broker_nodes.cpp: node agents (ROLE_NODE)
   Result<void> check_node_hello(const proto::Hello& h) const;
@@ -236,12 +253,12 @@ class Broker {
   // pending call (or a new barrier) would pass the step's limits.
   bool room_for_call(const Call& c, const std::string* new_barrier);
   // timeout_ms 0: no deadline.
-  uint64_t add_waiter(ConnId conn, uint64_t request_id, WaitKind kind,
-                      std::vector<std::string> keys, uint32_t timeout_ms, Clock::time_point now);
+  uint64_t add_waiter(const Call& c, WaitKind kind, std::vector<std::string> keys,
+                      uint32_t timeout_ms);
   void finish_waiter(uint64_t wid, Clock::time_point now);
   void drop_waiter(uint64_t wid);
   void fail_waiter(uint64_t wid, proto::Code code, std::string message);
-  void key_changed(const std::string& key, Clock::time_point now);
+  void key_changed(proto::Space space, const std::string& key, Clock::time_point now);
   void expire_waiters(Clock::time_point now);
   std::string timeout_message(const Waiter& w) const;
   std::string missing_ranks(const BarrierState& b) const;
@@ -263,7 +280,9 @@ class Broker {
 
   uint64_t next_waiter_ = 1;
   std::unordered_map<uint64_t, Waiter> waiters_;
-  std::unordered_map<std::string, std::vector<uint64_t>> key_waiters_;
+  // By space: the waiters on each key.
+  std::array<std::unordered_map<std::string, std::vector<uint64_t>>, 2> key_waiters_;
+  auto& key_waiters(proto::Space s) { return key_waiters_[s == proto::SPACE_TORCH ? 1 : 0]; }
   std::multimap<Clock::time_point, uint64_t> deadlines_;
   std::unordered_map<std::string, BarrierState> barriers_;
 

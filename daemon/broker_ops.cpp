@@ -7,10 +7,10 @@
 
 namespace dp::daemon {
 
-bool Broker::store_value(ConnId conn, uint64_t id, const std::string& key, const std::string& value,
+bool Broker::store_value(const Call& c, const std::string& key, const std::string& value,
                          bool once) {
-  if (auto r = store_.put(key, value, once); !r) {
-    reply_error(conn, id, r.error());
+  if (auto r = store_.put(c.space, key, value, once); !r) {
+    reply_error(c.conn, c.id, r.error());
     return false;
   }
   return true;
@@ -39,8 +39,9 @@ void Broker::op_goodbye(const Call& c, const proto::Goodbye& m) {
 
 void Broker::op_set(const Call& c, const proto::Set& m) {
   if (auto k = store_.check_key(m.key()); !k) return reply_error(c.conn, c.id, k.error());
-  if (!store_value(c.conn, c.id, m.key(), m.value(), m.once())) return;
-  key_changed(m.key(), c.now);
+  if (!store_value(c, m.key(), m.value(), m.once())) return;
+  key_changed(c.space, m.key(), c.now);
+  if (c.space != proto::SPACE_STEP) return reply_ok(c.conn, c.id);
   if (c.peer.rank == 0 || (c.peer.role == proto::ROLE_NODE && holds(c.conn, 0)))
     phases_.reached(Phase::id_published, c.now);
   // The master port's publisher: a tool's agent, or the master node's agent.
@@ -52,26 +53,26 @@ void Broker::op_set(const Call& c, const proto::Set& m) {
 
 void Broker::op_get(const Call& c, const proto::Get& m) {
   if (auto k = store_.check_key(m.key()); !k) return reply_error(c.conn, c.id, k.error());
-  if (const KvStore::Entry* e = store_.entry(m.key())) {
+  if (const KvStore::Entry* e = store_.entry(c.space, m.key())) {
     proto::Response r;
     r.set_id(c.id);
     r.set_value(e->value);
     r.set_flag(e->once);  // a node agent may cache it
     out_.send(c.conn, r);
-    mark_fetched(c.conn, c.peer, c.now);
+    if (c.space == proto::SPACE_STEP) mark_fetched(c.conn, c.peer, c.now);
     return;
   }
   if (!m.blocking())
     return reply_error(c.conn, c.id, proto::NOT_FOUND, "key " + shown(m.key()) + " does not exist");
   if (!room_for_call(c, nullptr)) return;
-  const uint64_t wid = add_waiter(c.conn, c.id, WaitKind::get, {m.key()}, m.timeout_ms(), c.now);
-  key_waiters_[m.key()].push_back(wid);
+  const uint64_t wid = add_waiter(c, WaitKind::get, {m.key()}, m.timeout_ms());
+  key_waiters(c.space)[m.key()].push_back(wid);
 }
 
 void Broker::op_add(const Call& c, const proto::Add& m) {
   if (auto k = store_.check_key(m.key()); !k) return reply_error(c.conn, c.id, k.error());
   int64_t cur = 0;
-  if (const std::string* v = store_.find(m.key())) {
+  if (const std::string* v = store_.find(c.space, m.key())) {
     auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), cur);
     if (ec != std::errc() || ptr != v->data() + v->size()) {
       return reply_error(c.conn, c.id, proto::INVALID_ARGUMENT,
@@ -83,8 +84,8 @@ void Broker::op_add(const Call& c, const proto::Add& m) {
     return reply_error(c.conn, c.id, proto::INVALID_ARGUMENT,
                        "add on key " + shown(m.key()) + " overflows int64");
   }
-  if (!store_value(c.conn, c.id, m.key(), std::to_string(next))) return;
-  key_changed(m.key(), c.now);
+  if (!store_value(c, m.key(), std::to_string(next))) return;
+  key_changed(c.space, m.key(), c.now);
   proto::Response r;
   r.set_id(c.id);
   r.set_number(next);
@@ -93,29 +94,38 @@ void Broker::op_add(const Call& c, const proto::Add& m) {
 
 void Broker::op_compare_and_set(const Call& c, const proto::CompareAndSet& m) {
   if (auto k = store_.check_key(m.key()); !k) return reply_error(c.conn, c.id, k.error());
-  const std::string* cur = store_.find(m.key());
+  const std::string* cur = store_.find(c.space, m.key());
   const bool match = cur == nullptr ? m.expected().empty() : *cur == m.expected();
   proto::Response r;
   r.set_id(c.id);
   if (match) {
-    if (!store_value(c.conn, c.id, m.key(), m.desired())) return;
-    key_changed(m.key(), c.now);
+    if (!store_value(c, m.key(), m.desired())) return;
+    key_changed(c.space, m.key(), c.now);
     r.set_value(m.desired());
   } else if (cur != nullptr) {
     r.set_value(*cur);
+  } else if (c.space == proto::SPACE_TORCH) {
+    r.set_value(m.expected());  // PyTorch's server answers a missing key with the expected value
   }
   out_.send(c.conn, r);
 }
 
 void Broker::op_erase(const Call& c, const proto::Erase& m) {
-  if (auto r = store_.erase(m.key()); !r) return reply_error(c.conn, c.id, r.error());
+  auto erased = store_.erase(c.space, m.key());
+  if (c.space == proto::SPACE_TORCH && (erased || erased.error().code == Errc::not_found)) {
+    proto::Response r;  // PyTorch's DELETE_KEY answers how many keys it removed
+    r.set_id(c.id);
+    r.set_number(erased ? 1 : 0);
+    return out_.send(c.conn, r);
+  }
+  if (!erased) return reply_error(c.conn, c.id, erased.error());
   reply_ok(c.conn, c.id);
 }
 
 void Broker::op_exists(const Call& c, const proto::Exists& m) {
   proto::Response r;
   r.set_id(c.id);
-  r.set_flag(store_.contains(m.key()));
+  r.set_flag(store_.contains(c.space, m.key()));
   out_.send(c.conn, r);
 }
 
@@ -123,12 +133,12 @@ void Broker::op_wait(const Call& c, const proto::Wait& m) {
   std::vector<std::string> missing;
   for (const auto& k : m.keys()) {
     if (auto ok = store_.check_key(k); !ok) return reply_error(c.conn, c.id, ok.error());
-    if (!store_.contains(k)) missing.push_back(k);
+    if (!store_.contains(c.space, k)) missing.push_back(k);
   }
   if (missing.empty()) return reply_ok(c.conn, c.id);
   if (!room_for_call(c, nullptr)) return;
-  const uint64_t wid = add_waiter(c.conn, c.id, WaitKind::wait, missing, m.timeout_ms(), c.now);
-  for (const auto& k : missing) key_waiters_[k].push_back(wid);
+  const uint64_t wid = add_waiter(c, WaitKind::wait, missing, m.timeout_ms());
+  for (const auto& k : missing) key_waiters(c.space)[k].push_back(wid);
 }
 
 // A rank arrives alone; a node agent's call brings its listed ranks together (folded).
@@ -146,8 +156,7 @@ void Broker::op_barrier(const Call& c, const proto::Barrier& m) {
           "barrier " + shown(m.name()) + ": rank " + std::to_string(rank) + " entered it twice");
     }
   }
-  const uint64_t wid =
-      add_waiter(c.conn, c.id, WaitKind::barrier, {m.name()}, m.timeout_ms(), c.now);
+  const uint64_t wid = add_waiter(c, WaitKind::barrier, {m.name()}, m.timeout_ms());
   for (int rank : *ranks) b.arrived[static_cast<size_t>(rank)] = 1;
   b.count += static_cast<int>(ranks->size());
   waiters_.at(wid).ranks = std::move(*ranks);

@@ -36,14 +36,15 @@ bool Broker::room_for_call(const Call& c, const std::string* new_barrier) {
   return true;
 }
 
-uint64_t Broker::add_waiter(ConnId conn, uint64_t request_id, WaitKind kind,
-                            std::vector<std::string> keys, uint32_t timeout_ms,
-                            Clock::time_point now) {
+uint64_t Broker::add_waiter(const Call& c, WaitKind kind, std::vector<std::string> keys,
+                            uint32_t timeout_ms) {
   const uint64_t wid = next_waiter_++;
+  const Clock::time_point now = c.now;
   Waiter w;
-  w.conn = conn;
-  w.request_id = request_id;
+  w.conn = c.conn;
+  w.request_id = c.id;
   w.kind = kind;
+  w.space = c.space;
   w.keys = std::move(keys);
   w.timeout = std::chrono::milliseconds(timeout_ms);
   if (w.timeout.count() > 0) {
@@ -83,11 +84,12 @@ void Broker::drop_waiter(uint64_t wid) {
       if (b->second.count == 0) barriers_.erase(b);
     }
   } else {
+    auto& by_key = key_waiters(w.space);
     for (const auto& k : w.keys) {
-      auto kw = key_waiters_.find(k);
-      if (kw == key_waiters_.end()) continue;
+      auto kw = by_key.find(k);
+      if (kw == by_key.end()) continue;
       erase_value(kw->second, wid);
-      if (kw->second.empty()) key_waiters_.erase(kw);
+      if (kw->second.empty()) by_key.erase(kw);
     }
   }
   waiters_.erase(it);
@@ -100,11 +102,12 @@ void Broker::finish_waiter(uint64_t wid, Clock::time_point now) {
   proto::Response r;
   r.set_id(w.request_id);
   if (w.kind == WaitKind::get) {
-    if (const KvStore::Entry* e = store_.entry(w.keys.front())) {
+    if (const KvStore::Entry* e = store_.entry(w.space, w.keys.front())) {
       r.set_value(e->value);
       r.set_flag(e->once);
     }
-    if (auto p = peers_.find(w.conn); p != peers_.end()) mark_fetched(w.conn, p->second, now);
+    auto p = peers_.find(w.conn);
+    if (p != peers_.end() && w.space == proto::SPACE_STEP) mark_fetched(w.conn, p->second, now);
   }
   const ConnId conn = w.conn;
   // A completed barrier is already erased; do not undo its arrival.
@@ -122,11 +125,12 @@ void Broker::fail_waiter(uint64_t wid, proto::Code code, std::string message) {
   reply_error(conn, rid, code, std::move(message));
 }
 
-void Broker::key_changed(const std::string& key, Clock::time_point now) {
-  auto it = key_waiters_.find(key);
-  if (it == key_waiters_.end()) return;
+void Broker::key_changed(proto::Space space, const std::string& key, Clock::time_point now) {
+  auto& by_key = key_waiters(space);
+  auto it = by_key.find(key);
+  if (it == by_key.end()) return;
   std::vector<uint64_t> ids = std::move(it->second);
-  key_waiters_.erase(it);
+  by_key.erase(it);
   for (uint64_t wid : ids) {
     auto w = waiters_.find(wid);
     if (w == waiters_.end()) continue;  // already answered, timed out or gone
@@ -136,7 +140,7 @@ void Broker::key_changed(const std::string& key, Clock::time_point now) {
     }
     auto& keys = w->second.keys;
     keys.erase(std::remove_if(keys.begin(), keys.end(),
-                              [&](const std::string& k) { return store_.contains(k); }),
+                              [&](const std::string& k) { return store_.contains(space, k); }),
                keys.end());
     if (keys.empty()) finish_waiter(wid, now);
   }

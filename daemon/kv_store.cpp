@@ -27,9 +27,26 @@ Result<void> KvStore::check_key(std::string_view key) const {
   return {};
 }
 
-Result<void> KvStore::put(const std::string& key, const std::string& value, bool once) {
-  auto it = map_.find(key);
-  if (it != map_.end() && (once || it->second.once)) {
+Result<void> KvStore::fits(const std::string& key, uint64_t value_bytes, uint64_t old_bytes) const {
+  if (value_bytes > limits_.max_value_bytes) {
+    return make_error(Errc::limit, "value of " + std::to_string(value_bytes) + " bytes for key " +
+                                       shown(key) + " exceeds the limit of " +
+                                       std::to_string(limits_.max_value_bytes) +
+                                       " bytes (dp-rendezvousd --max-value-bytes)");
+  }
+  if (bytes_ - old_bytes + key.size() + value_bytes > limits_.max_total_bytes) {
+    return make_error(Errc::limit, "storing key " + shown(key) +
+                                       " would exceed the step's limit of " +
+                                       std::to_string(limits_.max_total_bytes) +
+                                       " stored bytes (dp-rendezvousd --max-total-bytes)");
+  }
+  return {};
+}
+
+Result<void> KvStore::put(Space s, const std::string& key, const std::string& value, bool once) {
+  auto& map = maps_[index(s)];
+  auto it = map.find(key);
+  if (it != map.end() && (once || it->second.once)) {
     // Write-once: agents serve cached copies, so the value may never change.
     if (it->second.value != value) {
       return make_error(Errc::conflict,
@@ -38,42 +55,72 @@ Result<void> KvStore::put(const std::string& key, const std::string& value, bool
     it->second.once = true;
     return {};
   }
-  if (value.size() > limits_.max_value_bytes) {
-    return make_error(Errc::limit, "value of " + std::to_string(value.size()) + " bytes for key " +
-                                       shown(key) + " exceeds the limit of " +
-                                       std::to_string(limits_.max_value_bytes) +
-                                       " bytes (dp-rendezvousd --max-value-bytes)");
-  }
-  const uint64_t old_bytes = it == map_.end() ? 0 : key.size() + it->second.value.size();
-  const uint64_t new_total = bytes_ - old_bytes + key.size() + value.size();
-  if (new_total > limits_.max_total_bytes) {
-    return make_error(Errc::limit, "storing key " + shown(key) +
-                                       " would exceed the step's limit of " +
-                                       std::to_string(limits_.max_total_bytes) +
-                                       " stored bytes (dp-rendezvousd --max-total-bytes)");
-  }
-  bytes_ = new_total;
-  if (it == map_.end()) {
-    map_.emplace(key, Entry{value, once});
+  const uint64_t old_bytes = it == map.end() ? 0 : key.size() + it->second.value.size();
+  DP_TRY(fits(key, value.size(), old_bytes));
+  bytes_ = bytes_ - old_bytes + key.size() + value.size();
+  if (it == map.end()) {
+    map.emplace(key, Entry{value, once});
   } else {
     it->second = Entry{value, once};
   }
   return {};
 }
 
-const KvStore::Entry* KvStore::entry(const std::string& key) const {
-  auto it = map_.find(key);
-  return it == map_.end() ? nullptr : &it->second;
+Result<void> KvStore::append(Space s, const std::string& key, const std::string& more) {
+  auto& map = maps_[index(s)];
+  auto it = map.find(key);
+  if (it == map.end()) return put(s, key, more);
+  if (it->second.once)
+    return make_error(Errc::conflict, "key " + shown(key) + " is write-once; it cannot grow");
+  const uint64_t old_bytes = key.size() + it->second.value.size();
+  DP_TRY(fits(key, it->second.value.size() + more.size(), old_bytes));
+  bytes_ += more.size();
+  it->second.value += more;
+  return {};
 }
 
-Result<void> KvStore::erase(const std::string& key) {
-  auto it = map_.find(key);
-  if (it == map_.end()) return make_error(Errc::not_found, "key " + shown(key) + " does not exist");
+const KvStore::Entry* KvStore::entry(Space s, const std::string& key) const {
+  const auto& map = maps_[index(s)];
+  auto it = map.find(key);
+  return it == map.end() ? nullptr : &it->second;
+}
+
+bool KvStore::contains(Space s, const std::string& key) const {
+  if (maps_[index(s)].count(key) != 0) return true;
+  return s == proto::SPACE_TORCH && queue_length(key) > 0;
+}
+
+Result<void> KvStore::erase(Space s, const std::string& key) {
+  auto& map = maps_[index(s)];
+  auto it = map.find(key);
+  if (it == map.end()) return make_error(Errc::not_found, "key " + shown(key) + " does not exist");
   if (it->second.once)
     return make_error(Errc::conflict, "key " + shown(key) + " is write-once; it cannot be erased");
   bytes_ -= it->first.size() + it->second.value.size();
-  map_.erase(it);
+  map.erase(it);
   return {};
+}
+
+Result<void> KvStore::push(const std::string& key, const std::string& value) {
+  DP_TRY(fits(key, value.size(), 0));
+  queues_[key].push_back(value);
+  bytes_ += key.size() + value.size();
+  return {};
+}
+
+std::optional<std::string> KvStore::pop(const std::string& key) {
+  auto it = queues_.find(key);
+  if (it == queues_.end() || it->second.empty()) return std::nullopt;
+  std::string v = std::move(it->second.front());
+  it->second.pop_front();
+  bytes_ -= key.size() + v.size();
+  if (it->second.empty()) queues_.erase(it);
+  return v;
+}
+
+size_t KvStore::queue_length(const std::string& key) const {
+  auto it = queues_.find(key);
+  return it == queues_.end() ? 0 : it->second.size();
 }
 
 }  // namespace dp::daemon

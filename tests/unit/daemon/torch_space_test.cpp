@@ -1,0 +1,204 @@
+// The daemon's second key space, PyTorch's store (SPACE_TORCH): the answers
+// PyTorch's own server gives, apart from the step's keys, within the step's
+// limits. The node agents translate TCPStore clients' requests into these.
+#include "broker_fixture.hpp"
+
+namespace dp::daemon {
+namespace {
+
+using namespace test;  // NOLINT: the shared fixture
+
+class TorchSpaceTest : public BrokerTest {
+ protected:
+  TorchSpaceTest() {
+    hello(1, 0);
+    hello(2, 1);
+  }
+  // Sends `r` in the torch space from conn and returns the reply.
+  proto::Response ask(ConnId conn, proto::Request r) {
+    r.set_id(++id_);
+    r.set_space(proto::SPACE_TORCH);
+    const size_t before = out_.sent[conn].size();
+    frame(conn, r, t0_);
+    EXPECT_EQ(out_.sent[conn].size(), before + 1) << "no reply to " << r.ShortDebugString();
+    return out_.last(conn);
+  }
+  proto::Response set(const std::string& k, const std::string& v) {
+    proto::Request r;
+    r.mutable_set()->set_key(k);
+    r.mutable_set()->set_value(v);
+    return ask(1, r);
+  }
+  proto::Response get(const std::string& k) {
+    proto::Request r;
+    r.mutable_get()->set_key(k);
+    return ask(1, r);
+  }
+  uint64_t id_ = 100;
+};
+
+TEST_F(TorchSpaceTest, KeysOfTheTwoSpacesAreApart) {
+  set("/k", "torch");
+  proto::Request s;
+  s.set_id(7);
+  s.mutable_set()->set_key("/k");
+  s.mutable_set()->set_value("step");
+  frame(1, s, t0_);
+  EXPECT_EQ(get("/k").value(), "torch");
+  proto::Request n;
+  n.mutable_num_keys();
+  EXPECT_EQ(ask(2, n).number(), 1);
+  proto::Request g;
+  g.set_id(8);
+  g.mutable_get()->set_key("/k");
+  frame(2, g, t0_);
+  EXPECT_EQ(out_.last(2).value(), "step");
+}
+
+TEST_F(TorchSpaceTest, CompareAndSetAnswersAsPyTorchsServer) {
+  proto::Request c;
+  auto* m = c.mutable_compare_and_set();
+  m->set_key("/c");
+  m->set_expected("x");
+  m->set_desired("y");
+  // Missing key, expected not empty: the expected value comes back, nothing is set.
+  EXPECT_EQ(ask(1, c).value(), "x");
+  EXPECT_EQ(get("/c").code(), proto::NOT_FOUND);
+  m->set_expected("");
+  EXPECT_EQ(ask(1, c).value(), "y");  // missing and expected empty: set
+  m->set_expected("nope");
+  m->set_desired("z");
+  EXPECT_EQ(ask(1, c).value(), "y");  // no match: the current value
+  m->set_expected("y");
+  EXPECT_EQ(ask(1, c).value(), "z");
+}
+
+TEST_F(TorchSpaceTest, DeleteAnswersHowManyKeysWent) {
+  set("/d", "1");
+  proto::Request e;
+  e.mutable_erase()->set_key("/d");
+  EXPECT_EQ(ask(1, e).number(), 1);
+  const auto again = ask(1, e);
+  EXPECT_EQ(again.code(), proto::OK);
+  EXPECT_EQ(again.number(), 0);
+}
+
+TEST_F(TorchSpaceTest, AppendCheckMultiGetMultiSet) {
+  proto::Request a;
+  a.mutable_append()->set_key("/a");
+  a.mutable_append()->set_value("ab");
+  EXPECT_EQ(ask(1, a).code(), proto::OK);
+  a.mutable_append()->set_value("cd");
+  ask(1, a);
+  EXPECT_EQ(get("/a").value(), "abcd");
+
+  proto::Request ms;
+  ms.mutable_multi_set()->add_keys("/m1");
+  ms.mutable_multi_set()->add_keys("/m2");
+  ms.mutable_multi_set()->add_values("1");
+  ms.mutable_multi_set()->add_values("2");
+  EXPECT_EQ(ask(2, ms).code(), proto::OK);
+
+  proto::Request ch;
+  ch.mutable_check()->add_keys("/m1");
+  ch.mutable_check()->add_keys("/a");
+  EXPECT_TRUE(ask(1, ch).flag());
+  ch.mutable_check()->add_keys("/none");
+  EXPECT_FALSE(ask(1, ch).flag());
+
+  proto::Request mg;
+  mg.mutable_multi_get()->add_keys("/m2");
+  mg.mutable_multi_get()->add_keys("/m1");
+  const auto got = ask(1, mg);
+  ASSERT_EQ(got.values_size(), 2);
+  EXPECT_EQ(got.values(0), "2");
+  EXPECT_EQ(got.values(1), "1");
+  mg.mutable_multi_get()->add_keys("/none");
+  EXPECT_EQ(ask(1, mg).code(), proto::NOT_FOUND);
+
+  ms.mutable_multi_set()->add_keys("/m3");  // three keys, two values
+  EXPECT_EQ(ask(2, ms).code(), proto::INVALID_ARGUMENT);
+}
+
+TEST_F(TorchSpaceTest, AWaitInOneSpaceIsNotWokenByTheOther) {
+  proto::Request w;
+  w.mutable_wait()->add_keys("/w");
+  const size_t before = out_.sent[2].size();
+  w.set_id(50);
+  w.set_space(proto::SPACE_TORCH);
+  frame(2, w, t0_);
+  EXPECT_EQ(out_.sent[2].size(), before);  // waiting
+  proto::Request s;
+  s.set_id(51);
+  s.mutable_set()->set_key("/w");
+  s.mutable_set()->set_value("step");
+  frame(1, s, t0_);  // the step's key of that name
+  EXPECT_EQ(out_.sent[2].size(), before);
+  set("/w", "torch");
+  ASSERT_EQ(out_.sent[2].size(), before + 1);
+  EXPECT_EQ(out_.last(2).id(), 50u);
+  EXPECT_EQ(out_.last(2).code(), proto::OK);
+}
+
+TEST_F(TorchSpaceTest, QueuesPushPopLenAndWakeWaiters) {
+  proto::Request w;
+  w.set_id(60);
+  w.set_space(proto::SPACE_TORCH);
+  w.mutable_wait()->add_keys("/q");
+  frame(2, w, t0_);
+  proto::Request push;
+  push.mutable_queue_push()->set_key("/q");
+  push.mutable_queue_push()->set_value("first");
+  ask(1, push);
+  EXPECT_EQ(out_.last(2).id(), 60u);  // a queue with an item counts as its key being set
+  push.mutable_queue_push()->set_value("second");
+  ask(1, push);
+  proto::Request len;
+  len.mutable_queue_len()->set_key("/q");
+  EXPECT_EQ(ask(1, len).number(), 2);
+  proto::Request pop;
+  pop.mutable_queue_pop()->set_key("/q");
+  EXPECT_EQ(ask(1, pop).value(), "first");
+  EXPECT_EQ(ask(1, pop).value(), "second");
+  EXPECT_EQ(ask(1, pop).code(), proto::NOT_FOUND);
+  EXPECT_EQ(ask(1, len).number(), 0);
+}
+
+TEST_F(TorchSpaceTest, TorchOperationsAreRefusedInTheStepsSpace) {
+  proto::Request a;
+  a.set_id(70);
+  a.mutable_num_keys();
+  frame(1, a, t0_);
+  EXPECT_EQ(out_.last(1).code(), proto::PROTOCOL);
+  EXPECT_NE(out_.last(1).message().find("SPACE_TORCH"), std::string::npos);
+  proto::Request bad;
+  bad.set_id(71);
+  bad.set_space(static_cast<proto::Space>(9));
+  bad.mutable_get()->set_key("k");
+  frame(1, bad, t0_);
+  EXPECT_EQ(out_.last(1).code(), proto::PROTOCOL);
+  EXPECT_NE(out_.last(1).message().find("unknown key space 9"), std::string::npos);
+}
+
+TEST_F(BrokerTest, BothKeySpacesShareTheStepsByteLimit) {
+  BrokerConfig c = config(2);
+  c.limits.max_total_bytes = 100;
+  Broker& b = other_broker(c, hello_req(0, proto::ROLE_RANK, "h0"));
+  auto put = [&](uint64_t id, proto::Space space, const std::string& key) {
+    proto::Request s;
+    s.set_id(id);
+    s.set_space(space);
+    s.mutable_set()->set_key(key);
+    s.mutable_set()->set_value(std::string(40, 'v'));
+    b.on_frame(1, s.SerializeAsString(), t0_);
+    return other_out_.last(1);
+  };
+  EXPECT_EQ(put(2, proto::SPACE_STEP, "k1").code(), proto::OK);
+  EXPECT_EQ(put(3, proto::SPACE_TORCH, "k2").code(), proto::OK);
+  const auto over = put(4, proto::SPACE_TORCH, "k3");
+  EXPECT_EQ(over.code(), proto::LIMIT);
+  EXPECT_NE(over.message().find("--max-total-bytes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dp::daemon
