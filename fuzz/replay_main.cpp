@@ -3,7 +3,7 @@
 // pseudo-random mutations of them (flips, inserts, cuts, splices) for a
 // fixed count, fed to LLVMFuzzerTestOneInput. A crash or abort is the
 // finding; scripts/fuzz-daemon runs the same targets under libFuzzer.
-//   <target>_smoke [--runs N] SEED...
+//   <target>_smoke [--runs N] [--hex] SEED...   (--hex: the seeds after it are hex)
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +15,13 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 namespace {
+
+std::string unhex(const char* text) {
+  std::string out;
+  for (size_t i = 0; text[i] != '\0' && text[i + 1] != '\0'; i += 2)
+    out.push_back(static_cast<char>(std::strtoul(std::string(text + i, 2).c_str(), nullptr, 16)));
+  return out;
+}
 
 std::string mutate(std::string s, const std::vector<std::string>& seeds, std::mt19937& rng) {
   const int steps = 1 + static_cast<int>(rng() % 4);
@@ -40,11 +47,14 @@ std::string mutate(std::string s, const std::vector<std::string>& seeds, std::mt
 int main(int argc, char** argv) {
   long runs = 20'000;
   std::vector<std::string> seeds;
+  bool hex = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
       runs = std::atol(argv[++i]);
+    } else if (std::strcmp(argv[i], "--hex") == 0) {
+      hex = true;
     } else {
-      seeds.emplace_back(argv[i]);
+      seeds.emplace_back(hex ? unhex(argv[i]) : std::string(argv[i]));
     }
   }
   seeds.emplace_back();
