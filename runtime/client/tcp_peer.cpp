@@ -1,0 +1,95 @@
+#include "tcp_peer.hpp"
+
+#include <arpa/inet.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "dp/unique_fd.hpp"
+
+namespace dp::rdv {
+namespace {
+
+Error sys_error(Errc code, const std::string& what) {
+  return make_error(code, what + ": " + std::strerror(errno));
+}
+
+// The address pair as the peer's socket has it: its source is our peer.
+Result<inet_diag_req_v2> peer_query(int fd) {
+  sockaddr_storage here{}, there{};
+  socklen_t a = sizeof here, b = sizeof there;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&here), &a) != 0)
+    return sys_error(Errc::internal, "getsockname");
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&there), &b) != 0)
+    return sys_error(Errc::connection, "getpeername");
+  if (here.ss_family != there.ss_family || (here.ss_family != AF_INET && here.ss_family != AF_INET6))
+    return make_error(Errc::invalid_argument, "not a TCP/IP connection");
+  inet_diag_req_v2 r{};
+  r.sdiag_family = static_cast<uint8_t>(here.ss_family);
+  r.sdiag_protocol = IPPROTO_TCP;
+  r.idiag_states = ~0u;
+  r.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+  r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+  if (here.ss_family == AF_INET) {
+    const auto& h = reinterpret_cast<const sockaddr_in&>(here);
+    const auto& t = reinterpret_cast<const sockaddr_in&>(there);
+    r.id.idiag_sport = t.sin_port;
+    r.id.idiag_dport = h.sin_port;
+    std::memcpy(r.id.idiag_src, &t.sin_addr, sizeof t.sin_addr);
+    std::memcpy(r.id.idiag_dst, &h.sin_addr, sizeof h.sin_addr);
+  } else {
+    const auto& h = reinterpret_cast<const sockaddr_in6&>(here);
+    const auto& t = reinterpret_cast<const sockaddr_in6&>(there);
+    r.id.idiag_sport = t.sin6_port;
+    r.id.idiag_dport = h.sin6_port;
+    std::memcpy(r.id.idiag_src, &t.sin6_addr, sizeof t.sin6_addr);
+    std::memcpy(r.id.idiag_dst, &h.sin6_addr, sizeof h.sin6_addr);
+  }
+  return r;
+}
+
+}  // namespace
+
+Result<uid_t> local_tcp_peer_uid(int fd) {
+  auto query = peer_query(fd);
+  DP_TRY(query);
+  UniqueFd nl(socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
+  if (!nl) return sys_error(Errc::unavailable, "socket(NETLINK_SOCK_DIAG)");
+  struct {
+    nlmsghdr h;
+    inet_diag_req_v2 r;
+  } req{};
+  req.h.nlmsg_len = sizeof req;
+  req.h.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  req.h.nlmsg_flags = NLM_F_REQUEST;
+  req.r = *query;
+  if (send(nl.get(), &req, sizeof req, 0) != static_cast<ssize_t>(sizeof req))
+    return sys_error(Errc::unavailable, "sock_diag request");
+  // The kernel answers at once; the bound only guards against a kernel that does not.
+  pollfd p{nl.get(), POLLIN, 0};
+  if (poll(&p, 1, 1'000) <= 0) return make_error(Errc::unavailable, "sock_diag: no answer");
+  alignas(nlmsghdr) char buf[8192];
+  const ssize_t n = recv(nl.get(), buf, sizeof buf, 0);
+  if (n < static_cast<ssize_t>(sizeof(nlmsghdr))) return sys_error(Errc::unavailable, "sock_diag");
+  const auto* h = reinterpret_cast<const nlmsghdr*>(buf);
+  if (!NLMSG_OK(h, static_cast<unsigned>(n))) return make_error(Errc::unavailable, "sock_diag: bad answer");
+  if (h->nlmsg_type == NLMSG_ERROR) {
+    const auto* e = static_cast<const nlmsgerr*>(NLMSG_DATA(h));
+    if (e->error == -ENOENT)
+      return make_error(Errc::not_found, "the peer is no socket of this host's network namespace");
+    errno = -e->error;
+    return sys_error(Errc::unavailable, "sock_diag");
+  }
+  if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < NLMSG_LENGTH(sizeof(inet_diag_msg)))
+    return make_error(Errc::unavailable, "sock_diag: unexpected answer");
+  return static_cast<uid_t>(static_cast<const inet_diag_msg*>(NLMSG_DATA(h))->idiag_uid);
+}
+
+}  // namespace dp::rdv
