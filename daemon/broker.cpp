@@ -210,7 +210,10 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
     }
     default: break;
   }
-  if (abort_) return reply_error(conn, c.id, proto::ABORTED, abort_->message);
+  // PyTorch's store outlives a failure: survivors kept (on_failure=keep)
+  // use it, and a store has no way to carry the verdict to its clients.
+  if (abort_ && c.space != proto::SPACE_TORCH)
+    return reply_error(conn, c.id, proto::ABORTED, abort_->message);
   if (!proto::Space_IsValid(c.space)) {
     return reply_error(conn, c.id, proto::PROTOCOL,
                        "unknown key space " + std::to_string(static_cast<int>(c.space)) +

@@ -3,9 +3,20 @@
 
 #include "broker.hpp"
 #include "dp/master_port.hpp"
+#include "dp/torchstore/store_model.hpp"
 #include "master_port_value.hpp"
 
 namespace dp::daemon {
+namespace {
+
+std::optional<int64_t> strict_int64(const std::string& v) {
+  int64_t n = 0;
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || ptr != v.data() + v.size()) return std::nullopt;
+  return n;
+}
+
+}  // namespace
 
 bool Broker::store_value(const Call& c, const std::string& key, const std::string& value,
                          bool once) {
@@ -69,18 +80,22 @@ void Broker::op_get(const Call& c, const proto::Get& m) {
   key_waiters(c.space)[m.key()].push_back(wid);
 }
 
+// The step's keys hold strict decimal integers; PyTorch's store reads a
+// value as std::stoll does and its sum wraps (torchstore::parse_like_stoll).
 void Broker::op_add(const Call& c, const proto::Add& m) {
   if (auto k = store_.check_key(m.key()); !k) return reply_error(c.conn, c.id, k.error());
+  const bool torch = c.space == proto::SPACE_TORCH;
   int64_t cur = 0;
   if (const std::string* v = store_.find(c.space, m.key())) {
-    auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), cur);
-    if (ec != std::errc() || ptr != v->data() + v->size()) {
+    std::optional<int64_t> n = torch ? torchstore::parse_like_stoll(*v) : strict_int64(*v);
+    if (!n) {
       return reply_error(c.conn, c.id, proto::INVALID_ARGUMENT,
                          "add on key " + shown(m.key()) + ": its value is not a decimal integer");
     }
+    cur = *n;
   }
   int64_t next = 0;
-  if (__builtin_add_overflow(cur, m.delta(), &next)) {
+  if (__builtin_add_overflow(cur, m.delta(), &next) && !torch) {
     return reply_error(c.conn, c.id, proto::INVALID_ARGUMENT,
                        "add on key " + shown(m.key()) + " overflows int64");
   }

@@ -96,14 +96,14 @@ void Broker::op_queue_push(const Call& c, const proto::QueuePush& m) {
   reply_ok(c.conn, c.id);
 }
 
+// PyTorch's answer: the queue's length before the pop, and the item when
+// there was one (an empty queue answers 0 and no value).
 void Broker::op_queue_pop(const Call& c, const proto::QueuePop& m) {
   if (!torch_only(c, "queue_pop") || !keys_fit(c, std::array{m.key()})) return;
-  auto v = store_.pop(m.key());
-  if (!v)
-    return reply_error(c.conn, c.id, proto::NOT_FOUND, "queue " + shown(m.key()) + " is empty");
   proto::Response r;
   r.set_id(c.id);
-  r.set_value(std::move(*v));
+  r.set_number(static_cast<int64_t>(store_.queue_length(m.key())));
+  if (auto v = store_.pop(m.key())) r.set_value(std::move(*v));
   out_.send(c.conn, r);
 }
 

@@ -158,10 +158,39 @@ TEST_F(TorchSpaceTest, QueuesPushPopLenAndWakeWaiters) {
   EXPECT_EQ(ask(1, len).number(), 2);
   proto::Request pop;
   pop.mutable_queue_pop()->set_key("/q");
-  EXPECT_EQ(ask(1, pop).value(), "first");
+  auto first = ask(1, pop);
+  EXPECT_EQ(first.value(), "first");
+  EXPECT_EQ(first.number(), 2);  // the length before the pop, as PyTorch answers
   EXPECT_EQ(ask(1, pop).value(), "second");
-  EXPECT_EQ(ask(1, pop).code(), proto::NOT_FOUND);
+  const auto empty = ask(1, pop);
+  EXPECT_EQ(empty.code(), proto::OK);
+  EXPECT_EQ(empty.number(), 0);
+  EXPECT_TRUE(empty.value().empty());
   EXPECT_EQ(ask(1, len).number(), 0);
+}
+
+TEST_F(TorchSpaceTest, AddReadsValuesAsPyTorchDoesAndWraps) {
+  set("/n", " 12abc");  // std::stoll: leading blanks, then digits; the rest ignored
+  proto::Request a;
+  a.mutable_add()->set_key("/n");
+  a.mutable_add()->set_delta(1);
+  EXPECT_EQ(ask(1, a).number(), 13);
+  set("/n", std::to_string(INT64_MAX));
+  EXPECT_EQ(ask(1, a).number(), INT64_MIN);
+  set("/n", "x");
+  EXPECT_EQ(ask(1, a).code(), proto::INVALID_ARGUMENT);
+}
+
+TEST_F(TorchSpaceTest, PyTorchsStoreIsServedAfterTheStepFailed) {
+  set("/nccl", "id");
+  broker_.on_disconnect(2, t0_);  // rank 1 dropped: the step is aborted
+  ASSERT_TRUE(broker_.aborted());
+  EXPECT_EQ(get("/nccl").value(), "id");
+  proto::Request s;
+  s.set_id(80);
+  s.mutable_get()->set_key("k");
+  frame(1, s, t0_);
+  EXPECT_EQ(out_.last(1).code(), proto::ABORTED);  // the step's own keys are not
 }
 
 TEST_F(TorchSpaceTest, TorchOperationsAreRefusedInTheStepsSpace) {
