@@ -29,7 +29,8 @@ Result<inet_diag_req_v2> peer_query(int fd) {
     return sys_error(Errc::internal, "getsockname");
   if (getpeername(fd, reinterpret_cast<sockaddr*>(&there), &b) != 0)
     return sys_error(Errc::connection, "getpeername");
-  if (here.ss_family != there.ss_family || (here.ss_family != AF_INET && here.ss_family != AF_INET6))
+  if (here.ss_family != there.ss_family ||
+      (here.ss_family != AF_INET && here.ss_family != AF_INET6))
     return make_error(Errc::invalid_argument, "not a TCP/IP connection");
   inet_diag_req_v2 r{};
   r.sdiag_family = static_cast<uint8_t>(here.ss_family);
@@ -79,7 +80,8 @@ Result<uid_t> local_tcp_peer_uid(int fd) {
   const ssize_t n = recv(nl.get(), buf, sizeof buf, 0);
   if (n < static_cast<ssize_t>(sizeof(nlmsghdr))) return sys_error(Errc::unavailable, "sock_diag");
   const auto* h = reinterpret_cast<const nlmsghdr*>(buf);
-  if (!NLMSG_OK(h, static_cast<unsigned>(n))) return make_error(Errc::unavailable, "sock_diag: bad answer");
+  if (!NLMSG_OK(h, static_cast<unsigned>(n)))
+    return make_error(Errc::unavailable, "sock_diag: bad answer");
   if (h->nlmsg_type == NLMSG_ERROR) {
     const auto* e = static_cast<const nlmsgerr*>(NLMSG_DATA(h));
     if (e->error == -ENOENT)
