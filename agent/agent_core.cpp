@@ -118,9 +118,17 @@ void AgentCore::relinked(const proto::Response& reply, Clock::time_point now) {
   for (auto& q : queued) out_.to_daemon(q);
 }
 
+namespace {
+// A request whose effect or answer differs when applied twice.
+bool applied_once_only(const proto::Request& r) {
+  return r.has_add() || r.has_compare_and_set() || r.has_append() || r.has_queue_push() ||
+         r.has_queue_pop() || (r.has_erase() && r.space() == proto::SPACE_TORCH);
+}
+}  // namespace
+
 // The daemon dropped the old connection's pending calls (and undid its
 // barrier arrivals): they go again, in order. Sets and gets are idempotent;
-// an add or compare-and-set may have been applied already, so its caller
+// an add, a compare-and-set, ... may have been applied already, so its caller
 // hears that its outcome is unknown instead.
 void AgentCore::resend_pending(const std::set<uint64_t>& queued) {
   std::vector<uint64_t> ids;
@@ -131,7 +139,7 @@ void AgentCore::resend_pending(const std::set<uint64_t>& queued) {
     auto it = pending_.find(id);
     if (it == pending_.end()) continue;
     const proto::Request& sent = it->second.sent;
-    if (!sent.has_add() && !sent.has_compare_and_set()) {
+    if (!applied_once_only(sent)) {
       out_.to_daemon(sent);
       continue;
     }

@@ -79,6 +79,15 @@ class AgentOutbox {
   virtual void relink(Clock::time_point deadline) { (void)deadline; }
 };
 
+// Another part of the agent that sends requests over the node's one daemon
+// connection (the store front, store_front.hpp): their answers come back here.
+class UpstreamSink {
+ public:
+  virtual ~UpstreamSink() = default;
+  // The daemon's answer to the request send_for() gave this id.
+  virtual void on_upstream(uint64_t id, const proto::Response& r) = 0;
+};
+
 class AgentCore {
  public:
   AgentCore(AgentConfig cfg, AgentOutbox& out, Clock::time_point now);
@@ -132,6 +141,16 @@ class AgentCore {
   // Deadlines, heartbeats, pings, silence. Call a few times a second.
   void on_tick(Clock::time_point now);
 
+  // A request of `sink`'s own over the daemon link (queued until it is
+  // ready, sent again after a new connection as the node's own are); its
+  // answer goes to sink.on_upstream. The request id it was given.
+  uint64_t send_for(UpstreamSink& sink, proto::Request req);
+  // The blocking call `id` of send_for is no longer wanted: the daemon drops
+  // it and its answer, if one is already on its way, is not delivered.
+  void cancel_for(uint64_t id);
+  // Requests sent to the daemon so far (its work per node: bench/rendezvous).
+  uint64_t upstream_requests() const { return next_up_ - 2; }
+
   uint32_t max_frame_bytes(ConnId conn) const;
   bool knows(ConnId conn) const { return locals_.count(conn) != 0; }
   // The daemon is gone: the local ranks were told; the agent exits.
@@ -159,7 +178,7 @@ class AgentCore {
     uint64_t id = 0;
     Clock::time_point deadline;
   };
-  enum class Kind : uint8_t { plain, get, barrier, set_once, exchange };
+  enum class Kind : uint8_t { plain, get, barrier, set_once, exchange, sink };
   struct Upstream {  // what an upstream request id stands for
     Kind kind = Kind::plain;
     ConnId conn = 0;
@@ -167,6 +186,7 @@ class AgentCore {
     std::string key;        // get, barrier: the name; set_once: the key
     std::string value;      // set_once: cached when the daemon agrees; exchange: what was published
     proto::Request sent{};  // as sent, for a new connection after an outage
+    UpstreamSink* sink = nullptr;  // Kind::sink: who is answered
   };
   struct GetState {
     uint64_t upstream = 0;  // 0: none in flight

@@ -97,8 +97,23 @@ void AgentCore::local_barrier(ConnId conn, int rank, const proto::Request& req,
   upstream(up, Upstream{Kind::barrier, 0, 0, b.name(), {}});
 }
 
+uint64_t AgentCore::send_for(UpstreamSink& sink, proto::Request req) {
+  Upstream u;
+  u.kind = Kind::sink;
+  u.sink = &sink;
+  return upstream(req, std::move(u));
+}
+
+void AgentCore::cancel_for(uint64_t id) {
+  if (pending_.erase(id) == 0) return;
+  proto::Request req;
+  req.mutable_cancel_call()->set_request_id(id);
+  upstream(req, Upstream{Kind::plain, 0, 0, {}, {}});
+}
+
 void AgentCore::answered(const Upstream& u, const proto::Response& r) {
   switch (u.kind) {
+    case Kind::sink: return u.sink->on_upstream(r.id(), r);
     case Kind::get: return answer_get(u.key, r);
     case Kind::barrier: return answer_barrier(u.key, r);
     case Kind::exchange: return master_port_answered(u, r);

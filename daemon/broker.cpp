@@ -241,6 +241,7 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
     case proto::Request::kQueuePush: return op_queue_push(c, req.queue_push());
     case proto::Request::kQueuePop: return op_queue_pop(c, req.queue_pop());
     case proto::Request::kQueueLen: return op_queue_len(c, req.queue_len());
+    case proto::Request::kCancelCall: return op_cancel_call(c, req.cancel_call());
     default:
       return reply_error(
           conn, c.id, proto::PROTOCOL,

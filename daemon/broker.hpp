@@ -120,6 +120,7 @@ class Broker {
   uint32_t max_frame_bytes(ConnId conn) const;
   bool knows(ConnId conn) const { return peers_.count(conn) != 0; }
   size_t connections() const { return peers_.size(); }
+  size_t pending_calls() const { return waiters_.size(); }
   int unauthenticated() const { return hello_budget_.count(); }
   // Every rank of the world said goodbye and nobody is connected.
   bool finished() const;
@@ -217,6 +218,7 @@ class Broker {
   void op_queue_push(const Call& c, const proto::QueuePush& m);
   void op_queue_pop(const Call& c, const proto::QueuePop& m);
   void op_queue_len(const Call& c, const proto::QueueLen& m);
+  void op_cancel_call(const Call& c, const proto::CancelCall& m);
   // A store operation of another space than its own: PROTOCOL, false.
   bool torch_only(const Call& c, const char* op);
   // Every key's size, or the error is sent: false.

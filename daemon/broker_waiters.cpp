@@ -95,6 +95,17 @@ void Broker::drop_waiter(uint64_t wid) {
   waiters_.erase(it);
 }
 
+void Broker::op_cancel_call(const Call& c, const proto::CancelCall& m) {
+  for (uint64_t wid : c.peer.waiters) {
+    auto it = waiters_.find(wid);
+    if (it == waiters_.end() || it->second.request_id != m.request_id()) continue;
+    if (it->second.kind == WaitKind::barrier) break;  // an arrival is not taken back
+    drop_waiter(wid);
+    break;
+  }
+  reply_ok(c.conn, c.id);
+}
+
 void Broker::finish_waiter(uint64_t wid, Clock::time_point now) {
   auto it = waiters_.find(wid);
   if (it == waiters_.end()) return;

@@ -140,6 +140,20 @@ TEST_F(TorchSpaceTest, AWaitInOneSpaceIsNotWokenByTheOther) {
   EXPECT_EQ(out_.last(2).code(), proto::OK);
 }
 
+TEST_F(TorchSpaceTest, ACancelledWaitIsDroppedUnanswered) {
+  proto::Request w;
+  w.set_id(90);
+  w.set_space(proto::SPACE_TORCH);
+  w.mutable_wait()->add_keys("/never");
+  frame(2, w, t0_);
+  proto::Request c;
+  c.mutable_cancel_call()->set_request_id(90);
+  EXPECT_EQ(ask(2, c).code(), proto::OK);
+  const size_t before = out_.sent[2].size();
+  set("/never", "now");
+  EXPECT_EQ(out_.sent[2].size(), before);  // the wait is gone: no answer
+}
+
 TEST_F(TorchSpaceTest, QueuesPushPopLenAndWakeWaiters) {
   proto::Request w;
   w.set_id(60);

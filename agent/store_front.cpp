@@ -1,0 +1,358 @@
+#include "store_front.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "dp/torchstore/reply.hpp"
+#include "frame_codec.hpp"
+
+namespace dp::agent {
+namespace {
+
+using torchstore::Op;
+
+// A fold's name: the operation and its keys, each length-prefixed (keys are bytes).
+std::string fold_name(char op, const std::vector<std::string>& keys) {
+  std::string n(1, op);
+  for (const auto& k : keys) n += std::to_string(k.size()) + ":" + k;
+  return n;
+}
+
+int64_t wrapping_add(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
+template <class Field>
+void copy_keys(const std::vector<std::string>& keys, Field* field) {
+  for (const auto& k : keys) field->Add(std::string(k));
+}
+
+// Why a client is closed when the daemon refused what it asked.
+std::string refused(Op op, const proto::Response& resp) {
+  return std::string(torchstore::op_name(op)) +
+         " refused by the step's store: " + rdv::error_from(resp).message;
+}
+
+}  // namespace
+
+StoreFront::StoreFront(AgentCore& link, StoreOutbox& out, torchstore::Limits limits)
+    : link_(link), out_(out), limits_(limits) {}
+
+void StoreFront::on_connect(ConnId conn) {
+  // Slots count from 1: 0 names every rider of a client (drop_rider).
+  conns_.emplace(conn, Client{torchstore::RequestParser(limits_), {}, 1, {}});
+  ++counters_.connections;
+}
+
+void StoreFront::on_bytes(ConnId conn, std::string_view bytes) {
+  auto it = conns_.find(conn);
+  if (it == conns_.end()) return;
+  if (auto fed = it->second.parser.feed(bytes); !fed) return close(conn, fed.error().message);
+  while (true) {
+    it = conns_.find(conn);  // a request may have closed it
+    if (it == conns_.end()) return;
+    auto next = it->second.parser.next();
+    if (!next) return close(conn, next.error().message);
+    if (!*next) return;
+    ++counters_.requests;
+    handle(conn, it->second, std::move(**next));
+  }
+}
+
+void StoreFront::handle(ConnId conn, Client& c, torchstore::Request&& r) {
+  switch (r.op) {
+    case Op::validate:
+    case Op::ping:
+    case Op::cancel_wait:
+    case Op::watch_key: return local(conn, c, r);
+    case Op::set:
+    case Op::compare_set:
+    case Op::delete_key:
+    case Op::append:
+    case Op::multi_set:
+    case Op::queue_push:
+    case Op::queue_pop: return write(conn, c, r);
+    case Op::get:
+    case Op::add:
+    case Op::check:
+    case Op::wait:
+    case Op::get_num_keys:
+    case Op::multi_get:
+    case Op::queue_len: return read(conn, c, r);
+  }
+}
+
+void StoreFront::local(ConnId conn, Client& c, const torchstore::Request& r) {
+  switch (r.op) {
+    case Op::validate:
+      if (r.number != torchstore::kValidationMagic)
+        close(conn, "VALIDATE with a wrong magic (PyTorch's server closes too)");
+      return;
+    case Op::ping: return fill(conn, take_slot(c), torchstore::encode_ping(r.number));
+    case Op::cancel_wait: return cancel_wait(conn, c);
+    default:
+      // 1.13's C++ watchKey (its Python API has none): the daemon has no
+      // change notices to carry its events, so it is refused, not faked.
+      return close(conn, std::string(torchstore::op_name(r.op)) +
+                             " is not served by the step's store (no PyTorch code path "
+                             "sends it; use --dp-store=rank0 for a program that does)");
+  }
+}
+
+void StoreFront::write(ConnId conn, Client& c, const torchstore::Request& r) {
+  proto::Request up;
+  bool answers = true;
+  switch (r.op) {
+    case Op::set:
+      up.mutable_set()->set_key(r.key);
+      up.mutable_set()->set_value(r.value);
+      answers = false;
+      break;
+    case Op::compare_set: {
+      auto* m = up.mutable_compare_and_set();
+      m->set_key(r.key);
+      m->set_expected(r.expected);
+      m->set_desired(r.value);
+      break;
+    }
+    case Op::delete_key: up.mutable_erase()->set_key(r.key); break;
+    case Op::append:
+      up.mutable_append()->set_key(r.key);
+      up.mutable_append()->set_value(r.value);
+      answers = false;
+      break;
+    case Op::multi_set:
+      copy_keys(r.keys, up.mutable_multi_set()->mutable_keys());
+      copy_keys(r.values, up.mutable_multi_set()->mutable_values());
+      answers = false;
+      break;
+    case Op::queue_push:
+      up.mutable_queue_push()->set_key(r.key);
+      up.mutable_queue_push()->set_value(r.value);
+      answers = false;
+      break;
+    default: up.mutable_queue_pop()->set_key(r.key); break;
+  }
+  const Rider rider{conn, answers ? take_slot(c) : 0, r.op, 0};
+  send(std::move(up), Sent{{}, rider, answers});
+}
+
+void StoreFront::read(ConnId conn, Client& c, const torchstore::Request& r) {
+  proto::Request up;
+  std::string name;
+  int64_t delta = 0;
+  switch (r.op) {
+    case Op::get:
+      up.mutable_get()->set_key(r.key);
+      name = fold_name('g', {r.key});
+      break;
+    case Op::add:
+      up.mutable_add()->set_key(r.key);
+      name = fold_name('a', {r.key});
+      delta = r.delta;
+      break;
+    case Op::check:
+      copy_keys(r.keys, up.mutable_check()->mutable_keys());
+      name = fold_name('c', r.keys);
+      break;
+    case Op::wait:
+      copy_keys(r.keys, up.mutable_wait()->mutable_keys());
+      name = fold_name('w', r.keys);
+      break;
+    case Op::get_num_keys:
+      up.mutable_num_keys();
+      name = "n";
+      break;
+    case Op::multi_get:
+      copy_keys(r.keys, up.mutable_multi_get()->mutable_keys());
+      name = fold_name('m', r.keys);
+      break;
+    default:
+      up.mutable_queue_len()->set_key(r.key);
+      name = fold_name('q', {r.key});
+      break;
+  }
+  const uint64_t slot = take_slot(c);
+  if (r.op == Op::wait) c.wait_slot = slot;
+  ride(name, std::move(up), Rider{conn, slot, r.op, delta});
+}
+
+uint64_t StoreFront::take_slot(Client& c) {
+  c.slots.push_back(Slot{c.next_seq, std::nullopt});
+  return c.next_seq++;
+}
+
+// A rider joins the next request of its fold; it leaves now when none is in flight.
+void StoreFront::ride(const std::string& name, proto::Request up, Rider rider) {
+  auto [it, fresh] = folds_.try_emplace(name);
+  Fold& f = it->second;
+  if (fresh) f.request = std::move(up);
+  f.next.push_back(rider);
+  if (f.inflight == 0) launch(name, f);
+}
+
+void StoreFront::launch(const std::string& name, Fold& f) {
+  f.riding = std::move(f.next);
+  f.next.clear();
+  proto::Request up = f.request;
+  if (up.has_add()) {
+    int64_t sum = 0;
+    for (const auto& r : f.riding) sum = wrapping_add(sum, r.delta);
+    up.mutable_add()->set_delta(sum);
+  }
+  f.inflight = send(std::move(up), Sent{name, {}, true});
+}
+
+uint64_t StoreFront::send(proto::Request req, Sent sent) {
+  req.set_space(proto::SPACE_TORCH);
+  ++counters_.upstream;
+  const uint64_t id = link_.send_for(*this, std::move(req));
+  sent_.emplace(id, std::move(sent));
+  return id;
+}
+
+void StoreFront::on_upstream(uint64_t id, const proto::Response& r) {
+  auto it = sent_.find(id);
+  if (it == sent_.end()) return;
+  Sent s = std::move(it->second);
+  sent_.erase(it);
+  if (!s.fold.empty()) return answer_fold(s.fold, r);
+  if (s.answers) return answer(s.single, r);
+  if (r.code() != proto::OK) close(s.single.conn, refused(s.single.op, r));
+}
+
+void StoreFront::answer_fold(const std::string& name, const proto::Response& r) {
+  auto it = folds_.find(name);
+  if (it == folds_.end()) return;
+  Fold& f = it->second;
+  std::vector<Rider> riders = std::move(f.riding);
+  f.riding.clear();
+  f.inflight = 0;
+  if (f.request.has_add()) {
+    answer_adds(riders, r);
+  } else {
+    for (const auto& rider : riders) answer(rider, r);
+  }
+  // Answers may have closed clients, whose leaving already moved the fold on.
+  it = folds_.find(name);
+  if (it == folds_.end() || it->second.inflight != 0) return;
+  if (it->second.next.empty()) {
+    folds_.erase(it);
+  } else {
+    launch(name, it->second);
+  }
+}
+
+// The daemon applied the riders' sum at once; in arrival order, each rider's
+// answer is the value after its own delta: the sum taken apart again.
+void StoreFront::answer_adds(const std::vector<Rider>& riders, const proto::Response& r) {
+  if (r.code() != proto::OK) {
+    for (const auto& rider : riders) answer(rider, r);
+    return;
+  }
+  int64_t total = 0;
+  for (const auto& rider : riders) total = wrapping_add(total, rider.delta);
+  int64_t running = wrapping_add(r.number(), -total);
+  for (const auto& rider : riders) {
+    running = wrapping_add(running, rider.delta);
+    fill(rider.conn, rider.slot, torchstore::encode_int64(running));
+  }
+}
+
+void StoreFront::answer(const Rider& rider, const proto::Response& r) {
+  auto c = conns_.find(rider.conn);
+  if (c == conns_.end()) return;
+  if (rider.op == Op::wait) c->second.wait_slot.reset();
+  if (r.code() != proto::OK) return close(rider.conn, refused(rider.op, r));
+  using torchstore::encode_int64;
+  std::string bytes;
+  switch (rider.op) {
+    case Op::get:
+    case Op::compare_set: bytes = torchstore::encode_value(r.value()); break;
+    case Op::wait: bytes = torchstore::encode_wait(torchstore::WaitAnswer::stop_waiting); break;
+    case Op::check:
+      bytes = torchstore::encode_check(r.flag() ? torchstore::CheckAnswer::ready
+                                                : torchstore::CheckAnswer::not_ready);
+      break;
+    case Op::multi_get:
+      bytes = torchstore::encode_values({r.values().begin(), r.values().end()});
+      break;
+    case Op::queue_pop:
+      bytes = torchstore::encode_queue_pop(
+          r.number(), r.number() > 0 ? std::optional<std::string>(r.value()) : std::nullopt);
+      break;
+    default: bytes = encode_int64(r.number()); break;  // GETNUMKEYS, DELETE_KEY, QUEUE_LEN
+  }
+  fill(rider.conn, rider.slot, std::move(bytes));
+}
+
+// Replies leave in request order: a slot filled early waits for those before it.
+void StoreFront::fill(ConnId conn, uint64_t slot, std::string bytes) {
+  auto it = conns_.find(conn);
+  if (it == conns_.end()) return;
+  auto& slots = it->second.slots;
+  for (auto& s : slots) {
+    if (s.seq == slot) s.bytes = std::move(bytes);
+  }
+  std::string ready;
+  while (!slots.empty() && slots.front().bytes) {
+    ready += *slots.front().bytes;
+    slots.pop_front();
+  }
+  if (!ready.empty()) out_.to_client(conn, ready);
+}
+
+// PyTorch 2.x's client gave up waiting: its WAIT is dropped (here, and
+// upstream when no one else rides on it) and WAIT_CANCELED answers.
+void StoreFront::cancel_wait(ConnId conn, Client& c) {
+  if (c.wait_slot) {
+    const uint64_t slot = *c.wait_slot;
+    c.wait_slot.reset();
+    drop_rider(conn, slot);
+    auto& slots = c.slots;
+    slots.erase(
+        std::remove_if(slots.begin(), slots.end(), [&](const Slot& s) { return s.seq == slot; }),
+        slots.end());
+  }
+  fill(conn, take_slot(c), torchstore::encode_wait(torchstore::WaitAnswer::wait_canceled));
+}
+
+// Takes the rider (slot 0: every rider of conn) out of the folds. A fold's
+// request in flight with no rider left is cancelled when it is a WAIT (the
+// daemon would keep it until its keys exist); adds keep their gone riders,
+// whose deltas the daemon applies all the same.
+void StoreFront::drop_rider(ConnId conn, uint64_t slot) {
+  const auto gone = [&](const Rider& r) { return r.conn == conn && (slot == 0 || r.slot == slot); };
+  for (auto it = folds_.begin(); it != folds_.end();) {
+    Fold& f = it->second;
+    f.next.erase(std::remove_if(f.next.begin(), f.next.end(), gone), f.next.end());
+    if (!f.request.has_add())
+      f.riding.erase(std::remove_if(f.riding.begin(), f.riding.end(), gone), f.riding.end());
+    if (f.inflight != 0 && f.riding.empty() && f.request.has_wait()) {
+      link_.cancel_for(f.inflight);
+      sent_.erase(f.inflight);
+      f.inflight = 0;
+    }
+    if (f.inflight == 0 && !f.next.empty()) {
+      launch(it->first, f);
+    } else if (f.inflight == 0) {
+      it = folds_.erase(it);
+      continue;
+    }
+    ++it;
+  }
+}
+
+void StoreFront::on_disconnect(ConnId conn) {
+  if (conns_.erase(conn) == 0) return;
+  drop_rider(conn, 0);
+}
+
+void StoreFront::close(ConnId conn, const std::string& why) {
+  if (!conns_.count(conn)) return;
+  ++counters_.closed;
+  on_disconnect(conn);
+  out_.close_client(conn, why);
+}
+
+}  // namespace dp::agent

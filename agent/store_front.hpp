@@ -1,0 +1,117 @@
+// The step's store for unmodified PyTorch programs (--dp-store=step): the
+// node's TCPStore clients (every rank is one, TORCHELASTIC_USE_AGENT_STORE)
+// speak PyTorch's wire protocol (torchstore/) to their node's agent, which
+// keeps the store in the step's daemon (SPACE_TORCH) over the node's one
+// authenticated connection. Pure, like AgentCore: the I/O layer feeds it
+// connections and bytes; it answers through StoreOutbox.
+//
+// Work per node, not per rank: reads that arrive while an identical one is
+// on its way upstream (GET, WAIT, CHECK, GETNUMKEYS, MULTI_GET, QUEUE_LEN of
+// the same keys) ride together on the next one, sent when that answer is in;
+// ADDs of one key likewise become one ADD of their sum, whose result is
+// handed out in arrival order (ADD 0, PyTorch's barrier poll, among them).
+// Every rider arrived before its request left and is answered after the
+// daemon applied it, so each answer is one PyTorch's own server could have
+// given at some point of its call. Writes go one by one, in order.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "agent_core.hpp"
+#include "dp/torchstore/parser.hpp"
+
+namespace dp::agent {
+
+class StoreOutbox {
+ public:
+  virtual ~StoreOutbox() = default;
+  virtual void to_client(ConnId conn, std::string_view bytes) = 0;
+  // Close after what was sent, as PyTorch's server closes on the same input;
+  // `why` is for the agent's log. The front has already forgotten conn.
+  virtual void close_client(ConnId conn, const std::string& why) = 0;
+};
+
+struct StoreCounters {
+  uint64_t connections = 0;  // clients served
+  uint64_t requests = 0;     // their requests
+  uint64_t upstream = 0;     // requests sent to the daemon for them
+  uint64_t closed = 0;       // clients closed for bad input or a refused request
+};
+
+class StoreFront final : public UpstreamSink {
+ public:
+  StoreFront(AgentCore& link, StoreOutbox& out, torchstore::Limits limits = {});
+
+  void on_connect(ConnId conn);
+  void on_bytes(ConnId conn, std::string_view bytes);
+  void on_disconnect(ConnId conn);
+  void on_upstream(uint64_t id, const proto::Response& r) override;
+
+  bool serves(ConnId conn) const { return conns_.count(conn) != 0; }
+  size_t clients() const { return conns_.size(); }
+  const StoreCounters& counters() const { return counters_; }
+
+ private:
+  using Op = torchstore::Op;
+  // A reply owed to a client, in its request order.
+  struct Slot {
+    uint64_t seq = 0;
+    std::optional<std::string> bytes;  // set once answered
+  };
+  struct Client {
+    torchstore::RequestParser parser;
+    std::deque<Slot> slots;
+    uint64_t next_seq = 0;
+    std::optional<uint64_t> wait_slot;  // its WAIT still unanswered (CANCEL_WAIT takes it)
+  };
+  struct Rider {  // one client's request riding on an upstream one
+    ConnId conn = 0;
+    uint64_t slot = 0;
+    Op op = Op::get;
+    int64_t delta = 0;  // ADD
+  };
+  // Identical reads (or one key's adds): the one in flight and the next.
+  struct Fold {
+    uint64_t inflight = 0;  // upstream id; 0: none
+    std::vector<Rider> riding, next;
+    proto::Request request;  // what goes upstream for them (ADD: delta filled at send)
+  };
+  // An upstream id: a fold's (by its name), or one write's rider.
+  struct Sent {
+    std::string fold;  // empty: `single`
+    Rider single;
+    bool answers = true;  // false: SET, APPEND, MULTI_SET, QUEUE_PUSH (no reply; errors close)
+  };
+
+  void handle(ConnId conn, Client& c, torchstore::Request&& r);
+  void local(ConnId conn, Client& c, const torchstore::Request& r);
+  void write(ConnId conn, Client& c, const torchstore::Request& r);
+  void read(ConnId conn, Client& c, const torchstore::Request& r);
+  uint64_t take_slot(Client& c);
+  void ride(const std::string& name, proto::Request up, Rider rider);
+  void launch(const std::string& name, Fold& f);
+  void answer_fold(const std::string& name, const proto::Response& r);
+  void answer_adds(const std::vector<Rider>& riders, const proto::Response& r);
+  void answer(const Rider& rider, const proto::Response& r);
+  void fill(ConnId conn, uint64_t slot, std::string bytes);
+  void cancel_wait(ConnId conn, Client& c);
+  void drop_rider(ConnId conn, uint64_t slot);
+  void close(ConnId conn, const std::string& why);
+  uint64_t send(proto::Request req, Sent sent);
+
+  AgentCore& link_;
+  StoreOutbox& out_;
+  torchstore::Limits limits_;
+  std::unordered_map<ConnId, Client> conns_;
+  std::unordered_map<std::string, Fold> folds_;
+  std::unordered_map<uint64_t, Sent> sent_;
+  StoreCounters counters_;
+};
+
+}  // namespace dp::agent
