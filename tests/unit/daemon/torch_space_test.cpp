@@ -29,6 +29,14 @@ class TorchSpaceTest : public BrokerTest {
     r.mutable_set()->set_value(v);
     return ask(1, r);
   }
+  // A WAIT on key from conn with request id `id`, left pending (no reply yet).
+  void start_wait(ConnId conn, uint64_t id, const std::string& key) {
+    proto::Request w;
+    w.set_id(id);
+    w.set_space(proto::SPACE_TORCH);
+    w.mutable_wait()->add_keys(key);
+    frame(conn, w, t0_);
+  }
   proto::Response get(const std::string& k) {
     proto::Request r;
     r.mutable_get()->set_key(k);
@@ -121,12 +129,8 @@ TEST_F(TorchSpaceTest, AppendCheckMultiGetMultiSet) {
 }
 
 TEST_F(TorchSpaceTest, AWaitInOneSpaceIsNotWokenByTheOther) {
-  proto::Request w;
-  w.mutable_wait()->add_keys("/w");
   const size_t before = out_.sent[2].size();
-  w.set_id(50);
-  w.set_space(proto::SPACE_TORCH);
-  frame(2, w, t0_);
+  start_wait(2, 50, "/w");
   EXPECT_EQ(out_.sent[2].size(), before);  // waiting
   proto::Request s;
   s.set_id(51);
@@ -141,11 +145,7 @@ TEST_F(TorchSpaceTest, AWaitInOneSpaceIsNotWokenByTheOther) {
 }
 
 TEST_F(TorchSpaceTest, ACancelledWaitIsDroppedUnanswered) {
-  proto::Request w;
-  w.set_id(90);
-  w.set_space(proto::SPACE_TORCH);
-  w.mutable_wait()->add_keys("/never");
-  frame(2, w, t0_);
+  start_wait(2, 90, "/never");
   proto::Request c;
   c.mutable_cancel_call()->set_request_id(90);
   EXPECT_EQ(ask(2, c).code(), proto::OK);
@@ -155,11 +155,7 @@ TEST_F(TorchSpaceTest, ACancelledWaitIsDroppedUnanswered) {
 }
 
 TEST_F(TorchSpaceTest, QueuesPushPopLenAndWakeWaiters) {
-  proto::Request w;
-  w.set_id(60);
-  w.set_space(proto::SPACE_TORCH);
-  w.mutable_wait()->add_keys("/q");
-  frame(2, w, t0_);
+  start_wait(2, 60, "/q");
   proto::Request push;
   push.mutable_queue_push()->set_key("/q");
   push.mutable_queue_push()->set_value("first");
