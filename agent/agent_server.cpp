@@ -51,17 +51,24 @@ AgentServer::AgentServer(const AgentSettings& s, std::string socket)
     : settings_(s),
       socket_(std::move(socket)),
       core_(core_config(s), *this, Clock::now()),
-      daemon_reader_(rdv::kHelloFrameLimit) {}
+      daemon_reader_(rdv::kHelloFrameLimit),
+      store_(core_, *this) {}
 
 Result<std::unique_ptr<AgentServer>> AgentServer::create(const AgentSettings& s, DaemonLink daemon,
                                                          service::UniqueFd listen_fd,
                                                          std::string socket,
-                                                         service::StepSignalPipe signals) {
+                                                         service::StepSignalPipe signals,
+                                                         service::UniqueFd store_fd) {
   std::unique_ptr<AgentServer> a(new AgentServer(s, std::move(socket)));
   a->signals_ = std::move(signals);
   a->daemon_fd_ = std::move(daemon.fd);
   a->daemon_reader_ = std::move(daemon.reader);
   DP_TRY(a->start_events(std::move(listen_fd)));
+  if (store_fd) {
+    DP_TRY(a->store_listener_.start(
+        a->base_.get(), std::move(store_fd), kAcceptBatch, "dp-nodeagent (PyTorch store)",
+        [p = a.get()](service::UniqueFd c) { p->admit_store(std::move(c)); }));
+  }
   const auto now = Clock::now();
   a->core_.hello_answered(daemon.reply, now);
   if (a->core_.daemon_ready()) a->daemon_reader_.set_max_frame_bytes(rdv::kMaxFrameBytes);
@@ -113,6 +120,7 @@ void AgentServer::stop(int status, const std::string& why) {
                settings_.step, settings_.host.c_str(), why.c_str());
   // What the core queued last (the abort to the ranks, a goodbye) leaves first.
   for (auto& [id, c] : conns_) flush(c->fd.get(), c->out, c->out_pos, nullptr);
+  for (auto& [id, c] : store_conns_) flush(c->fd.get(), c->out, c->out_pos, nullptr);
   flush(daemon_fd_.get(), daemon_out_, daemon_out_pos_, nullptr);
   event_base_loopbreak(base_.get());
 }

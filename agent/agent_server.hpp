@@ -20,18 +20,22 @@
 #include "local_tasks.hpp"
 #include "reply_reader.hpp"
 #include "step_signals.hpp"
+#include "store_front.hpp"
 
 namespace dp::agent {
 
-class AgentServer final : public AgentOutbox {
+class AgentServer final : public AgentOutbox, public StoreOutbox {
  public:
   // daemon: the connection whose hello went through; listen_fd: the node's
   // listener, known to the ranks as `socket` ("@name").
   // signals: the step's signals as they arrive (main installs it first).
+  // store_fd: the TCP listener of the step's PyTorch store (--dp-store=step;
+  // store_listen.hpp), or none.
   static Result<std::unique_ptr<AgentServer>> create(const AgentSettings& s, DaemonLink daemon,
                                                      service::UniqueFd listen_fd,
                                                      std::string socket,
-                                                     service::StepSignalPipe signals);
+                                                     service::StepSignalPipe signals,
+                                                     service::UniqueFd store_fd = {});
   ~AgentServer() override;
   AgentServer(const AgentServer&) = delete;
   AgentServer& operator=(const AgentServer&) = delete;
@@ -45,9 +49,21 @@ class AgentServer final : public AgentOutbox {
   void to_daemon(const proto::Request& r) override;
   void end_tasks(const std::string& why, const std::set<int>& told) override;
   void relink(Clock::time_point deadline) override;
+  void to_client(ConnId conn, std::string_view bytes) override;
+  void close_client(ConnId conn, const std::string& why) override;
 
  private:
   using Conn = service::FrameConn<AgentServer>;
+  // A PyTorch store client: bytes, not frames (agent_store_io.cpp).
+  struct StoreConn {
+    AgentServer* server = nullptr;
+    service::UniqueFd fd;
+    uint64_t id = 0;
+    service::EventPtr rd, wr;  // after fd: freed before it is closed
+    std::string out;
+    size_t out_pos = 0;
+    bool closing = false;
+  };
 
   AgentServer(const AgentSettings& s, std::string socket);
   Result<void> start_events(service::UniqueFd listen_fd);
@@ -68,6 +84,10 @@ class AgentServer final : public AgentOutbox {
   void daemon_failed(int err, const std::string& what);
   void set_daemon_events();
   void adopt_link(Result<DaemonLink> link);
+  // agent_store_io.cpp
+  void admit_store(service::UniqueFd fd);
+  void read_store(StoreConn& c);
+  void flush_store(StoreConn& c);
   void read_control();
   void tick();
   void worker_ended();
@@ -99,6 +119,10 @@ class AgentServer final : public AgentOutbox {
   size_t daemon_out_pos_ = 0;
   std::string control_buf_;
   std::unordered_map<ConnId, std::unique_ptr<Conn>> conns_;
+  StoreFront store_;
+  service::Listener store_listener_;
+  std::unordered_map<ConnId, std::unique_ptr<StoreConn>> store_conns_;
+  uint64_t store_strangers_ = 0;  // connections of other users (or namespaces), closed unread
   ConnId next_id_ = 1;
   bool answered_ = false;
   Clock::time_point answer_by_;

@@ -53,6 +53,9 @@ Result<void> set_field(AgentSettings& s, std::string_view key, std::string_view 
   } else if (key == "workers") {
     if (v != "watch" && v != "none") return bad("workers: watch|none");
     s.watch_workers = v == "watch";
+  } else if (key == "store") {
+    if (v != "step" && v != "none") return bad("store: step|none");
+    s.serve_store = v == "step";
   } else if (key == "on_failure") {
     if (v != "end" && v != "keep") return bad("on_failure: end|keep");
     s.keep_survivors = v == "keep";
@@ -106,7 +109,8 @@ std::string format_settings(const AgentSettings& s) {
          "\nkill_grace_ms=" + std::to_string(s.kill_grace.count()) +
          "\nheartbeat_timeout_ms=" + std::to_string(s.heartbeat_timeout.count()) +
          "\non_failure=" + (s.keep_survivors ? "keep" : "end") +
-         "\nworkers=" + (s.watch_workers ? "watch" : "none") + "\n\n";
+         "\nworkers=" + (s.watch_workers ? "watch" : "none") +
+         "\nstore=" + (s.serve_store ? "step" : "none") + "\n\n";
 }
 
 Result<AgentSettings> parse_settings(std::string_view text) {

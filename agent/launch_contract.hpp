@@ -50,6 +50,9 @@ struct AgentSettings {
   // The node's task is a per-node launcher (the plugin recognised torchrun or
   // --dp-launcher=torchrun): its workers are watched (launcher_workers.hpp).
   bool watch_workers = false;
+  // --dp-store=step: the agent serves the step's PyTorch store to the node's
+  // tasks on a loopback TCP port (store_front.hpp) and answers it to root.
+  bool serve_store = false;
 };
 
 std::string format_settings(const AgentSettings& s);

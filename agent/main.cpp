@@ -2,7 +2,9 @@
 // plugin in slurmstepd as the job's user. Launch contract
 // (launch_contract.hpp): settings on stdin up to an empty line, then task
 // exits; one answer line on stdout; stdin's EOF ends the step here.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -74,6 +76,24 @@ dp::Result<std::pair<dp::service::UniqueFd, std::string>> listen_local(
   return std::pair(std::move(fd), name);
 }
 
+// The step's PyTorch store (--dp-store=step): loopback only, so no other host
+// can reach it, on a port the kernel picks and this process holds for the
+// whole step, so nothing can squat it between a choice and a bind. Every
+// local user can connect: the server checks each peer's owner (admit_store).
+dp::Result<dp::service::UniqueFd> listen_store() {
+  dp::service::UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (!fd || bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
+      listen(fd.get(), 4096) != 0) {
+    return dp::make_error(dp::Errc::connection,
+                          std::string("cannot listen on 127.0.0.1 for the step's PyTorch store: ") +
+                              std::strerror(errno));
+  }
+  return fd;
+}
+
 // The daemon is READY before srun starts the step; retries cover a busy host
 // and a stranger flooding the daemon's port, until the port wait runs out.
 dp::Result<dp::agent::DaemonLink> reach_daemon(const dp::agent::AgentSettings& s) {
@@ -109,13 +129,19 @@ int main() {
   if (!settings) return fail(settings.error().message);
   auto local = listen_local(*settings);
   if (!local) return fail(local.error().message);
+  dp::service::UniqueFd store;
+  if (settings->serve_store) {
+    auto s = listen_store();
+    if (!s) return fail(s.error().message);
+    store = std::move(*s);
+  }
   auto daemon = reach_daemon(*settings);
   if (!daemon)
     return fail("cannot reach the step's daemon at " + settings->addr + ": " +
                 daemon.error().message);
-  auto server =
-      dp::agent::AgentServer::create(*settings, std::move(*daemon), std::move(local->first),
-                                     std::move(local->second), std::move(*signals));
+  auto server = dp::agent::AgentServer::create(*settings, std::move(*daemon),
+                                               std::move(local->first), std::move(local->second),
+                                               std::move(*signals), std::move(store));
   if (!server) return fail(server.error().message);
   return (*server)->run();
 }
