@@ -2,6 +2,7 @@
 #include "dp/shown_value.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <string>
 
@@ -40,39 +41,14 @@ Result<int> parse_auto_or(std::string_view name, const char* value, long long mi
   return static_cast<int>(*n);
 }
 
-Result<void> apply_world(Options& opts, std::string_view name, const char* value) {
-  auto w = parse_auto_or(name, value, 1, std::numeric_limits<int>::max(), "4");
-  DP_TRY(w);
-  opts.world = *w;
-  return {};
-}
-
-Result<void> apply_tiles(Options& opts, std::string_view, const char* value) {
-  if (value == nullptr)
-    return make_error(Errc::invalid_argument,
-                      "--dp-tiles: missing value; use --dp-tiles=K, e.g. --dp-tiles=1");
-  auto t = parse_integer(value, 1, 4096, "--dp-tiles", "1");
-  DP_TRY(t);
-  opts.tiles = static_cast<int>(*t);
-  return {};
-}
-
-Result<void> apply_master_port(Options& opts, std::string_view name, const char* value) {
-  auto p = parse_auto_or(name, value, 1024, 65535, "29500");
-  DP_TRY(p);
-  opts.master_port = *p;
-  return {};
-}
-
 // Slurm passes flags without a value; sbatch-propagated flags may carry "".
-Result<void> set_flag(std::optional<bool>& field, std::string_view name, const char* value) {
+Result<bool> parse_flag(std::string_view name, const char* value) {
   if (value != nullptr && *value != '\0')
     return bad(name, value, "takes no value", "write just " + flag(name));
-  field = true;
-  return {};
+  return true;
 }
 
-Result<void> apply_report(Options& opts, std::string_view name, const char* value) {
+Result<std::string> parse_report(std::string_view name, const char* value) {
   if (value == nullptr || *value == '\0')
     return make_error(
         Errc::invalid_argument,
@@ -81,80 +57,143 @@ Result<void> apply_report(Options& opts, std::string_view name, const char* valu
     if (static_cast<unsigned char>(*c) < 0x20)
       return bad(name, "...", "contains a control character", "use a plain file name");
   }
-  opts.report = std::string(value);
-  return {};
+  return std::string(value);
 }
 
-Result<void> apply_launcher(Options& opts, std::string_view name, const char* value) {
-  const std::string_view v = value == nullptr ? "" : value;
-  if (v == "auto") opts.launcher = Launcher::auto_detect;
-  else if (v == "torchrun") opts.launcher = Launcher::torchrun;
-  else if (v == "none") opts.launcher = Launcher::none;
-  else
-    return bad(name, v, "not a launcher mode",
-               "use --dp-launcher=auto (recognise torchrun from the command), torchrun or none");
-  return {};
-}
-
-Result<void> apply_on_failure(Options& opts, std::string_view name, const char* value) {
-  const std::string_view v = value ? value : "";
-  if (v != "end" && v != "keep")
-    return bad(name, value ? value : "", "must be end or keep",
-               "use --dp-on-failure=end (the default: a failure ends the whole step) or "
-               "--dp-on-failure=keep (the survivors run on)");
-  opts.keep_survivors = v == "keep";
-  return {};
-}
-
-Result<void> apply_master_socket(Options& opts, std::string_view name, const char* value) {
-  const std::string_view v = value ? value : "";
-  if (v != "pass" && v != "close")
-    return bad(name, v, "must be pass or close",
-               "use --dp-master-socket=pass (rank 0 gets MASTER_PORT as a listening socket, "
-               "DP_MASTER_LISTEN_FD) or close (the default: the program binds MASTER_PORT)");
-  opts.pass_master_socket = v == "pass";
-  return {};
-}
-
-// The one list of slurm-dp's options: what Slurm registers and shows in
-// --help, and how each value is applied.
-struct Option {
-  OptionSpec spec;
-  Result<void> (*apply)(Options&, std::string_view name, const char* value);
+// A value's two ways: parsed from the option's text, and spelt back.
+template <class T>
+struct Codec {
+  std::function<Result<T>(std::string_view name, const char* value)> parse;
+  std::function<std::string(const T&)> spell;
 };
 
+// auto (stored as 0) or a number in [min, max].
+Codec<int> auto_or(long long min, long long max, std::string example) {
+  return {[=](std::string_view name, const char* value) -> Result<int> {
+            auto n = parse_auto_or(name, value, min, max, example);
+            DP_TRY(n);
+            return *n;
+          },
+          [](const int& n) { return n > 0 ? std::to_string(n) : std::string("auto"); }};
+}
+
+Codec<int> number(long long min, long long max, std::string example) {
+  return {[=](std::string_view name, const char* value) -> Result<int> {
+            if (value == nullptr)
+              return make_error(Errc::invalid_argument, flag(name) + ": missing value; use " +
+                                                            flag(name) + "=N, e.g. " + flag(name) +
+                                                            "=" + example);
+            auto n = parse_integer(value, min, max, flag(name), example);
+            DP_TRY(n);
+            return static_cast<int>(*n);
+          },
+          [](const int& n) { return std::to_string(n); }};
+}
+
+// One of a few words; `fix` says what each means.
+template <class T>
+Codec<T> words(std::vector<std::pair<const char*, T>> choices, std::string why, std::string fix) {
+  return {[=](std::string_view name, const char* value) -> Result<T> {
+            const std::string_view v = value ? value : "";
+            for (const auto& [word, t] : choices)
+              if (v == word) return t;
+            return bad(name, v, why, fix);
+          },
+          [=](const T& t) {
+            for (const auto& [word, c] : choices)
+              if (c == t) return std::string(word);
+            return std::string(choices.front().first);
+          }};
+}
+
+const Codec<bool> kFlag{parse_flag, [](const bool&) { return std::string(); }};
+const Codec<std::string> kFile{parse_report, [](const std::string& f) { return f; }};
+
+// One option: what Slurm registers and shows in --help, the field it sets,
+// and whether it travels to the nodes and tasks in DP_OPTIONS (srun's own,
+// such as --dp-explain, do not).
+struct Option {
+  OptionSpec spec;
+  bool to_nodes;
+  const char* unset_spelling;  // DP_OPTIONS names it even when unset (nullptr: omitted)
+  std::function<Result<void>(Options&, const char* value)> apply;
+  std::function<bool(const Options&)> is_set;
+  std::function<void(Options& to, const Options& from)> take;  // from's value, when set
+  std::function<std::string(const Options&)> spell;            // the set value, as written
+};
+
+enum class Scope : bool { srun, nodes };
+
+template <class T>
+Option row(OptionSpec spec, std::optional<T> Options::*field, Codec<T> codec, Scope scope,
+           const char* unset_spelling = nullptr) {
+  return {spec,
+          scope == Scope::nodes,
+          unset_spelling,
+          [=](Options& o, const char* value) -> Result<void> {
+            auto v = codec.parse(spec.name, value);
+            DP_TRY(v);
+            o.*field = std::move(*v);
+            return {};
+          },
+          [=](const Options& o) { return (o.*field).has_value(); },
+          [=](Options& to, const Options& from) {
+            if (from.*field) to.*field = from.*field;
+          },
+          [=](const Options& o) { return codec.spell(*(o.*field)); }};
+}
+
+// The one list of slurm-dp's options, in --help order. A new option is one
+// row here, its field in Options, and its meaning in README.md and slurm-dp(8)
+// (packaging/tests checks both against this table).
 const std::vector<Option>& options() {
   static const std::vector<Option> table = {
-      {{"dp-world", "auto|N",
-        "[slurm-dp] data-parallel step: auto = the step's task count, or N (must equal it)"},
-       apply_world},
-      {{"dp-tiles", "K", "[slurm-dp] accelerator tiles (GPUs, stacks, RDU tiles) per task"},
-       apply_tiles},
-      {{"dp-master-port", "auto|PORT",
-        "[slurm-dp] MASTER_PORT: auto (reserved by Slurm or leased free) or a fixed port"},
-       apply_master_port},
-      {{"dp-explain", nullptr, "[slurm-dp] print every task's layout and start nothing"},
-       [](Options& o, std::string_view n, const char* v) { return set_flag(o.explain, n, v); }},
-      {{"dp-verbose", nullptr,
-        "[slurm-dp] print the layout, the start-up timings and the daemon's messages on stderr"},
-       [](Options& o, std::string_view n, const char* v) { return set_flag(o.verbose, n, v); }},
-      {{"dp-report", "FILE",
-        "[slurm-dp] write the step report (start-up timings, first failure, stragglers) as JSON "
-        "at step end"},
-       apply_report},
-      {{"dp-launcher", "auto|torchrun|none",
-        "[slurm-dp] one task per node runs a per-node launcher (torchrun) that forks the "
-        "workers: auto = recognise it from the command"},
-       apply_launcher},
-      {{"dp-on-failure", "end|keep",
-        "[slurm-dp] when the step fails: end every remaining task (end, the site's default) or "
-        "keep the survivors running and only name the failure (keep)"},
-       apply_on_failure},
-      {{"dp-master-socket", "close|pass",
-        "[slurm-dp] pass: rank 0 gets MASTER_PORT already bound and listening, as "
-        "DP_MASTER_LISTEN_FD (PyTorch: TCPStore(master_listen_fd=...)), so no other process "
-        "can take the port first; close (default): the program binds it"},
-       apply_master_socket},
+      row({"dp-world", "auto|N",
+           "[slurm-dp] data-parallel step: auto = the step's task count, or N (must equal it)"},
+          &Options::world, auto_or(1, std::numeric_limits<int>::max(), "4"), Scope::nodes, "auto"),
+      row({"dp-tiles", "K", "[slurm-dp] accelerator tiles (GPUs, stacks, RDU tiles) per task"},
+          &Options::tiles, number(1, 4096, "1"), Scope::nodes),
+      row({"dp-master-port", "auto|PORT",
+           "[slurm-dp] MASTER_PORT: auto (reserved by Slurm or leased free) or a fixed port"},
+          &Options::master_port, auto_or(1024, 65535, "29500"), Scope::nodes),
+      row({"dp-explain", nullptr, "[slurm-dp] print every task's layout and start nothing"},
+          &Options::explain, kFlag, Scope::srun),
+      row({"dp-verbose", nullptr,
+           "[slurm-dp] print the layout, the start-up timings and the daemon's messages on stderr"},
+          &Options::verbose, kFlag, Scope::srun),
+      row({"dp-report", "FILE",
+           "[slurm-dp] write the step report (start-up timings, first failure, stragglers) as "
+           "JSON at step end"},
+          &Options::report, kFile, Scope::srun),
+      row({"dp-launcher", "auto|torchrun|none",
+           "[slurm-dp] one task per node runs a per-node launcher (torchrun) that forks the "
+           "workers: auto = recognise it from the command"},
+          &Options::launcher,
+          words<Launcher>({{"auto", Launcher::auto_detect},
+                           {"torchrun", Launcher::torchrun},
+                           {"none", Launcher::none}},
+                          "not a launcher mode",
+                          "use --dp-launcher=auto (recognise torchrun from the command), "
+                          "torchrun or none"),
+          Scope::nodes),
+      row({"dp-on-failure", "end|keep",
+           "[slurm-dp] when the step fails: end every remaining task (end, the site's default) "
+           "or keep the survivors running and only name the failure (keep)"},
+          &Options::keep_survivors,
+          words<bool>({{"end", false}, {"keep", true}}, "must be end or keep",
+                      "use --dp-on-failure=end (the default: a failure ends the whole step) or "
+                      "--dp-on-failure=keep (the survivors run on)"),
+          Scope::nodes),
+      row({"dp-master-socket", "close|pass",
+           "[slurm-dp] pass: rank 0 gets MASTER_PORT already bound and listening, as "
+           "DP_MASTER_LISTEN_FD (PyTorch: TCPStore(master_listen_fd=...)), so no other process "
+           "can take the port first; close (default): the program binds it"},
+          &Options::pass_master_socket,
+          words<bool>({{"close", false}, {"pass", true}}, "must be pass or close",
+                      "use --dp-master-socket=pass (rank 0 gets MASTER_PORT as a listening "
+                      "socket, DP_MASTER_LISTEN_FD) or close (the default: the program binds "
+                      "MASTER_PORT)"),
+          Scope::nodes),
   };
   return table;
 }
@@ -172,7 +211,7 @@ const std::vector<OptionSpec>& option_specs() {
 
 Result<void> apply_option(Options& opts, std::string_view name, const char* value) {
   for (const Option& o : options()) {
-    if (name == o.spec.name) return o.apply(opts, name, value);
+    if (name == o.spec.name) return o.apply(opts, value);
   }
   return make_error(Errc::invalid_argument,
                     flag(name) + ": not a slurm-dp option; see srun --help for the --dp-* options");
@@ -188,17 +227,12 @@ std::optional<Options> resolve_options(const Options& job, const Options& srun,
 std::string format_node_options(const Options& opts) {
   // The world is always named, so the value is never empty: a step of the
   // site's default=on is --dp-world=auto.
-  std::string out = "--dp-world=" + (opts.world.value_or(0) > 0 ? std::to_string(*opts.world)
-                                                                : std::string("auto"));
-  if (opts.tiles) out += " --dp-tiles=" + std::to_string(*opts.tiles);
-  if (opts.master_port)
-    out += " --dp-master-port=" +
-           (*opts.master_port > 0 ? std::to_string(*opts.master_port) : std::string("auto"));
-  if (opts.launcher) out += " --dp-launcher=" + std::string(launcher_name(*opts.launcher));
-  if (opts.keep_survivors)
-    out += std::string(" --dp-on-failure=") + (*opts.keep_survivors ? "keep" : "end");
-  if (opts.pass_master_socket)
-    out += std::string(" --dp-master-socket=") + (*opts.pass_master_socket ? "pass" : "close");
+  std::string out;
+  for (const Option& o : options()) {
+    if (!o.to_nodes || (!o.is_set(opts) && o.unset_spelling == nullptr)) continue;
+    out += (out.empty() ? "" : " ") + flag(o.spec.name) + "=" +
+           (o.is_set(opts) ? o.spell(opts) : std::string(o.unset_spelling));
+  }
   return out;
 }
 
@@ -228,16 +262,13 @@ Result<Options> parse_node_options(std::string_view text, std::string_view what)
 
 Options overlay(const Options& base, const Options& top) {
   Options o = base;
-  if (top.world) o.world = top.world;
-  if (top.tiles) o.tiles = top.tiles;
-  if (top.master_port) o.master_port = top.master_port;
-  if (top.explain) o.explain = top.explain;
-  if (top.verbose) o.verbose = top.verbose;
-  if (top.report) o.report = top.report;
-  if (top.launcher) o.launcher = top.launcher;
-  if (top.keep_survivors) o.keep_survivors = top.keep_survivors;
-  if (top.pass_master_socket) o.pass_master_socket = top.pass_master_socket;
+  for (const Option& row : options()) row.take(o, top);
   return o;
+}
+
+bool Options::any() const {
+  return std::any_of(options().begin(), options().end(),
+                     [&](const Option& o) { return o.is_set(*this); });
 }
 
 }  // namespace dp

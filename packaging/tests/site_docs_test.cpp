@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "dp/options.hpp"
 #include "dp/site_config.hpp"
 
 namespace {
@@ -148,14 +149,15 @@ struct ManEntry {
   std::string tag, body;
 };
 
-// The .TP entries of the page's SITE SETTINGS section, by key.
-std::map<std::string, ManEntry> man_site_entries() {
+// The .TP entries of one section of the page, by what their tag names
+// before '=' (a site key, an option).
+std::map<std::string, ManEntry> man_entries(const std::string& section) {
   std::map<std::string, ManEntry> out;
   bool in_section = false, want_tag = false;
   ManEntry* current = nullptr;
   for (const auto& line : lines_of(DP_MAN_PAGE)) {
     if (line.rfind(".SH", 0) == 0) {
-      in_section = line == ".SH SITE SETTINGS";
+      in_section = line == ".SH " + section;
       current = nullptr;
       continue;
     }
@@ -177,7 +179,7 @@ std::map<std::string, ManEntry> man_site_entries() {
 }
 
 TEST(ManPage, DocumentsExactlyTheTablesKeysWithTheirDefaultsAndChoices) {
-  const auto entries = man_site_entries();
+  const auto entries = man_entries("SITE SETTINGS");
   EXPECT_EQ(keys_of(entries), keys_of(table_defaults()))
       << DP_MAN_PAGE << ": its SITE SETTINGS entries (.TP, then key=...) and the table differ";
   for (const auto& k : dp::site_keys()) {
@@ -201,12 +203,13 @@ TEST(ManPage, DocumentsExactlyTheTablesKeysWithTheirDefaultsAndChoices) {
 
 // ---- ADMIN.md
 
-// The rows of the site settings table: key -> {values, default}.
-std::map<std::string, std::vector<std::string>> admin_rows() {
-  std::map<std::string, std::vector<std::string>> out;
+// The rows of a Markdown table of `path` whose header starts with `header`:
+// each row's cells, backquotes dropped, "\|" read as '|', trimmed.
+std::vector<std::vector<std::string>> markdown_rows(const char* path, const std::string& header) {
+  std::vector<std::vector<std::string>> out;
   bool in_table = false;
-  for (const auto& line : lines_of(DP_ADMIN_GUIDE)) {
-    if (line.rfind("| key | values | default |", 0) == 0) {
+  for (const auto& line : lines_of(path)) {
+    if (line.rfind(header, 0) == 0) {
       in_table = true;
       continue;
     }
@@ -229,8 +232,17 @@ std::map<std::string, std::vector<std::string>> admin_rows() {
       const auto first = c.find_first_not_of(' ');
       c = first == std::string::npos ? "" : c.substr(first, c.find_last_not_of(' ') + 1 - first);
     }
-    if (cells.size() < 3 || cells[0].rfind("---", 0) == 0) continue;
-    out[cells[0]] = {cells[1], cells[2] == "unset" ? "" : cells[2]};
+    if (cells.empty() || cells[0].rfind("---", 0) == 0) continue;
+    out.push_back(cells);
+  }
+  return out;
+}
+
+// The rows of the site settings table: key -> {values, default}.
+std::map<std::string, std::vector<std::string>> admin_rows() {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& cells : markdown_rows(DP_ADMIN_GUIDE, "| key | values | default |")) {
+    if (cells.size() >= 3) out[cells[0]] = {cells[1], cells[2] == "unset" ? "" : cells[2]};
   }
   return out;
 }
@@ -246,6 +258,34 @@ TEST(AdminGuide, ItsTableIsTheTablesKeysValuesAndDefaults) {
     EXPECT_EQ(it->second[1], k.def)
         << "default of " << k.key << " in " << DP_ADMIN_GUIDE << " ('unset' when none)";
   }
+}
+
+// ---- the --dp-* options (dp::option_specs, core/src/options.cpp)
+
+// "--dp-NAME=ARGINFO", or "--dp-NAME" for a flag: as the documents write them.
+std::map<std::string, std::string> table_options() {
+  std::map<std::string, std::string> out;
+  for (const auto& o : dp::option_specs()) {
+    const std::string name = std::string("--") + o.name;
+    out[name] = o.arginfo ? name + "=" + o.arginfo : name;
+  }
+  return out;
+}
+
+TEST(Readme, ItsOptionsTableIsTheTablesOptions) {
+  std::map<std::string, std::string> rows;
+  for (const auto& cells : markdown_rows(DP_README, "| option | meaning |"))
+    rows[cells[0].substr(0, cells[0].find('='))] = cells[0];
+  EXPECT_EQ(rows, table_options()) << DP_README << ": its '| option | meaning |' table lists each "
+                                   << "option of core/src/options.cpp once, as `--dp-NAME=VALUES`";
+}
+
+TEST(ManPage, DocumentsExactlyTheTablesOptions) {
+  std::vector<std::string> documented;
+  for (const auto& [name, e] : man_entries("OPTIONS"))
+    if (name.rfind("--dp-", 0) == 0) documented.push_back(name);
+  EXPECT_EQ(documented, keys_of(table_options()))
+      << DP_MAN_PAGE << ": its OPTIONS entries (.TP, then --dp-NAME...) and the table differ";
 }
 
 }  // namespace

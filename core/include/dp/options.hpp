@@ -36,10 +36,8 @@ struct Options {
   // free when the tasks start and the program binds it.
   std::optional<bool> pass_master_socket;
 
-  bool any() const noexcept {
-    return world || tiles || master_port || explain || verbose || report || launcher ||
-           keep_survivors || pass_master_socket;
-  }
+  // Any option is set (a row of the table in options.cpp).
+  bool any() const;
   // The step's choice: the user's --dp-on-failure, else the site's on_failure.
   bool keeps_survivors(bool site_keeps) const noexcept {
     return keep_survivors.value_or(site_keeps);
