@@ -16,7 +16,6 @@ int allocator_init_post_opt(spank_t sp);
 
 // slurmstepd (S_CTX_REMOTE), stepd_context.cpp
 int stepd_init_post_opt(spank_t sp);
-int stepd_user_init(spank_t sp);
 int stepd_task_init(spank_t sp);
 int stepd_task_post_fork(spank_t sp);
 int stepd_task_exit(spank_t sp);

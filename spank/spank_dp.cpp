@@ -118,10 +118,6 @@ extern "C" int slurm_spank_local_user_init(spank_t sp, int, char**) {
   return only_in(S_CTX_LOCAL, "local_user_init", dp::spank::srun_local_user_init, sp);
 }
 
-extern "C" int slurm_spank_user_init(spank_t sp, int, char**) {
-  return only_in(S_CTX_REMOTE, "user_init", dp::spank::stepd_user_init, sp);
-}
-
 extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
   return only_in(S_CTX_REMOTE, "task_init", dp::spank::stepd_task_init, sp);
 }
