@@ -8,6 +8,7 @@
 namespace dp::spank {
 
 // srun (S_CTX_LOCAL), srun_context.cpp
+int srun_init(spank_t sp);
 int srun_local_user_init(spank_t sp);
 int srun_exit(spank_t sp);
 
