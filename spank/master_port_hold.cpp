@@ -2,7 +2,6 @@
 
 #include <poll.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -82,17 +81,14 @@ void MasterPortHold::stop() noexcept {
 
 Result<void> check_master_port_before_exec(int held, int port) {
   if (held < 0) return {};
-  int shared = 0;
-  socklen_t len = sizeof shared;
-  if (getsockopt(held, SOL_SOCKET, SO_REUSEADDR, &shared, &len) != 0 || shared == 0) return {};
   const PortHolders h = port_holders_here(port, port);
   if (h.by_uid.empty()) return {};
   return make_error(Errc::unavailable,
                     "MASTER_PORT " + std::to_string(port) + " is bound by another process too (" +
                         port_holder_text(port) +
-                        "), which shared it with slurm-dp's hold (its last connections were still "
-                        "in TIME_WAIT, so the hold had to allow that); start the step again, or "
-                        "hand the port to rank 0 with --dp-master-socket=pass");
+                        "), which shared it with slurm-dp's hold (the port's last connections were "
+                        "still in TIME_WAIT, so the hold had to allow that); start the step "
+                        "again, or hand the port to rank 0 with --dp-master-socket=pass");
 }
 
 }  // namespace dp::spank

@@ -10,8 +10,9 @@
 //    would not reach slurmstepd's copy: a thread of slurmstepd's, started
 //    with the hold, closes it when asked from either;
 //  - each task but rank 0 drops its copy first thing in task_init; rank 0's
-//    goes at exec, after its check, or is handed over listening
-//    (--dp-master-socket=pass, master_socket.hpp).
+//    goes at its exec (close-on-exec, so also through the task prologs),
+//    after its check, or is handed over listening (--dp-master-socket=pass,
+//    master_socket.hpp).
 // So the port is free only from rank 0's exec until its program binds it.
 #pragma once
 
@@ -57,12 +58,12 @@ class MasterPortHold {
   std::atomic<bool> let_go_{false};
 };
 
-// Rank 0's check just before exec, on the master node: `held` (the copy
-// its process inherited; -1 where there is none) still keeps `port` to the
-// step. A hold taken over a port in TIME_WAIT has SO_REUSEADDR, which
-// another program that sets it too may share: a listener of anyone's on the
-// port then fails the step, naming its uid. Where there is no hold the port
-// must bind (it is free now).
+// Rank 0's check in task_init, on the master node: `held` (the copy its
+// process inherited; -1 where there is none: --dp-master-port) still keeps
+// `port` to the step. A hold taken over a port in TIME_WAIT needed
+// SO_REUSEADDR, which a kernel may let another binder with it share: a
+// listener of anyone's on the port (the kernel's tables, bounded) fails the
+// step, naming its uid.
 Result<void> check_master_port_before_exec(int held, int port);
 
 }  // namespace dp::spank

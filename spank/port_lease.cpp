@@ -107,8 +107,7 @@ int live_leases_of(int dir, uid_t owner) {
 // A socket bound to the port on every address and not listening: while we
 // hold it nobody else can bind the port (no SO_REUSEADDR on our side, and
 // SO_REUSEPORT would need it on both). A port whose last connections are in
-// TIME_WAIT binds only with SO_REUSEADDR, which keeps out every binder
-// without it (one with it may then share the port: master_port_hold.hpp).
+// TIME_WAIT binds only with SO_REUSEADDR (hold_port).
 UniqueFd bind_port(int port, bool reuse) {
   for (int family : {AF_INET6, AF_INET}) {
     UniqueFd fd(socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -139,8 +138,15 @@ UniqueFd bind_port(int port, bool reuse) {
 }  // namespace
 
 UniqueFd hold_port(int port) {
-  UniqueFd fd = bind_port(port, false);
-  return fd ? std::move(fd) : bind_port(port, true);
+  if (UniqueFd fd = bind_port(port, false)) return fd;
+  UniqueFd fd = bind_port(port, true);
+  // Bound: off again, so that a later binder with SO_REUSEADDR cannot share
+  // the port where the kernel checks each owner (Linux 6.18 here does; a
+  // kernel that trusts the port's first binder may still let one share it:
+  // rank 0's check names its listener).
+  int zero = 0;
+  if (fd) setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &zero, sizeof zero);
+  return fd;
 }
 
 LeaseRequest lease_request(const SiteConfig& site, uid_t owner, std::string tag) {

@@ -442,8 +442,8 @@ int stepd_task_init(spank_t sp) {
       report_error("cannot set " + name + " for task " + std::to_string(rank));
       return -1;
     }
-  // Last: MASTER_PORT is free from rank 0's exec until its program binds it.
-  st.hold.drop_task_copy();
+  // Rank 0 keeps its copy of MASTER_PORT's hold through the task prologs
+  // (TaskProlog, srun --task-prolog) to its exec, which closes it.
   return 0;
 }
 

@@ -43,11 +43,12 @@ UniqueFd held_port(int& port) {
   return fd;
 }
 
-// A socket on `port` with SO_REUSEADDR (as servers bind), listening or not.
-UniqueFd reusing_socket(int port, bool listening) {
+// A socket on `port` with SO_REUSEADDR (as servers bind) or without,
+// listening or not.
+UniqueFd reusing_socket(int port, bool listening, int reuse = 1) {
   UniqueFd fd(socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  int one = 1, zero = 0;
-  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  int zero = 0;
+  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof reuse);
   setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
   sockaddr_in6 a{};
   a.sin6_family = AF_INET6;
@@ -141,6 +142,32 @@ TEST(MasterPortHold, RankZerosCheckNamesAListenerThatSharedTheHold) {
       << r.error().message;
   EXPECT_NE(r.error().message.find("--dp-master-socket=pass"), std::string::npos);
   EXPECT_TRUE(dp::spank::check_master_port_before_exec(-1, port).ok()) << "no hold, nothing held";
+}
+
+// A port a server just used keeps its connections in TIME_WAIT, which only
+// SO_REUSEADDR binds over; the hold then turns it off, so a binder that
+// sets it too cannot share the port (on a kernel that checks each owner).
+TEST(MasterPortHold, AHoldOverTimeWaitStillKeepsOutReusingBinders) {
+  int port = 0;
+  UniqueFd server = held_port(port);
+  server.reset();
+  server = reusing_socket(port, true);
+  ASSERT_TRUE(server);
+  UniqueFd client(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  ASSERT_EQ(connect(client.get(), reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+  UniqueFd accepted(accept(server.get(), nullptr, nullptr));
+  accepted.reset();  // the server's side closes first: TIME_WAIT on `port`
+  client.reset();
+  server.reset();
+  ASSERT_FALSE(reusing_socket(port, false, 0)) << "no TIME_WAIT to bind over";
+  UniqueFd hold = dp::spank::hold_port(port);
+  ASSERT_TRUE(hold) << "TIME_WAIT alone does not stop the hold";
+  EXPECT_FALSE(reusing_socket(port, false)) << "a binder with SO_REUSEADDR shared the hold";
+  EXPECT_FALSE(dp::spank::port_binds(port));
 }
 
 TEST(SocketTables, ATakenPortNamesItsListenersUidOrSaysWhyNot) {
