@@ -6,7 +6,15 @@
 # slurm-dp binds on the master node like a leased one.
 . "$(dirname "$0")/../lib.sh"
 job="" resv_job=""
-trap 'for j in $job $resv_job; do scancel "$j" 2>/dev/null || true; done; site; cleanup_work' EXIT
+cleanup() {
+  if [[ -n $resv_job && ! -s $WORK/resv/held.ready ]]; then  # why the holder never held
+    echo "job $resv_job: $(job_state "$resv_job"); $(cat "$WORK/resv/held.out" 2>&1)" >&2
+  fi
+  for j in $job $resv_job; do scancel "$j" 2>/dev/null || true; done
+  site
+  cleanup_work
+}
+trap cleanup EXIT
 cp "$(dirname "$0")/held_range.py" "$WORK/"
 lo=$(test_port_range)
 lo=${lo%-*}
@@ -40,7 +48,9 @@ resv=$(scontrol show config | sed -n 's/^MpiParams *= *ports=//p')
 mkdir -m 777 "$WORK/resv"
 resv_job=$(as_other sbatch --parsable -w n1 -N1 -n1 -o "$WORK/resv/held.out" \
   --wrap "exec /usr/bin/python3 $WORK/held_range.py ${resv%-*} ${resv#*-} $WORK/resv")
-wait_until 60 "dptest2 to hold the reserved ports $resv on n1" test -s "$WORK/resv/held.ready"
+resv_started() { test -s "$WORK/resv/held.ready" || job_done "$resv_job"; }
+wait_until 60 "dptest2 to hold the reserved ports $resv on n1" resv_started
+[[ -s $WORK/resv/held.ready ]] || fail "dptest2's holder of $resv ended early"
 site
 start=$(date +%s%N)
 rc=0
