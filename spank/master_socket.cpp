@@ -29,10 +29,17 @@ Result<UniqueFd> master_listen_socket(int held, int port) {
   // F_DUPFD leaves close-on-exec off: the copy is the program's.
   UniqueFd fd(fcntl(bound, F_DUPFD, 3));
   if (!fd) return make_error(Errc::internal, "cannot pass " + what + ": " + std::strerror(errno));
+
   if (listen(fd.get(), SOMAXCONN) != 0)
     return make_error(Errc::internal, "cannot listen on " + what + ": " + std::strerror(errno) +
                                           (errno == EADDRINUSE ? " (" + port_holder_text(port) + ")"
                                                                : std::string()));
+  // As servers listen: the connections it accepts (and closes first) then
+  // leave TIME_WAITs that a later bind with the option may take over; without
+  // it they keep every binder, the next step's hold too, out for a minute.
+  // Set once listening, so the port is shared with nobody meanwhile.
+  int one = 1;
+  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   return fd;
 }
 

@@ -174,7 +174,10 @@ Result<int> take_lease(spank_t sp, StepdState& st, const StepIds& id) {
 
 // Slurm reserved the port for this step alone; on the master node it is
 // held like a leased one. A process that binds ports in a loop may have it
-// for a moment: it is tried for a second before it counts as taken.
+// for a moment: it is tried for a second before it counts as taken. Where
+// only connections in TIME_WAIT keep it (an earlier program's, whose socket
+// had no SO_REUSEADDR: for a minute nobody can bind the port), the step
+// goes on unheld, as before the hold, for a program that may not bind it.
 Result<int> hold_reserved_port(StepdState& st, int port) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::seconds(1);
@@ -183,7 +186,15 @@ Result<int> hold_reserved_port(StepdState& st, int port) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));  // bounded by the deadline
     socket = hold_port(port);
   }
-  if (!socket)
+  if (!socket) {
+    const PortHolders h = port_holders_here(port, port);
+    if (h.by_uid.empty() && h.time_wait) {
+      slurm_info(
+          "slurm-dp: MASTER_PORT %d, reserved by Slurm, has connections in TIME_WAIT "
+          "that keep every binder out for now: not held",
+          port);
+      return port;
+    }
     return make_error(Errc::unavailable,
                       "MASTER_PORT " + std::to_string(port) +
                           ", which Slurm reserved for this step (SLURM_STEP_RESV_PORTS), is bound "
@@ -191,6 +202,7 @@ Result<int> hold_reserved_port(StepdState& st, int port) {
                           port_holder_text(port) +
                           "); Slurm gives each port of MpiParams=ports= to one step at a time, so "
                           "an admin can end that process; or pass --dp-master-port=PORT");
+  }
   auto kept = st.hold.keep(std::move(socket), port);
   DP_TRY(kept);
   return port;

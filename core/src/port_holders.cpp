@@ -53,8 +53,10 @@ PortHolders port_holders(std::string_view text, int lo, int hi, bool cut, size_t
     if (colon == std::string_view::npos || !number(w[1].substr(colon + 1), port, 16) ||
         !number(w[3], state, 16) || !number(w[7], uid, 10))
       continue;
+    if (port < lo || port > hi) continue;
+    out.time_wait |= state == 0x06;
     // 0x0A listening, 0x07 bound (closed); a connection's local port is not a hold.
-    if ((state != 0x0A && state != 0x07) || port < lo || port > hi) continue;
+    if (state != 0x0A && state != 0x07) continue;
     seen.emplace(uid, port);
   }
   for (const auto& [uid, port] : seen) ++out.by_uid[uid];

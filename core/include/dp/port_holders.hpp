@@ -23,6 +23,9 @@ struct PortHolders {
   // The tables were cut (the reader's byte bound or kMaxSocketTableLines):
   // a holder may be missing.
   bool partial = false;
+  // A connection of the range is in TIME_WAIT: one whose socket had no
+  // SO_REUSEADDR keeps every binder out for a minute, with nobody to name.
+  bool time_wait = false;
 };
 
 // Ports of [lo, hi] held by a listening TCP socket (or one shown bound; a

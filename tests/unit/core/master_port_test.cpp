@@ -74,7 +74,13 @@ TEST(PortHolders, CountsBoundAndListeningPortsByUid) {
   const auto h = dp::port_holders(tcp, 20000, 20010);
   EXPECT_EQ(h.by_uid, (std::map<unsigned, int>{{1002, 2}, {0, 1}}));
   EXPECT_FALSE(h.partial);
+  EXPECT_FALSE(h.time_wait);
   EXPECT_EQ(dp::holders_text(h), "uid 1002 (2 ports), uid 0 (1 port)");
+  const std::string tw =
+      "   0: 0100007F:4E24 0100007F:1F90 06 00000000:00000000 03:00000F9E 00000000     0  0 0\n";
+  EXPECT_TRUE(dp::port_holders(tw, 20000, 20010).time_wait) << "a connection in TIME_WAIT";
+  EXPECT_TRUE(dp::port_holders(tw, 20000, 20010).by_uid.empty()) << "is nobody's hold";
+  EXPECT_FALSE(dp::port_holders(tw, 20005, 20010).time_wait) << "outside the range";
   EXPECT_TRUE(dp::port_holders("", 1, 65535).by_uid.empty());
 }
 

@@ -20,6 +20,7 @@
 #include "agent_launcher.hpp"
 #include "dp/unique_fd.hpp"
 #include "master_port_hold.hpp"
+#include "master_socket.hpp"
 #include "port_lease.hpp"
 #include "process_group.hpp"
 #include "socket_tables.hpp"
@@ -168,6 +169,30 @@ TEST(MasterPortHold, AHoldOverTimeWaitStillKeepsOutReusingBinders) {
   ASSERT_TRUE(hold) << "TIME_WAIT alone does not stop the hold";
   EXPECT_FALSE(reusing_socket(port, false)) << "a binder with SO_REUSEADDR shared the hold";
   EXPECT_FALSE(dp::spank::port_binds(port));
+}
+
+// Rank 0's program closes its store's connections first: their TIME_WAITs
+// must not keep the next step of the port (a Slurm-reserved one comes round
+// again soon) from holding it.
+TEST(MasterPortHold, APassedListenersConnectionsLeaveThePortToTheNextHold) {
+  int port = 0;
+  UniqueFd held = held_port(port);
+  auto passed = dp::spank::master_listen_socket(held.get(), port);
+  ASSERT_TRUE(passed.ok()) << passed.error().message;
+  held.reset();
+  UniqueFd client(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  ASSERT_EQ(connect(client.get(), reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+  UniqueFd accepted(accept(passed->get(), nullptr, nullptr));
+  ASSERT_TRUE(accepted);
+  accepted.reset();  // the program's side closes first: TIME_WAIT on `port`
+  client.reset();
+  passed->reset();
+  ASSERT_FALSE(reusing_socket(port, false, 0)) << "no TIME_WAIT left";
+  EXPECT_TRUE(dp::spank::hold_port(port)) << "the TIME_WAIT keeps the next step's hold out";
 }
 
 TEST(SocketTables, ATakenPortNamesItsListenersUidOrSaysWhyNot) {
