@@ -19,6 +19,7 @@
 
 #include "agent_launcher.hpp"
 #include "dp/unique_fd.hpp"
+#include "loopback.hpp"
 #include "master_port_hold.hpp"
 #include "master_socket.hpp"
 #include "port_lease.hpp"
@@ -28,6 +29,7 @@
 namespace {
 
 using dp::UniqueFd;
+using dp::test::connect_loopback;
 using Clock = std::chrono::steady_clock;
 
 int port_of(int fd) {
@@ -154,12 +156,8 @@ TEST(MasterPortHold, AHoldOverTimeWaitStillKeepsOutReusingBinders) {
   server.reset();
   server = reusing_socket(port, true);
   ASSERT_TRUE(server);
-  UniqueFd client(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  to.sin_port = htons(static_cast<uint16_t>(port));
-  ASSERT_EQ(connect(client.get(), reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+  UniqueFd client = connect_loopback(port);
+  ASSERT_TRUE(client);
   UniqueFd accepted(accept(server.get(), nullptr, nullptr));
   accepted.reset();  // the server's side closes first: TIME_WAIT on `port`
   client.reset();
@@ -180,12 +178,8 @@ TEST(MasterPortHold, APassedListenersConnectionsLeaveThePortToTheNextHold) {
   auto passed = dp::spank::master_listen_socket(held.get(), port);
   ASSERT_TRUE(passed.ok()) << passed.error().message;
   held.reset();
-  UniqueFd client(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  to.sin_port = htons(static_cast<uint16_t>(port));
-  ASSERT_EQ(connect(client.get(), reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+  UniqueFd client = connect_loopback(port);
+  ASSERT_TRUE(client);
   UniqueFd accepted(accept(passed->get(), nullptr, nullptr));
   ASSERT_TRUE(accepted);
   accepted.reset();  // the program's side closes first: TIME_WAIT on `port`
