@@ -13,7 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   if (auto p = dp::first_reserved_port(text); p && *p && (**p < 1 || **p > 65535)) std::abort();
   const auto holders = dp::port_holders(text, 1, 65535);
-  for (const auto& [uid, n] : holders)
+  for (const auto& [uid, n] : holders.by_uid)
     if (n < 1 || n > 65535) std::abort();
   (void)dp::holders_text(holders);
   return 0;

@@ -21,6 +21,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// waitid's P_PIDFD (Linux 5.4), which older C libraries do not name.
+constexpr int kWaitPidfd = 3;
+
 // The job's ids go into the agent's environment (not secret): admins and
 // tests tell one job's agents from another's as they do its tasks'.
 struct AgentEnv {
@@ -80,8 +83,12 @@ Result<agent::AgentAnswer> start_agent(const std::string& path, const UserIds& i
   });
   if (!child) return child.error();
   NodeAgent a;
-  a.pid = child->pid;
+  // Our child, not yet reaped by anyone: its pid is still its own.
   a.pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, child->pid, 0)));
+  if (!a.pidfd)  // the pipes close on return: the agent reads no settings and exits
+    return make_error(Errc::unavailable, std::string("cannot pin the node agent (pidfd_open: ") +
+                                             std::strerror(errno) +
+                                             "); slurm-dp needs Linux 5.3 or later");
   a.control = std::move(child->input);
   // Never blocks on the user's process: a fresh pipe holds 64 KiB, the
   // settings are a few hundred bytes, and a full pipe drops what is left.
@@ -131,22 +138,19 @@ void tell_task_exit(const NodeAgent& agent, int rank, int wait_status) {
 
 void stop_agent(NodeAgent& agent, int grace_ms) {
   agent.control.reset();
-  if (agent.pid <= 0) return;
-  if (agent.pidfd) {
-    pollfd p{agent.pidfd.get(), POLLIN, 0};  // readable once the process has exited
-    if (grace_ms > 0 && poll(&p, 1, grace_ms) > 0) {
-    } else {
-      syscall(SYS_pidfd_send_signal, agent.pidfd.get(), SIGKILL, nullptr, 0);
-      poll(&p, 1, 1'000);
-    }
-    agent.pidfd.reset();
-  } else {
-    kill(agent.pid, SIGKILL);
+  if (!agent.pidfd) return;
+  pollfd p{agent.pidfd.get(), POLLIN, 0};  // readable once the process has exited
+  if (grace_ms <= 0 || poll(&p, 1, grace_ms) <= 0) {
+    syscall(SYS_pidfd_send_signal, agent.pidfd.get(), SIGKILL, nullptr, 0);
+    poll(&p, 1, 1'000);
   }
-  // slurmstepd may have reaped it already; otherwise no zombie stays.
-  while (waitpid(agent.pid, nullptr, WNOHANG) < 0 && errno == EINTR) {
+  // slurmstepd may have reaped it already (ECHILD); otherwise no zombie stays.
+  siginfo_t info{};
+  while (waitid(static_cast<idtype_t>(kWaitPidfd), static_cast<id_t>(agent.pidfd.get()), &info,
+                WEXITED | WNOHANG) < 0 &&
+         errno == EINTR) {
   }
-  agent.pid = -1;
+  agent.pidfd.reset();
 }
 
 }  // namespace dp::spank

@@ -17,11 +17,12 @@
 
 namespace dp::spank {
 
+// The agent is known by its pidfd alone: root never signals or reaps it by
+// pid, which slurmstepd may have reaped and the kernel given to another.
 struct NodeAgent {
-  pid_t pid = -1;
-  UniqueFd pidfd;    // signals reach this process, never a reused pid
+  UniqueFd pidfd;    // opened right after fork, while the child cannot have been reaped
   UniqueFd control;  // the agent's stdin (non-blocking, close-on-exec)
-  bool running() const { return pid > 0; }
+  bool running() const { return static_cast<bool>(pidfd); }
 };
 
 // dp-nodeagent beside the daemon (the site's daemon= path), as installed.
@@ -29,7 +30,8 @@ std::string agent_path_beside(const std::string& daemon_path);
 
 // Forks, drops to `ids` (become_user), sets PR_SET_PDEATHSIG, execs `path`,
 // sends the settings and reads the answer within `wait`. On any failure the
-// agent is stopped and `agent` stays empty.
+// agent is stopped and `agent` stays empty. Without a pidfd (Linux before
+// 5.3) no agent is kept: its stdin closes before any settings, so it exits.
 Result<agent::AgentAnswer> start_agent(const std::string& path, const UserIds& ids,
                                        const agent::AgentSettings& settings,
                                        std::chrono::milliseconds wait, NodeAgent& agent);
@@ -42,7 +44,8 @@ void tell_task_start(const NodeAgent& agent, const agent::TaskStart& task);
 void tell_task_exit(const NodeAgent& agent, int rank, int wait_status);
 
 // Closes the control pipe (the agent leaves on its own), then SIGKILL
-// through the pidfd if it is still there after grace_ms.
+// through the pidfd if it is still there after grace_ms, and reaps exactly
+// that process if slurmstepd has not (waitid on the pidfd).
 void stop_agent(NodeAgent& agent, int grace_ms = 1'000);
 
 }  // namespace dp::spank

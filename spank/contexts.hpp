@@ -8,6 +8,7 @@
 namespace dp::spank {
 
 // srun (S_CTX_LOCAL), srun_context.cpp
+int srun_init(spank_t sp);
 int srun_local_user_init(spank_t sp);
 int srun_exit(spank_t sp);
 
@@ -16,7 +17,6 @@ int allocator_init_post_opt(spank_t sp);
 
 // slurmstepd (S_CTX_REMOTE), stepd_context.cpp
 int stepd_init_post_opt(spank_t sp);
-int stepd_user_init(spank_t sp);
 int stepd_task_init(spank_t sp);
 int stepd_task_post_fork(spank_t sp);
 int stepd_task_exit(spank_t sp);

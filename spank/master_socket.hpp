@@ -6,12 +6,14 @@
 #pragma once
 
 #include "dp/result.hpp"
+#include "dp/unique_fd.hpp"
 
 namespace dp::spank {
 
-// The listening descriptor for the program (kept across exec): a duplicate
-// of `held`, the leased port slurmstepd kept bound for this task, or where
-// there is none (Slurm-reserved or fixed ports) a socket bound to `port` now.
-Result<int> master_listen_socket(int held, int port);
+// The listening descriptor for the program (not close-on-exec: the caller
+// lets it go to the program): a duplicate of `held`, the port slurmstepd
+// kept bound for this task (leased or Slurm-reserved), or where there is
+// none (--dp-master-port) a socket bound to `port` now.
+Result<UniqueFd> master_listen_socket(int held, int port);
 
 }  // namespace dp::spank

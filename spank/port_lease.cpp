@@ -9,12 +9,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -25,6 +25,7 @@
 #include "dp/port_holders.hpp"
 #include "dp/random_bytes.hpp"
 #include "proc_stat.hpp"
+#include "socket_tables.hpp"
 
 namespace dp::spank {
 
@@ -47,13 +48,12 @@ struct LeaseFile {
 
 // Reads a lease file of the folder (regular file, no symlink, bounded).
 std::optional<LeaseFile> read_lease(int dir, const std::string& name) {
-  const int fd = openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
+  const UniqueFd fd(openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return std::nullopt;
   struct stat st {};
   char buf[256];
   ssize_t n = -1;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) n = read(fd, buf, sizeof buf - 1);
-  close(fd);
+  if (fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode)) n = read(fd.get(), buf, sizeof buf - 1);
   if (n <= 0) return LeaseFile{};  // empty or torn: stale
   std::istringstream in(std::string(buf, static_cast<size_t>(n)));
   std::string pid, uid;
@@ -67,6 +67,7 @@ std::optional<LeaseFile> read_lease(int dir, const std::string& name) {
 
 bool is_stale(const LeaseFile& f) {
   if (f.pid <= 0) return true;
+  // Signal 0 only asks whether the pid exists; the start time tells a reused one.
   if (kill(static_cast<pid_t>(f.pid), 0) != 0 && errno == ESRCH) return true;
   return start_time_of(static_cast<pid_t>(f.pid)) != f.start;
 }
@@ -78,67 +79,83 @@ bool all_digits(const char* s) {
   return true;
 }
 
+struct DirCloser {
+  void operator()(DIR* d) const noexcept { closedir(d); }
+};
+
 // Live leases of `owner`; stale leases met on the way are removed (the
 // caller holds the folder's lock).
 int live_leases_of(int dir, uid_t owner) {
-  const int copy = dup(dir);
-  if (copy < 0) return 0;
-  DIR* d = fdopendir(copy);
-  if (d == nullptr) {
-    close(copy);
-    return 0;
-  }
+  UniqueFd copy(dup(dir));
+  if (!copy) return 0;
+  std::unique_ptr<DIR, DirCloser> d(fdopendir(copy.get()));
+  if (!d) return 0;
+  copy.release();  // the DIR owns it now
   int count = 0;
   std::vector<std::string> stale;
-  while (dirent* e = readdir(d)) {
+  while (dirent* e = readdir(d.get())) {
     if (!all_digits(e->d_name)) continue;
     auto f = read_lease(dir, e->d_name);
     if (!f) continue;
     if (is_stale(*f)) stale.emplace_back(e->d_name);
     else if (f->uid == static_cast<long>(owner)) ++count;
   }
-  closedir(d);
   for (const auto& name : stale) unlinkat(dir, name.c_str(), 0);
   return count;
 }
 
 // A socket bound to the port on every address and not listening: while we
 // hold it nobody else can bind the port (no SO_REUSEADDR on our side, and
-// SO_REUSEPORT would need our uid). A port only in TIME_WAIT binds with
-// SO_REUSEADDR, which still keeps out every binder without it.
-int bind_port(int port, bool reuse) {
+// SO_REUSEPORT would need it on both). A port whose last connections are in
+// TIME_WAIT binds only with SO_REUSEADDR (hold_port).
+UniqueFd bind_port(int port, bool reuse) {
   for (int family : {AF_INET6, AF_INET}) {
-    const int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) continue;  // no IPv6 on this node: IPv4 alone
+    UniqueFd fd(socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd) continue;  // no IPv6 on this node: IPv4 alone
     int one = 1, zero = 0;
-    if (reuse) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (reuse) setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     int rc;
     if (family == AF_INET6) {
-      setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);  // IPv4 too
+      setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);  // IPv4 too
       sockaddr_in6 a{};
       a.sin6_family = AF_INET6;
       a.sin6_addr = in6addr_any;
       a.sin6_port = htons(static_cast<uint16_t>(port));
-      rc = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+      rc = bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a);
     } else {
       sockaddr_in a{};
       a.sin_family = AF_INET;
       a.sin_addr.s_addr = htonl(INADDR_ANY);
       a.sin_port = htons(static_cast<uint16_t>(port));
-      rc = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+      rc = bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a);
     }
     if (rc == 0) return fd;
-    close(fd);
-    if (errno != EAFNOSUPPORT && errno != EADDRNOTAVAIL) return -1;
+    if (errno != EAFNOSUPPORT && errno != EADDRNOTAVAIL) return {};
   }
-  return -1;
+  return {};
 }
 
 }  // namespace
 
-int hold_port(int port) {
-  const int fd = bind_port(port, false);
-  return fd >= 0 ? fd : bind_port(port, true);
+UniqueFd hold_port(int port) {
+  if (UniqueFd fd = bind_port(port, false)) return fd;
+  UniqueFd fd = bind_port(port, true);
+  // Bound: off again, so that a later binder with SO_REUSEADDR cannot share
+  // the port where the kernel checks each owner (Linux 6.18 here does; a
+  // kernel that trusts the port's first binder may still let one share it:
+  // rank 0's check names its listener).
+  int zero = 0;
+  if (fd) setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &zero, sizeof zero);
+  return fd;
+}
+
+LeaseRequest lease_request(const SiteConfig& site, uid_t owner, std::string tag) {
+  LeaseRequest req;
+  req.seed = random_seed();
+  req.tag = std::move(tag);
+  req.owner = owner;
+  req.max_per_user = std::max(4, (site.port_max - site.port_min + 1) / 4);
+  return req;
 }
 
 namespace {
@@ -146,34 +163,32 @@ namespace {
 // A new lease file `name` holding content: 1 made, 0 taken already, -1 an
 // error (nothing left behind).
 int new_lease_file(int dir, const std::string& name, const std::string& content) {
-  const int fd =
-      openat(dir, name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return errno == EEXIST ? 0 : -1;
-  const bool ok = write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
-  close(fd);
-  if (ok) return 1;
+  const UniqueFd fd(
+      openat(dir, name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) return errno == EEXIST ? 0 : -1;
+  if (write(fd.get(), content.data(), content.size()) == static_cast<ssize_t>(content.size()))
+    return 1;
   unlinkat(dir, name.c_str(), 0);
   return -1;
 }
 
 // Creates the lease file for `port` (reclaiming a stale one) and binds the
-// port; returns the holding socket, or -1 when either is taken.
-int try_lease(int dir, int port, const std::string& content) {
+// port; returns the holding socket, empty when either is taken.
+UniqueFd try_lease(int dir, int port, const std::string& content) {
   const std::string name = std::to_string(port);
   for (int attempt = 0; attempt < 2; ++attempt) {
     const int made = new_lease_file(dir, name, content);
-    if (made < 0) return -1;
+    if (made < 0) return {};
     if (made == 1) {
-      const int hold = hold_port(port);
-      if (hold >= 0) return hold;
-      unlinkat(dir, name.c_str(), 0);
-      return -1;
+      UniqueFd hold = hold_port(port);
+      if (!hold) unlinkat(dir, name.c_str(), 0);
+      return hold;
     }
     auto f = read_lease(dir, name);
-    if (f && !is_stale(*f)) return -1;
+    if (f && !is_stale(*f)) return {};
     unlinkat(dir, name.c_str(), 0);
   }
-  return -1;
+  return {};
 }
 
 Error dir_error(const std::string& path, const std::string& what) {
@@ -184,21 +199,17 @@ Error dir_error(const std::string& path, const std::string& what) {
 
 // Takes the folder's lock without ever blocking for longer than `wait`:
 // slurmstepd must not hang on a lock, whoever holds it.
-Result<int> lock_folder(int dir, const std::string& path, std::chrono::milliseconds wait) {
-  const int fd = openat(dir, ".lock", O_CREAT | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return dir_error(path, std::string("cannot open .lock: ") + std::strerror(errno));
+Result<UniqueFd> lock_folder(int dir, const std::string& path, std::chrono::milliseconds wait) {
+  UniqueFd fd(openat(dir, ".lock", O_CREAT | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) return dir_error(path, std::string("cannot open .lock: ") + std::strerror(errno));
   const auto deadline = Clock::now() + wait;
   for (;;) {
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
-    if (errno != EWOULDBLOCK && errno != EINTR) {
-      const int e = errno;
-      close(fd);
-      return dir_error(path, std::string("cannot lock .lock: ") + std::strerror(e));
-    }
+    if (flock(fd.get(), LOCK_EX | LOCK_NB) == 0) return fd;
+    if (errno != EWOULDBLOCK && errno != EINTR)
+      return dir_error(path, std::string("cannot lock .lock: ") + std::strerror(errno));
     if (Clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));  // bounded retry
   }
-  close(fd);
   return make_error(Errc::timeout,
                     "the MASTER_PORT lease lock " + path +
                         "/.lock was held by another process for " + std::to_string(wait.count()) +
@@ -206,37 +217,8 @@ Result<int> lock_folder(int dir, const std::string& path, std::chrono::milliseco
                         "/.lock' (a stuck slurmstepd?), or pass --dp-master-port=PORT");
 }
 
-}  // namespace
-
-PortLease& PortLease::operator=(PortLease&& o) noexcept {
-  if (this != &o) {
-    release();
-    port_ = o.port_;
-    dir_fd_ = o.dir_fd_;
-    name_ = std::move(o.name_);
-    hold_fd_ = o.hold_fd_;
-    o.dir_fd_ = o.hold_fd_ = -1;
-    o.port_ = 0;
-  }
-  return *this;
-}
-
-void PortLease::drop_hold() noexcept {
-  if (hold_fd_ >= 0) close(hold_fd_);
-  hold_fd_ = -1;
-}
-
-void PortLease::release() noexcept {
-  drop_hold();
-  if (dir_fd_ < 0) return;
-  // Only our own lease: a reclaimed-and-retaken file belongs to someone else.
-  auto f = read_lease(dir_fd_, name_);
-  if (f && f->pid == getpid()) unlinkat(dir_fd_, name_.c_str(), 0);
-  close(dir_fd_);
-  dir_fd_ = -1;
-}
-
-Result<int> open_lease_dir(const std::string& path) {
+// The folder's path split into its components ("." and ".." refused).
+Result<std::vector<std::string>> path_parts(const std::string& path) {
   if (path.empty() || path.front() != '/') return dir_error(path, "not an absolute path");
   std::vector<std::string> parts;
   for (size_t pos = 0; pos < path.size();) {
@@ -246,64 +228,83 @@ Result<int> open_lease_dir(const std::string& path) {
     pos = next + 1;
   }
   if (parts.empty()) return dir_error(path, "not a folder of its own");
-  int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return dir_error(path, std::string("cannot open /: ") + std::strerror(errno));
+  for (const auto& p : parts)
+    if (p == "." || p == "..") return dir_error(path, "'.' and '..' are not allowed");
+  return parts;
+}
+
+// One component's checks: a parent root's (or ours) and not writable by
+// others unless sticky; the folder itself ours, and made private.
+Result<void> check_component(int fd, const std::string& path, const std::string& shown, bool last) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return dir_error(path, "cannot stat " + shown);
   const uid_t me = geteuid();
+  if (!last) {
+    const bool others_write =
+        (st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0;
+    if ((st.st_uid != 0 && st.st_uid != me) || others_write)
+      return dir_error(path, shown + " may be changed by other users (owner uid " +
+                                 std::to_string(st.st_uid) + ", mode " +
+                                 std::to_string(st.st_mode & 07777) + ")");
+    return {};
+  }
+  if (st.st_uid != me)
+    return dir_error(path, "owned by uid " + std::to_string(st.st_uid) + ", not by root");
+  // An older release created it 0755; it is ours, so tighten it.
+  if ((st.st_mode & 077) != 0 && fchmod(fd, 0700) != 0)
+    return dir_error(path, std::string("cannot make it private (0700): ") + std::strerror(errno));
+  return {};
+}
+
+}  // namespace
+
+PortLease& PortLease::operator=(PortLease&& o) noexcept {
+  if (this != &o) {
+    release();
+    port_ = std::exchange(o.port_, 0);
+    dir_ = std::move(o.dir_);
+    name_ = std::move(o.name_);
+    hold_ = std::move(o.hold_);
+  }
+  return *this;
+}
+
+void PortLease::release() noexcept {
+  drop_hold();
+  if (!dir_) return;
+  // Only our own lease: a reclaimed-and-retaken file belongs to someone else.
+  auto f = read_lease(dir_.get(), name_);
+  if (f && f->pid == getpid()) unlinkat(dir_.get(), name_.c_str(), 0);
+  dir_.reset();
+}
+
+Result<UniqueFd> open_lease_dir(const std::string& path) {
+  auto parts = path_parts(path);
+  DP_TRY(parts);
+  UniqueFd fd(open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return dir_error(path, std::string("cannot open /: ") + std::strerror(errno));
   std::string shown;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const bool last = i + 1 == parts.size();
-    shown += "/" + parts[i];
-    if (parts[i] == "." || parts[i] == "..") {
-      close(fd);
-      return dir_error(path, "'.' and '..' are not allowed");
-    }
-    if (mkdirat(fd, parts[i].c_str(), last ? 0700 : 0755) != 0 && errno != EEXIST) {
-      const int e = errno;
-      close(fd);
-      return dir_error(path, "cannot create " + shown + ": " + std::strerror(e));
-    }
-    const int next = openat(fd, parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  for (size_t i = 0; i < parts->size(); ++i) {
+    const bool last = i + 1 == parts->size();
+    const std::string& part = (*parts)[i];
+    shown += "/" + part;
+    if (mkdirat(fd.get(), part.c_str(), last ? 0700 : 0755) != 0 && errno != EEXIST)
+      return dir_error(path, "cannot create " + shown + ": " + std::strerror(errno));
+    UniqueFd next(openat(fd.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     const int e = errno;
-    close(fd);
-    if (next < 0)
+    if (!next)
       return dir_error(path,
                        shown + (e == ELOOP || e == ENOTDIR ? " is a symlink or not a folder"
                                                            : ": " + std::string(std::strerror(e))));
-    fd = next;
-    struct stat st {};
-    if (fstat(fd, &st) != 0) {
-      close(fd);
-      return dir_error(path, "cannot stat " + shown);
-    }
-    if (!last) {
-      const bool others_write =
-          (st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0;
-      if ((st.st_uid != 0 && st.st_uid != me) || others_write) {
-        close(fd);
-        return dir_error(path, shown + " may be changed by other users (owner uid " +
-                                   std::to_string(st.st_uid) + ", mode " +
-                                   std::to_string(st.st_mode & 07777) + ")");
-      }
-      continue;
-    }
-    if (st.st_uid != me) {
-      close(fd);
-      return dir_error(path, "owned by uid " + std::to_string(st.st_uid) + ", not by root");
-    }
-    // An older release created it 0755; it is ours, so tighten it.
-    if ((st.st_mode & 077) != 0 && fchmod(fd, 0700) != 0) {
-      close(fd);
-      return dir_error(path, std::string("cannot make it private (0700): ") + std::strerror(errno));
-    }
+    fd = std::move(next);
+    auto ok = check_component(fd.get(), path, shown, last);
+    DP_TRY(ok);
   }
   return fd;
 }
 
 bool port_binds(int port) {
-  const int fd = bind_port(port, true);  // the way servers bind: TIME_WAIT leftovers ok
-  if (fd < 0) return false;
-  close(fd);
-  return true;
+  return static_cast<bool>(bind_port(port, true));  // the way servers bind: TIME_WAIT ok
 }
 
 // Where the scan of the range starts. It only spreads leases over the range,
@@ -317,33 +318,30 @@ uint64_t random_seed() {
   return v;
 }
 
+namespace {
+
 // The site allows it (port_fallback=os): a port the OS chooses, bound, and
-// leased like one of the range so the step's end releases it. (port, hold).
-std::optional<std::pair<int, int>> lease_os_port(int dir, const std::string& content) {
+// leased like one of the range so the step's end releases it.
+std::optional<std::pair<int, UniqueFd>> lease_os_port(int dir, const std::string& content) {
   for (int attempt = 0; attempt < 3; ++attempt) {
-    const int hold = bind_port(0, false);
-    if (hold < 0) return std::nullopt;
+    UniqueFd hold = bind_port(0, false);
+    if (!hold) return std::nullopt;
     sockaddr_storage sa{};
     socklen_t len = sizeof sa;
-    getsockname(hold, reinterpret_cast<sockaddr*>(&sa), &len);
+    getsockname(hold.get(), reinterpret_cast<sockaddr*>(&sa), &len);
     const int port =
         ntohs(sa.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port
                                        : reinterpret_cast<sockaddr_in*>(&sa)->sin_port);
-    if (new_lease_file(dir, std::to_string(port), content) == 1) return std::pair(port, hold);
-    close(hold);
+    if (new_lease_file(dir, std::to_string(port), content) == 1)
+      return std::pair(port, std::move(hold));
   }
   return std::nullopt;
 }
 
-// Every port of the range taken: by whom (root reads every socket's uid).
+// Every port of the range taken: by whom (root reads every socket's uid,
+// bounded: socket_tables.hpp).
 Error held_range_error(const SiteConfig& site, const Error& e) {
-  std::string tables;
-  for (const char* f : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-    std::ifstream in(f);
-    tables.append(std::istreambuf_iterator<char>(in), {});
-    tables += '\n';
-  }
-  const std::string who = holders_text(port_holders(tables, site.port_min, site.port_max));
+  const std::string who = holders_text(port_holders_here(site.port_min, site.port_max));
   if (who.empty()) return e;
   return make_error(e.code, "every MASTER_PORT of " + std::to_string(site.port_min) + "-" +
                                 std::to_string(site.port_max) +
@@ -353,44 +351,38 @@ Error held_range_error(const SiteConfig& site, const Error& e) {
                                 "reserved ports (MpiParams=ports=); or pass --dp-master-port=PORT");
 }
 
+}  // namespace
+
 Result<PortLease> lease_master_port(const SiteConfig& site, const LeaseRequest& req) {
   auto dir = open_lease_dir(site.lease_dir);
   DP_TRY(dir);
-  auto lock = lock_folder(*dir, site.lease_dir, req.lock_wait);
-  if (!lock) {
-    close(*dir);
-    return lock.error();
-  }
+  auto lock = lock_folder(dir->get(), site.lease_dir, req.lock_wait);
+  DP_TRY(lock);
   if (req.max_per_user > 0) {
-    const int held = live_leases_of(*dir, req.owner);
-    if (held >= req.max_per_user) {
-      close(*lock);
-      close(*dir);
+    const int held = live_leases_of(dir->get(), req.owner);
+    if (held >= req.max_per_user)
       return make_error(Errc::unavailable,
                         "uid " + std::to_string(req.owner) + " already holds " +
                             std::to_string(held) + " MASTER_PORT leases on this node (at most " +
                             std::to_string(req.max_per_user) +
                             " per user); end some steps or pass --dp-master-port=PORT");
-    }
   }
   const pid_t self = getpid();
   const std::string content = std::to_string(self) + " " + start_time_of(self) + " " +
                               std::to_string(req.owner) + " " + req.tag + "\n";
-  int hold = -1;
+  UniqueFd hold;
   auto port = pick_port(site.port_min, site.port_max, req.seed, [&](int p) {
-    hold = try_lease(*dir, p, content);
-    return hold >= 0;
+    hold = try_lease(dir->get(), p, content);
+    return static_cast<bool>(hold);
   });
-  close(*lock);  // releases the flock
+  lock->reset();  // releases the flock
   if (!port && site.port_fallback_os) {
-    if (auto os = lease_os_port(*dir, content))
-      return PortLease(os->first, *dir, std::to_string(os->first), os->second);
+    if (auto os = lease_os_port(dir->get(), content))
+      return PortLease(os->first, std::move(*dir), std::to_string(os->first),
+                       std::move(os->second));
   }
-  if (!port) {
-    close(*dir);
-    return held_range_error(site, port.error());
-  }
-  return PortLease(*port, *dir, std::to_string(*port), hold);
+  if (!port) return held_range_error(site, port.error());
+  return PortLease(*port, std::move(*dir), std::to_string(*port), std::move(hold));
 }
 
 }  // namespace dp::spank

@@ -1,13 +1,15 @@
 // MASTER_PORT on the master node when Slurm reserved no ports: a port of the
 // site range that binds, leased under a node-local directory so two
-// concurrent steps on one node never get the same one.
+// concurrent steps on one node never get the same one. Also the hold itself
+// (hold_port), which Slurm-reserved ports get too.
 //
 // Runs as root inside slurmstepd, on a node other users share. The lease
 // directory is root's alone (0700, checked owner and mode, every path
 // component opened without following symlinks), so no other user can read,
 // lock or squat a lease. The range is still not a security boundary: any
 // user may bind a port of it; the lease only keeps slurm-dp steps apart,
-// and the leased port stays bound by us until the step's tasks start.
+// and the leased port stays bound by us until rank 0 starts its program
+// (master_port_hold.hpp).
 #pragma once
 
 #include <sys/types.h>
@@ -15,9 +17,11 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "dp/result.hpp"
 #include "dp/site_config.hpp"
+#include "dp/unique_fd.hpp"
 
 namespace dp::spank {
 
@@ -29,13 +33,17 @@ struct LeaseRequest {
   std::chrono::milliseconds lock_wait{5'000};  // bound on waiting for the folder's lock
 };
 
+// A step's request under the site's policy: a random start, and no user
+// holding more than a quarter of the range (at least 4 leases).
+LeaseRequest lease_request(const SiteConfig& site, uid_t owner, std::string tag);
+
 // A held lease: the file in the lease folder plus a socket bound to the
-// port (not listening), so nothing else can bind it until hold is dropped.
+// port (not listening), so nothing else can bind it until the hold goes.
 class PortLease {
  public:
   PortLease() = default;
-  PortLease(int port, int dir_fd, std::string name, int hold_fd)
-      : port_(port), dir_fd_(dir_fd), name_(std::move(name)), hold_fd_(hold_fd) {}
+  PortLease(int port, UniqueFd dir, std::string name, UniqueFd hold)
+      : port_(port), dir_(std::move(dir)), name_(std::move(name)), hold_(std::move(hold)) {}
   PortLease(PortLease&& o) noexcept { *this = std::move(o); }
   PortLease& operator=(PortLease&& o) noexcept;
   PortLease(const PortLease&) = delete;
@@ -43,20 +51,22 @@ class PortLease {
   ~PortLease() { release(); }
 
   int port() const noexcept { return port_; }
-  bool held() const noexcept { return dir_fd_ >= 0; }
-  bool holding_port() const noexcept { return hold_fd_ >= 0; }
-  int hold_fd() const noexcept { return hold_fd_; }  // -1 once dropped
-  // Lets the port go (just before the tasks are forked); the lease file stays.
-  void drop_hold() noexcept;
+  bool held() const noexcept { return static_cast<bool>(dir_); }
+  bool holding_port() const noexcept { return static_cast<bool>(hold_); }
+  int hold_fd() const noexcept { return hold_.get(); }  // -1 once dropped or taken
+  // The bound socket, for whoever holds the port from now on (the lease file stays).
+  UniqueFd take_hold() noexcept { return std::move(hold_); }
+  // Lets the port go; the lease file stays.
+  void drop_hold() noexcept { hold_.reset(); }
   // Removes the lease file (only while it still names this process) and
   // closes everything. Idempotent.
   void release() noexcept;
 
  private:
   int port_ = 0;
-  int dir_fd_ = -1;
+  UniqueFd dir_;
   std::string name_;
-  int hold_fd_ = -1;
+  UniqueFd hold_;
 };
 
 // Takes a lease. Messages say what failed and what to do.
@@ -66,11 +76,11 @@ Result<PortLease> lease_master_port(const SiteConfig& site, const LeaseRequest& 
 // following symlinks; parents must be root-owned and not writable by others
 // (unless sticky); the folder itself ours and 0700 (an older release's 0755
 // is tightened). Returns the folder's descriptor.
-Result<int> open_lease_dir(const std::string& path);
+Result<UniqueFd> open_lease_dir(const std::string& path);
 
 // A socket (close-on-exec) bound to `port` on every address and not
-// listening, so that nobody else can bind it; -1 when the port is taken.
-int hold_port(int port);
+// listening, so that nobody else can bind it; empty when the port is taken.
+UniqueFd hold_port(int port);
 
 // True when a TCP listener could bind `port` on every address now (IPv6
 // dual-stack where the node has IPv6, else IPv4), the way servers bind.

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "dp/unique_fd.hpp"
 #include "dp/user_text.hpp"
 
 namespace dp::spank {
@@ -63,35 +64,30 @@ std::string expand_report_path(const std::string& pattern, const std::string& jo
 
 Result<void> write_report_file(const std::string& path, const std::string& text) {
   // No O_TRUNC: a file that is not ours must not lose its contents either.
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
-  if (fd < 0 && errno == ELOOP) return refused(path, "is a symbolic link");
+  const UniqueFd fd(
+      open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600));
+  if (!fd && errno == ELOOP) return refused(path, "is a symbolic link");
   // A sticky folder (fs.protected_regular) refuses to open another user's
   // file at all: say whose it is rather than "permission denied".
-  if (struct stat other{}; fd < 0 && (errno == EACCES || errno == EPERM) &&
+  if (struct stat other{}; !fd && (errno == EACCES || errno == EPERM) &&
                            lstat(path.c_str(), &other) == 0 && other.st_uid != geteuid())
     return refused(path, "belongs to " + user_text(other.st_uid) + ", not to you");
-  if (fd < 0)
+  if (!fd)
     return make_error(Errc::unavailable,
                       "cannot write the step report " + path + ": " + std::strerror(errno));
   struct stat st {};
-  Result<void> ok;
-  if (fstat(fd, &st) != 0) {
-    ok = make_error(Errc::unavailable,
-                    "cannot check the step report " + path + ": " + std::strerror(errno));
-  } else if (!S_ISREG(st.st_mode)) {
-    ok = refused(path, "is not a regular file");
-  } else if (st.st_uid != geteuid()) {
-    ok = refused(path, "belongs to " + user_text(st.st_uid) + ", not to you");
-  } else if (st.st_nlink != 1) {
-    ok = refused(path, "has " + std::to_string(st.st_nlink) + " names (a hard link)");
-  } else if (ftruncate(fd, 0) != 0) {
-    ok = make_error(Errc::unavailable,
-                    "cannot write the step report " + path + ": " + std::strerror(errno));
-  } else {
-    ok = write_all(fd, path, text);
-  }
-  ::close(fd);
-  return ok;
+  if (fstat(fd.get(), &st) != 0)
+    return make_error(Errc::unavailable,
+                      "cannot check the step report " + path + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return refused(path, "is not a regular file");
+  if (st.st_uid != geteuid())
+    return refused(path, "belongs to " + user_text(st.st_uid) + ", not to you");
+  if (st.st_nlink != 1)
+    return refused(path, "has " + std::to_string(st.st_nlink) + " names (a hard link)");
+  if (ftruncate(fd.get(), 0) != 0)
+    return make_error(Errc::unavailable,
+                      "cannot write the step report " + path + ": " + std::strerror(errno));
+  return write_all(fd.get(), path, text);
 }
 
 }  // namespace dp::spank

@@ -1,7 +1,6 @@
 // The SPANK entry points: each hands over to the file of its Slurm context
 // (srun_context.cpp, allocator_context.cpp, stepd_context.cpp). Nothing here
 // may let a C++ exception reach Slurm.
-#include <cstdlib>
 #include <exception>
 #include <string>
 #include <vector>
@@ -97,8 +96,7 @@ extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
       return -1;
     }
     state().site = *site;
-    // Before srun makes an allocation of its own (and sets SLURM_JOB_ID).
-    if (ctx == S_CTX_LOCAL) state().srun_in_allocation = std::getenv("SLURM_JOB_ID") != nullptr;
+    if (ctx == S_CTX_LOCAL && dp::spank::srun_init(sp) != 0) return -1;
     return register_options(sp);
   });
 }
@@ -116,10 +114,6 @@ extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) {
 
 extern "C" int slurm_spank_local_user_init(spank_t sp, int, char**) {
   return only_in(S_CTX_LOCAL, "local_user_init", dp::spank::srun_local_user_init, sp);
-}
-
-extern "C" int slurm_spank_user_init(spank_t sp, int, char**) {
-  return only_in(S_CTX_REMOTE, "user_init", dp::spank::stepd_user_init, sp);
 }
 
 extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {

@@ -27,6 +27,21 @@ namespace dp::spank {
 
 namespace {
 
+// What srun holds for its step between Slurm's callbacks.
+struct SrunState {
+  pid_t daemon_pid = -1;
+  // (job, step) srun explained or refused; in an allocation it already had,
+  // where the job's next step needs the CPUs, srun waits for the step's end.
+  std::optional<std::pair<uint32_t, uint32_t>> skipped;
+  bool in_allocation = false;
+  StepEndFacts end;  // for the step's end (step_end.cpp)
+};
+
+SrunState& srun() {
+  static SrunState s;
+  return s;
+}
+
 bool print_explain(const LayoutPlan& plan, const SiteConfig& site, const StepShape& shape,
                    const std::string& master_addr, const Options& opts) {
   const std::string port =
@@ -64,7 +79,7 @@ int skip_step(spank_t sp, int status) {
     return -1;
   }
   setenv(env::kSkipStep, format_skipped_step(job, step, status).c_str(), 1);
-  state().skipped = std::pair(job, step);
+  srun().skipped = std::pair(job, step);
   return 0;
 }
 
@@ -229,9 +244,16 @@ Result<std::string> rendezvous_host(const std::string& master_addr) {
 
 }  // namespace
 
+int srun_init(spank_t) {
+  // Before srun makes an allocation of its own (and sets SLURM_JOB_ID).
+  srun().in_allocation = std::getenv("SLURM_JOB_ID") != nullptr;
+  return 0;
+}
+
 int srun_local_user_init(spank_t sp) {
   const StepClock clock;  // srun's side of the start-up timings
-  PluginState& st = state();
+  const PluginState& st = state();
+  SrunState& sr = srun();
   if (st.option_error) return skip_step(sp, refusal_status());
   auto resolved = resolve_step_options(st);
   if (!resolved) return fail(sp, resolved.error());
@@ -249,7 +271,7 @@ int srun_local_user_init(spank_t sp) {
   const bool explain = opts.explain.value_or(false);
   auto secret = make_secret();
   if (!secret) return fail(sp, secret.error());
-  st.srun_check_ms = clock.ms();
+  sr.end.srun_check_ms = clock.ms();
   DaemonRequest req = daemon_request(st.site, opts, *id);
   std::optional<StartingDaemon> starting;
   if (!explain) {
@@ -265,7 +287,7 @@ int srun_local_user_init(spank_t sp) {
   auto step = check_step(st.site, opts, *id, task_command(sp));
   if (!step) return refuse(step.error());
   if (explain) return explain_step(sp, *step, st.site, opts);
-  st.srun_layout_ms = clock.ms();
+  sr.end.srun_layout_ms = clock.ms();
   auto host = rendezvous_host(step->master_addr);
   if (!host) return refuse(host.error());
   // The daemon listens only there, not on every address of srun's host.
@@ -273,12 +295,12 @@ int srun_local_user_init(spank_t sp) {
   send_listen_address(*starting, v6 ? host->substr(1, host->size() - 2) : *host, step->node_addrs);
   auto daemon = await_daemon(*starting, req.ready_timeout_ms);
   if (!daemon) return fail(sp, daemon.error());
-  st.daemon_pid = daemon->pid;
-  st.srun_daemon_ms = clock.ms();
+  sr.daemon_pid = daemon->pid;
+  sr.end.srun_daemon_ms = clock.ms();
 
   const std::string rdv = *host + ":" + std::to_string(daemon->port);
   export_step_environment(*id, *step, opts, st.site, rdv, *secret);
-  remember_step(st, id->job, id->step, opts, clock.ms());
+  remember_step(sr.end, id->job, id->step, opts, st.site.report, clock.ms());
   if (opts.verbose.value_or(false))
     std::cerr << "slurm-dp: step " << id->job << "." << id->step << ": world "
               << step->plan.world_size << " on " << step->shape.hosts.size()
@@ -288,13 +310,12 @@ int srun_local_user_init(spank_t sp) {
 }
 
 int srun_exit(spank_t) {
-  PluginState& st = state();
-  if (st.skipped && st.srun_in_allocation)
-    await_skipped_step_end(st.skipped->first, st.skipped->second);
-  if (st.daemon_pid > 0) {
-    report_step_end(st);  // before the daemon goes: it holds the report
-    stop_daemon(st.daemon_pid);
-    st.daemon_pid = -1;
+  SrunState& sr = srun();
+  if (sr.skipped && sr.in_allocation) await_skipped_step_end(sr.skipped->first, sr.skipped->second);
+  if (sr.daemon_pid > 0) {
+    report_step_end(sr.end);  // before the daemon goes: it holds the report
+    stop_daemon(sr.daemon_pid);
+    sr.daemon_pid = -1;
   }
   return 0;
 }

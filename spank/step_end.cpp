@@ -29,19 +29,19 @@ std::string num(double v) {
 
 }  // namespace
 
-void remember_step(PluginState& st, uint32_t job_id, uint32_t step_id, const Options& opts,
-                   double ready_ms) {
+void remember_step(StepEndFacts& st, uint32_t job_id, uint32_t step_id, const Options& opts,
+                   const std::string& site_report, double ready_ms) {
   st.job_id = std::to_string(job_id);
   st.step_id = std::to_string(step_id);
   st.verbose = opts.verbose.value_or(false);
-  const std::string pattern = opts.report ? *opts.report : st.site.report;
+  const std::string pattern = opts.report ? *opts.report : site_report;
   st.report_file = pattern.empty()
                        ? ""
                        : expand_report_path(pattern, st.job_id, st.step_id, current_user_name());
   st.srun_ready_ms = ready_ms;
 }
 
-void report_step_end(const PluginState& st) {
+void report_step_end(const StepEndFacts& st) {
   if (st.job_id.empty()) return;
   const std::string label = "step " + st.job_id + "." + st.step_id;
   Result<proto::Stats> stats =

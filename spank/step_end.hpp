@@ -5,10 +5,10 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 #include "dp/options.hpp"
-#include "plugin_state.hpp"
 
 namespace dp::spank {
 
@@ -23,9 +23,19 @@ class StepClock {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-void remember_step(PluginState& st, uint32_t job_id, uint32_t step_id, const Options& opts,
-                   double ready_ms);
+// What srun keeps for the step's end (srun_context.cpp holds it): the report,
+// the start-up line, the first failure.
+struct StepEndFacts {
+  std::string job_id, step_id;
+  bool verbose = false;
+  std::string report_file;  // --dp-report or the site's report=, %j/%s expanded
+  double srun_check_ms = -1, srun_daemon_ms = -1, srun_layout_ms = -1, srun_ready_ms = -1;
+};
+
+// site_report: the site's report= pattern, which --dp-report overrides.
+void remember_step(StepEndFacts& st, uint32_t job_id, uint32_t step_id, const Options& opts,
+                   const std::string& site_report, double ready_ms);
 // Never fails the step: a missing report is said on stderr.
-void report_step_end(const PluginState& st);
+void report_step_end(const StepEndFacts& st);
 
 }  // namespace dp::spank

@@ -9,11 +9,12 @@
 // the job's user; agent_launcher.hpp). Root reads back one validated line.
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "agent_launcher.hpp"
@@ -22,16 +23,43 @@
 #include "dp/layout.hpp"
 #include "dp/master_port.hpp"
 #include "dp/options.hpp"
+#include "master_port_hold.hpp"
 #include "master_socket.hpp"
 #include "plugin_state.hpp"
 #include "port_lease.hpp"
 #include "skipped_step.hpp"
+#include "socket_tables.hpp"
 #include "unix_connect.hpp"  // dp_sockets
 #include "user_child.hpp"
 
 namespace dp::spank {
 
 namespace {
+
+// What slurmstepd holds for its step between Slurm's callbacks. Whether a
+// step is a slurm-dp step is decided from the options Slurm carries to
+// slurmstepd (the shared cli_options, filled by the remote option
+// callbacks) or the site's default=on, never from DP_* variables, which the
+// user may set to anything. Their values come from the one value srun
+// resolved (DP_OPTIONS), in facts.options.
+struct StepdState {
+  const SiteConfig& site = state().site;  // the plugin line's (slurm_spank_init)
+  bool active = false;                    // this step is a slurm-dp step
+  StepFacts facts;                        // this node's part of the step, for the layout core
+  std::string setup_error;                // set-up failed: every task fails with it
+  std::optional<int> skip_status;         // srun explained or refused the step: each task exits so
+  std::string master_addr;                // set again in each task, after earlier plugins
+  int master_port = 0;                    // likewise
+  PortLease lease;           // the master node's MASTER_PORT lease, released at the end
+  MasterPortHold hold;       // the master node's MASTER_PORT, bound until rank 0's exec
+  NodeAgent agent;           // this node's dp-nodeagent; stopped at step end
+  uint32_t tasks_ended = 0;  // task exits told to the agent
+};
+
+StepdState& stepd() {
+  static StepdState s;
+  return s;
+}
 
 std::optional<std::string> job_env(spank_t sp, const char* name) {
   char buf[4096];
@@ -96,7 +124,7 @@ Result<StepFacts> node_facts(spank_t sp, const SiteConfig& site) {
   return f;
 }
 
-Result<AgentStart> agent_start(spank_t sp, const PluginState& st, const StepIds& id) {
+Result<AgentStart> agent_start(spank_t sp, const StepdState& st, const StepIds& id) {
   AgentStart a;
   agent::AgentSettings& s = a.settings;
   auto addr = job_env(sp, env::kRdvAddr);
@@ -130,62 +158,117 @@ Result<AgentStart> agent_start(spank_t sp, const PluginState& st, const StepIds&
   return a;
 }
 
-Result<int> take_lease(spank_t sp, PluginState& st, const StepIds& id) {
-  LeaseRequest req;
-  req.seed = random_seed();
-  req.tag = id.text();
-  if (spank_get_item(sp, S_JOB_UID, &req.owner) != ESPANK_SUCCESS)
+// The master node's leased port, held from now until rank 0's exec.
+Result<int> take_lease(spank_t sp, StepdState& st, const StepIds& id) {
+  uid_t owner = 0;
+  if (spank_get_item(sp, S_JOB_UID, &owner) != ESPANK_SUCCESS)
     return make_error(Errc::internal, "cannot read the job's uid from slurmstepd");
-  // No user may hold more than a quarter of the range (at least 4).
-  req.max_per_user = std::max(4, (st.site.port_max - st.site.port_min + 1) / 4);
-  auto lease = lease_master_port(st.site, req);
+  auto lease = lease_master_port(st.site, lease_request(st.site, owner, id.text()));
   DP_TRY(lease);
-  st.leased_port = lease->port();
+  const int port = lease->port();
+  auto kept = st.hold.keep(lease->take_hold(), port);
+  DP_TRY(kept);
   st.lease = std::move(*lease);
-  return st.leased_port;
+  return port;
 }
 
-// MASTER_PORT known on this node without the master node: --dp-master-port
-// or Slurm's reservation.
-Result<std::optional<int>> local_master_port(spank_t sp, const PluginState& st) {
+// Slurm reserved the port for this step alone; on the master node it is
+// held like a leased one. A process that binds ports in a loop may have it
+// for a moment: it is tried for a second before it counts as taken. Where
+// only connections in TIME_WAIT keep it (an earlier program's, whose socket
+// had no SO_REUSEADDR: for a minute nobody can bind the port), the step
+// goes on unheld, as before the hold, for a program that may not bind it.
+Result<int> hold_reserved_port(StepdState& st, int port) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::seconds(1);
+  UniqueFd socket = hold_port(port);
+  while (!socket && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // bounded by the deadline
+    socket = hold_port(port);
+  }
+  if (!socket) {
+    const PortHolders h = port_holders_here(port, port);
+    if (h.by_uid.empty() && h.time_wait) {
+      slurm_info(
+          "slurm-dp: MASTER_PORT %d, reserved by Slurm, has connections in TIME_WAIT "
+          "that keep every binder out for now: not held",
+          port);
+      return port;
+    }
+    return make_error(Errc::unavailable,
+                      "MASTER_PORT " + std::to_string(port) +
+                          ", which Slurm reserved for this step (SLURM_STEP_RESV_PORTS), is bound "
+                          "by another process on the master node (" +
+                          port_holder_text(port) +
+                          "); Slurm gives each port of MpiParams=ports= to one step at a time, so "
+                          "an admin can end that process; or pass --dp-master-port=PORT");
+  }
+  auto kept = st.hold.keep(std::move(socket), port);
+  DP_TRY(kept);
+  return port;
+}
+
+// MASTER_PORT as this node knows it without the master node:
+// --dp-master-port, or Slurm's reservation.
+struct KnownPort {
+  int port = 0;
+  bool reserved = false;  // Slurm's: held on the master node like a leased one
+};
+
+Result<std::optional<KnownPort>> local_master_port(spank_t sp, const StepdState& st) {
   if (st.facts.options.master_port.value_or(0) > 0)
-    return std::optional<int>(*st.facts.options.master_port);
+    return std::optional(KnownPort{*st.facts.options.master_port, false});
   auto resv = st.site.use_resv_ports ? job_env(sp, "SLURM_STEP_RESV_PORTS") : std::nullopt;
-  if (!resv) return std::optional<int>();
+  if (!resv) return std::optional<KnownPort>();
   auto first = first_reserved_port(*resv);
   DP_TRY(first);
-  if (!first->has_value()) return std::optional<int>();
-  return std::optional<int>(static_cast<int>(**first));
+  if (!first->has_value()) return std::optional<KnownPort>();
+  return std::optional(KnownPort{static_cast<int>(**first), true});
+}
+
+// The master node holds its port (leased, or Slurm's reservation) and
+// publishes it, or why it has none, to the other nodes through the agent;
+// the others fetch a leased one. Returns the master node's own port (0
+// elsewhere) or its failure, which the agent has published by then.
+Result<int> plan_master_port(spank_t sp, StepdState& st, const StepIds& id,
+                             const std::optional<KnownPort>& known, bool master,
+                             agent::AgentSettings& s) {
+  uint32_t nnodes = 1;
+  spank_get_item(sp, S_JOB_NNODES, &nnodes);
+  Result<int> mine = 0;
+  if (master && (!known || known->reserved))
+    mine = known ? hold_reserved_port(st, known->port) : take_lease(sp, st, id);
+  if (!mine) {
+    // Published on one node too: the agent makes it the step's first failure.
+    s.master = agent::MasterPort::publish;
+    s.published = MasterFailure{node_name(), mine.error().message};
+  } else if (known) {
+    s.master = agent::MasterPort::none;
+  } else if (master) {
+    s.master = nnodes > 1 ? agent::MasterPort::publish : agent::MasterPort::none;
+    s.published = *mine;
+  } else {
+    s.master = agent::MasterPort::fetch;
+  }
+  return mine;
 }
 
 // Starts the node agent, which also carries MASTER_PORT from the master
 // node (a leased port, or its failure, published write-once) to the others.
 // Returns MASTER_PORT; the agent's socket is exported to the tasks.
-Result<std::string> start_node_agent(spank_t sp, PluginState& st, const StepIds& id) {
+Result<int> start_node_agent(spank_t sp, StepdState& st, const StepIds& id) {
   auto start = agent_start(sp, st, id);
   DP_TRY(start);
-  auto fixed = local_master_port(sp, st);
-  DP_TRY(fixed);
-  uint32_t local_of_rank0 = 0, nnodes = 1;
+  auto known = local_master_port(sp, st);
+  DP_TRY(known);
+  uint32_t local_of_rank0 = 0;
   const bool master =
       spank_get_item(sp, S_JOB_GLOBAL_TO_LOCAL_ID, uint32_t{0}, &local_of_rank0) == ESPANK_SUCCESS;
-  spank_get_item(sp, S_JOB_NNODES, &nnodes);
-  Result<int> lease = 0;
   agent::AgentSettings& s = start->settings;
-  if (fixed->has_value()) {
-    s.master = agent::MasterPort::none;
-  } else if (master) {
-    lease = take_lease(sp, st, id);
-    // A failure is published on one node too: the agent makes it the step's first failure.
-    s.master = nnodes > 1 || !lease ? agent::MasterPort::publish : agent::MasterPort::none;
-    if (lease) s.published = *lease;
-    else s.published = MasterFailure{node_name(), lease.error().message};
-  } else {
-    s.master = agent::MasterPort::fetch;
-  }
+  auto mine = plan_master_port(sp, st, id, *known, master, s);
   auto answer =
       start_agent(agent_path_beside(daemon_path(st.site)), start->ids, s, start->wait, st.agent);
-  DP_TRY(lease);
+  DP_TRY(mine);
   // The master node's own failure, as the agent learnt it (published, or
   // carried by the daemon's abort when this node's hello came too late).
   if (answer && answer->master_failure)
@@ -204,10 +287,10 @@ Result<std::string> start_node_agent(spank_t sp, PluginState& st, const StepIds&
   // is our child): a task in another one is told why it cannot reach it.
   const std::string netns = rdv::network_namespace();
   if (!netns.empty()) spank_setenv(sp, env::kAgentNetns, netns.c_str(), 1);
-  if (fixed->has_value()) return std::to_string(**fixed);
-  if (master) return std::to_string(*lease);
+  if (known->has_value()) return (*known)->port;
+  if (master) return *mine;
   if (answer->port < 1) return make_error(Errc::protocol, "the node agent gave no MASTER_PORT");
-  return std::to_string(answer->port);
+  return answer->port;
 }
 
 // The exit status of every task of a step srun explained or refused
@@ -227,8 +310,8 @@ bool is_special_step(uint32_t step_id) {
 }
 
 // The step's set-up on this node; an error fails every task of the node.
-Result<void> set_up_node(spank_t sp, PluginState& st, const StepIds& id) {
-  if (st.option_error)
+Result<void> set_up_node(spank_t sp, StepdState& st, const StepIds& id) {
+  if (state().option_error)
     return make_error(Errc::invalid_argument, "srun passed an invalid --dp-* value to the node");
   // srun writes its step's ids and options; others (an enclosing step's, or
   // the user's own) mean srun did not prepare this step. Only checked and
@@ -252,7 +335,7 @@ Result<void> set_up_node(spank_t sp, PluginState& st, const StepIds& id) {
               given.ze ? sanitize(*given.ze).c_str() : "-", sanitize(*options).c_str());
   auto port = start_node_agent(sp, st, id);
   DP_TRY(port);
-  if (spank_setenv(sp, env::kMasterPort, port->c_str(), 1) != ESPANK_SUCCESS)
+  if (spank_setenv(sp, env::kMasterPort, std::to_string(*port).c_str(), 1) != ESPANK_SUCCESS)
     return make_error(Errc::internal, "cannot set MASTER_PORT for the tasks");
   st.master_port = *port;
   st.master_addr = job_env(sp, env::kMasterAddr).value_or("");  // srun's, for the tasks
@@ -263,7 +346,7 @@ Result<void> set_up_node(spank_t sp, PluginState& st, const StepIds& id) {
 // how Slurm binds devices to tasks (SLURMD_TRES_BIND, which slurmstepd sets
 // from the step's request just before this callback) and what it set in the
 // task.
-Result<EnvList> task_variables(spank_t sp, const PluginState& st, const TaskPlace& place) {
+Result<EnvList> task_variables(spank_t sp, const StepdState& st, const TaskPlace& place) {
   StepFacts f = st.facts;
   f.request = parse_device_request("", "", "", job_env(sp, "SLURMD_TRES_BIND").value_or(""));
   auto plan = plan_layout(f);
@@ -277,36 +360,39 @@ Result<EnvList> task_variables(spank_t sp, const PluginState& st, const TaskPlac
   // srun set MASTER_ADDR, set_up_node MASTER_PORT: a per-node launcher's copies.
   for (auto& v :
        launcher_master_environment(plan->launch, job_env(sp, env::kMasterAddr).value_or(""),
-                                   job_env(sp, env::kMasterPort).value_or("")))
+                                   std::to_string(st.master_port)))
     env->push_back(std::move(v));
   return env;
 }
 
-bool passes_master_socket(const PluginState& st) {
-  return st.facts.options.pass_master_socket.value_or(false);
-}
-
-// --dp-master-socket=pass, in rank 0's task: MASTER_PORT's socket, listening,
-// as DP_MASTER_LISTEN_FD.
-Result<void> pass_master_socket(spank_t sp, const PluginState& st) {
-  auto fd = master_listen_socket(st.lease.hold_fd(), std::atoi(st.master_port.c_str()));
-  if (!fd) return fd.error();
-  if (spank_setenv(sp, env::kMasterListenFd, std::to_string(*fd).c_str(), 1) != ESPANK_SUCCESS)
+// Rank 0, just before exec, with the copy of MASTER_PORT's hold it
+// inherited (on the master node): with --dp-master-socket=pass the port is
+// handed to the program listening, as DP_MASTER_LISTEN_FD, so it is never
+// free; otherwise the hold is checked to still keep it to the step.
+Result<void> master_port_before_exec(spank_t sp, const StepdState& st) {
+  if (!st.facts.options.pass_master_socket.value_or(false))
+    return check_master_port_before_exec(st.hold.fd(), st.master_port);
+  auto fd = master_listen_socket(st.hold.fd(), st.master_port);
+  DP_TRY(fd);
+  if (spank_setenv(sp, env::kMasterListenFd, std::to_string(fd->get()).c_str(), 1) !=
+      ESPANK_SUCCESS)
     return make_error(Errc::internal, std::string("cannot set ") + env::kMasterListenFd);
+  fd->release();  // the program's from here (not close-on-exec)
   return {};
 }
 
 }  // namespace
 
 int stepd_init_post_opt(spank_t sp) {
-  PluginState& st = state();
+  StepdState& st = stepd();
+  const PluginState& plugin = state();
   StepIds id;
   if (spank_get_item(sp, S_JOB_ID, &id.job) != ESPANK_SUCCESS ||
       spank_get_item(sp, S_JOB_STEPID, &id.step) != ESPANK_SUCCESS || is_special_step(id.step))
     return 0;
   // Options Slurm carried (or the site's default) make a slurm-dp step;
   // the user's DP_* variables never do.
-  if (!st.cli_options.any() && !st.site.default_on && !st.option_error) return 0;
+  if (!plugin.cli_options.any() && !st.site.default_on && !plugin.option_error) return 0;
   st.active = true;
   report_site_warnings(st.site);
   // srun explained or refused the step and told its user why: nothing to
@@ -324,16 +410,8 @@ int stepd_init_post_opt(spank_t sp) {
   return 0;
 }
 
-int stepd_user_init(spank_t) {
-  // The leased port stays bound by us until now, just before the tasks are
-  // forked; rank 0 re-checks it before exec. Passed to rank 0, it stays
-  // bound until rank 0 is forked with it (task_post_fork).
-  if (!passes_master_socket(state())) state().lease.drop_hold();
-  return 0;
-}
-
 int stepd_task_init(spank_t sp) {
-  PluginState& st = state();
+  StepdState& st = stepd();
   if (!st.active) return 0;
   // In the task's own process, before the program: Slurm ends a task whose
   // plugin stack fails the same way, but with an error line of its own.
@@ -347,22 +425,15 @@ int stepd_task_init(spank_t sp) {
     report_error("cannot read this task's place from slurmstepd");
     return -1;
   }
+  // Only rank 0 keeps MASTER_PORT's hold to its exec: another task's copy
+  // would keep rank 0's program from binding the port.
+  if (rank != 0) st.hold.drop_task_copy();
   if (!st.setup_error.empty()) {
     report_error(st.setup_error);  // the task's stderr: srun shows it
     return -1;
   }
-  // The leased port was ours until the tasks were forked; a process that
-  // took it since would answer rank 0's peers in its place.
-  if (rank == 0 && passes_master_socket(st)) {
-    if (auto passed = pass_master_socket(sp, st); !passed) {
-      report_error(passed.error().message + " (node " + node_name() + ")");
-      return -1;
-    }
-  } else if (rank == 0 && st.leased_port > 0 && !port_binds(st.leased_port)) {
-    report_error(
-        "MASTER_PORT " + std::to_string(st.leased_port) + " on node " + node_name() +
-        " was taken by another process after slurm-dp leased it; start the step again, and "
-        "ask the site for Slurm-reserved ports (MpiParams=ports=, srun --resv-ports)");
+  if (auto ready = rank == 0 ? master_port_before_exec(sp, st) : Result<void>(); !ready) {
+    report_error(ready.error().message + " (node " + node_name() + ")");
     return -1;
   }
   TaskPlace place{static_cast<int>(rank), local_rank, static_cast<int>(local_count),
@@ -377,20 +448,23 @@ int stepd_task_init(spank_t sp) {
   // enroot's MASTER_ADDR/MASTER_PORT. Ours load after it (the snippet's
   // name collates after pyxis.conf), so the step's own values win.
   if (!st.master_addr.empty()) vars->emplace_back(env::kMasterAddr, st.master_addr);
-  vars->emplace_back(env::kMasterPort, st.master_port);
+  vars->emplace_back(env::kMasterPort, std::to_string(st.master_port));
   for (const auto& [name, value] : *vars)
     if (spank_setenv(sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS) {
       report_error("cannot set " + name + " for task " + std::to_string(rank));
       return -1;
     }
+  // Rank 0 keeps its copy of MASTER_PORT's hold through the task prologs
+  // (TaskProlog, srun --task-prolog) to its exec, which closes it.
   return 0;
 }
 
 // The task is forked and cannot have been reaped yet (slurmstepd reaps it
 // after this callback returns): its pid and start time name it exactly.
 int stepd_task_post_fork(spank_t sp) {
-  PluginState& st = state();
-  st.lease.drop_hold();  // passed to rank 0 (forked by now), or dropped already
+  StepdState& st = stepd();
+  // Every task's process has its copy of MASTER_PORT's hold now.
+  st.hold.let_go_in_stepd();
   if (!st.active || !st.agent.running()) return 0;
   pid_t pid = 0;
   uint32_t rank = 0;
@@ -403,7 +477,7 @@ int stepd_task_post_fork(spank_t sp) {
 }
 
 int stepd_task_exit(spank_t sp) {
-  PluginState& st = state();
+  StepdState& st = stepd();
   if (!st.active || !st.agent.running()) return 0;
   uint32_t rank = 0, local_count = 0;
   int status = 0;
@@ -423,8 +497,10 @@ int stepd_task_exit(spank_t sp) {
 }
 
 int stepd_exit(spank_t) {
-  stop_agent(state().agent);
-  state().lease.release();
+  StepdState& st = stepd();
+  stop_agent(st.agent);
+  st.hold.stop();
+  st.lease.release();
   return 0;
 }
 

@@ -30,11 +30,17 @@ bool number(std::string_view s, T& v, int base) {
 
 }  // namespace
 
-std::map<unsigned, int> port_holders(std::string_view text, int lo, int hi) {
+PortHolders port_holders(std::string_view text, int lo, int hi, bool cut, size_t max_lines) {
   // A port counts once per uid, whatever sockets (v4, v6, several addresses).
   std::set<std::pair<unsigned, int>> seen;
-  size_t a = 0;
+  PortHolders out;
+  out.partial = cut;
+  size_t a = 0, lines = 0;
   while (a < text.size()) {
+    if (lines++ == max_lines) {
+      out.partial = true;
+      break;
+    }
     size_t b = text.find('\n', a);
     if (b == std::string_view::npos) b = text.size();
     const auto w = words(text.substr(a, b - a));
@@ -47,18 +53,19 @@ std::map<unsigned, int> port_holders(std::string_view text, int lo, int hi) {
     if (colon == std::string_view::npos || !number(w[1].substr(colon + 1), port, 16) ||
         !number(w[3], state, 16) || !number(w[7], uid, 10))
       continue;
+    if (port < lo || port > hi) continue;
+    out.time_wait |= state == 0x06;
     // 0x0A listening, 0x07 bound (closed); a connection's local port is not a hold.
-    if ((state != 0x0A && state != 0x07) || port < lo || port > hi) continue;
+    if (state != 0x0A && state != 0x07) continue;
     seen.emplace(uid, port);
   }
-  std::map<unsigned, int> out;
-  for (const auto& [uid, port] : seen) ++out[uid];
+  for (const auto& [uid, port] : seen) ++out.by_uid[uid];
   return out;
 }
 
-std::string holders_text(const std::map<unsigned, int>& holders) {
+std::string holders_text(const PortHolders& holders) {
   std::vector<std::pair<int, unsigned>> by_count;
-  for (const auto& [uid, n] : holders) by_count.emplace_back(n, uid);
+  for (const auto& [uid, n] : holders.by_uid) by_count.emplace_back(n, uid);
   std::sort(by_count.begin(), by_count.end(),
             [](const auto& x, const auto& y) { return x.first > y.first; });
   std::string out;
@@ -67,6 +74,8 @@ std::string holders_text(const std::map<unsigned, int>& holders) {
     out +=
         "uid " + std::to_string(uid) + " (" + std::to_string(n) + (n == 1 ? " port)" : " ports)");
   }
+  if (holders.partial && !out.empty())
+    out += " (the node's socket tables were too long to read whole: there may be others)";
   return out;
 }
 

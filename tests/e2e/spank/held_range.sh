@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
 # Another tenant (dptest2) holds every port of a small MASTER_PORT lease range
 # on the master node: the step fails within 10 s with a line that says the
-# range is held and names the holder's uid, instead of "no free port".
+# range is held and names the holder's uid, instead of "no free port". The
+# same for Slurm's reserved ports (the cluster's MpiParams=ports range), which
+# slurm-dp binds on the master node like a leased one.
 . "$(dirname "$0")/../lib.sh"
-job=""
-trap '[[ -z $job ]] || scancel "$job" 2>/dev/null; site; cleanup_work' EXIT
+job="" resv_job=""
+cleanup() {
+  if [[ -n $resv_job && ! -s $WORK/resv/held.ready ]]; then  # why the holder never held
+    echo "job $resv_job: $(job_state "$resv_job"); $(cat "$WORK/resv/held.out" 2>&1)" >&2
+  fi
+  for j in $job $resv_job; do scancel "$j" 2>/dev/null || true; done
+  site
+  cleanup_work
+}
+trap cleanup EXIT
 cp "$(dirname "$0")/held_range.py" "$WORK/"
 lo=$(test_port_range)
 lo=${lo%-*}
@@ -31,4 +41,24 @@ port=$(as_user timeout 60 srun -w n1 -N1 -n1 --dp-world=auto printenv MASTER_POR
   fail "with port_fallback=os the step failed: $port"
 [[ $port =~ ^[0-9]+$ ]] && ((port < lo || port > hi)) ||
   fail "with port_fallback=os MASTER_PORT is '$port', not a port outside the held range"
-pass "a range held by dptest2 fails the step in ${took_ms} ms naming 'held' and uid $(id -u dptest2); with port_fallback=os it starts on port $port"
+
+# Slurm reserves its ports without looking: the step's reserved port, held by
+# dptest2 on the master node, fails it as quickly, naming the uid.
+resv=$(scontrol show config | sed -n 's/^MpiParams *= *ports=//p')
+mkdir -m 777 "$WORK/resv"
+resv_job=$(as_other sbatch --parsable -w n1 -N1 -n1 -o "$WORK/resv/held.out" \
+  --wrap "exec /usr/bin/python3 $WORK/held_range.py ${resv%-*} ${resv#*-} $WORK/resv")
+resv_started() { test -s "$WORK/resv/held.ready" || job_done "$resv_job"; }
+wait_until 60 "dptest2 to hold the reserved ports $resv on n1" resv_started
+[[ -s $WORK/resv/held.ready ]] || fail "dptest2's holder of $resv ended early"
+site
+start=$(date +%s%N)
+rc=0
+out=$(as_user timeout 60 srun -w n1,n2 -N2 --ntasks-per-node=1 --dp-world=auto true 2>&1) || rc=$?
+resv_ms=$((($(date +%s%N) - start) / 1000000))
+echo "$out"
+((rc != 0)) || fail "the step started although dptest2 holds its reserved MASTER_PORT"
+((resv_ms < 10000)) || fail "the step took ${resv_ms} ms to fail (limit 10 s)"
+[[ $out == *"which Slurm reserved for this step (SLURM_STEP_RESV_PORTS), is bound by another process on the master node (held by uid $(id -u dptest2))"* ]] ||
+  fail "the failure does not say the reserved port is held by uid $(id -u dptest2)"
+pass "a range held by dptest2 fails the step in ${took_ms} ms naming 'held' and uid $(id -u dptest2); with port_fallback=os it starts on port $port; a held reserved port fails it in ${resv_ms} ms naming the uid"

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "loopback.hpp"  // tests/support
+
 namespace dp::service {
 namespace {
 
@@ -38,15 +40,7 @@ UniqueFd listen_loopback(int& port) {
   return fd;
 }
 
-UniqueFd connect_loopback(int port) {
-  UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  if (connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) return UniqueFd();
-  return fd;
-}
+using dp::test::connect_loopback;
 
 TEST(Listener, HandsOverEveryWaitingConnectionInBatches) {
   int port = 0;

@@ -227,21 +227,35 @@ TEST_F(LeaseDir, PassedMasterSocketListensOnTheHeldPort) {
   ASSERT_TRUE(a.ok());
   auto fd = dp::spank::master_listen_socket(a->hold_fd(), a->port());
   ASSERT_TRUE(fd.ok()) << fd.error().message;
-  EXPECT_EQ(fcntl(*fd, F_GETFD) & FD_CLOEXEC, 0) << "the program must inherit it";
+  EXPECT_EQ(fcntl(fd->get(), F_GETFD) & FD_CLOEXEC, 0) << "the program must inherit it";
   a->drop_hold();  // slurmstepd's copy: the task's stays
   EXPECT_FALSE(dp::spank::port_binds(a->port())) << "the passed socket still holds the port";
   int listening = 0;
   socklen_t len = sizeof listening;
-  ASSERT_EQ(getsockopt(*fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len), 0);
+  ASSERT_EQ(getsockopt(fd->get(), SOL_SOCKET, SO_ACCEPTCONN, &listening, &len), 0);
   EXPECT_EQ(listening, 1);
   auto taken = dp::spank::master_listen_socket(-1, a->port());
   ASSERT_FALSE(taken.ok());
   EXPECT_NE(taken.error().message.find("bound by another process"), std::string::npos)
       << taken.error().message;
-  close(*fd);
-  auto fresh = dp::spank::master_listen_socket(-1, a->port());  // fixed or reserved ports
+  fd->reset();
+  auto fresh = dp::spank::master_listen_socket(-1, a->port());  // --dp-master-port
   ASSERT_TRUE(fresh.ok()) << fresh.error().message;
-  close(*fresh);
+}
+
+// The site's policy, written once in port_lease: a random start, and a
+// quarter of the range per user, at least 4 leases.
+TEST(LeasePolicy, AQuarterOfTheRangePerUserAndARandomStart) {
+  dp::SiteConfig site;
+  site.port_min = 29400;
+  site.port_max = 29999;
+  auto req = dp::spank::lease_request(site, 1002, "7.0");
+  EXPECT_EQ(req.max_per_user, 150);
+  EXPECT_EQ(req.owner, 1002u);
+  EXPECT_EQ(req.tag, "7.0");
+  site.port_max = 29409;
+  EXPECT_EQ(dp::spank::lease_request(site, 1002, "7.0").max_per_user, 4);
+  EXPECT_NE(req.seed, dp::spank::lease_request(site, 1002, "7.0").seed);
 }
 
 TEST_F(LeaseDir, StartIsRandom) {

@@ -1,0 +1,94 @@
+#include "master_port_hold.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "socket_tables.hpp"
+
+namespace dp::spank {
+namespace {
+
+void signal_event(int fd) noexcept {
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = write(fd, &one, sizeof one);
+}
+
+// Waits for the eventfd at most timeout_ms (-1: for ever).
+bool await_event(int fd, int timeout_ms) noexcept {
+  pollfd p{fd, POLLIN, 0};
+  int r;
+  while ((r = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR) {
+  }
+  return r > 0;
+}
+
+}  // namespace
+
+Result<void> MasterPortHold::keep(UniqueFd socket, int port) {
+  stop();
+  wake_.reset(eventfd(0, EFD_CLOEXEC));
+  done_.reset(eventfd(0, EFD_CLOEXEC));
+  if (!wake_ || !done_)
+    return make_error(Errc::internal, std::string("eventfd: ") + std::strerror(errno));
+  socket_ = std::move(socket);
+  port_ = port;
+  let_go_ = false;
+  if (const int e = pthread_create(&closer_, nullptr, closer_main, this); e != 0) {
+    socket_.reset();
+    return make_error(Errc::internal, std::string("cannot start a thread: ") + std::strerror(e));
+  }
+  owner_ = getpid();
+  return {};
+}
+
+void* MasterPortHold::closer_main(void* self) noexcept {
+  auto* h = static_cast<MasterPortHold*>(self);
+  await_event(h->wake_.get(), -1);  // only this plugin signals it
+  h->socket_.reset();               // in slurmstepd's own descriptor table
+  signal_event(h->done_.get());
+  return nullptr;
+}
+
+void MasterPortHold::let_go_in_stepd() noexcept {
+  if (owner_ == 0 || let_go_.exchange(true)) return;
+  signal_event(wake_.get());
+  // The closer only closes a descriptor: a second is plenty, and the tasks
+  // must not wait on it longer whatever happens.
+  await_event(done_.get(), 1'000);
+}
+
+void MasterPortHold::drop_task_copy() noexcept {
+  socket_.reset();
+  wake_.reset();
+  done_.reset();
+}
+
+void MasterPortHold::stop() noexcept {
+  // A task's process has no closer (threads do not survive fork).
+  if (owner_ == 0 || owner_ != getpid()) return;
+  let_go_in_stepd();
+  pthread_join(closer_, nullptr);
+  owner_ = 0;
+  wake_.reset();
+  done_.reset();
+}
+
+Result<void> check_master_port_before_exec(int held, int port) {
+  if (held < 0) return {};
+  const PortHolders h = port_holders_here(port, port);
+  if (h.by_uid.empty()) return {};
+  return make_error(Errc::unavailable,
+                    "MASTER_PORT " + std::to_string(port) + " is bound by another process too (" +
+                        port_holder_text(port) +
+                        "), which shared it with slurm-dp's hold (the port's last connections were "
+                        "still in TIME_WAIT, so the hold had to allow that); start the step "
+                        "again, or hand the port to rank 0 with --dp-master-socket=pass");
+}
+
+}  // namespace dp::spank

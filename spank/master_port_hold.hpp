@@ -1,0 +1,69 @@
+// MASTER_PORT's hold on the master node: the socket slurmstepd (root) binds
+// to the step's port (leased, or the first Slurm reserved) at set-up, so no
+// other process can bind it until rank 0 starts its program.
+//
+//  - slurmstepd keeps it while the tasks fork, so every task's process
+//    inherits a copy (close-on-exec);
+//  - after the fork (task_post_fork) slurmstepd's own copy goes. With
+//    SlurmdParameters=contain_spank, Slurm runs that callback in a clone that
+//    shares slurmstepd's memory but not its descriptor table, where a close
+//    would not reach slurmstepd's copy: a thread of slurmstepd's, started
+//    with the hold, closes it when asked from either;
+//  - each task but rank 0 drops its copy first thing in task_init; rank 0's
+//    goes at its exec (close-on-exec, so also through the task prologs),
+//    after its check, or is handed over listening (--dp-master-socket=pass,
+//    master_socket.hpp).
+// So the port is free only from rank 0's exec until its program binds it.
+#pragma once
+
+#include <pthread.h>
+#include <sys/types.h>
+
+#include <atomic>
+
+#include "dp/result.hpp"
+#include "dp/unique_fd.hpp"
+
+namespace dp::spank {
+
+class MasterPortHold {
+ public:
+  MasterPortHold() = default;
+  MasterPortHold(const MasterPortHold&) = delete;
+  MasterPortHold& operator=(const MasterPortHold&) = delete;
+  ~MasterPortHold() { stop(); }
+
+  // slurmstepd: keeps `socket` (bound to `port`) and starts the closer.
+  Result<void> keep(UniqueFd socket, int port);
+  int port() const noexcept { return port_; }
+  // This process's copy (-1: none, or dropped).
+  int fd() const noexcept { return socket_.get(); }
+
+  // slurmstepd, or a contain_spank clone of it: slurmstepd's own copy goes
+  // (a bounded wait for the closer). Idempotent.
+  void let_go_in_stepd() noexcept;
+  // A task's process (forked from slurmstepd): its inherited copy goes.
+  void drop_task_copy() noexcept;
+  // slurmstepd at the step's end: lets go and ends the closer. Idempotent.
+  void stop() noexcept;
+
+ private:
+  static void* closer_main(void* self) noexcept;
+
+  UniqueFd socket_;
+  int port_ = 0;
+  UniqueFd wake_, done_;  // eventfds: "close it now", "closed"
+  pthread_t closer_{};
+  pid_t owner_ = 0;  // the process whose thread the closer is (slurmstepd)
+  std::atomic<bool> let_go_{false};
+};
+
+// Rank 0's check in task_init, on the master node: `held` (the copy its
+// process inherited; -1 where there is none: --dp-master-port) still keeps
+// `port` to the step. A hold taken over a port in TIME_WAIT needed
+// SO_REUSEADDR, which a kernel may let another binder with it share: a
+// listener of anyone's on the port (the kernel's tables, bounded) fails the
+// step, naming its uid.
+Result<void> check_master_port_before_exec(int held, int port);
+
+}  // namespace dp::spank

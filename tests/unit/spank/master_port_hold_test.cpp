@@ -1,0 +1,292 @@
+// MASTER_PORT's hold from set-up to rank 0's exec (master_port_hold.hpp),
+// naming who holds a taken port from the kernel's tables read bounded
+// (socket_tables.hpp), and root's end of the node agent, which never
+// signals or reaps by pid (agent_launcher.hpp). Real sockets and processes.
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "agent_launcher.hpp"
+#include "dp/unique_fd.hpp"
+#include "loopback.hpp"
+#include "master_port_hold.hpp"
+#include "master_socket.hpp"
+#include "port_lease.hpp"
+#include "process_group.hpp"
+#include "socket_tables.hpp"
+
+namespace {
+
+using dp::UniqueFd;
+using dp::test::connect_loopback;
+using Clock = std::chrono::steady_clock;
+
+int port_of(int fd) {
+  sockaddr_in6 a{};
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  return ntohs(a.sin6_port);  // sin_port sits at the same offset
+}
+
+// A port of the OS's choice, held the way slurmstepd holds MASTER_PORT.
+UniqueFd held_port(int& port) {
+  UniqueFd fd = dp::spank::hold_port(0);
+  port = fd ? port_of(fd.get()) : 0;
+  return fd;
+}
+
+// A socket on `port` with SO_REUSEADDR (as servers bind) or without,
+// listening or not.
+UniqueFd reusing_socket(int port, bool listening, int reuse = 1) {
+  UniqueFd fd(socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  int zero = 0;
+  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof reuse);
+  setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_any;
+  a.sin6_port = htons(static_cast<uint16_t>(port));
+  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return {};
+  if (listening && listen(fd.get(), 4) != 0) return {};
+  return fd;
+}
+
+TEST(MasterPortHold, SlurmstepdsCopyGoesWhenItLetsGo) {
+  int port = 0;
+  dp::spank::MasterPortHold hold;
+  ASSERT_TRUE(hold.keep(held_port(port), port).ok());
+  ASSERT_GT(port, 0);
+  EXPECT_FALSE(dp::spank::port_binds(port)) << "held: not even SO_REUSEADDR binds it";
+  hold.let_go_in_stepd();
+  EXPECT_TRUE(dp::spank::port_binds(port));
+  hold.let_go_in_stepd();  // once per task_post_fork: idempotent, no wait
+  hold.stop();
+}
+
+int let_go_in_clone(void* hold) {
+  static_cast<dp::spank::MasterPortHold*>(hold)->let_go_in_stepd();
+  return 0;
+}
+
+// SlurmdParameters=contain_spank: Slurm runs task_post_fork in a clone that
+// shares slurmstepd's memory but has its own descriptor table, where a close
+// would not reach slurmstepd's copy. The closer thread reaches it.
+TEST(MasterPortHold, ACloneWithItsOwnDescriptorTableLetsGoOfSlurmstepdsCopy) {
+  int port = 0;
+  dp::spank::MasterPortHold hold;
+  ASSERT_TRUE(hold.keep(held_port(port), port).ok());
+  std::vector<char> stack(256 * 1024);
+  const pid_t pid = clone(let_go_in_clone, stack.data() + stack.size(), CLONE_VM | SIGCHLD, &hold);
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_TRUE(dp::spank::port_binds(port)) << "slurmstepd's own copy still holds the port";
+}
+
+// The tasks are forked with the hold: the port stays held until the last
+// copy (rank 0's, at its exec) goes, after slurmstepd let go.
+TEST(MasterPortHold, AForkedTaskKeepsThePortUntilItDropsItsCopy) {
+  int port = 0;
+  dp::spank::MasterPortHold hold;
+  ASSERT_TRUE(hold.keep(held_port(port), port).ok());
+  auto go = dp::make_pipe(O_CLOEXEC);
+  auto done = dp::make_pipe(O_CLOEXEC);
+  ASSERT_TRUE(go.ok() && done.ok());
+  const pid_t task = fork();
+  if (task == 0) {
+    char c;
+    if (read(go->read.get(), &c, 1) != 1) _exit(1);
+    hold.drop_task_copy();
+    (void)!write(done->write.get(), "x", 1);
+    pause();
+    _exit(0);
+  }
+  ASSERT_GT(task, 0);
+  hold.let_go_in_stepd();
+  EXPECT_FALSE(dp::spank::port_binds(port)) << "the task's inherited copy holds it";
+  ASSERT_EQ(write(go->write.get(), "x", 1), 1);
+  char c;
+  ASSERT_EQ(read(done->read.get(), &c, 1), 1);
+  EXPECT_TRUE(dp::spank::port_binds(port)) << "free once the task dropped its copy";
+  kill(task, SIGKILL);  // ours, by pid, not yet reaped
+  waitpid(task, nullptr, 0);
+}
+
+// Rank 0's check: a hold taken over TIME_WAIT carries SO_REUSEADDR, so a
+// program that sets it too can share the port; its listener fails the step,
+// named by uid. An exclusive hold needs no look at the tables.
+TEST(MasterPortHold, RankZerosCheckNamesAListenerThatSharedTheHold) {
+  int port = 0;
+  UniqueFd exclusive = held_port(port);
+  ASSERT_TRUE(exclusive);
+  EXPECT_TRUE(dp::spank::check_master_port_before_exec(exclusive.get(), port).ok());
+  exclusive.reset();
+  UniqueFd shared_hold = reusing_socket(port, false);
+  ASSERT_TRUE(shared_hold);
+  EXPECT_TRUE(dp::spank::check_master_port_before_exec(shared_hold.get(), port).ok())
+      << "nobody else listens yet";
+  UniqueFd intruder = reusing_socket(port, true);
+  ASSERT_TRUE(intruder) << "SO_REUSEADDR shares a port that is bound and not listening";
+  auto r = dp::spank::check_master_port_before_exec(shared_hold.get(), port);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("held by uid " + std::to_string(getuid())), std::string::npos)
+      << r.error().message;
+  EXPECT_NE(r.error().message.find("--dp-master-socket=pass"), std::string::npos);
+  EXPECT_TRUE(dp::spank::check_master_port_before_exec(-1, port).ok()) << "no hold, nothing held";
+}
+
+// A port a server just used keeps its connections in TIME_WAIT, which only
+// SO_REUSEADDR binds over; the hold then turns it off, so a binder that
+// sets it too cannot share the port (on a kernel that checks each owner).
+TEST(MasterPortHold, AHoldOverTimeWaitStillKeepsOutReusingBinders) {
+  int port = 0;
+  UniqueFd server = held_port(port);
+  server.reset();
+  server = reusing_socket(port, true);
+  ASSERT_TRUE(server);
+  UniqueFd client = connect_loopback(port);
+  ASSERT_TRUE(client);
+  UniqueFd accepted(accept(server.get(), nullptr, nullptr));
+  accepted.reset();  // the server's side closes first: TIME_WAIT on `port`
+  client.reset();
+  server.reset();
+  ASSERT_FALSE(reusing_socket(port, false, 0)) << "no TIME_WAIT to bind over";
+  UniqueFd hold = dp::spank::hold_port(port);
+  ASSERT_TRUE(hold) << "TIME_WAIT alone does not stop the hold";
+  EXPECT_FALSE(reusing_socket(port, false)) << "a binder with SO_REUSEADDR shared the hold";
+  EXPECT_FALSE(dp::spank::port_binds(port));
+}
+
+// Rank 0's program closes its store's connections first: their TIME_WAITs
+// must not keep the next step of the port (a Slurm-reserved one comes round
+// again soon) from holding it.
+TEST(MasterPortHold, APassedListenersConnectionsLeaveThePortToTheNextHold) {
+  int port = 0;
+  UniqueFd held = held_port(port);
+  auto passed = dp::spank::master_listen_socket(held.get(), port);
+  ASSERT_TRUE(passed.ok()) << passed.error().message;
+  held.reset();
+  UniqueFd client = connect_loopback(port);
+  ASSERT_TRUE(client);
+  UniqueFd accepted(accept(passed->get(), nullptr, nullptr));
+  ASSERT_TRUE(accepted);
+  accepted.reset();  // the program's side closes first: TIME_WAIT on `port`
+  client.reset();
+  passed->reset();
+  ASSERT_FALSE(reusing_socket(port, false, 0)) << "no TIME_WAIT left";
+  EXPECT_TRUE(dp::spank::hold_port(port)) << "the TIME_WAIT keeps the next step's hold out";
+}
+
+TEST(SocketTables, ATakenPortNamesItsListenersUidOrSaysWhyNot) {
+  int port = 0;
+  UniqueFd bound = held_port(port);
+  EXPECT_NE(dp::spank::port_holder_text(port).find("does not listen"), std::string::npos)
+      << dp::spank::port_holder_text(port);
+  ASSERT_EQ(listen(bound.get(), 1), 0);
+  EXPECT_EQ(dp::spank::port_holder_text(port), "held by uid " + std::to_string(getuid()));
+}
+
+class SocketTableFile : public ::testing::Test {
+ protected:
+  std::string table(int lines) {
+    const std::string path = tmp_.path() + "/tcp";
+    std::ofstream out(path);
+    for (int i = 0; i < lines; ++i) out << "line " << i % 10 << "...\n";  // 10 bytes
+    return path;
+  }
+  dp::test::TempDir tmp_;
+};
+
+// Root reads the tables only up to its bound, ending on a whole line, and
+// says the result is partial.
+TEST_F(SocketTableFile, ReadsAtMostItsBytesEndingOnAWholeLine) {
+  const std::string path = table(100);
+  dp::spank::SocketTables t;
+  dp::spank::read_socket_table(path.c_str(), 55, t);
+  EXPECT_EQ(t.text.size(), 50u) << "five whole lines of 10 bytes";
+  EXPECT_EQ(t.text.back(), '\n');
+  EXPECT_TRUE(t.cut);
+  dp::spank::SocketTables whole;
+  dp::spank::read_socket_table(path.c_str(), 1000, whole);
+  EXPECT_EQ(whole.text.size(), 1000u);
+  EXPECT_FALSE(whole.cut) << "exactly the bound is the whole table";
+  dp::spank::read_socket_table((tmp_.path() + "/none").c_str(), 55, whole);
+  EXPECT_EQ(whole.text.size(), 1000u) << "a table that cannot be read adds nothing";
+}
+
+// Root's end of the node agent: the agent is known by its pidfd alone.
+dp::spank::NodeAgent child_agent(bool exits_on_eof) {
+  auto in = dp::make_pipe(O_CLOEXEC);
+  if (!in) return {};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    in->write.reset();
+    char c;
+    if (exits_on_eof)
+      while (read(in->read.get(), &c, 1) > 0) {
+      }
+    else pause();
+    _exit(0);
+  }
+  dp::spank::NodeAgent a;
+  a.pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  a.control = std::move(in->write);
+  return a;
+}
+
+pid_t pid_of(const dp::spank::NodeAgent& a) {
+  std::ifstream in("/proc/self/fdinfo/" + std::to_string(a.pidfd.get()));
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("Pid:", 0) == 0) return std::stoi(line.substr(4));
+  return -1;
+}
+
+TEST(StopAgent, AnAgentThatLeavesOnItsOwnIsReapedWithoutASignal) {
+  auto a = child_agent(true);
+  ASSERT_TRUE(a.running());
+  const pid_t pid = pid_of(a);
+  const auto t0 = Clock::now();
+  dp::spank::stop_agent(a, 5'000);
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(2)) << "it left when its stdin closed";
+  EXPECT_FALSE(a.running());
+  EXPECT_EQ(waitpid(pid, nullptr, WNOHANG), -1) << "reaped through its pidfd";
+  EXPECT_EQ(errno, ECHILD);
+}
+
+TEST(StopAgent, AnAgentThatStaysIsKilledThroughItsPidfdAfterTheGrace) {
+  auto a = child_agent(false);
+  const pid_t pid = pid_of(a);
+  const auto t0 = Clock::now();
+  dp::spank::stop_agent(a, 100);
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(2));
+  EXPECT_EQ(waitpid(pid, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
+}
+
+// slurmstepd reaped the agent first; its pid may belong to another process
+// by now. Root's stop then signals and reaps nobody.
+TEST(StopAgent, AnAgentSlurmstepdReapedLeavesEveryOtherProcessAlone) {
+  auto a = child_agent(false);
+  const pid_t pid = pid_of(a);
+  kill(pid, SIGKILL);  // the test plays slurmstepd: its own child, not yet reaped
+  ASSERT_EQ(waitpid(pid, nullptr, 0), pid);
+  auto other = child_agent(false);
+  const pid_t other_pid = pid_of(other);
+  dp::spank::stop_agent(a, 0);
+  EXPECT_EQ(waitpid(other_pid, nullptr, WNOHANG), 0) << "another child was reaped or killed";
+  dp::spank::stop_agent(other, 0);
+}
+
+}  // namespace
