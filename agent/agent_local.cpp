@@ -10,9 +10,6 @@
 #include "unix_connect.hpp"
 
 namespace dp::agent {
-namespace {
-constexpr size_t kMaxOutBytes = 64u << 20;  // a rank that never reads is dropped
-}  // namespace
 
 void AgentServer::admit(service::UniqueFd fd) {
   // An abstract name has no file mode: only this user's processes are served.

@@ -54,6 +54,9 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
 
  private:
   using Conn = service::FrameConn<AgentServer>;
+  // Replies held for a peer that never reads (a rank, a store client): past
+  // this, its connection is shut down and it counts as gone.
+  static constexpr size_t kMaxOutBytes = 64u << 20;
   // A PyTorch store client: bytes, not frames (agent_store_io.cpp).
   struct StoreConn {
     AgentServer* server = nullptr;

@@ -11,9 +11,6 @@
 #include "tcp_peer.hpp"
 
 namespace dp::agent {
-namespace {
-constexpr size_t kMaxStoreOutBytes = 64u << 20;  // a client that never reads is closed
-}  // namespace
 
 // Only the step's user on this node: the kernel's socket table names the
 // owner of the other end before a byte is read; another user's connection,
@@ -60,7 +57,7 @@ void AgentServer::to_client(ConnId conn, std::string_view bytes) {
   auto it = store_conns_.find(conn);
   if (it == store_conns_.end()) return;
   StoreConn& c = *it->second;
-  if (c.out.size() - c.out_pos + bytes.size() > kMaxStoreOutBytes) {
+  if (c.out.size() - c.out_pos + bytes.size() > kMaxOutBytes) {
     shutdown(c.fd.get(), SHUT_RDWR);  // its read side ends: the front hears of it there
     return;
   }

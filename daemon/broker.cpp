@@ -1,4 +1,5 @@
 #include "broker.hpp"
+#include "broker_torch_ops.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -220,6 +221,7 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
                            ": the client is newer than dp-rendezvousd; use the same slurm-dp "
                            "release for both");
   }
+  if (TorchOps::handle(*this, c, req)) return;
   switch (req.op_case()) {
     case proto::Request::kHello:
       return reply_error(conn, c.id, proto::PROTOCOL, "hello sent twice on one connection");
@@ -233,14 +235,6 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
     case proto::Request::kBarrier: return op_barrier(c, req.barrier());
     case proto::Request::kAbort: return op_abort(c, req.abort());
     case proto::Request::kRankLost: return op_rank_lost(c, req.rank_lost());
-    case proto::Request::kAppend: return op_append(c, req.append());
-    case proto::Request::kCheck: return op_check(c, req.check());
-    case proto::Request::kNumKeys: return op_num_keys(c);
-    case proto::Request::kMultiGet: return op_multi_get(c, req.multi_get());
-    case proto::Request::kMultiSet: return op_multi_set(c, req.multi_set());
-    case proto::Request::kQueuePush: return op_queue_push(c, req.queue_push());
-    case proto::Request::kQueuePop: return op_queue_pop(c, req.queue_pop());
-    case proto::Request::kQueueLen: return op_queue_len(c, req.queue_len());
     case proto::Request::kCancelCall: return op_cancel_call(c, req.cancel_call());
     default:
       return reply_error(

@@ -137,6 +137,8 @@ class Broker {
   std::string startup_line() const { return report_.startup_line(phases_); }
 
  private:
+  // PyTorch's store operations of SPACE_TORCH (broker_torch_ops.cpp).
+  friend class TorchOps;
   enum class PeerState : uint8_t { awaiting_hello, ready };
   struct Peer {
     PeerState state = PeerState::awaiting_hello;
@@ -209,21 +211,6 @@ class Broker {
   void op_abort(const Call& c, const proto::Abort& m);
   bool store_value(const Call& c, const std::string& key, const std::string& value,
                    bool once = false);
-  // broker_torch_ops.cpp: PyTorch's store operations (SPACE_TORCH) the step's own lacks
-  void op_append(const Call& c, const proto::Append& m);
-  void op_check(const Call& c, const proto::Check& m);
-  void op_num_keys(const Call& c);
-  void op_multi_get(const Call& c, const proto::MultiGet& m);
-  void op_multi_set(const Call& c, const proto::MultiSet& m);
-  void op_queue_push(const Call& c, const proto::QueuePush& m);
-  void op_queue_pop(const Call& c, const proto::QueuePop& m);
-  void op_queue_len(const Call& c, const proto::QueueLen& m);
-  void op_cancel_call(const Call& c, const proto::CancelCall& m);
-  // A store operation of another space than its own: PROTOCOL, false.
-  bool torch_only(const Call& c, const char* op);
-  // Every key's size, or the error is sent: false.
-  template <class Keys>
-  bool keys_fit(const Call& c, const Keys& keys);
   void mark_fetched(ConnId conn, const Peer& p, Clock::time_point now);
   // broker_nodes.cpp: node agents (ROLE_NODE)
   Result<void> check_node_hello(const proto::Hello& h) const;
@@ -258,6 +245,8 @@ class Broker {
   uint64_t add_waiter(const Call& c, WaitKind kind, std::vector<std::string> keys,
                       uint32_t timeout_ms);
   void finish_waiter(uint64_t wid, Clock::time_point now);
+  // A node agent's caller gave up a get or wait: it is dropped unanswered.
+  void op_cancel_call(const Call& c, const proto::CancelCall& m);
   void drop_waiter(uint64_t wid);
   void fail_waiter(uint64_t wid, proto::Code code, std::string message);
   void key_changed(proto::Space space, const std::string& key, Clock::time_point now);

@@ -21,6 +21,17 @@ Error sys_error(Errc code, const std::string& what) {
   return make_error(code, what + ": " + std::strerror(errno));
 }
 
+// The peer's socket's own pair: its source is our peer, its destination us.
+template <class Sa, auto Port, auto Addr>
+void fill_pair(const sockaddr_storage& here, const sockaddr_storage& there, inet_diag_req_v2& r) {
+  const auto& h = reinterpret_cast<const Sa&>(here);
+  const auto& t = reinterpret_cast<const Sa&>(there);
+  r.id.idiag_sport = t.*Port;
+  r.id.idiag_dport = h.*Port;
+  std::memcpy(r.id.idiag_src, &(t.*Addr), sizeof(t.*Addr));
+  std::memcpy(r.id.idiag_dst, &(h.*Addr), sizeof(h.*Addr));
+}
+
 // The address pair as the peer's socket has it: its source is our peer.
 Result<inet_diag_req_v2> peer_query(int fd) {
   sockaddr_storage here{}, there{};
@@ -38,21 +49,9 @@ Result<inet_diag_req_v2> peer_query(int fd) {
   r.idiag_states = ~0u;
   r.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
   r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-  if (here.ss_family == AF_INET) {
-    const auto& h = reinterpret_cast<const sockaddr_in&>(here);
-    const auto& t = reinterpret_cast<const sockaddr_in&>(there);
-    r.id.idiag_sport = t.sin_port;
-    r.id.idiag_dport = h.sin_port;
-    std::memcpy(r.id.idiag_src, &t.sin_addr, sizeof t.sin_addr);
-    std::memcpy(r.id.idiag_dst, &h.sin_addr, sizeof h.sin_addr);
-  } else {
-    const auto& h = reinterpret_cast<const sockaddr_in6&>(here);
-    const auto& t = reinterpret_cast<const sockaddr_in6&>(there);
-    r.id.idiag_sport = t.sin6_port;
-    r.id.idiag_dport = h.sin6_port;
-    std::memcpy(r.id.idiag_src, &t.sin6_addr, sizeof t.sin6_addr);
-    std::memcpy(r.id.idiag_dst, &h.sin6_addr, sizeof h.sin6_addr);
-  }
+  if (here.ss_family == AF_INET)
+    fill_pair<sockaddr_in, &sockaddr_in::sin_port, &sockaddr_in::sin_addr>(here, there, r);
+  else fill_pair<sockaddr_in6, &sockaddr_in6::sin6_port, &sockaddr_in6::sin6_addr>(here, there, r);
   return r;
 }
 

@@ -1,0 +1,31 @@
+// PyTorch's store operations that the step's own key space has no use for
+// (SPACE_TORCH): what the node agents need to answer unmodified TCPStore
+// clients as PyTorch's server would. A friend of Broker, kept apart from its
+// own operations.
+#pragma once
+
+#include "broker.hpp"
+
+namespace dp::daemon {
+
+class TorchOps {
+ public:
+  // Handles `req` when it is one of these operations (false: not one of them).
+  static bool handle(Broker& b, const Broker::Call& c, const proto::Request& req);
+
+ private:
+  using Call = Broker::Call;
+  static void append(Broker& b, const Call& c, const proto::Append& m);
+  static void check(Broker& b, const Call& c, const proto::Check& m);
+  static void num_keys(Broker& b, const Call& c);
+  static void multi_get(Broker& b, const Call& c, const proto::MultiGet& m);
+  static void multi_set(Broker& b, const Call& c, const proto::MultiSet& m);
+  static void queue_push(Broker& b, const Call& c, const proto::QueuePush& m);
+  static void queue_pop(Broker& b, const Call& c, const proto::QueuePop& m);
+  static void queue_len(Broker& b, const Call& c, const proto::QueueLen& m);
+  // Every key's size; else the error is sent and false returned.
+  template <class Keys>
+  static bool keys_fit(Broker& b, const Call& c, const Keys& keys);
+};
+
+}  // namespace dp::daemon
