@@ -1,7 +1,9 @@
 #include "agent_server.hpp"
 
+#include <arpa/inet.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -65,6 +67,11 @@ Result<std::unique_ptr<AgentServer>> AgentServer::create(const AgentSettings& s,
   a->daemon_reader_ = std::move(daemon.reader);
   DP_TRY(a->start_events(std::move(listen_fd)));
   if (store_fd) {
+    sockaddr_in sa{};
+    socklen_t len = sizeof sa;
+    if (getsockname(store_fd.get(), reinterpret_cast<sockaddr*>(&sa), &len) != 0)
+      return make_error(Errc::internal, std::string("getsockname: ") + std::strerror(errno));
+    a->store_port_ = ntohs(sa.sin_port);
     DP_TRY(a->store_listener_.start(
         a->base_.get(), std::move(store_fd), kAcceptBatch, "dp-nodeagent (PyTorch store)",
         [p = a.get()](service::UniqueFd c) { p->admit_store(std::move(c)); }));
@@ -189,7 +196,9 @@ void AgentServer::answer_root() {
   // Known even when the daemon refused this node (its hello came after the abort).
   if (failed && settings_.master == MasterPort::fetch) return answer(AgentAnswer{0, {}, *failed});
   if (!core_.daemon_ready()) return;
-  AgentAnswer a{0, socket_, std::nullopt};
+  AgentAnswer a;
+  a.socket = socket_;
+  a.store_port = store_port_;
   if (settings_.master != MasterPort::none) {
     if (!got) return;
     if (!*got) return answer(got->error());

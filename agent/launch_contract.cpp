@@ -147,7 +147,9 @@ std::string format_answer(const Result<AgentAnswer>& a) {
     std::replace(node.begin(), node.end(), ' ', '_');
     return "MASTER_FAILED " + node + " " + one_line(f->reason) + "\n";
   }
-  return "READY " + std::to_string(a->port) + " " + a->socket + "\n";
+  std::string store;
+  if (a->store_port > 0) store = " store=" + std::to_string(a->store_port);
+  return "READY " + std::to_string(a->port) + " " + a->socket + store + "\n";
 }
 
 Result<AgentAnswer> parse_answer(std::string_view line) {
@@ -169,11 +171,21 @@ Result<AgentAnswer> parse_answer(std::string_view line) {
     return AgentAnswer{0, {}, MasterFailure{std::string(node), std::string(reason)}};
   }
   auto port = parse_whole_number(line.substr(0, sp), 0, 65535);
-  const std::string_view name = line.substr(sp + 1);
-  if (!port || name.size() < 2 || name.size() > kMaxSocketName || name[0] != '@' ||
+  std::string_view name = line.substr(sp + 1);
+  // " store=<port>": the node's PyTorch store (settings store=step).
+  Result<long long> store = 0;
+  if (const size_t at = name.find(" store="); at != std::string_view::npos) {
+    store = parse_whole_number(name.substr(at + 7), 1, 65535);
+    name = name.substr(0, at);
+  }
+  if (!port || !store || name.size() < 2 || name.size() > kMaxSocketName || name[0] != '@' ||
       !std::all_of(name.begin() + 1, name.end(), socket_char))
     return wrong();
-  return AgentAnswer{static_cast<int>(*port), std::string(name), std::nullopt};
+  AgentAnswer a;
+  a.port = static_cast<int>(*port);
+  a.socket = std::string(name);
+  a.store_port = static_cast<int>(*store);
+  return a;
 }
 
 std::string format_task_exit(int rank, int wait_status) {

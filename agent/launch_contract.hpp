@@ -64,6 +64,8 @@ struct AgentAnswer {
   std::string socket;  // "@name": the abstract socket the node's ranks connect to
   // Instead of a port and a socket: the master node could not set up the step.
   std::optional<MasterFailure> master_failure;
+  // With a socket: the node's PyTorch store on 127.0.0.1 (settings store=step); 0: none.
+  int store_port = 0;
 };
 std::string format_answer(const Result<AgentAnswer>& a);
 // Root's side: the port in range, the name of the allowed characters and

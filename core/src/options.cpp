@@ -194,6 +194,15 @@ const std::vector<Option>& options() {
                       "socket, DP_MASTER_LISTEN_FD) or close (the default: the program binds "
                       "MASTER_PORT)"),
           Scope::nodes),
+      row({"dp-store", "step|rank0",
+           "[slurm-dp] where unmodified PyTorch programs meet: step = each node's agent serves "
+           "the step's store (MASTER_ADDR/MASTER_PORT of the task's own node, every rank a "
+           "client); rank0 = rank 0's program hosts TCPStore on MASTER_PORT; default: the site's"},
+          &Options::step_store,
+          words<bool>({{"rank0", false}, {"step", true}}, "must be step or rank0",
+                      "use --dp-store=step (the node agents serve PyTorch's store) or "
+                      "--dp-store=rank0 (rank 0's program hosts it)"),
+          Scope::nodes),
   };
   return table;
 }

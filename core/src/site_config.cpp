@@ -51,6 +51,7 @@ void set_kind(SiteConfig& c, std::string_view word) {
 void set_resv_ports(SiteConfig& c, std::string_view word) { c.use_resv_ports = word == "use"; }
 void set_default(SiteConfig& c, std::string_view word) { c.default_on = word == "on"; }
 void set_on_failure(SiteConfig& c, std::string_view word) { c.keep_survivors = word == "keep"; }
+void set_store(SiteConfig& c, std::string_view word) { c.step_store = word == "step"; }
 void set_port_fallback(SiteConfig& c, std::string_view word) { c.port_fallback_os = word == "os"; }
 
 struct Entry {
@@ -107,6 +108,11 @@ constexpr Entry kKeys[] = {
      "SIGKILL after kill_grace) and a node that cannot be reached is ended through slurmctld; "
      "keep: the failure is reported and named, and the survivors run on (frameworks that "
      "recover in place)"},
+    {"store", "rank0", choice("step|rank0", set_store),
+     "where unmodified PyTorch programs (env://, TORCHELASTIC_USE_AGENT_STORE) meet: step: each "
+     "node's agent serves the step's store on loopback (MASTER_ADDR/MASTER_PORT of the task's "
+     "own node), kept in the step's daemon, open to the step's user alone and alive when rank 0 "
+     "dies; rank0: rank 0's program hosts PyTorch's TCPStore on MASTER_PORT. --dp-store wins"},
     {"kill_grace", "10", number(&SiteConfig::kill_grace_s, 0, 3600),
      "seconds between the SIGTERM the agents send a failed step's tasks (time to flush or "
      "checkpoint) and the SIGKILL"},

@@ -35,12 +35,18 @@ struct Options {
   // listening (DP_MASTER_LISTEN_FD); close (false, the default): the port is
   // free when the tasks start and the program binds it.
   std::optional<bool> pass_master_socket;
+  // --dp-store=step (true): the node agents serve PyTorch's store to the
+  // tasks; rank0 (false): rank 0's program hosts it. Unset: the site's store=.
+  std::optional<bool> step_store;
 
   // Any option is set (a row of the table in options.cpp).
   bool any() const;
   // The step's choice: the user's --dp-on-failure, else the site's on_failure.
   bool keeps_survivors(bool site_keeps) const noexcept {
     return keep_survivors.value_or(site_keeps);
+  }
+  bool uses_step_store(bool site_step_store) const noexcept {
+    return step_store.value_or(site_step_store);
   }
 };
 

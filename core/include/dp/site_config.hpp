@@ -38,6 +38,7 @@ struct SiteConfig {
   std::string report;     // %j job, %s step; empty: none
   int kill_grace_s{};     // SIGTERM to SIGKILL when the agents end a failed step's tasks
   bool keep_survivors{};  // on_failure=keep: a failure is reported, no task is ended
+  bool step_store{};      // store=step: the agents serve PyTorch's store (--dp-store wins)
 
   // Words the parser accepted but the site should change (a key that was
   // removed), one message each; the plugin shows them on slurm-dp steps.

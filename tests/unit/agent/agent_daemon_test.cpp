@@ -2,6 +2,7 @@
 // two agents (nodes) of two ranks each; multiplexing, barrier folding, get
 // caching and the master-port exchange, seen in the daemon's own counters.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 
 #include "daemon_process.hpp"
 #include "launch_contract.hpp"
+#include "loopback.hpp"
 #include "rendezvous_client.hpp"
 
 namespace dp::agent {
@@ -24,7 +26,7 @@ using namespace std::chrono_literals;
 class AgentProcess {
  public:
   AgentProcess(uint16_t daemon_port, std::vector<int32_t> ranks, MasterPort master,
-               MasterPortValue value = 0) {
+               MasterPortValue value = 0, bool store = false) {
     int in[2], out[2];
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return;
     pid_ = fork();
@@ -46,6 +48,7 @@ class AgentProcess {
     s.master = master;
     s.published = std::move(value);
     s.port_wait = 5s;
+    s.serve_store = store;
     const std::string text = format_settings(s);
     EXPECT_EQ(write(control_, text.data(), text.size()), static_cast<ssize_t>(text.size()));
     std::string line;
@@ -157,6 +160,62 @@ TEST(NodeAgent, ARankThatVanishesIsNamedToTheOtherNodeAtOnce) {
   ASSERT_FALSE(got);
   EXPECT_NE(got.error().message.find("rank 1"), std::string::npos) << got.error().message;
   EXPECT_LT(std::chrono::steady_clock::now() - lost_at, 2s);
+}
+
+// A PyTorch store client's bytes: VALIDATE, then `more`; the answer read
+// within 5 s ("" when the agent closed without one).
+// What `fd` sends until it closes, or `want` bytes came, within `limit`.
+std::string read_for(int fd, size_t want, std::chrono::milliseconds limit) {
+  std::string got;
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (got.size() < want && std::chrono::steady_clock::now() < until) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    char buf[256];
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  return got;
+}
+
+std::string store_exchange(int port, const std::string& more) {
+  UniqueFd fd = test::connect_loopback(port);
+  if (!fd) return "no connection";
+  const std::string bytes = std::string("\x00\xce\xf7\x85\x3c", 5) + more;
+  if (send(fd.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(bytes.size()))
+    return "send failed";
+  return read_for(fd.get(), 4, 5s);
+}
+
+// A PING (v2 opcode 13, uint32 nonce) answered with its nonce by the node's
+// store, and only for the step's user: another user's client is closed unread.
+TEST(NodeAgent, TheNodesPyTorchStoreAnswersOnlyTheStepsUser) {
+  test::DaemonProcess daemon(4);  // the agents' world (AgentProcess): nodes {0,1} and {2,3}
+  ASSERT_TRUE(daemon.ready());
+  AgentProcess n0(daemon.port(), {0, 1}, MasterPort::none, 0, true);
+  ASSERT_TRUE(n0.answer()) << n0.answer().error().message;
+  const int port = n0.answer()->store_port;
+  ASSERT_GT(port, 0);
+  const std::string ping = std::string("\x0d\x2a\x00\x00\x00", 5);
+  EXPECT_EQ(store_exchange(port, ping), std::string("\x2a\x00\x00\x00", 4));
+  if (getuid() != 0) GTEST_SKIP() << "needs root to play another user";
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    close(p[0]);  // a child of the test before it execs nothing: its own copy
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(1);
+    const std::string got = store_exchange(port, ping);
+    (void)!write(p[1], got.data(), got.size());
+    _exit(0);
+  }
+  close(p[1]);
+  const std::string stranger = read_for(p[0], 64, 10s);
+  close(p[0]);
+  waitpid(child, nullptr, 0);
+  EXPECT_EQ(stranger, "");  // closed with no answer
 }
 
 }  // namespace

@@ -26,6 +26,7 @@ TEST(LaunchContract, SettingsRoundTrip) {
   s.heartbeat_timeout = std::chrono::milliseconds(30'000);
   s.keep_survivors = true;
   s.watch_workers = true;
+  s.serve_store = true;
   auto back = parse_settings(format_settings(s));
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(back->addr, s.addr);
@@ -39,6 +40,7 @@ TEST(LaunchContract, SettingsRoundTrip) {
   EXPECT_EQ(back->heartbeat_timeout.count(), 30'000);
   EXPECT_TRUE(back->keep_survivors);
   EXPECT_TRUE(back->watch_workers);
+  EXPECT_TRUE(back->serve_store);
   EXPECT_EQ(back->job, 7u);
   s.published = 29501;
   auto port = parse_settings(format_settings(s));
@@ -109,6 +111,18 @@ TEST(LaunchContract, RootValidatesTheAnswer) {
   EXPECT_FALSE(parse_answer("READY 1 @bad/name"));
   EXPECT_FALSE(parse_answer("READY 1 noat"));
   EXPECT_FALSE(parse_answer("READY 1 @" + std::string(200, 'a')));
+  EXPECT_EQ(ok->store_port, 0);
+  auto store = parse_answer("READY 0 @slurm-dp-7.2-00ff store=41234");
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->store_port, 41234);
+  EXPECT_EQ(store->socket, "@slurm-dp-7.2-00ff");
+  AgentAnswer a;
+  a.socket = "@s";
+  a.store_port = 5;
+  EXPECT_EQ(parse_answer(format_answer(a).substr(0, format_answer(a).size() - 1))->store_port, 5);
+  EXPECT_FALSE(parse_answer("READY 0 @s store=0"));
+  EXPECT_FALSE(parse_answer("READY 0 @s store=99999"));
+  EXPECT_FALSE(parse_answer("READY 0 @s store=1 extra"));
   auto err = parse_answer("ERROR cannot reach the step's daemon");
   ASSERT_FALSE(err);
   EXPECT_NE(err.error().message.find("daemon"), std::string::npos);
