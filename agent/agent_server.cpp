@@ -194,7 +194,11 @@ void AgentServer::answer_root() {
   const auto& got = core_.master_port();
   const MasterFailure* failed = got && *got && (*got)->failure ? &*(*got)->failure : nullptr;
   // Known even when the daemon refused this node (its hello came after the abort).
-  if (failed && settings_.master == MasterPort::fetch) return answer(AgentAnswer{0, {}, *failed});
+  if (failed && settings_.master == MasterPort::fetch) {
+    AgentAnswer a;
+    a.master_failure = *failed;
+    return answer(a);
+  }
   if (!core_.daemon_ready()) return;
   AgentAnswer a;
   a.socket = socket_;

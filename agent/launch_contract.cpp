@@ -142,6 +142,7 @@ std::string format_answer(const Result<AgentAnswer>& a) {
     return v;
   };
   if (!a) return "ERROR " + one_line(a.error().message) + "\n";
+  if (!a->refusal.empty()) return "ERROR " + one_line(a->refusal) + "\n";
   if (const auto& f = a->master_failure) {
     std::string node = one_line(f->node);
     std::replace(node.begin(), node.end(), ' ', '_');
@@ -153,8 +154,11 @@ std::string format_answer(const Result<AgentAnswer>& a) {
 }
 
 Result<AgentAnswer> parse_answer(std::string_view line) {
-  if (line.rfind("ERROR ", 0) == 0)
-    return make_error(Errc::unavailable, std::string(line.substr(6)));
+  if (line.rfind("ERROR ", 0) == 0 && line.size() > 6) {
+    AgentAnswer refused;
+    refused.refusal = std::string(line.substr(6));
+    return refused;
+  }
   auto wrong = [&] {
     return make_error(Errc::protocol, "the node agent answered '" +
                                           std::string(line.substr(0, 80)) + "', not READY");
@@ -168,7 +172,9 @@ Result<AgentAnswer> parse_answer(std::string_view line) {
     const std::string_view node = line.substr(0, sp), reason = line.substr(sp + 1);
     if (node.empty() || node.size() > 255 || !std::all_of(line.begin(), line.end(), printable))
       return wrong();
-    return AgentAnswer{0, {}, MasterFailure{std::string(node), std::string(reason)}};
+    AgentAnswer a;
+    a.master_failure = MasterFailure{std::string(node), std::string(reason)};
+    return a;
   }
   auto port = parse_whole_number(line.substr(0, sp), 0, 65535);
   std::string_view name = line.substr(sp + 1);

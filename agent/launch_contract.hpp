@@ -66,10 +66,14 @@ struct AgentAnswer {
   std::optional<MasterFailure> master_failure;
   // With a socket: the node's PyTorch store on 127.0.0.1 (settings store=step); 0: none.
   int store_port = 0;
+  // Instead of all the above ("ERROR <text>"): why the agent cannot serve the
+  // step. It stays, to report how the node's tasks end.
+  std::string refusal;
 };
 std::string format_answer(const Result<AgentAnswer>& a);
 // Root's side: the port in range, the name of the allowed characters and
-// length, a master failure's node name one word and its reason printable.
+// length, a master failure's node name one word and its reason printable; an
+// ERROR line is a refusal. An error: the line is none of these.
 Result<AgentAnswer> parse_answer(std::string_view line);
 
 // "rank R exited status S" (S: the wait status slurmstepd saw).

@@ -5,7 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "dp/params.hpp"
 
@@ -51,6 +53,7 @@ std::map<int, std::vector<std::pair<int, ProcStat>>> processes_by_parent() {
 std::optional<WorkerEnv> parse_worker_environ(std::string_view environ) {
   WorkerEnv w;
   std::optional<int> restart, max_restarts, rank;
+  std::vector<std::string_view> parts;
   while (!environ.empty()) {
     const size_t nul = environ.find('\0');
     const std::string_view var = environ.substr(0, nul);
@@ -58,12 +61,17 @@ std::optional<WorkerEnv> parse_worker_environ(std::string_view environ) {
     const size_t eq = var.find('=');
     if (eq == std::string_view::npos) continue;
     const std::string_view key = var.substr(0, eq), value = var.substr(eq + 1);
+    if (key == "RANK" || key == "LOCAL_RANK" || key.rfind("TORCHELASTIC_", 0) == 0)
+      parts.push_back(var);
     if (key == "RANK") rank = small_number(value);
     else if (key == "LOCAL_RANK") w.local_rank = small_number(value).value_or(-1);
     else if (key == "TORCHELASTIC_RESTART_COUNT") restart = small_number(value);
     else if (key == "TORCHELASTIC_MAX_RESTARTS") max_restarts = small_number(value);
   }
   if (!restart || !rank || *rank < 0) return std::nullopt;
+  // In a fixed order: a shell may pass on what it inherited in another.
+  std::sort(parts.begin(), parts.end());
+  for (auto part : parts) (w.assignment += part) += '\n';
   w.rank = *rank;
   w.restart_count = *restart;
   w.max_restarts = max_restarts.value_or(0);
@@ -114,6 +122,7 @@ void LauncherWorkers::consider(int task_rank, int parent, const Children& kids, 
                                size_t& budget) {
   auto it = kids.find(parent);
   if (it == kids.end() || depth >= kMaxDepth) return;
+  std::optional<std::optional<WorkerEnv>> parent_env;  // read once, when a child needs it
   for (const auto& [pid, st] : it->second) {
     if (budget == 0) return;
     --budget;
@@ -125,7 +134,9 @@ void LauncherWorkers::consider(int task_rank, int parent, const Children& kids, 
     if (ended_.count(p)) continue;
     // Read again on each scan: a child forked but not yet exec'd still has its parent's.
     auto env = parse_worker_environ(read_bounded(proc(pid, "environ"), kMaxEnvironBytes));
-    if (!env) {
+    if (env && !parent_env)
+      parent_env = parse_worker_environ(read_bounded(proc(parent, "environ"), kMaxEnvironBytes));
+    if (!env || !env->set_by(*parent_env)) {
       consider(task_rank, pid, kids, depth + 1, budget);
     } else if (count(task_rank) < kMaxWorkersPerTask) {
       add(task_rank, pid, st.start_ticks, *env);

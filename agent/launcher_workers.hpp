@@ -11,6 +11,9 @@
 // it (with RANK, LOCAL_RANK and TORCHELASTIC_MAX_RESTARTS) for each worker
 // only, so no command line has to be recognised and the variables also say
 // whether a failure will be restarted in place (--max-restarts: no failure).
+// Only values a process's parent set make it a worker: the same values in its
+// parent's environment were inherited (a user's shell that exported them),
+// and such a process (a failing command before torchrun) is no worker.
 //
 // Each worker is pinned by a pidfd opened after its start time was read, so
 // a reused pid is never taken for it. An ended worker stays a zombie until
@@ -22,6 +25,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -36,8 +40,15 @@ namespace dp::agent {
 struct WorkerEnv {
   int rank = -1, local_rank = -1;
   int restart_count = 0, max_restarts = 0;
+  // The worker variables' values as found (torchrun's per-worker error file
+  // among them): equal in parent and child means inherited, not set.
+  std::string assignment;
   // A failure of this worker is followed by a restart in place, not the end.
   bool will_restart() const { return restart_count < max_restarts; }
+  // Its launcher set these values: its parent has none, or others.
+  bool set_by(const std::optional<WorkerEnv>& parent) const {
+    return !parent || parent->assignment != assignment;
+  }
 };
 // /proc/PID/environ (NUL-separated); nothing unless it is a launcher's worker.
 std::optional<WorkerEnv> parse_worker_environ(std::string_view environ);

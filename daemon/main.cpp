@@ -1,6 +1,5 @@
-// dp-rendezvousd: the per-step rendezvous broker. Launch contract (the SPANK
-// plugin's srun side): secret as one hex line on stdin, "READY <port>" or
-// "ERROR <message>" as the only line on stdout, logs on stderr.
+// dp-rendezvousd: the per-step rendezvous broker. Launch contract with the
+// SPANK plugin's srun side: daemon_contract.hpp; logs on stderr.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -10,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon_contract.hpp"
 #include "options.hpp"
 #include "process_start.hpp"
 #include "server.hpp"
@@ -31,7 +31,7 @@ void report_line(const std::string& line) {
 
 int fail(const std::string& message) {
   std::fprintf(stderr, "dp-rendezvousd: %s\n", message.c_str());
-  report_line("ERROR " + message + "\n");
+  report_line(dp::daemon::format_answer(dp::make_error(dp::Errc::unavailable, message)));
   return 2;
 }
 
@@ -111,7 +111,8 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "dp-rendezvousd: job %s step %s: world size %d, listening on %s port %u\n",
                opts->job_id.c_str(), opts->step_id.c_str(), opts->world_size,
                opts->listen_addr.c_str(), (*server)->port());
-  report_line("READY " + std::to_string((*server)->port()) + "\n");
+  report_line(dp::daemon::format_answer(
+      dp::daemon::DaemonAnswer{(*server)->port(), (*server)->report_socket_name()}));
   (*server)->run();
   return 0;
 }

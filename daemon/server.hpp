@@ -29,6 +29,10 @@ class Server final : public Outbox {
   Server& operator=(const Server&) = delete;
 
   uint16_t port() const { return port_; }
+  // "@name" of the abstract report socket srun asks at the step's end; empty: none.
+  std::string report_socket_name() const {
+    return abstract_report_socket_ ? abstract_report_socket_->path() : std::string();
+  }
   // Runs until SIGTERM/SIGINT or the parent's (srun's) death.
   void run();
 

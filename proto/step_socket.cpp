@@ -8,10 +8,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
+#include "dp/unique_fd.hpp"
 #include "dp/user_text.hpp"
 #include "frame_codec.hpp"
 
@@ -102,18 +104,26 @@ Result<proto::Stats> query(const std::string& path, std::chrono::milliseconds ti
   const socklen_t sa_len =
       abstract ? static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size())
                : static_cast<socklen_t>(sizeof sa);
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return make_error(Errc::connection, "socket: " + errno_text(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sa_len) != 0) {
+  UniqueFd sock(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!sock) return make_error(Errc::connection, "socket: " + errno_text(errno));
+  const int fd = sock.get();
+  auto left_ms = [&] {
+    return static_cast<int>(std::max<int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
+  };
+  // Non-blocking, so a listener with a full backlog (EAGAIN) costs this
+  // query's deadline, never a hang that not even SIGTERM ends.
+  while (connect(fd, reinterpret_cast<sockaddr*>(&sa), sa_len) != 0) {
     const int e = errno;
     if (e == ENOENT || e == ECONNREFUSED)
       return make_error(Errc::not_found,
                         "no running step daemon at " + path + " (" + errno_text(e) + ")");
-    return make_error(Errc::connection, "cannot connect to " + path + ": " + errno_text(e));
+    if (e != EAGAIN && e != EINTR)
+      return make_error(Errc::connection, "cannot connect to " + path + ": " + errno_text(e));
+    if (left_ms() == 0)
+      return make_error(Errc::timeout, path + " accepted no connection within " +
+                                           std::to_string(timeout.count()) + " ms (backlog full)");
+    poll(nullptr, 0, std::min(10, left_ms()));
   }
   // Anyone may bind an abstract name: ask only a daemon of our own uid.
   ucred cred{};
@@ -126,6 +136,7 @@ Result<proto::Stats> query(const std::string& path, std::chrono::milliseconds ti
   req.mutable_stats();
   std::string frame;
   rdv::append_frame(req, frame);
+  // A request of a few bytes fits any fresh socket's buffer: one send.
   if (::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(frame.size()))
     return make_error(Errc::connection, "cannot send to " + path + ": " + errno_text(errno));
   rdv::FrameDecoder dec(64u << 20);
@@ -142,9 +153,8 @@ Result<proto::Stats> query(const std::string& path, std::chrono::milliseconds ti
     }
     if (st == rdv::FrameDecoder::Status::too_large)
       return make_error(Errc::limit, "answer from " + path + " too large");
-    const int left = static_cast<int>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
-    if (left <= 0)
+    const int left = left_ms();
+    if (left == 0)
       return make_error(Errc::timeout, "no answer from " + path + " within " +
                                            std::to_string(timeout.count()) + " ms");
     pollfd p{fd, POLLIN, 0};
@@ -154,7 +164,7 @@ Result<proto::Stats> query(const std::string& path, std::chrono::milliseconds ti
       return make_error(Errc::connection,
                         "the daemon at " + path + " closed the connection without an answer");
     if (n < 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR || errno == EAGAIN) continue;
       return make_error(Errc::connection, "cannot read from " + path + ": " + errno_text(errno));
     }
     dec.feed(buf, static_cast<size_t>(n));

@@ -1,6 +1,8 @@
 // Finding a step's report socket: the user's folder when usable, and the
-// abstract socket every daemon also listens on, found by prefix in
-// /proc/net/unix (its random tail cannot be guessed; query checks the uid).
+// abstract socket every daemon also listens on, found by prefix among this
+// namespace's listeners created by the caller's uid (sock_diag; its random
+// tail cannot be guessed, the prefix can: another user's decoys are never
+// connected to). query checks the server's uid again, under one deadline.
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include "dp/hex.hpp"
 #include "dp/random_bytes.hpp"
 #include "step_socket.hpp"
+#include "unix_listeners.hpp"
 
 namespace dp::obs {
 namespace {
@@ -22,9 +25,21 @@ bool all_digits(const std::string& s) {
          std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
 }
 
-// Abstract names in this network namespace that start with prefix.
+// More than any user runs steps on one host at once; bounds what a client asks.
+constexpr size_t kMostSockets = 64;
+
+// Abstract names in this network namespace that start with prefix: the
+// caller's own listeners; without sock_diag, every one /proc/net/unix shows
+// (query still checks the uid, within its deadline).
 std::vector<std::string> abstract_names(const std::string& prefix) {
   std::vector<std::string> out;
+  if (auto found = abstract_listeners(prefix, kMostSockets); found) {
+    for (auto& l : *found)
+      if (!l.uid || *l.uid == getuid()) out.push_back(std::move(l.name));
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
   std::ifstream in("/proc/net/unix");
   std::string line;
   std::getline(in, line);  // the header
@@ -34,6 +49,7 @@ std::vector<std::string> abstract_names(const std::string& prefix) {
     if (at == std::string::npos) continue;
     const std::string name = line.substr(at + 1);
     if (name.rfind(prefix, 0) == 0 && name.find(' ') == std::string::npos) out.push_back(name);
+    if (out.size() == kMostSockets) break;
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -72,9 +88,17 @@ std::vector<std::string> running_steps(const std::string& job) {
 
 Result<proto::Stats> query_step(const std::string& job, const std::string& step,
                                 std::chrono::milliseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + timeout;
   std::string why;
   for (const auto& s : step_sockets(job, step)) {
-    auto st = query(s, timeout);
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      if (why.empty()) why = "no answer within " + std::to_string(timeout.count()) + " ms";
+      break;
+    }
+    auto st = query(s, left);
     if (st) return st;
     if (why.empty()) why = st.error().message;
   }

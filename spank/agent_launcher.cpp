@@ -105,11 +105,11 @@ Result<agent::AgentAnswer> start_agent(const std::string& path, const UserIds& i
   } else if (w == static_cast<ssize_t>(text.size())) {
     parsed = agent::parse_answer(answer->substr(0, answer->find('\n')));
   }
-  if (!parsed && answer && answer->rfind("ERROR ", 0) == 0) {
+  if (parsed && !parsed->refusal.empty()) {
     // The agent answered why (the master node's failure, say) and stays: it
     // reports how the node's tasks end, so the first failure names a cause.
     agent = std::move(a);
-    return make_error(parsed.error().code, sanitize(parsed.error().message));
+    return make_error(Errc::unavailable, sanitize(parsed->refusal));
   }
   if (!parsed) {
     stop_agent(a, 0);

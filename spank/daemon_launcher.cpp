@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "daemon_contract.hpp"
 #include "dp/hex.hpp"
 #include "dp/params.hpp"
 #include "dp/random_bytes.hpp"
@@ -90,35 +91,18 @@ Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string&
                                              std::strerror(errno) +
                                              "); ask the site to install it or set daemon= "
                                              "in plugstack.conf");
-  std::vector<std::string> args = {req.path,
-                                   "--world-size",
-                                   std::to_string(req.world_size),
-                                   "--job-id",
-                                   std::to_string(req.job_id),
-                                   "--step-id",
-                                   std::to_string(req.step_id)};
   // The address to listen on follows the secret on stdin: srun learns the
   // route to the master node while the daemon starts (send_listen_address).
-  args.push_back("--listen");
-  args.push_back("-");
-  args.push_back("--step-nodes");
-  args.push_back("-");
-  if (req.nodes > 0) {
-    args.push_back("--nodes");
-    args.push_back(std::to_string(req.nodes));
-  }
-  if (req.heartbeat_timeout_s >= 0) {
-    args.push_back("--heartbeat-timeout-ms");
-    args.push_back(std::to_string(req.heartbeat_timeout_s * 1000LL));
-  }
-  if (req.hang_timeout_s >= 0) {
-    args.push_back("--hang-timeout-ms");
-    args.push_back(std::to_string(static_cast<long long>(req.hang_timeout_s) * 1000));
-  }
-  if (req.keep_survivors) {
-    args.push_back("--end-lost-steps");
-    args.push_back("0");
-  }
+  dp::daemon::LaunchArgs la;
+  la.world_size = req.world_size;
+  la.job_id = std::to_string(req.job_id);
+  la.step_id = std::to_string(req.step_id);
+  la.nodes = req.nodes;
+  if (req.heartbeat_timeout_s >= 0) la.heartbeat_timeout_ms = req.heartbeat_timeout_s * 1000LL;
+  if (req.hang_timeout_s >= 0) la.hang_timeout_ms = req.hang_timeout_s * 1000LL;
+  la.end_lost_steps = !req.keep_survivors;
+  std::vector<std::string> args = dp::daemon::format_arguments(la);
+  args.insert(args.begin(), req.path);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -147,9 +131,7 @@ Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string&
 void send_listen_address(StartingDaemon& d, const std::string& address,
                          const std::vector<std::string>& node_addresses) {
   if (!d.input) return;
-  std::string text = address + "\n";
-  for (const auto& a : node_addresses) text += a + " ";
-  text += "\n";
+  const std::string text = dp::daemon::format_addresses(address, node_addresses);
   // A daemon that already failed closed its stdin: its answer says why. The
   // daemon reads while it starts, so a list beyond the pipe's 64 KiB drains.
   sighandler_t old = signal(SIGPIPE, SIG_IGN);
@@ -180,14 +162,9 @@ Result<RunningDaemon> await_daemon(StartingDaemon& d, int timeout_ms) {
                                              "; rerun with --dp-verbose to see its messages");
   };
   if (!answer) return fail(answer.error().message);
-  const std::string& a = *answer;
-  if (a.rfind("READY ", 0) == 0) {
-    auto port = parse_whole_number(std::string_view(a).substr(6), 1, 65535);
-    if (port) return RunningDaemon{d.pid, static_cast<int>(*port)};
-    return fail("bad answer '" + a + "'");
-  }
-  if (a.rfind("ERROR ", 0) == 0) return fail(a.substr(6));
-  return fail("bad answer '" + a + "'");
+  auto parsed = dp::daemon::parse_answer(*answer);
+  if (!parsed) return fail(parsed.error().message);
+  return RunningDaemon{d.pid, parsed->port, std::move(parsed->report_socket)};
 }
 
 Result<RunningDaemon> launch_daemon(const DaemonRequest& req, const std::string& secret,

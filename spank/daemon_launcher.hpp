@@ -1,11 +1,10 @@
 // Starts and stops dp-rendezvousd for one step (srun side).
 //
-// Contract with the daemon: argv carries no secret; the secret is one hex
-// line on the child's stdin, the address to listen on (the one the ranks
-// route to) the next line, the step's node addresses (space-separated) the
-// last; the child answers "READY <port>" or
-// "ERROR <message>" (a file limit too low for the step, say) as one line on
-// stdout.
+// Contract with the daemon (daemon/daemon_contract.hpp): argv carries no
+// secret; the secret is one hex line on the child's stdin, the address to
+// listen on (the one the ranks route to) the next line, the step's node
+// addresses the last; the child answers "READY <port> <report socket>" or
+// "ERROR <message>" (a file limit too low for the step, say).
 #pragma once
 
 #include <sys/types.h>
@@ -35,6 +34,7 @@ struct DaemonRequest {
 struct RunningDaemon {
   pid_t pid = -1;
   int port = 0;
+  std::string report_socket;  // "@name" srun asks at the step's end; empty: none
 };
 
 // 256 bits from getrandom(), as 64 hex digits.
@@ -57,7 +57,7 @@ Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string&
 // daemon that already failed says why in await_daemon's answer.
 void send_listen_address(StartingDaemon& d, const std::string& address,
                          const std::vector<std::string>& node_addresses = {});
-// Waits for "READY <port>"; on any failure the daemon is stopped.
+// Waits for the daemon's READY; on any failure the daemon is stopped.
 Result<RunningDaemon> await_daemon(StartingDaemon& d, int timeout_ms);
 // Stops a daemon that is not needed after all.
 void abandon_daemon(StartingDaemon& d);

@@ -63,6 +63,7 @@ bool print_explain(const LayoutPlan& plan, const SiteConfig& site, const StepSha
   else if (plan.launch.per_node)
     std::cout << "slurm-dp: one task per node: each also gets torchrun's PET_* settings, should "
               << "it start a per-node launcher\n";
+  std::cout << "slurm-dp: " << store_line(plan.store) << "\n";
   for (const auto& line : explain_lines(*tasks)) std::cout << line << "\n";
   std::cout.flush();
   return true;
@@ -301,6 +302,7 @@ int srun_local_user_init(spank_t sp) {
   const std::string rdv = *host + ":" + std::to_string(daemon->port);
   export_step_environment(*id, *step, opts, st.site, rdv, *secret);
   remember_step(sr.end, id->job, id->step, opts, st.site.report, clock.ms());
+  sr.end.report_socket = daemon->report_socket;
   if (opts.verbose.value_or(false))
     std::cerr << "slurm-dp: step " << id->job << "." << id->step << ": world "
               << step->plan.world_size << " on " << step->shape.hosts.size()

@@ -44,8 +44,10 @@ void remember_step(StepEndFacts& st, uint32_t job_id, uint32_t step_id, const Op
 void report_step_end(const StepEndFacts& st) {
   if (st.job_id.empty()) return;
   const std::string label = "step " + st.job_id + "." + st.step_id;
-  Result<proto::Stats> stats =
-      obs::query_step(st.job_id, st.step_id, std::chrono::milliseconds(2'000));
+  constexpr std::chrono::milliseconds kAsk{2'000};
+  Result<proto::Stats> stats = st.report_socket.empty()
+                                   ? obs::query_step(st.job_id, st.step_id, kAsk)
+                                   : obs::query(st.report_socket, kAsk);
   const std::string srun_part = "srun: check " + ms_text(st.srun_check_ms) + ", layout " +
                                 ms_text(st.srun_layout_ms) + ", daemon up " +
                                 ms_text(st.srun_daemon_ms) + ", ready " + ms_text(st.srun_ready_ms);

@@ -29,6 +29,9 @@ struct StepEndFacts {
   std::string job_id, step_id;
   bool verbose = false;
   std::string report_file;  // --dp-report or the site's report=, %j/%s expanded
+  // The daemon's abstract report socket, from its READY line: asked by name,
+  // so no other user's socket is ever tried. Empty: found as dp-top finds it.
+  std::string report_socket;
   double srun_check_ms = -1, srun_daemon_ms = -1, srun_layout_ms = -1, srun_ready_ms = -1;
 };
 

@@ -23,6 +23,7 @@
 #include "dp/layout.hpp"
 #include "dp/master_port.hpp"
 #include "dp/options.hpp"
+#include "dp/step_store.hpp"
 #include "master_port_hold.hpp"
 #include "master_socket.hpp"
 #include "plugin_state.hpp"
@@ -50,6 +51,7 @@ struct StepdState {
   std::optional<int> skip_status;         // srun explained or refused the step: each task exits so
   std::string master_addr;                // set again in each task, after earlier plugins
   int master_port = 0;                    // likewise
+  StoreKind store = StoreKind::rank0;     // --dp-store=step: MASTER_* name the agent's store
   PortLease lease;           // the master node's MASTER_PORT lease, released at the end
   MasterPortHold hold;       // the master node's MASTER_PORT, bound until rank 0's exec
   NodeAgent agent;           // this node's dp-nodeagent; stopped at step end
@@ -82,6 +84,7 @@ struct StepIds {
 // What the node agent needs, read by root before the fork.
 struct AgentStart {
   agent::AgentSettings settings;
+  StoreKind store = StoreKind::rank0;
   std::chrono::milliseconds wait{60'000};
   UserIds ids;
 };
@@ -153,6 +156,12 @@ Result<AgentStart> agent_start(spank_t sp, const StepdState& st, const StepIds& 
   auto shape =
       launch_shape(st.facts.options, st.facts.command, st.facts.node_count, st.facts.task_count);
   s.watch_workers = shape && !shape->launcher.empty();
+  if (shape) {
+    auto store = store_kind(st.facts.options, st.site, *shape);
+    DP_TRY(store);
+    a.store = *store;
+    s.serve_store = a.store == StoreKind::step;
+  }
   // The agent's own timeouts end it first; this bounds one that hangs.
   a.wait = s.port_wait + std::chrono::seconds(5);
   return a;
@@ -259,13 +268,22 @@ Result<int> plan_master_port(spank_t sp, StepdState& st, const StepIds& id,
 Result<int> start_node_agent(spank_t sp, StepdState& st, const StepIds& id) {
   auto start = agent_start(sp, st, id);
   DP_TRY(start);
-  auto known = local_master_port(sp, st);
-  DP_TRY(known);
+  st.store = start->store;
+  // With the step's store no rank binds MASTER_PORT: nothing to lease,
+  // hold or carry from the master node; MASTER_PORT is the agent's store.
+  const bool store = st.store == StoreKind::step;
+  std::optional<KnownPort> known;
   uint32_t local_of_rank0 = 0;
   const bool master =
       spank_get_item(sp, S_JOB_GLOBAL_TO_LOCAL_ID, uint32_t{0}, &local_of_rank0) == ESPANK_SUCCESS;
   agent::AgentSettings& s = start->settings;
-  auto mine = plan_master_port(sp, st, id, *known, master, s);
+  Result<int> mine = 0;
+  if (!store) {
+    auto k = local_master_port(sp, st);
+    DP_TRY(k);
+    known = *k;
+    mine = plan_master_port(sp, st, id, known, master, s);
+  }
   auto answer =
       start_agent(agent_path_beside(daemon_path(st.site)), start->ids, s, start->wait, st.agent);
   DP_TRY(mine);
@@ -287,7 +305,12 @@ Result<int> start_node_agent(spank_t sp, StepdState& st, const StepIds& id) {
   // is our child): a task in another one is told why it cannot reach it.
   const std::string netns = rdv::network_namespace();
   if (!netns.empty()) spank_setenv(sp, env::kAgentNetns, netns.c_str(), 1);
-  if (known->has_value()) return (*known)->port;
+  if (store) {
+    if (answer->store_port < 1)
+      return make_error(Errc::protocol, "the node agent gave no port for the step's store");
+    return answer->store_port;
+  }
+  if (known) return known->port;
   if (master) return *mine;
   if (answer->port < 1) return make_error(Errc::protocol, "the node agent gave no MASTER_PORT");
   return answer->port;
@@ -338,7 +361,9 @@ Result<void> set_up_node(spank_t sp, StepdState& st, const StepIds& id) {
   if (spank_setenv(sp, env::kMasterPort, std::to_string(*port).c_str(), 1) != ESPANK_SUCCESS)
     return make_error(Errc::internal, "cannot set MASTER_PORT for the tasks");
   st.master_port = *port;
-  st.master_addr = job_env(sp, env::kMasterAddr).value_or("");  // srun's, for the tasks
+  // srun's, for the tasks; the step's store is on this node.
+  st.master_addr =
+      st.store == StoreKind::step ? "127.0.0.1" : job_env(sp, env::kMasterAddr).value_or("");
   return {};
 }
 
@@ -432,7 +457,8 @@ int stepd_task_init(spank_t sp) {
     report_error(st.setup_error);  // the task's stderr: srun shows it
     return -1;
   }
-  if (auto ready = rank == 0 ? master_port_before_exec(sp, st) : Result<void>(); !ready) {
+  const bool binds = rank == 0 && st.store != StoreKind::step;
+  if (auto ready = binds ? master_port_before_exec(sp, st) : Result<void>(); !ready) {
     report_error(ready.error().message + " (node " + node_name() + ")");
     return -1;
   }
@@ -449,6 +475,8 @@ int stepd_task_init(spank_t sp) {
   // name collates after pyxis.conf), so the step's own values win.
   if (!st.master_addr.empty()) vars->emplace_back(env::kMasterAddr, st.master_addr);
   vars->emplace_back(env::kMasterPort, std::to_string(st.master_port));
+  for (auto& v : store_environment(st.store, std::to_string(st.master_port)))
+    vars->push_back(std::move(v));
   for (const auto& [name, value] : *vars)
     if (spank_setenv(sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS) {
       report_error("cannot set " + name + " for task " + std::to_string(rank));

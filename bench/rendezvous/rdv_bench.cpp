@@ -29,19 +29,14 @@
 #include <string>
 #include <vector>
 
+#include "bench_daemon.hpp"
 #include "dp/params.hpp"
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
 
 namespace {
 
-const std::string kSecret = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-
-int64_t now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
+using namespace dp::bench;
 
 enum class St { idle, connecting, challenge, hello };
 
@@ -184,43 +179,8 @@ void send_batches(Peer& p, const Workflow& w, WorkerResult& res) {
   }
 }
 
-// The source address of peer `index` (host order), in 127.1.0.0/16.
-uint32_t source_address(int index, bool node) {
-  const uint32_t host = static_cast<uint32_t>(index % (node ? 60000 : 4096) + 1);
-  return (127u << 24) | (1u << 16) | host;
-}
-
-// The simulated nodes' addresses, space-separated, as srun gives the daemon
-// the step's nodes (their connections without hello have a budget of their own).
-std::string node_addresses(int nodes) {
-  std::string out;
-  for (int i = 0; i < std::min(nodes, 60000); ++i) {
-    const uint32_t a = source_address(i, true);
-    if (!out.empty()) out += ' ';
-    out += std::to_string(a >> 24) + "." + std::to_string((a >> 16) & 255) + "." +
-           std::to_string((a >> 8) & 255) + "." + std::to_string(a & 255);
-  }
-  return out;
-}
-
 void start_connect(Peer& p, int ep, uint16_t port) {
-  p.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  const int one = 1;
-  setsockopt(p.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  // Real ranks come from many hosts. From one source address, 16 384
-  // connections to one port exhaust the ephemeral range and connect() spends
-  // its time searching for a free port, so each connection takes a source
-  // address of its own in 127.0.0.0/8 and lets connect() pick the port.
-  setsockopt(p.fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
-  sockaddr_in src{};
-  src.sin_family = AF_INET;
-  src.sin_addr.s_addr = htonl(source_address(p.index, p.node));
-  bind(p.fd, reinterpret_cast<sockaddr*>(&src), sizeof src);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  connect(p.fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  p.fd = connect_from(p.index, p.node, port);
   p.st = St::connecting;
   // Edge-triggered: the connect completion and each reply arrive as one edge,
   // with no EPOLL_CTL_MOD between the two phases.
@@ -368,98 +328,6 @@ WorkerResult run_worker(uint16_t port, const Workflow& w, const Slice& s, int in
   return res;
 }
 
-struct Daemon {
-  pid_t pid = -1;
-  uint16_t port = 0;
-};
-
-// nodes > 0: the step's ranks come through node agents (--nodes).
-Daemon start_daemon(const std::string& path, int world, int nodes,
-                    const std::string& heartbeat_ms) {
-  int in[2], out[2];
-  if (pipe(in) != 0 || pipe(out) != 0) std::exit(1);
-  Daemon d;
-  d.pid = fork();
-  if (d.pid == 0) {
-    dup2(in[0], 0);
-    dup2(out[1], 1);
-    close(in[1]);
-    close(out[0]);
-    const std::string w = std::to_string(world);
-    const std::string n = std::to_string(nodes);
-    std::vector<const char*> argv{path.c_str(),
-                                  "--world-size",
-                                  w.c_str(),
-                                  "--job-id",
-                                  "bench",
-                                  "--step-id",
-                                  "0",
-                                  "--listen",
-                                  "127.0.0.1",
-                                  "--heartbeat-timeout-ms",
-                                  heartbeat_ms.c_str()};
-    if (nodes > 0) {
-      argv.push_back("--nodes");
-      argv.push_back(n.c_str());
-      argv.push_back("--step-nodes");
-      argv.push_back("-");
-    }
-    argv.push_back(nullptr);
-    execv(path.c_str(), const_cast<char* const*>(argv.data()));
-    _exit(127);
-  }
-  close(in[0]);
-  close(out[1]);
-  const std::string s = kSecret + "\n" + (nodes > 0 ? node_addresses(nodes) + "\n" : "");
-  if (write(in[1], s.data(), s.size()) < 0) std::exit(1);
-  close(in[1]);
-  std::string line;
-  char c;
-  while (read(out[0], &c, 1) == 1 && c != '\n') line.push_back(c);
-  close(out[0]);
-  if (line.rfind("READY ", 0) != 0) {
-    std::fprintf(stderr, "daemon did not start: %s\n", line.c_str());
-    std::exit(1);
-  }
-  auto port = dp::parse_whole_number(line.substr(6), 1, 65535);
-  if (!port) {
-    std::fprintf(stderr, "daemon answered '%s': %s\n", line.c_str(), port.error().message.c_str());
-    std::exit(1);
-  }
-  d.port = static_cast<uint16_t>(*port);
-  return d;
-}
-
-long vm_hwm_kib(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  while (f >> key) {
-    if (key == "VmHWM:") {
-      long v = 0;
-      f >> v;
-      return v;
-    }
-  }
-  return -1;
-}
-
-// CPU seconds (user + system) the daemon used so far: a figure that, unlike
-// wall time, does not depend on how busy the rest of the machine is.
-double cpu_seconds(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  const size_t close_paren = stat.rfind(')');
-  if (close_paren == std::string::npos) return -1;
-  std::istringstream rest(stat.substr(close_paren + 2));
-  std::string field;
-  double utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && rest >> field; ++i) {
-    if (i == 14) utime = std::atof(field.c_str());
-    if (i == 15) stime = std::atof(field.c_str());
-  }
-  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
 struct Options {
   std::string daemon_path;
   int ranks = 1024, workers = 4, inflight = 1024, runs = 3, pipeline = 0, ranks_per_node = 0;
@@ -513,7 +381,8 @@ struct RunResult {
 // One start-up: a fresh daemon, the peers spread over worker processes.
 RunResult run_once(const Options& o) {
   const int peers = o.ranks_per_node > 0 ? o.ranks / o.ranks_per_node : o.ranks;
-  Daemon d = start_daemon(o.daemon_path, o.ranks, o.ranks_per_node > 0 ? peers : 0, o.heartbeat_ms);
+  Daemon d = start_daemon(o.daemon_path, o.ranks, o.ranks_per_node > 0 ? peers : 0,
+                          std::stoll(o.heartbeat_ms));
   Workflow w;
   w.world = o.ranks;
   w.pipeline = o.pipeline != 0;

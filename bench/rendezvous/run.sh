@@ -2,6 +2,10 @@
 # Start-up benchmark of dp-rendezvousd against PyTorch's TCPStore (the anchor),
 # through node agents and on the flat path (one connection per rank).
 # Usage: bench/rendezvous/run.sh [--smoke] [BUILD_DIR] [RUNS]
+#        bench/rendezvous/run.sh --torch [BUILD_DIR] [RUNS]   PyTorch's store protocol
+#   through node agents (dp-store-bench) against PyTorch's TCPStore, the same
+#   workflow (tcpstore_bench.py --torch-init) in the same run, up to
+#   TORCH_ANCHOR_MAX_RANKS (16384); one line per size.
 #   RANKS="4096 16384 131072" chooses sizes; RANKS_PER_NODE (8) the node agents' ranks;
 #   FLAT_MAX_RANKS (16384) and TCPSTORE_MAX_RANKS (4096) the largest flat and anchor runs;
 #   SOFT_NOFILE=1024 runs our benchmark under that soft fd limit (a login shell's).
@@ -9,8 +13,9 @@
 #   installed (ctest bench.rendezvous). A run with failed ranks fails.
 # Prints every run, then a table of medians. Not a test: run it on a quiet machine.
 set -euo pipefail
-smoke=0
+smoke=0 torch=0
 [[ ${1:-} == --smoke ]] && { smoke=1; shift; }
+[[ ${1:-} == --torch ]] && { torch=1; shift; }
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../../build}
 runs=${2:-3}
@@ -32,6 +37,24 @@ if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
   else
     apt-get install -y -qq python3-torch libtorch-dev libopenblas0-pthread >/dev/null
   fi
+fi
+if ((torch)); then
+  store_bench=${DP_STORE_BENCH:-$build/bench/rendezvous/dp-store-bench}
+  [[ -x $store_bench ]] || { echo "run.sh: $store_bench not found; build target dp-store-bench" >&2; exit 2; }
+  echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+  for n in $sizes; do
+    line=$("$store_bench" --daemon "$daemon" --ranks "$n" --ranks-per-node "$rpn" --runs "$runs" 2>/dev/null | tee /dev/stderr | tail -n1)
+    ours_s=$(sed -n 's/.* seconds=\([0-9.]*\).*/\1/p' <<<"$line")
+    per_node=$(sed -n 's/.* daemon_requests_per_node=\([0-9.]*\).*/\1/p' <<<"$line")
+    theirs=- ratio=-
+    if ((anchor)) && [[ $n -le ${TORCH_ANCHOR_MAX_RANKS:-16384} ]]; then
+      theirs=$(/usr/bin/python3 "$here/tcpstore_bench.py" --torch-init --ranks "$n" --runs "$runs" 2>/dev/null |
+        tee /dev/stderr | sed -n 's/.*median_wall_s=\([0-9.]*\).*/\1/p')
+      ratio=$(awk -v a="$theirs" -v b="$ours_s" 'BEGIN { printf "%.0f", a / b }')
+    fi
+    echo "torch-protocol $n ranks: $ours_s s through agents, $theirs s PyTorch TCPStore (x$ratio), $per_node daemon requests per node ($(sed -n 's/.*\(daemon_cpu_s=[0-9.]*\) \(daemon_rss_mib=[0-9.]*\).*/\1 \2/p' <<<"$line"))"
+  done
+  exit 0
 fi
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

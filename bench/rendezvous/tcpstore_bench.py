@@ -23,7 +23,7 @@ import torch.distributed as dist
 ID = b"I" * 128
 
 
-def worker(port, world, ranks, threads, out):
+def worker(port, world, ranks, threads, out, torch_init=False):
     first = time.monotonic_ns()
     stores = {}
     errors = []
@@ -31,10 +31,13 @@ def worker(port, world, ranks, threads, out):
     def join(slice_):
         try:
             for r in slice_:
+                # --torch-init: what env:// sends, as dp-store-bench's clients do:
+                # the worker count (ADD init/), no key of each rank's own.
                 s = dist.TCPStore("127.0.0.1", port, world, False, timedelta(seconds=120),
-                                  wait_for_workers=False)
+                                  wait_for_workers=torch_init)
                 stores[r] = s
-                s.set(f"rank/{r}", "ready")
+                if not torch_init:
+                    s.set(f"rank/{r}", "ready")
                 if r == 0:
                     s.set("nccl_id", ID)
                 if s.get("nccl_id") != ID:
@@ -68,7 +71,7 @@ def server(q, ready):
     os._exit(0)
 
 
-def one_run(world, procs, threads):
+def one_run(world, procs, threads, torch_init):
     ctx = mp.get_context("fork")
     q = ctx.Queue()
     stop = ctx.Event()
@@ -79,7 +82,7 @@ def one_run(world, procs, threads):
     ps = []
     for p in range(procs):
         ranks = list(range(p, world, procs))
-        ps.append(ctx.Process(target=worker, args=(port, world, ranks, threads, out)))
+        ps.append(ctx.Process(target=worker, args=(port, world, ranks, threads, out, torch_init)))
     for p in ps:
         p.start()
     results = [out.get(timeout=600) for _ in ps]
@@ -98,10 +101,12 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--procs", type=int, default=8)
     ap.add_argument("--threads", type=int, default=16)
+    ap.add_argument("--torch-init", action="store_true",
+                    help="the clients send what init_process_group(env://) does (dp-store-bench's workflow)")
     a = ap.parse_args()
     walls = []
     for run in range(a.runs):
-        wall, failures = one_run(a.ranks, a.procs, a.threads)
+        wall, failures = one_run(a.ranks, a.procs, a.threads, a.torch_init)
         walls.append(wall)
         print(f"tcpstore ranks={a.ranks} run={run} wall_s={wall:.3f} failures={failures}", flush=True)
     print(f"tcpstore ranks={a.ranks} median_wall_s={statistics.median(walls):.3f}", flush=True)

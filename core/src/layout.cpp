@@ -371,6 +371,9 @@ Result<LayoutPlan> plan_layout(const StepFacts& f) {
   auto launch = launch_shape(f.options, f.command, nodes, *tasks);
   DP_TRY(launch);
   plan.launch = std::move(*launch);
+  auto store = store_kind(f.options, f.site, plan.launch);
+  DP_TRY(store);
+  plan.store = *store;
   plan.bound_per_task = f.request.has_value() && f.request->bind_per_task;
   for (size_t i = 0; i < f.shape.hosts.size(); ++i)
     plan.nodes.push_back(node_plan(f.site, i < f.nodes.size() ? f.nodes[i] : NodeDevices{}));
@@ -519,8 +522,13 @@ Result<std::vector<TaskEnvironment>> step_environment(const LayoutPlan& plan,
       auto env = task_environment(plan, site, place, *tiles);
       if (!env)
         return make_error(env.error().code, env.error().message + " (node " + shape.hosts[h] + ")");
-      env->emplace_back(env::kMasterAddr, master_addr);
-      env->emplace_back(env::kMasterPort, master_port);
+      if (plan.store == StoreKind::step) {
+        for (auto& v : store_environment(plan.store, "(" + shape.hosts[h] + "'s agent store)"))
+          env->push_back(std::move(v));
+      } else {
+        env->emplace_back(env::kMasterAddr, master_addr);
+        env->emplace_back(env::kMasterPort, master_port);
+      }
       for (auto& v : launcher_master_environment(plan.launch, master_addr, master_port))
         env->push_back(std::move(v));
       std::optional<Workers> workers;

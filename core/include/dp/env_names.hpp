@@ -18,6 +18,10 @@ inline constexpr const char* kMasterListenFd = "DP_MASTER_LISTEN_FD";
 
 // torchrun's own settings (a flag of the launcher wins over its variable): a
 // step with one task per node gets them, so a per-node launcher needs no flags.
+// --dp-store=step: every rank a client of its node's agent store (PyTorch's names).
+inline constexpr const char* kTorchelasticUseAgentStore = "TORCHELASTIC_USE_AGENT_STORE";
+inline constexpr const char* kTorchelasticRestartCount = "TORCHELASTIC_RESTART_COUNT";
+inline constexpr const char* kStore = "DP_STORE";  // step: MASTER_* name the node's agent store
 inline constexpr const char* kPetNnodes = "PET_NNODES";
 inline constexpr const char* kPetNodeRank = "PET_NODE_RANK";
 inline constexpr const char* kPetNprocPerNode = "PET_NPROC_PER_NODE";

@@ -13,6 +13,7 @@
 #include "dp/options.hpp"
 #include "dp/result.hpp"
 #include "dp/site_config.hpp"
+#include "dp/step_store.hpp"
 
 namespace dp {
 
@@ -128,10 +129,11 @@ struct NodePlan {
 
 struct LayoutPlan {
   int world_size = 0;
-  int tiles_per_task = 0;       // 0: no mask
-  bool bound_per_task = false;  // a task's tiles are its own devices (Slurm bound them)
-  std::vector<NodePlan> nodes;  // one per shape.hosts entry
-  LaunchShape launch;           // one task per node, per-node launchers
+  int tiles_per_task = 0;              // 0: no mask
+  bool bound_per_task = false;         // a task's tiles are its own devices (Slurm bound them)
+  std::vector<NodePlan> nodes;         // one per shape.hosts entry
+  LaunchShape launch;                  // one task per node, per-node launchers
+  StoreKind store = StoreKind::rank0;  // where PyTorch's ranks meet (step_store.hpp)
 };
 
 // The whole decision, or a refusal that names the option and the fix.

@@ -3,7 +3,8 @@
 # env://, no libdp: pytorch/ddp.py) on 2 nodes x 2 tasks. Sourced after lib.sh.
 #   start_ddp NAME [ddp.py args...]   srun --dp-world=auto in the background: srun_pid,
 #                                     job; each rank's output in $WORK/rank<R>.log;
-#                                     srun also gets the words of ddp_srun_flags
+#                                     srun also gets the words of ddp_srun_flags, and
+#                                     the variables of ddp_env (NAME=value words)
 #   start_plain_ddp NAME [args...]    the same without slurm-dp (the variables by hand)
 #   wait_ranks_ready SECS             every rank did its first all-reduce
 #   rank_pid RANK                     the python process of that rank of $job
@@ -19,6 +20,7 @@
 #   survivors                         the job's python processes still alive
 PYTHON=/usr/bin/python3
 ddp_srun_flags=()
+ddp_env=()
 cp "$(dirname "${BASH_SOURCE[0]}")/../pytorch/ddp.py" "$WORK/ddp.py"
 chmod 644 "$WORK/ddp.py"
 
@@ -34,7 +36,7 @@ start_ddp() {
   local name=$1-$$
   shift
   # USE_LIBUV=0: Debian 13's torch 2.6 has no libuv TCPStore but asks for it.
-  as_user srun --dp-world=auto "${ddp_srun_flags[@]}" -N2 --ntasks-per-node=2 -J "$name" \
+  as_user env "${ddp_env[@]}" srun --dp-world=auto "${ddp_srun_flags[@]}" -N2 --ntasks-per-node=2 -J "$name" \
     -o "$WORK/rank%t.log" \
     --export=ALL,USE_LIBUV=0 \
     "$PYTHON" "$WORK/ddp.py" --ready-file "$WORK/ready" "$@" >"$WORK/srun.log" 2>&1 &

@@ -2,7 +2,9 @@
 # Another user (dptest2) took /tmp/slurm-dp-<uid of dptest> first: dp-top,
 # the --dp-report file and srun's first-failure line still work (the daemon
 # also answers on an abstract socket, checked by uid both ways), and the
-# daemon says whose the folder is and that an admin must act. Runs in a
+# daemon says whose the folder is and that an admin must act. dptest2 also
+# listens, with a full backlog, on a decoy that copies the step's abstract
+# name (anyone can read it): srun's end and dp-top never wait on it. Runs in a
 # private mount namespace with its own /tmp, so the squat never touches the
 # host's /tmp that other clusters' steps of dptest use. A checkout or build
 # tree under /tmp (a CI clone) is bound back in through a descriptor of the
@@ -43,10 +45,39 @@ job=$(squeue -h -u dptest -o %i | head -n1)
 top_ready() { as_user "$DP_TOP" --once "$job" 2>&1 | grep -qE '^1 +n2 '; }
 wait_until 20 "dp-top to show the step with its folder squatted" top_ready
 
+# The decoy: the step's prefix, another tail; a backlog of one, filled.
+as_other /usr/bin/python3 - "$uid" "$job" "$WORK" >"$WORK/decoy.log" 2>&1 <<'PY' &
+import os, socket, sys, time
+prefix = "@slurm-dp-%s/%s." % (sys.argv[1], sys.argv[2])
+real = [l.split()[-1] for l in open("/proc/net/unix") if l.split()[-1].startswith(prefix)]
+name = real[0].rsplit(".", 1)[0] + ".decoy"
+s = socket.socket(socket.AF_UNIX)
+s.bind("\0" + name[1:])
+s.listen(0)
+held = []
+try:
+    while True:
+        c = socket.socket(socket.AF_UNIX)
+        c.setblocking(False)
+        held.append(c)
+        c.connect("\0" + name[1:])
+except BlockingIOError:
+    print("DECOY", name, flush=True)
+end = time.time() + 300  # or when the test's folder goes
+while os.path.isdir(sys.argv[3]) and time.time() < end:
+    time.sleep(0.2)
+PY
+wait_log "$WORK/decoy.log" '^DECOY ' 20
+t_top=$SECONDS
+wait_until 20 "dp-top to show the step beside dptest2's decoy" top_ready
+((SECONDS - t_top <= 5)) || fail "dp-top took $((SECONDS - t_top)) s beside the decoy"
+
 pid=$(sed -n "s/^START pid \([0-9]*\) rank $victim\$/\1/p" "$WORK/rank$victim.log")
 [[ -n $pid ]] || fail "rank $victim did not say its pid"
 kill -9 "$pid"
+t_end=$SECONDS
 wait "$srun_pid" || true
+((SECONDS - t_end <= 30)) || fail "srun ended $((SECONDS - t_end)) s after the failure (the decoy held it?)"
 cat "$WORK/srun.log"
 grep -q "/tmp/slurm-dp-$uid belongs to dptest2 (uid $(id -u dptest2)), not to you: an admin (root) must remove it" \
   "$WORK/srun.log" || fail "the daemon did not say whose the folder is and who must act"
@@ -56,4 +87,4 @@ last=$(grep -v -e '^\s*$' -e '^dp-rendezvousd: ' "$WORK/srun.log" | tail -n1)
   fail "srun's last line does not name rank $victim: $last"
 grep -q '"failure":{"rank":1,"host":"n2","how":"rank_lost","verdict":"task_exit","signal":9' "$WORK/report.json" ||
   fail "the report file does not name rank 1: $(cat "$WORK/report.json" 2>&1)"
-pass "with /tmp/slurm-dp-$uid taken by dptest2: dp-top, the report and the first-failure line work"
+pass "with /tmp/slurm-dp-$uid taken by dptest2 and a decoy with a full backlog on the step's name: dp-top, the report and the first-failure line work, srun ended $((SECONDS - t_end)) s after the failure"

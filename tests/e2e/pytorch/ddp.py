@@ -20,6 +20,8 @@ program never talks to slurm-dp:
                      programs do: touch F.<rank>.<SIG> (F: --ready-file) and train on
                      until every rank has seen them all, then stop (rc 0)
   --until-file P     train on until P exists (every rank stops at the same step)
+  --wait-file P      after the last step and its line, wait until P exists (a test
+                     inspects the running step without changing what it computes)
 """
 import argparse
 import hashlib
@@ -39,6 +41,7 @@ def parse_args():
     p.add_argument("--ready-file", default="")
     p.add_argument("--until-signals", default="")
     p.add_argument("--until-file", default="")
+    p.add_argument("--wait-file", default="")
     return p.parse_args()
 
 
@@ -109,6 +112,8 @@ def main():
           f"host={socket.gethostname()} params={digest.hexdigest()[:16]}"
           f"{' signals=' + ','.join(sorted(seen)) if wanted else ''}", flush=True)
     sys.stdout.flush()
+    while args.wait_file and not os.path.exists(args.wait_file):
+        time.sleep(0.05)  # the test's inspection, bounded by its own timeout
     # gloo can deadlock at interpreter exit; a finished rank has nothing left to do.
     os._exit(0)
 

@@ -38,6 +38,15 @@ run() {  # srun options and command after `srun --dp-world=auto -N2 --ntasks-per
 out=$(run torchrun --nproc_per_node=2 ddp.py) || fail "torchrun --nproc_per_node=2 failed: $out"
 check_world "$out" "torchrun --nproc_per_node=2"
 
+# TORCHELASTIC_RESTART_COUNT exported before srun (issue 31, item 7): the
+# script's failing command before torchrun inherited it, so it is no failed
+# worker; torchrun's workers, whose values torchrun sets, still are watched.
+out=$(as_user TORCHELASTIC_RESTART_COUNT=0 "${pet[@]}" timeout 240 srun --dp-world=auto -N2 \
+  --ntasks-per-node=1 --dp-launcher=torchrun bash -c \
+  'sh -c "sleep 2; exit 3"; exec torchrun --nproc_per_node=2 ddp.py' 2>&1) \
+  || fail "an exported TORCHELASTIC_RESTART_COUNT and a failing command before torchrun: $out"
+check_world "$out" "torchrun after a failing command, TORCHELASTIC_RESTART_COUNT exported"
+
 out=$(run --gres=gpu:2 torchrun ddp.py) || fail "torchrun (devices decide) failed: $out"
 check_world "$out" "torchrun with 2 GPUs per node"
 
@@ -52,4 +61,4 @@ out=$(run --gres=gpu:4 --dp-tiles=2 torchrun --no_python \
 workers=$(grep -oE 'worker n[12] [01] 4 [0-9,]+' <<<"$out" | sort | tr '\n' ';')
 expect_eq "$workers" "worker n1 0 4 0,2,1,3;worker n1 1 4 0,2,1,3;worker n2 0 4 0,2,1,3;worker n2 1 4 0,2,1,3;" \
   "workers and masks with --dp-tiles=2"
-pass "per-node launchers: one world of 4 with no launcher flag"
+pass "per-node launchers: one world of 4 with no launcher flag; an inherited TORCHELASTIC_RESTART_COUNT makes no worker"

@@ -123,9 +123,11 @@ TEST(LaunchContract, RootValidatesTheAnswer) {
   EXPECT_FALSE(parse_answer("READY 0 @s store=0"));
   EXPECT_FALSE(parse_answer("READY 0 @s store=99999"));
   EXPECT_FALSE(parse_answer("READY 0 @s store=1 extra"));
-  auto err = parse_answer("ERROR cannot reach the step's daemon");
-  ASSERT_FALSE(err);
-  EXPECT_NE(err.error().message.find("daemon"), std::string::npos);
+  auto refused = parse_answer("ERROR cannot reach the step's daemon");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->refusal, "cannot reach the step's daemon");
+  EXPECT_EQ(format_answer(*refused), "ERROR cannot reach the step's daemon\n");
+  EXPECT_FALSE(parse_answer("ERROR "));  // a refusal says why
 }
 
 TEST(LaunchContract, TheMasterNodesFailureIsAField) {

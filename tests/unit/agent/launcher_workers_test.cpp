@@ -34,6 +34,25 @@ TEST(ParseWorkerEnviron, ALauncherOrAPlainTaskIsNoWorker) {
   EXPECT_FALSE(parse_worker_environ(""));
 }
 
+// A user's shell exported TORCHELASTIC_RESTART_COUNT: its children inherit
+// the same values (in any order) and are no workers; torchrun's workers get
+// values of their own (RANK, the per-worker error file) and are.
+TEST(ParseWorkerEnviron, InheritedValuesMakeNoWorkerSetOnesDo) {
+  const auto shell = parse_worker_environ("TORCHELASTIC_RESTART_COUNT=0\0RANK=0\0PATH=/bin\0"s);
+  ASSERT_TRUE(shell);
+  EXPECT_TRUE(shell->set_by(std::nullopt));  // the task itself: its parent is slurmstepd
+  const auto failing =
+      parse_worker_environ("PATH=/bin\0RANK=0\0_=/bin/false\0TORCHELASTIC_RESTART_COUNT=0\0"s);
+  ASSERT_TRUE(failing);
+  EXPECT_FALSE(failing->set_by(shell));
+  const auto worker = parse_worker_environ(
+      "PATH=/bin\0RANK=0\0LOCAL_RANK=0\0TORCHELASTIC_RESTART_COUNT=0\0"
+      "TORCHELASTIC_ERROR_FILE=/tmp/torchelastic_x/attempt_0/0/error.json\0"s);
+  ASSERT_TRUE(worker);
+  EXPECT_TRUE(worker->set_by(shell));
+  EXPECT_TRUE(worker->set_by(std::nullopt));
+}
+
 TEST(ParseWorkerEnviron, RestartsLeftMeanNoFailure) {
   const auto w =
       parse_worker_environ("TORCHELASTIC_MAX_RESTARTS=2\0TORCHELASTIC_RESTART_COUNT=1\0RANK=0"s);

@@ -12,23 +12,25 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 namespace dp::obs {
 namespace {
 
 // A listening abstract socket "@name" (the leading '@' becomes the NUL).
-int listen_abstract(const std::string& name) {
+int listen_abstract(const std::string& name, int backlog = 4) {
   sockaddr_un sa{};
   sa.sun_family = AF_UNIX;
   std::memcpy(sa.sun_path, name.data(), name.size());
   sa.sun_path[0] = '\0';
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0 || listen(fd, 4) != 0)
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0 || listen(fd, backlog) != 0)
     return -1;
   return fd;
 }
@@ -84,6 +86,80 @@ TEST(StepSocket, ASocketOfAnotherUserIsNeverAskedAndSaysWhose) {
   ASSERT_FALSE(st);
   EXPECT_NE(st.error().message.find("uid 65534"), std::string::npos) << st.error().message;
   EXPECT_NE(st.error().message.find("not by a step daemon of yours"), std::string::npos);
+}
+
+// Fills a listener's backlog (it never accepts): a non-blocking connect
+// finally answers EAGAIN. The connections are kept in held.
+bool fill_backlog(const std::string& name, std::vector<int>& held) {
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::memcpy(sa.sun_path, name.data(), name.size());
+  sa.sun_path[0] = '\0';
+  const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
+  for (int i = 0; i < 64; ++i) {
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    held.push_back(fd);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0) return errno == EAGAIN;
+  }
+  return false;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+TEST(StepSocket, AFullBacklogCostsTheDeadlineNotAHang) {
+  const std::string name = "@slurm-dp-" + std::to_string(getuid()) + "/424244.0.full";
+  const int fd = listen_abstract(name, 0);
+  ASSERT_GE(fd, 0);
+  std::vector<int> held;
+  ASSERT_TRUE(fill_backlog(name, held));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto st = query(name, std::chrono::milliseconds(300));
+  const double took = seconds_since(t0);
+  for (int h : held) close(h);
+  close(fd);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code, Errc::timeout) << st.error().message;
+  EXPECT_NE(st.error().message.find("backlog full"), std::string::npos) << st.error().message;
+  EXPECT_LT(took, 2.0) << "query overran its 300 ms deadline";
+}
+
+// Another user copies the step's prefix (anyone can read it) and listens with
+// a full backlog: srun's end and dp-top never connect to it, so never wait on it.
+TEST(StepSocket, AnotherUsersDecoyWithAFullBacklogIsNeverConnectedTo) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to serve a socket as another user";
+  const std::string prefix =
+      "@slurm-dp-" + std::to_string(getuid()) + "/" + socket_name("424245", "0") + ".";
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(1);
+    const int fd = listen_abstract(prefix + "decoy", 0);
+    std::vector<int> held;
+    const bool full = fd >= 0 && fill_backlog(prefix + "decoy", held);
+    [[maybe_unused]] ssize_t n = write(ready[1], full ? "1" : "0", 1);
+    pause();
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  const auto listed = step_sockets("424245", "0");
+  const auto steps = running_steps("424245");
+  const auto t0 = std::chrono::steady_clock::now();
+  auto st = query_step("424245", "0", std::chrono::milliseconds(5'000));
+  const double took = seconds_since(t0);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  close(ready[0]);
+  close(ready[1]);
+  ASSERT_EQ(c, '1');
+  EXPECT_TRUE(listed.empty()) << listed.front();
+  EXPECT_TRUE(steps.empty());
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code, Errc::not_found) << st.error().message;
+  EXPECT_LT(took, 1.0) << "query_step waited on another user's decoy";
 }
 
 }  // namespace

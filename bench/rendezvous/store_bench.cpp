@@ -1,0 +1,350 @@
+// dp-store-bench: PyTorch's store protocol through node agents, against the
+// real dp-rendezvousd (run.sh --torch; the anchor is tcpstore_bench.py).
+//
+// Each simulated node is the node agent's own logic: an AgentCore on a real
+// TCP connection to the daemon (hello, proof, ROLE_NODE) and a StoreFront,
+// fed by --ranks-per-node simulated TCPStore clients in this process. Each
+// client sends the bytes a PyTorch 2.6 client of init_process_group("env://")
+// with the agent store sends (VALIDATE, PING, ADD init/: TCPStore's worker
+// count), then ProcessGroupNCCL's ID exchange (rank 0 SETs the 128-byte ID,
+// every rank WAITs and GETs it, as TCPStore::get sends them) and one store
+// barrier (ADD of a counter, the last rank SETs barrier_done, every rank
+// WAITs for it): tcpstore_bench.py --torch-init's workflow. Only the client sockets are left
+// out (each agent reads its clients on loopback; a second process per node
+// would measure the machine's scheduler, not slurm-dp). Wall time runs from
+// the first connect to the last client out of the barrier.
+//   dp-store-bench --daemon PATH --ranks N [--ranks-per-node R] [--runs K]
+// One line per run, then the medians: seconds, daemon requests per node,
+// daemon CPU seconds and peak RSS.
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <signal.h>
+#include <string>
+#include <vector>
+
+#include "agent_core.hpp"
+#include "bench_daemon.hpp"
+#include "dp/params.hpp"
+#include "dp/torchstore/opcodes.hpp"
+#include "dp/torchstore/request.hpp"
+#include "frame_codec.hpp"
+#include "store_front.hpp"
+
+namespace {
+
+using namespace dp::bench;
+namespace ts = dp::torchstore;
+using dp::agent::ConnId;
+
+const std::string kId(128, 'I');
+
+std::string encoded(const ts::Request& r) {
+  auto b = ts::encode_request(ts::Dialect::v2, r);
+  if (!b) {
+    std::fprintf(stderr, "encode: %s\n", b.error().message.c_str());
+    std::exit(1);
+  }
+  return *b;
+}
+
+ts::Request req(ts::Op op, std::string key = {}) {
+  ts::Request r;
+  r.op = op;
+  r.key = std::move(key);
+  return r;
+}
+
+// One simulated rank: the step it is in and the bytes its answer needs.
+struct Client {
+  int rank = 0;
+  int step = 0;
+  std::string in;  // what the front sent, not yet consumed
+};
+
+struct Node;
+
+struct Run {
+  int world = 0;
+  int done = 0;
+  int failures = 0;
+  std::deque<std::pair<Node*, int>> ready;  // clients whose answer arrived
+};
+
+struct Node final : dp::agent::AgentOutbox, dp::agent::StoreOutbox {
+  Node(Run& run, int index, std::vector<int32_t> ranks, int world)
+      : run(run), index(index), core(config(index, std::move(ranks), world), *this,
+                                     dp::agent::Clock::now()),
+        front(core, *this) {}
+
+  static dp::agent::AgentConfig config(int index, std::vector<int32_t> ranks, int world) {
+    dp::agent::AgentConfig c;
+    c.secret = kSecret;
+    c.host = "node" + std::to_string(index);
+    c.daemon_addr = "127.0.0.1";
+    c.world_size = world;
+    c.node_ranks = std::move(ranks);
+    c.daemon_silence = std::chrono::milliseconds(0);
+    return c;
+  }
+
+  void to_rank(ConnId, const dp::proto::Response&) override {}
+  void close_rank(ConnId) override {}
+  void to_daemon(const dp::proto::Request& r) override { dp::rdv::append_frame(r, out); }
+  void to_client(ConnId c, std::string_view bytes) override {
+    clients[c - 1].in += bytes;
+    run.ready.emplace_back(this, static_cast<int>(c - 1));
+  }
+  void close_client(ConnId c, const std::string& why) override {
+    std::fprintf(stderr, "node %d: client %llu closed: %s\n", index,
+                 static_cast<unsigned long long>(c), why.c_str());
+    ++run.failures;
+  }
+
+  // Sends what is queued; a short write keeps the rest for EPOLLOUT.
+  void flush() {
+    while (!out.empty()) {
+      const ssize_t n = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+      if (n <= 0) return;
+      out.erase(0, static_cast<size_t>(n));
+    }
+  }
+
+  Run& run;
+  int index;
+  int fd = -1;
+  std::string out;
+  dp::rdv::FrameDecoder dec{64u << 20};
+  dp::agent::AgentCore core;
+  dp::agent::StoreFront front;
+  std::vector<Client> clients;
+};
+
+// The bytes each step's answer takes; 0: none is awaited (sent and on).
+size_t answer_bytes(int step) {
+  switch (step) {
+    case 0: return 4;        // PING's echo
+    case 1: return 8;        // ADD init/
+    case 2: return 1;        // WAIT nccl_id
+    case 3: return 8 + 128;  // GET nccl_id
+    case 4: return 8;        // ADD barrier
+    case 5: return 1;        // WAIT barrier_done
+  }
+  return 0;
+}
+
+// Sends step `step` of client c's workflow.
+void send_step(Node& n, int c, int step) {
+  Client& cl = n.clients[static_cast<size_t>(c)];
+  std::string b;
+  switch (step) {
+    case 0: {
+      ts::Request v = req(ts::Op::validate);
+      v.number = ts::kValidationMagic;
+      ts::Request p = req(ts::Op::ping);
+      p.number = static_cast<uint32_t>(cl.rank + 1);
+      b = encoded(v) + encoded(p);
+      break;
+    }
+    case 1: {
+      ts::Request a = req(ts::Op::add, "init/");
+      a.delta = 1;
+      b = encoded(a);
+      break;
+    }
+    case 2: {
+      if (cl.rank == 0) {
+        ts::Request id = req(ts::Op::set, "nccl_id");
+        id.value = kId;
+        b += encoded(id);
+      }
+      ts::Request w = req(ts::Op::wait);
+      w.keys = {"nccl_id"};
+      b += encoded(w);
+      break;
+    }
+    case 3: b = encoded(req(ts::Op::get, "nccl_id")); break;
+    case 4: {
+      ts::Request a = req(ts::Op::add, "barrier");
+      a.delta = 1;
+      b = encoded(a);
+      break;
+    }
+    case 5: {
+      ts::Request w = req(ts::Op::wait);
+      w.keys = {"barrier_done"};
+      b = encoded(w);
+      break;
+    }
+  }
+  cl.step = step;
+  n.front.on_bytes(static_cast<ConnId>(c + 1), b);
+}
+
+// Client c's answer arrived (maybe several, or part of one): go on.
+void advance(Node& n, int c) {
+  Client& cl = n.clients[static_cast<size_t>(c)];
+  const size_t need = answer_bytes(cl.step);
+  if (cl.step > 5 || cl.in.size() < need) return;
+  const std::string got = cl.in.substr(0, need);
+  cl.in.erase(0, need);
+  if (cl.step == 3 && got.substr(8) != kId) ++n.run.failures;
+  if (cl.step == 4) {
+    int64_t v = 0;
+    std::memcpy(&v, got.data(), sizeof v);
+    if (v == n.run.world) {
+      ts::Request done = req(ts::Op::set, "barrier_done");
+      done.value = "1";
+      n.front.on_bytes(static_cast<ConnId>(c + 1), encoded(done));
+    }
+  }
+  if (cl.step == 5) {
+    cl.step = 6;
+    ++n.run.done;
+    return;
+  }
+  send_step(n, c, cl.step + 1);
+}
+
+struct Result {
+  double seconds = 0, daemon_cpu = 0, requests_per_node = 0;
+  long daemon_rss_kib = 0;
+  int failures = 0;
+};
+
+Result run_once(const std::string& daemon_path, int world, int per_node) {
+  const int nodes = (world + per_node - 1) / per_node;
+  Daemon d = start_daemon(daemon_path, world, nodes, 0);
+  Run run;
+  run.world = world;
+  std::vector<std::unique_ptr<Node>> all;
+  const int ep = epoll_create1(EPOLL_CLOEXEC);
+  const int64_t t0 = now_ns();
+  for (int i = 0; i < nodes; ++i) {
+    std::vector<int32_t> ranks;
+    for (int r = i * per_node; r < std::min(world, (i + 1) * per_node); ++r) ranks.push_back(r);
+    auto n = std::make_unique<Node>(run, i, ranks, world);
+    for (int32_t r : ranks) n->clients.push_back(Client{r, 0, {}});
+    n->fd = connect_from(i, true, d.port);
+    if (n->fd < 0) {
+      std::fprintf(stderr, "node %d: socket: %s\n", i, std::strerror(errno));
+      std::exit(1);
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLET;
+    ev.data.ptr = n.get();
+    epoll_ctl(ep, EPOLL_CTL_ADD, n->fd, &ev);
+    for (size_t c = 0; c < n->clients.size(); ++c) {
+      n->front.on_connect(static_cast<ConnId>(c + 1));
+      send_step(*n, static_cast<int>(c), 0);  // queued in the core until the hello is answered
+    }
+    all.push_back(std::move(n));
+  }
+  std::vector<epoll_event> evs(1024);
+  char buf[65536];
+  const int64_t deadline = t0 + int64_t{300} * 1'000'000'000;
+  while (run.done < world && run.failures == 0 && now_ns() < deadline) {
+    const int k = epoll_wait(ep, evs.data(), static_cast<int>(evs.size()), 1000);
+    for (int e = 0; e < k; ++e) {
+      Node& n = *static_cast<Node*>(evs[static_cast<size_t>(e)].data.ptr);
+      for (ssize_t got; (got = ::recv(n.fd, buf, sizeof buf, 0)) > 0;) {
+        n.dec.feed(buf, static_cast<size_t>(got));
+        std::string_view payload;
+        while (n.dec.next(payload) == dp::rdv::FrameDecoder::Status::frame) {
+          dp::proto::Response r;
+          if (!r.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) ++run.failures;
+          n.core.on_daemon_response(r, dp::agent::Clock::now());
+        }
+      }
+      while (!run.ready.empty()) {
+        auto [node, c] = run.ready.front();
+        run.ready.pop_front();
+        advance(*node, c);
+      }
+      n.flush();
+    }
+    for (auto& n : all)
+      if (!n->out.empty()) n->flush();
+  }
+  Result res;
+  res.seconds = static_cast<double>(now_ns() - t0) / 1e9;
+  res.failures = run.failures + (world - run.done);
+  uint64_t upstream = 0;
+  for (auto& n : all) upstream += n->front.counters().upstream;
+  res.requests_per_node = static_cast<double>(upstream) / nodes;
+  res.daemon_cpu = cpu_seconds(d.pid);
+  res.daemon_rss_kib = vm_hwm_kib(d.pid);
+  kill(d.pid, SIGTERM);  // first: nodes that leave before it would be node_lost
+  waitpid(d.pid, nullptr, 0);
+  for (auto& n : all) close(n->fd);
+  close(ep);
+  return res;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string daemon;
+  long long world = 0, per_node = 8, runs = 3;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    auto number = [&](long long lo, long long hi, long long& out) {
+      auto n = dp::parse_whole_number(v, lo, hi);
+      if (!n) {
+        std::fprintf(stderr, "%s %s: %s\n", a.c_str(), v.c_str(), n.error().message.c_str());
+        std::exit(2);
+      }
+      out = *n;
+    };
+    if (a == "--daemon") daemon = v;
+    else if (a == "--ranks") number(1, 1 << 20, world);
+    else if (a == "--ranks-per-node") number(1, 4096, per_node);
+    else if (a == "--runs") number(1, 100, runs);
+    else {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  if (daemon.empty() || world == 0) {
+    std::fprintf(stderr,
+                 "usage: dp-store-bench --daemon PATH --ranks N [--ranks-per-node R] [--runs K]\n");
+    return 2;
+  }
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  rl.rlim_cur = rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &rl);
+  std::vector<double> secs, cpu, rss, per;
+  int failed = 0;
+  for (long long r = 0; r < runs; ++r) {
+    const Result res = run_once(daemon, static_cast<int>(world), static_cast<int>(per_node));
+    std::printf("run torch-protocol ranks=%lld ranks_per_node=%lld seconds=%.3f "
+                "daemon_requests_per_node=%.1f daemon_cpu_s=%.2f daemon_rss_mib=%.1f failed=%d\n",
+                world, per_node, res.seconds, res.requests_per_node, res.daemon_cpu,
+                static_cast<double>(res.daemon_rss_kib) / 1024, res.failures);
+    secs.push_back(res.seconds);
+    cpu.push_back(res.daemon_cpu);
+    rss.push_back(static_cast<double>(res.daemon_rss_kib) / 1024);
+    per.push_back(res.requests_per_node);
+    failed += res.failures;
+  }
+  std::printf("median torch-protocol ranks=%lld ranks_per_node=%lld seconds=%.3f "
+              "daemon_requests_per_node=%.1f daemon_cpu_s=%.2f daemon_rss_mib=%.1f failed=%d\n",
+              world, per_node, median(secs), median(per), median(cpu), median(rss), failed);
+  return failed == 0 ? 0 : 1;
+}

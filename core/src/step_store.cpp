@@ -1,0 +1,44 @@
+#include "dp/step_store.hpp"
+
+#include "dp/env_names.hpp"
+
+namespace dp {
+
+Result<StoreKind> store_kind(const Options& opts, const SiteConfig& site, const LaunchShape& shape) {
+  if (!opts.uses_step_store(site.step_store)) return StoreKind::rank0;
+  if (!shape.launcher.empty()) return StoreKind::launcher;
+  if (opts.pass_master_socket.value_or(false))
+    return make_error(Errc::invalid_argument,
+                      std::string("--dp-master-socket=pass: with the step's store (") +
+                          (opts.step_store ? "--dp-store=step" : "the site's store=step") +
+                          ") no rank binds MASTER_PORT, so there is no socket to pass; drop "
+                          "--dp-master-socket=pass, or use --dp-store=rank0 with it");
+  return StoreKind::step;
+}
+
+std::vector<std::pair<std::string, std::string>> store_environment(StoreKind kind,
+                                                                   const std::string& store_port) {
+  if (kind != StoreKind::step) return {};
+  return {{env::kMasterAddr, "127.0.0.1"},
+          {env::kMasterPort, store_port},
+          {env::kTorchelasticUseAgentStore, "True"},
+          {env::kTorchelasticRestartCount, "0"},
+          {env::kStore, "step"}};
+}
+
+std::string store_line(StoreKind kind) {
+  switch (kind) {
+    case StoreKind::step:
+      return "store: step: each node's dp-nodeagent serves PyTorch's store on 127.0.0.1 "
+             "(MASTER_ADDR/MASTER_PORT of the task's own node), kept in the step's daemon; every "
+             "rank is a client (TORCHELASTIC_USE_AGENT_STORE=True) and none binds a port";
+    case StoreKind::launcher:
+      return "store: torchrun's own: --dp-store=step asked for the step's store, but torchrun "
+             "hosts a store of its own for its rendezvous and its workers (node rank 0's "
+             "launcher, on MASTER_PORT), so a launcher step keeps it";
+    case StoreKind::rank0: break;
+  }
+  return "store: rank0: rank 0's program hosts PyTorch's TCPStore on MASTER_ADDR:MASTER_PORT";
+}
+
+}  // namespace dp

@@ -1,0 +1,47 @@
+// What srun (the plugin's srun side, and the rendezvous bench) and
+// dp-rendezvousd say to each other: argv carries nothing secret; stdin
+// carries the secret line, then (with --listen -) the address the ranks
+// route to, then (with --step-nodes -) the step's node addresses; stdout
+// carries one answer line, "READY <port> <report socket>" or "ERROR <text>".
+// The report socket is the daemon's abstract one, so srun asks it by name at
+// the step's end and never looks for it among other users' sockets.
+// Linked into the plugin, the daemon and the bench, so all build and read
+// these lines the same way.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dp/result.hpp"
+
+namespace dp::daemon {
+
+struct LaunchArgs {
+  int world_size = 0;
+  std::string job_id, step_id;
+  int nodes = 0;                       // the step's nodes, one agent each; 0: unknown
+  std::string listen = "-";            // "-": the second line of stdin
+  bool step_nodes_on_stdin = true;     // the step's node addresses: the last line of stdin
+  int64_t heartbeat_timeout_ms = -1;   // -1: the daemon's default
+  int64_t hang_timeout_ms = -1;        // -1: the daemon's default; 0: off
+  bool end_lost_steps = true;          // false with on_failure=keep
+};
+
+// The daemon's arguments after its path.
+std::vector<std::string> format_arguments(const LaunchArgs& a);
+// The stdin lines after the secret's: the listen address (when listen is
+// "-") and the node addresses, space-separated.
+std::string format_addresses(const std::string& listen, const std::vector<std::string>& nodes);
+
+struct DaemonAnswer {
+  int port = 0;               // where the ranks and agents connect
+  std::string report_socket;  // "@name"; empty: the daemon has none (it said why on stderr)
+};
+std::string format_answer(const Result<DaemonAnswer>& a);
+// srun's side: READY's port in range and socket name checked; ERROR's text
+// comes back as an Errc::unavailable error; anything else is a protocol error.
+Result<DaemonAnswer> parse_answer(std::string_view line);
+
+}  // namespace dp::daemon
