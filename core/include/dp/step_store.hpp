@@ -4,6 +4,7 @@
 // step's daemon. Pure: the decision and the variables a task gets for it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>

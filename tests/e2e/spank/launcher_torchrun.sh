@@ -47,6 +47,12 @@ out=$(as_user TORCHELASTIC_RESTART_COUNT=0 "${pet[@]}" timeout 240 srun --dp-wor
   || fail "an exported TORCHELASTIC_RESTART_COUNT and a failing command before torchrun: $out"
 check_world "$out" "torchrun after a failing command, TORCHELASTIC_RESTART_COUNT exported"
 
+# --dp-store=step in a launcher step: torchrun hosts its own store for its
+# rendezvous and workers, so the step keeps it and --dp-explain says so.
+out=$(run --dp-store=step --dp-explain torchrun --nproc_per_node=2 ddp.py) \
+  || fail "--dp-explain of torchrun with --dp-store=step failed: $out"
+expect_contains "$out" "store: torchrun's own" "--dp-explain of torchrun with --dp-store=step"
+
 out=$(run --gres=gpu:2 torchrun ddp.py) || fail "torchrun (devices decide) failed: $out"
 check_world "$out" "torchrun with 2 GPUs per node"
 
