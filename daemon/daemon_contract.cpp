@@ -25,8 +25,9 @@ bool socket_name_ok(std::string_view s) {
 }  // namespace
 
 std::vector<std::string> format_arguments(const LaunchArgs& a) {
-  std::vector<std::string> v = {"--world-size", std::to_string(a.world_size), "--job-id",
-                                a.job_id,       "--step-id",                  a.step_id,
+  std::vector<std::string> v = {"--world-size", std::to_string(a.world_size),
+                                "--job-id",     a.job_id,
+                                "--step-id",    a.step_id,
                                 "--listen",     a.listen};
   auto add = [&](const char* name, std::string value) {
     v.emplace_back(name);
@@ -34,7 +35,8 @@ std::vector<std::string> format_arguments(const LaunchArgs& a) {
   };
   if (a.step_nodes_on_stdin) add("--step-nodes", "-");
   if (a.nodes > 0) add("--nodes", std::to_string(a.nodes));
-  if (a.heartbeat_timeout_ms >= 0) add("--heartbeat-timeout-ms", std::to_string(a.heartbeat_timeout_ms));
+  if (a.heartbeat_timeout_ms >= 0)
+    add("--heartbeat-timeout-ms", std::to_string(a.heartbeat_timeout_ms));
   if (a.hang_timeout_ms >= 0) add("--hang-timeout-ms", std::to_string(a.hang_timeout_ms));
   if (!a.end_lost_steps) add("--end-lost-steps", "0");
   return v;

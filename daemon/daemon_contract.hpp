@@ -21,12 +21,12 @@ namespace dp::daemon {
 struct LaunchArgs {
   int world_size = 0;
   std::string job_id, step_id;
-  int nodes = 0;                       // the step's nodes, one agent each; 0: unknown
-  std::string listen = "-";            // "-": the second line of stdin
-  bool step_nodes_on_stdin = true;     // the step's node addresses: the last line of stdin
-  int64_t heartbeat_timeout_ms = -1;   // -1: the daemon's default
-  int64_t hang_timeout_ms = -1;        // -1: the daemon's default; 0: off
-  bool end_lost_steps = true;          // false with on_failure=keep
+  int nodes = 0;                      // the step's nodes, one agent each; 0: unknown
+  std::string listen = "-";           // "-": the second line of stdin
+  bool step_nodes_on_stdin = true;    // the step's node addresses: the last line of stdin
+  int64_t heartbeat_timeout_ms = -1;  // -1: the daemon's default
+  int64_t hang_timeout_ms = -1;       // -1: the daemon's default; 0: off
+  bool end_lost_steps = true;         // false with on_failure=keep
 };
 
 // The daemon's arguments after its path.

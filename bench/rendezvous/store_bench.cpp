@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <signal.h>
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -29,7 +30,6 @@
 #include <cstring>
 #include <deque>
 #include <memory>
-#include <signal.h>
 #include <string>
 #include <vector>
 
@@ -83,8 +83,9 @@ struct Run {
 
 struct Node final : dp::agent::AgentOutbox, dp::agent::StoreOutbox {
   Node(Run& run, int index, std::vector<int32_t> ranks, int world)
-      : run(run), index(index), core(config(index, std::move(ranks), world), *this,
-                                     dp::agent::Clock::now()),
+      : run(run),
+        index(index),
+        core(config(index, std::move(ranks), world), *this, dp::agent::Clock::now()),
         front(core, *this) {}
 
   static dp::agent::AgentConfig config(int index, std::vector<int32_t> ranks, int world) {
@@ -333,18 +334,20 @@ int main(int argc, char** argv) {
   int failed = 0;
   for (long long r = 0; r < runs; ++r) {
     const Result res = run_once(daemon, static_cast<int>(world), static_cast<int>(per_node));
-    std::printf("run torch-protocol ranks=%lld ranks_per_node=%lld seconds=%.3f "
-                "daemon_requests_per_node=%.1f daemon_cpu_s=%.2f daemon_rss_mib=%.1f failed=%d\n",
-                world, per_node, res.seconds, res.requests_per_node, res.daemon_cpu,
-                static_cast<double>(res.daemon_rss_kib) / 1024, res.failures);
+    std::printf(
+        "run torch-protocol ranks=%lld ranks_per_node=%lld seconds=%.3f "
+        "daemon_requests_per_node=%.1f daemon_cpu_s=%.2f daemon_rss_mib=%.1f failed=%d\n",
+        world, per_node, res.seconds, res.requests_per_node, res.daemon_cpu,
+        static_cast<double>(res.daemon_rss_kib) / 1024, res.failures);
     secs.push_back(res.seconds);
     cpu.push_back(res.daemon_cpu);
     rss.push_back(static_cast<double>(res.daemon_rss_kib) / 1024);
     per.push_back(res.requests_per_node);
     failed += res.failures;
   }
-  std::printf("median torch-protocol ranks=%lld ranks_per_node=%lld seconds=%.3f "
-              "daemon_requests_per_node=%.1f daemon_cpu_s=%.2f daemon_rss_mib=%.1f failed=%d\n",
-              world, per_node, median(secs), median(per), median(cpu), median(rss), failed);
+  std::printf(
+      "median torch-protocol ranks=%lld ranks_per_node=%lld seconds=%.3f "
+      "daemon_requests_per_node=%.1f daemon_cpu_s=%.2f daemon_rss_mib=%.1f failed=%d\n",
+      world, per_node, median(secs), median(per), median(cpu), median(rss), failed);
   return failed == 0 ? 0 : 1;
 }

@@ -4,7 +4,8 @@
 
 namespace dp {
 
-Result<StoreKind> store_kind(const Options& opts, const SiteConfig& site, const LaunchShape& shape) {
+Result<StoreKind> store_kind(const Options& opts, const SiteConfig& site,
+                             const LaunchShape& shape) {
   if (!opts.uses_step_store(site.step_store)) return StoreKind::rank0;
   if (!shape.launcher.empty()) return StoreKind::launcher;
   if (opts.pass_master_socket.value_or(false))

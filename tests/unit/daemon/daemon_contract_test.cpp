@@ -39,11 +39,13 @@ TEST(DaemonContract, TheArgumentsSrunWritesAreTheOnesTheDaemonReads) {
   EXPECT_EQ(d->listen_addr, "127.0.0.1");
   EXPECT_TRUE(d->step_nodes.empty());
   EXPECT_EQ(d->limits.hang_timeout, BrokerLimits{}.hang_timeout);
-  EXPECT_EQ(format_addresses("10.0.0.1", {"10.0.0.1", "10.0.0.2"}), "10.0.0.1\n10.0.0.1 10.0.0.2 \n");
+  EXPECT_EQ(format_addresses("10.0.0.1", {"10.0.0.1", "10.0.0.2"}),
+            "10.0.0.1\n10.0.0.1 10.0.0.2 \n");
 }
 
 TEST(DaemonContract, TheAnswerRoundTripsAndNamesTheReportSocket) {
-  const std::string ready = format_answer(DaemonAnswer{40123, "@slurm-dp-1000/7.0.a1b2c3d4.sock.00ff"});
+  const std::string ready =
+      format_answer(DaemonAnswer{40123, "@slurm-dp-1000/7.0.a1b2c3d4.sock.00ff"});
   EXPECT_EQ(ready, "READY 40123 @slurm-dp-1000/7.0.a1b2c3d4.sock.00ff\n");
   auto a = parse_answer(ready.substr(0, ready.size() - 1));
   ASSERT_TRUE(a) << a.error().message;
