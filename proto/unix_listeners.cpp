@@ -1,17 +1,13 @@
 #include "unix_listeners.hpp"
 
-#include <linux/netlink.h>
 #include <linux/rtnetlink.h>
-#include <linux/sock_diag.h>
 #include <linux/unix_diag.h>
 #include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
 
 #include <cerrno>
 #include <cstring>
 
-#include "dp/unique_fd.hpp"
+#include "dp/sock_diag.hpp"
 
 namespace dp::obs {
 namespace {
@@ -44,25 +40,16 @@ std::optional<UnixListener> listener_of(const nlmsghdr* h, const std::string& pr
 }  // namespace
 
 Result<std::vector<UnixListener>> abstract_listeners(const std::string& prefix, size_t limit) {
-  UniqueFd nl(socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
-  if (!nl) return diag_error("socket");
-  struct {
-    nlmsghdr h;
-    unix_diag_req r;
-  } req{};
-  req.h.nlmsg_len = sizeof req;
-  req.h.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-  req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-  req.r.sdiag_family = AF_UNIX;
-  req.r.udiag_states = 1u << TCP_LISTEN;
-  req.r.udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_UID;
-  if (send(nl.get(), &req, sizeof req, 0) != static_cast<ssize_t>(sizeof req))
-    return diag_error("request");
+  unix_diag_req req{};
+  req.sdiag_family = AF_UNIX;
+  req.udiag_states = 1u << TCP_LISTEN;
+  req.udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_UID;
+  auto nl = sock_diag_request(req, NLM_F_DUMP);
+  DP_TRY(nl);
   std::vector<UnixListener> out;
   alignas(nlmsghdr) char buf[32768];
-  // The kernel answers at once; the bound only guards against one that does not.
-  for (pollfd p{nl.get(), POLLIN, 0}; poll(&p, 1, 1'000) > 0;) {
-    const ssize_t n = recv(nl.get(), buf, sizeof buf, 0);
+  while (sock_diag_answered(*nl)) {
+    const ssize_t n = recv(nl->get(), buf, sizeof buf, 0);
     if (n < 0) return diag_error("answer");
     auto left = static_cast<unsigned>(n);
     for (auto* h = reinterpret_cast<const nlmsghdr*>(buf); NLMSG_OK(h, left);

@@ -361,9 +361,7 @@ Result<void> set_up_node(spank_t sp, StepdState& st, const StepIds& id) {
   if (spank_setenv(sp, env::kMasterPort, std::to_string(*port).c_str(), 1) != ESPANK_SUCCESS)
     return make_error(Errc::internal, "cannot set MASTER_PORT for the tasks");
   st.master_port = *port;
-  // srun's, for the tasks; the step's store is on this node.
-  st.master_addr =
-      st.store == StoreKind::step ? "127.0.0.1" : job_env(sp, env::kMasterAddr).value_or("");
+  st.master_addr = job_env(sp, env::kMasterAddr).value_or("");  // srun's, for the tasks
   return {};
 }
 
@@ -473,10 +471,13 @@ int stepd_task_init(spank_t sp) {
   // container image's environment with overwrite, and NGC images carry
   // enroot's MASTER_ADDR/MASTER_PORT. Ours load after it (the snippet's
   // name collates after pyxis.conf), so the step's own values win.
-  if (!st.master_addr.empty()) vars->emplace_back(env::kMasterAddr, st.master_addr);
-  vars->emplace_back(env::kMasterPort, std::to_string(st.master_port));
-  for (auto& v : store_environment(st.store, std::to_string(st.master_port)))
-    vars->push_back(std::move(v));
+  if (st.store == StoreKind::step) {  // MASTER_* name the node's agent store
+    for (auto& v : store_environment(st.store, std::to_string(st.master_port)))
+      vars->push_back(std::move(v));
+  } else {
+    if (!st.master_addr.empty()) vars->emplace_back(env::kMasterAddr, st.master_addr);
+    vars->emplace_back(env::kMasterPort, std::to_string(st.master_port));
+  }
   for (const auto& [name, value] : *vars)
     if (spank_setenv(sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS) {
       report_error("cannot set " + name + " for task " + std::to_string(rank));

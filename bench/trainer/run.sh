@@ -83,7 +83,7 @@ run_dp() {
   if (( world > 1 )); then
     coproc DAEMON_PROC { exec "$DAEMON" --world-size "$world" --job-id bench --step-id 0 2>"$OUT/$tag.daemon.log" <<<"$SECRET"; }
     dpid=$DAEMON_PROC_PID
-    read -r ready port <&"${DAEMON_PROC[0]}"
+    read -r ready port _ <&"${DAEMON_PROC[0]}"  # READY <port> <report socket>
     [[ $ready == READY ]] || { echo "run.sh: dp-rendezvousd did not start" >&2; exit 1; }
   fi
   for ((r = 0; r < world; r++)); do

@@ -2,17 +2,14 @@
 
 #include <arpa/inet.h>
 #include <linux/inet_diag.h>
-#include <linux/netlink.h>
-#include <linux/sock_diag.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <sys/socket.h>
 
 #include <cerrno>
 #include <cstring>
 #include <string>
 
-#include "dp/unique_fd.hpp"
+#include "dp/sock_diag.hpp"
 
 namespace dp::rdv {
 namespace {
@@ -60,23 +57,11 @@ Result<inet_diag_req_v2> peer_query(int fd) {
 Result<uid_t> local_tcp_peer_uid(int fd) {
   auto query = peer_query(fd);
   DP_TRY(query);
-  UniqueFd nl(socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
-  if (!nl) return sys_error(Errc::unavailable, "socket(NETLINK_SOCK_DIAG)");
-  struct {
-    nlmsghdr h;
-    inet_diag_req_v2 r;
-  } req{};
-  req.h.nlmsg_len = sizeof req;
-  req.h.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-  req.h.nlmsg_flags = NLM_F_REQUEST;
-  req.r = *query;
-  if (send(nl.get(), &req, sizeof req, 0) != static_cast<ssize_t>(sizeof req))
-    return sys_error(Errc::unavailable, "sock_diag request");
-  // The kernel answers at once; the bound only guards against a kernel that does not.
-  pollfd p{nl.get(), POLLIN, 0};
-  if (poll(&p, 1, 1'000) <= 0) return make_error(Errc::unavailable, "sock_diag: no answer");
+  auto nl = sock_diag_request(*query, 0);
+  DP_TRY(nl);
+  if (!sock_diag_answered(*nl)) return make_error(Errc::unavailable, "sock_diag: no answer");
   alignas(nlmsghdr) char buf[8192];
-  const ssize_t n = recv(nl.get(), buf, sizeof buf, 0);
+  const ssize_t n = recv(nl->get(), buf, sizeof buf, 0);
   if (n < static_cast<ssize_t>(sizeof(nlmsghdr))) return sys_error(Errc::unavailable, "sock_diag");
   const auto* h = reinterpret_cast<const nlmsghdr*>(buf);
   if (!NLMSG_OK(h, static_cast<unsigned>(n)))
