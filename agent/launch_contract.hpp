@@ -38,10 +38,10 @@ struct AgentSettings {
   std::vector<int32_t> ranks;  // this node's global ranks
   MasterPort master = MasterPort::none;
   MasterPortValue published;  // with publish
-  std::chrono::milliseconds port_wait{60'000};
+  std::chrono::milliseconds port_wait{std::chrono::seconds(site_defaults().port_wait_s)};
   // When the step fails: SIGTERM to the node's tasks, SIGKILL this much later
   // (site key kill_grace); keep_survivors (on_failure=keep): signal none.
-  std::chrono::milliseconds kill_grace{10'000};
+  std::chrono::milliseconds kill_grace{std::chrono::seconds(site_defaults().kill_grace_s)};
   bool keep_survivors = false;
   // The site's heartbeat_timeout: the daemon silent this long is gone; a
   // shorter outage is survived (the agent reconnects). 0: no bound.

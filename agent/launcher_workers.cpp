@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,8 +17,7 @@ namespace {
 
 // An environment under Slurm often exceeds 8 KiB, and RANK may sit anywhere in it.
 constexpr size_t kMaxEnvironBytes = 64 * 1024;
-constexpr size_t kMaxProcs = 65536;  // a node's processes read per scan
-constexpr int kMaxDepth = 2;         // the task's children, and a shell's children under it
+constexpr int kMaxDepth = 2;  // the task's children, and a shell's children under it
 
 std::string proc(int pid, const char* what) { return "/proc/" + std::to_string(pid) + "/" + what; }
 
@@ -27,18 +27,45 @@ std::optional<int> small_number(std::string_view v) {
   return static_cast<int>(*n);
 }
 
-// Every process by its parent (stat's ppid is the parent's process, whichever
-// thread forked it), from one pass over /proc: the per-thread children files
-// need CONFIG_PROC_CHILDREN, which not every kernel has (the test machines'
-// lacks it). Only a node with a watched task pays it, about 10 us a process
-// once a second.
-std::map<int, std::vector<std::pair<int, ProcStat>>> processes_by_parent() {
-  std::map<int, std::vector<std::pair<int, ProcStat>>> kids;
+constexpr size_t kMaxThreads = 4096;             // a launcher's threads read for children
+constexpr size_t kMaxChildrenBytes = 64 * 1024;  // one thread's children file
+
+void add_child(Children& kids, int parent, int pid) {
+  if (auto st = read_proc_stat(pid); st && st->ppid == parent) kids[parent].emplace_back(pid, *st);
+}
+
+// The children of `pid` from its threads' children files (whichever thread
+// forked a child lists it).
+void listed_children(int pid, Children& kids) {
+  DIR* d = ::opendir(proc(pid, "task").c_str());
+  if (!d) return;
+  size_t threads = 0;
+  while (const dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9' || ++threads > kMaxThreads) continue;
+    const std::string text =
+        read_bounded(proc(pid, "task/") + e->d_name + "/children", kMaxChildrenBytes);
+    for (size_t at = 0; at < text.size();) {
+      const size_t end = std::min(text.find(' ', at), text.size());
+      if (auto child = small_number(std::string_view(text).substr(at, end - at)))
+        add_child(kids, pid, *child);
+      at = end + 1;
+    }
+  }
+  ::closedir(d);
+}
+
+// Every process of this user by its parent, from one pass over /proc: only
+// the directory's owner is looked at for the others' (workers run as the
+// job's user, as the agent does), so they cost a stat each, not a read.
+Children own_processes_by_parent() {
+  Children kids;
   DIR* d = ::opendir("/proc");
   if (!d) return kids;
-  size_t n = 0;
+  const uid_t me = ::geteuid();
   while (const dirent* e = ::readdir(d)) {
-    if (e->d_name[0] < '1' || e->d_name[0] > '9' || ++n > kMaxProcs) continue;
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    struct stat owner {};
+    if (::fstatat(::dirfd(d), e->d_name, &owner, 0) != 0 || owner.st_uid != me) continue;
     auto pid = parse_whole_number(e->d_name, 1, INT32_MAX);
     if (!pid) continue;
     if (auto st = read_proc_stat(static_cast<int>(*pid)))
@@ -49,6 +76,28 @@ std::map<int, std::vector<std::pair<int, ProcStat>>> processes_by_parent() {
 }
 
 }  // namespace
+
+ChildList child_list_here() {
+  static const ChildList here = ::access("/proc/thread-self/children", R_OK) == 0
+                                    ? ChildList::thread_files
+                                    : ChildList::proc_scan;
+  return here;
+}
+
+Children children_under(const std::vector<int>& roots, int depth, ChildList how) {
+  if (how == ChildList::proc_scan) return own_processes_by_parent();
+  Children kids;
+  std::vector<int> level = roots;
+  for (int d = 0; d < depth && !level.empty(); ++d) {
+    std::vector<int> next;
+    for (int pid : level) {
+      listed_children(pid, kids);
+      for (const auto& [child, st] : kids[pid]) next.push_back(child);
+    }
+    level = std::move(next);
+  }
+  return kids;
+}
 
 std::optional<WorkerEnv> parse_worker_environ(std::string_view environ) {
   WorkerEnv w;
@@ -78,12 +127,8 @@ std::optional<WorkerEnv> parse_worker_environ(std::string_view environ) {
   return w;
 }
 
-LauncherWorkers::LauncherWorkers() : epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)) {}
-
-LauncherWorkers::~LauncherWorkers() {
-  for (auto& [pid, w] : workers_) ::close(w.pidfd);
-  if (epoll_fd_ >= 0) ::close(epoll_fd_);
-}
+LauncherWorkers::LauncherWorkers(ChildList how)
+    : how_(how), epoll_(::epoll_create1(EPOLL_CLOEXEC)) {}
 
 void LauncherWorkers::watch(const TaskStart& task) { tasks_[task.rank] = task; }
 
@@ -102,9 +147,11 @@ size_t LauncherWorkers::count(int task_rank) const {
 }
 
 void LauncherWorkers::scan() {
-  if (epoll_fd_ < 0 || tasks_.empty()) return;
+  if (!epoll_ || tasks_.empty()) return;
   seen_.clear();
-  const auto kids = processes_by_parent();
+  std::vector<int> roots;
+  for (const auto& [rank, t] : tasks_) roots.push_back(t.pid);
+  const auto kids = children_under(roots, kMaxDepth, how_);
   size_t budget = kMaxProcsPerScan;
   for (const auto& [rank, t] : tasks_) {
     // Its pid names the task only while it started when the task did.
@@ -145,23 +192,19 @@ void LauncherWorkers::consider(int task_rank, int parent, const Children& kids, 
 }
 
 void LauncherWorkers::add(int task_rank, int pid, unsigned long long start, const WorkerEnv& env) {
-  const int fd = pin_process(pid, start);
-  if (fd < 0) return;
+  UniqueFd fd = pin_process(pid, start);
+  if (!fd) return;
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = pid;
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
-    ::close(fd);
-    return;
-  }
-  workers_[pid] = Worker{task_rank, start, env, fd};
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd.get(), &ev) != 0) return;
+  workers_[pid] = Worker{task_rank, start, env, std::move(fd)};
 }
 
 void LauncherWorkers::drop(int pid) {
   auto it = workers_.find(pid);
   if (it == workers_.end()) return;
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, it->second.pidfd, nullptr);
-  ::close(it->second.pidfd);
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, it->second.pidfd.get(), nullptr);
   workers_.erase(it);
 }
 
@@ -169,20 +212,22 @@ std::vector<WorkerEnd> LauncherWorkers::ended() {
   std::vector<WorkerEnd> out;
   epoll_event evs[64];
   int n = 0;
-  while (epoll_fd_ >= 0 && (n = ::epoll_wait(epoll_fd_, evs, 64, 0)) > 0) {
+  while (epoll_ && (n = ::epoll_wait(epoll_.get(), evs, 64, 0)) > 0) {
     for (int i = 0; i < n; ++i) {
       const int pid = evs[i].data.fd;
       auto it = workers_.find(pid);
       if (it == workers_.end()) continue;
-      const Worker w = it->second;
+      const int task_rank = it->second.task_rank;
+      const unsigned long long start_ticks = it->second.start_ticks;
+      const WorkerEnv env = it->second.env;
       drop(pid);
-      ended_.insert({pid, w.start_ticks});
+      ended_.insert({pid, start_ticks});
       // Still the zombie of that worker (not reaped, the pid not reused): its status is known.
       const auto st = read_proc_stat(pid);
-      if (!st || st->start_ticks != w.start_ticks || st->state != 'Z' || !st->exit_code) continue;
+      if (!st || st->start_ticks != start_ticks || st->state != 'Z' || !st->exit_code) continue;
       const int status = *st->exit_code;
       const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!clean && !w.env.will_restart()) out.push_back({w.task_rank, w.env.rank, status});
+      if (!clean && !env.will_restart()) out.push_back({task_rank, env.rank, status});
     }
   }
   return out;

@@ -5,7 +5,7 @@
 //
 // Which processes are workers: only the task of a launcher step is watched
 // (the plugin's launch shape, the agent's workers=watch setting); its
-// children (found by their parent pid in /proc), and a shell's children
+// children (from the kernel's children files, or by parent pid in /proc), and a shell's children
 // under it, whose environment holds
 // TORCHELASTIC_RESTART_COUNT are the workers: torchrun's elastic agent sets
 // it (with RANK, LOCAL_RANK and TORCHELASTIC_MAX_RESTARTS) for each worker
@@ -53,6 +53,22 @@ struct WorkerEnv {
 // /proc/PID/environ (NUL-separated); nothing unless it is a launcher's worker.
 std::optional<WorkerEnv> parse_worker_environ(std::string_view environ);
 
+// ---- where children are found ----
+
+using Children = std::map<int, std::vector<std::pair<int, ProcStat>>>;  // by parent pid
+enum class ChildList : uint8_t {
+  // The kernel's per-thread children files (CONFIG_PROC_CHILDREN): a scan
+  // costs the step's own processes, whatever else runs on the node.
+  thread_files,
+  // Kernels without them: one pass over /proc, reading only this user's
+  // processes (another user's cost a stat of its directory).
+  proc_scan,
+};
+ChildList child_list_here();
+// The processes under `roots` by parent, `depth` levels down (proc_scan: all
+// of this user's, a superset).
+Children children_under(const std::vector<int>& roots, int depth, ChildList how);
+
 // ---- the watcher ----
 
 struct WorkerEnd {
@@ -66,13 +82,10 @@ class LauncherWorkers {
   static constexpr size_t kMaxWorkersPerTask = 1024;
   static constexpr size_t kMaxProcsPerScan = 1024;
 
-  LauncherWorkers();
-  ~LauncherWorkers();
-  LauncherWorkers(const LauncherWorkers&) = delete;
-  LauncherWorkers& operator=(const LauncherWorkers&) = delete;
+  explicit LauncherWorkers(ChildList how = child_list_here());
 
   // Readable when a watched worker ended (an epoll set of the workers' pidfds).
-  int fd() const { return epoll_fd_; }
+  int fd() const { return epoll_.get(); }
   void watch(const TaskStart& task);
   void forget(int task_rank);
   // Finds new workers of the watched tasks; call about once a second.
@@ -86,16 +99,16 @@ class LauncherWorkers {
     int task_rank = -1;
     unsigned long long start_ticks = 0;
     WorkerEnv env;
-    int pidfd = -1;
+    UniqueFd pidfd;
   };
-  using Proc = std::pair<int, unsigned long long>;                        // pid, start time
-  using Children = std::map<int, std::vector<std::pair<int, ProcStat>>>;  // by parent pid
+  using Proc = std::pair<int, unsigned long long>;  // pid, start time
   void consider(int task_rank, int parent, const Children& kids, int depth, size_t& budget);
   void add(int task_rank, int pid, unsigned long long start, const WorkerEnv& env);
   void drop(int pid);
   size_t count(int task_rank) const;
 
-  int epoll_fd_ = -1;
+  ChildList how_;
+  UniqueFd epoll_;
   std::map<int, TaskStart> tasks_;  // rank -> the task
   std::map<int, Worker> workers_;   // pid -> worker
   std::set<Proc> ended_;            // still listed as children until reaped

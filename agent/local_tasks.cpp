@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <utility>
 
 namespace dp::agent {
 namespace {
@@ -21,29 +22,20 @@ bool has_exited(int pidfd) {
 
 }  // namespace
 
-LocalTasks::~LocalTasks() {
-  for (auto& [rank, fd] : pidfds_) ::close(fd);
-}
-
 bool LocalTasks::started(const TaskStart& t) {
   exited(t.rank);  // a rank reported twice keeps only its newest task
-  const int fd = pin_process(t.pid, t.start_ticks);
-  if (fd < 0) return false;
-  pidfds_[t.rank] = fd;
+  UniqueFd fd = pin_process(t.pid, t.start_ticks);
+  if (!fd) return false;
+  pidfds_[t.rank] = std::move(fd);
   return true;
 }
 
-void LocalTasks::exited(int rank) {
-  auto it = pidfds_.find(rank);
-  if (it == pidfds_.end()) return;
-  ::close(it->second);
-  pidfds_.erase(it);
-}
+void LocalTasks::exited(int rank) { pidfds_.erase(rank); }
 
 int LocalTasks::signal_all(int sig, const std::set<int>& except) {
   int n = 0;
   for (auto& [rank, fd] : pidfds_)
-    if (!except.count(rank) && !has_exited(fd) && pidfd_signal(fd, sig)) ++n;
+    if (!except.count(rank) && !has_exited(fd.get()) && pidfd_signal(fd.get(), sig)) ++n;
   return n;
 }
 
@@ -70,7 +62,7 @@ void LocalTasks::tick(Clock::time_point now) {
 bool LocalTasks::ending() const {
   if (!kill_at_) return false;
   for (const auto& [rank, fd] : pidfds_)
-    if (!has_exited(fd)) return true;
+    if (!has_exited(fd.get())) return true;
   return false;
 }
 

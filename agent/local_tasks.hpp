@@ -19,11 +19,6 @@ class LocalTasks {
  public:
   using Clock = std::chrono::steady_clock;
 
-  LocalTasks() = default;
-  ~LocalTasks();
-  LocalTasks(const LocalTasks&) = delete;
-  LocalTasks& operator=(const LocalTasks&) = delete;
-
   // A task was forked. False (and nothing kept) when its pid no longer names
   // it: it already ended, and no signal is needed or safe.
   bool started(const TaskStart& t);
@@ -41,7 +36,7 @@ class LocalTasks {
 
  private:
   int signal_all(int sig, const std::set<int>& except = {});
-  std::map<int, int> pidfds_;  // rank -> pidfd
+  std::map<int, UniqueFd> pidfds_;  // rank -> pidfd
   std::optional<Clock::time_point> ending_since_, kill_at_;
 };
 

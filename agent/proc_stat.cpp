@@ -65,14 +65,10 @@ std::optional<unsigned long long> read_start_ticks(int pid) {
   return st->start_ticks;
 }
 
-int pin_process(int pid, unsigned long long start_ticks) {
+UniqueFd pin_process(int pid, unsigned long long start_ticks) {
   // pidfd_open sets close-on-exec itself.
-  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  if (fd < 0) return -1;
-  if (read_start_ticks(pid) != start_ticks) {
-    ::close(fd);
-    return -1;
-  }
+  UniqueFd fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (fd && read_start_ticks(pid) != start_ticks) fd.reset();
   return fd;
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "dp/unique_fd.hpp"
+
 namespace dp::agent {
 
 struct ProcStat {
@@ -24,7 +26,7 @@ std::optional<ProcStat> read_proc_stat(int pid);
 // The start time (field 22): with the pid, it names one process.
 std::optional<unsigned long long> read_start_ticks(int pid);
 // A pidfd (close-on-exec) of `pid` if it is still the process that started
-// at `start_ticks`, else -1: read after the pidfd pins it, so no reuse slips in.
-int pin_process(int pid, unsigned long long start_ticks);
+// at `start_ticks`, else none: read after the pidfd pins it, so no reuse slips in.
+UniqueFd pin_process(int pid, unsigned long long start_ticks);
 
 }  // namespace dp::agent

@@ -137,6 +137,10 @@ void tell_task_exit(const NodeAgent& agent, int rank, int wait_status) {
 }
 
 void stop_agent(NodeAgent& agent, int grace_ms) {
+  // A stopped agent (the user's kill -STOP, a debugger) wakes to read its
+  // tasks' exits and say the node's goodbye: killed while stopped, it would
+  // be a lost node to the daemon although every task ended well.
+  if (agent.pidfd) syscall(SYS_pidfd_send_signal, agent.pidfd.get(), SIGCONT, nullptr, 0);
   agent.control.reset();
   if (!agent.pidfd) return;
   pollfd p{agent.pidfd.get(), POLLIN, 0};  // readable once the process has exited

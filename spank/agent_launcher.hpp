@@ -43,9 +43,10 @@ void tell_task_start(const NodeAgent& agent, const agent::TaskStart& task);
 // "rank R exited status S" down the control pipe; dropped if the pipe is full.
 void tell_task_exit(const NodeAgent& agent, int rank, int wait_status);
 
-// Closes the control pipe (the agent leaves on its own), then SIGKILL
-// through the pidfd if it is still there after grace_ms, and reaps exactly
-// that process if slurmstepd has not (waitid on the pidfd).
+// Continues the agent (it may be stopped) and closes the control pipe (it
+// leaves on its own), then SIGKILL through the pidfd if it is still there
+// after grace_ms, and reaps exactly that process if slurmstepd has not
+// (waitid on the pidfd).
 void stop_agent(NodeAgent& agent, int grace_ms = 1'000);
 
 }  // namespace dp::spank

@@ -8,15 +8,19 @@
 #include <cerrno>
 #include <cstring>
 
+#include "dp/shown_value.hpp"
 #include "dp/unique_fd.hpp"
 #include "dp/user_text.hpp"
 
 namespace dp::spank {
 namespace {
 
+// A path as messages show it: a site's pattern may expand to anything.
+std::string shown(const std::string& path) { return shown_value(path, 256); }
+
 Result<void> refused(const std::string& path, const std::string& why) {
   return make_error(Errc::invalid_argument,
-                    "the step report " + path + " " + why +
+                    "the step report " + shown(path) + " " + why +
                         ": refused, nothing written; remove it or write reports to a folder of "
                         "your own (--dp-report=PATH, or the site's report= with %u in it)");
 }
@@ -27,8 +31,8 @@ Result<void> write_all(int fd, const std::string& path, const std::string& text)
     const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0)
-      return make_error(Errc::unavailable,
-                        "cannot write the step report " + path + ": " + std::strerror(errno));
+      return make_error(Errc::unavailable, "cannot write the step report " + shown(path) + ": " +
+                                               std::strerror(errno));
     off += static_cast<size_t>(n);
   }
   return {};
@@ -74,11 +78,11 @@ Result<void> write_report_file(const std::string& path, const std::string& text)
     return refused(path, "belongs to " + user_text(other.st_uid) + ", not to you");
   if (!fd)
     return make_error(Errc::unavailable,
-                      "cannot write the step report " + path + ": " + std::strerror(errno));
+                      "cannot write the step report " + shown(path) + ": " + std::strerror(errno));
   struct stat st {};
   if (fstat(fd.get(), &st) != 0)
     return make_error(Errc::unavailable,
-                      "cannot check the step report " + path + ": " + std::strerror(errno));
+                      "cannot check the step report " + shown(path) + ": " + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return refused(path, "is not a regular file");
   if (st.st_uid != geteuid())
     return refused(path, "belongs to " + user_text(st.st_uid) + ", not to you");
@@ -86,7 +90,7 @@ Result<void> write_report_file(const std::string& path, const std::string& text)
     return refused(path, "has " + std::to_string(st.st_nlink) + " names (a hard link)");
   if (ftruncate(fd.get(), 0) != 0)
     return make_error(Errc::unavailable,
-                      "cannot write the step report " + path + ": " + std::strerror(errno));
+                      "cannot write the step report " + shown(path) + ": " + std::strerror(errno));
   return write_all(fd.get(), path, text);
 }
 

@@ -2,6 +2,7 @@
 #include "dp/shown_value.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <string>
@@ -57,6 +58,10 @@ Result<std::string> parse_report(std::string_view name, const char* value) {
     if (static_cast<unsigned char>(*c) < 0x20)
       return bad(name, "...", "contains a control character", "use a plain file name");
   }
+  // Longer than the kernel takes (PATH_MAX): say so here, never echo it at the step's end.
+  if (const size_t n = std::strlen(value); n >= 4096)
+    return bad(name, value, "is " + std::to_string(n) + " bytes long",
+               "use a file name of at most 4095 bytes");
   return std::string(value);
 }
 

@@ -19,10 +19,10 @@ dp_e2e_test(NAME agent.ddp_cut_link MODES ns TIMEOUT 300
   COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent/ddp_cut_link.sh)
 # Signals are the tasks' (issue 31): scancel --signal, --signal=SIG@T, srun's
 # Ctrl-C and scancel reach a step as without slurm-dp, and a step the user
-# ended is named as such, not as a failure. Signals do not depend on the
-# network, so the loopback cluster only.
+# ended is named as such, not as a failure; an agent the user stopped is no
+# lost node. Signals do not depend on the network, so the loopback cluster only.
 dp_e2e_scripts(PART agent MODES lo TIMEOUT 400
-  SCRIPTS step_signals step_interrupt
+  SCRIPTS step_signals step_interrupt ddp_stopped_agent
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>)
 # A network outage shorter than the site's bound is survived (the agent
 # reconnects), a longer one is the node's verdict; a partition between nodes

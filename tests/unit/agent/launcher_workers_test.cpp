@@ -95,7 +95,17 @@ bool readable(int fd, int timeout_ms = 10'000) {
   return poll(&p, 1, timeout_ms) == 1;
 }
 
-TEST(LauncherWorkers, AKilledWorkerIsNamedWithItsRankAndSignal) {
+class LauncherWorkersBy : public ::testing::TestWithParam<ChildList> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == ChildList::thread_files && child_list_here() != ChildList::thread_files)
+      GTEST_SKIP() << "this kernel has no /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN)";
+  }
+};
+INSTANTIATE_TEST_SUITE_P(ChildLists, LauncherWorkersBy,
+                         ::testing::Values(ChildList::thread_files, ChildList::proc_scan));
+
+TEST_P(LauncherWorkersBy, AKilledWorkerIsNamedWithItsRankAndSignal) {
   int pids[2];
   ASSERT_EQ(pipe(pids), 0);
   const pid_t l = launcher({{"RANK=2", "TORCHELASTIC_RESTART_COUNT=0",
@@ -105,7 +115,7 @@ TEST(LauncherWorkers, AKilledWorkerIsNamedWithItsRankAndSignal) {
                            pids[1]);
   pid_t w[3];
   for (pid_t& p : w) ASSERT_EQ(read(pids[0], &p, sizeof p), static_cast<ssize_t>(sizeof p));
-  LauncherWorkers workers;
+  LauncherWorkers workers(GetParam());
   workers.watch(TaskStart{1, l, read_start_ticks(l).value()});
   workers.scan();
 
@@ -124,6 +134,29 @@ TEST(LauncherWorkers, AKilledWorkerIsNamedWithItsRankAndSignal) {
   workers.scan();  // the zombies are still its children: not watched again
   EXPECT_FALSE(readable(workers.fd(), 0));
 
+  kill(l, SIGKILL);
+  waitpid(l, nullptr, 0);
+  close(pids[0]);
+  close(pids[1]);
+}
+
+TEST_P(LauncherWorkersBy, ChildrenAndTheirChildrenAreFoundTwoLevelsDown) {
+  int pids[2];
+  ASSERT_EQ(pipe(pids), 0);
+  const pid_t l = launcher({{"RANK=0", "TORCHELASTIC_RESTART_COUNT=0"}}, pids[1]);
+  pid_t w = 0;
+  ASSERT_EQ(read(pids[0], &w, sizeof w), static_cast<ssize_t>(sizeof w));
+  const Children kids = children_under({getpid()}, 2, GetParam());
+  auto has = [&](int parent, int child) {
+    auto it = kids.find(parent);
+    if (it == kids.end()) return false;
+    for (const auto& [pid, st] : it->second)
+      if (pid == child) return st.ppid == parent;
+    return false;
+  };
+  EXPECT_TRUE(has(getpid(), l));
+  EXPECT_TRUE(has(l, w));
+  kill(w, SIGKILL);  // it holds the test's output open
   kill(l, SIGKILL);
   waitpid(l, nullptr, 0);
   close(pids[0]);

@@ -19,6 +19,8 @@ struct BadCase {
   const char* expect_in_message;
 };
 
+const std::string kLongName(100'000, 'r');  // more than the kernel's PATH_MAX
+
 class BadOption : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(BadOption, IsRefusedWithOptionNameAndFix) {
@@ -59,7 +61,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"dp-master-port", "-1", "negative"}, BadCase{"dp-explain", "yes", "takes no value"},
         BadCase{"dp-verbose", "1", "takes no value"}, BadCase{"dp-report", "", "missing file name"},
         BadCase{"dp-report", nullptr, "missing file name"},
-        BadCase{"dp-report", "a\nb", "control character"}));
+        BadCase{"dp-report", "a\nb", "control character"},
+        BadCase{"dp-report", kLongName.c_str(), "at most 4095 bytes"}));
 
 TEST(Options, AnEchoedValueIsCutToAbout64Characters) {
   dp::Options o;

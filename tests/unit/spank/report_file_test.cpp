@@ -74,5 +74,14 @@ TEST_F(ReportFile, ALinkOrASecondNameIsRefused) {
   EXPECT_EQ(read(target), "x");
 }
 
+TEST_F(ReportFile, AnOverlongPathIsShownCut) {
+  // A site pattern can expand to anything; the step's last line stays a line.
+  const std::string p = dir_ + "/" + std::string(100'000, 'a');
+  auto w = write_report_file(p, "{}\n");
+  ASSERT_FALSE(w);
+  EXPECT_LT(w.error().message.size(), 1'000u) << w.error().message.substr(0, 300);
+  EXPECT_NE(w.error().message.find("bytes)"), std::string::npos) << w.error().message;
+}
+
 }  // namespace
 }  // namespace dp::spank
