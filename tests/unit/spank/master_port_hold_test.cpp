@@ -275,6 +275,22 @@ TEST(StopAgent, AnAgentThatStaysIsKilledThroughItsPidfdAfterTheGrace) {
   EXPECT_EQ(errno, ECHILD);
 }
 
+// The user stopped it (kill -STOP): continued, it reads to the end and leaves
+// on its own, as the step's goodbye needs, instead of being killed.
+TEST(StopAgent, AStoppedAgentIsContinuedToLeaveOnItsOwn) {
+  auto a = child_agent(true);
+  const pid_t pid = pid_of(a);
+  ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  siginfo_t info{};
+  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(pid), &info, WSTOPPED | WNOWAIT), 0);
+  const auto t0 = Clock::now();
+  dp::spank::stop_agent(a, 5'000);
+  // Stopped, it would have sat out the whole grace and then been killed.
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(2)) << "it left when its stdin closed";
+  EXPECT_FALSE(a.running());
+  EXPECT_EQ(waitpid(pid, nullptr, WNOHANG), -1) << "reaped through its pidfd";
+}
+
 // slurmstepd reaped the agent first; its pid may belong to another process
 // by now. Root's stop then signals and reaps nobody.
 TEST(StopAgent, AnAgentSlurmstepdReapedLeavesEveryOtherProcessAlone) {
