@@ -49,34 +49,44 @@ std::string rank_list(const std::vector<int>& ranks) {
   return s;
 }
 
+namespace {
+
+// One row per FailureHow, in its order: the mechanism's name (the report's
+// "how") and the verdict the user reads (nullptr: the user's signal says it).
+struct FailureNames {
+  FailureHow how;
+  const char* name;
+  const char* verdict;
+};
+constexpr FailureNames kFailureNames[] = {
+    {FailureHow::lost_connection, "lost_connection", "task_exit"},
+    {FailureHow::silence, "silence", "rank_silent"},
+    {FailureHow::explicit_abort, "explicit_abort", "requested"},
+    {FailureHow::hang, "hang", "hang"},
+    {FailureHow::disconnected, "disconnected", "task_exit"},
+    {FailureHow::rank_lost, "rank_lost", "task_exit"},
+    {FailureHow::node_lost, "node_lost", "node_lost"},
+    {FailureHow::node_silent, "node_silent", "node_silent"},
+    {FailureHow::user_signal, "user_signal", nullptr},
+};
+
+const FailureNames* names_of(FailureHow h) noexcept {
+  for (const auto& n : kFailureNames)
+    if (n.how == h) return &n;
+  return nullptr;
+}
+
+}  // namespace
+
 const char* failure_how_name(FailureHow h) noexcept {
-  switch (h) {
-    case FailureHow::lost_connection: return "lost_connection";
-    case FailureHow::silence: return "silence";
-    case FailureHow::explicit_abort: return "explicit_abort";
-    case FailureHow::hang: return "hang";
-    case FailureHow::disconnected: return "disconnected";
-    case FailureHow::rank_lost: return "rank_lost";
-    case FailureHow::node_lost: return "node_lost";
-    case FailureHow::node_silent: return "node_silent";
-    case FailureHow::user_signal: return "user_signal";
-  }
-  return "unknown";
+  const FailureNames* n = names_of(h);
+  return n ? n->name : "unknown";
 }
 
 const char* failure_verdict(FailureHow h, int user_signal) noexcept {
-  switch (h) {
-    case FailureHow::lost_connection:
-    case FailureHow::disconnected:
-    case FailureHow::rank_lost: return "task_exit";
-    case FailureHow::silence: return "rank_silent";
-    case FailureHow::explicit_abort: return "requested";
-    case FailureHow::hang: return "hang";
-    case FailureHow::node_lost: return "node_lost";
-    case FailureHow::node_silent: return "node_silent";
-    case FailureHow::user_signal: return user_signal_verdict(user_signal);
-  }
-  return "unknown";
+  const FailureNames* n = names_of(h);
+  if (!n) return "unknown";
+  return n->verdict ? n->verdict : user_signal_verdict(user_signal);
 }
 
 StepReport::StepReport(Clock::time_point start, std::string job, std::string step, int world_size,

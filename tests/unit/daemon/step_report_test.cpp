@@ -6,7 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <map>
+#include <set>
+#include <string>
 
 #include "broker.hpp"
 #include "frame_codec.hpp"
@@ -43,6 +46,20 @@ class StepReportTest : public ::testing::Test {
   Clock::time_point t0_ = Clock::now();
   StepReport r_;
 };
+
+TEST(FailureNames, EveryWayHasItsOwnNameAndAVerdict) {
+  std::set<std::string> names;
+  for (FailureHow h : {FailureHow::lost_connection, FailureHow::silence, FailureHow::explicit_abort,
+                       FailureHow::hang, FailureHow::disconnected, FailureHow::rank_lost,
+                       FailureHow::node_lost, FailureHow::node_silent, FailureHow::user_signal}) {
+    EXPECT_TRUE(names.insert(failure_how_name(h)).second) << failure_how_name(h);
+    EXPECT_STRNE(failure_verdict(h, SIGTERM), "unknown") << failure_how_name(h);
+  }
+  EXPECT_STREQ(failure_verdict(FailureHow::rank_lost), "task_exit");
+  EXPECT_STREQ(failure_verdict(FailureHow::node_lost), "node_lost");
+  EXPECT_STRNE(failure_verdict(FailureHow::user_signal, SIGINT),
+               failure_verdict(FailureHow::user_signal, SIGTERM));
+}
 
 TEST_F(StepReportTest, HangNamedAfterTheBound) {
   for (int s = 1; s <= 9; ++s) {
