@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "dp/params.hpp"
+#include "dp/unique_fd.hpp"
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
 #include "rank_progress.hpp"
@@ -48,8 +49,9 @@ uint32_t timeout_field(milliseconds t) {
 class TcpRendezvousClient final : public RendezvousClient {
  public:
   // reader: what the hello left buffered (a push right behind its reply).
-  TcpRendezvousClient(const ClientOptions& o, int fd, int wake_fd, rdv::ReplyReader reader)
-      : opts_(o), fd_(fd), wake_fd_(wake_fd), reader_(std::move(reader)) {
+  TcpRendezvousClient(const ClientOptions& o, UniqueFd fd, UniqueFd wake_fd,
+                      rdv::ReplyReader reader)
+      : opts_(o), fd_(std::move(fd)), wake_fd_(std::move(wake_fd)), reader_(std::move(reader)) {
     reader_.set_max_frame_bytes(opts_.max_reply_frame);
     io_ = std::thread([this] { io_loop(); });
   }
@@ -57,19 +59,16 @@ class TcpRendezvousClient final : public RendezvousClient {
   ~TcpRendezvousClient() override {
     if (getpid() != owner_pid_) {
       // A forked child (a data-loader worker, say) exiting: the connection and
-      // the I/O thread belong to the parent. No goodbye, no join.
+      // the I/O thread belong to the parent. No goodbye, no join (this
+      // copy's descriptors close with their owners).
       io_.detach();
-      ::close(fd_);
-      ::close(wake_fd_);
       return;
     }
     if (!goodbye_sent_.load()) (void)goodbye();
     stop_.store(true);
     const uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
     if (io_.joinable()) io_.join();
-    ::close(fd_);
-    ::close(wake_fd_);
   }
 
   Result<void> set(std::string_view key, std::string_view value) override {
@@ -265,11 +264,11 @@ class TcpRendezvousClient final : public RendezvousClient {
       std::lock_guard wl(write_mu_);
       if (broken_)
         return make_error(Errc::connection, "the connection to " + peer() + " is broken");
-      r = rdv::write_all(fd_, frame.data(), frame.size(), deadline);
+      r = rdv::write_all(fd_.get(), frame.data(), frame.size(), deadline);
       // A frame cut short leaves the stream unframed: the connection is done.
       if (!r) {
         broken_ = true;
-        shutdown(fd_, SHUT_RDWR);
+        shutdown(fd_.get(), SHUT_RDWR);
       }
     }
     if (!r) {
@@ -379,7 +378,7 @@ class TcpRendezvousClient final : public RendezvousClient {
     while (!stop_.load()) {
       auto wake_at = next_beat;
       if (watch) wake_at = std::min(wake_at, last_heard + opts_.daemon_silence_limit);
-      pollfd fds[2] = {{fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+      pollfd fds[2] = {{fd_.get(), POLLIN, 0}, {wake_fd_.get(), POLLIN, 0}};
       const int pr = poll(fds, 2, rdv::ms_until(wake_at));
       if (stop_.load()) break;
       if (pr < 0 && errno != EINTR) break;
@@ -393,7 +392,7 @@ class TcpRendezvousClient final : public RendezvousClient {
         next_beat = now + opts_.heartbeat_interval;
       }
       if (pr > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-        const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+        const ssize_t n = ::recv(fd_.get(), buf, sizeof buf, 0);
         if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
         if (n <= 0) {
           connection_ended();
@@ -414,7 +413,7 @@ class TcpRendezvousClient final : public RendezvousClient {
                 std::to_string(std::chrono::duration_cast<milliseconds>(now - last_heard).count()) +
                 " ms although it pings every second: the daemon or the host of srun is stopped, "
                 "frozen or unreachable"));
-        shutdown(fd_, SHUT_RDWR);
+        shutdown(fd_.get(), SHUT_RDWR);
         return;
       }
     }
@@ -436,8 +435,8 @@ class TcpRendezvousClient final : public RendezvousClient {
   }
 
   ClientOptions opts_;
-  int fd_;
-  int wake_fd_;
+  UniqueFd fd_;
+  UniqueFd wake_fd_;
   rdv::ReplyReader reader_;  // used by the I/O thread only
   const pid_t owner_pid_ = getpid();
   std::thread io_;
@@ -565,19 +564,16 @@ Result<std::unique_ptr<RendezvousClient>> RendezvousClient::connect(const Client
     auto fd = local ? rdv::unix_connect_once(o.agent_socket, o.agent_netns)
                     : rdv::tcp_connect_once(o.host, o.port, attempt_deadline);
     if (fd) {
+      UniqueFd sock(*fd);
       rdv::ReplyReader reader(rdv::kHelloFrameLimit);
       auto hello =
-          say_hello(*fd, o, std::min(deadline, Clock::now() + milliseconds(10'000)), reader);
+          say_hello(sock.get(), o, std::min(deadline, Clock::now() + milliseconds(10'000)), reader);
       if (hello) {
-        const int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (wake < 0) {
-          ::close(*fd);
-          return make_error(Errc::internal, "eventfd failed");
-        }
+        UniqueFd wake(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+        if (!wake) return make_error(Errc::internal, "eventfd failed");
         return std::unique_ptr<RendezvousClient>(
-            new TcpRendezvousClient(o, *fd, wake, std::move(reader)));
+            new TcpRendezvousClient(o, std::move(sock), std::move(wake), std::move(reader)));
       }
-      ::close(*fd);
       if (!retryable(hello.error().code)) return hello.error();
       last = hello.error();
     } else {

@@ -105,14 +105,10 @@ ShmReducer::ShmReducer(int rank, std::vector<int> ranks, size_t chunk, void* bas
       bytes_(bytes),
       hdr_(static_cast<Header*>(base)),
       data_(base ? static_cast<char*>(base) + header_bytes(size_) : nullptr),
-      pidfds_(static_cast<size_t>(size_), -1),
+      pidfds_(static_cast<size_t>(size_)),
       world_(size_) {}
 
 ShmReducer::~ShmReducer() {
-  stop_sharing();
-  for (int fd : pidfds_) {
-    if (fd >= 0) ::close(fd);
-  }
   if (base_) ::munmap(base_, bytes_);
 }
 
@@ -120,14 +116,13 @@ std::shared_ptr<ShmReducer> ShmReducer::alone(int job_rank, size_t chunk) {
   return std::shared_ptr<ShmReducer>(new ShmReducer(0, {job_rank}, chunk, nullptr, 0));
 }
 
-Result<std::shared_ptr<ShmReducer>> ShmReducer::map(int fd, int rank, std::vector<int> ranks,
+Result<std::shared_ptr<ShmReducer>> ShmReducer::map(UniqueFd fd, int rank, std::vector<int> ranks,
                                                     size_t chunk, bool fresh) {
   const int size = static_cast<int>(ranks.size());
   const size_t bytes = segment_bytes(size, chunk);
-  void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
   const int e = errno;
   if (base == MAP_FAILED) {
-    ::close(fd);
     return make_error(Errc::internal, "shared memory: mmap of " + std::to_string(bytes >> 20) +
                                           " MiB failed: " + errno_text(e));
   }
@@ -140,7 +135,6 @@ Result<std::shared_ptr<ShmReducer>> ShmReducer::map(int fd, int rank, std::vecto
     h->magic = kMagic;
   } else if (h->magic != kMagic || h->size != static_cast<uint32_t>(size) || h->chunk != chunk) {
     ::munmap(base, bytes);
-    ::close(fd);
     return make_error(Errc::internal,
                       "shared memory: the segment rank 0 created has another layout (a different "
                       "libdp version on some rank?); use one slurm-dp installation");
@@ -148,11 +142,7 @@ Result<std::shared_ptr<ShmReducer>> ShmReducer::map(int fd, int rank, std::vecto
   rank_words(h)[rank].pid.store(static_cast<int32_t>(::getpid()));
   auto r = std::shared_ptr<ShmReducer>(new ShmReducer(rank, std::move(ranks), chunk, base, bytes));
   // The creator keeps its descriptor until every peer has opened it; the rest close at once.
-  if (fresh) {
-    r->share_fd_ = fd;
-  } else {
-    ::close(fd);
-  }
+  if (fresh) r->share_fd_ = std::move(fd);
   return r;
 }
 
@@ -160,46 +150,42 @@ Result<std::shared_ptr<ShmReducer>> ShmReducer::create(std::vector<int> ranks, s
   const int size = static_cast<int>(ranks.size());
   // Anonymous memory, shared through its descriptor: no name in /dev/shm that
   // a crash at any point could leave behind; it is freed with its last user.
-  const int fd = ::memfd_create("slurm-dp-allreduce", MFD_CLOEXEC);
-  if (fd < 0)
+  UniqueFd fd(::memfd_create("slurm-dp-allreduce", MFD_CLOEXEC));
+  if (!fd)
     return make_error(Errc::limit, "shared memory: memfd_create failed: " + errno_text(errno));
   const size_t bytes = segment_bytes(size, chunk);
   // Reserve now: touching an unbacked page of full shared memory is SIGBUS.
-  if (int e = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); e != 0) {
-    ::close(fd);
+  if (int e = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(bytes)); e != 0) {
     return make_error(Errc::limit, "shared memory: cannot reserve " + std::to_string(bytes >> 20) +
                                        " MiB: " + errno_text(e));
   }
-  return map(fd, 0, std::move(ranks), chunk, true);
+  return map(std::move(fd), 0, std::move(ranks), chunk, true);
 }
 
 std::string ShmReducer::share_path() const {
-  if (share_fd_ < 0) return {};
-  return "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(share_fd_);
+  if (!share_fd_) return {};
+  return "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(share_fd_.get());
 }
 
-void ShmReducer::stop_sharing() {
-  if (share_fd_ >= 0) ::close(share_fd_);
-  share_fd_ = -1;
-}
+void ShmReducer::stop_sharing() { share_fd_.reset(); }
 
 Result<std::shared_ptr<ShmReducer>> ShmReducer::open(const std::string& path, int local_rank,
                                                      std::vector<int> ranks, size_t chunk) {
   const int size = static_cast<int>(ranks.size());
   // The creator's descriptor, reopened through /proc (same user, same host).
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) {
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  if (!fd) {
     return make_error(Errc::internal, "shared memory: cannot open " + path +
                                           " of this host's first rank: " + errno_text(errno));
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != segment_bytes(size, chunk)) {
-    ::close(fd);
+  if (::fstat(fd.get(), &st) != 0 ||
+      static_cast<size_t>(st.st_size) != segment_bytes(size, chunk)) {
     return make_error(Errc::internal, "shared memory: " + path +
                                           " has an unexpected size (a different libdp version on "
                                           "some rank?)");
   }
-  return map(fd, local_rank, std::move(ranks), chunk, false);
+  return map(std::move(fd), local_rank, std::move(ranks), chunk, false);
 }
 
 void ShmReducer::set_cross_host(int world, CrossHost leader_stage) {
@@ -213,14 +199,14 @@ void ShmReducer::attach_peers() {
     const int pid = rank_words(hdr_)[r].pid.load();
     // Readable once the process has exited; without pidfds, kill(pid, 0).
     if (pid > 0)
-      pidfds_[static_cast<size_t>(r)] = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+      pidfds_[static_cast<size_t>(r)].reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   }
 }
 
 Result<void> ShmReducer::check_peers() {
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
-    const int fd = pidfds_[static_cast<size_t>(r)];
+    const int fd = pidfds_[static_cast<size_t>(r)].get();
     const int pid = rank_words(hdr_)[r].pid.load();
     bool gone = false;
     if (pid <= 0) continue;  // never registered: start-up made sure all did

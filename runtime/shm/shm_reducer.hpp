@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "dp/communicator.hpp"
+#include "dp/unique_fd.hpp"
 
 namespace dp::detail {
 
@@ -81,7 +82,7 @@ class ShmReducer {
 
  private:
   ShmReducer(int rank, std::vector<int> ranks, size_t chunk, void* base, size_t bytes);
-  static Result<std::shared_ptr<ShmReducer>> map(int fd, int rank, std::vector<int> ranks,
+  static Result<std::shared_ptr<ShmReducer>> map(UniqueFd fd, int rank, std::vector<int> ranks,
                                                  size_t chunk, bool fresh);
   char* slot(int set, int index) const;
   Result<void> reduce(void* buf, size_t count, DType type, ReduceOp op, Deadline deadline);
@@ -96,10 +97,10 @@ class ShmReducer {
   size_t bytes_;
   Header* hdr_;
   char* data_;
-  uint64_t seq_ = 0;         // barriers passed
-  uint64_t round_ = 0;       // chunks reduced: picks the slot set
-  std::vector<int> pidfds_;  // per rank, -1 for self
-  int share_fd_ = -1;        // the creator's memfd until every peer opened it
+  uint64_t seq_ = 0;              // barriers passed
+  uint64_t round_ = 0;            // chunks reduced: picks the slot set
+  std::vector<UniqueFd> pidfds_;  // per rank, none for self
+  UniqueFd share_fd_;             // the creator's memfd until every peer opened it
   bool failed_ = false;
   int world_;  // more than size_ once set_cross_host joined other hosts
   CrossHost leader_stage_;
