@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "dp/params.hpp"
+#include "dp/unique_fd.hpp"
 #include "unix_connect.hpp"
 
 namespace dp::agent {
@@ -28,11 +29,8 @@ void write_line(const std::string& line) {
     off += static_cast<size_t>(n);
   }
   // Root reads until EOF: the answer is complete.
-  const int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
-  if (devnull >= 0) {
-    dup2(devnull, STDOUT_FILENO);
-    ::close(devnull);
-  }
+  if (const UniqueFd devnull(open("/dev/null", O_WRONLY | O_CLOEXEC)); devnull)
+    dup2(devnull.get(), STDOUT_FILENO);
 }
 
 AgentConfig core_config(const AgentSettings& s) {

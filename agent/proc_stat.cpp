@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dp/params.hpp"
+#include "dp/unique_fd.hpp"
 
 namespace dp::agent {
 
@@ -40,16 +41,15 @@ std::optional<ProcStat> parse_proc_stat(std::string_view text) {
 
 std::string read_bounded(const std::string& path, size_t max) {
   std::string out;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return out;
+  const UniqueFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!file) return out;
   out.resize(max);
   size_t got = 0;
   while (got < max) {
-    const ssize_t n = ::read(fd, out.data() + got, max - got);
+    const ssize_t n = ::read(file.get(), out.data() + got, max - got);
     if (n <= 0) break;
     got += static_cast<size_t>(n);
   }
-  ::close(fd);
   out.resize(got);
   return out;
 }

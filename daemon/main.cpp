@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "daemon_contract.hpp"
+#include "dp/unique_fd.hpp"
 #include "options.hpp"
 #include "process_start.hpp"
 #include "server.hpp"
@@ -22,11 +23,8 @@ namespace {
 void report_line(const std::string& line) {
   std::fputs(line.c_str(), stdout);
   std::fflush(stdout);
-  const int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (devnull >= 0) {
-    dup2(devnull, STDOUT_FILENO);
-    close(devnull);
-  }
+  if (const dp::UniqueFd devnull(open("/dev/null", O_RDWR | O_CLOEXEC)); devnull)
+    dup2(devnull.get(), STDOUT_FILENO);
 }
 
 int fail(const std::string& message) {
@@ -62,11 +60,8 @@ std::string read_last_line(size_t max_bytes) {
 }
 
 void close_stdin() {
-  const int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (devnull >= 0) {
-    dup2(devnull, STDIN_FILENO);
-    close(devnull);
-  }
+  if (const dp::UniqueFd devnull(open("/dev/null", O_RDONLY | O_CLOEXEC)); devnull)
+    dup2(devnull.get(), STDIN_FILENO);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include "dp/unique_fd.hpp"
 
 namespace dp::net {
 
@@ -23,18 +24,17 @@ Result<std::string> local_address_towards(const std::string& host) {
   }
   std::string failure = "no address";
   for (addrinfo* ai = list; ai != nullptr; ai = ai->ai_next) {
-    int fd = ::socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) continue;
+    const UniqueFd sock(::socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    const int fd = sock.get();
+    if (!sock) continue;
     // connect() on a datagram socket only selects the route and source address.
     if (::connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
       failure = std::strerror(errno);
-      ::close(fd);
       continue;
     }
     sockaddr_storage local{};
     socklen_t len = sizeof(local);
-    int got = ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len);
-    ::close(fd);
+    const int got = ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len);
     if (got != 0) continue;
     char text[INET6_ADDRSTRLEN] = {};
     const void* raw =

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include "dp/unique_fd.hpp"
 
 namespace dp::rdv {
 
@@ -35,8 +36,9 @@ Result<int> tcp_connect_once(const std::string& host, uint16_t port, Deadline de
   std::string last = "no address";
   Errc code = Errc::connection;
   for (addrinfo* ai = res; ai; ai = ai->ai_next) {
-    const int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
+    UniqueFd sock(socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    const int fd = sock.get();
+    if (!sock) {
       last = std::strerror(errno);
       continue;
     }
@@ -48,7 +50,6 @@ Result<int> tcp_connect_once(const std::string& host, uint16_t port, Deadline de
         pr = poll(&p, 1, ms_until(deadline));
       } while (pr < 0 && errno == EINTR);
       if (pr == 0) {
-        ::close(fd);
         last = "connect timed out";
         code = Errc::timeout;
         continue;
@@ -61,13 +62,12 @@ Result<int> tcp_connect_once(const std::string& host, uint16_t port, Deadline de
     }
     if (rc != 0) {
       last = std::strerror(errno);
-      ::close(fd);
       continue;
     }
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     freeaddrinfo(res);
-    return fd;
+    return sock.release();
   }
   freeaddrinfo(res);
   return make_error(code,

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include "dp/unique_fd.hpp"
 
 namespace dp::rdv {
 
@@ -55,8 +56,9 @@ Result<int> unix_connect_once(const std::string& at_name, const std::string& age
   sockaddr_un sa;
   auto len = abstract_address(at_name, sa);
   DP_TRY(len);
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return make_error(Errc::connection, std::string("socket: ") + std::strerror(errno));
+  UniqueFd sock(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  const int fd = sock.get();
+  if (!sock) return make_error(Errc::connection, std::string("socket: ") + std::strerror(errno));
   // A unix stream connect completes at once or fails; EAGAIN (the agent's
   // listen queue is full) leaves the socket unconnected: a retryable error,
   // never a socket whose peer credentials are then unknown.
@@ -66,7 +68,6 @@ Result<int> unix_connect_once(const std::string& at_name, const std::string& age
   } while (rc != 0 && errno == EINTR);
   if (rc != 0) {
     const int e = errno;
-    ::close(fd);
     const std::string mine = agent_netns.empty() ? std::string() : network_namespace();
     if (!mine.empty() && mine != agent_netns) return other_namespace(at_name, agent_netns, mine);
     return make_error(Errc::connection,
@@ -74,13 +75,12 @@ Result<int> unix_connect_once(const std::string& at_name, const std::string& age
   }
   auto uid = peer_uid(fd);
   if (!uid || *uid != getuid()) {
-    ::close(fd);
     return make_error(Errc::unauthorized,
                       "the node agent socket " + at_name + " belongs to " +
                           (uid ? "uid " + std::to_string(*uid) : std::string("an unknown user")) +
                           ", not to this user; refusing to talk to it");
   }
-  return fd;
+  return sock.release();
 }
 
 }  // namespace dp::rdv
