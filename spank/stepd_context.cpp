@@ -151,17 +151,14 @@ Result<AgentStart> agent_start(spank_t sp, const StepdState& st, const StepIds& 
   s.kill_grace = std::chrono::seconds(st.site.kill_grace_s);
   s.heartbeat_timeout = std::chrono::seconds(st.site.heartbeat_timeout_s);
   s.keep_survivors = st.facts.options.keeps_survivors(st.site.keep_survivors);
-  // A launcher step (one task per node, torchrun recognised or marked): the
-  // agent watches its workers. A refused shape never gets this far.
-  auto shape =
-      launch_shape(st.facts.options, st.facts.command, st.facts.node_count, st.facts.task_count);
-  s.watch_workers = shape && !shape->launcher.empty();
-  if (shape) {
-    auto store = store_kind(st.facts.options, st.site, *shape);
-    DP_TRY(store);
-    a.store = *store;
-    s.serve_store = a.store == StoreKind::step;
-  }
+  // The node's role and the step's store, as the plan decides them: a
+  // launcher step's agent watches the workers; with the step's store it
+  // serves it. (srun refused a shape the plan refuses.)
+  auto plan = plan_layout(st.facts);
+  DP_TRY(plan);
+  s.watch_workers = !plan->launch.launcher.empty();
+  a.store = plan->store;
+  s.serve_store = a.store == StoreKind::step;
   // The agent's own timeouts end it first; this bounds one that hangs.
   a.wait = s.port_wait + std::chrono::seconds(5);
   return a;
