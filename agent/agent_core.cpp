@@ -19,11 +19,10 @@ std::string ms_text(Clock::duration d) {
 }  // namespace
 
 AgentCore::AgentCore(AgentConfig cfg, AgentOutbox& out, Clock::time_point now)
-    : cfg_(std::move(cfg)), out_(out) {
+    : cfg_(std::move(cfg)), out_(out), daemon_(cfg_.daemon_silence, cfg_.heartbeat_every, now) {
   if (!cfg_.make_nonce) cfg_.make_nonce = rdv::random_nonce;
   std::sort(cfg_.node_ranks.begin(), cfg_.node_ranks.end());
   for (int32_t r : cfg_.node_ranks) ranks_[r];
-  last_heard_ = last_tick_ = now;
   next_beat_ = now + cfg_.heartbeat_every;
   next_ping_ = now + cfg_.ping_every;
 }
@@ -46,7 +45,7 @@ void AgentCore::hello_answered(const proto::Response& reply, Clock::time_point n
 
 void AgentCore::on_daemon_response(const proto::Response& r, Clock::time_point now) {
   if (link_ == Link::gone) return;
-  last_heard_ = now;
+  daemon_.heard(now);
   if (link_ == Link::awaiting_challenge) {
     if (r.code() != proto::OK || r.id() != 0 || r.challenge().size() != rdv::kNonceBytes)
       return on_daemon_lost("the step's daemon refused the node: " + rdv::error_from(r).message);
@@ -94,14 +93,13 @@ void AgentCore::on_daemon_doubt(const std::string& why, Clock::time_point now) {
   if (link_ != Link::ready) return;
   link_ = Link::relinking;
   doubt_ = why;
-  const auto deadline = cfg_.daemon_silence.count() > 0 ? last_heard_ + cfg_.daemon_silence
-                                                        : now + std::chrono::hours(24 * 365);
+  const auto deadline = daemon_.bounded() ? daemon_.deadline() : now + std::chrono::hours(24 * 365);
   out_.relink(deadline);
 }
 
 void AgentCore::relinked(const proto::Response& reply, Clock::time_point now) {
   if (link_ != Link::relinking) return;
-  last_heard_ = now;
+  daemon_.heard(now);
   if (reply.code() != proto::OK) {
     // The step failed while the node was away: its verdict, carried out here too.
     if (reply.code() == proto::ABORTED) daemon_push(reply);
@@ -427,10 +425,7 @@ std::optional<ReceivedSignal> AgentCore::received_signal(Clock::time_point now) 
 
 void AgentCore::on_tick(Clock::time_point now) {
   if (link_ == Link::gone) return;
-  // A tick this late means the agent itself was stopped (a suspended job):
-  // the daemon's silence meanwhile is not its fault.
-  if (now - last_tick_ >= cfg_.heartbeat_every + std::chrono::seconds(1)) last_heard_ = now;
-  last_tick_ = now;
+  daemon_.woke(now);  // a late tick: the agent itself was stopped (a suspended job)
   watch_daemon(now);
   if (link_ == Link::gone) return;
   expire_hellos(now);
@@ -449,7 +444,7 @@ void AgentCore::on_tick(Clock::time_point now) {
 
 std::string AgentCore::silence_text(Clock::time_point now) const {
   return "dp-rendezvousd at " + cfg_.daemon_addr + " sent nothing for " +
-         ms_text(now - last_heard_) +
+         ms_text(daemon_.silent(now)) +
          " although it pings every second: it or the host of srun is stopped, frozen or "
          "unreachable (the bound is the site's heartbeat_timeout)";
 }
@@ -457,11 +452,10 @@ std::string AgentCore::silence_text(Clock::time_point now) const {
 // Silence first puts the link in doubt (a new connection is tried), and at
 // the site's bound ends the node's part of the step.
 void AgentCore::watch_daemon(Clock::time_point now) {
-  const auto silent = now - last_heard_;
-  if (cfg_.daemon_silence.count() > 0 && silent >= cfg_.daemon_silence)
-    return on_daemon_lost(silence_text(now));
-  const auto doubt = cfg_.daemon_silence.count() > 0
-                         ? std::min<Clock::duration>(cfg_.doubt_after, cfg_.daemon_silence / 2)
+  const auto silent = daemon_.silent(now);
+  if (daemon_.over(now)) return on_daemon_lost(silence_text(now));
+  const auto doubt = daemon_.bounded()
+                         ? std::min<Clock::duration>(cfg_.doubt_after, daemon_.limit() / 2)
                          : Clock::duration(cfg_.doubt_after);
   if (link_ == Link::ready && silent >= doubt)
     on_daemon_doubt("nothing heard for " + ms_text(silent), now);

@@ -22,6 +22,7 @@
 #include "dp/master_port.hpp"
 #include "dp/proto/rendezvous.pb.h"
 #include "dp/result.hpp"
+#include "dp/silence_watch.hpp"
 #include "dp/site_config.hpp"
 #include "dp/step_signals.hpp"
 #include "frame_limits.hpp"
@@ -250,7 +251,8 @@ class AgentCore {
   std::unordered_map<std::string, std::string> cache_;  // write-once keys
   size_t cache_bytes_ = 0;
 
-  Clock::time_point last_heard_, last_tick_, next_beat_, next_ping_;
+  SilenceWatch daemon_;  // the step's daemon, heard or silent
+  Clock::time_point next_beat_, next_ping_;
   std::optional<std::pair<int, Clock::time_point>> signal_;  // the last step signal, when
 };
 

@@ -16,14 +16,14 @@
 #include <thread>
 #include <unordered_map>
 
+#include "client_connect.hpp"
 #include "dp/params.hpp"
+#include "dp/silence_watch.hpp"
 #include "dp/unique_fd.hpp"
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
 #include "rank_progress.hpp"
 #include "reply_reader.hpp"
-#include "tcp_connect.hpp"
-#include "unix_connect.hpp"
 
 namespace dp {
 namespace {
@@ -46,17 +46,17 @@ uint32_t timeout_field(milliseconds t) {
   return static_cast<uint32_t>(std::clamp<long long>(t.count(), 1, UINT32_MAX));
 }
 
-class TcpRendezvousClient final : public RendezvousClient {
+class SocketRendezvousClient final : public RendezvousClient {
  public:
   // reader: what the hello left buffered (a push right behind its reply).
-  TcpRendezvousClient(const ClientOptions& o, UniqueFd fd, UniqueFd wake_fd,
-                      rdv::ReplyReader reader)
+  SocketRendezvousClient(const ClientOptions& o, UniqueFd fd, UniqueFd wake_fd,
+                         rdv::ReplyReader reader)
       : opts_(o), fd_(std::move(fd)), wake_fd_(std::move(wake_fd)), reader_(std::move(reader)) {
     reader_.set_max_frame_bytes(opts_.max_reply_frame);
     io_ = std::thread([this] { io_loop(); });
   }
 
-  ~TcpRendezvousClient() override {
+  ~SocketRendezvousClient() override {
     if (getpid() != owner_pid_) {
       // A forked child (a data-loader worker, say) exiting: the connection and
       // the I/O thread belong to the parent. No goodbye, no join (this
@@ -362,12 +362,8 @@ class TcpRendezvousClient final : public RendezvousClient {
     if (!deliver_buffered()) return;
     auto now = Clock::now();
     auto next_beat = now + opts_.heartbeat_interval;
-    auto last_heard = now;  // anything from the daemon: a reply or its keepalive
-    auto last_wake = now;
-    // A wake this late means this process was stopped (a suspended job):
-    // the daemon's silence in that time is not its fault.
-    const auto stop_gap = opts_.heartbeat_interval + milliseconds(1'000);
-    const bool watch = opts_.daemon_silence_limit.count() > 0;
+    // Anything from the daemon (or the agent): a reply or its keepalive.
+    SilenceWatch peer_silence(opts_.daemon_silence_limit, opts_.heartbeat_interval, now);
     char buf[65536];
     std::string beat;
     {
@@ -377,14 +373,13 @@ class TcpRendezvousClient final : public RendezvousClient {
     }
     while (!stop_.load()) {
       auto wake_at = next_beat;
-      if (watch) wake_at = std::min(wake_at, last_heard + opts_.daemon_silence_limit);
+      wake_at = std::min(wake_at, peer_silence.deadline());
       pollfd fds[2] = {{fd_.get(), POLLIN, 0}, {wake_fd_.get(), POLLIN, 0}};
       const int pr = poll(fds, 2, rdv::ms_until(wake_at));
       if (stop_.load()) break;
       if (pr < 0 && errno != EINTR) break;
       now = Clock::now();
-      if (now - last_wake >= stop_gap) last_heard = now;
-      last_wake = now;
+      peer_silence.woke(now);
       if (now >= next_beat) {
         // A rank's heartbeat carries its collective counters (hang and straggler detection).
         if (opts_.role == PeerRole::rank) detail::heartbeat_frame(beat);
@@ -398,7 +393,7 @@ class TcpRendezvousClient final : public RendezvousClient {
           connection_ended();
           return;
         }
-        last_heard = now;
+        peer_silence.heard(now);
         if (auto r = reader_.feed(buf, static_cast<size_t>(n)); !r) {
           fail_all(make_error(r.error().code, "reading from " + peer() + ": " + r.error().message));
           return;
@@ -406,11 +401,12 @@ class TcpRendezvousClient final : public RendezvousClient {
         if (!deliver_buffered()) return;
         continue;
       }
-      if (watch && now - last_heard >= opts_.daemon_silence_limit) {
+      if (peer_silence.over(now)) {
         fail_all(make_error(
             Errc::connection,
             peer() + " sent nothing for " +
-                std::to_string(std::chrono::duration_cast<milliseconds>(now - last_heard).count()) +
+                std::to_string(
+                    std::chrono::duration_cast<milliseconds>(peer_silence.silent(now)).count()) +
                 " ms although it pings every second: the daemon or the host of srun is stopped, "
                 "frozen or unreachable"));
         shutdown(fd_.get(), SHUT_RDWR);
@@ -453,45 +449,6 @@ class TcpRendezvousClient final : public RendezvousClient {
   bool delivered_ = false;
   std::function<void(const Error&)> handler_;
 };
-
-// Challenge, hello with the proof, reply: the secret itself is never sent.
-Result<void> say_hello(int fd, const ClientOptions& o, rdv::Deadline deadline,
-                       rdv::ReplyReader& reader) {
-  auto challenge = rdv::read_reply(fd, reader, deadline, "challenge", "dp-rendezvousd");
-  if (!challenge) return challenge.error();
-  if (challenge->code() != proto::OK)
-    return rdv::error_from(*challenge);  // refused: LIMIT and the like
-  if (challenge->id() != 0 || challenge->challenge().size() != rdv::kNonceBytes) {
-    return make_error(
-        Errc::protocol,
-        "dp-rendezvousd sent no challenge; is it the same slurm-dp release (protocol " +
-            std::to_string(rdv::kProtocolVersion) + ")?");
-  }
-  proto::Request req;
-  req.set_id(1);
-  auto* h = req.mutable_hello();
-  const proto::Role role = o.role == PeerRole::rank ? proto::ROLE_RANK : proto::ROLE_AGENT;
-  const int rank = o.role == PeerRole::rank ? o.rank : -1;
-  h->set_protocol_version(rdv::kProtocolVersion);
-  h->set_role(role);
-  h->set_rank(rank);
-  h->set_world_size(o.world_size);
-  h->set_host(o.hostname);
-  h->set_proof(
-      rdv::hello_proof(o.secret, challenge->challenge(), role, rank, o.world_size, o.hostname));
-  if (h->proof().empty())  // sent empty, it would be refused as a wrong secret
-    return make_error(Errc::internal, "cannot compute the hello proof: libcrypto's HMAC failed");
-  std::string frame;
-  rdv::append_frame(req, frame);
-  DP_TRY(rdv::write_all(fd, frame.data(), frame.size(), deadline));
-  auto reply = rdv::read_reply(fd, reader, deadline, "hello reply", "dp-rendezvousd");
-  if (!reply) return reply.error();
-  if (reply->code() != proto::OK) return rdv::error_from(*reply);
-  return {};
-}
-
-// A full daemon (LIMIT) or an eviction before our hello (connection) pass: try again.
-bool retryable(Errc c) { return c == Errc::connection || c == Errc::timeout || c == Errc::limit; }
 
 }  // namespace
 
@@ -553,42 +510,12 @@ Result<std::unique_ptr<RendezvousClient>> RendezvousClient::connect(const Client
     gethostname(name, sizeof name - 1);
     o.hostname = name;
   }
-  const auto deadline = Clock::now() + o.connect_timeout;
-  std::minstd_rand jitter(static_cast<unsigned>(Clock::now().time_since_epoch().count()) ^
-                          static_cast<unsigned>(getpid()));
-  milliseconds backoff(20);
-  Error last = make_error(Errc::timeout, "connect timeout is zero");
-  for (;;) {
-    // Each attempt gets a slice of the total so a dropped SYN is retried.
-    const auto attempt_deadline = std::min(deadline, Clock::now() + milliseconds(5'000));
-    auto fd = local ? rdv::unix_connect_once(o.agent_socket, o.agent_netns)
-                    : rdv::tcp_connect_once(o.host, o.port, attempt_deadline);
-    if (fd) {
-      UniqueFd sock(*fd);
-      rdv::ReplyReader reader(rdv::kHelloFrameLimit);
-      auto hello =
-          say_hello(sock.get(), o, std::min(deadline, Clock::now() + milliseconds(10'000)), reader);
-      if (hello) {
-        UniqueFd wake(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-        if (!wake) return make_error(Errc::internal, "eventfd failed");
-        return std::unique_ptr<RendezvousClient>(
-            new TcpRendezvousClient(o, std::move(sock), std::move(wake), std::move(reader)));
-      }
-      if (!retryable(hello.error().code)) return hello.error();
-      last = hello.error();
-    } else {
-      last = fd.error();
-      if (last.code == Errc::unauthorized || last.code == Errc::invalid_argument ||
-          last.code == Errc::unavailable)
-        return last;
-    }
-    if (Clock::now() + backoff >= deadline) break;
-    std::this_thread::sleep_for(backoff + milliseconds(jitter() % (backoff.count() / 2 + 1)));
-    backoff = std::min(backoff * 2, milliseconds(1'000));
-  }
-  return make_error(last.code == Errc::timeout ? Errc::timeout : Errc::connection,
-                    last.message + " (gave up after " + std::to_string(o.connect_timeout.count()) +
-                        " ms of retries; is the step's daemon running? check DP_RDV_ADDR)");
+  auto linked = connect_and_hello(o);
+  DP_TRY(linked);
+  UniqueFd wake(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake) return make_error(Errc::internal, "eventfd failed");
+  return std::unique_ptr<RendezvousClient>(new SocketRendezvousClient(
+      o, std::move(linked->socket), std::move(wake), std::move(linked->reader)));
 }
 
 }  // namespace dp
