@@ -5,16 +5,11 @@
 #include <algorithm>
 
 #include "agent_core.hpp"
+#include "dp/shown_value.hpp"
 #include "frame_codec.hpp"
 
 namespace dp::agent {
 namespace {
-
-std::string shown(const std::string& key) {
-  std::string s = "'" + key.substr(0, 64);
-  if (key.size() > 64) s += "...";
-  return s + "'";
-}
 
 // One upstream answer ends a folded get or barrier: every local waiter still
 // connected gets it under its own request id. (Templates: the tables and
@@ -161,8 +156,8 @@ void AgentCore::expire_waiters(Clock::time_point now) {
                                       [&](const Waiter& w) { return w.deadline > now; });
     for (auto w = late; w != s.waiters.end(); ++w)
       reply(w->conn, w->id, proto::TIMEOUT,
-            "get " + shown(key) + ": no rank set the key before the deadline (node " + cfg_.host +
-                ")");
+            "get " + shown_key(key) + ": no rank set the key before the deadline (node " +
+                cfg_.host + ")");
     s.waiters.erase(late, s.waiters.end());
   }
   for (auto it = barriers_.begin(); it != barriers_.end();) {
@@ -175,7 +170,7 @@ void AgentCore::expire_waiters(Clock::time_point now) {
         auto l = locals_.find(w.conn);
         if (l != locals_.end()) b.arrived.erase(l->second.rank);
         reply(w.conn, w.id, proto::TIMEOUT,
-              "barrier " + shown(it->first) + " timed out on node " + cfg_.host +
+              "barrier " + shown_key(it->first) + " timed out on node " + cfg_.host +
                   ": local ranks not arrived: " + *missing);
       }
       b.waiters.erase(std::remove_if(b.waiters.begin(), b.waiters.end(),

@@ -179,7 +179,7 @@ void Broker::handle_hello(ConnId conn, Peer& p, uint64_t id, const proto::Hello&
   p.state = PeerState::ready;
   p.role = h.role();
   p.rank = h.role() == proto::ROLE_RANK ? h.rank() : -1;
-  p.host = printable(h.host(), 255);
+  p.host = shown_value(h.host(), 255);
   p.nonce.clear();
   const ConnId predecessor = p.role == proto::ROLE_NODE ? node_predecessor(h) : 0;
   if (p.role == proto::ROLE_NODE) p.node_ranks.assign(h.node_ranks().begin(), h.node_ranks().end());

@@ -36,7 +36,7 @@ ConnId Broker::node_predecessor(const proto::Hello& h) const {
     auto it = peers_.find(held);
     if (it == peers_.end()) return 0;
     const Peer& p = it->second;
-    const bool same = p.role == proto::ROLE_NODE && p.host == printable(h.host(), 255) &&
+    const bool same = p.role == proto::ROLE_NODE && p.host == shown_value(h.host(), 255) &&
                       std::equal(p.node_ranks.begin(), p.node_ranks.end(), h.node_ranks().begin(),
                                  h.node_ranks().end());
     return same ? held : 0;
@@ -141,17 +141,17 @@ Result<std::vector<int>> Broker::arriving_ranks(const Call& c, const proto::Barr
   if (c.peer.role == proto::ROLE_RANK && c.peer.rank >= 0) return std::vector<int>{c.peer.rank};
   if (c.peer.role != proto::ROLE_NODE) {
     return make_error(Errc::invalid_argument,
-                      "barrier " + shown(m.name()) +
+                      "barrier " + shown_key(m.name()) +
                           ": only ranks take part in barriers; connect with role rank");
   }
   if (m.ranks().empty()) {
     return make_error(Errc::invalid_argument,
-                      "barrier " + shown(m.name()) + ": a node agent names the arriving ranks");
+                      "barrier " + shown_key(m.name()) + ": a node agent names the arriving ranks");
   }
   std::vector<int> ranks(m.ranks().begin(), m.ranks().end());
   for (int r : ranks) {
     if (!holds(c.conn, r)) {
-      return make_error(Errc::invalid_argument, "barrier " + shown(m.name()) + ": rank " +
+      return make_error(Errc::invalid_argument, "barrier " + shown_key(m.name()) + ": rank " +
                                                     std::to_string(r) +
                                                     " is not a live rank of this node agent");
     }
@@ -159,7 +159,7 @@ Result<std::vector<int>> Broker::arriving_ranks(const Call& c, const proto::Barr
   std::sort(ranks.begin(), ranks.end());
   if (std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end()) {
     return make_error(Errc::invalid_argument,
-                      "barrier " + shown(m.name()) + ": a rank is listed twice");
+                      "barrier " + shown_key(m.name()) + ": a rank is listed twice");
   }
   for (int r : ranks) live_.heard(r, c.now);
   return ranks;
@@ -219,7 +219,7 @@ std::string rank_lost_text(const proto::RankLost& m) {
            " (reported by its node agent before the launcher ended)";
   // The agent's detail only where the exit status did not say how.
   const bool said = m.has_signal() || m.has_exit_code();
-  const std::string detail = said || m.detail().empty() ? "" : ": " + printable(m.detail(), 256);
+  const std::string detail = said || m.detail().empty() ? "" : ": " + shown_value(m.detail(), 256);
   return how + " without saying goodbye (reported by its node agent" + detail + ")";
 }
 }  // namespace

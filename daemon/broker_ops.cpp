@@ -74,7 +74,8 @@ void Broker::op_get(const Call& c, const proto::Get& m) {
     return;
   }
   if (!m.blocking())
-    return reply_error(c.conn, c.id, proto::NOT_FOUND, "key " + shown(m.key()) + " does not exist");
+    return reply_error(c.conn, c.id, proto::NOT_FOUND,
+                       "key " + shown_key(m.key()) + " does not exist");
   if (!room_for_call(c, nullptr)) return;
   const uint64_t wid = add_waiter(c, WaitKind::get, {m.key()}, m.timeout_ms());
   key_waiters(c.space)[m.key()].push_back(wid);
@@ -89,15 +90,16 @@ void Broker::op_add(const Call& c, const proto::Add& m) {
   if (const std::string* v = store_.find(c.space, m.key())) {
     std::optional<int64_t> n = torch ? torchstore::parse_like_stoll(*v) : strict_int64(*v);
     if (!n) {
-      return reply_error(c.conn, c.id, proto::INVALID_ARGUMENT,
-                         "add on key " + shown(m.key()) + ": its value is not a decimal integer");
+      return reply_error(
+          c.conn, c.id, proto::INVALID_ARGUMENT,
+          "add on key " + shown_key(m.key()) + ": its value is not a decimal integer");
     }
     cur = *n;
   }
   int64_t next = 0;
   if (__builtin_add_overflow(cur, m.delta(), &next) && !torch) {
     return reply_error(c.conn, c.id, proto::INVALID_ARGUMENT,
-                       "add on key " + shown(m.key()) + " overflows int64");
+                       "add on key " + shown_key(m.key()) + " overflows int64");
   }
   if (!store_value(c, m.key(), std::to_string(next))) return;
   key_changed(c.space, m.key(), c.now);
@@ -166,9 +168,9 @@ void Broker::op_barrier(const Call& c, const proto::Barrier& m) {
   if (b.arrived.empty()) b.arrived.assign(static_cast<size_t>(cfg_.world_size), 0);
   for (int rank : *ranks) {
     if (b.arrived[static_cast<size_t>(rank)]) {
-      return reply_error(
-          c.conn, c.id, proto::CONFLICT,
-          "barrier " + shown(m.name()) + ": rank " + std::to_string(rank) + " entered it twice");
+      return reply_error(c.conn, c.id, proto::CONFLICT,
+                         "barrier " + shown_key(m.name()) + ": rank " + std::to_string(rank) +
+                             " entered it twice");
     }
   }
   const uint64_t wid = add_waiter(c, WaitKind::barrier, {m.name()}, m.timeout_ms());
@@ -192,7 +194,7 @@ void Broker::op_abort(const Call& c, const proto::Abort& m) {
     cause.rank = m.rank();
     who = describe_rank(m.rank());
   }
-  cause.message = "job aborted by " + who + ": " + printable(m.reason(), 1024);
+  cause.message = "job aborted by " + who + ": " + shown_value(m.reason(), 1024);
   // Only the node that holds rank 0 speaks for the master node.
   if (m.has_master_failure() && c.peer.role == proto::ROLE_NODE && holds(c.conn, 0))
     cause.master_failure = rdv::from_proto(m.master_failure());

@@ -70,7 +70,8 @@ void TorchOps::multi_get(Broker& b, const Call& c, const proto::MultiGet& m) {
   for (const auto& k : m.keys()) {
     const std::string* v = b.store_.find(c.space, k);
     if (v == nullptr)
-      return b.reply_error(c.conn, c.id, proto::NOT_FOUND, "key " + shown(k) + " does not exist");
+      return b.reply_error(c.conn, c.id, proto::NOT_FOUND,
+                           "key " + shown_key(k) + " does not exist");
     r.add_values(*v);
   }
   b.out_.send(c.conn, r);

@@ -172,14 +172,15 @@ std::string Broker::missing_ranks(const BarrierState& b) const {
 std::string Broker::timeout_message(const Waiter& w) const {
   switch (w.kind) {
     case WaitKind::get:
-      return "get " + shown(w.keys.front()) + " timed out after " + ms_text(w.timeout) +
+      return "get " + shown_key(w.keys.front()) + " timed out after " + ms_text(w.timeout) +
              ": no peer set the key; check that the publishing rank is running";
     case WaitKind::wait:
       return "wait timed out after " + ms_text(w.timeout) + ": " + std::to_string(w.keys.size()) +
-             " key(s) still missing, first " + shown(w.keys.front());
+             " key(s) still missing, first " + shown_key(w.keys.front());
     case WaitKind::barrier: break;
   }
-  std::string msg = "barrier " + shown(w.keys.front()) + " timed out after " + ms_text(w.timeout);
+  std::string msg =
+      "barrier " + shown_key(w.keys.front()) + " timed out after " + ms_text(w.timeout);
   if (auto b = barriers_.find(w.keys.front()); b != barriers_.end()) {
     msg += ": " + std::to_string(b->second.count) + " of " + std::to_string(cfg_.world_size) +
            " ranks arrived; missing ranks " + missing_ranks(b->second);

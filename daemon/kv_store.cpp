@@ -4,19 +4,6 @@
 
 namespace dp::daemon {
 
-std::string printable(std::string_view text, size_t limit) {
-  std::string s;
-  for (size_t i = 0; i < text.size() && i < limit; ++i) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    s += (c >= 0x20 && c < 0x7f) ? static_cast<char>(c) : '?';
-  }
-  return s;
-}
-
-std::string shown(std::string_view key) {
-  return "'" + printable(key, 64) + (key.size() > 64 ? "...'" : "'");
-}
-
 Result<void> KvStore::check_key(std::string_view key) const {
   if (key.size() > limits_.max_key_bytes) {
     return make_error(Errc::limit, "key of " + std::to_string(key.size()) +
@@ -30,12 +17,12 @@ Result<void> KvStore::check_key(std::string_view key) const {
 Result<void> KvStore::fits(const std::string& key, uint64_t value_bytes, uint64_t old_bytes) const {
   if (value_bytes > limits_.max_value_bytes) {
     return make_error(Errc::limit, "value of " + std::to_string(value_bytes) + " bytes for key " +
-                                       shown(key) + " exceeds the limit of " +
+                                       shown_key(key) + " exceeds the limit of " +
                                        std::to_string(limits_.max_value_bytes) +
                                        " bytes (dp-rendezvousd --max-value-bytes)");
   }
   if (bytes_ - old_bytes + key.size() + value_bytes > limits_.max_total_bytes) {
-    return make_error(Errc::limit, "storing key " + shown(key) +
+    return make_error(Errc::limit, "storing key " + shown_key(key) +
                                        " would exceed the step's limit of " +
                                        std::to_string(limits_.max_total_bytes) +
                                        " stored bytes (dp-rendezvousd --max-total-bytes)");
@@ -50,7 +37,7 @@ Result<void> KvStore::put(Space s, const std::string& key, const std::string& va
     // Write-once: agents serve cached copies, so the value may never change.
     if (it->second.value != value) {
       return make_error(Errc::conflict,
-                        "key " + shown(key) + " is write-once and already holds another value");
+                        "key " + shown_key(key) + " is write-once and already holds another value");
     }
     it->second.once = true;
     return {};
@@ -71,7 +58,7 @@ Result<void> KvStore::append(Space s, const std::string& key, const std::string&
   auto it = map.find(key);
   if (it == map.end()) return put(s, key, more);
   if (it->second.once)
-    return make_error(Errc::conflict, "key " + shown(key) + " is write-once; it cannot grow");
+    return make_error(Errc::conflict, "key " + shown_key(key) + " is write-once; it cannot grow");
   const uint64_t old_bytes = key.size() + it->second.value.size();
   DP_TRY(fits(key, it->second.value.size() + more.size(), old_bytes));
   bytes_ += more.size();
@@ -93,9 +80,11 @@ bool KvStore::contains(Space s, const std::string& key) const {
 Result<void> KvStore::erase(Space s, const std::string& key) {
   auto& map = maps_[index(s)];
   auto it = map.find(key);
-  if (it == map.end()) return make_error(Errc::not_found, "key " + shown(key) + " does not exist");
+  if (it == map.end())
+    return make_error(Errc::not_found, "key " + shown_key(key) + " does not exist");
   if (it->second.once)
-    return make_error(Errc::conflict, "key " + shown(key) + " is write-once; it cannot be erased");
+    return make_error(Errc::conflict,
+                      "key " + shown_key(key) + " is write-once; it cannot be erased");
   bytes_ -= it->first.size() + it->second.value.size();
   map.erase(it);
   return {};

@@ -14,6 +14,7 @@
 
 #include "dp/proto/rendezvous.pb.h"
 #include "dp/result.hpp"
+#include "dp/shown_value.hpp"
 
 namespace dp::daemon {
 
@@ -66,10 +67,5 @@ class KvStore {
   std::unordered_map<std::string, std::deque<std::string>> queues_;
   uint64_t bytes_ = 0;
 };
-
-// Peer-supplied text goes into logs and other peers' errors: printable ASCII only.
-std::string printable(std::string_view text, size_t limit);
-// Keys are bytes: show them printable and short in messages.
-std::string shown(std::string_view key);
 
 }  // namespace dp::daemon

@@ -1,24 +1,15 @@
 #include "master_port_value.hpp"
+#include "dp/shown_value.hpp"
 
 namespace dp::rdv {
-namespace {
-
-// Printable ASCII, at most `max` bytes: the text is shown to users and logged.
-std::string printable(std::string_view text, size_t max) {
-  std::string out;
-  for (char c : text.substr(0, max)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  return out;
-}
-
-}  // namespace
-
 void to_proto(const MasterFailure& f, proto::MasterFailure& out) {
   out.set_node(f.node);
   out.set_reason(f.reason);
 }
 
 MasterFailure from_proto(const proto::MasterFailure& f) {
-  return MasterFailure{printable(f.node(), 255), printable(f.reason(), 1024)};
+  // Shown to users and logged.
+  return MasterFailure{shown_value(f.node(), 255), shown_value(f.reason(), 1024)};
 }
 
 std::string encode_master_port(const MasterPortValue& v) {

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "dp/shown_value.hpp"
 #include "dp/step_signals.hpp"
 #include "spawn.hpp"
 
@@ -109,11 +110,11 @@ Result<agent::AgentAnswer> start_agent(const std::string& path, const UserIds& i
     // The agent answered why (the master node's failure, say) and stays: it
     // reports how the node's tasks end, so the first failure names a cause.
     agent = std::move(a);
-    return make_error(Errc::unavailable, sanitize(parsed->refusal));
+    return make_error(Errc::unavailable, shown_value(parsed->refusal, 512));
   }
   if (!parsed) {
     stop_agent(a, 0);
-    return make_error(parsed.error().code, sanitize(parsed.error().message));
+    return make_error(parsed.error().code, shown_value(parsed.error().message, 512));
   }
   agent = std::move(a);
   return parsed;

@@ -23,6 +23,7 @@
 #include "dp/layout.hpp"
 #include "dp/master_port.hpp"
 #include "dp/options.hpp"
+#include "dp/shown_value.hpp"
 #include "dp/step_store.hpp"
 #include "master_port_hold.hpp"
 #include "master_socket.hpp"
@@ -70,7 +71,7 @@ std::optional<std::string> job_env(spank_t sp, const char* name) {
 }
 
 std::string node_name() {
-  if (const char* n = std::getenv("SLURMD_NODENAME")) return sanitize(n, 128);
+  if (const char* n = std::getenv("SLURMD_NODENAME")) return shown_value(n, 128);
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   return host;
@@ -351,8 +352,9 @@ Result<void> set_up_node(spank_t sp, StepdState& st, const StepIds& id) {
   st.facts.options = *opts;
   const VisibleDevices& given = *st.facts.nodes.front().given;
   slurm_debug("slurm-dp: step %s node devices cuda=%s ze=%s options %s", id.text().c_str(),
-              given.cuda ? sanitize(*given.cuda).c_str() : "-",
-              given.ze ? sanitize(*given.ze).c_str() : "-", sanitize(*options).c_str());
+              given.cuda ? shown_value(*given.cuda, 512).c_str() : "-",
+              given.ze ? shown_value(*given.ze, 512).c_str() : "-",
+              shown_value(*options, 512).c_str());
   auto port = start_node_agent(sp, st, id);
   DP_TRY(port);
   if (spank_setenv(sp, env::kMasterPort, std::to_string(*port).c_str(), 1) != ESPANK_SUCCESS)

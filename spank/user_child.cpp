@@ -45,17 +45,4 @@ Result<std::string> read_answer(int fd, Clock::time_point deadline,
   }
 }
 
-std::string sanitize(std::string_view text, size_t max) {
-  std::string out;
-  out.reserve(std::min(text.size(), max));
-  for (char c : text) {
-    if (out.size() >= max) {
-      out += "...";
-      break;
-    }
-    out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  }
-  return out;
-}
-
 }  // namespace dp::spank

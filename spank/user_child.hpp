@@ -34,9 +34,4 @@ bool become_user(const UserIds& ids);
 Result<std::string> read_answer(int fd, std::chrono::steady_clock::time_point deadline,
                                 std::chrono::milliseconds allowed, const std::string& who);
 
-// Text from a less trusted process, made fit for Slurm's log and the
-// user's terminal: printable ASCII (others become '?'), at most `max`
-// characters ("..." marks a cut).
-std::string sanitize(std::string_view text, size_t max = 512);
-
 }  // namespace dp::spank

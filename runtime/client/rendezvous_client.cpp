@@ -18,6 +18,7 @@
 
 #include "client_connect.hpp"
 #include "dp/params.hpp"
+#include "dp/shown_value.hpp"
 #include "dp/silence_watch.hpp"
 #include "dp/unique_fd.hpp"
 #include "frame_codec.hpp"
@@ -33,13 +34,6 @@ using std::chrono::milliseconds;
 
 // The daemon answers timeouts itself; allow for the trip.
 milliseconds reply_grace() { return milliseconds(param(Param::reply_grace_ms)); }
-
-std::string shown_key(std::string_view key) {
-  std::string s = "'";
-  s.append(key.substr(0, 64));
-  if (key.size() > 64) s += "...";
-  return s + "'";
-}
 
 uint32_t timeout_field(milliseconds t) {
   // 0 on the wire means "no deadline"; a caller's 0 means "do not wait long".

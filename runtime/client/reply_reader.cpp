@@ -6,21 +6,10 @@
 #include <cerrno>
 #include <new>
 
+#include "dp/shown_value.hpp"
 #include "hello_proof.hpp"
 
 namespace dp::rdv {
-
-std::string sanitized(std::string_view text) {
-  constexpr size_t kMax = 1024;
-  std::string s;
-  s.reserve(std::min(text.size(), kMax) + 3);
-  for (size_t i = 0; i < text.size() && i < kMax; ++i) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    s += (c >= 0x20 && c < 0x7f) ? static_cast<char>(c) : '?';
-  }
-  if (text.size() > kMax) s += "...";
-  return s;
-}
 
 Result<void> validate(const proto::Response& r) {
   if (!proto::Code_IsValid(r.code())) {
@@ -59,7 +48,7 @@ Result<std::optional<proto::Response>> ReplyReader::parse_one() {
     return make_error(Errc::protocol, "malformed reply frame");
   }
   DP_TRY(validate(r));
-  if (!r.message().empty()) r.set_message(sanitized(r.message()));
+  if (!r.message().empty()) r.set_message(shown_value(r.message(), 1024));
   return std::optional<proto::Response>(std::move(r));
 }
 

@@ -48,10 +48,6 @@ class ReplyReader {
 Result<proto::Response> read_reply(int fd, ReplyReader& reader, Deadline deadline, const char* what,
                                    const char* peer);
 
-// Server text before it reaches a log, an error or Slurm: printable ASCII,
-// at most 1 024 bytes, marked when cut.
-std::string sanitized(std::string_view text);
-
 // The response is well formed: a known code, a push (id 0) that is a
 // challenge, an abort or a keepalive, a challenge of the right size.
 Result<void> validate(const proto::Response& r);

@@ -40,7 +40,7 @@ TEST(MasterPortValue, FailureTextsArePrintableAndBounded) {
   p.set_reason(std::string(5000, 'x') + "\n");
   const MasterFailure f = from_proto(p);
   EXPECT_EQ(f.node, "n?[31m1");
-  EXPECT_EQ(f.reason.size(), 1024u);
+  EXPECT_EQ(f.reason, std::string(1024, 'x') + "...(5001 bytes)");
 }
 
 }  // namespace

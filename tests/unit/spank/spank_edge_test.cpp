@@ -412,11 +412,6 @@ TEST(UserChild, ClientRefusesAnOversizedReply) {
   EXPECT_LT(sent, 100u << 20) << "the client stopped reading long before the frame's end";
 }
 
-TEST(UserChild, SanitizeKeepsPrintableAsciiAndCuts) {
-  EXPECT_EQ(dp::spank::sanitize("ok\x1b[31m\nred\xff"), "ok?[31m?red?");
-  EXPECT_EQ(dp::spank::sanitize(std::string(600, 'a'), 10), "aaaaaaaaaa...");
-}
-
 class FakeDaemon : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_FALSE(dir_.empty()) << "no temporary folder"; }
