@@ -7,6 +7,8 @@ pkg_check_modules(LIBEVENT REQUIRED IMPORTED_TARGET libevent_core)
 find_package(Gloo CONFIG REQUIRED)         # imported target: gloo
 find_package(ZLIB REQUIRED)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)  # imported target OpenSSL::Crypto (libcrypto)
+# The step report (daemon/step_report.cpp) and srun's report file: header-only.
+find_package(nlohmann_json 3.10 REQUIRED)  # imported target nlohmann_json::nlohmann_json
 
 find_path(SLURM_INCLUDE_DIR slurm/spank.h REQUIRED)
 find_library(SLURM_LIBRARY slurm REQUIRED)  # only for tools/tests; the plugin links nothing from Slurm

@@ -1,6 +1,7 @@
 #include "step_report.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "dp/step_signals.hpp"
@@ -20,22 +21,16 @@ std::string num(double v, const char* fmt = "%.1f") {
   return b;
 }
 
-std::string quoted(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    const unsigned char u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += c;
-    } else if (u < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", u);
-      o += b;
-    } else {
-      o += c;
-    }
-  }
-  return o + "\"";
+// A figure in the report: rounded to `places` decimals (what a person or a
+// script compares), printed by the JSON library as the shortest exact text.
+double rounded(double v, int places = 3) {
+  const double scale = std::pow(10.0, places);
+  return std::round(v * scale) / scale;
+}
+
+// A figure the step may not know yet: null until it does.
+Json figure_or_null(bool known, double v, int places = 3) {
+  return known ? Json(rounded(v, places)) : Json(nullptr);
 }
 
 double us_to_ms(uint64_t us) { return static_cast<double>(us) / 1000.0; }
@@ -282,16 +277,13 @@ std::string StepReport::startup_line(const StartupPhases& phases) const {
   return s;
 }
 
-std::string StepReport::startup_json(const StartupPhases& phases) const {
-  std::string j = "{\"line\":" + quoted(startup_line(phases)) + ",\"daemon_ms\":{";
+Json StepReport::startup_json(const StartupPhases& phases) const {
+  Json daemon_ms = Json::object();
   for (int i = 0; i < kPhaseCount; ++i) {
     const auto ms = phases.at_ms(static_cast<Phase>(i));
-    j += std::string(i ? "," : "") + quoted(phase_name(static_cast<Phase>(i))) + ":" +
-         (ms ? num(*ms, "%.3f") : "null");
+    daemon_ms[phase_name(static_cast<Phase>(i))] = figure_or_null(ms.has_value(), ms.value_or(0));
   }
-  j += ",\"master_port\":" +
-       (agent_set_ms_ >= 0 ? num(agent_set_ms_, "%.3f") : std::string("null")) + "}";
-  j += ",\"slowest\":{";
+  daemon_ms["master_port"] = figure_or_null(agent_set_ms_ >= 0, agent_set_ms_);
   struct P {
     const char* name;
     Slowest s;
@@ -301,86 +293,81 @@ std::string StepReport::startup_json(const StartupPhases& phases) const {
                   {"comm_setup", slowest([](const Rank& r) { return v_setup(r); })},
                   {"comm_ready", slowest([](const Rank& r) { return v_ready(r); })},
                   {"first_collective", slowest([](const Rank& r) { return v_first(r); })}};
-  bool first = true;
+  Json slowest_ranks = Json::object();
   for (const P& p : ps) {
-    j += std::string(first ? "" : ",") + quoted(p.name) + ":";
-    first = false;
-    if (p.s.rank < 0) {
-      j += "null";
-    } else {
-      j += "{\"rank\":" + std::to_string(p.s.rank) +
-           ",\"host\":" + quoted(ranks_[static_cast<size_t>(p.s.rank)].host) +
-           ",\"ms\":" + num(p.s.ms, "%.3f") + "}";
-    }
+    slowest_ranks[p.name] = p.s.rank < 0
+                                ? Json(nullptr)
+                                : Json{{"rank", p.s.rank},
+                                       {"host", ranks_[static_cast<size_t>(p.s.rank)].host},
+                                       {"ms", rounded(p.s.ms)}};
   }
-  return j + "}}";
+  return Json{{"line", startup_line(phases)}, {"daemon_ms", daemon_ms}, {"slowest", slowest_ranks}};
 }
 
-std::string StepReport::rank_json(int i, Clock::time_point now) const {
+Json StepReport::rank_json(int i, Clock::time_point now) const {
   const Rank& r = ranks_[static_cast<size_t>(i)];
-  const std::string state = rank_state(i);
   const double ws = wait_share(r);
-  return "{\"rank\":" + std::to_string(i) + ",\"host\":" + quoted(r.host) +
-         ",\"state\":" + quoted(state) + ",\"ops_done\":" + std::to_string(r.p.ops_done()) +
-         ",\"wait_share\":" + (ws >= 0 ? num(ws, "%.4f") : std::string("null")) +
-         ",\"wait_s\":" + num(static_cast<double>(r.p.wait_us()) / 1e6, "%.3f") +
-         ",\"in_collective_s\":" + num(static_cast<double>(r.p.in_op_us()) / 1e6, "%.3f") +
-         ",\"hello_ms\":" + (r.hello ? num(r.hello_ms, "%.3f") : std::string("null")) +
-         ",\"init_ms\":" +
-         (r.p.init_total_us() ? num(us_to_ms(r.p.init_total_us()), "%.3f") : std::string("null")) +
-         ",\"last_heard_s\":" +
-         (r.has_progress ? num(std::chrono::duration<double>(now - r.p_at).count(), "%.3f")
-                         : std::string("null")) +
-         "}";
+  return Json{
+      {"rank", i},
+      {"host", r.host},
+      {"state", rank_state(i)},
+      {"ops_done", r.p.ops_done()},
+      {"wait_share", figure_or_null(ws >= 0, ws, 4)},
+      {"wait_s", rounded(static_cast<double>(r.p.wait_us()) / 1e6)},
+      {"in_collective_s", rounded(static_cast<double>(r.p.in_op_us()) / 1e6)},
+      {"hello_ms", figure_or_null(r.hello, r.hello_ms)},
+      {"init_ms", figure_or_null(r.p.init_total_us() != 0, us_to_ms(r.p.init_total_us()))},
+      {"last_heard_s",
+       figure_or_null(r.has_progress, std::chrono::duration<double>(now - r.p_at).count())},
+  };
+}
+
+Json StepReport::failure_json() const {
+  if (!failure_) return nullptr;
+  Json f{{"rank", failure_->rank},
+         {"host", failure_->host},
+         {"how", failure_how_name(failure_->how)},
+         {"verdict", failure_verdict(failure_->how, failure_->exit.user_signal.value_or(0))}};
+  if (failure_->exit.exit_code) f["exit_code"] = *failure_->exit.exit_code;
+  if (failure_->exit.signal) f["signal"] = *failure_->exit.signal;
+  if (failure_->exit.worker_rank) f["worker_rank"] = *failure_->exit.worker_rank;
+  f["at_s"] = rounded(failure_->at_s);
+  f["message"] = failure_->message;
+  return f;
 }
 
 std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& c,
                              Clock::time_point now) const {
-  std::string j = "{";
-  j += "\"job\":" + quoted(job_) + ",\"step\":" + quoted(step_) +
-       ",\"world_size\":" + std::to_string(world_size_);
-  j += ",\"elapsed_s\":" + num(since_start_ms(now) / 1000.0, "%.3f");
-  j += ",\"hang_timeout_s\":" + num(std::chrono::duration<double>(hang_timeout_).count(), "%g");
-  j += ",\"startup\":" + startup_json(phases);
-
-  j += ",\"failure\":";
-  if (failure_) {
-    j += "{\"rank\":" + std::to_string(failure_->rank) + ",\"host\":" + quoted(failure_->host) +
-         ",\"how\":" + quoted(failure_how_name(failure_->how)) + ",\"verdict\":" +
-         quoted(failure_verdict(failure_->how, failure_->exit.user_signal.value_or(0))) +
-         (failure_->exit.exit_code ? ",\"exit_code\":" + std::to_string(*failure_->exit.exit_code)
-                                   : std::string()) +
-         (failure_->exit.signal ? ",\"signal\":" + std::to_string(*failure_->exit.signal)
-                                : std::string()) +
-         (failure_->exit.worker_rank
-              ? ",\"worker_rank\":" + std::to_string(*failure_->exit.worker_rank)
-              : std::string()) +
-         ",\"at_s\":" + num(failure_->at_s, "%.3f") + ",\"message\":" + quoted(failure_->message) +
-         "}";
-  } else {
-    j += "null";
-  }
-
-  j += ",\"ranks\":[";
-  for (int i = 0; i < world_size_; ++i) j += (i ? "," : "") + rank_json(i, now);
-  j += "]";
+  Json ranks = Json::array();
+  for (int i = 0; i < world_size_; ++i) ranks.push_back(rank_json(i, now));
   // Least waiting first: the head of the table is who the others wait for.
-  j += ",\"stragglers\":[";
-  const auto order = straggler_order();
-  for (size_t k = 0; k < order.size(); ++k) j += (k ? "," : "") + rank_json(order[k], now);
-  j += "]";
-
-  j += ",\"daemon\":{\"connections\":" + std::to_string(c.connections) +
-       ",\"connections_accepted\":" + std::to_string(c.connections_accepted) +
-       ",\"nodes_connected\":" + std::to_string(c.nodes_connected) +
-       ",\"requests\":" + std::to_string(c.requests) +
-       ",\"heartbeats\":" + std::to_string(c.heartbeats) + ",\"keys\":" + std::to_string(c.keys) +
-       ",\"bytes_stored\":" + std::to_string(c.bytes_stored) +
-       ",\"refused_unauthorized\":" + std::to_string(c.refused_unauthorized) +
-       ",\"protocol_errors\":" + std::to_string(c.protocol_errors) +
-       ",\"limit_errors\":" + std::to_string(c.limit_errors) + "}";
-  j += "}";
-  return j;
+  Json stragglers = Json::array();
+  for (int i : straggler_order()) stragglers.push_back(rank_json(i, now));
+  const Json j{
+      {"job", job_},
+      {"step", step_},
+      {"world_size", world_size_},
+      {"elapsed_s", rounded(since_start_ms(now) / 1000.0)},
+      {"hang_timeout_s", rounded(std::chrono::duration<double>(hang_timeout_).count())},
+      {"startup", startup_json(phases)},
+      {"failure", failure_json()},
+      {"ranks", std::move(ranks)},
+      {"stragglers", std::move(stragglers)},
+      {"daemon",
+       {{"connections", c.connections},
+        {"connections_accepted", c.connections_accepted},
+        {"nodes_connected", c.nodes_connected},
+        {"requests", c.requests},
+        {"heartbeats", c.heartbeats},
+        {"keys", c.keys},
+        {"bytes_stored", c.bytes_stored},
+        {"refused_unauthorized", c.refused_unauthorized},
+        {"protocol_errors", c.protocol_errors},
+        {"limit_errors", c.limit_errors}}},
+  };
+  // Hosts and messages are a peer's or the user's text: the library escapes
+  // them, and bytes that are not UTF-8 are replaced, never thrown on.
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 std::string StepReport::rank_state(int i) const {

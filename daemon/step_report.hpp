@@ -12,10 +12,15 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "dp/proto/rendezvous.pb.h"
 #include "startup_phases.hpp"
 
 namespace dp::daemon {
+
+// Insertion order kept: the report reads in the order it is written.
+using Json = nlohmann::ordered_json;
 
 // How a step's first failure showed itself to the daemon.
 // rank_lost: a node agent reported its local task gone (exit code or signal
@@ -117,9 +122,11 @@ class StepReport {
   std::vector<int> straggler_order() const;  // least waiting first
   std::string rank_name(int rank) const;
   std::string rank_state(int rank) const;  // not_connected, computing, in_collective, done, failed
-  // Parts of json(): "startup" (phases and slowest ranks), one rank's entry.
-  std::string startup_json(const StartupPhases& phases) const;
-  std::string rank_json(int rank, Clock::time_point now) const;
+  // Parts of json(): "startup" (phases and slowest ranks), one rank's
+  // entry, the first failure (null before one).
+  Json startup_json(const StartupPhases& phases) const;
+  Json rank_json(int rank, Clock::time_point now) const;
+  Json failure_json() const;
   Slowest slowest(double (*value)(const Rank&)) const;
 
   Clock::time_point start_;

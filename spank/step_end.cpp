@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+
+#include <nlohmann/json.hpp>
 
 #include "report_file.hpp"
 #include "step_socket.hpp"  // dp_client
@@ -20,11 +23,28 @@ std::string ms_text(double ms) {
   return b;
 }
 
-std::string num(double v) {
-  if (v < 0) return "null";
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3f", v);
-  return b;
+using Json = nlohmann::ordered_json;
+
+// srun's own phase times, to the microsecond; null where srun had none.
+Json ms_figure(double ms) { return ms < 0 ? Json(nullptr) : Json(std::round(ms * 1000) / 1000); }
+
+// srun's phases first, then the daemon's report as it wrote it (its
+// fields follow), or why there is none.
+std::string report_file_text(const StepEndFacts& st, const Result<proto::Stats>& stats) {
+  Json report{{"srun",
+               {{"check_ms", ms_figure(st.srun_check_ms)},
+                {"layout_ms", ms_figure(st.srun_layout_ms)},
+                {"daemon_up_ms", ms_figure(st.srun_daemon_ms)},
+                {"ready_ms", ms_figure(st.srun_ready_ms)}}}};
+  // The step's own daemon wrote it (the user's process): read, never trusted to parse.
+  const Json daemon = stats ? Json::parse(stats->report_json(), nullptr, false) : Json();
+  if (daemon.is_object() && !daemon.empty()) {
+    for (const auto& [key, value] : daemon.items()) report[key] = value;
+  } else {
+    report["error"] = "the daemon's report was unavailable: " +
+                      (stats ? std::string("empty or unreadable report") : stats.error().message);
+  }
+  return report.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace
@@ -57,21 +77,7 @@ void report_step_end(const StepEndFacts& st) {
                        : ("daemon report unavailable: " + stats.error().message).c_str());
   }
   if (!st.report_file.empty()) {
-    std::string j = "{\"srun\":{\"check_ms\":" + num(st.srun_check_ms) +
-                    ",\"layout_ms\":" + num(st.srun_layout_ms) +
-                    ",\"daemon_up_ms\":" + num(st.srun_daemon_ms) +
-                    ",\"ready_ms\":" + num(st.srun_ready_ms) + "}";
-    if (stats && stats->report_json().size() > 2 && stats->report_json().front() == '{') {
-      j += "," + stats->report_json().substr(1);
-    } else {
-      std::string why = stats ? std::string("empty report") : stats.error().message;
-      for (char& c : why) {
-        if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) c = '\'';
-      }
-      j += ",\"error\":\"the daemon's report was unavailable: " + why + "\"}";
-    }
-    j += "\n";
-    if (auto w = write_report_file(st.report_file, j); !w)
+    if (auto w = write_report_file(st.report_file, report_file_text(st, stats)); !w)
       std::fprintf(stderr, "slurm-dp: %s: %s\n", label.c_str(), w.error().message.c_str());
   }
   // Last, so it is srun's last line: who failed first, how, when; or that
