@@ -86,7 +86,7 @@ struct StepIds {
 struct AgentStart {
   agent::AgentSettings settings;
   StoreKind store = StoreKind::rank0;
-  std::chrono::milliseconds wait{60'000};
+  std::chrono::milliseconds wait{};  // the site's port_wait and a margin (agent_start)
   UserIds ids;
 };
 
