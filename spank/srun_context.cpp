@@ -303,6 +303,7 @@ int srun_local_user_init(spank_t sp) {
   export_step_environment(*id, *step, opts, st.site, rdv, *secret);
   remember_step(sr.end, id->job, id->step, opts, st.site.report, clock.ms());
   sr.end.report_socket = daemon->report_socket;
+  sr.end.store = store_kind_name(step->plan.store);
   if (opts.verbose.value_or(false))
     std::cerr << "slurm-dp: step " << id->job << "." << id->step << ": world "
               << step->plan.world_size << " on " << step->shape.hosts.size()

@@ -35,7 +35,8 @@ std::string report_file_text(const StepEndFacts& st, const Result<proto::Stats>&
                {{"check_ms", ms_figure(st.srun_check_ms)},
                 {"layout_ms", ms_figure(st.srun_layout_ms)},
                 {"daemon_up_ms", ms_figure(st.srun_daemon_ms)},
-                {"ready_ms", ms_figure(st.srun_ready_ms)}}}};
+                {"ready_ms", ms_figure(st.srun_ready_ms)},
+                {"store", st.store}}}};
   // The step's own daemon wrote it (the user's process): read, never trusted to parse.
   const Json daemon = stats ? Json::parse(stats->report_json(), nullptr, false) : Json();
   if (daemon.is_object() && !daemon.empty()) {
@@ -70,7 +71,8 @@ void report_step_end(const StepEndFacts& st) {
                                    : obs::query(st.report_socket, kAsk);
   const std::string srun_part = "srun: check " + ms_text(st.srun_check_ms) + ", layout " +
                                 ms_text(st.srun_layout_ms) + ", daemon up " +
-                                ms_text(st.srun_daemon_ms) + ", ready " + ms_text(st.srun_ready_ms);
+                                ms_text(st.srun_daemon_ms) + ", ready " +
+                                ms_text(st.srun_ready_ms) + ", store " + st.store;
   if (st.verbose) {
     std::fprintf(stderr, "slurm-dp: %s start-up: %s; %s\n", label.c_str(), srun_part.c_str(),
                  stats ? stats->startup_line().c_str()

@@ -33,6 +33,7 @@ struct StepEndFacts {
   // so no other user's socket is ever tried. Empty: found as dp-top finds it.
   std::string report_socket;
   double srun_check_ms = -1, srun_daemon_ms = -1, srun_layout_ms = -1, srun_ready_ms = -1;
+  std::string store;  // where PyTorch's ranks meet (store_kind_name): said with the start-up
 };
 
 // site_report: the site's report= pattern, which --dp-report overrides.

@@ -167,8 +167,8 @@ const std::vector<Option>& options() {
            "[slurm-dp] print the layout, the start-up timings and the daemon's messages on stderr"},
           &Options::verbose, kFlag, Scope::srun),
       row({"dp-report", "FILE",
-           "[slurm-dp] write the step report (start-up timings, first failure, stragglers) as "
-           "JSON at step end"},
+           "[slurm-dp] write the step report (start-up timings, the store the ranks used, first "
+           "failure, stragglers) as JSON at step end"},
           &Options::report, kFile, Scope::srun),
       row({"dp-launcher", "auto|torchrun|none",
            "[slurm-dp] one task per node runs a per-node launcher (torchrun) that forks the "

@@ -27,6 +27,15 @@ std::vector<std::pair<std::string, std::string>> store_environment(StoreKind kin
           {env::kStore, "step"}};
 }
 
+const char* store_kind_name(StoreKind kind) noexcept {
+  switch (kind) {
+    case StoreKind::step: return "step";
+    case StoreKind::launcher: return "launcher";
+    case StoreKind::rank0: break;
+  }
+  return "rank0";
+}
+
 std::string store_line(StoreKind kind) {
   switch (kind) {
     case StoreKind::step:

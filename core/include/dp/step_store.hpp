@@ -35,6 +35,9 @@ Result<StoreKind> store_kind(const Options& opts, const SiteConfig& site, const 
 std::vector<std::pair<std::string, std::string>> store_environment(StoreKind kind,
                                                                    const std::string& store_port);
 
+// "rank0", "step", "launcher": the store in srun's start-up line and report.
+const char* store_kind_name(StoreKind kind) noexcept;
+
 // One line for --dp-explain: which store the step's tasks use, and why.
 std::string store_line(StoreKind kind);
 

@@ -7,6 +7,7 @@
 #     port its node's dp-nodeagent listens on (no python process does), with
 #     TORCHELASTIC_USE_AGENT_STORE=True; another user's TCPStore client on that
 #     port cannot read a key.
+#     The --dp-report file says so: "srun":{...,"store":"step"}.
 #  3. --dp-on-failure=keep, rank 0 killed after it published a key: rank 1 on
 #     the other node still reads it through the store; with --dp-store=rank0
 #     (the control) the key died with rank 0.
@@ -26,7 +27,7 @@ expect_srun_ok 120 "the DDP step with rank 0's store"
 rank0_params=$(same_params rank0) || exit 1
 
 # 2. The step's store, held running until the checks are done.
-ddp_srun_flags=(--dp-store=step)
+ddp_srun_flags=(--dp-store=step --dp-report="$WORK/store.json")
 rm -f "$WORK"/ready.* "$WORK"/rank*.log
 start_ddp step --steps 30 --wait-file "$WORK/stop"
 wait_ranks_ready 120
@@ -56,6 +57,8 @@ PY
 touch "$WORK/stop"
 t0=$(date +%s%N)
 expect_srun_ok 120 "the DDP step with the step's store"
+grep -q '"srun":{[^}]*"store":"step"}' "$WORK/store.json" ||
+  fail "the step report does not say the step's store: $(head -c 300 "$WORK/store.json")"
 step_params=$(same_params step) || exit 1
 expect_eq "${step_params##* }" "${rank0_params##* }" "the parameters with the step's store and with rank 0's"
 

@@ -30,6 +30,8 @@ last=$(grep -v '^\s*$' "$WORK/srun.log" | tail -n1)
   || fail "srun's last line does not name rank $victim: $last (all: $(cat "$WORK/srun.log"))"
 grep -q '"failure":{"rank":2,"host":"n2","how":"rank_lost","verdict":"task_exit","signal":9,"at_s":[0-9.]*' "$WORK/report.json" \
   || fail "the report file does not name rank 2: $(cat "$WORK/report.json")"
+grep -q '"srun":{[^}]*"store":"rank0"}' "$WORK/report.json" \
+  || fail "the report file does not say which store the step used: $(head -c 300 "$WORK/report.json")"
 grep -h "^ERROR" "$WORK"/rank*.log
 cat "$WORK/srun.log"
 pass "every rank and srun's last line name rank $victim (host n2) as the first failure"

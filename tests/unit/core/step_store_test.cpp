@@ -28,6 +28,12 @@ TEST(StepStore, TheOptionWinsOverTheSite) {
   EXPECT_EQ(*store_kind(o, site, per_task()), StoreKind::step);
 }
 
+TEST(StepStore, EachStoreHasTheNameTheStartUpLineAndTheReportSay) {
+  EXPECT_STREQ(store_kind_name(StoreKind::rank0), "rank0");
+  EXPECT_STREQ(store_kind_name(StoreKind::step), "step");
+  EXPECT_STREQ(store_kind_name(StoreKind::launcher), "launcher");
+}
+
 TEST(StepStore, ALauncherStepKeepsTorchrunsStoreAndSaysSo) {
   Options o;
   o.step_store = true;
