@@ -477,6 +477,7 @@ void AgentCore::beat(Clock::time_point now) {
     if (progress) *rp->mutable_progress() = *progress;
   }
   heard_.clear();
+  hb->set_store_strangers(store_strangers_);
   out_.to_daemon(req);
 }
 

@@ -126,6 +126,11 @@ class AgentCore {
   void fetch_master_port(std::chrono::milliseconds timeout);
   const std::optional<Result<MasterPortValue>>& master_port() const { return master_port_; }
 
+  // Another user's connection to the node's PyTorch store was closed unread;
+  // the count goes to the daemon with each heartbeat (the step report,
+  // dp-top). Returns the count so far.
+  uint64_t note_store_stranger() { return ++store_strangers_; }
+
   void on_rank_connect(ConnId conn, Clock::time_point now);
   void on_rank_frame(ConnId conn, std::string_view payload, Clock::time_point now);
   void on_rank_oversized(ConnId conn, uint32_t announced);
@@ -252,6 +257,7 @@ class AgentCore {
   size_t cache_bytes_ = 0;
 
   SilenceWatch daemon_;  // the step's daemon, heard or silent
+  uint64_t store_strangers_ = 0;
   Clock::time_point next_beat_, next_ping_;
   std::optional<std::pair<int, Clock::time_point>> signal_;  // the last step signal, when
 };

@@ -125,8 +125,7 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   StoreFront store_;
   service::Listener store_listener_;
   std::unordered_map<ConnId, std::unique_ptr<StoreConn>> store_conns_;
-  int store_port_ = 0;            // 0: no store served
-  uint64_t store_strangers_ = 0;  // connections of other users (or namespaces), closed unread
+  int store_port_ = 0;  // 0: no store served
   ConnId next_id_ = 1;
   bool answered_ = false;
   Clock::time_point answer_by_;

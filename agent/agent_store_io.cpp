@@ -18,7 +18,7 @@ namespace dp::agent {
 void AgentServer::admit_store(service::UniqueFd fd) {
   auto uid = rdv::local_tcp_peer_uid(fd.get());
   if (!uid || *uid != getuid()) {
-    if (store_strangers_++ == 0) {
+    if (core_.note_store_stranger() == 1) {
       std::fprintf(stderr,
                    "dp-nodeagent: job %u step %u node %s: refused a connection to the step's "
                    "PyTorch store: %s (further ones are counted in the step report)\n",

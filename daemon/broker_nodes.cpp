@@ -167,6 +167,9 @@ Result<std::vector<int>> Broker::arriving_ranks(const Call& c, const proto::Barr
 
 // Listed ranks are heard (with their counters); the others are not.
 void Broker::node_heartbeat(const Call& c, const proto::Heartbeat& m) {
+  // Each node's count so far: a node that reconnects sends on from it.
+  if (auto p = peers_.find(c.conn); p != peers_.end() && m.store_strangers() > 0)
+    store_strangers_[p->second.host] = m.store_strangers();
   for (const proto::RankProgress& rp : m.ranks()) {
     if (!holds(c.conn, rp.rank())) continue;
     live_.heard(rp.rank(), c.now);

@@ -32,6 +32,7 @@ proto::Stats Broker::stats() const {
   line("pending_calls", waiters_.size());
   line("open_barriers", barriers_.size());
   line("rejected_unauthorized", rejected_auth_);
+  line("store_strangers_refused", store_strangers());
   line("protocol_errors", protocol_errors_);
   line("limit_errors", limit_errors_);
   line("daemon_stop_gaps", live_.stop_gaps());
@@ -53,6 +54,12 @@ proto::Stats Broker::stats() const {
   return s;
 }
 
+uint64_t Broker::store_strangers() const {
+  uint64_t n = 0;
+  for (const auto& [host, count] : store_strangers_) n += count;
+  return n;
+}
+
 std::string Broker::report_json(Clock::time_point now) const {
   DaemonCounters c;
   c.connections = peers_.size();
@@ -63,6 +70,7 @@ std::string Broker::report_json(Clock::time_point now) const {
   c.keys = store_.keys();
   c.bytes_stored = store_.bytes();
   c.refused_unauthorized = rejected_auth_;
+  c.store_strangers_refused = store_strangers();
   c.protocol_errors = protocol_errors_;
   c.limit_errors = limit_errors_;
   return report_.json(phases_, c, now);

@@ -362,6 +362,7 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
         {"keys", c.keys},
         {"bytes_stored", c.bytes_stored},
         {"refused_unauthorized", c.refused_unauthorized},
+        {"store_strangers_refused", c.store_strangers_refused},
         {"protocol_errors", c.protocol_errors},
         {"limit_errors", c.limit_errors}}},
   };

@@ -67,7 +67,8 @@ struct FailureRecord {
 struct DaemonCounters {
   uint64_t connections = 0, connections_accepted = 0, requests = 0, heartbeats = 0, keys = 0,
            bytes_stored = 0, refused_unauthorized = 0, protocol_errors = 0, limit_errors = 0,
-           nodes_connected = 0;  // node agents, each one of the connections
+           nodes_connected = 0,     // node agents, each one of the connections
+      store_strangers_refused = 0;  // other users' clients of the agents' PyTorch stores
 };
 
 struct HangVerdict {

@@ -36,5 +36,5 @@ dp_e2e_test(NAME agent.ddp_partition MODES ns TIMEOUT 300
 # The step's PyTorch store (--dp-store=step, issue 33): unmodified DDP through
 # the node agents' store, rank 0's key outliving rank 0, a stranger refused.
 dp_e2e_test(NAME agent.step_store MODES lo ns TIMEOUT 400 LABELS debian13
-  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_TOP=$<TARGET_FILE:dp-top>
   COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent/step_store.sh)

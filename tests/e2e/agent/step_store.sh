@@ -6,7 +6,7 @@
 #  2. While it runs: each task's MASTER_ADDR:MASTER_PORT is 127.0.0.1 and a
 #     port its node's dp-nodeagent listens on (no python process does), with
 #     TORCHELASTIC_USE_AGENT_STORE=True; another user's TCPStore client on that
-#     port cannot read a key.
+#     port cannot read a key, and dp-top counts it (store_strangers_refused).
 #     The --dp-report file says so: "srun":{...,"store":"step"}.
 #  3. --dp-on-failure=keep, rank 0 killed after it published a key: rank 1 on
 #     the other node still reads it through the store; with --dp-store=rank0
@@ -54,6 +54,13 @@ except Exception as e:  # noqa: BLE001
 PY
 )
 [[ $stranger == *refused* ]] || fail "another user read from the step's store: $stranger"
+# ... and is counted: dp-top shows it within a heartbeat or two.
+top=""
+strangers_counted() {
+  top=$(as_user "${DP_TOP:?set DP_TOP to the built dp-top}" --once "$job.0" 2>&1) &&
+    [[ $top =~ store_strangers_refused\ [1-9] ]]
+}
+wait_until 10 "dp-top to count the stranger's connection to the store ($top)" strangers_counted
 touch "$WORK/stop"
 t0=$(date +%s%N)
 expect_srun_ok 120 "the DDP step with the step's store"

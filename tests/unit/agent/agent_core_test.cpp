@@ -273,6 +273,11 @@ TEST_F(AgentCoreTest, AGoodbyeIsNoLossAndOneHeartbeatSpeaksForTheNode) {
   ASSERT_TRUE(beat.has_heartbeat());
   ASSERT_EQ(beat.heartbeat().ranks_size(), 2);
   EXPECT_EQ(beat.heartbeat().ranks(0).progress().ops_done(), 3u);
+  EXPECT_EQ(beat.heartbeat().store_strangers(), 0u);
+  EXPECT_EQ(core.note_store_stranger(), 1u);  // another user's client of the node's store
+  now += std::chrono::milliseconds(1'000);
+  core.on_tick(now);
+  EXPECT_EQ(out.to_daemon_.back().heartbeat().store_strangers(), 1u);
   proto::Request bye;
   bye.set_id(4);
   bye.mutable_goodbye();

@@ -76,6 +76,21 @@ TEST_F(NodeBrokerTest, ANodeHelloRegistersAllItsRanks) {
   EXPECT_EQ(broker_.liveness().slot(3).host, "nb");
 }
 
+TEST_F(NodeBrokerTest, OtherUsersRefusedByTheAgentsStoresAreCountedInTheReport) {
+  step();
+  proto::Request hb;
+  hb.mutable_heartbeat()->set_store_strangers(2);
+  frame(kNodeA, hb, t0_);
+  hb.mutable_heartbeat()->set_store_strangers(3);  // a count so far, not an increment
+  frame(kNodeA, hb, t0_);
+  hb.mutable_heartbeat()->set_store_strangers(1);
+  frame(kNodeB, hb, t0_);
+  const proto::Stats s = broker_.stats();
+  EXPECT_NE(s.text().find("store_strangers_refused 4\n"), std::string::npos) << s.text();
+  EXPECT_NE(s.report_json().find("\"store_strangers_refused\":4"), std::string::npos)
+      << s.report_json();
+}
+
 TEST_F(NodeBrokerTest, ANodeHelloIsValidated) {
   ASSERT_EQ(node_hello(kNodeA, {0, 1}, "na").code(), proto::OK);
   EXPECT_EQ(node_hello(10, {}, "x").code(), proto::INVALID_ARGUMENT);
