@@ -78,7 +78,11 @@ Result<DaemonLink> hello_daemon(const NodeHello& h, const HelloRetry& retry) {
     auto link = attempt(h, o.host, o.port, retry);
     if (link) return link;
     if (!retryable(link.error().code)) return link.error();
-    last = link.error();
+    // An attempt cut short by the overall deadline says less than the
+    // daemon's own words from an earlier try (the eviction), so keep those.
+    const bool cut_by_deadline =
+        link.error().code == Errc::timeout && Clock::now() >= retry.deadline;
+    if (tries == 1 || !cut_by_deadline) last = link.error();
     // Jitter: nodes evicted together do not come back together.
     const auto pause = backoff + milliseconds(jitter() % (backoff.count() / 2 + 1));
     if (Clock::now() + pause >= retry.deadline) break;

@@ -108,10 +108,13 @@ def main():
     digest = hashlib.sha256()
     for p in model.parameters():
         digest.update(p.detach().numpy().tobytes())
-    print(f"ddp rank={rank} world={world} local_rank={os.environ.get('LOCAL_RANK', '-')} "
-          f"host={socket.gethostname()} params={digest.hexdigest()[:16]}"
-          f"{' signals=' + ','.join(sorted(seen)) if wanted else ''}", flush=True)
+    line = (f"ddp rank={rank} world={world} local_rank={os.environ.get('LOCAL_RANK', '-')} "
+            f"host={socket.gethostname()} params={digest.hexdigest()[:16]}"
+            f"{' signals=' + ','.join(sorted(seen)) if wanted else ''}\n")
+    # One write: torchrun's workers share a pipe, and print() writes the line
+    # and its newline apart, so two workers' lines could interleave.
     sys.stdout.flush()
+    os.write(1, line.encode())
     while args.wait_file and not os.path.exists(args.wait_file):
         time.sleep(0.05)  # the test's inspection, bounded by its own timeout
     # gloo can deadlock at interpreter exit; a finished rank has nothing left to do.
