@@ -205,7 +205,10 @@ void AgentServer::answer_root() {
     if (!got) return;
     if (!*got) return answer(got->error());
     // The master node publishes its own lease: root knows it, failure included.
-    if (settings_.master == MasterPort::fetch) a.port = (*got)->port;
+    if (settings_.master == MasterPort::fetch) {
+      a.port = (*got)->port;
+      a.more = (*got)->more;
+    }
   }
   answer(a);
 }

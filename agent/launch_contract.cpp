@@ -59,6 +59,10 @@ Result<void> set_field(AgentSettings& s, std::string_view key, std::string_view 
   } else if (key == "on_failure") {
     if (v != "end" && v != "keep") return bad("on_failure: end|keep");
     s.keep_survivors = v == "keep";
+  } else if (key == "more_ports") {
+    auto ports = parse_ports_text(v, "more_ports");
+    DP_TRY(ports);
+    s.published.more = std::move(*ports);
   } else if (key == "master") {
     if (v == "none") s.master = MasterPort::none;
     else if (v == "publish") s.master = MasterPort::publish;
@@ -100,7 +104,9 @@ std::string format_settings(const AgentSettings& s) {
     if (const auto& f = s.published.failure)
       published = "master_failure_node=" + clean(f->node) +
                   "\nmaster_failure_reason=" + clean(f->reason) + "\n";
-    else published = "master_port=" + std::to_string(s.published.port) + "\n";
+    else
+      published = "master_port=" + std::to_string(s.published.port) +
+                  "\nmore_ports=" + ports_text(s.published.more) + "\n";
   }
   return "addr=" + clean(s.addr) + "\nsecret=" + clean(s.secret) + "\nhost=" + clean(s.host) +
          "\njob=" + std::to_string(s.job) + "\nstep=" + std::to_string(s.step) +
@@ -150,6 +156,7 @@ std::string format_answer(const Result<AgentAnswer>& a) {
   }
   std::string store;
   if (a->store_port > 0) store = " store=" + std::to_string(a->store_port);
+  if (!a->more.empty()) store += " ports=" + ports_text(a->more);
   return "READY " + std::to_string(a->port) + " " + a->socket + store + "\n";
 }
 
@@ -178,19 +185,27 @@ Result<AgentAnswer> parse_answer(std::string_view line) {
   }
   auto port = parse_whole_number(line.substr(0, sp), 0, 65535);
   std::string_view name = line.substr(sp + 1);
+  // " ports=<a,b,...>": the step's --dp-ports, fetched from the master node.
+  Result<std::vector<int>> more = std::vector<int>();
+  if (const size_t at = name.find(" ports="); at != std::string_view::npos) {
+    more = parse_ports_text(name.substr(at + 7), "ports");
+    if (more && more->empty()) return wrong();
+    name = name.substr(0, at);
+  }
   // " store=<port>": the node's PyTorch store (settings store=step).
   Result<long long> store = 0;
   if (const size_t at = name.find(" store="); at != std::string_view::npos) {
     store = parse_whole_number(name.substr(at + 7), 1, 65535);
     name = name.substr(0, at);
   }
-  if (!port || !store || name.size() < 2 || name.size() > kMaxSocketName || name[0] != '@' ||
-      !std::all_of(name.begin() + 1, name.end(), socket_char))
+  if (!port || !store || !more || name.size() < 2 || name.size() > kMaxSocketName ||
+      name[0] != '@' || !std::all_of(name.begin() + 1, name.end(), socket_char))
     return wrong();
   AgentAnswer a;
   a.port = static_cast<int>(*port);
   a.socket = std::string(name);
   a.store_port = static_cast<int>(*store);
+  a.more = std::move(*more);
   return a;
 }
 

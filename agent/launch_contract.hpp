@@ -2,8 +2,9 @@
 // over two pipes, never argv or the environment: root writes the settings
 // (key=value lines, then an empty line) and later one control line per task
 // that started (its pid) and per task that ended; the agent answers one line, "READY <port>
-// <socket>", "MASTER_FAILED <node> <reason>" or "ERROR <text>", and closes its end. Root closing
-// its end ends the agent. Linked into the plugin and the agent, so both sides parse the same way.
+// <socket> [store=<port>] [ports=<a,b,...>]", "MASTER_FAILED <node> <reason>" or "ERROR <text>",
+// and closes its end. Root closing its end ends the agent. Linked into the plugin and the agent, so
+// both sides parse the same way.
 #pragma once
 
 #include <chrono>
@@ -16,6 +17,7 @@
 #include "dp/master_port.hpp"
 #include "dp/result.hpp"
 #include "dp/site_config.hpp"
+#include "dp/step_ports.hpp"
 #include "proc_stat.hpp"  // read_start_ticks, for TaskStart
 
 namespace dp::agent {
@@ -66,6 +68,8 @@ struct AgentAnswer {
   std::optional<MasterFailure> master_failure;
   // With a socket: the node's PyTorch store on 127.0.0.1 (settings store=step); 0: none.
   int store_port = 0;
+  // With a fetched port: the step's --dp-ports, as the master node published them.
+  std::vector<int> more;
   // Instead of all the above ("ERROR <text>"): why the agent cannot serve the
   // step. It stays, to report how the node's tasks end.
   std::string refusal;

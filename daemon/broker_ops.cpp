@@ -59,6 +59,10 @@ void Broker::op_set(const Call& c, const proto::Set& m) {
   if (c.peer.role == proto::ROLE_AGENT ||
       (c.peer.role == proto::ROLE_NODE && m.key() == kMasterPortKey))
     report_.on_agent_set(c.now);
+  // Only the node holding rank 0 speaks for the step's ports.
+  if (c.peer.role == proto::ROLE_NODE && m.key() == kMasterPortKey && holds(c.conn, 0))
+    if (auto v = rdv::decode_master_port(m.value()); v && !v->failure)
+      report_.on_step_ports(StepPorts{v->port, v->more});
   reply_ok(c.conn, c.id);
 }
 

@@ -45,6 +45,7 @@ proto::Stats Broker::stats() const {
          "\n";
   }
   t += "startup " + phases_.summary() + "\n";
+  t += "ports " + report_.ports_text() + "\n";
   s.set_text(std::move(t));
   s.set_startup_line(startup_line());
   s.set_report_json(report_json(Clock::now()));

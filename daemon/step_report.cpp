@@ -115,6 +115,13 @@ void StepReport::on_agent_set(Clock::time_point now) {
   if (agent_set_ms_ < 0) agent_set_ms_ = since_start_ms(now);
 }
 
+std::string StepReport::ports_text() const {
+  if (!ports_) return "-";
+  std::string t = std::to_string(ports_->coordinator) + " (coordinator)";
+  if (!ports_->more.empty()) t += ", DP_PORTS " + dp::ports_text(ports_->more);
+  return t;
+}
+
 void StepReport::on_progress(int rank, const proto::Progress& p, Clock::time_point now) {
   if (rank < 0 || rank >= world_size_) return;
   Rank& r = ranks_[static_cast<size_t>(rank)];
@@ -350,6 +357,8 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
       {"elapsed_s", rounded(since_start_ms(now) / 1000.0)},
       {"hang_timeout_s", rounded(std::chrono::duration<double>(hang_timeout_).count())},
       {"startup", startup_json(phases)},
+      {"ports", ports_ ? Json{{"coordinator", ports_->coordinator}, {"dp_ports", ports_->more}}
+                       : Json(nullptr)},
       {"failure", failure_json()},
       {"ranks", std::move(ranks)},
       {"stragglers", std::move(stragglers)},

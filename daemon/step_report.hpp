@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dp/proto/rendezvous.pb.h"
+#include "dp/step_ports.hpp"
 #include "startup_phases.hpp"
 
 namespace dp::daemon {
@@ -84,6 +85,10 @@ class StepReport {
 
   void on_hello(int rank, const std::string& host, Clock::time_point now);
   void on_agent_set(Clock::time_point now);  // the master node published its port
+  // The step's ports on rank 0's node, as its agent published them.
+  void on_step_ports(StepPorts ports) { ports_ = std::move(ports); }
+  // "29400 (coordinator), DP_PORTS 29401,29402" or "-": dp-top's line.
+  std::string ports_text() const;
   void on_progress(int rank, const proto::Progress& p, Clock::time_point now);
   void on_goodbye(int rank);
 
@@ -136,6 +141,7 @@ class StepReport {
   std::chrono::milliseconds hang_timeout_;
   std::vector<Rank> ranks_;
   double agent_set_ms_ = -1;
+  std::optional<StepPorts> ports_;
   std::optional<FailureRecord> failure_;
   uint64_t hang_op_ = 0;  // the collective a hang is suspected in (0: none)
   Clock::time_point hang_since_{};

@@ -30,17 +30,16 @@ bool await_event(int fd, int timeout_ms) noexcept {
 
 }  // namespace
 
-Result<void> MasterPortHold::keep(UniqueFd socket, int port) {
+Result<void> MasterPortHold::keep(std::vector<HeldPort> ports) {
   stop();
   wake_.reset(eventfd(0, EFD_CLOEXEC));
   done_.reset(eventfd(0, EFD_CLOEXEC));
   if (!wake_ || !done_)
     return make_error(Errc::internal, std::string("eventfd: ") + std::strerror(errno));
-  socket_ = std::move(socket);
-  port_ = port;
+  held_ = std::move(ports);
   let_go_ = false;
   if (const int e = pthread_create(&closer_, nullptr, closer_main, this); e != 0) {
-    socket_.reset();
+    held_.clear();
     return make_error(Errc::internal, std::string("cannot start a thread: ") + std::strerror(e));
   }
   owner_ = getpid();
@@ -49,8 +48,8 @@ Result<void> MasterPortHold::keep(UniqueFd socket, int port) {
 
 void* MasterPortHold::closer_main(void* self) noexcept {
   auto* h = static_cast<MasterPortHold*>(self);
-  await_event(h->wake_.get(), -1);  // only this plugin signals it
-  h->socket_.reset();               // in slurmstepd's own descriptor table
+  await_event(h->wake_.get(), -1);                // only this plugin signals it
+  for (HeldPort& p : h->held_) p.socket.reset();  // in slurmstepd's own descriptor table
   signal_event(h->done_.get());
   return nullptr;
 }
@@ -63,8 +62,14 @@ void MasterPortHold::let_go_in_stepd() noexcept {
   await_event(done_.get(), 1'000);
 }
 
+int MasterPortHold::fd(int port) const noexcept {
+  for (const HeldPort& p : held_)
+    if (p.port == port) return p.socket.get();
+  return -1;
+}
+
 void MasterPortHold::drop_task_copy() noexcept {
-  socket_.reset();
+  for (HeldPort& p : held_) p.socket.reset();
   wake_.reset();
   done_.reset();
 }

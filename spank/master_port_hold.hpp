@@ -1,6 +1,7 @@
-// MASTER_PORT's hold on the master node: the socket slurmstepd (root) binds
-// to the step's port (leased, or the first Slurm reserved) at set-up, so no
-// other process can bind it until rank 0 starts its program.
+// The step's ports' hold on the master node: the sockets slurmstepd (root)
+// binds to MASTER_PORT (leased, or the first Slurm reserved) and to the
+// step's --dp-ports at set-up, so no other process can bind one until rank
+// 0 starts its program. Said below of MASTER_PORT, true of each.
 //
 //  - slurmstepd keeps it while the tasks fork, so every task's process
 //    inherits a copy (close-on-exec);
@@ -20,11 +21,19 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <vector>
 
 #include "dp/result.hpp"
 #include "dp/unique_fd.hpp"
 
 namespace dp::spank {
+
+// One port of the step and the socket bound to it (empty: known but not
+// held, a Slurm-reserved port that TIME_WAIT kept from every binder).
+struct HeldPort {
+  int port = 0;
+  UniqueFd socket;
+};
 
 class MasterPortHold {
  public:
@@ -33,11 +42,10 @@ class MasterPortHold {
   MasterPortHold& operator=(const MasterPortHold&) = delete;
   ~MasterPortHold() { stop(); }
 
-  // slurmstepd: keeps `socket` (bound to `port`) and starts the closer.
-  Result<void> keep(UniqueFd socket, int port);
-  int port() const noexcept { return port_; }
-  // This process's copy (-1: none, or dropped).
-  int fd() const noexcept { return socket_.get(); }
+  // slurmstepd: keeps the step's ports' sockets and starts the closer.
+  Result<void> keep(std::vector<HeldPort> ports);
+  // This process's copy of `port`'s socket (-1: none, or dropped).
+  int fd(int port) const noexcept;
 
   // slurmstepd, or a contain_spank clone of it: slurmstepd's own copy goes
   // (a bounded wait for the closer). Idempotent.
@@ -50,8 +58,7 @@ class MasterPortHold {
  private:
   static void* closer_main(void* self) noexcept;
 
-  UniqueFd socket_;
-  int port_ = 0;
+  std::vector<HeldPort> held_;
   UniqueFd wake_, done_;  // eventfds: "close it now", "closed"
   pthread_t closer_{};
   pid_t owner_ = 0;  // the process whose thread the closer is (slurmstepd)

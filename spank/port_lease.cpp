@@ -340,13 +340,14 @@ std::optional<std::pair<int, UniqueFd>> lease_os_port(int dir, const std::string
 
 // Every port of the range taken: by whom (root reads every socket's uid,
 // bounded: socket_tables.hpp).
-Error held_range_error(const SiteConfig& site, const Error& e) {
+Error held_range_error(const SiteConfig& site, const LeaseRequest& req, const Error& e) {
   const std::string who = holders_text(port_holders_here(site.port_min, site.port_max));
   if (who.empty()) return e;
-  return make_error(e.code, "every MASTER_PORT of " + std::to_string(site.port_min) + "-" +
+  return make_error(e.code, "every port of " + std::to_string(site.port_min) + "-" +
                                 std::to_string(site.port_max) +
                                 " on the master node is held (bound by " + who +
-                                "); another user's process may be squatting the range: an admin "
+                                "), none left for " + req.what +
+                                "; another user's process may be squatting the range: an admin "
                                 "can end it; the documented setup on shared nodes is Slurm's "
                                 "reserved ports (MpiParams=ports=); or pass --dp-master-port=PORT");
 }
@@ -381,8 +382,21 @@ Result<PortLease> lease_master_port(const SiteConfig& site, const LeaseRequest& 
       return PortLease(os->first, std::move(*dir), std::to_string(os->first),
                        std::move(os->second));
   }
-  if (!port) return held_range_error(site, port.error());
+  if (!port) return held_range_error(site, req, port.error());
   return PortLease(*port, std::move(*dir), std::to_string(*port), std::move(hold));
+}
+
+Result<std::vector<PortLease>> lease_ports(const SiteConfig& site, const LeaseRequest& req,
+                                           int count) {
+  std::vector<PortLease> leases;
+  LeaseRequest r = req;
+  for (int i = 0; i < count; ++i) {
+    auto lease = lease_master_port(site, r);  // the same start: the step's ports lie together
+    r.what = "the step's --dp-ports";
+    DP_TRY(lease);
+    leases.push_back(std::move(*lease));
+  }
+  return leases;
 }
 
 }  // namespace dp::spank

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "dp/result.hpp"
 #include "dp/site_config.hpp"
@@ -31,6 +32,7 @@ struct LeaseRequest {
   uid_t owner = 0;       // the job's user, counted against max_per_user
   int max_per_user = 0;  // live leases one user may hold on the node; 0: no cap
   std::chrono::milliseconds lock_wait{5'000};  // bound on waiting for the folder's lock
+  std::string what = "MASTER_PORT";            // the port asked for, as a message names it
 };
 
 // A step's request under the site's policy: a random start, and no user
@@ -71,6 +73,11 @@ class PortLease {
 
 // Takes a lease. Messages say what failed and what to do.
 Result<PortLease> lease_master_port(const SiteConfig& site, const LeaseRequest& req);
+
+// `count` leases for one step (MASTER_PORT, when `req` is for it, then its
+// --dp-ports), all or none: a failure releases those taken before it.
+Result<std::vector<PortLease>> lease_ports(const SiteConfig& site, const LeaseRequest& req,
+                                           int count);
 
 // Opens (creating as needed) the lease folder: every component without
 // following symlinks; parents must be root-owned and not writable by others

@@ -48,7 +48,11 @@ bool print_explain(const LayoutPlan& plan, const SiteConfig& site, const StepSha
       opts.master_port.value_or(0) > 0
           ? std::to_string(*opts.master_port)
           : "auto(chosen-on-" + shape.hosts[static_cast<size_t>(shape.host_of(0))] + ")";
-  auto tasks = step_environment(plan, site, shape, master_addr, port);
+  const std::string& first = shape.hosts[static_cast<size_t>(shape.host_of(0))];
+  const std::string more = plan.more_ports > 0 ? "auto(" + std::to_string(plan.more_ports) +
+                                                     "-ports-chosen-on-" + first + ")"
+                                               : "";
+  auto tasks = step_environment(plan, site, shape, master_addr, port, more);
   if (!tasks) {
     std::cout << "slurm-dp: " << tasks.error().message << std::endl;
     return false;
@@ -64,6 +68,14 @@ bool print_explain(const LayoutPlan& plan, const SiteConfig& site, const StepSha
     std::cout << "slurm-dp: one task per node: each also gets torchrun's PET_* settings, should "
               << "it start a per-node launcher\n";
   std::cout << "slurm-dp: " << store_line(plan.store) << "\n";
+  std::cout << "slurm-dp: ports on " << first << " (rank 0's node), held from set-up to rank 0's "
+            << "start: " << port << " (" << (plan.store == StoreKind::step ? "" : "MASTER_PORT, ")
+            << "JAX_COORDINATOR_ADDRESS)";
+  if (plan.more_ports > 0)
+    std::cout << " and " << plan.more_ports << " more (DP_PORTS"
+              << (opts.pass_master_socket.value_or(false) ? ", listening: DP_PORTS_LISTEN_FDS" : "")
+              << ")";
+  std::cout << "\n";
   for (const auto& line : explain_lines(*tasks)) std::cout << line << "\n";
   std::cout.flush();
   return true;
@@ -210,6 +222,8 @@ void export_step_environment(const StepIds& id, const CheckedStep& c, const Opti
   if (opts.master_port.value_or(0) > 0)
     setenv(env::kMasterPort, std::to_string(*opts.master_port).c_str(), 1);
   else unsetenv(env::kMasterPort);
+  // Set on the nodes, per step: a value from the user's shell is none of ours.
+  for (const char* name : {env::kPorts, env::kPortsListenFds, env::kMasterListenFd}) unsetenv(name);
   // The one value of the step's options for the nodes and the tasks.
   setenv(env::kOptions, format_node_options(opts).c_str(), 1);
   // The ranks' watch on their agent (or daemon) has the site's one bound of

@@ -24,6 +24,7 @@
 #include "dp/master_port.hpp"
 #include "dp/options.hpp"
 #include "dp/shown_value.hpp"
+#include "dp/step_ports.hpp"
 #include "dp/step_store.hpp"
 #include "master_port_hold.hpp"
 #include "master_socket.hpp"
@@ -52,11 +53,12 @@ struct StepdState {
   std::optional<int> skip_status;         // srun explained or refused the step: each task exits so
   std::string master_addr;                // set again in each task, after earlier plugins
   int master_port = 0;                    // likewise
+  StepPorts ports;                        // rank 0's node's: coordinator (JAX's) and DP_PORTS
   StoreKind store = StoreKind::rank0;     // --dp-store=step: MASTER_* name the agent's store
-  PortLease lease;           // the master node's MASTER_PORT lease, released at the end
-  MasterPortHold hold;       // the master node's MASTER_PORT, bound until rank 0's exec
-  NodeAgent agent;           // this node's dp-nodeagent; stopped at step end
-  uint32_t tasks_ended = 0;  // task exits told to the agent
+  std::vector<PortLease> leases;  // the master node's leases of the step's ports, released at end
+  MasterPortHold hold;            // the master node's step ports, bound until rank 0's exec
+  NodeAgent agent;                // this node's dp-nodeagent; stopped at step end
+  uint32_t tasks_ended = 0;       // task exits told to the agent
 };
 
 StepdState& stepd() {
@@ -165,27 +167,14 @@ Result<AgentStart> agent_start(spank_t sp, const StepdState& st, const StepIds& 
   return a;
 }
 
-// The master node's leased port, held from now until rank 0's exec.
-Result<int> take_lease(spank_t sp, StepdState& st, const StepIds& id) {
-  uid_t owner = 0;
-  if (spank_get_item(sp, S_JOB_UID, &owner) != ESPANK_SUCCESS)
-    return make_error(Errc::internal, "cannot read the job's uid from slurmstepd");
-  auto lease = lease_master_port(st.site, lease_request(st.site, owner, id.text()));
-  DP_TRY(lease);
-  const int port = lease->port();
-  auto kept = st.hold.keep(lease->take_hold(), port);
-  DP_TRY(kept);
-  st.lease = std::move(*lease);
-  return port;
-}
-
-// Slurm reserved the port for this step alone; on the master node it is
-// held like a leased one. A process that binds ports in a loop may have it
-// for a moment: it is tried for a second before it counts as taken. Where
-// only connections in TIME_WAIT keep it (an earlier program's, whose socket
-// had no SO_REUSEADDR: for a minute nobody can bind the port), the step
-// goes on unheld, as before the hold, for a program that may not bind it.
-Result<int> hold_reserved_port(StepdState& st, int port) {
+// A Slurm-reserved port on the master node, held like a leased one. Slurm
+// reserved it for this step alone, but a process that binds ports in a loop
+// may have it for a moment: it is tried for a second before it counts as
+// taken. Where only connections in TIME_WAIT keep it (an earlier program's,
+// whose socket had no SO_REUSEADDR: for a minute nobody can bind the port),
+// the step goes on with it unheld, as before the hold, for a program that may
+// not bind it.
+Result<HeldPort> hold_reserved_port(int port) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::seconds(1);
   UniqueFd socket = hold_port(port);
@@ -193,94 +182,134 @@ Result<int> hold_reserved_port(StepdState& st, int port) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));  // bounded by the deadline
     socket = hold_port(port);
   }
-  if (!socket) {
-    const PortHolders h = port_holders_here(port, port);
-    if (h.by_uid.empty() && h.time_wait) {
-      slurm_info(
-          "slurm-dp: MASTER_PORT %d, reserved by Slurm, has connections in TIME_WAIT "
-          "that keep every binder out for now: not held",
-          port);
-      return port;
-    }
-    return make_error(Errc::unavailable,
-                      "MASTER_PORT " + std::to_string(port) +
-                          ", which Slurm reserved for this step (SLURM_STEP_RESV_PORTS), is bound "
-                          "by another process on the master node (" +
-                          port_holder_text(port) +
-                          "); Slurm gives each port of MpiParams=ports= to one step at a time, so "
-                          "an admin can end that process; or pass --dp-master-port=PORT");
+  if (socket) return HeldPort{port, std::move(socket)};
+  const PortHolders h = port_holders_here(port, port);
+  if (h.by_uid.empty() && h.time_wait) {
+    slurm_info(
+        "slurm-dp: port %d, reserved by Slurm, has connections in TIME_WAIT that keep every "
+        "binder out for now: not held",
+        port);
+    return HeldPort{port, UniqueFd()};
   }
-  auto kept = st.hold.keep(std::move(socket), port);
-  DP_TRY(kept);
-  return port;
+  return make_error(Errc::unavailable,
+                    "port " + std::to_string(port) +
+                        ", which Slurm reserved for this step (SLURM_STEP_RESV_PORTS), is bound "
+                        "by another process on the master node (" +
+                        port_holder_text(port) +
+                        "); Slurm gives each port of MpiParams=ports= to one step at a time, so "
+                        "an admin can end that process; or pass --dp-master-port=PORT");
 }
 
-// MASTER_PORT as this node knows it without the master node:
-// --dp-master-port, or Slurm's reservation.
-struct KnownPort {
-  int port = 0;
-  bool reserved = false;  // Slurm's: held on the master node like a leased one
+// The step's ports as this node knows them without the master node.
+struct KnownPorts {
+  std::optional<int> fixed;           // --dp-master-port
+  std::optional<StepPorts> reserved;  // Slurm's reservation (without --dp-master-port)
 };
 
-Result<std::optional<KnownPort>> local_master_port(spank_t sp, const StepdState& st) {
-  if (st.facts.options.master_port.value_or(0) > 0)
-    return std::optional(KnownPort{*st.facts.options.master_port, false});
+Result<KnownPorts> local_ports(spank_t sp, const StepdState& st, int more) {
+  KnownPorts k;
+  if (st.facts.options.master_port.value_or(0) > 0) {
+    k.fixed = *st.facts.options.master_port;
+    return k;
+  }
   auto resv = st.site.use_resv_ports ? job_env(sp, "SLURM_STEP_RESV_PORTS") : std::nullopt;
-  if (!resv) return std::optional<KnownPort>();
-  auto first = first_reserved_port(*resv);
-  DP_TRY(first);
-  if (!first->has_value()) return std::optional<KnownPort>();
-  return std::optional(KnownPort{static_cast<int>(**first), true});
+  if (!resv) return k;
+  auto ports = reserved_ports(*resv);
+  DP_TRY(ports);
+  if (ports->empty()) return k;
+  auto mine = ports_from_reservation(*ports, more, *resv);
+  DP_TRY(mine);
+  k.reserved = std::move(*mine);
+  return k;
 }
 
-// The master node holds its port (leased, or Slurm's reservation) and
-// publishes it, or why it has none, to the other nodes through the agent;
-// the others fetch a leased one. Returns the master node's own port (0
-// elsewhere) or its failure, which the agent has published by then.
-Result<int> plan_master_port(spank_t sp, StepdState& st, const StepIds& id,
-                             const std::optional<KnownPort>& known, bool master,
-                             agent::AgentSettings& s) {
+// The master node takes the step's ports and holds them from now until rank
+// 0's exec: Slurm's reservation, or --dp-master-port (not held: the user's
+// choice) and leases of the site's range.
+Result<StepPorts> take_ports(spank_t sp, StepdState& st, const StepIds& id, const KnownPorts& known,
+                             int more) {
+  std::vector<HeldPort> held;
+  StepPorts ports;
+  if (known.reserved) {
+    ports = *known.reserved;
+    std::vector<int> all{ports.coordinator};
+    all.insert(all.end(), ports.more.begin(), ports.more.end());
+    for (int port : all) {
+      auto h = hold_reserved_port(port);
+      DP_TRY(h);
+      held.push_back(std::move(*h));
+    }
+  } else {
+    uid_t owner = 0;
+    if (spank_get_item(sp, S_JOB_UID, &owner) != ESPANK_SUCCESS)
+      return make_error(Errc::internal, "cannot read the job's uid from slurmstepd");
+    const int count = more + (known.fixed ? 0 : 1);
+    LeaseRequest req = lease_request(st.site, owner, id.text());
+    if (known.fixed) req.what = "the step's --dp-ports";
+    auto leases = lease_ports(st.site, req, count);
+    DP_TRY(leases);
+    for (PortLease& l : *leases) held.push_back({l.port(), l.take_hold()});
+    st.leases = std::move(*leases);
+    size_t next = 0;
+    ports.coordinator = known.fixed ? *known.fixed : held[next++].port;
+    for (; next < held.size(); ++next) ports.more.push_back(held[next].port);
+  }
+  auto kept = st.hold.keep(std::move(held));
+  DP_TRY(kept);
+  return ports;
+}
+
+// The master node holds the step's ports and publishes them, or why it has
+// none, through the agent (the step report shows them); the others fetch them unless
+// they know them (Slurm's reservation, or --dp-master-port and no
+// --dp-ports). Returns the ports this node knows now (none where it
+// fetches) or the master node's failure, which the agent has published by
+// then.
+Result<StepPorts> plan_step_ports(spank_t sp, StepdState& st, const StepIds& id,
+                                  const KnownPorts& known, bool master, int more,
+                                  agent::AgentSettings& s) {
   uint32_t nnodes = 1;
   spank_get_item(sp, S_JOB_NNODES, &nnodes);
-  Result<int> mine = 0;
-  if (master && (!known || known->reserved))
-    mine = known ? hold_reserved_port(st, known->port) : take_lease(sp, st, id);
+  const bool exchange = nnodes > 1 && !known.reserved && (!known.fixed || more > 0);
+  Result<StepPorts> mine = StepPorts{};
+  if (master) mine = take_ports(sp, st, id, known, more);
+  else if (known.reserved) mine = *known.reserved;
+  else if (!exchange) mine = StepPorts{*known.fixed, {}};
   if (!mine) {
     // Published on one node too: the agent makes it the step's first failure.
     s.master = agent::MasterPort::publish;
     s.published = MasterFailure{node_name(), mine.error().message};
-  } else if (known) {
+  } else if (master) {  // also where no node fetches: the step report shows the ports
+    s.master = agent::MasterPort::publish;
+    s.published = mine->coordinator;
+    s.published.more = mine->more;
+  } else if (!exchange) {
     s.master = agent::MasterPort::none;
-  } else if (master) {
-    s.master = nnodes > 1 ? agent::MasterPort::publish : agent::MasterPort::none;
-    s.published = *mine;
   } else {
     s.master = agent::MasterPort::fetch;
   }
   return mine;
 }
 
-// Starts the node agent, which also carries MASTER_PORT from the master
-// node (a leased port, or its failure, published write-once) to the others.
-// Returns MASTER_PORT; the agent's socket is exported to the tasks.
+// Starts the node agent, which also carries the step's ports from the
+// master node (leased, or its failure, published write-once) to the others.
+// Returns MASTER_PORT: the coordinator port, or with the step's store the
+// node agent's store; the agent's socket is exported to the tasks.
 Result<int> start_node_agent(spank_t sp, StepdState& st, const StepIds& id) {
   auto start = agent_start(sp, st, id);
   DP_TRY(start);
   st.store = start->store;
-  // With the step's store no rank binds MASTER_PORT: nothing to lease,
-  // hold or carry from the master node; MASTER_PORT is the agent's store.
-  const bool store = st.store == StoreKind::step;
-  std::optional<KnownPort> known;
+  const int more = st.facts.options.ports.value_or(0);
   uint32_t local_of_rank0 = 0;
   const bool master =
       spank_get_item(sp, S_JOB_GLOBAL_TO_LOCAL_ID, uint32_t{0}, &local_of_rank0) == ESPANK_SUCCESS;
   agent::AgentSettings& s = start->settings;
-  Result<int> mine = 0;
-  if (!store) {
-    auto k = local_master_port(sp, st);
-    DP_TRY(k);
-    known = *k;
-    mine = plan_master_port(sp, st, id, known, master, s);
+  auto known = local_ports(sp, st, more);
+  Result<StepPorts> mine = known ? plan_step_ports(sp, st, id, *known, master, more, s)
+                                 : Result<StepPorts>(known.error());
+  if (!known) {  // a reservation too small: the master node says so for the step
+    s.master = master ? agent::MasterPort::publish : agent::MasterPort::none;
+    s.published = MasterFailure{node_name(), known.error().message};
   }
   auto answer =
       start_agent(agent_path_beside(daemon_path(st.site)), start->ids, s, start->wait, st.agent);
@@ -303,15 +332,19 @@ Result<int> start_node_agent(spank_t sp, StepdState& st, const StepIds& id) {
   // is our child): a task in another one is told why it cannot reach it.
   const std::string netns = rdv::network_namespace();
   if (!netns.empty()) spank_setenv(sp, env::kAgentNetns, netns.c_str(), 1);
-  if (store) {
-    if (answer->store_port < 1)
-      return make_error(Errc::protocol, "the node agent gave no port for the step's store");
-    return answer->store_port;
+  if (s.master == agent::MasterPort::fetch) {
+    if (answer->port < 1) return make_error(Errc::protocol, "the node agent gave no MASTER_PORT");
+    if (answer->more.size() != static_cast<size_t>(more))
+      return make_error(Errc::protocol, "the node agent gave " +
+                                            std::to_string(answer->more.size()) +
+                                            " of the step's " + std::to_string(more) + " DP_PORTS");
+    mine = StepPorts{answer->port, answer->more};
   }
-  if (known) return known->port;
-  if (master) return *mine;
-  if (answer->port < 1) return make_error(Errc::protocol, "the node agent gave no MASTER_PORT");
-  return answer->port;
+  st.ports = *mine;
+  if (st.store != StoreKind::step) return st.ports.coordinator;
+  if (answer->store_port < 1)
+    return make_error(Errc::protocol, "the node agent gave no port for the step's store");
+  return answer->store_port;
 }
 
 // The exit status of every task of a step srun explained or refused
@@ -387,19 +420,33 @@ Result<EnvList> task_variables(spank_t sp, const StepdState& st, const TaskPlace
   return env;
 }
 
-// Rank 0, just before exec, with the copy of MASTER_PORT's hold it
-// inherited (on the master node): with --dp-master-socket=pass the port is
-// handed to the program listening, as DP_MASTER_LISTEN_FD, so it is never
-// free; otherwise the hold is checked to still keep it to the step.
-Result<void> master_port_before_exec(spank_t sp, const StepdState& st) {
-  if (!st.facts.options.pass_master_socket.value_or(false))
-    return check_master_port_before_exec(st.hold.fd(), st.master_port);
-  auto fd = master_listen_socket(st.hold.fd(), st.master_port);
-  DP_TRY(fd);
-  if (spank_setenv(sp, env::kMasterListenFd, std::to_string(fd->get()).c_str(), 1) !=
-      ESPANK_SUCCESS)
-    return make_error(Errc::internal, std::string("cannot set ") + env::kMasterListenFd);
-  fd->release();  // the program's from here (not close-on-exec)
+// Rank 0, just before exec, with the copies of the step's ports' hold it
+// inherited (on the master node): with --dp-master-socket=pass each port is
+// handed to the program listening (MASTER_PORT as DP_MASTER_LISTEN_FD, the
+// --dp-ports as DP_PORTS_LISTEN_FDS), so none is ever free; otherwise each
+// hold is checked to still keep its port to the step.
+Result<void> ports_before_exec(spank_t sp, const StepdState& st) {
+  std::vector<int> all{st.ports.coordinator};
+  all.insert(all.end(), st.ports.more.begin(), st.ports.more.end());
+  if (!st.facts.options.pass_master_socket.value_or(false)) {
+    for (int port : all) DP_TRY(check_master_port_before_exec(st.hold.fd(port), port));
+    return {};
+  }
+  std::vector<UniqueFd> fds;
+  for (int port : all) {
+    auto fd = master_listen_socket(st.hold.fd(port), port);
+    DP_TRY(fd);
+    fds.push_back(std::move(*fd));
+  }
+  std::vector<int> more_fds;
+  for (size_t i = 1; i < fds.size(); ++i) more_fds.push_back(fds[i].get());
+  if (spank_setenv(sp, env::kMasterListenFd, std::to_string(fds[0].get()).c_str(), 1) !=
+          ESPANK_SUCCESS ||
+      (!more_fds.empty() &&
+       spank_setenv(sp, env::kPortsListenFds, ports_text(more_fds).c_str(), 1) != ESPANK_SUCCESS))
+    return make_error(Errc::internal, std::string("cannot set ") + env::kMasterListenFd + " or " +
+                                          env::kPortsListenFds);
+  for (UniqueFd& fd : fds) fd.release();  // the program's from here (not close-on-exec)
   return {};
 }
 
@@ -454,8 +501,7 @@ int stepd_task_init(spank_t sp) {
     report_error(st.setup_error);  // the task's stderr: srun shows it
     return -1;
   }
-  const bool binds = rank == 0 && st.store != StoreKind::step;
-  if (auto ready = binds ? master_port_before_exec(sp, st) : Result<void>(); !ready) {
+  if (auto ready = rank == 0 ? ports_before_exec(sp, st) : Result<void>(); !ready) {
     report_error(ready.error().message + " (node " + node_name() + ")");
     return -1;
   }
@@ -477,6 +523,9 @@ int stepd_task_init(spank_t sp) {
     if (!st.master_addr.empty()) vars->emplace_back(env::kMasterAddr, st.master_addr);
     vars->emplace_back(env::kMasterPort, std::to_string(st.master_port));
   }
+  for (auto& v : ports_environment(st.master_addr, std::to_string(st.ports.coordinator),
+                                   ports_text(st.ports.more)))
+    vars->push_back(std::move(v));
   for (const auto& [name, value] : *vars)
     if (spank_setenv(sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS) {
       report_error("cannot set " + name + " for task " + std::to_string(rank));
@@ -528,7 +577,7 @@ int stepd_exit(spank_t) {
   StepdState& st = stepd();
   stop_agent(st.agent);
   st.hold.stop();
-  st.lease.release();
+  st.leases.clear();  // releases each
   return 0;
 }
 

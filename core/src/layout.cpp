@@ -2,6 +2,7 @@
 // launch shape and the store, or a refusal naming the option and the fix.
 // Facts are step_facts.cpp's; what each task is told, task_environment.cpp's.
 #include "dp/layout.hpp"
+#include "dp/step_ports.hpp"
 
 #include <algorithm>
 #include <string>
@@ -221,6 +222,9 @@ Result<LayoutPlan> plan_layout(const StepFacts& f) {
   auto store = store_kind(f.options, f.site, plan.launch);
   DP_TRY(store);
   plan.store = *store;
+  auto ports = checked_port_count(f.options, f.site);
+  DP_TRY(ports);
+  plan.more_ports = *ports;
   plan.bound_per_task = f.request.has_value() && f.request->bind_per_task;
   for (size_t i = 0; i < f.shape.hosts.size(); ++i)
     plan.nodes.push_back(node_plan(f.site, i < f.nodes.size() ? f.nodes[i] : NodeDevices{}));

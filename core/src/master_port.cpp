@@ -6,17 +6,6 @@
 
 namespace dp {
 
-Result<std::optional<int>> first_reserved_port(std::string_view resv) {
-  if (resv.empty()) return std::optional<int>{};
-  auto end = resv.find_first_of(",-");
-  auto p = parse_integer(resv.substr(0, end), 1, 65535, "SLURM_STEP_RESV_PORTS", "12000-12003");
-  if (!p)
-    return make_error(Errc::invalid_argument,
-                      "SLURM_STEP_RESV_PORTS=" + std::string(resv) +
-                          ": not a port list; check MpiParams=ports= in slurm.conf");
-  return std::optional<int>{static_cast<int>(*p)};
-}
-
 std::string master_failure_text(const MasterFailure& f) {
   return "the master node could not set up the step: node " + f.node + ": " + f.reason;
 }

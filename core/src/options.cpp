@@ -208,6 +208,11 @@ const std::vector<Option>& options() {
                       "use --dp-store=step (the node agents serve PyTorch's store) or "
                       "--dp-store=rank0 (rank 0's program hosts it)"),
           Scope::nodes),
+      row({"dp-ports", "N",
+           "[slurm-dp] N more ports on rank 0's node, chosen and held like MASTER_PORT, for the "
+           "step's other services (DP_PORTS, comma-separated; with --dp-master-socket=pass rank "
+           "0 gets them listening, DP_PORTS_LISTEN_FDS)"},
+          &Options::ports, number(0, kMaxStepPorts, "3"), Scope::nodes),
   };
   return table;
 }

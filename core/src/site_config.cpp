@@ -116,6 +116,10 @@ constexpr Entry kKeys[] = {
     {"kill_grace", "10", number(&SiteConfig::kill_grace_s, 0, 3600),
      "seconds between the SIGTERM the agents send a failed step's tasks (time to flush or "
      "checkpoint) and the SIGKILL"},
+    {"max_ports", "8", number(&SiteConfig::max_ports, 0, kMaxStepPorts),
+     "the most ports a step may take with --dp-ports=N besides MASTER_PORT, chosen and held on "
+     "rank 0's node like MASTER_PORT (Slurm's reserved ports, else leases of ports=); 0: "
+     "--dp-ports is refused"},
 };
 
 // Keys of earlier releases, and why they went.

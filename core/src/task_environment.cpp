@@ -6,6 +6,7 @@
 #include "dp/env_names.hpp"
 #include "dp/layout.hpp"
 #include "dp/shown_value.hpp"
+#include "dp/step_ports.hpp"
 #include "layout_text.hpp"
 
 namespace dp {
@@ -115,11 +116,9 @@ Result<EnvList> task_environment(const LayoutPlan& plan, const SiteConfig& site,
   return env;
 }
 
-Result<std::vector<TaskEnvironment>> step_environment(const LayoutPlan& plan,
-                                                      const SiteConfig& site,
-                                                      const StepShape& shape,
-                                                      const std::string& master_addr,
-                                                      const std::string& master_port) {
+Result<std::vector<TaskEnvironment>> step_environment(
+    const LayoutPlan& plan, const SiteConfig& site, const StepShape& shape,
+    const std::string& master_addr, const std::string& master_port, const std::string& more_ports) {
   std::vector<TaskEnvironment> out;
   for (size_t h = 0; h < shape.hosts.size(); ++h) {
     const auto& ids = shape.task_ids[h];
@@ -139,6 +138,8 @@ Result<std::vector<TaskEnvironment>> step_environment(const LayoutPlan& plan,
         env->emplace_back(env::kMasterPort, master_port);
       }
       for (auto& v : launcher_master_environment(plan.launch, master_addr, master_port))
+        env->push_back(std::move(v));
+      for (auto& v : ports_environment(master_addr, master_port, more_ports))
         env->push_back(std::move(v));
       std::optional<Workers> workers;
       if (!plan.launch.launcher.empty()) {

@@ -80,6 +80,7 @@ set(DP_E2E_DEBIAN13
   spank.launcher_kill
   agent.step_signals              # scancel --signal, --signal=USR1@T: the tasks' (torch 2.6's torchrun too)
   agent.step_interrupt            # srun's Ctrl-C once and twice, scancel: named as the user's
+  spank.step_ports                # --dp-ports: leased, passed and Slurm-reserved (24.11's --resv-ports)
 )
 
 function(dp_e2e_test)

@@ -19,6 +19,7 @@
 #   site [key=value...]             the plugin line: the daemon under test plus extras
 #   use_port_leases NAME [k=v...]   MASTER_PORT lease tests: leased ports, bind_master_port.py
 #   expect_no_leases WHEN           fail if a port lease is left in $leases
+#   end_job_and_site                EXIT trap: cancel $job, give the site back, remove $WORK
 #   daemons_of_job / has_daemon / no_daemon JOBID    the job's dp-rendezvousd processes
 #   job_pids JOBID NAME             the job's task processes named NAME
 #   node_addr NODE | field LINE NAME | TASK_VARS | print_task
@@ -159,6 +160,13 @@ use_port_leases() {
   leases=$DP_CLUSTER_DIR/spank-leases-$1
   shift
   site resv_ports=ignore "lease_dir=$leases" "$@"
+}
+# An EXIT trap for a test that submits $job and changes the site: the job
+# cancelled, the fixture's settings back, the work folder gone.
+end_job_and_site() {
+  [[ -z ${job:-} ]] || scancel "$job" 2>/dev/null || true
+  site
+  cleanup_work
 }
 expect_no_leases() {
   [[ -z $(find "$leases" -name '[0-9]*') ]] || fail "leases left $1: $(ls "$leases")"

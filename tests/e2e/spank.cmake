@@ -6,7 +6,7 @@
 dp_e2e_scripts(PART spank MODES lo ns TIMEOUT 300
   SCRIPTS env_vars untouched batch_alloc batch_master_port gres_masks bad_input explain
           concurrent_ports tenant_leases master_failure hostile_env overlap_ports tiles_request
-          unlaunched_step file_limit master_socket
+          unlaunched_step file_limit master_socket step_ports jax_coordinator
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>)
 # Slurm starts a requeued job again after the cluster's cred_expire (30 s).
 dp_e2e_test(NAME spank.requeue MODES lo ns TIMEOUT 600

@@ -15,6 +15,13 @@ inline constexpr const char* kMasterAddr = "MASTER_ADDR";
 inline constexpr const char* kMasterPort = "MASTER_PORT";
 // --dp-master-socket=pass, rank 0 only: MASTER_PORT's listening socket.
 inline constexpr const char* kMasterListenFd = "DP_MASTER_LISTEN_FD";
+// --dp-ports=N: the step's N more ports on rank 0's node, comma-separated;
+// with --dp-master-socket=pass, rank 0's listening sockets for them, in order.
+inline constexpr const char* kPorts = "DP_PORTS";
+inline constexpr const char* kPortsListenFds = "DP_PORTS_LISTEN_FDS";
+// JAX's coordinator (jax.distributed.initialize reads it before its own
+// Slurm guess of 61440 + job id mod 4096): rank 0's node and the step's port.
+inline constexpr const char* kJaxCoordinatorAddress = "JAX_COORDINATOR_ADDRESS";
 
 // torchrun's own settings (a flag of the launcher wins over its variable): a
 // step with one task per node gets them, so a per-node launcher needs no flags.

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "dp/result.hpp"
 
@@ -28,16 +29,13 @@ struct MasterPortValue {
   MasterPortValue(int p = 0) : port(p) {}                      // NOLINT: implicit by design
   MasterPortValue(MasterFailure f) : failure(std::move(f)) {}  // NOLINT
   int port = 0;                          // 1..65535 when the master node has one
+  std::vector<int> more;                 // with a port: the step's --dp-ports (DP_PORTS)
   std::optional<MasterFailure> failure;  // set: it has none, and why
 };
 
 // How every node and the step's first failure word it: "the master node
 // could not set up the step: node n1: <reason>".
 std::string master_failure_text(const MasterFailure& f);
-
-// First port of SLURM_STEP_RESV_PORTS ("12000-12003" or "12000,12005"), or
-// nullopt when Slurm reserved none (absent or empty).
-Result<std::optional<int>> first_reserved_port(std::string_view resv_ports);
 
 // Tries the ports of [min, max] once each, starting at an offset chosen by
 // `seed` (random per step, so nobody can predict a step's port and

@@ -11,6 +11,7 @@
 
 #include "dp/params.hpp"  // parse_integer
 #include "dp/result.hpp"
+#include "dp/site_config.hpp"  // kMaxStepPorts
 
 namespace dp {
 
@@ -38,6 +39,8 @@ struct Options {
   // --dp-store=step (true): the node agents serve PyTorch's store to the
   // tasks; rank0 (false): rank 0's program hosts it. Unset: the site's store=.
   std::optional<bool> step_store;
+  // --dp-ports=N: N ports on rank 0's node besides MASTER_PORT (DP_PORTS).
+  std::optional<int> ports;
 
   // Any option is set (a row of the table in options.cpp).
   bool any() const;

@@ -65,6 +65,10 @@ Result<long long> parse_env_integer(std::string_view name, std::string_view text
   T("DP_TILES", "LIST", "set by the plugin: this task's tiles, e.g. 0,1,2,3")                     \
   T("DP_MASTER_LISTEN_FD", "FD",                                                                  \
     "set by the plugin for rank 0 with --dp-master-socket=pass: MASTER_PORT's listening socket")  \
+  T("DP_PORTS", "PORT,...",                                                                       \
+    "set by the plugin with --dp-ports=N: the step's N more ports on rank 0's node")              \
+  T("DP_PORTS_LISTEN_FDS", "FD,...",                                                              \
+    "set by the plugin for rank 0 with --dp-ports and --dp-master-socket=pass: their sockets")    \
   T("DP_STORE", "step",                                                                           \
     "set by the plugin with --dp-store=step: MASTER_ADDR:MASTER_PORT is the node agent's store")  \
   T("DP_OPTIONS", "--dp-NAME=VALUE...",                                                           \

@@ -14,6 +14,9 @@
 
 namespace dp {
 
+// --dp-ports' own bound, whatever a site allows (max_ports=).
+inline constexpr int kMaxStepPorts = 64;
+
 enum class AcceleratorKind { none, cuda, ze, rdu };
 const char* accelerator_kind_name(AcceleratorKind k) noexcept;
 
@@ -39,6 +42,7 @@ struct SiteConfig {
   int kill_grace_s{};     // SIGTERM to SIGKILL when the agents end a failed step's tasks
   bool keep_survivors{};  // on_failure=keep: a failure is reported, no task is ended
   bool step_store{};      // store=step: the agents serve PyTorch's store (--dp-store wins)
+  int max_ports{};        // the most --dp-ports a step may ask for
 
   // Words the parser accepted but the site should change (a key that was
   // removed), one message each; the plugin shows them on slurm-dp steps.

@@ -2,7 +2,7 @@
 # Another tenant (dptest2) holds every port of a small MASTER_PORT lease range
 # on the master node: the step fails within 10 s with a line that says the
 # range is held and names the holder's uid, instead of "no free port". The
-# same for Slurm's reserved ports (the cluster's MpiParams=ports range), which
+# same for --dp-ports and for Slurm's reserved ports (the cluster's MpiParams=ports range), which
 # slurm-dp binds on the master node like a leased one.
 . "$(dirname "$0")/../lib.sh"
 job="" resv_job=""
@@ -32,15 +32,32 @@ took_ms=$((($(date +%s%N) - start) / 1000000))
 echo "$out"
 ((rc != 0)) || fail "the step started although every port of $lo-$hi is held"
 ((took_ms < 10000)) || fail "the step took ${took_ms} ms to fail (limit 10 s)"
-[[ $out == *"every MASTER_PORT of $lo-$hi on the master node is held"*"uid $(id -u dptest2) (4 ports)"* ]] ||
+[[ $out == *"every port of $lo-$hi on the master node is held"*"uid $(id -u dptest2) (4 ports)"*"none left for MASTER_PORT"* ]] ||
   fail "the failure does not say the range is held by uid $(id -u dptest2)"
 
-# Where the site allows it, the step starts on a port the OS chose instead.
+# --dp-ports: one more port in the range, free, takes MASTER_PORT; the step's
+# next port finds the rest held, and the step fails as quickly, naming them.
+use_port_leases held "ports=$lo-$((hi + 1))"
+start=$(date +%s%N)
+rc=0
+more=$(as_user timeout 60 srun -w n1 -N1 -n2 --dp-world=auto --dp-ports=2 true 2>&1) || rc=$?
+more_ms=$((($(date +%s%N) - start) / 1000000))
+echo "$more"
+((rc != 0)) || fail "a --dp-ports step started although all but one port of $lo-$((hi + 1)) is held"
+((more_ms < 10000)) || fail "the --dp-ports step took ${more_ms} ms to fail (limit 10 s)"
+[[ $more == *"every port of $lo-$((hi + 1)) on the master node is held"*"uid $(id -u dptest2) (4 ports)"*"none left for the step's --dp-ports"* ]] ||
+  fail "the --dp-ports failure does not say the range is held by uid $(id -u dptest2)"
+expect_no_leases "after the --dp-ports step failed"
+
+# Where the site allows it, the step starts on ports the OS chose instead.
 use_port_leases held "ports=$lo-$hi" port_fallback=os
-port=$(as_user timeout 60 srun -w n1 -N1 -n1 --dp-world=auto printenv MASTER_PORT 2>&1) ||
-  fail "with port_fallback=os the step failed: $port"
-[[ $port =~ ^[0-9]+$ ]] && ((port < lo || port > hi)) ||
-  fail "with port_fallback=os MASTER_PORT is '$port', not a port outside the held range"
+ports=$(as_user timeout 60 srun -w n1 -N1 -n1 --dp-world=auto --dp-ports=2 \
+  sh -c 'echo "$MASTER_PORT,$DP_PORTS"' 2>&1) || fail "with port_fallback=os the step failed: $ports"
+port=${ports%%,*}
+[[ $ports =~ ^[0-9]+,[0-9]+,[0-9]+$ ]] || fail "with port_fallback=os the ports are '$ports'"
+for p in ${ports//,/ }; do
+  ((p < lo || p > hi)) || fail "with port_fallback=os port $p of '$ports' is in the held range"
+done
 
 # Slurm reserves its ports without looking: the step's reserved port, held by
 # dptest2 on the master node, fails it as quickly, naming the uid.
@@ -61,4 +78,4 @@ echo "$out"
 ((resv_ms < 10000)) || fail "the step took ${resv_ms} ms to fail (limit 10 s)"
 [[ $out == *"which Slurm reserved for this step (SLURM_STEP_RESV_PORTS), is bound by another process on the master node (held by uid $(id -u dptest2))"* ]] ||
   fail "the failure does not say the reserved port is held by uid $(id -u dptest2)"
-pass "a range held by dptest2 fails the step in ${took_ms} ms naming 'held' and uid $(id -u dptest2); with port_fallback=os it starts on port $port; a held reserved port fails it in ${resv_ms} ms naming the uid"
+pass "a range held by dptest2 fails the step in ${took_ms} ms naming 'held' and uid $(id -u dptest2), a --dp-ports step in ${more_ms} ms; with port_fallback=os it starts on ports $ports; a held reserved port fails it in ${resv_ms} ms naming the uid"

@@ -9,19 +9,6 @@
 
 namespace {
 
-TEST(ReservedPorts, FirstOfRangeOrList) {
-  auto a = dp::first_reserved_port("12000-12003");
-  ASSERT_TRUE(a.ok());
-  EXPECT_EQ(*a, 12000);
-  auto b = dp::first_reserved_port("12005,12007");
-  ASSERT_TRUE(b.ok());
-  EXPECT_EQ(*b, 12005);
-  auto c = dp::first_reserved_port("");
-  ASSERT_TRUE(c.ok());
-  EXPECT_FALSE(c->has_value());
-  EXPECT_FALSE(dp::first_reserved_port("junk").ok());
-}
-
 TEST(PickPort, SkipsTakenPortsAndVisitsEachOnce) {
   std::set<int> tried;
   auto p = dp::pick_port(30000, 30009, 7, [&](int port) {

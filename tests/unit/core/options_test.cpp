@@ -177,7 +177,8 @@ TEST(Options, SpecsCoverEveryOptionOnce) {
   const std::map<std::string, const char*> sample = {{"dp-tiles", "1"},
                                                      {"dp-on-failure", "keep"},
                                                      {"dp-master-socket", "pass"},
-                                                     {"dp-store", "step"}};
+                                                     {"dp-store", "step"},
+                                                     {"dp-ports", "3"}};
   for (const auto& s : specs) {
     EXPECT_TRUE(names.insert(s.name).second) << s.name << " twice";
     EXPECT_EQ(std::string(s.usage).rfind("[slurm-dp]", 0), 0u) << s.name;

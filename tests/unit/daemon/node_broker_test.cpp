@@ -4,6 +4,8 @@
 
 #include "broker_fixture.hpp"
 #include "dp/master_port.hpp"
+#include "master_port_value.hpp"
+#include "step_report.hpp"  // Json
 
 #include <signal.h>
 
@@ -533,6 +535,30 @@ TEST_F(NodeBrokerTest, TheMasterNodesPortTimesTheMasterPortPhase) {
   EXPECT_EQ(out_.last(kNodeA).code(), proto::OK);
   EXPECT_NE(broker_.startup_line().find("master_port +20.0ms"), std::string::npos)
       << broker_.startup_line();
+}
+
+// --dp-ports: the master node's published value names the step's ports in
+// dp-top's text and the report; only the node holding rank 0 speaks for them.
+TEST_F(NodeBrokerTest, TheMasterNodesPublishedPortsAreTheStepsPorts) {
+  step();
+  proto::Request s;
+  s.set_id(71);
+  s.mutable_set()->set_key(kMasterPortKey);
+  MasterPortValue other{1234};
+  other.more = {1235};
+  s.mutable_set()->set_value(rdv::encode_master_port(other));
+  frame(kNodeB, s, t0_);
+  EXPECT_NE(broker_.stats().text().find("ports -\n"), std::string::npos) << broker_.stats().text();
+  MasterPortValue v{29500};
+  v.more = {29501, 29502};
+  s.mutable_set()->set_value(rdv::encode_master_port(v));
+  frame(kNodeA, s, t0_);
+  EXPECT_NE(broker_.stats().text().find("ports 29500 (coordinator), DP_PORTS 29501,29502\n"),
+            std::string::npos)
+      << broker_.stats().text();
+  const Json j = Json::parse(broker_.report_json(t0_));
+  EXPECT_EQ(j["ports"]["coordinator"], 29500);
+  EXPECT_EQ(j["ports"]["dp_ports"], Json::array({29501, 29502}));
 }
 
 }  // namespace

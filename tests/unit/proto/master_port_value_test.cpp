@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "dp/site_config.hpp"  // kMaxStepPorts
+
 namespace dp::rdv {
 namespace {
 
@@ -32,6 +34,23 @@ TEST(MasterPortValue, WhatIsNotAPortOrAFailureIsRefused) {
   proto::MasterPortValue big;
   big.set_port(70000);
   EXPECT_FALSE(decode_master_port(big.SerializeAsString()).ok());
+}
+
+TEST(MasterPortValue, TheStepsMorePortsTravelWithTheCoordinator) {
+  MasterPortValue v{29500};
+  v.more = {29501, 29502, 29503};
+  auto back = decode_master_port(encode_master_port(v));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->port, 29500);
+  EXPECT_EQ(back->more, (std::vector<int>{29501, 29502, 29503}));
+  proto::MasterPortValue bad;
+  bad.set_port(29500);
+  bad.add_more_ports(0);
+  EXPECT_FALSE(decode_master_port(bad.SerializeAsString()).ok());
+  proto::MasterPortValue many;
+  many.set_port(29500);
+  for (int i = 0; i <= kMaxStepPorts; ++i) many.add_more_ports(30000 + static_cast<uint32_t>(i));
+  EXPECT_FALSE(decode_master_port(many.SerializeAsString()).ok());
 }
 
 TEST(MasterPortValue, FailureTextsArePrintableAndBounded) {

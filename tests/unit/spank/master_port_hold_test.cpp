@@ -46,6 +46,14 @@ UniqueFd held_port(int& port) {
   return fd;
 }
 
+// The same, as the one port of a step's hold.
+std::vector<dp::spank::HeldPort> held(int& port) {
+  std::vector<dp::spank::HeldPort> v;
+  UniqueFd fd = held_port(port);
+  v.push_back({port, std::move(fd)});
+  return v;
+}
+
 // A socket on `port` with SO_REUSEADDR (as servers bind) or without,
 // listening or not.
 UniqueFd reusing_socket(int port, bool listening, int reuse = 1) {
@@ -65,12 +73,37 @@ UniqueFd reusing_socket(int port, bool listening, int reuse = 1) {
 TEST(MasterPortHold, SlurmstepdsCopyGoesWhenItLetsGo) {
   int port = 0;
   dp::spank::MasterPortHold hold;
-  ASSERT_TRUE(hold.keep(held_port(port), port).ok());
+  ASSERT_TRUE(hold.keep(held(port)).ok());
   ASSERT_GT(port, 0);
   EXPECT_FALSE(dp::spank::port_binds(port)) << "held: not even SO_REUSEADDR binds it";
   hold.let_go_in_stepd();
   EXPECT_TRUE(dp::spank::port_binds(port));
   hold.let_go_in_stepd();  // once per task_post_fork: idempotent, no wait
+  hold.stop();
+}
+
+// --dp-ports: the step's ports are held and let go together, each found by its port.
+TEST(MasterPortHold, EveryPortOfTheStepIsHeldAndLetGoTogether) {
+  std::vector<dp::spank::HeldPort> ports;
+  std::vector<int> numbers;
+  for (int i = 0; i < 3; ++i) {
+    int port = 0;
+    UniqueFd fd = held_port(port);
+    ASSERT_TRUE(fd);
+    numbers.push_back(port);
+    ports.push_back({port, std::move(fd)});
+  }
+  ports.push_back({1, UniqueFd()});  // known, not held (TIME_WAIT)
+  dp::spank::MasterPortHold hold;
+  ASSERT_TRUE(hold.keep(std::move(ports)).ok());
+  for (int port : numbers) {
+    EXPECT_GE(hold.fd(port), 0) << port;
+    EXPECT_FALSE(dp::spank::port_binds(port)) << port;
+  }
+  EXPECT_EQ(hold.fd(1), -1);
+  EXPECT_EQ(hold.fd(2), -1) << "not a port of the step";
+  hold.let_go_in_stepd();
+  for (int port : numbers) EXPECT_TRUE(dp::spank::port_binds(port)) << port;
   hold.stop();
 }
 
@@ -85,7 +118,7 @@ int let_go_in_clone(void* hold) {
 TEST(MasterPortHold, ACloneWithItsOwnDescriptorTableLetsGoOfSlurmstepdsCopy) {
   int port = 0;
   dp::spank::MasterPortHold hold;
-  ASSERT_TRUE(hold.keep(held_port(port), port).ok());
+  ASSERT_TRUE(hold.keep(held(port)).ok());
   std::vector<char> stack(256 * 1024);
   const pid_t pid = clone(let_go_in_clone, stack.data() + stack.size(), CLONE_VM | SIGCHLD, &hold);
   ASSERT_GT(pid, 0);
@@ -100,7 +133,7 @@ TEST(MasterPortHold, ACloneWithItsOwnDescriptorTableLetsGoOfSlurmstepdsCopy) {
 TEST(MasterPortHold, AForkedTaskKeepsThePortUntilItDropsItsCopy) {
   int port = 0;
   dp::spank::MasterPortHold hold;
-  ASSERT_TRUE(hold.keep(held_port(port), port).ok());
+  ASSERT_TRUE(hold.keep(held(port)).ok());
   auto go = dp::make_pipe(O_CLOEXEC);
   auto done = dp::make_pipe(O_CLOEXEC);
   ASSERT_TRUE(go.ok() && done.ok());

@@ -106,6 +106,25 @@ TEST_F(LeaseDir, TwoLeasesNeverShareAPortAndReleaseFreesIt) {
   EXPECT_EQ(c->port(), port);
 }
 
+// --dp-ports: a step's ports are leased all or none.
+TEST_F(LeaseDir, AStepsPortsAreLeasedTogetherAllOrNone) {
+  auto three = dp::spank::lease_ports(site_, request("1.0"), 3);
+  ASSERT_TRUE(three.ok()) << three.error().message;
+  ASSERT_EQ(three->size(), 3u);
+  std::set<int> ports;
+  for (const auto& l : *three) {
+    EXPECT_TRUE(l.holding_port());
+    ports.insert(l.port());
+  }
+  EXPECT_EQ(ports.size(), 3u);
+  // One port of the four is left: a step that needs two gets none.
+  auto two = dp::spank::lease_ports(site_, request("2.0"), 2);
+  ASSERT_FALSE(two.ok());
+  auto one = dp::spank::lease_ports(site_, request("3.0"), 1);
+  ASSERT_TRUE(one.ok()) << "the failed step's first lease was released: " << one.error().message;
+  EXPECT_EQ(ports.count(one->front().port()), 0u);
+}
+
 TEST_F(LeaseDir, FolderAndFilesArePrivateToRoot) {
   // An older release left the folder 0755: it is tightened, not trusted.
   fs::create_directories(site_.lease_dir);

@@ -1,0 +1,50 @@
+// The step's ports on rank 0's node: the coordinator port (MASTER_PORT in a
+// step whose rank 0 hosts PyTorch's store, and JAX's coordinator in every
+// step) and --dp-ports=N more for the step's other services (DP_PORTS).
+// Every one is chosen and held on the master node the way MASTER_PORT is.
+// Pure: the plugin chooses and holds them; this says how many, checks what
+// a user or Slurm gave, and what each task is told.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "dp/options.hpp"
+#include "dp/result.hpp"
+#include "dp/site_config.hpp"
+
+namespace dp {
+
+struct StepPorts {
+  int coordinator = 0;     // 1..65535
+  std::vector<int> more;   // --dp-ports, in order (DP_PORTS)
+};
+
+// --dp-ports as the site allows it: at most max_ports=, and with the
+// site's range in use (no --dp-master-port), at most what the range holds
+// besides MASTER_PORT. The refusal names the option, the limit and the fix.
+Result<int> checked_port_count(const Options& opts, const SiteConfig& site);
+
+// Every port of SLURM_STEP_RESV_PORTS ("12000-12003", "12000,12005-12006"),
+// in order; empty when Slurm reserved none.
+Result<std::vector<int>> reserved_ports(std::string_view resv);
+
+// The step's ports from Slurm's reservation: the first is the coordinator,
+// the next `more` DP_PORTS. Too few: the refusal says how to ask for more.
+Result<StepPorts> ports_from_reservation(const std::vector<int>& reserved, int more,
+                                         std::string_view resv_text);
+
+// "29401,29402": DP_PORTS' spelling; and back, strictly (every port 1..65535,
+// at most kMaxStepPorts).
+std::string ports_text(const std::vector<int>& ports);
+Result<std::vector<int>> parse_ports_text(std::string_view text, std::string_view what);
+
+// What every task of the step is told about the ports beyond MASTER_PORT:
+// JAX_COORDINATOR_ADDRESS=<master_addr>:<coordinator> and, with --dp-ports,
+// DP_PORTS. Texts, so --dp-explain can say "auto(...)" before they exist.
+std::vector<std::pair<std::string, std::string>> ports_environment(
+    const std::string& master_addr, const std::string& coordinator, const std::string& more);
+
+}  // namespace dp

@@ -1,0 +1,102 @@
+#include "dp/step_ports.hpp"
+
+#include "dp/env_names.hpp"
+#include "dp/params.hpp"
+#include "dp/shown_value.hpp"
+
+namespace dp {
+
+Result<int> checked_port_count(const Options& opts, const SiteConfig& site) {
+  const int n = opts.ports.value_or(0);
+  const std::string named = "--dp-ports=" + std::to_string(n);
+  if (n > site.max_ports)
+    return make_error(Errc::invalid_argument,
+                      named + ": this site allows a step at most " +
+                          std::to_string(site.max_ports) +
+                          " ports besides MASTER_PORT (max_ports= in plugstack.conf); ask for " +
+                          (site.max_ports > 0 ? "at most " + std::to_string(site.max_ports)
+                                              : std::string("none")) +
+                          ", or ask the admin to raise max_ports");
+  const long long range = static_cast<long long>(site.port_max) - site.port_min + 1;
+  const int needed = n + (opts.master_port.value_or(0) > 0 ? 0 : 1);
+  if (n > 0 && needed > range && !site.port_fallback_os)
+    return make_error(Errc::invalid_argument,
+                      named + ": the site's port range " + std::to_string(site.port_min) + "-" +
+                          std::to_string(site.port_max) + " holds " + std::to_string(range) +
+                          " ports and the step needs " + std::to_string(needed) +
+                          " on rank 0's node; ask for at most " +
+                          std::to_string(range - (needed - n)) +
+                          ", or ask the admin to widen ports=");
+  return n;
+}
+
+Result<std::vector<int>> reserved_ports(std::string_view resv) {
+  std::vector<int> out;
+  auto bad = [&] {
+    return make_error(Errc::invalid_argument, "SLURM_STEP_RESV_PORTS=" + shown_value(resv) +
+                                                  ": not a port list; check MpiParams=ports= "
+                                                  "in slurm.conf");
+  };
+  size_t pos = 0;
+  while (pos < resv.size()) {
+    const size_t end = std::min(resv.find(',', pos), resv.size());
+    const std::string_view item = resv.substr(pos, end - pos);
+    pos = end + 1;
+    const size_t dash = item.find('-');
+    auto lo = parse_whole_number(item.substr(0, dash), 1, 65535);
+    auto hi = dash == std::string_view::npos ? lo : parse_whole_number(item.substr(dash + 1), 1, 65535);
+    if (!lo || !hi || *hi < *lo || out.size() + static_cast<size_t>(*hi - *lo) > 65535)
+      return bad();
+    for (long long p = *lo; p <= *hi; ++p) out.push_back(static_cast<int>(p));
+  }
+  return out;
+}
+
+Result<StepPorts> ports_from_reservation(const std::vector<int>& reserved, int more,
+                                         std::string_view resv_text) {
+  if (reserved.size() < static_cast<size_t>(more) + 1)
+    return make_error(Errc::unavailable,
+                      "--dp-ports=" + std::to_string(more) + ": Slurm reserved " +
+                          std::to_string(reserved.size()) + " port(s) for this step (" +
+                          "SLURM_STEP_RESV_PORTS=" + shown_value(resv_text, 64) +
+                          ") and the step needs " + std::to_string(more + 1) +
+                          " (MASTER_PORT and " + std::to_string(more) + " more): srun --resv-ports=" +
+                          std::to_string(more + 1) + " asks Slurm for them");
+  StepPorts p;
+  p.coordinator = reserved.front();
+  p.more.assign(reserved.begin() + 1, reserved.begin() + 1 + more);
+  return p;
+}
+
+std::string ports_text(const std::vector<int>& ports) {
+  std::string out;
+  for (int p : ports) out += (out.empty() ? "" : ",") + std::to_string(p);
+  return out;
+}
+
+Result<std::vector<int>> parse_ports_text(std::string_view text, std::string_view what) {
+  std::vector<int> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t end = std::min(text.find(',', pos), text.size());
+    auto p = parse_whole_number(text.substr(pos, end - pos), 1, 65535);
+    if (!p || out.size() >= static_cast<size_t>(kMaxStepPorts))
+      return make_error(Errc::protocol, std::string(what) + ": '" + shown_value(text, 64) +
+                                            "' is not a list of at most " +
+                                            std::to_string(kMaxStepPorts) + " ports");
+    out.push_back(static_cast<int>(*p));
+    pos = end + 1;
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> ports_environment(
+    const std::string& master_addr, const std::string& coordinator, const std::string& more) {
+  std::vector<std::pair<std::string, std::string>> env;
+  if (!master_addr.empty() && !coordinator.empty())
+    env.emplace_back(env::kJaxCoordinatorAddress, master_addr + ":" + coordinator);
+  if (!more.empty()) env.emplace_back(env::kPorts, more);
+  return env;
+}
+
+}  // namespace dp
