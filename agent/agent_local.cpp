@@ -109,6 +109,7 @@ void AgentServer::close_rank(ConnId conn) {
 void AgentServer::to_daemon(const proto::Request& r) {
   if (!daemon_fd_) return;
   rdv::append_frame(r, daemon_out_);
+  if (hold_daemon_writes_) return;
   if (!flush(daemon_fd_.get(), daemon_out_, daemon_out_pos_, daemon_wr_.get()))
     daemon_failed(errno, "cannot write to the step's daemon");
 }

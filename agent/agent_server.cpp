@@ -70,6 +70,9 @@ Result<std::unique_ptr<AgentServer>> AgentServer::create(const AgentSettings& s,
     if (getsockname(store_fd.get(), reinterpret_cast<sockaddr*>(&sa), &len) != 0)
       return make_error(Errc::internal, std::string("getsockname: ") + std::strerror(errno));
     a->store_port_ = ntohs(sa.sin_port);
+    a->store_due_ev_ = service::make_event(a->base_.get(), -1, 0, &on_store_due, a.get());
+    if (!a->store_due_ev_)
+      return make_error(Errc::internal, "cannot set up the event loop (libevent)");
     DP_TRY(a->store_listener_.start(
         a->base_.get(), std::move(store_fd), kAcceptBatch, "dp-nodeagent (PyTorch store)",
         [p = a.get()](service::UniqueFd c) { p->admit_store(std::move(c)); }));

@@ -51,6 +51,7 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   void relink(Clock::time_point deadline) override;
   void to_client(ConnId conn, std::string_view bytes) override;
   void close_client(ConnId conn, const std::string& why) override;
+  void send_soon() override;
 
  private:
   using Conn = service::FrameConn<AgentServer>;
@@ -76,6 +77,7 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   static void on_tick(evutil_socket_t, short, void* arg);
   static void on_worker_end(evutil_socket_t, short, void* arg);
   static void on_signal(evutil_socket_t, short, void* arg);
+  static void on_store_due(evutil_socket_t, short, void* arg);
 
   void admit(service::UniqueFd fd);
   void read_rank(Conn& c);
@@ -125,7 +127,11 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   StoreFront store_;
   service::Listener store_listener_;
   std::unordered_map<ConnId, std::unique_ptr<StoreConn>> store_conns_;
-  int store_port_ = 0;  // 0: no store served
+  // Activated when the front has reads due: runs after the pass's other
+  // events, so the node's clients' reads of one pass leave as one request.
+  service::EventPtr store_due_ev_;
+  bool hold_daemon_writes_ = false;  // to_daemon queues; the caller flushes once
+  int store_port_ = 0;               // 0: no store served
   ConnId next_id_ = 1;
   bool answered_ = false;
   Clock::time_point answer_by_;

@@ -65,6 +65,20 @@ void AgentServer::to_client(ConnId conn, std::string_view bytes) {
   flush_store(c);
 }
 
+void AgentServer::send_soon() {
+  if (store_due_ev_) event_active(store_due_ev_.get(), EV_TIMEOUT, 0);
+}
+
+void AgentServer::on_store_due(evutil_socket_t, short, void* arg) {
+  auto* a = static_cast<AgentServer*>(arg);
+  a->hold_daemon_writes_ = true;  // the pass's requests in one write
+  a->store_.send_due();
+  a->hold_daemon_writes_ = false;
+  if (a->daemon_fd_ &&
+      !a->flush(a->daemon_fd_.get(), a->daemon_out_, a->daemon_out_pos_, a->daemon_wr_.get()))
+    a->daemon_failed(errno, "cannot write to the step's daemon");
+}
+
 void AgentServer::close_client(ConnId conn, const std::string& why) {
   auto it = store_conns_.find(conn);
   if (it == store_conns_.end()) return;

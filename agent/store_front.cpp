@@ -134,6 +134,7 @@ void StoreFront::write(ConnId conn, Client& c, const torchstore::Request& r) {
     default: up.mutable_queue_pop()->set_key(r.key); break;
   }
   const Rider rider{conn, answers ? take_slot(c) : 0, r.op, 0};
+  send_due();  // the reads that came first leave first
   send(std::move(up), Sent{{}, rider, answers});
 }
 
@@ -182,13 +183,34 @@ uint64_t StoreFront::take_slot(Client& c) {
   return c.next_seq++;
 }
 
-// A rider joins the next request of its fold; it leaves now when none is in flight.
+// A rider joins the next request of its fold: at send_due when none is in
+// flight, else once the answer of the one in flight is in.
 void StoreFront::ride(const std::string& name, proto::Request up, Rider rider) {
   auto [it, fresh] = folds_.try_emplace(name);
   Fold& f = it->second;
   if (fresh) f.request = std::move(up);
   f.next.push_back(rider);
-  if (f.inflight == 0) launch(name, f);
+  if (f.inflight != 0 || f.due) return;
+  f.due = true;
+  due_.push_back(name);
+  if (due_.size() == 1) out_.send_soon();
+}
+
+void StoreFront::send_due() {
+  std::vector<std::string> due;
+  due.swap(due_);
+  for (const auto& name : due) {
+    auto it = folds_.find(name);
+    if (it == folds_.end() || !it->second.due) continue;
+    Fold& f = it->second;
+    f.due = false;
+    if (f.inflight != 0) continue;
+    if (f.next.empty()) {
+      folds_.erase(it);
+    } else {
+      launch(name, f);
+    }
+  }
 }
 
 void StoreFront::launch(const std::string& name, Fold& f) {
@@ -334,7 +356,7 @@ void StoreFront::drop_rider(ConnId conn, uint64_t slot) {
       f.inflight = 0;
     }
     if (f.inflight == 0 && !f.next.empty()) {
-      launch(it->first, f);
+      if (!f.due) launch(it->first, f);
     } else if (f.inflight == 0) {
       it = folds_.erase(it);
       continue;

@@ -5,14 +5,16 @@
 // authenticated connection. Pure, like AgentCore: the I/O layer feeds it
 // connections and bytes; it answers through StoreOutbox.
 //
-// Work per node, not per rank: reads that arrive while an identical one is
-// on its way upstream (GET, WAIT, CHECK, GETNUMKEYS, MULTI_GET, QUEUE_LEN of
-// the same keys) ride together on the next one, sent when that answer is in;
+// Work per node, not per rank: identical reads (GET, WAIT, CHECK, GETNUMKEYS,
+// MULTI_GET, QUEUE_LEN of the same keys) ride one upstream request: those of
+// one burst of input (the I/O loop's pass: send_due) together, those that
+// arrive while it is on its way on the next one, sent when its answer is in;
 // ADDs of one key likewise become one ADD of their sum, whose result is
 // handed out in arrival order (ADD 0, PyTorch's barrier poll, among them).
 // Every rider arrived before its request left and is answered after the
 // daemon applied it, so each answer is one PyTorch's own server could have
-// given at some point of its call. Writes go one by one, in order.
+// given at some point of its call. Writes go one by one, in order, and
+// after every read that arrived before them.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +37,8 @@ class StoreOutbox {
   // Close after what was sent, as PyTorch's server closes on the same input;
   // `why` is for the agent's log. The front has already forgotten conn.
   virtual void close_client(ConnId conn, const std::string& why) = 0;
+  // Reads wait to be sent: call send_due() once the input at hand is handled.
+  virtual void send_soon() = 0;
 };
 
 struct StoreCounters {
@@ -52,6 +56,8 @@ class StoreFront final : public UpstreamSink {
   void on_bytes(ConnId conn, std::string_view bytes);
   void on_disconnect(ConnId conn);
   void on_upstream(uint64_t id, const proto::Response& r) override;
+  // Sends the reads of the input handled since the last call, one request per fold.
+  void send_due();
 
   bool serves(ConnId conn) const { return conns_.count(conn) != 0; }
   size_t clients() const { return conns_.size(); }
@@ -79,6 +85,7 @@ class StoreFront final : public UpstreamSink {
   // Identical reads (or one key's adds): the one in flight and the next.
   struct Fold {
     uint64_t inflight = 0;  // upstream id; 0: none
+    bool due = false;       // in due_: `next` leaves at send_due
     std::vector<Rider> riding, next;
     proto::Request request;  // what goes upstream for them (ADD: delta filled at send)
   };
@@ -111,6 +118,7 @@ class StoreFront final : public UpstreamSink {
   std::unordered_map<ConnId, Client> conns_;
   std::unordered_map<std::string, Fold> folds_;
   std::unordered_map<uint64_t, Sent> sent_;
+  std::vector<std::string> due_;  // folds whose riders leave at send_due
   StoreCounters counters_;
 };
 

@@ -212,8 +212,9 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
     default: break;
   }
   // PyTorch's store outlives a failure: survivors kept (on_failure=keep)
-  // use it, and a store has no way to carry the verdict to its clients.
-  if (abort_ && c.space != proto::SPACE_TORCH)
+  // use it, and a store has no way to carry the verdict to its clients. A
+  // cancel only drops a call (a survivor's given-up PyTorch wait among them).
+  if (abort_ && c.space != proto::SPACE_TORCH && req.op_case() != proto::Request::kCancelCall)
     return reply_error(conn, c.id, proto::ABORTED, abort_->message);
   if (!proto::Space_IsValid(c.space)) {
     return reply_error(conn, c.id, proto::PROTOCOL,
@@ -307,7 +308,15 @@ void Broker::abort_job(AbortCause cause) {
                cfg_.step_id.c_str(), abort_->message.c_str());
   std::vector<uint64_t> ids;
   ids.reserve(waiters_.size());
-  for (const auto& [wid, w] : waiters_) ids.push_back(wid);
+  for (const auto& [wid, w] : waiters_) {
+    // PyTorch's store outlives the failure: its waits stay, named.
+    if (w.space == proto::SPACE_TORCH) {
+      if (auto p = peers_.find(w.conn); p != peers_.end())
+        TorchOps::note_unset(*this, p->second, w, abort_->when, false);
+      continue;
+    }
+    ids.push_back(wid);
+  }
   for (uint64_t wid : ids) fail_waiter(wid, proto::ABORTED, abort_->message);
   proto::Response push;
   push.set_id(0);

@@ -159,6 +159,7 @@ class Broker {
     std::vector<std::string> keys;           // get: one key; wait: all keys; barrier: the name
     std::vector<int> ranks;                  // barrier: the ranks that arrived with this call
     bool has_deadline = false;
+    Clock::time_point since;  // when it was asked
     Clock::time_point deadline;
     std::chrono::milliseconds timeout{0};
   };

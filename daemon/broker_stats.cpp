@@ -52,6 +52,7 @@ proto::Stats Broker::stats() const {
   s.set_rank_table(report_.text(Clock::now()));
   if (report_.failure()) s.set_first_failure(report_.failure()->message);
   s.set_ended_by_user(report_.ended_by_user());
+  for (const auto& line : report_.unset_waits()) s.add_store_waits_unset(line);
   return s;
 }
 

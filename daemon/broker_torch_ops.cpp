@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
+
+#include "dp/shown_value.hpp"
 
 namespace dp::daemon {
 
@@ -26,6 +29,44 @@ bool TorchOps::handle(Broker& b, const Call& c, const proto::Request& req) {
     default: queue_len(b, c, req.queue_len()); break;
   }
   return true;
+}
+
+namespace {
+
+std::string seconds_text(Clock::duration d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", std::chrono::duration<double>(d).count());
+  return buf;
+}
+
+}  // namespace
+
+void TorchOps::note_unset(Broker& b, const Broker::Peer& p, const Broker::Waiter& w,
+                          Clock::time_point now, bool given_up) {
+  std::vector<std::string> missing;
+  for (const auto& k : w.keys)
+    if (!b.store_.contains(w.space, k)) missing.push_back(k);
+  if (missing.empty()) return;
+  std::string keys;
+  for (size_t i = 0; i < missing.size() && i < 3; ++i)
+    keys += (i ? ", " : "") + shown_key(missing[i]);
+  if (missing.size() > 3) keys += " and " + std::to_string(missing.size() - 3) + " more";
+  const std::string who =
+      p.role == proto::ROLE_NODE
+          ? "the clients on host " + p.host + " (ranks " + rank_list(p.node_ranks) + ")"
+          : b.describe_peer(p);
+  const std::string waited = seconds_text(now - w.since);
+  const std::string why =
+      b.abort_ ? b.abort_->message
+               : "no rank of the step has failed: the one that sets it has not got there "
+                 "(its output says where it is)";
+  std::string line = "PyTorch's store: " + who + " " +
+                     (given_up ? "stopped waiting after " + waited : "waiting " + waited) +
+                     " for " + keys + ", never set; " + why;
+  // Once per key: printed (srun --dp-verbose shows it) and kept for the report.
+  if (!b.report_.note_unset_wait(missing.front(), line)) return;
+  std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", b.cfg_.job_id.c_str(),
+               b.cfg_.step_id.c_str(), line.c_str());
 }
 
 template <class Keys>

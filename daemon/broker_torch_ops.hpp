@@ -12,6 +12,13 @@ class TorchOps {
  public:
   // Handles `req` when it is one of these operations (false: not one of them).
   static bool handle(Broker& b, const Broker::Call& c, const proto::Request& req);
+  // PyTorch's own timeout error names neither the keys a wait was for nor
+  // who never set them, so the daemon's log does, with the step's first
+  // failure when there is one: when a wait is given up (the clients' timeout,
+  // or they left) and, for those still waiting, when the step fails. Once per
+  // key, for the first few keys.
+  static void note_unset(Broker& b, const Broker::Peer& p, const Broker::Waiter& w,
+                         Clock::time_point now, bool given_up);
 
  private:
   using Call = Broker::Call;

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "broker.hpp"
+#include "broker_torch_ops.hpp"
 
 namespace dp::daemon {
 namespace {
@@ -47,6 +48,7 @@ uint64_t Broker::add_waiter(const Call& c, WaitKind kind, std::vector<std::strin
   w.space = c.space;
   w.keys = std::move(keys);
   w.timeout = std::chrono::milliseconds(timeout_ms);
+  w.since = now;
   if (w.timeout.count() > 0) {
     w.has_deadline = true;
     w.deadline = now + w.timeout;
@@ -100,6 +102,8 @@ void Broker::op_cancel_call(const Call& c, const proto::CancelCall& m) {
     auto it = waiters_.find(wid);
     if (it == waiters_.end() || it->second.request_id != m.request_id()) continue;
     if (it->second.kind == WaitKind::barrier) break;  // an arrival is not taken back
+    if (it->second.space == proto::SPACE_TORCH)
+      TorchOps::note_unset(*this, c.peer, it->second, c.now, true);
     drop_waiter(wid);
     break;
   }

@@ -360,6 +360,7 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
       {"ports", ports_ ? Json{{"coordinator", ports_->coordinator}, {"dp_ports", ports_->more}}
                        : Json(nullptr)},
       {"failure", failure_json()},
+      {"store_waits_unset", unset_waits_},
       {"ranks", std::move(ranks)},
       {"stragglers", std::move(stragglers)},
       {"daemon",
@@ -378,6 +379,13 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
   // Hosts and messages are a peer's or the user's text: the library escapes
   // them, and bytes that are not UTF-8 are replaced, never thrown on.
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+bool StepReport::note_unset_wait(const std::string& key, std::string line) {
+  constexpr size_t kMost = 8;
+  if (unset_keys_.size() >= kMost || !unset_keys_.insert(key).second) return false;
+  unset_waits_.push_back(std::move(line));
+  return true;
 }
 
 std::string StepReport::rank_state(int i) const {

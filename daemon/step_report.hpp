@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,11 @@ class StepReport {
   std::string ports_text() const;
   void on_progress(int rank, const proto::Progress& p, Clock::time_point now);
   void on_goodbye(int rank);
+  // A PyTorch store wait for keys never set (broker_torch_ops.cpp), named by
+  // its first missing key: false when that key is named already, or enough
+  // are (the report and srun's output stay short).
+  bool note_unset_wait(const std::string& key, std::string line);
+  const std::vector<std::string>& unset_waits() const { return unset_waits_; }
 
   // Records the step's first failure; returns the text every rank's error
   // and srun's last line carry. Later calls return the first text unchanged.
@@ -142,6 +148,8 @@ class StepReport {
   std::vector<Rank> ranks_;
   double agent_set_ms_ = -1;
   std::optional<StepPorts> ports_;
+  std::set<std::string> unset_keys_;
+  std::vector<std::string> unset_waits_;
   std::optional<FailureRecord> failure_;
   uint64_t hang_op_ = 0;  // the collective a hang is suspected in (0: none)
   Clock::time_point hang_since_{};

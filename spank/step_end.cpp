@@ -82,6 +82,11 @@ void report_step_end(const StepEndFacts& st) {
     if (auto w = write_report_file(st.report_file, report_file_text(st, stats)); !w)
       std::fprintf(stderr, "slurm-dp: %s: %s\n", label.c_str(), w.error().message.c_str());
   }
+  // PyTorch's own timeout names no key: these do, and who never set it.
+  if (stats) {
+    for (const auto& line : stats->store_waits_unset())
+      std::fprintf(stderr, "slurm-dp: %s: %s\n", label.c_str(), line.c_str());
+  }
   // Last, so it is srun's last line: who failed first, how, when; or that
   // the user ended the step (scancel, srun's Ctrl-C), which is no failure.
   if (stats && !stats->first_failure().empty())

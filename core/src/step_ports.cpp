@@ -44,7 +44,8 @@ Result<std::vector<int>> reserved_ports(std::string_view resv) {
     pos = end + 1;
     const size_t dash = item.find('-');
     auto lo = parse_whole_number(item.substr(0, dash), 1, 65535);
-    auto hi = dash == std::string_view::npos ? lo : parse_whole_number(item.substr(dash + 1), 1, 65535);
+    auto hi =
+        dash == std::string_view::npos ? lo : parse_whole_number(item.substr(dash + 1), 1, 65535);
     if (!lo || !hi || *hi < *lo || out.size() + static_cast<size_t>(*hi - *lo) > 65535)
       return bad();
     for (long long p = *lo; p <= *hi; ++p) out.push_back(static_cast<int>(p));
@@ -55,13 +56,13 @@ Result<std::vector<int>> reserved_ports(std::string_view resv) {
 Result<StepPorts> ports_from_reservation(const std::vector<int>& reserved, int more,
                                          std::string_view resv_text) {
   if (reserved.size() < static_cast<size_t>(more) + 1)
-    return make_error(Errc::unavailable,
-                      "--dp-ports=" + std::to_string(more) + ": Slurm reserved " +
-                          std::to_string(reserved.size()) + " port(s) for this step (" +
-                          "SLURM_STEP_RESV_PORTS=" + shown_value(resv_text, 64) +
-                          ") and the step needs " + std::to_string(more + 1) +
-                          " (MASTER_PORT and " + std::to_string(more) + " more): srun --resv-ports=" +
-                          std::to_string(more + 1) + " asks Slurm for them");
+    return make_error(
+        Errc::unavailable,
+        "--dp-ports=" + std::to_string(more) + ": Slurm reserved " +
+            std::to_string(reserved.size()) + " port(s) for this step (" +
+            "SLURM_STEP_RESV_PORTS=" + shown_value(resv_text, 64) + ") and the step needs " +
+            std::to_string(more + 1) + " (MASTER_PORT and " + std::to_string(more) +
+            " more): srun --resv-ports=" + std::to_string(more + 1) + " asks Slurm for them");
   StepPorts p;
   p.coordinator = reserved.front();
   p.more.assign(reserved.begin() + 1, reserved.begin() + 1 + more);
@@ -90,8 +91,9 @@ Result<std::vector<int>> parse_ports_text(std::string_view text, std::string_vie
   return out;
 }
 
-std::vector<std::pair<std::string, std::string>> ports_environment(
-    const std::string& master_addr, const std::string& coordinator, const std::string& more) {
+std::vector<std::pair<std::string, std::string>> ports_environment(const std::string& master_addr,
+                                                                   const std::string& coordinator,
+                                                                   const std::string& more) {
   std::vector<std::pair<std::string, std::string>> env;
   if (!master_addr.empty() && !coordinator.empty())
     env.emplace_back(env::kJaxCoordinatorAddress, master_addr + ":" + coordinator);

@@ -18,8 +18,8 @@
 namespace dp {
 
 struct StepPorts {
-  int coordinator = 0;     // 1..65535
-  std::vector<int> more;   // --dp-ports, in order (DP_PORTS)
+  int coordinator = 0;    // 1..65535
+  std::vector<int> more;  // --dp-ports, in order (DP_PORTS)
 };
 
 // --dp-ports as the site allows it: at most max_ports=, and with the
@@ -44,7 +44,8 @@ Result<std::vector<int>> parse_ports_text(std::string_view text, std::string_vie
 // What every task of the step is told about the ports beyond MASTER_PORT:
 // JAX_COORDINATOR_ADDRESS=<master_addr>:<coordinator> and, with --dp-ports,
 // DP_PORTS. Texts, so --dp-explain can say "auto(...)" before they exist.
-std::vector<std::pair<std::string, std::string>> ports_environment(
-    const std::string& master_addr, const std::string& coordinator, const std::string& more);
+std::vector<std::pair<std::string, std::string>> ports_environment(const std::string& master_addr,
+                                                                   const std::string& coordinator,
+                                                                   const std::string& more);
 
 }  // namespace dp

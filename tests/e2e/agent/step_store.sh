@@ -10,7 +10,8 @@
 #     The --dp-report file says so: "srun":{...,"store":"step"}.
 #  3. --dp-on-failure=keep, rank 0 killed after it published a key: rank 1 on
 #     the other node still reads it through the store; with --dp-store=rank0
-#     (the control) the key died with rank 0.
+#     (the control) the key died with rank 0. Rank 1's wait for a key rank 0
+#     never set times out, and srun's output names the key and rank 0's end.
 # Debian 13's torch 2.6 needs the test-only no_libuv shim (pytorch_launcher_env):
 # its TCPStore refuses to be even a client without libuv unless told so, and
 # env:// gives its agent-store client no way to be told.
@@ -71,12 +72,12 @@ expect_eq "${step_params##* }" "${rank0_params##* }" "the parameters with the st
 
 # 3. Rank 0 dies after publishing; the survivor reads on.
 cp "$(dirname "$0")/../pytorch/store_keep.py" "$WORK/"
-keep_run() {  # keep_run STORE: rank 1's output line
+keep_run() {  # keep_run STORE [--wait-unset]: rank 1's output
   local name=keep-$1-$$
   rm -f "$WORK/kready" "$WORK/kdead" "$WORK"/keep*.log
   as_user env "${pet[@]}" srun --dp-world=auto --dp-store="$1" --dp-on-failure=keep -N2 \
     --ntasks-per-node=1 -J "$name" -o "$WORK/keep%t.log" /usr/bin/python3 "$WORK/store_keep.py" \
-    "$WORK/kready" "$WORK/kdead" >"$WORK/srun.log" 2>&1 &
+    "$WORK/kready" "$WORK/kdead" ${2:+"$2"} >"$WORK/srun.log" 2>&1 &
   srun_pid=$!
   find_job "$name"
   wait_until 60 "rank 0 published ($(cat "$WORK"/keep*.log "$WORK/srun.log" 2>/dev/null | tail -3))" test -f "$WORK/kready"
@@ -89,8 +90,14 @@ keep_run() {  # keep_run STORE: rank 1's output line
   cat "$WORK/keep1.log"
 }
 t0=$(date +%s%N)
-survivor=$(keep_run step)
+survivor=$(keep_run step --wait-unset)
 expect_contains "$survivor" "rank 1 read: written before rank 0 died" "rank 1 with the step's store"
+# PyTorch's timeout names no key; the daemon names it, and the failure.
+expect_contains "$survivor" "rank 1 gave up a wait" "rank 1's wait for a key rank 0 never set"
+named=$(grep -F "never_set_by_rank0', never set" "$WORK/srun.log" || true)
+expect_contains "$named" "slurm-dp: step " "srun's line naming the key ($(cat "$WORK/srun.log"))"
+expect_contains "$named" "PyTorch's store: the clients on host" "srun's line"
+expect_contains "$named" "first failure: rank 0" "srun's line names rank 0's end"
 control=$(keep_run rank0)
 expect_contains "$control" "could not read" "rank 1 with rank 0's store (the control)"
 pass "DDP through the step's store: the parameters of rank 0's store ($step_params), every MASTER_PORT the node agent's, a stranger refused; rank 0's key outlives rank 0 (with rank 0's store it does not)"

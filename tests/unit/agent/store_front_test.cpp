@@ -38,6 +38,7 @@ struct Node : AgentOutbox, StoreOutbox {
   void to_daemon(const proto::Request& r) override;
   void to_client(ConnId c, std::string_view bytes) override { got[c] += bytes; }
   void close_client(ConnId c, const std::string& why) override { closed[c] = why; }
+  void send_soon() override { due = true; }
 
   World& world;
   ConnId link;
@@ -45,6 +46,7 @@ struct Node : AgentOutbox, StoreOutbox {
   StoreFront front;
   std::map<ConnId, std::string> got;
   std::map<ConnId, std::string> closed;
+  bool due = false;  // the front asked for send_due
 };
 
 struct World : daemon::Outbox {
@@ -71,9 +73,16 @@ struct World : daemon::Outbox {
   void send(ConnId c, const proto::Response& r) override { down.emplace_back(c, r); }
   void close(ConnId) override {}
 
-  // Delivers every frame both ways until none is left.
+  // Ends the pass of the nodes' event loops (send_due), then delivers every
+  // frame both ways until none is left.
   void pump() {
-    while (!up.empty() || !down.empty()) {
+    while (true) {
+      for (auto& n : nodes_) {
+        if (!n->due) continue;
+        n->due = false;
+        n->front.send_due();
+      }
+      if (up.empty() && down.empty()) return;
       deliver_up();
       deliver_down();
     }
@@ -222,35 +231,50 @@ TEST(StoreFront, LegacyClientsOf113ShareTheStoreWithV2Clients) {
 }
 
 // PyTorch's store barrier: every rank ADDs 1, then polls ADD 0. Eight ranks of
-// a node asking together cost the daemon two requests, not eight.
+// a node asking in one pass of the agent's loop cost the daemon one request.
 TEST(StoreFront, ANodesAddsAreOneUpstreamAddHandedOutInArrivalOrder) {
   World w(1, 8);
   for (ConnId c = 1; c <= 8; ++c) w.ask(0, c, add("init/", 1), ts::Dialect::legacy);
-  EXPECT_EQ(w.node(0).front.counters().upstream, 1u);  // the first; seven ride on the next
+  EXPECT_EQ(w.node(0).front.counters().upstream, 0u);  // they leave at the pass's end
   w.pump();
-  EXPECT_EQ(w.node(0).front.counters().upstream, 2u);
+  EXPECT_EQ(w.node(0).front.counters().upstream, 1u);
   for (ConnId c = 1; c <= 8; ++c)
     EXPECT_EQ(w.node(0).got[c], i64(static_cast<int64_t>(c))) << "client " << c;
   for (ConnId c = 1; c <= 8; ++c) w.ask(0, c, add("init/", 0), ts::Dialect::legacy);
   w.pump();
-  EXPECT_EQ(w.node(0).front.counters().upstream, 4u);
+  EXPECT_EQ(w.node(0).front.counters().upstream, 2u);
   for (ConnId c = 1; c <= 8; ++c) EXPECT_EQ(w.node(0).got[c], i64(c) + i64(8));
+}
+
+// Adds that arrive while the node's ADD is on its way ride the next one.
+TEST(StoreFront, AddsArrivingWhileOneIsInFlightRideTheNext) {
+  World w(1, 8);
+  w.ask(0, 1, add("barrier", 1));
+  w.node(0).front.send_due();  // sent, its answer not delivered yet
+  EXPECT_EQ(w.node(0).front.counters().upstream, 1u);
+  for (ConnId c = 2; c <= 8; ++c) w.ask(0, c, add("barrier", 1));
+  w.node(0).front.send_due();  // nothing leaves while one is in flight
+  EXPECT_EQ(w.node(0).front.counters().upstream, 1u);
+  w.pump();
+  EXPECT_EQ(w.node(0).front.counters().upstream, 2u);
+  for (ConnId c = 1; c <= 8; ++c)
+    EXPECT_EQ(w.node(0).got[c], i64(static_cast<int64_t>(c))) << "client " << c;
 }
 
 TEST(StoreFront, IdenticalWaitsOfANodeRideOneRequestAndWakeTogether) {
   World w(2, 4);
   for (ConnId c = 1; c <= 4; ++c) w.ask(0, c, wait_for({"/nccl_id"}));
-  w.pump();  // the first is blocked in the daemon; the rest wait for their turn
+  w.pump();  // one request for the four, blocked in the daemon
   EXPECT_EQ(w.node(0).front.counters().upstream, 1u);
   for (ConnId c = 1; c <= 4; ++c) EXPECT_TRUE(w.node(0).got[c].empty());
   w.ask(1, 9, set("/nccl_id", "ID"));
   w.pump();
   for (ConnId c = 1; c <= 4; ++c)
     EXPECT_EQ(w.node(0).got[c], ts::encode_wait(ts::WaitAnswer::stop_waiting)) << c;
-  EXPECT_EQ(w.node(0).front.counters().upstream, 2u);
+  EXPECT_EQ(w.node(0).front.counters().upstream, 1u);
   for (ConnId c = 1; c <= 4; ++c) w.ask(0, c, get("/nccl_id"));
   w.pump();
-  EXPECT_EQ(w.node(0).front.counters().upstream, 4u);
+  EXPECT_EQ(w.node(0).front.counters().upstream, 2u);
   for (ConnId c = 1; c <= 4; ++c)
     EXPECT_EQ(w.node(0).got[c],
               ts::encode_wait(ts::WaitAnswer::stop_waiting) + ts::encode_value("ID"));
@@ -262,7 +286,7 @@ TEST(StoreFront, AClientReadsItsOwnWriteAlthoughAnOlderReadIsInFlight) {
   World w(1);
   w.ask(0, 1, set("/k", "old"));
   w.pump();
-  w.ask(0, 2, get("/k"));  // in flight, not delivered yet
+  w.ask(0, 2, get("/k"));  // due; it leaves before the SET, not delivered yet
   w.ask(0, 1, set("/k", "new"));
   w.ask(0, 1, get("/k"));
   w.pump();
@@ -313,7 +337,25 @@ TEST(StoreFront, AWaitingClientThatLeavesTakesItsWaitUpstreamWithIt) {
   EXPECT_EQ(w.broker.pending_calls(), 0u);
   EXPECT_EQ(w.node(0).front.counters().upstream, 1u);
   w.ask(0, 2, wait_for({"/gone"}));  // a new wait is not stuck behind the gone one
+  w.pump();
   EXPECT_EQ(w.node(0).front.counters().upstream, 2u);
+  EXPECT_EQ(w.broker.pending_calls(), 1u);
+}
+
+// A client that sends a GET and, without waiting, a SET of the same key is
+// answered the value from before its SET, as PyTorch's server answers it.
+TEST(StoreFront, AReadSentBeforeTheClientsOwnWriteDoesNotSeeIt) {
+  World w(1);
+  w.ask(0, 1, set("/k", "old"));
+  w.pump();
+  w.ask(0, 1, get("/k"));
+  w.ask(0, 1, set("/k", "new"));
+  w.pump();
+  EXPECT_EQ(w.node(0).got[1], ts::encode_value("old"));
+  w.node(0).got[1].clear();
+  w.ask(0, 2, get("/k"));
+  w.pump();
+  EXPECT_EQ(w.node(0).got[2], ts::encode_value("new"));
 }
 
 }  // namespace

@@ -78,8 +78,8 @@ TEST(PortCount, MoreThanTheRangeHoldsIsRefused) {
   ASSERT_TRUE(dp::apply_option(fixed, "dp-master-port", "29500").ok());
   EXPECT_EQ(*dp::checked_port_count(fixed, s), 4);
   // port_fallback=os: the OS has ports when the range has none.
-  EXPECT_EQ(*dp::checked_port_count(with_ports("4"),
-                                    site({"ports=30000-30003", "max_ports=16", "port_fallback=os"})),
+  EXPECT_EQ(*dp::checked_port_count(
+                with_ports("4"), site({"ports=30000-30003", "max_ports=16", "port_fallback=os"})),
             4);
 }
 

@@ -154,6 +154,72 @@ TEST_F(TorchSpaceTest, ACancelledWaitIsDroppedUnanswered) {
   EXPECT_EQ(out_.sent[2].size(), before);  // the wait is gone: no answer
 }
 
+// PyTorch's timeout names neither the keys nor who never set them: the
+// daemon's log does, once per key.
+TEST_F(TorchSpaceTest, AGivenUpWaitIsNamedWithItsKeysOnce) {
+  using namespace std::chrono_literals;
+  start_wait(2, 91, "/nccl_id");
+  proto::Request c;
+  c.set_id(92);
+  c.set_space(proto::SPACE_TORCH);
+  c.mutable_cancel_call()->set_request_id(91);
+  testing::internal::CaptureStderr();
+  frame(2, c, t0_ + 30s);
+  start_wait(2, 93, "/nccl_id");
+  c.set_id(94);
+  c.mutable_cancel_call()->set_request_id(93);
+  frame(2, c, t0_ + 40s);  // the same key again: not named twice
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("rank 1 (host h1) stopped waiting after 30.0 s for '/nccl_id', never set; "
+                     "no rank of the step has failed"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("40.0 s"), log.npos) << log;
+  EXPECT_EQ(broker_.pending_calls(), 0u);
+  // srun prints the report's lines at the step's end.
+  const proto::Stats st = broker_.stats();
+  ASSERT_EQ(st.store_waits_unset_size(), 1);
+  EXPECT_NE(st.store_waits_unset(0).find("'/nccl_id', never set"), std::string::npos);
+  EXPECT_NE(st.report_json().find("\"store_waits_unset\":[\"PyTorch's store: rank 1"),
+            std::string::npos)
+      << st.report_json();
+}
+
+// When the step fails, the store's waits stay (survivors under
+// --dp-on-failure=keep go on using it) and are named with the failure.
+TEST_F(TorchSpaceTest, WaitsPendingWhenTheStepFailsStayAndAreNamed) {
+  set("/present", "x");
+  proto::Request w;
+  w.set_id(95);
+  w.set_space(proto::SPACE_TORCH);
+  w.mutable_wait()->add_keys("/present");
+  w.mutable_wait()->add_keys("/absent");
+  frame(1, w, t0_);
+  const size_t before = out_.sent[1].size();
+  testing::internal::CaptureStderr();
+  broker_.on_disconnect(2, t0_);  // rank 1 dropped: the step's first failure
+  const std::string log = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(broker_.aborted());
+  EXPECT_NE(
+      log.find("rank 0 (host h0) waiting 0.0 s for '/absent', never set; first failure: rank 1 "
+               "(host h1)"),
+      std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("'/present'"), log.npos) << log;  // only what is missing
+  EXPECT_EQ(broker_.pending_calls(), 1u);
+  proto::Request late;
+  late.set_id(97);
+  late.set_space(proto::SPACE_TORCH);
+  late.mutable_set()->set_key("/absent");
+  late.mutable_set()->set_value("late");
+  frame(1, late, t0_);  // a survivor sets it: the wait is answered
+  ASSERT_GT(out_.sent[1].size(), before);
+  bool answered = false;
+  for (size_t i = before; i < out_.sent[1].size(); ++i)
+    answered |= out_.sent[1][i].id() == 95u && out_.sent[1][i].code() == proto::OK;
+  EXPECT_TRUE(answered);
+}
+
 TEST_F(TorchSpaceTest, QueuesPushPopLenAndWakeWaiters) {
   start_wait(2, 60, "/q");
   proto::Request push;
