@@ -3,9 +3,9 @@
 # through node agents and on the flat path (one connection per rank).
 # Usage: bench/rendezvous/run.sh [--smoke] [BUILD_DIR] [RUNS]
 #        bench/rendezvous/run.sh --torch [BUILD_DIR] [RUNS]   PyTorch's store protocol
-#   through node agents (dp-store-bench) against PyTorch's TCPStore, the same
-#   workflow (tcpstore_bench.py --torch-init) in the same run, up to
-#   TORCH_ANCHOR_MAX_RANKS (4096); one line per size.
+#   through node agents (dp-store-bench) against PyTorch's own TCPStore server
+#   driven by the same simulated clients (dp-store-bench --torch-server), in
+#   the same run, up to TORCH_ANCHOR_MAX_RANKS (16384); one line per size.
 #   RANKS="4096 16384 131072" chooses sizes; RANKS_PER_NODE (8) the node agents' ranks;
 #   FLAT_MAX_RANKS (16384) and TCPSTORE_MAX_RANKS (4096) the largest flat and anchor runs;
 #   SOFT_NOFILE=1024 runs our benchmark under that soft fd limit (a login shell's).
@@ -49,10 +49,10 @@ if ((torch)); then
     ours_s=$(sed -n 's/.* seconds=\([0-9.]*\).*/\1/p' <<<"$line")
     per_node=$(sed -n 's/.* daemon_requests_per_node=\([0-9.]*\).*/\1/p' <<<"$line")
     theirs=- ratio=-
-    if ((anchor)) && [[ $n -le ${TORCH_ANCHOR_MAX_RANKS:-4096} ]]; then
-      all=$(/usr/bin/python3 "$here/tcpstore_bench.py" --torch-init --ranks "$n" --runs "$runs" 2>/dev/null)
+    if ((anchor)) && [[ $n -le ${TORCH_ANCHOR_MAX_RANKS:-16384} ]]; then
+      all=$("$store_bench" --torch-server "$here/tcpstore_bench.py" --ranks "$n" --runs "$runs" 2>/dev/null)
       echo "$all"
-      theirs=$(sed -n 's/.*median_wall_s=\([0-9.]*\).*/\1/p' <<<"$all")
+      theirs=$(tail -n1 <<<"$all" | sed -n 's/.* seconds=\([0-9.]*\).*/\1/p')
       ratio=$(awk -v a="$theirs" -v b="$ours_s" 'BEGIN { printf "%.0f", a / b }')
     fi
     echo "torch-protocol $n ranks: $ours_s s through agents, $theirs s PyTorch TCPStore (x$ratio), $per_node daemon requests per node ($(sed -n 's/.*\(daemon_cpu_s=[0-9.]*\) \(daemon_rss_mib=[0-9.]*\).*/\1 \2/p' <<<"$line"))"

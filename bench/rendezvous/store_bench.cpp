@@ -40,30 +40,14 @@
 #include "dp/torchstore/request.hpp"
 #include "frame_codec.hpp"
 #include "store_front.hpp"
+#include "torch_server_anchor.hpp"
+#include "torch_workflow.hpp"
 
 namespace {
 
 using namespace dp::bench;
 namespace ts = dp::torchstore;
 using dp::agent::ConnId;
-
-const std::string kId(128, 'I');
-
-std::string encoded(const ts::Request& r) {
-  auto b = ts::encode_request(ts::Dialect::v2, r);
-  if (!b) {
-    std::fprintf(stderr, "encode: %s\n", b.error().message.c_str());
-    std::exit(1);
-  }
-  return *b;
-}
-
-ts::Request req(ts::Op op, std::string key = {}) {
-  ts::Request r;
-  r.op = op;
-  r.key = std::move(key);
-  return r;
-}
 
 // One simulated rank: the step it is in and the bytes its answer needs.
 struct Client {
@@ -137,86 +121,29 @@ struct Node final : dp::agent::AgentOutbox, dp::agent::StoreOutbox {
   std::vector<Client> clients;
 };
 
-// The bytes each step's answer takes; 0: none is awaited (sent and on).
-size_t answer_bytes(int step) {
-  switch (step) {
-    case 0: return 4;        // PING's echo
-    case 1: return 8;        // ADD init/
-    case 2: return 1;        // WAIT nccl_id
-    case 3: return 8 + 128;  // GET nccl_id
-    case 4: return 8;        // ADD barrier
-    case 5: return 1;        // WAIT barrier_done
-  }
-  return 0;
-}
-
 // Sends step `step` of client c's workflow.
 void send_step(Node& n, int c, int step) {
   Client& cl = n.clients[static_cast<size_t>(c)];
-  std::string b;
-  switch (step) {
-    case 0: {
-      ts::Request v = req(ts::Op::validate);
-      v.number = ts::kValidationMagic;
-      ts::Request p = req(ts::Op::ping);
-      p.number = static_cast<uint32_t>(cl.rank + 1);
-      b = encoded(v) + encoded(p);
-      break;
-    }
-    case 1: {
-      ts::Request a = req(ts::Op::add, "init/");
-      a.delta = 1;
-      b = encoded(a);
-      break;
-    }
-    case 2: {
-      if (cl.rank == 0) {
-        ts::Request id = req(ts::Op::set, "nccl_id");
-        id.value = kId;
-        b += encoded(id);
-      }
-      ts::Request w = req(ts::Op::wait);
-      w.keys = {"nccl_id"};
-      b += encoded(w);
-      break;
-    }
-    case 3: b = encoded(req(ts::Op::get, "nccl_id")); break;
-    case 4: {
-      ts::Request a = req(ts::Op::add, "barrier");
-      a.delta = 1;
-      b = encoded(a);
-      break;
-    }
-    case 5: {
-      ts::Request w = req(ts::Op::wait);
-      w.keys = {"barrier_done"};
-      b = encoded(w);
-      break;
-    }
-  }
   cl.step = step;
-  n.front.on_bytes(static_cast<ConnId>(c + 1), b);
+  n.front.on_bytes(static_cast<ConnId>(c + 1), workflow_step(ts::Dialect::v2, cl.rank, step));
 }
 
 // Client c's answer arrived (maybe several, or part of one): go on.
 void advance(Node& n, int c) {
   Client& cl = n.clients[static_cast<size_t>(c)];
   const size_t need = answer_bytes(cl.step);
-  if (cl.step > 5 || cl.in.size() < need) return;
+  if (cl.step > kLastStep || cl.in.size() < need) return;
   const std::string got = cl.in.substr(0, need);
   cl.in.erase(0, need);
-  if (cl.step == 3 && got.substr(8) != kId) ++n.run.failures;
+  if (cl.step == 3 && got.substr(8) != kNcclId) ++n.run.failures;
   if (cl.step == 4) {
     int64_t v = 0;
     std::memcpy(&v, got.data(), sizeof v);
-    if (v == n.run.world) {
-      ts::Request done = req(ts::Op::set, "barrier_done");
-      done.value = "1";
-      n.front.on_bytes(static_cast<ConnId>(c + 1), encoded(done));
-    }
+    if (v == n.run.world)
+      n.front.on_bytes(static_cast<ConnId>(c + 1), barrier_done(ts::Dialect::v2));
   }
-  if (cl.step == 5) {
-    cl.step = 6;
+  if (cl.step == kLastStep) {
+    cl.step = kLastStep + 1;
     ++n.run.done;
     return;
   }
@@ -324,10 +251,34 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+// The anchor: the same clients straight to PyTorch's TCPStore server.
+int run_anchor(const std::string& script, int world, long long runs) {
+  std::vector<double> secs, cpu, rss;
+  int failed = 0;
+  for (long long r = 0; r < runs; ++r) {
+    const dp::bench::AnchorRun res = dp::bench::run_torch_server(script, world);
+    std::printf(
+        "run torch-server ranks=%d seconds=%.3f server_cpu_s=%.2f server_rss_mib=%.1f "
+        "failed=%d\n",
+        world, res.seconds, res.server_cpu, static_cast<double>(res.server_rss_kib) / 1024,
+        res.failures);
+    std::fflush(stdout);
+    secs.push_back(res.seconds);
+    cpu.push_back(res.server_cpu);
+    rss.push_back(static_cast<double>(res.server_rss_kib) / 1024);
+    failed += res.failures;
+  }
+  std::printf(
+      "median torch-server ranks=%d seconds=%.3f server_cpu_s=%.2f server_rss_mib=%.1f "
+      "failed=%d\n",
+      world, median(secs), median(cpu), median(rss), failed);
+  return failed == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string daemon;
+  std::string daemon, torch_server;
   long long world = 0, per_node = 8, runs = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
@@ -340,6 +291,7 @@ int main(int argc, char** argv) {
       out = *n;
     };
     if (a == "--daemon") daemon = v;
+    else if (a == "--torch-server") torch_server = v;
     else if (a == "--ranks") number(1, 1 << 20, world);
     else if (a == "--ranks-per-node") number(1, 4096, per_node);
     else if (a == "--runs") number(1, 100, runs);
@@ -348,15 +300,17 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (daemon.empty() || world == 0) {
+  if ((daemon.empty() && torch_server.empty()) || world == 0) {
     std::fprintf(stderr,
-                 "usage: dp-store-bench --daemon PATH --ranks N [--ranks-per-node R] [--runs K]\n");
+                 "usage: dp-store-bench --daemon PATH --ranks N [--ranks-per-node R] [--runs K]\n"
+                 "       dp-store-bench --torch-server tcpstore_bench.py --ranks N [--runs K]\n");
     return 2;
   }
   rlimit rl{};
   getrlimit(RLIMIT_NOFILE, &rl);
   rl.rlim_cur = rl.rlim_max;
   setrlimit(RLIMIT_NOFILE, &rl);
+  if (!torch_server.empty()) return run_anchor(torch_server, static_cast<int>(world), runs);
   std::vector<double> secs, cpu, rss, per;
   int failed = 0;
   for (long long r = 0; r < runs; ++r) {

@@ -8,6 +8,10 @@ over several processes (the fd limit is per process) and threads, so their
 connections arrive concurrently as real ranks' would. Wall time runs from the
 first connect to the last rank out of the barrier (CLOCK_MONOTONIC, shared by
 all processes).
+
+--serve: only PyTorch's TCPStore server on a free loopback port, printed as
+"port N", until stdin closes: dp-store-bench --torch-server drives it with
+its own clients (run.sh --torch).
 """
 import argparse
 import multiprocessing as mp
@@ -95,7 +99,16 @@ def one_run(world, procs, threads, torch_init):
     return (last - first) / 1e9, sum(r[2] for r in results)
 
 
+def serve():
+    s = dist.TCPStore("127.0.0.1", 0, None, True, timedelta(seconds=300), wait_for_workers=False)
+    print(f"port {s.port}", flush=True)
+    sys.stdin.read()
+    os._exit(0)  # not the teardown of thousands of connections
+
+
 def main():
+    if sys.argv[1:] == ["--serve"]:
+        return serve()
     ap = argparse.ArgumentParser()
     ap.add_argument("--ranks", type=int, default=1024)
     ap.add_argument("--runs", type=int, default=3)

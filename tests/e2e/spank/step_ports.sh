@@ -59,9 +59,18 @@ site
 got=$(as_user timeout 60 srun -w n1,n2 -N2 --ntasks-per-node=1 --resv-ports=4 --dp-world=auto --dp-ports=3 \
   sh -c 'echo "$SLURM_PROCID $SLURM_STEP_RESV_PORTS $MASTER_PORT $DP_PORTS"' 2>&1) ||
   fail "a step with Slurm's reserved ports failed: $got"
+# Slurm 24.11 may reserve them in pieces ("17010-17011,17023-17024").
+expand_ports() {  # "a-b,c" -> "a a+1 ... b c"
+  local part list=()
+  IFS=, read -ra parts <<<"$1"
+  for part in "${parts[@]}"; do
+    if [[ $part == *-* ]]; then list+=($(seq "${part%-*}" "${part#*-}")); else list+=("$part"); fi
+  done
+  echo "${list[*]}"
+}
 while read -r rank resv master ports; do
-  lo=${resv%-*}
-  [[ $resv == "$lo-$((lo + 3))" && $master == "$lo" && $ports == "$((lo + 1)),$((lo + 2)),$((lo + 3))" ]] ||
+  read -ra r <<<"$(expand_ports "$resv")"
+  [[ ${#r[@]} == 4 && $master == "${r[0]}" && $ports == "${r[1]},${r[2]},${r[3]}" ]] ||
     fail "task $rank: SLURM_STEP_RESV_PORTS=$resv, MASTER_PORT=$master, DP_PORTS=$ports"
 done <<<"$got"
 out=$(as_user timeout 60 srun -w n1,n2 -N2 --ntasks-per-node=1 --resv-ports=2 --dp-world=auto --dp-ports=3 true 2>&1) &&
