@@ -95,7 +95,9 @@ constexpr Entry kKeys[] = {
      "Also the bound of a network outage: a node's link to srun's host may be silent this long "
      "(its agent reconnects and keeps its ranks' places); longer, the step fails naming the node"},
     {"port_wait", "60", number(&SiteConfig::port_wait_s, 1, 3600),
-     "seconds the other nodes wait for the master node's MASTER_PORT"},
+     "seconds the other nodes wait for the master node's MASTER_PORT: skew in slurmstepd's own "
+     "start there (a slow prolog); a container image pulled in user_init comes after the ports "
+     "are published and is waited for in the program's own rendezvous"},
     {"hang_timeout", "120", number(&SiteConfig::hang_timeout_s, 0, kDay),
      "seconds the other ranks may wait in a collective a live rank does not enter before it is "
      "named as hanging and the step aborted (0: off)"},

@@ -38,3 +38,13 @@ dp_e2e_test(NAME agent.ddp_partition MODES ns TIMEOUT 300
 dp_e2e_test(NAME agent.step_store MODES lo ns TIMEOUT 400 LABELS debian13
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_TOP=$<TARGET_FILE:dp-top>
   COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent/step_store.sh)
+# Start-up skew: rank 0's node 8 s late in user_init (a stand-in for a
+# container plugin's image pull, loaded as pyxis.conf) with port_wait=2.
+add_library(dp_test_late_node MODULE ${CMAKE_CURRENT_LIST_DIR}/agent/late_node_plugin.c)
+set_target_properties(dp_test_late_node PROPERTIES PREFIX "")
+target_include_directories(dp_test_late_node SYSTEM PRIVATE ${SLURM_INCLUDE_DIR})
+dp_warnings(dp_test_late_node)
+dp_e2e_test(NAME agent.ddp_late_node MODES lo TIMEOUT 300 LABELS debian13
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
+              DP_TEST_LATE_PLUGIN=$<TARGET_FILE:dp_test_late_node>
+  COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent/ddp_late_node.sh)
