@@ -102,18 +102,27 @@ struct Node final : dp::agent::AgentOutbox, dp::agent::StoreOutbox {
   }
   void send_soon() override { run.due.push_back(this); }
 
-  // Sends what is queued; a short write keeps the rest for EPOLLOUT.
+  // Sends what is queued; a short write keeps the rest and asks for
+  // EPOLLOUT, which is dropped again once everything left.
   void flush() {
     while (!out.empty()) {
       const ssize_t n = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
-      if (n <= 0) return;
+      if (n <= 0) break;
       out.erase(0, static_cast<size_t>(n));
     }
+    if (out.empty() != want_out) return;
+    want_out = !out.empty();
+    epoll_event ev{};
+    ev.events = EPOLLIN | (want_out ? EPOLLOUT : 0u);
+    ev.data.ptr = this;
+    epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev);
   }
 
   Run& run;
   int index;
   int fd = -1;
+  int ep = -1;
+  bool want_out = false;
   std::string out;
   dp::rdv::FrameDecoder dec{64u << 20};
   dp::agent::AgentCore core;
@@ -168,8 +177,9 @@ std::unique_ptr<Node> open_node(Run& run, int ep, int i, int per_node, uint16_t 
     std::fprintf(stderr, "node %d: socket: %s\n", i, std::strerror(errno));
     std::exit(1);
   }
+  n->ep = ep;
   epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLOUT | EPOLLET;
+  ev.events = EPOLLIN;
   ev.data.ptr = n.get();
   epoll_ctl(ep, EPOLL_CTL_ADD, n->fd, &ev);
   for (size_t c = 0; c < n->clients.size(); ++c) {
@@ -180,13 +190,16 @@ std::unique_ptr<Node> open_node(Run& run, int ep, int i, int per_node, uint16_t 
 }
 
 // One pass of the agents' loop: each readable node's daemon replies, its
-// clients' next steps, then every node's reads and requests leave.
+// clients' next steps, then every node's reads and requests leave. One read
+// per readable node, as the real agent's event loop does (level-triggered).
 void pass(Run& run, const epoll_event* evs, int k) {
   static char buf[65536];
   for (int e = 0; e < k; ++e) {
     Node& n = *static_cast<Node*>(evs[e].data.ptr);
-    for (ssize_t got; (got = ::recv(n.fd, buf, sizeof buf, 0)) > 0;) {
-      n.dec.feed(buf, static_cast<size_t>(got));
+    if (evs[e].events & EPOLLIN) {
+      const ssize_t got = ::recv(n.fd, buf, sizeof buf, 0);
+      if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) ++run.failures;
+      if (got > 0) n.dec.feed(buf, static_cast<size_t>(got));
       std::string_view payload;
       while (n.dec.next(payload) == dp::rdv::FrameDecoder::Status::frame) {
         dp::proto::Response r;

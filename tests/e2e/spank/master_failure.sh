@@ -31,8 +31,15 @@ for ((p = lo; p <= hi; p++)); do echo "$holder $start_time 0 full.0" >"$leases/$
 declare -A log_from
 for n in n1 n2; do log_from[$n]=$(($(wc -l <"$DP_CLUSTER_DIR/log/slurmd-$n.log") + 1)); done
 new_log_lines() { tail -n "+${log_from[$1]}" "$DP_CLUSTER_DIR/log/slurmd-$1.log"; }
-# "[2026-11-22T15:35:50.168] [1.0] error: ..." -> milliseconds since the epoch
-log_ms() { date -d "$(sed -n 's/^\[\([^]]*\)\].*/\1/p' <<<"$1")" +%s%3N; }
+# "[2026-11-22T15:35:50.168] [1.0] error: ..." -> milliseconds since the epoch.
+# A step's tasks write the log at once and a line may hold another's start
+# ("[2026-11-25T06:55[2026-11-25T06:55:53.059] ..."): its last whole stamp
+# counts; none (the rest of a broken line) fails.
+log_ms() {
+  local stamp
+  stamp=$(grep -oE '[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}' <<<"$1" | tail -n1)
+  [[ -n $stamp ]] && date -d "$stamp" +%s%3N
+}
 
 start=$(date +%s%N)
 rc=0
@@ -50,17 +57,21 @@ grep -q 'port_wait=)' <<<"$out" && fail "an empty port_wait= value in a message"
 
 # Each node's tasks fail within 2 s of the master node's own failure.
 step=$(grep -om1 'slurm-dp: step [0-9]*\.[0-9]*' <<<"$out" | cut -d' ' -f3)
-cause=$(new_log_lines n1 | grep -m1 "^\[[^]]*\] \[$step\] error: slurm-dp: step $step on node n1: no free MASTER_PORT") ||
+cause=$(new_log_lines n1 | grep -m1 "\] \[$step\] error: slurm-dp: step $step on node n1: no free MASTER_PORT") ||
   fail "n1's log has no line of the master node's cause for step $step"
-master_ms=$(log_ms "$cause")
+master_ms=$(log_ms "$cause") || fail "no time stamp in n1's line of the master node's cause: $cause"
 for n in n1 n2; do
-  failed=$(new_log_lines "$n" | grep "^\[[^]]*\] \[$step\] error: spank: required plugin spank_dp.so: task_init() failed") || true
+  failed=$(new_log_lines "$n" | grep "\] \[$step\] error: spank: required plugin spank_dp.so: task_init() failed") || true
   [[ $(grep -c . <<<"$failed") -eq 2 ]] || fail "node $n's log should show its 2 tasks failing in task_init: $failed"
+  timed=0
   while read -r line; do
-    late=$(($(log_ms "$line") - master_ms))
+    at=$(log_ms "$line") || { echo "node $n: a line another task's write broke: $line"; continue; }
+    timed=$((timed + 1))
+    late=$((at - master_ms))
     echo "node $n: a task failed ${late} ms after the master node's failure"
     ((late <= 2000)) || fail "node $n: a task failed ${late} ms after the master node (bound 2000 ms)"
   done <<<"$failed"
+  ((timed > 0)) || fail "node $n: no task_init failure with a whole time stamp: $failed"
 done
 # srun's last line, the step's first failure, is the master node's cause too
 # (its agent aborts the step with it), not a task exit that followed from it.
