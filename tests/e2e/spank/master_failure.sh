@@ -48,8 +48,10 @@ took_ms=$((($(date +%s%N) - start) / 1000000))
 echo "$out"
 echo "srun exit $rc after ${took_ms} ms"
 ((rc != 0)) || fail "srun exited 0 although no task started"
-# port_wait is 60 s: a node that waited for it would take over a minute.
-((took_ms < 5000)) || fail "the step took ${took_ms} ms to fail (bound 5 s: launch plus 2 s); the other node waited for port_wait"
+# port_wait is 60 s: a node that waited for it would take over a minute. The
+# tight bound is each node's own (2 s, from the logs below); srun's wall time
+# also holds its allocation and start on a loaded machine.
+((took_ms < 30000)) || fail "the step took ${took_ms} ms to fail (bound 30 s, half of port_wait); the other node waited for port_wait"
 grep -q 'slurm-dp: step [0-9.]* on node n1: no free MASTER_PORT' <<<"$out" || fail "the master node's own cause is missing"
 grep -q 'slurm-dp: step [0-9.]* on node n2: the master node could not set up the step: node n1: no free MASTER_PORT' <<<"$out" ||
   fail "node n2 does not name the master node's cause"
