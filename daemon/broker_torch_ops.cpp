@@ -31,16 +31,6 @@ bool TorchOps::handle(Broker& b, const Call& c, const proto::Request& req) {
   return true;
 }
 
-namespace {
-
-std::string seconds_text(Clock::duration d) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f s", std::chrono::duration<double>(d).count());
-  return buf;
-}
-
-}  // namespace
-
 void TorchOps::note_unset(Broker& b, const Broker::Peer& p, const Broker::Waiter& w,
                           Clock::time_point now, bool given_up) {
   std::vector<std::string> missing;

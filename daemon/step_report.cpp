@@ -37,6 +37,10 @@ double us_to_ms(uint64_t us) { return static_cast<double>(us) / 1000.0; }
 
 }  // namespace
 
+std::string seconds_text(std::chrono::steady_clock::duration d) {
+  return num(std::chrono::duration<double>(d).count()) + " s";
+}
+
 std::string rank_list(const std::vector<int>& ranks) {
   std::string s;
   for (size_t i = 0; i < ranks.size() && i < 8; ++i) s += (i ? "," : "") + std::to_string(ranks[i]);

@@ -46,6 +46,8 @@ const char* failure_verdict(FailureHow h, int user_signal = 0) noexcept;
 
 // Ranks for a message: the first 8, then a count ("0,2,... (12 ranks)").
 std::string rank_list(const std::vector<int>& ranks);
+// "12.3 s": how long, as the report's lines say it.
+std::string seconds_text(std::chrono::steady_clock::duration d);
 
 // How a task ended, when a node agent knew it (RankLost); for a per-node
 // launcher, how its first failed worker (torch RANK worker_rank) ended.
