@@ -4,9 +4,15 @@
 #pragma once
 
 #include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace dp::bench {
@@ -37,5 +43,50 @@ std::vector<std::string> bench_nodes(int nodes);
 // A non-blocking TCP connect to 127.0.0.1:port from peer index's own source
 // address; the descriptor, or -1.
 int connect_from(int index, bool node, uint16_t port);
+
+// Runs body(k) for k in [0, workers) in forked processes, at once, and
+// collects what each returns (plain data) through a pipe: nothing from a
+// worker that died first. Simulated peers on many nodes run side by side,
+// and each process has its own descriptor limit. The workers, and so their
+// connections, live on until after_results() has run (a daemon stopped
+// there never sees its peers leave).
+template <class T, class Body, class After>
+std::vector<std::optional<T>> run_in_workers(int workers, Body body, After after_results) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  int hold[2];
+  if (pipe(hold) != 0) std::exit(1);
+  std::vector<std::pair<pid_t, int>> kids;
+  for (int k = 0; k < workers; ++k) {
+    int p[2];
+    pid_t pid = -1;
+    if (pipe(p) != 0 || (pid = fork()) < 0) {
+      std::perror("bench: cannot start a worker process");
+      std::exit(1);
+    }
+    if (pid == 0) {
+      close(p[0]);
+      close(hold[1]);
+      const T r = body(k);
+      const bool sent = write(p[1], &r, sizeof r) == static_cast<ssize_t>(sizeof r);
+      char c;
+      [[maybe_unused]] ssize_t n = read(hold[0], &c, 1);  // until the parent lets go
+      _exit(sent ? 0 : 1);
+    }
+    close(p[1]);
+    kids.emplace_back(pid, p[0]);
+  }
+  close(hold[0]);
+  std::vector<std::optional<T>> out;
+  for (auto [pid, fd] : kids) {
+    T r{};
+    const bool got = read(fd, &r, sizeof r) == static_cast<ssize_t>(sizeof r);
+    close(fd);
+    out.push_back(got ? std::optional<T>(r) : std::nullopt);
+  }
+  after_results();
+  close(hold[1]);
+  for (auto [pid, fd] : kids) waitpid(pid, nullptr, 0);
+  return out;
+}
 
 }  // namespace dp::bench

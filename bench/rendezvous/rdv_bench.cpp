@@ -386,34 +386,24 @@ RunResult run_once(const Options& o) {
   Workflow w;
   w.world = o.ranks;
   w.pipeline = o.pipeline != 0;
-  std::vector<pid_t> kids;
-  std::vector<int> pipes;
   const int per = (peers + o.workers - 1) / o.workers;
-  for (int k = 0; k < o.workers && k * per < peers; ++k) {
-    const Slice s{k * per, std::min(per, peers - k * per), o.ranks_per_node};
-    int p[2];
-    if (pipe(p) != 0) std::exit(1);
-    const pid_t pid = fork();
-    if (pid == 0) {
-      close(p[0]);
-      WorkerResult r = run_worker(d.port, w, s, std::max(1, o.inflight / o.workers));
-      if (write(p[1], &r, sizeof r) != sizeof r) _exit(1);
-      _exit(0);
-    }
-    close(p[1]);
-    kids.push_back(pid);
-    pipes.push_back(p[0]);
-  }
+  const auto results = run_in_workers<WorkerResult>(
+      (peers + per - 1) / per,
+      [&](int k) {
+        const Slice s{k * per, std::min(per, peers - k * per), o.ranks_per_node};
+        return run_worker(d.port, w, s, std::max(1, o.inflight / o.workers));
+      },
+      [] {});
   int64_t first = INT64_MAX, last = 0;
   RunResult out;
-  for (size_t i = 0; i < kids.size(); ++i) {
-    WorkerResult r{};
-    if (read(pipes[i], &r, sizeof r) != sizeof r) ++out.failures;
-    close(pipes[i]);
-    waitpid(kids[i], nullptr, 0);
-    first = std::min(first, r.first_connect);
-    last = std::max(last, r.last_done);
-    out.failures += r.failures;
+  for (const auto& r : results) {
+    if (!r) {
+      ++out.failures;
+      continue;
+    }
+    first = std::min(first, r->first_connect);
+    last = std::max(last, r->last_done);
+    out.failures += r->failures;
   }
   out.rss_mib = static_cast<double>(vm_hwm_kib(d.pid)) / 1024.0;
   out.cpu = cpu_seconds(d.pid);

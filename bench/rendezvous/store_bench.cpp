@@ -3,17 +3,19 @@
 //
 // Each simulated node is the node agent's own logic: an AgentCore on a real
 // TCP connection to the daemon (hello, proof, ROLE_NODE) and a StoreFront,
-// fed by --ranks-per-node simulated TCPStore clients in this process. Each
+// fed by --ranks-per-node simulated TCPStore clients in the same process. Each
 // client sends the bytes a PyTorch 2.6 client of init_process_group("env://")
 // with the agent store sends (VALIDATE, PING, ADD init/: TCPStore's worker
 // count), then ProcessGroupNCCL's ID exchange (rank 0 SETs the 128-byte ID,
 // every rank WAITs and GETs it, as TCPStore::get sends them) and one store
 // barrier (ADD of a counter, the last rank SETs barrier_done, every rank
-// WAITs for it): tcpstore_bench.py --torch-init's workflow. Only the client sockets are left
-// out (each agent reads its clients on loopback; a second process per node
-// would measure the machine's scheduler, not slurm-dp). Wall time runs from
-// the first connect to the last client out of the barrier.
-//   dp-store-bench --daemon PATH --ranks N [--ranks-per-node R] [--runs K]
+// WAITs for it): tcpstore_bench.py --torch-init's workflow. Only the client
+// sockets are left out (each agent reads its clients on loopback; a process
+// per node would measure the machine's scheduler, not slurm-dp). The nodes
+// are spread over --agent-procs processes (default 2), as real agents run
+// side by side on their own nodes. Wall time runs from the first connect to
+// the last client out of the barrier.
+//   dp-store-bench --daemon PATH --ranks N [--ranks-per-node R] [--runs K] [--agent-procs P]
 // One line per run, then the medians: seconds, daemon requests per node,
 // daemon CPU seconds and peak RSS.
 #include <sys/epoll.h>
@@ -130,6 +132,16 @@ struct Node final : dp::agent::AgentOutbox, dp::agent::StoreOutbox {
   std::vector<Client> clients;
 };
 
+// Thousands of simulated peers need as many sockets. Only the bench's
+// processes take the hard limit: the daemon copes with the caller's soft one.
+void raise_fd_limit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
 // Sends step `step` of client c's workflow.
 void send_step(Node& n, int c, int step) {
   Client& cl = n.clients[static_cast<size_t>(c)];
@@ -223,39 +235,78 @@ void pass(Run& run, const epoll_event* evs, int k) {
   for (Node* n : unsent) n->flush();
 }
 
-Result run_once(const std::string& daemon_path, int world, int per_node) {
+// What one agent process sends back: its nodes' ranks out of the barrier,
+// failures, requests at the daemon, and when its last rank was out.
+struct Share {
+  int done = 0, ranks = 0, failures = 0;
+  uint64_t upstream = 0;
+  int64_t last_done_ns = 0;
+};
+
+// The nodes i with i % procs == part, on one epoll loop. Nodes come in
+// batches between passes: real ones connect at once, and a serial connect of
+// every node first would leave the daemon idle.
+Share drive_nodes(uint16_t port, int world, int per_node, int part, int procs) {
+  raise_fd_limit();
   const int nodes = (world + per_node - 1) / per_node;
-  Daemon d = start_daemon(daemon_path, world, nodes, 0);
   Run run;
   run.world = world;
-  std::vector<std::unique_ptr<Node>> all;
+  std::vector<std::unique_ptr<Node>> mine;
+  std::vector<int> indices;
+  int ranks = 0;
+  for (int i = part; i < nodes; i += procs) {
+    indices.push_back(i);
+    ranks += std::min(world, (i + 1) * per_node) - i * per_node;
+  }
   const int ep = epoll_create1(EPOLL_CLOEXEC);
   std::vector<epoll_event> evs(1024);
-  const int64_t t0 = now_ns();
-  const int64_t deadline = t0 + int64_t{300} * 1'000'000'000;
-  // Nodes come in batches between passes: real ones connect at once, and a
-  // serial connect of every node first would leave the daemon idle.
-  constexpr int kConnectBatch = 256;
-  while (run.done < world && run.failures == 0 && now_ns() < deadline) {
-    const int opened = static_cast<int>(all.size());
-    for (int i = opened; i < std::min(nodes, opened + kConnectBatch); ++i)
-      all.push_back(open_node(run, ep, i, per_node, d.port));
-    const int wait_ms = static_cast<int>(all.size()) < nodes ? 0 : 1000;
+  const int64_t deadline = now_ns() + int64_t{300} * 1'000'000'000;
+  const size_t batch = static_cast<size_t>(std::max(1, 256 / procs));
+  while (run.done < ranks && run.failures == 0 && now_ns() < deadline) {
+    for (size_t j = mine.size(); j < std::min(indices.size(), mine.size() + batch); ++j)
+      mine.push_back(open_node(run, ep, indices[j], per_node, port));
+    const int wait_ms = mine.size() < indices.size() ? 0 : 1000;
     const int k = epoll_wait(ep, evs.data(), static_cast<int>(evs.size()), wait_ms);
     pass(run, evs.data(), k);
   }
+  Share sh;
+  sh.last_done_ns = now_ns();
+  sh.done = run.done;
+  sh.ranks = ranks;
+  sh.failures = run.failures;
+  for (auto& n : mine) sh.upstream += n->front.counters().upstream;
+  return sh;
+}
+
+Result run_once(const std::string& daemon_path, int world, int per_node, int procs) {
+  const int nodes = (world + per_node - 1) / per_node;
+  Daemon d = start_daemon(daemon_path, world, nodes, 0);
+  const int64_t t0 = now_ns();
   Result res;
-  res.seconds = static_cast<double>(now_ns() - t0) / 1e9;
-  res.failures = run.failures + (world - run.done);
+  // The daemon's figures, then its end, while every node is still connected
+  // (a node that left first would be node_lost).
+  auto stop_daemon = [&] {
+    res.daemon_cpu = cpu_seconds(d.pid);
+    res.daemon_rss_kib = vm_hwm_kib(d.pid);
+    kill(d.pid, SIGTERM);
+    waitpid(d.pid, nullptr, 0);
+  };
+  const auto shares = run_in_workers<Share>(
+      std::min(procs, nodes), [&](int k) { return drive_nodes(d.port, world, per_node, k, procs); },
+      stop_daemon);
+  int64_t last = t0;
   uint64_t upstream = 0;
-  for (auto& n : all) upstream += n->front.counters().upstream;
+  int done = 0;
+  for (const auto& sh : shares) {
+    if (!sh) continue;
+    last = std::max(last, sh->last_done_ns);
+    res.failures += sh->failures;
+    done += sh->done;
+    upstream += sh->upstream;
+  }
+  res.seconds = static_cast<double>(last - t0) / 1e9;
+  res.failures += world - done;
   res.requests_per_node = static_cast<double>(upstream) / nodes;
-  res.daemon_cpu = cpu_seconds(d.pid);
-  res.daemon_rss_kib = vm_hwm_kib(d.pid);
-  kill(d.pid, SIGTERM);  // first: nodes that leave before it would be node_lost
-  waitpid(d.pid, nullptr, 0);
-  for (auto& n : all) close(n->fd);
-  close(ep);
   return res;
 }
 
@@ -266,6 +317,7 @@ double median(std::vector<double> v) {
 
 // The anchor: the same clients straight to PyTorch's TCPStore server.
 int run_anchor(const std::string& script, int world, long long runs) {
+  raise_fd_limit();
   std::vector<double> secs, cpu, rss;
   int failed = 0;
   for (long long r = 0; r < runs; ++r) {
@@ -292,7 +344,7 @@ int run_anchor(const std::string& script, int world, long long runs) {
 
 int main(int argc, char** argv) {
   std::string daemon, torch_server;
-  long long world = 0, per_node = 8, runs = 3;
+  long long world = 0, per_node = 8, runs = 3, procs = 2;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     auto number = [&](long long lo, long long hi, long long& out) {
@@ -307,6 +359,7 @@ int main(int argc, char** argv) {
     else if (a == "--torch-server") torch_server = v;
     else if (a == "--ranks") number(1, 1 << 20, world);
     else if (a == "--ranks-per-node") number(1, 4096, per_node);
+    else if (a == "--agent-procs") number(1, 64, procs);
     else if (a == "--runs") number(1, 100, runs);
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
@@ -316,22 +369,20 @@ int main(int argc, char** argv) {
   if ((daemon.empty() && torch_server.empty()) || world == 0) {
     std::fprintf(stderr,
                  "usage: dp-store-bench --daemon PATH --ranks N [--ranks-per-node R] [--runs K]\n"
+                 "                      [--agent-procs P]\n"
                  "       dp-store-bench --torch-server tcpstore_bench.py --ranks N [--runs K]\n");
     return 2;
   }
-  rlimit rl{};
-  getrlimit(RLIMIT_NOFILE, &rl);
-  rl.rlim_cur = rl.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &rl);
   if (!torch_server.empty()) return run_anchor(torch_server, static_cast<int>(world), runs);
   std::vector<double> secs, cpu, rss, per;
   int failed = 0;
   for (long long r = 0; r < runs; ++r) {
-    const Result res = run_once(daemon, static_cast<int>(world), static_cast<int>(per_node));
+    const Result res = run_once(daemon, static_cast<int>(world), static_cast<int>(per_node),
+                                static_cast<int>(procs));
     std::printf(
-        "run torch-protocol ranks=%lld ranks_per_node=%lld seconds=%.3f "
+        "run torch-protocol ranks=%lld ranks_per_node=%lld agent_procs=%lld seconds=%.3f "
         "daemon_requests_per_node=%.1f daemon_cpu_s=%.2f daemon_rss_mib=%.1f failed=%d\n",
-        world, per_node, res.seconds, res.requests_per_node, res.daemon_cpu,
+        world, per_node, procs, res.seconds, res.requests_per_node, res.daemon_cpu,
         static_cast<double>(res.daemon_rss_kib) / 1024, res.failures);
     secs.push_back(res.seconds);
     cpu.push_back(res.daemon_cpu);
@@ -340,8 +391,8 @@ int main(int argc, char** argv) {
     failed += res.failures;
   }
   std::printf(
-      "median torch-protocol ranks=%lld ranks_per_node=%lld seconds=%.3f "
+      "median torch-protocol ranks=%lld ranks_per_node=%lld agent_procs=%lld seconds=%.3f "
       "daemon_requests_per_node=%.1f daemon_cpu_s=%.2f daemon_rss_mib=%.1f failed=%d\n",
-      world, per_node, median(secs), median(per), median(cpu), median(rss), failed);
+      world, per_node, procs, median(secs), median(per), median(cpu), median(rss), failed);
   return failed == 0 ? 0 : 1;
 }
