@@ -49,9 +49,11 @@ int connect_from(int index, bool node, uint16_t port);
 // worker that died first. Simulated peers on many nodes run side by side,
 // and each process has its own descriptor limit. The workers, and so their
 // connections, live on until after_results() has run (a daemon stopped
-// there never sees its peers leave).
-template <class T, class Body, class After>
-std::vector<std::optional<T>> run_in_workers(int workers, Body body, After after_results) {
+// there never sees its peers leave). while_running() runs in the parent once
+// every worker is started, before their results are read.
+template <class T, class Body, class While, class After>
+std::vector<std::optional<T>> run_in_workers(int workers, Body body, While while_running,
+                                             After after_results) {
   static_assert(std::is_trivially_copyable_v<T>);
   int hold[2];
   if (pipe(hold) != 0) std::exit(1);
@@ -76,6 +78,7 @@ std::vector<std::optional<T>> run_in_workers(int workers, Body body, After after
     kids.emplace_back(pid, p[0]);
   }
   close(hold[0]);
+  while_running();
   std::vector<std::optional<T>> out;
   for (auto [pid, fd] : kids) {
     T r{};
@@ -87,6 +90,12 @@ std::vector<std::optional<T>> run_in_workers(int workers, Body body, After after
   close(hold[1]);
   for (auto [pid, fd] : kids) waitpid(pid, nullptr, 0);
   return out;
+}
+
+template <class T, class Body, class After>
+std::vector<std::optional<T>> run_in_workers(int workers, Body body, After after_results) {
+  return run_in_workers<T>(
+      workers, body, [] {}, after_results);
 }
 
 }  // namespace dp::bench

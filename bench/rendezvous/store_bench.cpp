@@ -13,11 +13,16 @@
 // sockets are left out (each agent reads its clients on loopback; a process
 // per node would measure the machine's scheduler, not slurm-dp). The nodes
 // are spread over --agent-procs processes (default 2), as real agents run
-// side by side on their own nodes. Wall time runs from the first connect to
-// the last client out of the barrier.
+// side by side on their own nodes. Wall time runs to the last client out of
+// the barrier, from (--clock) the first connect of an agent (`connect`: the
+// agents' hellos count) or the clients' first bytes (`tasks`: every agent
+// said hello first, untimed, as in a real step, where slurmstepd starts the
+// node's agent and it is connected before any task is launched).
 //   dp-store-bench --daemon PATH --ranks N [--ranks-per-node R] [--runs K] [--agent-procs P]
+//                  [--clock connect|tasks]
 // One line per run, then the medians: seconds, daemon requests per node,
-// daemon CPU seconds and peak RSS.
+// daemon CPU seconds (with --clock tasks, from the clients' first bytes) and
+// peak RSS.
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -177,9 +182,19 @@ struct Result {
   int failures = 0;
 };
 
-// Node i: its agent's connection to the daemon and its clients' first bytes
-// (queued in the core until the hello is answered).
-std::unique_ptr<Node> open_node(Run& run, int ep, int i, int per_node, uint16_t port) {
+// Node n's clients connect to its agent's store and send their first bytes
+// (queued in the core until its hello is answered).
+void start_clients(Node& n) {
+  for (size_t c = 0; c < n.clients.size(); ++c) {
+    n.front.on_connect(static_cast<ConnId>(c + 1));
+    send_step(n, static_cast<int>(c), 0);
+  }
+}
+
+// Node i: its agent's connection to the daemon, and its clients unless they
+// start later (--clock tasks).
+std::unique_ptr<Node> open_node(Run& run, int ep, int i, int per_node, uint16_t port,
+                                bool with_clients) {
   std::vector<int32_t> ranks;
   for (int r = i * per_node; r < std::min(run.world, (i + 1) * per_node); ++r) ranks.push_back(r);
   auto n = std::make_unique<Node>(run, i, ranks, run.world);
@@ -194,11 +209,28 @@ std::unique_ptr<Node> open_node(Run& run, int ep, int i, int per_node, uint16_t 
   ev.events = EPOLLIN;
   ev.data.ptr = n.get();
   epoll_ctl(ep, EPOLL_CTL_ADD, n->fd, &ev);
-  for (size_t c = 0; c < n->clients.size(); ++c) {
-    n->front.on_connect(static_cast<ConnId>(c + 1));
-    send_step(*n, static_cast<int>(c), 0);
-  }
+  if (with_clients) start_clients(*n);
   return n;
+}
+
+// The end of an agent's pass: the fronts' reads leave, then what the nodes queued.
+void send_queued(Run& run) {
+  for (Node* d : run.due) d->front.send_due();
+  run.due.clear();
+  // Only the nodes that queued something: a pass over all would cost as
+  // much as the work at 16 384 nodes.
+  std::vector<Node*> unsent;
+  unsent.swap(run.unsent);
+  for (Node* n : unsent) n->flush();
+}
+
+// Clients whose answers arrived send their next steps.
+void answer_clients(Run& run) {
+  while (!run.ready.empty()) {
+    auto [node, c] = run.ready.front();
+    run.ready.pop_front();
+    advance(*node, c);
+  }
 }
 
 // One pass of the agents' loop: each readable node's daemon replies, its
@@ -219,21 +251,19 @@ void pass(Run& run, const epoll_event* evs, int k) {
         n.core.on_daemon_response(r, dp::agent::Clock::now());
       }
     }
-    while (!run.ready.empty()) {
-      auto [node, c] = run.ready.front();
-      run.ready.pop_front();
-      advance(*node, c);
-    }
+    answer_clients(run);
     for (Node* d : run.due) d->front.send_due();  // the agent's pass ends
     run.due.clear();
     n.flush();  // EPOLLOUT after a short write
   }
-  // Only the nodes that queued something: a pass over all would cost as
-  // much as the work at 16 384 nodes.
-  std::vector<Node*> unsent;
-  unsent.swap(run.unsent);
-  for (Node* n : unsent) n->flush();
+  send_queued(run);
 }
+
+// --clock tasks: each agent process says when all its nodes are connected
+// (ready), then waits for the parent's word to start their clients (go).
+struct Gate {
+  int ready_w = -1, go_r = -1;
+};
 
 // What one agent process sends back: its nodes' ranks out of the barrier,
 // failures, requests at the daemon, and when its last rank was out.
@@ -246,7 +276,7 @@ struct Share {
 // The nodes i with i % procs == part, on one epoll loop. Nodes come in
 // batches between passes: real ones connect at once, and a serial connect of
 // every node first would leave the daemon idle.
-Share drive_nodes(uint16_t port, int world, int per_node, int part, int procs) {
+Share drive_nodes(uint16_t port, int world, int per_node, int part, int procs, const Gate* gate) {
   raise_fd_limit();
   const int nodes = (world + per_node - 1) / per_node;
   Run run;
@@ -262,9 +292,26 @@ Share drive_nodes(uint16_t port, int world, int per_node, int part, int procs) {
   std::vector<epoll_event> evs(1024);
   const int64_t deadline = now_ns() + int64_t{300} * 1'000'000'000;
   const size_t batch = static_cast<size_t>(std::max(1, 256 / procs));
+  auto connected = [&] {
+    if (mine.size() < indices.size()) return false;
+    return std::all_of(mine.begin(), mine.end(), [](auto& n) { return n->core.daemon_ready(); });
+  };
+  if (gate) {  // the agents' hellos, untimed
+    while (!connected() && run.failures == 0 && now_ns() < deadline) {
+      for (size_t j = mine.size(); j < std::min(indices.size(), mine.size() + batch); ++j)
+        mine.push_back(open_node(run, ep, indices[j], per_node, port, false));
+      const int k = epoll_wait(ep, evs.data(), static_cast<int>(evs.size()), 10);
+      pass(run, evs.data(), k);
+    }
+    char c = 0;
+    if (write(gate->ready_w, &c, 1) != 1 || read(gate->go_r, &c, 1) != 1) ++run.failures;
+    for (auto& n : mine) start_clients(*n);
+    answer_clients(run);  // what the agents answer themselves (PING)
+    send_queued(run);
+  }
   while (run.done < ranks && run.failures == 0 && now_ns() < deadline) {
     for (size_t j = mine.size(); j < std::min(indices.size(), mine.size() + batch); ++j)
-      mine.push_back(open_node(run, ep, indices[j], per_node, port));
+      mine.push_back(open_node(run, ep, indices[j], per_node, port, true));
     const int wait_ms = mine.size() < indices.size() ? 0 : 1000;
     const int k = epoll_wait(ep, evs.data(), static_cast<int>(evs.size()), wait_ms);
     pass(run, evs.data(), k);
@@ -278,22 +325,47 @@ Share drive_nodes(uint16_t port, int world, int per_node, int part, int procs) {
   return sh;
 }
 
-Result run_once(const std::string& daemon_path, int world, int per_node, int procs) {
+Result run_once(const std::string& daemon_path, int world, int per_node, int procs,
+                bool tasks_clock) {
   const int nodes = (world + per_node - 1) / per_node;
+  const int workers = std::min(procs, nodes);
   Daemon d = start_daemon(daemon_path, world, nodes, 0);
-  const int64_t t0 = now_ns();
+  int ready[2] = {-1, -1}, go[2] = {-1, -1};
+  if (tasks_clock && (pipe(ready) != 0 || pipe(go) != 0)) {
+    std::perror("dp-store-bench: pipe");
+    std::exit(1);
+  }
+  const Gate gate{ready[1], go[0]};
+  int64_t t0 = now_ns();
+  double cpu0 = 0;
   Result res;
+  // --clock tasks: the clock starts once every agent is connected.
+  auto start_clients_everywhere = [&] {
+    if (!tasks_clock) return;
+    char c = 0;
+    for (int k = 0; k < workers; ++k)
+      if (read(ready[0], &c, 1) != 1) ++res.failures;
+    t0 = now_ns();
+    cpu0 = cpu_seconds(d.pid);
+    for (int k = 0; k < workers; ++k)
+      if (write(go[1], &c, 1) != 1) ++res.failures;
+  };
   // The daemon's figures, then its end, while every node is still connected
   // (a node that left first would be node_lost).
   auto stop_daemon = [&] {
-    res.daemon_cpu = cpu_seconds(d.pid);
+    res.daemon_cpu = cpu_seconds(d.pid) - cpu0;
     res.daemon_rss_kib = vm_hwm_kib(d.pid);
     kill(d.pid, SIGTERM);
     waitpid(d.pid, nullptr, 0);
   };
   const auto shares = run_in_workers<Share>(
-      std::min(procs, nodes), [&](int k) { return drive_nodes(d.port, world, per_node, k, procs); },
-      stop_daemon);
+      workers,
+      [&](int k) {
+        return drive_nodes(d.port, world, per_node, k, procs, tasks_clock ? &gate : nullptr);
+      },
+      start_clients_everywhere, stop_daemon);
+  for (int f : {ready[0], ready[1], go[0], go[1]})
+    if (f >= 0) close(f);
   int64_t last = t0;
   uint64_t upstream = 0;
   int done = 0;
@@ -343,7 +415,7 @@ int run_anchor(const std::string& script, int world, long long runs) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string daemon, torch_server;
+  std::string daemon, torch_server, clock = "connect";
   long long world = 0, per_node = 8, runs = 3, procs = 2;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
@@ -360,6 +432,7 @@ int main(int argc, char** argv) {
     else if (a == "--ranks") number(1, 1 << 20, world);
     else if (a == "--ranks-per-node") number(1, 4096, per_node);
     else if (a == "--agent-procs") number(1, 64, procs);
+    else if (a == "--clock" && (v == "connect" || v == "tasks")) clock = v;
     else if (a == "--runs") number(1, 100, runs);
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
@@ -369,7 +442,7 @@ int main(int argc, char** argv) {
   if ((daemon.empty() && torch_server.empty()) || world == 0) {
     std::fprintf(stderr,
                  "usage: dp-store-bench --daemon PATH --ranks N [--ranks-per-node R] [--runs K]\n"
-                 "                      [--agent-procs P]\n"
+                 "                      [--agent-procs P] [--clock connect|tasks]\n"
                  "       dp-store-bench --torch-server tcpstore_bench.py --ranks N [--runs K]\n");
     return 2;
   }
@@ -378,11 +451,11 @@ int main(int argc, char** argv) {
   int failed = 0;
   for (long long r = 0; r < runs; ++r) {
     const Result res = run_once(daemon, static_cast<int>(world), static_cast<int>(per_node),
-                                static_cast<int>(procs));
+                                static_cast<int>(procs), clock == "tasks");
     std::printf(
-        "run torch-protocol ranks=%lld ranks_per_node=%lld agent_procs=%lld seconds=%.3f "
+        "run torch-protocol ranks=%lld ranks_per_node=%lld agent_procs=%lld clock=%s seconds=%.3f "
         "daemon_requests_per_node=%.1f daemon_cpu_s=%.2f daemon_rss_mib=%.1f failed=%d\n",
-        world, per_node, procs, res.seconds, res.requests_per_node, res.daemon_cpu,
+        world, per_node, procs, clock.c_str(), res.seconds, res.requests_per_node, res.daemon_cpu,
         static_cast<double>(res.daemon_rss_kib) / 1024, res.failures);
     secs.push_back(res.seconds);
     cpu.push_back(res.daemon_cpu);
@@ -391,8 +464,9 @@ int main(int argc, char** argv) {
     failed += res.failures;
   }
   std::printf(
-      "median torch-protocol ranks=%lld ranks_per_node=%lld agent_procs=%lld seconds=%.3f "
+      "median torch-protocol ranks=%lld ranks_per_node=%lld agent_procs=%lld clock=%s seconds=%.3f "
       "daemon_requests_per_node=%.1f daemon_cpu_s=%.2f daemon_rss_mib=%.1f failed=%d\n",
-      world, per_node, procs, median(secs), median(per), median(cpu), median(rss), failed);
+      world, per_node, procs, clock.c_str(), median(secs), median(per), median(cpu), median(rss),
+      failed);
   return failed == 0 ? 0 : 1;
 }
