@@ -9,14 +9,20 @@ dp_warnings(dp-rdv-probe)
 dp_e2e_scripts(PART daemon MODES lo ns
   SCRIPTS exchange_id stopped_daemon
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_RDV_PROBE=$<TARGET_FILE:dp-rdv-probe>)
-# 2 000 connections without hello against a step's daemon; its listen address;
-# a late dp::init() and a second one in the same step.
+# 2 000 connections without hello against a step's daemon; its listen address.
 dp_e2e_scripts(PART daemon MODES lo ns TIMEOUT 300
-  SCRIPTS hostile_connections lifetime
+  SCRIPTS hostile_connections
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_COMM_WORKER=$<TARGET_FILE:dp_comm_worker>)
+# A late dp::init() and a second one in the same step: how long the daemon
+# lives does not depend on the network (the loopback cluster only).
+dp_e2e_scripts(PART daemon MODES lo TIMEOUT 300
+  SCRIPTS lifetime
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_COMM_WORKER=$<TARGET_FILE:dp_comm_worker>)
 # scontrol suspend for 20 s of a 2-node trainer job: the same final parameters.
+# Stopped processes do not depend on the network: the namespaced cluster only
+# (agent.ddp_suspend runs on the loopback one).
 if(TARGET dp-trainer)
-  dp_e2e_test(NAME daemon.suspend MODES lo ns TIMEOUT 600
+  dp_e2e_test(NAME daemon.suspend MODES ns TIMEOUT 600
     ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_TRAINER=$<TARGET_FILE:dp-trainer>
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/daemon/suspend.sh)
 endif()

@@ -4,17 +4,34 @@
 # point the cluster at the built daemon with `site` (tests on one cluster
 # never overlap: dp_e2e_test takes the cluster's RESOURCE_LOCK).
 dp_e2e_scripts(PART spank MODES lo ns TIMEOUT 300
-  SCRIPTS env_vars untouched batch_alloc batch_master_port gres_masks bad_input explain
+  SCRIPTS env_vars untouched batch_alloc batch_master_port gres_masks explain
           concurrent_ports tenant_leases master_failure hostile_env overlap_ports tiles_request
-          unlaunched_step file_limit master_socket step_ports jax_coordinator
+          unlaunched_step master_socket step_ports jax_coordinator
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>)
-# Slurm starts a requeued job again after the cluster's cred_expire (30 s).
-dp_e2e_test(NAME spank.requeue MODES lo ns TIMEOUT 600
+# What does not depend on the network runs on one cluster: refused options
+# (before any task starts) on the loopback one, the daemon's file limits on
+# the namespaced one.
+dp_e2e_scripts(PART spank MODES lo TIMEOUT 300
+  SCRIPTS bad_input
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>)
+dp_e2e_scripts(PART spank MODES ns TIMEOUT 300
+  SCRIPTS file_limit
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>)
+# Slurm starts a requeued job again after the cluster's cred_expire (30 s);
+# a requeue does not depend on the network (the loopback cluster only).
+dp_e2e_test(NAME spank.requeue MODES lo TIMEOUT 600
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
   COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/requeue.sh)
 # Per-node launchers (torchrun and its kin) on Debian 12's torch 1.13.
 dp_e2e_scripts(PART spank MODES lo ns TIMEOUT 400
-  SCRIPTS launcher_torchrun launcher_shape launcher_overlap launcher_kill
+  SCRIPTS launcher_shape launcher_kill
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>)
+# The launchers' variables and forms, and overlapping launches on one node
+# (each with its own master port, sharpest where every node shares one
+# loopback), on the loopback cluster only; launcher_kill trains torchrun's
+# workers across both clusters' networks.
+dp_e2e_scripts(PART spank MODES lo TIMEOUT 400
+  SCRIPTS launcher_torchrun launcher_overlap
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>)
 # A stand-in for pyxis: a SPANK plugin that overwrites MASTER_ADDR, MASTER_PORT,
 # WORLD_SIZE and RANK in task_init, as pyxis's import of a container image's

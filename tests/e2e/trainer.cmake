@@ -5,6 +5,6 @@ dp_e2e_scripts(PART trainer MODES lo TIMEOUT 300
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_TRAINER=$<TARGET_FILE:dp-trainer>)
 # kill -9 of rank 2 in a 2x2 trainer step: the survivors exit naming it, none
 # by a signal (in both network modes and in the Debian 13 lane: gloo differs).
-dp_e2e_test(NAME trainer.kill_rank MODES lo ns TIMEOUT 300 LABELS debian13
+dp_e2e_test(NAME trainer.kill_rank MODES lo ns TIMEOUT 300
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_TRAINER=$<TARGET_FILE:dp-trainer>
   COMMAND ${CMAKE_CURRENT_LIST_DIR}/trainer/kill_rank.sh)
