@@ -3,6 +3,9 @@ set(DP_WITH_CUDA AUTO CACHE STRING "Build the CUDA/NCCL paths: AUTO|ON|OFF")
 set_property(CACHE DP_WITH_CUDA PROPERTY STRINGS AUTO ON OFF)
 option(DP_SANITIZE "Build everything with ASan+UBSan" OFF)
 option(DP_BUILD_TESTS "Build the test suite" ON)
+# CI's plain build runs only the e2e tests and benchmark smokes (the unit
+# tests run in its sanitizer build): OFF leaves tests/unit out of it.
+option(DP_UNIT_TESTS "Build the unit tests (tests/unit) with the test suite" ON)
 set(DP_CUDA_ARCHITECTURES "80;90" CACHE STRING "CUDA architectures (no GPU here, so never 'native')")
 
 # Warnings are errors in our own code only: apply per target, never globally,
