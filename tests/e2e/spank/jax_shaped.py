@@ -39,12 +39,15 @@ if rank == 0:
     except OSError as e:
         fail(f"cannot bind the coordinator port {port}: {e}")
     server.listen()
-    server.settimeout(60)
+    # At JAX's own port a collision can leave one coordinator with no peer
+    # (its peers reached the other step's): that is the failure this mode
+    # shows, so it need not be waited out for a minute.
+    server.settimeout(60 if mode == "dp" else 15)
     for _ in range(world - 1):
         try:
             conn, _ = server.accept()
         except socket.timeout:
-            fail("a peer never came")
+            fail(f"a peer never came within {server.gettimeout():.0f} s")
         peer = conn.recv(64).decode()
         conn.close()
         if peer != step:
