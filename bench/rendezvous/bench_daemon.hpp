@@ -92,10 +92,4 @@ std::vector<std::optional<T>> run_in_workers(int workers, Body body, While while
   return out;
 }
 
-template <class T, class Body, class After>
-std::vector<std::optional<T>> run_in_workers(int workers, Body body, After after_results) {
-  return run_in_workers<T>(
-      workers, body, [] {}, after_results);
-}
-
 }  // namespace dp::bench

@@ -393,7 +393,7 @@ RunResult run_once(const Options& o) {
         const Slice s{k * per, std::min(per, peers - k * per), o.ranks_per_node};
         return run_worker(d.port, w, s, std::max(1, o.inflight / o.workers));
       },
-      [] {});
+      [] {}, [] {});
   int64_t first = INT64_MAX, last = 0;
   RunResult out;
   for (const auto& r : results) {

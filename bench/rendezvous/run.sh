@@ -45,26 +45,25 @@ if ((torch)); then
   store_bench=${DP_STORE_BENCH:-$build/bench/rendezvous/dp-store-bench}
   [[ -x $store_bench ]] || { echo "run.sh: $store_bench not found; build target dp-store-bench" >&2; exit 2; }
   echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+  field() { tail -n1 <<<"$2" | sed -n "s/.* $1=\([0-9.]*\).*/\1/p"; }  # field NAME OUTPUT: its last line's NAME=
   for n in $sizes; do
     # The tasks' clock first: every agent connected before the clients start,
     # as in a real step (slurmstepd's agent says hello before any task runs).
     all=$("$store_bench" --daemon "$daemon" --ranks "$n" --ranks-per-node "$rpn" --runs "$runs" --clock tasks 2>/dev/null)
     echo "$all"
-    tasks_s=$(tail -n1 <<<"$all" | sed -n 's/.* seconds=\([0-9.]*\).*/\1/p')
-    tasks_cpu=$(tail -n1 <<<"$all" | sed -n 's/.* daemon_cpu_s=\([0-9.]*\).*/\1/p')
+    tasks_s=$(field seconds "$all") tasks_cpu=$(field daemon_cpu_s "$all")
     all=$("$store_bench" --daemon "$daemon" --ranks "$n" --ranks-per-node "$rpn" --runs "$runs" 2>/dev/null)
     echo "$all"
-    line=$(tail -n1 <<<"$all")
-    ours_s=$(sed -n 's/.* seconds=\([0-9.]*\).*/\1/p' <<<"$line")
-    per_node=$(sed -n 's/.* daemon_requests_per_node=\([0-9.]*\).*/\1/p' <<<"$line")
+    ours_s=$(field seconds "$all") per_node=$(field daemon_requests_per_node "$all")
+    cpu=$(field daemon_cpu_s "$all") rss=$(field daemon_rss_mib "$all")
     theirs=- ratio=-
     if ((anchor)) && [[ $n -le ${TORCH_ANCHOR_MAX_RANKS:-16384} ]]; then
       all=$("$store_bench" --torch-server "$here/tcpstore_bench.py" --ranks "$n" --runs "$runs" 2>/dev/null)
       echo "$all"
-      theirs=$(tail -n1 <<<"$all" | sed -n 's/.* seconds=\([0-9.]*\).*/\1/p')
+      theirs=$(field seconds "$all")
       ratio=$(awk -v a="$theirs" -v b="$ours_s" 'BEGIN { printf "%.0f", a / b }')
     fi
-    echo "torch-protocol $n ranks: $ours_s s through agents, $theirs s PyTorch TCPStore (x$ratio), $per_node daemon requests per node ($(sed -n 's/.*\(daemon_cpu_s=[0-9.]*\) \(daemon_rss_mib=[0-9.]*\).*/\1 \2/p' <<<"$line"); agents already connected: $tasks_s s, daemon_cpu_s=$tasks_cpu)"
+    echo "torch-protocol $n ranks: $ours_s s through agents, $theirs s PyTorch TCPStore (x$ratio), $per_node daemon requests per node (daemon_cpu_s=$cpu daemon_rss_mib=$rss; agents already connected: $tasks_s s, daemon_cpu_s=$tasks_cpu)"
   done
   exit 0
 fi

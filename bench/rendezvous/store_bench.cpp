@@ -213,10 +213,15 @@ std::unique_ptr<Node> open_node(Run& run, int ep, int i, int per_node, uint16_t 
   return n;
 }
 
-// The end of an agent's pass: the fronts' reads leave, then what the nodes queued.
-void send_queued(Run& run) {
+// The fronts' reads of this pass leave.
+void send_due(Run& run) {
   for (Node* d : run.due) d->front.send_due();
   run.due.clear();
+}
+
+// The end of an agent's pass: the fronts' reads leave, then what the nodes queued.
+void send_queued(Run& run) {
+  send_due(run);
   // Only the nodes that queued something: a pass over all would cost as
   // much as the work at 16 384 nodes.
   std::vector<Node*> unsent;
@@ -252,9 +257,8 @@ void pass(Run& run, const epoll_event* evs, int k) {
       }
     }
     answer_clients(run);
-    for (Node* d : run.due) d->front.send_due();  // the agent's pass ends
-    run.due.clear();
-    n.flush();  // EPOLLOUT after a short write
+    send_due(run);  // the agent's pass ends
+    n.flush();      // EPOLLOUT after a short write
   }
   send_queued(run);
 }
@@ -292,14 +296,17 @@ Share drive_nodes(uint16_t port, int world, int per_node, int part, int procs, c
   std::vector<epoll_event> evs(1024);
   const int64_t deadline = now_ns() + int64_t{300} * 1'000'000'000;
   const size_t batch = static_cast<size_t>(std::max(1, 256 / procs));
+  auto open_batch = [&](bool with_clients) {
+    for (size_t j = mine.size(); j < std::min(indices.size(), mine.size() + batch); ++j)
+      mine.push_back(open_node(run, ep, indices[j], per_node, port, with_clients));
+  };
   auto connected = [&] {
     if (mine.size() < indices.size()) return false;
     return std::all_of(mine.begin(), mine.end(), [](auto& n) { return n->core.daemon_ready(); });
   };
   if (gate) {  // the agents' hellos, untimed
     while (!connected() && run.failures == 0 && now_ns() < deadline) {
-      for (size_t j = mine.size(); j < std::min(indices.size(), mine.size() + batch); ++j)
-        mine.push_back(open_node(run, ep, indices[j], per_node, port, false));
+      open_batch(false);
       const int k = epoll_wait(ep, evs.data(), static_cast<int>(evs.size()), 10);
       pass(run, evs.data(), k);
     }
@@ -310,8 +317,7 @@ Share drive_nodes(uint16_t port, int world, int per_node, int part, int procs, c
     send_queued(run);
   }
   while (run.done < ranks && run.failures == 0 && now_ns() < deadline) {
-    for (size_t j = mine.size(); j < std::min(indices.size(), mine.size() + batch); ++j)
-      mine.push_back(open_node(run, ep, indices[j], per_node, port, true));
+    open_batch(true);
     const int wait_ms = mine.size() < indices.size() ? 0 : 1000;
     const int k = epoll_wait(ep, evs.data(), static_cast<int>(evs.size()), wait_ms);
     pass(run, evs.data(), k);
