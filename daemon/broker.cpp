@@ -9,11 +9,6 @@
 #include "master_port_value.hpp"
 
 namespace dp::daemon {
-namespace {
-
-std::string ms_text(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + " ms"; }
-
-}  // namespace
 
 Broker::Broker(BrokerConfig cfg, Outbox& out, Clock::time_point now)
     : cfg_(std::move(cfg)),

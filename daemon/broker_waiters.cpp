@@ -7,8 +7,6 @@
 namespace dp::daemon {
 namespace {
 
-std::string ms_text(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + " ms"; }
-
 template <class V, class T>
 void erase_value(V& v, const T& x) {
   v.erase(std::remove(v.begin(), v.end(), x), v.end());

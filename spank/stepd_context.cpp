@@ -79,7 +79,7 @@ std::string node_name() {
   return host;
 }
 
-struct StepIds {
+struct JobStep {
   uint32_t job = 0, step = 0;
   std::string text() const { return std::to_string(job) + "." + std::to_string(step); }
 };
@@ -130,7 +130,7 @@ Result<StepFacts> node_facts(spank_t sp, const SiteConfig& site) {
   return f;
 }
 
-Result<AgentStart> agent_start(spank_t sp, const StepdState& st, const StepIds& id) {
+Result<AgentStart> agent_start(spank_t sp, const StepdState& st, const JobStep& id) {
   AgentStart a;
   agent::AgentSettings& s = a.settings;
   auto addr = job_env(sp, env::kRdvAddr);
@@ -226,7 +226,7 @@ Result<KnownPorts> local_ports(spank_t sp, const StepdState& st, int more) {
 // The master node takes the step's ports and holds them from now until rank
 // 0's exec: Slurm's reservation, or --dp-master-port (not held: the user's
 // choice) and leases of the site's range.
-Result<StepPorts> take_ports(spank_t sp, StepdState& st, const StepIds& id, const KnownPorts& known,
+Result<StepPorts> take_ports(spank_t sp, StepdState& st, const JobStep& id, const KnownPorts& known,
                              int more) {
   std::vector<HeldPort> held;
   StepPorts ports;
@@ -265,7 +265,7 @@ Result<StepPorts> take_ports(spank_t sp, StepdState& st, const StepIds& id, cons
 // --dp-ports). Returns the ports this node knows now (none where it
 // fetches) or the master node's failure, which the agent has published by
 // then.
-Result<StepPorts> plan_step_ports(spank_t sp, StepdState& st, const StepIds& id,
+Result<StepPorts> plan_step_ports(spank_t sp, StepdState& st, const JobStep& id,
                                   const KnownPorts& known, bool master, int more,
                                   agent::AgentSettings& s) {
   uint32_t nnodes = 1;
@@ -295,7 +295,7 @@ Result<StepPorts> plan_step_ports(spank_t sp, StepdState& st, const StepIds& id,
 // master node (leased, or its failure, published write-once) to the others.
 // Returns MASTER_PORT: the coordinator port, or with the step's store the
 // node agent's store; the agent's socket is exported to the tasks.
-Result<int> start_node_agent(spank_t sp, StepdState& st, const StepIds& id) {
+Result<int> start_node_agent(spank_t sp, StepdState& st, const JobStep& id) {
   auto start = agent_start(sp, st, id);
   DP_TRY(start);
   st.store = start->store;
@@ -350,7 +350,7 @@ Result<int> start_node_agent(spank_t sp, StepdState& st, const StepIds& id) {
 // The exit status of every task of a step srun explained or refused
 // (skipped_step.hpp). srun refuses every heterogeneous step, and only the
 // first component's nodes get the variables srun sets.
-std::optional<int> skipped_status(spank_t sp, const StepIds& id) {
+std::optional<int> skipped_status(spank_t sp, const JobStep& id) {
   if (auto value = job_env(sp, env::kSkipStep))
     if (auto status = skipped_step_status(*value, id.job, id.step)) return status;
   if (job_env(sp, "SLURM_HET_SIZE"))
@@ -364,7 +364,7 @@ bool is_special_step(uint32_t step_id) {
 }
 
 // The step's set-up on this node; an error fails every task of the node.
-Result<void> set_up_node(spank_t sp, StepdState& st, const StepIds& id) {
+Result<void> set_up_node(spank_t sp, StepdState& st, const JobStep& id) {
   if (state().option_error)
     return make_error(Errc::invalid_argument, "srun passed an invalid --dp-* value to the node");
   // srun writes its step's ids and options; others (an enclosing step's, or
@@ -455,7 +455,7 @@ Result<void> ports_before_exec(spank_t sp, const StepdState& st) {
 int stepd_init_post_opt(spank_t sp) {
   StepdState& st = stepd();
   const PluginState& plugin = state();
-  StepIds id;
+  JobStep id;
   if (spank_get_item(sp, S_JOB_ID, &id.job) != ESPANK_SUCCESS ||
       spank_get_item(sp, S_JOB_STEPID, &id.step) != ESPANK_SUCCESS || is_special_step(id.step))
     return 0;

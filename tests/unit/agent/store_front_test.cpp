@@ -24,7 +24,7 @@ namespace ts = torchstore;
 using Req = ts::Request;
 using ts::Op;
 
-const std::string kSecret(64, 'a');
+const std::string kStoreSecret(64, 'a');
 const std::string kNonce(32, 'n');
 
 struct World;
@@ -64,7 +64,7 @@ struct World : daemon::Outbox {
   static daemon::BrokerConfig config(int world) {
     daemon::BrokerConfig c;
     c.world_size = world;
-    c.secret = kSecret;
+    c.secret = kStoreSecret;
     c.job_id = "1";
     c.step_id = "0";
     c.make_nonce = [] { return kNonce; };
@@ -126,7 +126,7 @@ struct World : daemon::Outbox {
 
 AgentConfig node_config(std::vector<int32_t> ranks, int world_size, ConnId link) {
   AgentConfig c;
-  c.secret = kSecret;
+  c.secret = kStoreSecret;
   c.host = "n" + std::to_string(link);
   c.daemon_addr = "127.0.0.1:1";
   c.world_size = world_size;

@@ -19,7 +19,7 @@ using testing::Event;
 using testing::hex;
 using testing::Recording;
 
-struct Parsed {
+struct ParsedStream {
   std::vector<Request> requests;
   std::optional<std::string> error;
   std::optional<Dialect> dialect;
@@ -27,9 +27,9 @@ struct Parsed {
 };
 
 // Feeds the stream cut at the given offsets, draining after each piece.
-Parsed parse(const std::string& stream, const std::vector<size_t>& cuts) {
+ParsedStream parse(const std::string& stream, const std::vector<size_t>& cuts) {
   RequestParser p;
-  Parsed out;
+  ParsedStream out;
   size_t from = 0;
   auto pieces = cuts;
   pieces.push_back(stream.size());
@@ -52,7 +52,7 @@ Parsed parse(const std::string& stream, const std::vector<size_t>& cuts) {
   return out;
 }
 
-void expect_same(const Parsed& a, const Parsed& b) {
+void expect_same(const ParsedStream& a, const ParsedStream& b) {
   EXPECT_EQ(a.requests, b.requests);
   EXPECT_EQ(a.error, b.error);
   EXPECT_EQ(a.dialect, b.dialect);
@@ -79,7 +79,7 @@ TEST(TorchStoreFixtures, ClientBytesDecodeTheSameAtEverySplit) {
   for (const auto& rec : testing::load_recordings()) {
     for (const auto& [conn, stream] : rec.client_streams()) {
       SCOPED_TRACE(rec.name + " connection " + std::to_string(conn));
-      const Parsed whole = parse(stream, {});
+      const ParsedStream whole = parse(stream, {});
       if (reads_as_legacy_watch(rec, conn)) {
         EXPECT_EQ(whole.dialect, Dialect::legacy);
         EXPECT_TRUE(whole.mid_request);
@@ -100,7 +100,7 @@ TEST(TorchStoreFixtures, ClientBytesDecodeTheSameAtEverySplit) {
 TEST(TorchStoreFixtures, RequestsEncodeBackToTheRecordedBytes) {
   for (const auto& rec : testing::load_recordings()) {
     for (const auto& [conn, stream] : rec.client_streams()) {
-      const Parsed whole = parse(stream, {});
+      const ParsedStream whole = parse(stream, {});
       if (whole.error || whole.mid_request) continue;
       SCOPED_TRACE(rec.name + " connection " + std::to_string(conn));
       std::string again;
