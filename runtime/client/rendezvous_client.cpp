@@ -235,6 +235,12 @@ class SocketRendezvousClient final : public RendezvousClient {
     std::unique_lock lk(mu_);
     if (!sent) {
       pending_.erase(id);
+      // The peer closed: what it sent before (an abort naming the step's
+      // first failure) is the answer, once the I/O thread has read it all.
+      if (sent.error().code != Errc::timeout) {
+        cv_.wait_until(lk, deadline, [&] { return fatal_ || closed_; });
+        if (fatal_ && !(allowed_after_abort && fatal_->code == Errc::aborted)) return *fatal_;
+      }
       return make_error(sent.error().code, what + ": " + sent.error().message);
     }
     cv_.wait_until(lk, deadline, [&] {
@@ -262,10 +268,13 @@ class SocketRendezvousClient final : public RendezvousClient {
       // A frame cut short leaves the stream unframed: the connection is done.
       if (!r) {
         broken_ = true;
-        shutdown(fd_.get(), SHUT_RDWR);
+        // A peer that closed (EPIPE, a reset) may have said why first: an
+        // abort push in our receive queue names the step's first failure,
+        // which the I/O thread reads before the end of the stream.
+        shutdown(fd_.get(), r.error().code == Errc::timeout ? SHUT_RDWR : SHUT_WR);
       }
     }
-    if (!r) {
+    if (!r && r.error().code == Errc::timeout) {
       fail_all(make_error(Errc::connection, "cannot send to " + peer() + ": " + r.error().message));
     }
     return r;
