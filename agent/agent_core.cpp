@@ -181,16 +181,16 @@ void AgentCore::end_tasks(const std::string& why) {
   out_.end_tasks(why, told);
 }
 
-uint64_t AgentCore::upstream(proto::Request& req, Upstream what) {
+uint64_t AgentCore::upstream(proto::Request req, Upstream what) {
   const uint64_t id = next_up_++;
   req.set_id(id);
-  pending_.emplace(id, std::move(what));
+  what.sent = std::move(req);  // kept for a new connection after an outage
+  const proto::Request& sent = pending_.emplace(id, std::move(what)).first->second.sent;
   if (link_ == Link::ready) {
-    out_.to_daemon(req);
+    out_.to_daemon(sent);
   } else if (link_ != Link::gone) {
-    queued_.push_back(req);
+    queued_.push_back(sent);
   }
-  pending_.at(id).sent = req;
   return id;
 }
 
@@ -201,14 +201,14 @@ void AgentCore::publish_master_port(const MasterPortValue& v) {
   s->set_key(kMasterPortKey);
   s->set_value(value);
   s->set_once(true);
-  upstream(req, Upstream{Kind::exchange, 0, 0, kMasterPortKey, value});
+  upstream(std::move(req), Upstream{Kind::exchange, 0, 0, kMasterPortKey, value});
   if (!v.failure) return;
   // After the publish on the same connection: nodes waiting for the port get
   // the failure first.
   proto::Request abort;
   abort.mutable_abort()->set_reason(master_failure_text(*v.failure));
   rdv::to_proto(*v.failure, *abort.mutable_abort()->mutable_master_failure());
-  upstream(abort, Upstream{Kind::plain, 0, 0, {}, {}});
+  upstream(std::move(abort), Upstream{Kind::plain, 0, 0, {}, {}});
 }
 
 void AgentCore::fetch_master_port(std::chrono::milliseconds timeout) {
@@ -217,7 +217,7 @@ void AgentCore::fetch_master_port(std::chrono::milliseconds timeout) {
   g->set_key(kMasterPortKey);
   g->set_blocking(true);
   g->set_timeout_ms(static_cast<uint32_t>(std::max<long long>(1, timeout.count())));
-  upstream(req, Upstream{Kind::exchange, 0, 0, kMasterPortKey, {}});
+  upstream(std::move(req), Upstream{Kind::exchange, 0, 0, kMasterPortKey, {}});
 }
 
 // The published value (the master node's own, or what the daemon holds), or
@@ -371,7 +371,7 @@ void AgentCore::on_task_exit(int rank, int wait_status, Clock::time_point now) {
   s.goodbye = true;
   proto::Request bye;
   bye.mutable_goodbye()->set_rank(rank);
-  upstream(bye, Upstream{Kind::plain, 0, 0, {}, {}});
+  upstream(std::move(bye), Upstream{Kind::plain, 0, 0, {}, {}});
 }
 
 void AgentCore::on_worker_exit(int rank, int worker_rank, int wait_status, Clock::time_point now) {
@@ -400,7 +400,7 @@ void AgentCore::report_lost(int rank, RankState& s, Clock::time_point now,
   if (auto by = user_signal_cause(received_signal(now),
                                   m->has_signal() ? std::optional<int>(m->signal()) : std::nullopt))
     m->set_user_signal(*by);
-  upstream(req, Upstream{Kind::plain, 0, 0, {}, {}});
+  upstream(std::move(req), Upstream{Kind::plain, 0, 0, {}, {}});
 }
 
 // Slurm's signal reached this node (the server feeds them before the task

@@ -223,7 +223,7 @@ class AgentCore {
   std::string silence_text(Clock::time_point now) const;
   void resend_pending(const std::set<uint64_t>& queued);
   void expire_hellos(Clock::time_point now);
-  uint64_t upstream(proto::Request& req, Upstream what);
+  uint64_t upstream(proto::Request req, Upstream what);
   // agent_store.cpp
   void forward(ConnId conn, int rank, const proto::Request& req);
   void local_get(ConnId conn, const proto::Request& req, Clock::time_point now);

@@ -42,7 +42,7 @@ void AgentCore::forward(ConnId conn, int rank, const proto::Request& req) {
   if (up.has_abort()) up.mutable_abort()->set_rank(rank);
   if (up.has_set() && up.set().once())
     u = Upstream{Kind::set_once, conn, req.id(), up.set().key(), up.set().value()};
-  upstream(up, std::move(u));
+  upstream(std::move(up), std::move(u));
 }
 
 void AgentCore::local_get(ConnId conn, const proto::Request& req, Clock::time_point now) {
@@ -66,7 +66,7 @@ void AgentCore::local_get(ConnId conn, const proto::Request& req, Clock::time_po
   ug->set_key(g.key());
   ug->set_blocking(true);
   ug->set_timeout_ms(0);
-  s.upstream = upstream(up, Upstream{Kind::get, 0, 0, g.key(), {}});
+  s.upstream = upstream(std::move(up), Upstream{Kind::get, 0, 0, g.key(), {}});
 }
 
 void AgentCore::local_barrier(ConnId conn, int rank, const proto::Request& req,
@@ -89,21 +89,21 @@ void AgentCore::local_barrier(ConnId conn, int rank, const proto::Request& req,
                          : static_cast<uint32_t>(std::clamp<long long>(left, 1, UINT32_MAX)));
   for (int32_t r : cfg_.node_ranks) ub->add_ranks(r);
   s.sent = true;
-  upstream(up, Upstream{Kind::barrier, 0, 0, b.name(), {}});
+  upstream(std::move(up), Upstream{Kind::barrier, 0, 0, b.name(), {}});
 }
 
 uint64_t AgentCore::send_for(UpstreamSink& sink, proto::Request req) {
   Upstream u;
   u.kind = Kind::sink;
   u.sink = &sink;
-  return upstream(req, std::move(u));
+  return upstream(std::move(req), std::move(u));
 }
 
 void AgentCore::cancel_for(uint64_t id) {
   if (pending_.erase(id) == 0) return;
   proto::Request req;
   req.mutable_cancel_call()->set_request_id(id);
-  upstream(req, Upstream{Kind::plain, 0, 0, {}, {}});
+  upstream(std::move(req), Upstream{Kind::plain, 0, 0, {}, {}});
 }
 
 void AgentCore::answered(const Upstream& u, const proto::Response& r) {

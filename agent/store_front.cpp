@@ -12,9 +12,21 @@ namespace {
 using torchstore::Op;
 
 // A fold's name: the operation and its keys, each length-prefixed (keys are bytes).
+void append_key(std::string& name, std::string_view key) {
+  name += std::to_string(key.size());
+  name += ':';
+  name += key;
+}
+
+std::string fold_name(char op, std::string_view key) {
+  std::string n(1, op);
+  append_key(n, key);
+  return n;
+}
+
 std::string fold_name(char op, const std::vector<std::string>& keys) {
   std::string n(1, op);
-  for (const auto& k : keys) n += std::to_string(k.size()) + ":" + k;
+  for (const auto& k : keys) append_key(n, k);
   return n;
 }
 
@@ -139,43 +151,34 @@ void StoreFront::write(ConnId conn, Client& c, const torchstore::Request& r) {
 }
 
 void StoreFront::read(ConnId conn, Client& c, const torchstore::Request& r) {
-  proto::Request up;
   std::string name;
-  int64_t delta = 0;
   switch (r.op) {
-    case Op::get:
-      up.mutable_get()->set_key(r.key);
-      name = fold_name('g', {r.key});
-      break;
-    case Op::add:
-      up.mutable_add()->set_key(r.key);
-      name = fold_name('a', {r.key});
-      delta = r.delta;
-      break;
-    case Op::check:
-      copy_keys(r.keys, up.mutable_check()->mutable_keys());
-      name = fold_name('c', r.keys);
-      break;
-    case Op::wait:
-      copy_keys(r.keys, up.mutable_wait()->mutable_keys());
-      name = fold_name('w', r.keys);
-      break;
-    case Op::get_num_keys:
-      up.mutable_num_keys();
-      name = "n";
-      break;
-    case Op::multi_get:
-      copy_keys(r.keys, up.mutable_multi_get()->mutable_keys());
-      name = fold_name('m', r.keys);
-      break;
-    default:
-      up.mutable_queue_len()->set_key(r.key);
-      name = fold_name('q', {r.key});
-      break;
+    case Op::get: name = fold_name('g', r.key); break;
+    case Op::add: name = fold_name('a', r.key); break;
+    case Op::check: name = fold_name('c', r.keys); break;
+    case Op::wait: name = fold_name('w', r.keys); break;
+    case Op::get_num_keys: name = "n"; break;
+    case Op::multi_get: name = fold_name('m', r.keys); break;
+    default: name = fold_name('q', r.key); break;
   }
   const uint64_t slot = take_slot(c);
   if (r.op == Op::wait) c.wait_slot = slot;
-  ride(name, std::move(up), Rider{conn, slot, r.op, delta});
+  ride(name, r, Rider{conn, slot, r.op, r.op == Op::add ? r.delta : 0});
+}
+
+// What goes upstream for a fold of reads like r (an ADD's delta is filled at send).
+proto::Request StoreFront::upstream_read(const torchstore::Request& r) {
+  proto::Request up;
+  switch (r.op) {
+    case Op::get: up.mutable_get()->set_key(r.key); break;
+    case Op::add: up.mutable_add()->set_key(r.key); break;
+    case Op::check: copy_keys(r.keys, up.mutable_check()->mutable_keys()); break;
+    case Op::wait: copy_keys(r.keys, up.mutable_wait()->mutable_keys()); break;
+    case Op::get_num_keys: up.mutable_num_keys(); break;
+    case Op::multi_get: copy_keys(r.keys, up.mutable_multi_get()->mutable_keys()); break;
+    default: up.mutable_queue_len()->set_key(r.key); break;
+  }
+  return up;
 }
 
 uint64_t StoreFront::take_slot(Client& c) {
@@ -185,10 +188,10 @@ uint64_t StoreFront::take_slot(Client& c) {
 
 // A rider joins the next request of its fold: at send_due when none is in
 // flight, else once the answer of the one in flight is in.
-void StoreFront::ride(const std::string& name, proto::Request up, Rider rider) {
+void StoreFront::ride(const std::string& name, const torchstore::Request& r, Rider rider) {
   auto [it, fresh] = folds_.try_emplace(name);
   Fold& f = it->second;
-  if (fresh) f.request = std::move(up);
+  if (fresh) f.request = upstream_read(r);  // the riders after it share it
   f.next.push_back(rider);
   if (f.inflight != 0 || f.due) return;
   f.due = true;
@@ -316,12 +319,13 @@ void StoreFront::fill(ConnId conn, uint64_t slot, std::string bytes) {
   for (auto& s : slots) {
     if (s.seq == slot) s.bytes = std::move(bytes);
   }
-  std::string ready;
-  while (!slots.empty() && slots.front().bytes) {
-    ready += *slots.front().bytes;
-    slots.pop_front();
-  }
-  if (!ready.empty()) out_.to_client(conn, ready);
+  size_t n = 0;
+  while (n < slots.size() && slots[n].bytes) ++n;
+  if (n == 0) return;
+  std::string ready = std::move(*slots.front().bytes);
+  for (size_t i = 1; i < n; ++i) ready += *slots[i].bytes;
+  slots.erase(slots.begin(), slots.begin() + static_cast<std::ptrdiff_t>(n));
+  out_.to_client(conn, ready);  // last: sending may close the client
 }
 
 // PyTorch 2.x's client gave up waiting: its WAIT is dropped (here, and

@@ -18,7 +18,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -72,7 +71,10 @@ class StoreFront final : public UpstreamSink {
   };
   struct Client {
     torchstore::RequestParser parser;
-    std::deque<Slot> slots;
+    // Usually one: a PyTorch client waits for each answer before it asks
+    // again. A vector allocates nothing until used (the agent of a big
+    // node, like the bench's thousands of simulated ones, makes many).
+    std::vector<Slot> slots;
     uint64_t next_seq = 0;
     std::optional<uint64_t> wait_slot;  // its WAIT still unanswered (CANCEL_WAIT takes it)
   };
@@ -101,7 +103,8 @@ class StoreFront final : public UpstreamSink {
   void write(ConnId conn, Client& c, const torchstore::Request& r);
   void read(ConnId conn, Client& c, const torchstore::Request& r);
   uint64_t take_slot(Client& c);
-  void ride(const std::string& name, proto::Request up, Rider rider);
+  static proto::Request upstream_read(const torchstore::Request& r);
+  void ride(const std::string& name, const torchstore::Request& r, Rider rider);
   void launch(const std::string& name, Fold& f);
   void answer_fold(const std::string& name, const proto::Response& r);
   void answer_adds(const std::vector<Rider>& riders, const proto::Response& r);

@@ -159,15 +159,13 @@ void advance(Node& n, int c) {
   Client& cl = n.clients[static_cast<size_t>(c)];
   const size_t need = answer_bytes(cl.step);
   if (cl.step > kLastStep || cl.in.size() < need) return;
-  const std::string got = cl.in.substr(0, need);
-  cl.in.erase(0, need);
+  const std::string_view got(cl.in.data(), need);
   if (cl.step == 3 && got.substr(8) != kNcclId) ++n.run.failures;
-  if (cl.step == 4) {
-    int64_t v = 0;
-    std::memcpy(&v, got.data(), sizeof v);
-    if (v == n.run.world)
-      n.front.on_bytes(static_cast<ConnId>(c + 1), barrier_done(ts::Dialect::v2));
-  }
+  int64_t v = 0;
+  if (cl.step == 4) std::memcpy(&v, got.data(), sizeof v);
+  cl.in.erase(0, need);  // before the front answers again (to_client appends)
+  if (cl.step == 4 && v == n.run.world)
+    n.front.on_bytes(static_cast<ConnId>(c + 1), barrier_done(ts::Dialect::v2));
   if (cl.step == kLastStep) {
     cl.step = kLastStep + 1;
     ++n.run.done;

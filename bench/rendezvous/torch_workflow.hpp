@@ -19,8 +19,8 @@ extern const std::string kNcclId;  // 128 bytes
 
 // The first step a client of dialect d sends: v2 opens with VALIDATE + PING.
 int first_step(torchstore::Dialect d);
-// Step `step` of rank's workflow.
-std::string workflow_step(torchstore::Dialect d, int rank, int step);
+// Step `step` of rank's workflow; valid until the next call.
+const std::string& workflow_step(torchstore::Dialect d, int rank, int step);
 // The bytes of step's answer; 0: none is awaited.
 size_t answer_bytes(int step);
 // What the rank whose barrier ADD answered the world size sends next.
