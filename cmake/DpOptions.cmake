@@ -28,11 +28,12 @@ if(_dp_src_from_build)
 endif()
 
 if(DP_SANITIZE)
-  # -O1 with line tables, as the sanitizers' own docs advise: reports still
-  # name file and line, and under instrumentation it compiles in about half
-  # the time of -O2 -g (CI's sanitizer build is always a cold one).
+  # -O0 with line tables: reports still name file and line. CI's sanitizer
+  # build is always a cold one, and the unit tests wait more than they
+  # compute: measured (unity build, Ninja), -O1 built in 398 s and tested in
+  # 160 s, -O0 in 245 s and 179 s.
   foreach(lang C CXX)
-    set(CMAKE_${lang}_FLAGS_RELWITHDEBINFO "-O1 -g1 -DNDEBUG")
+    set(CMAKE_${lang}_FLAGS_RELWITHDEBINFO "-O0 -g1 -DNDEBUG")
   endforeach()
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
   add_link_options(-fsanitize=address,undefined)
