@@ -60,6 +60,9 @@ class StoreFront final : public UpstreamSink {
 
   bool serves(ConnId conn) const { return conns_.count(conn) != 0; }
   size_t clients() const { return conns_.size(); }
+  // No client, fold or upstream request left: what a front whose clients
+  // all left holds once the daemon answered (the fuzzer's leak check).
+  bool idle() const { return conns_.empty() && folds_.empty() && sent_.empty(); }
   const StoreCounters& counters() const { return counters_; }
 
  private:
