@@ -7,8 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "agent_core.hpp"
-#include "fuzz_harness.hpp"
+#include "agent_harness.hpp"
 
 namespace {
 
@@ -23,22 +22,12 @@ struct Sink : dp::agent::AgentOutbox, dp::fuzz::ClosedConns<ConnId> {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  dp::agent::AgentConfig cfg;
-  cfg.secret = dp::fuzz::kSecret;
-  cfg.host = "fuzz";
-  cfg.world_size = 4;
-  cfg.node_ranks = {0, 1};
+  dp::agent::AgentConfig cfg = dp::fuzz::agent_config();
   cfg.max_frame_bytes = 65536;
-  cfg.make_nonce = dp::fuzz::fixed_nonce;  // make_seeds-style proofs can use it
   Sink sink;
   auto now = dp::fuzz::kStartTime;
   dp::agent::AgentCore core(cfg, sink, now);
-  dp::proto::Response challenge;
-  challenge.set_challenge(dp::fuzz::fixed_nonce());
-  core.on_daemon_response(challenge, now);
-  dp::proto::Response hello_ok;
-  hello_ok.set_id(1);
-  core.on_daemon_response(hello_ok, now);
+  dp::fuzz::link_ready(core);
 
   dp::fuzz::Connections<ConnId> conns;
   for (int i = 0; i < conns.kCount; ++i) core.on_rank_connect(conns.open(i), now);

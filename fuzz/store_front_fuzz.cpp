@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
-#include "agent_core.hpp"
-#include "fuzz_harness.hpp"
+#include "agent_harness.hpp"
 #include "store_front.hpp"
+#include "torchstore_limits.hpp"
 
 namespace {
 
@@ -62,31 +62,12 @@ dp::proto::Response answer(uint64_t id, const uint8_t* p, size_t n) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  dp::agent::AgentConfig cfg;
-  cfg.secret = dp::fuzz::kSecret;
-  cfg.host = "fuzz";
-  cfg.world_size = 4;
-  cfg.node_ranks = {0, 1};
-  cfg.make_nonce = dp::fuzz::fixed_nonce;
   Sink sink;
+  dp::agent::AgentCore core(dp::fuzz::agent_config(), sink, dp::fuzz::kStartTime);
+  dp::fuzz::link_ready(core);
   const auto now = dp::fuzz::kStartTime;
-  dp::agent::AgentCore core(cfg, sink, now);
-  dp::proto::Response challenge;
-  challenge.set_challenge(dp::fuzz::fixed_nonce());
-  core.on_daemon_response(challenge, now);
-  dp::proto::Response hello_ok;
-  hello_ok.set_id(1);
-  core.on_daemon_response(hello_ok, now);
   sink.in_flight.clear();  // the hello
-
-  // Small caps, so that the fuzzer reaches them.
-  dp::torchstore::Limits limits;
-  limits.key_bytes = 64;
-  limits.value_bytes = 256;
-  limits.keys = 8;
-  limits.request_bytes = 1024;
-  limits.buffered_bytes = 1024 + 64;
-  dp::agent::StoreFront front(core, sink, limits);
+  dp::agent::StoreFront front(core, sink, dp::fuzz::small_store_limits());
 
   ConnId clients[4];
   ConnId next = 100;

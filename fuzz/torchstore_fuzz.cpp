@@ -15,6 +15,7 @@
 
 #include "dp/torchstore/parser.hpp"
 #include "dp/torchstore/store_model.hpp"
+#include "torchstore_limits.hpp"
 
 namespace {
 
@@ -22,18 +23,10 @@ using dp::torchstore::Dialect;
 using dp::torchstore::Request;
 using dp::torchstore::RequestParser;
 
-dp::torchstore::Limits small_limits() {
-  dp::torchstore::Limits l;
-  l.key_bytes = 64;
-  l.value_bytes = 256;
-  l.keys = 16;
-  l.request_bytes = 1024;
-  l.buffered_bytes = 1024 + 64;
-  return l;
-}
+using dp::fuzz::small_store_limits;
 
 struct Conn {
-  RequestParser parser{small_limits()};
+  RequestParser parser{small_store_limits()};
   std::string sent;  // every byte fed, to parse again whole
   std::vector<Request> requests;
   std::optional<std::string> error;
@@ -48,7 +41,7 @@ bool feed(Conn& c, std::string_view piece) {
     return false;
   }
   for (;;) {
-    if (c.parser.buffered() > small_limits().buffered_bytes) std::abort();
+    if (c.parser.buffered() > small_store_limits().buffered_bytes) std::abort();
     auto r = c.parser.next();
     if (!r) c.error = r.error().message;
     if (!r || !*r) return !c.error;
