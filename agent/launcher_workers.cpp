@@ -2,11 +2,13 @@
 
 #include <dirent.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,21 @@ std::optional<int> small_number(std::string_view v) {
 
 constexpr size_t kMaxThreads = 4096;             // a launcher's threads read for children
 constexpr size_t kMaxChildrenBytes = 64 * 1024;  // one thread's children file
+
+// Linux 6.15 and later keep a process's wait status with its pidfd after
+// the reap (ioctl PIDFD_GET_INFO, PIDFD_INFO_EXIT): a launcher that reaps
+// at once (torchrun 2.x polls every 0.1 s) then no longer hides how its
+// worker ended. The kernel's struct pidfd_info, first version (64 bytes);
+// C libraries up to Debian 13's do not define it yet. Older kernels refuse
+// the ioctl (ENOTTY) and the zombie read above is all there is.
+struct PidfdInfo {
+  uint64_t mask, cgroupid;
+  uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+  int32_t exit_code;
+};
+static_assert(sizeof(PidfdInfo) == 64);
+constexpr uint64_t kPidfdInfoExit = uint64_t{1} << 3;
+constexpr unsigned long kPidfdGetInfo = _IOWR(0xFF, 11, PidfdInfo);
 
 void add_child(Children& kids, int parent, int pid) {
   if (auto st = read_proc_stat(pid); st && st->ppid == parent) kids[parent].emplace_back(pid, *st);
@@ -76,6 +93,14 @@ Children own_processes_by_parent() {
 }
 
 }  // namespace
+
+std::optional<int> reaped_status(int pidfd) {
+  PidfdInfo info{};
+  info.mask = kPidfdInfoExit;
+  if (::ioctl(pidfd, kPidfdGetInfo, &info) != 0 || (info.mask & kPidfdInfoExit) == 0)
+    return std::nullopt;
+  return info.exit_code;
+}
 
 ChildList child_list_here() {
   static const ChildList here = ::access("/proc/thread-self/children", R_OK) == 0
@@ -220,14 +245,18 @@ std::vector<WorkerEnd> LauncherWorkers::ended() {
       const int task_rank = it->second.task_rank;
       const unsigned long long start_ticks = it->second.start_ticks;
       const WorkerEnv env = it->second.env;
+      // Still the zombie of that worker (not reaped, the pid not reused), or
+      // reaped on a kernel whose pidfd keeps the status: how it ended.
+      std::optional<int> status;
+      if (const auto st = read_proc_stat(pid);
+          st && st->start_ticks == start_ticks && st->state == 'Z' && st->exit_code)
+        status = *st->exit_code;
+      else status = reaped_status(it->second.pidfd.get());
       drop(pid);
       ended_.insert({pid, start_ticks});
-      // Still the zombie of that worker (not reaped, the pid not reused): its status is known.
-      const auto st = read_proc_stat(pid);
-      if (!st || st->start_ticks != start_ticks || st->state != 'Z' || !st->exit_code) continue;
-      const int status = *st->exit_code;
-      const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!clean && !env.will_restart()) out.push_back({task_rank, env.rank, status});
+      if (!status) continue;
+      const bool clean = WIFEXITED(*status) && WEXITSTATUS(*status) == 0;
+      if (!clean && !env.will_restart()) out.push_back({task_rank, env.rank, *status});
     }
   }
   return out;

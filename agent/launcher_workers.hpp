@@ -69,6 +69,11 @@ ChildList child_list_here();
 // of this user's, a superset).
 Children children_under(const std::vector<int>& roots, int depth, ChildList how);
 
+// How the process of this pidfd ended (a wait status), once it was reaped:
+// Linux 6.15 and later keep it with the pidfd (PIDFD_INFO_EXIT); nothing on
+// older kernels, or before the reap.
+std::optional<int> reaped_status(int pidfd);
+
 // ---- the watcher ----
 
 struct WorkerEnd {

@@ -6,10 +6,15 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <optional>
 #include <string>
+
+#include "dp/unique_fd.hpp"
 
 namespace dp::agent {
 namespace {
@@ -63,16 +68,22 @@ TEST(ParseWorkerEnviron, RestartsLeftMeanNoFailure) {
           ->will_restart());
 }
 
-// A launcher that never reaps (torchrun between its polls): it starts its
-// workers, each an exec'd shell with `env`, and reports their pids on `out`.
-pid_t launcher(const std::vector<std::vector<std::string>>& envs, int out) {
+// A launcher that never reaps (torchrun 1.13 between its 5 s polls): it
+// starts its workers, each an exec'd shell with `env`, and reports their
+// pids on `out`. With `reaped`, it reaps each worker at once, as torchrun
+// 2.x (polling every 0.1 s) may before the agent reads the zombie, and
+// writes a byte there for each. Each dies with its parent, so a failed
+// assertion leaves no process holding the test's output open.
+pid_t launcher(const std::vector<std::vector<std::string>>& envs, int out, int reaped = -1) {
   const pid_t pid = fork();
   if (pid != 0) return pid;
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
   for (const auto& env : envs) {
     int ready[2];
     if (pipe(ready) != 0) _exit(1);
     const pid_t w = fork();
     if (w == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
       std::vector<char*> e;
       for (const auto& v : env) e.push_back(const_cast<char*>(v.c_str()));
       e.push_back(nullptr);
@@ -87,7 +98,20 @@ pid_t launcher(const std::vector<std::vector<std::string>>& envs, int out) {
     if (read(ready[0], &c, 1) != 1) _exit(1);
     if (write(out, &w, sizeof w) != sizeof w) _exit(1);
   }
+  while (reaped >= 0 && wait(nullptr) > 0) {
+    if (write(reaped, "r", 1) != 1) _exit(1);
+  }
   for (;;) pause();
+}
+
+// Whether this kernel's pidfds keep a reaped process's status (Linux 6.15+).
+bool pidfds_keep_exit_status() {
+  const pid_t child = fork();
+  if (child == 0) _exit(7);
+  const UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, child, 0)));
+  waitpid(child, nullptr, 0);
+  const auto status = pidfd ? reaped_status(pidfd.get()) : std::nullopt;
+  return status && WIFEXITED(*status) && WEXITSTATUS(*status) == 7;
 }
 
 bool readable(int fd, int timeout_ms = 10'000) {
@@ -138,6 +162,36 @@ TEST_P(LauncherWorkersBy, AKilledWorkerIsNamedWithItsRankAndSignal) {
   waitpid(l, nullptr, 0);
   close(pids[0]);
   close(pids[1]);
+}
+
+// torchrun 2.x reaps a dead worker within 0.1 s, which may be before the
+// agent reads its zombie (seen in CI: a worker killed by the test went
+// unnamed, and the first failure was the worker torchrun then stopped).
+TEST_P(LauncherWorkersBy, AWorkerItsLauncherReapedFirstIsStillNamed) {
+  if (!pidfds_keep_exit_status())
+    GTEST_SKIP() << "this kernel's pidfds keep no exit status (PIDFD_INFO_EXIT, Linux 6.15+)";
+  int pids[2], reaped[2];
+  ASSERT_EQ(pipe(pids), 0);
+  ASSERT_EQ(pipe(reaped), 0);
+  const pid_t l = launcher({{"RANK=3", "TORCHELASTIC_RESTART_COUNT=0"}}, pids[1], reaped[1]);
+  pid_t w = 0;
+  ASSERT_EQ(read(pids[0], &w, sizeof w), static_cast<ssize_t>(sizeof w));
+  LauncherWorkers workers(GetParam());
+  workers.watch(TaskStart{1, l, read_start_ticks(l).value()});
+  workers.scan();
+
+  kill(w, SIGKILL);
+  char c = 0;
+  ASSERT_EQ(read(reaped[0], &c, 1), 1);  // its launcher has reaped it: no zombie to read
+  ASSERT_TRUE(readable(workers.fd()));
+  const auto ends = workers.ended();
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(ends[0].worker_rank, 3);
+  EXPECT_TRUE(WIFSIGNALED(ends[0].wait_status) && WTERMSIG(ends[0].wait_status) == SIGKILL);
+
+  kill(l, SIGKILL);
+  waitpid(l, nullptr, 0);
+  for (int f : {pids[0], pids[1], reaped[0], reaped[1]}) close(f);
 }
 
 TEST_P(LauncherWorkersBy, ChildrenAndTheirChildrenAreFoundTwoLevelsDown) {
