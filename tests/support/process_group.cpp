@@ -111,8 +111,12 @@ TempDir::~TempDir() {
   if (!path_.empty()) std::filesystem::remove_all(path_, ec);
 }
 
-std::optional<Daemon> Daemon::start(const std::string& binary, int world_size,
+std::optional<Daemon> Daemon::start(const std::string& built, int world_size,
                                     const std::string& secret, std::string* error) {
+  // A test binary run outside its build tree (scripts/gpu-check's bundle on
+  // a GPU machine) is told where the daemon is instead.
+  const char* moved = std::getenv("DP_TEST_RENDEZVOUSD");
+  const std::string binary = moved && *moved ? moved : built;
   int in[2], out[2];
   if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
     *error = "pipe failed";

@@ -45,9 +45,10 @@ class TempDir {
 };
 
 // A running dp-rendezvousd for one step; stopped (by PID) by the destructor.
+// `start` runs $DP_TEST_RENDEZVOUSD where set, else the built binary given.
 class Daemon {
  public:
-  static std::optional<Daemon> start(const std::string& binary, int world_size,
+  static std::optional<Daemon> start(const std::string& built, int world_size,
                                      const std::string& secret, std::string* error);
   Daemon(Daemon&& o) noexcept : pid_(o.pid_), port_(o.port_) { o.pid_ = -1; }
   Daemon& operator=(Daemon&& o) noexcept {
