@@ -12,10 +12,12 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "arg_checks.hpp"
 #include "backends.hpp"
 #include "cuda_device.hpp"
+#include "dp/nccl_roots.hpp"
 #include "nccl_module.hpp"
 #include "nccl_support.hpp"
 
@@ -28,6 +30,16 @@ int nccl_cuda_devices() noexcept {
 }
 
 namespace {
+
+// How many bootstrap roots this world starts from: one per ranks_per_root
+// (DP_NCCL_RANKS_PER_ROOT) where the NCCL in use has
+// ncclCommInitRankScalable (2.23+), else one. Every rank computes the same
+// count from the same environment and NCCL.
+int root_count(int world, int ranks_per_root) {
+  int version = 0;
+  if (ncclGetVersion(&version) != ncclSuccess) version = 0;
+  return version >= NCCL_VERSION(2, 23, 0) ? nccl_root_count(world, ranks_per_root) : 1;
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -204,10 +216,11 @@ class NcclCommunicator final : public Communicator {
       return cuda_error(e, "cudaEventCreate");
     }
     log.phase("device " + std::to_string(*device));
-    ncclUniqueId id;
+    const int roots = root_count(size_, host.ranks_per_root);
+    std::vector<ncclUniqueId> ids(1);
     if (size_ == 1) {
       // Nobody to meet: no store, no daemon.
-      if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess)
+      if (ncclResult_t r = ncclGetUniqueId(ids.data()); r != ncclSuccess)
         return nccl_error(r, "ncclGetUniqueId");
     } else {
       auto js = host.open_store(ctx, timeout);
@@ -221,18 +234,25 @@ class NcclCommunicator final : public Communicator {
         });
       }
       static std::atomic<int> generation{0};
-      auto got = exchange_nccl_id(*store_.store, store_.publish_once, rank_,
-                                  "dp/nccl/" + std::to_string(generation++) + "/id");
+      auto got = exchange_nccl_ids(*store_.store, store_.publish_once, rank_, size_, roots,
+                                   "dp/nccl/" + std::to_string(generation++) + "/id");
       if (!got) return got.error();
-      id = *got;
-      log.phase("unique id exchange");
+      ids = std::move(*got);
+      log.phase(roots > 1 ? "unique id exchange (" + std::to_string(roots) + " roots)"
+                          : std::string("unique id exchange"));
     }
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     ncclResult_t r;
     {
       std::lock_guard<std::mutex> lock(s_->m);
-      r = ncclCommInitRankConfig(&s_->comm, size_, id, rank_, &config);
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 23, 0)
+      if (ids.size() > 1)
+        r = ncclCommInitRankScalable(&s_->comm, size_, rank_, static_cast<int>(ids.size()),
+                                     ids.data(), &config);
+      else
+#endif
+        r = ncclCommInitRankConfig(&s_->comm, size_, ids[0], rank_, &config);
     }
     DP_TRY(s_->settle(r, "ncclCommInitRank", Clock::now() + timeout));
     log.phase("ncclCommInitRank");

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "backends.hpp"
+#include "dp/params.hpp"
 #include "gloo_store.hpp"
 #include "nccl_module.hpp"
 #include "startup_log.hpp"
@@ -131,7 +132,8 @@ Result<std::unique_ptr<Communicator>> make_nccl_communicator(const Context& ctx,
   if (m.module == nullptr) return make_error(Errc::unavailable, "backend nccl: " + m.error);
   StartupLog log("nccl", ctx.rank);
   LogPhases phases(log);
-  const NcclHost host{&open_nccl_store, &phases};
+  const NcclHost host{&open_nccl_store, &phases,
+                      static_cast<int>(param(Param::nccl_ranks_per_root))};
   Error error;
   Communicator* c = m.module->make(ctx, timeout, host, &error);
   if (c == nullptr) return error;

@@ -52,6 +52,7 @@ class NcclPhases {
 struct NcclHost {
   Result<NcclStore> (*open_store)(const Context& ctx, std::chrono::milliseconds timeout);
   NcclPhases* phases;
+  int ranks_per_root;  // DP_NCCL_RANKS_PER_ROOT, read by libdp (params.hpp)
 };
 
 struct NcclModule {

@@ -6,6 +6,7 @@
 #include <nccl.h>
 
 #include <string>
+#include <vector>
 
 #include <gloo/rendezvous/store.h>
 
@@ -23,5 +24,14 @@ Error nccl_error(ncclResult_t r, const std::string& what);
 Result<ncclUniqueId> exchange_nccl_id(gloo::rendezvous::Store& store,
                                       const PublishOnce& publish_once, int rank,
                                       const std::string& key);
+
+// NCCL 2.23+ (ncclCommInitRankScalable): `roots` IDs. The first rank of each
+// of NCCL's segments (nccl_roots.hpp) creates one and publishes it under
+// key/<i>; rank 0 reads them in order and publishes the list once under
+// key/all, which every rank reads in one call (a node agent fetches it once
+// for its node). roots == 1 is exchange_nccl_id's path, under `key`.
+Result<std::vector<ncclUniqueId>> exchange_nccl_ids(gloo::rendezvous::Store& store,
+                                                    const PublishOnce& publish_once, int rank,
+                                                    int world, int roots, const std::string& key);
 
 }  // namespace dp::detail

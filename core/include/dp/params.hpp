@@ -46,7 +46,9 @@ Result<long long> parse_env_integer(std::string_view name, std::string_view text
   X(shm_spin_us, "DP_SHM_SPIN_US", 20, 0, 1000000,                                              \
     "how long a shared-memory barrier spins before it sleeps")                                  \
   X(shm_slice_ms, "DP_SHM_SLICE_MS", 20, 1, 10000,                                              \
-    "how often a shared-memory wait checks that its peers still live")
+    "how often a shared-memory wait checks that its peers still live")                          \
+  X(nccl_ranks_per_root, "DP_NCCL_RANKS_PER_ROOT", 128, 1, 1048576,                             \
+    "NCCL 2.23+: one bootstrap root (unique ID) per this many ranks (ncclCommInitRankScalable)")
 
 // Every other DP_* variable: T(name, forms, meaning).
 #define DP_TEXT_PARAMS(T)                                                                         \
