@@ -32,17 +32,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   dp::fuzz::Connections<ConnId> conns;
   for (int i = 0; i < conns.kCount; ++i) core.on_rank_connect(conns.open(i), now);
 
-  size_t pos = 0;
-  while (pos < size) {
-    const uint8_t op = data[pos++];
-    const int conn = op & 3;
-    size_t len = pos < size ? data[pos++] : 0;
-    len = std::min(len, size - pos);
-    const char* bytes = reinterpret_cast<const char*>(data + pos);
-    switch ((op >> 2) % 5) {
+  dp::fuzz::Records records(data, size);
+  for (dp::fuzz::Record rec; records.next(rec);) {
+    const int conn = rec.op & 3;
+    const size_t len = rec.len;
+    const char* bytes = reinterpret_cast<const char*>(rec.bytes);
+    switch ((rec.op >> 2) % 5) {
       case 0:
       case 1: {  // bytes from a local rank
-        pos += len;
         conns.feed(
             conn, bytes, len, core,
             [&](ConnId id, size_t length) { core.on_rank_oversized(id, length); },
@@ -50,7 +47,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       }
       case 2: {  // the daemon answers (a validated Response, as ReplyReader gives)
-        pos += len;
         dp::proto::Response r;
         if (r.ParseFromArray(bytes, static_cast<int>(len))) core.on_daemon_response(r, now);
         break;

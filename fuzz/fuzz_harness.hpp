@@ -4,8 +4,10 @@
 // read a socket, so every target exercises the same decode loop.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <set>
 #include <string>
@@ -23,6 +25,31 @@ inline constexpr const char* kSecret = "f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0";
 inline constexpr auto kStartTime = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
 
 inline std::string fixed_nonce() { return std::string(dp::rdv::kNonceBytes, 'z'); }
+
+// An input read as records: an op byte, a length byte, then that many bytes
+// (fewer at the input's end). The agent's targets read theirs this way.
+struct Record {
+  uint8_t op;
+  const uint8_t* bytes;
+  size_t len;
+};
+class Records {
+ public:
+  Records(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+  bool next(Record& r) {
+    if (pos_ >= size_) return false;
+    r.op = data_[pos_++];
+    r.len = pos_ < size_ ? data_[pos_++] : 0;
+    r.len = std::min(r.len, size_ - pos_);
+    r.bytes = data_ + pos_;
+    pos_ += r.len;
+    return true;
+  }
+
+ private:
+  const uint8_t* data_;
+  size_t size_, pos_ = 0;
+};
 
 // Every message a core sends must encode; a crash is the finding.
 template <class Message>

@@ -73,15 +73,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ConnId next = 100;
   for (auto& c : clients) front.on_connect(c = next++);
 
-  size_t pos = 0;
-  while (pos < size) {
-    const uint8_t op = data[pos++];
-    const int slot = op & 3;
-    size_t len = pos < size ? data[pos++] : 0;
-    len = std::min(len, size - pos);
-    const uint8_t* bytes = data + pos;
-    pos += len;
-    switch ((op >> 2) % 6) {
+  dp::fuzz::Records records(data, size);
+  for (dp::fuzz::Record rec; records.next(rec);) {
+    const int slot = rec.op & 3;
+    const uint8_t* bytes = rec.bytes;
+    const size_t len = rec.len;
+    switch ((rec.op >> 2) % 6) {
       case 0:
       case 1:  // a client's bytes
         front.on_bytes(clients[slot], std::string_view(reinterpret_cast<const char*>(bytes), len));
