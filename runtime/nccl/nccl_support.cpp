@@ -1,5 +1,6 @@
 #include "nccl_support.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <vector>
@@ -62,42 +63,19 @@ void publish(gloo::rendezvous::Store& store, const PublishOnce& publish_once,
 
 }  // namespace
 
-Result<ncclUniqueId> exchange_nccl_id(gloo::rendezvous::Store& store,
-                                      const PublishOnce& publish_once, int rank,
-                                      const std::string& key) {
-  ncclUniqueId id;
-  std::memset(&id, 0, sizeof(id));
-  try {
-    if (rank == 0) {
-      ncclResult_t r = ncclGetUniqueId(&id);
-      if (r != ncclSuccess) return nccl_error(r, "ncclGetUniqueId");
-      publish(store, publish_once, key, bytes_of(&id, 1));
-      return id;
-    }
-    std::vector<char> got = store.get(key);
-    if (got.size() != sizeof(id.internal)) return wrong_size(key, got.size(), sizeof(id.internal));
-    std::memcpy(id.internal, got.data(), got.size());
-    return id;
-  } catch (const std::exception& e) {
-    return exchange_failed(rank, e);
-  }
-}
-
 Result<std::vector<ncclUniqueId>> exchange_nccl_ids(gloo::rendezvous::Store& store,
                                                     const PublishOnce& publish_once, int rank,
                                                     int world, int roots, const std::string& key) {
-  if (roots <= 1) {
-    auto id = exchange_nccl_id(store, publish_once, rank, key);
-    if (!id) return id.error();
-    return std::vector<ncclUniqueId>{*id};
-  }
+  roots = std::max(roots, 1);
   std::vector<ncclUniqueId> ids(static_cast<size_t>(roots));
   try {
     if (const int mine = nccl_root_index(rank, world, roots); mine >= 0) {
       ncclUniqueId& id = ids[static_cast<size_t>(mine)];
       if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess)
         return nccl_error(r, "ncclGetUniqueId");
-      publish(store, publish_once, key + "/" + std::to_string(mine), bytes_of(&id, 1));
+      // Root 0 is rank 0, whose own ID goes out only in the list.
+      if (mine > 0)
+        publish(store, publish_once, key + "/" + std::to_string(mine), bytes_of(&id, 1));
     }
     if (rank == 0) {
       for (int i = 1; i < roots; ++i) {

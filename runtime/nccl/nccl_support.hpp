@@ -18,18 +18,14 @@ namespace dp::detail {
 // One line: what failed, NCCL's reason, and what to do.
 Error nccl_error(ncclResult_t r, const std::string& what);
 
-// Rank 0 creates the ID (ncclGetUniqueId, whose bootstrap listener then
-// lives in this process until every rank has joined) and publishes it under
-// `key` (publish_once; store.set when empty); the other ranks block until it is there.
-Result<ncclUniqueId> exchange_nccl_id(gloo::rendezvous::Store& store,
-                                      const PublishOnce& publish_once, int rank,
-                                      const std::string& key);
-
-// NCCL 2.23+ (ncclCommInitRankScalable): `roots` IDs. The first rank of each
-// of NCCL's segments (nccl_roots.hpp) creates one and publishes it under
-// key/<i>; rank 0 reads them in order and publishes the list once under
-// key/all, which every rank reads in one call (a node agent fetches it once
-// for its node). roots == 1 is exchange_nccl_id's path, under `key`.
+// The unique IDs every rank starts NCCL from, the same list in the same
+// order: one (rank 0's) or, with NCCL 2.23+ (ncclCommInitRankScalable),
+// `roots`. The first rank of each of NCCL's segments (nccl_roots.hpp)
+// creates one (ncclGetUniqueId, whose bootstrap listener then lives in this
+// process until every rank has joined); the others publish theirs under
+// key/<i>, rank 0 reads them in order and publishes the list once under
+// key/all (publish_once, so each node's agent fetches it once; store.set
+// when empty), and every other rank blocks until it reads it.
 Result<std::vector<ncclUniqueId>> exchange_nccl_ids(gloo::rendezvous::Store& store,
                                                     const PublishOnce& publish_once, int rank,
                                                     int world, int roots, const std::string& key);

@@ -78,11 +78,12 @@ TEST(NcclId, RoundTripThroughTheDaemon) {
       outcome[rank] = js.error();
       return;
     }
-    auto id = dp::detail::exchange_nccl_id(*js->store, js->publish_once, rank, "dp/nccl/test/id");
+    auto id =
+        dp::detail::exchange_nccl_ids(*js->store, js->publish_once, rank, 2, 1, "dp/nccl/test/id");
     if (!id) {
       outcome[rank] = id.error();
     } else {
-      ids[rank] = *id;
+      ids[rank] = id->at(0);
     }
     js->goodbye();
   };
