@@ -9,23 +9,12 @@
 #include <thread>
 
 extern "C" {
-#include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 }
 
+#include "dp/slurm_api.hpp"
+
 namespace dp::daemon {
-namespace {
-
-// Slurm 23.11 gave slurm_kill_job_step a flags argument.
-int kill_step(uint32_t job, uint32_t step) {
-#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
-  return slurm_kill_job_step(job, step, SIGKILL, 0);
-#else
-  return slurm_kill_job_step(job, step, SIGKILL);
-#endif
-}
-
-}  // namespace
 
 void end_step_through_slurmctld(const std::string& job_id, const std::string& step_id,
                                 const std::string& why) {
@@ -40,7 +29,7 @@ void end_step_through_slurmctld(const std::string& job_id, const std::string& st
                job_id.c_str(), step_id.c_str(), why.c_str());
   std::thread([job, step, job_id, step_id] {
     slurm_init(nullptr);
-    if (kill_step(static_cast<uint32_t>(job), static_cast<uint32_t>(step)) != 0)
+    if (slurm::signal_step(static_cast<uint32_t>(job), static_cast<uint32_t>(step), SIGKILL) != 0)
       std::fprintf(stderr, "dp-rendezvousd: job %s step %s: slurmctld did not end the step: %s\n",
                    job_id.c_str(), step_id.c_str(), slurm_strerror(errno));
   }).detach();

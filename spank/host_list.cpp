@@ -9,7 +9,7 @@ namespace dp::spank {
 Result<std::vector<std::string>> expand_host_list(const char* list) {
   if (list == nullptr || *list == '\0')
     return make_error(Errc::internal, "Slurm gave the step an empty node list");
-  SlurmHostList hl = slurm_hostlist_create(list);
+  slurm::HostList hl = slurm_hostlist_create(list);
   if (hl == nullptr)
     return make_error(Errc::internal, std::string("cannot expand node list '") + list + "'");
   std::vector<std::string> hosts;

@@ -53,7 +53,7 @@ Error step_unreadable(uint32_t job_id, uint32_t step_id) {
 
 Result<DeviceRequest> load_step_request(uint32_t job_id, uint32_t step_id) {
   job_step_info_response_msg_t* resp = nullptr;
-  if (get_step_info(job_id, step_id, &resp) != SLURM_SUCCESS || resp == nullptr)
+  if (slurm::get_step_info(job_id, step_id, &resp) != SLURM_SUCCESS || resp == nullptr)
     return step_unreadable(job_id, step_id);
   std::optional<DeviceRequest> req;
   auto text = [](const char* s) { return std::string_view(s ? s : ""); };
@@ -72,7 +72,7 @@ Result<DeviceRequest> load_step_request(uint32_t job_id, uint32_t step_id) {
 
 Result<bool> step_listed(uint32_t job_id, uint32_t step_id) {
   job_step_info_response_msg_t* resp = nullptr;
-  if (get_step_info(job_id, step_id, &resp) != SLURM_SUCCESS || resp == nullptr)
+  if (slurm::get_step_info(job_id, step_id, &resp) != SLURM_SUCCESS || resp == nullptr)
     return step_unreadable(job_id, step_id);
   bool listed = false;
   for (uint32_t i = 0; i < resp->job_step_count; ++i)

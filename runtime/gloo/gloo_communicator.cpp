@@ -218,8 +218,7 @@ class GlooCommunicator final : public Communicator {
       // A per-process generation keeps a second communicator's keys apart.
       static std::atomic<int> generation{0};
       key_prefix_ = "dp/gloo/" + std::to_string(generation++);
-      gloo::rendezvous::PrefixStore prefixed(key_prefix_, *store_.store);
-      gctx->connectFullMesh(prefixed, device_);
+      connect_full_mesh(*gctx, key_prefix_, store_.store, device_);
       sockets_->record(*gctx, rank_);
       ctx_ = std::move(gctx);
       log.phase("gloo full mesh");
@@ -308,8 +307,7 @@ class GlooCommunicator final : public Communicator {
             leaders = std::make_shared<gloo::rendezvous::Context>(
                 g.leader_index, static_cast<int>(g.leaders.size()));
             leaders->setTimeout(timeout_);
-            gloo::rendezvous::PrefixStore prefixed(key_prefix_ + "/leaders", *store_.store);
-            leaders->connectFullMesh(prefixed, device_);
+            connect_full_mesh(*leaders, key_prefix_ + "/leaders", store_.store, device_);
             sockets_->record(*leaders, g.leader_index);
           }));
       stage = [leaders, timeout = timeout_, tag = uint32_t{0}](void* data, size_t n,

@@ -5,8 +5,13 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
+#include <type_traits>
 
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/prefix_store.h>
 #include <gloo/rendezvous/store.h>
+#include <gloo/transport/device.h>
 
 #include "dp/context.hpp"
 #include "rendezvous_client.hpp"
@@ -34,8 +39,25 @@ class DaemonStore final : public gloo::rendezvous::Store {
 
 struct JobStore {
   std::unique_ptr<RendezvousClient> client;  // null without a daemon
-  std::unique_ptr<gloo::rendezvous::Store> store;
+  std::shared_ptr<gloo::rendezvous::Store> store;
 };
+
+// Connects ctx's full mesh through store, its keys under prefix. gloo
+// 2025-09 takes the store as a shared_ptr (PrefixStore and connectFullMesh),
+// earlier releases by reference; a template, so that only the branch of the
+// installed gloo is compiled.
+template <class Prefix = gloo::rendezvous::PrefixStore>
+void connect_full_mesh(gloo::rendezvous::Context& ctx, const std::string& prefix,
+                       const std::shared_ptr<gloo::rendezvous::Store>& store,
+                       std::shared_ptr<gloo::transport::Device>& device) {
+  if constexpr (std::is_constructible_v<Prefix, const std::string&,
+                                        std::shared_ptr<gloo::rendezvous::Store>>) {
+    ctx.connectFullMesh(std::make_shared<Prefix>(prefix, store), device);
+  } else {
+    Prefix prefixed(prefix, *store);
+    ctx.connectFullMesh(prefixed, device);
+  }
+}
 
 // Error (one line, names the variables to set) when neither a daemon nor a
 // store directory is configured.

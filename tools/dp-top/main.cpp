@@ -21,11 +21,8 @@
 #include <vector>
 
 #include "dp/params.hpp"
+#include "dp/slurm_api.hpp"
 #include "step_socket.hpp"
-
-extern "C" {
-#include <slurm/slurm.h>
-}
 
 namespace {
 
@@ -58,7 +55,7 @@ bool job_is_ours(uint32_t job, std::string& why) {
   if (getuid() == 0) return true;
   slurm_init(nullptr);
   job_info_msg_t* info = nullptr;
-  if (slurm_load_job(&info, job, SHOW_ALL) != 0 || !info) return true;
+  if (dp::slurm::load_job(job, &info) != 0 || !info) return true;
   bool ours = true;
   for (uint32_t i = 0; i < info->record_count; ++i) {
     const uint32_t uid = info->job_array[i].user_id;
