@@ -33,8 +33,10 @@ dp_e2e_test(NAME agent.ddp_cut_link MODES ns TIMEOUT 300
 # ended is named as such, not as a failure; an agent the user stopped is no
 # lost node. Signals do not depend on the network, so the loopback cluster only.
 dp_e2e_scripts(PART agent MODES lo TIMEOUT 400
-  SCRIPTS step_signals step_interrupt ddp_stopped_agent
+  SCRIPTS step_signals step_interrupt ddp_stopped_agent kill_wait ignore_signals
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>)
+# Skipped (77) where srun has no --ignore-signals (before Slurm 26.05).
+set_tests_properties(e2e.lo.agent.ignore_signals PROPERTIES SKIP_RETURN_CODE 77)
 # A network outage shorter than the site's bound is survived (the agent
 # reconnects), a longer one is the node's verdict; a partition between nodes
 # is the documented limit.

@@ -55,37 +55,42 @@ foreach(mode lo ns)
     TIMEOUT 120 ENVIRONMENT "${env}")
 endforeach()
 
-# The Debian 13 lane's end-to-end subset (scripts/test-debian13 runs
-# `ctest -L debian13` on Slurm 24.11): NAME@MODE gives the test the label
-# debian13 in that mode. The Debian 12 lane runs both modes; this lane asks
-# what changes with Slurm 24.11, GCC 14 and torch 2.6, which the network mode
-# does not, so each test runs once, the two clusters' shares about even
-# (they run side by side). A test that runs in one mode only is listed there.
-set(DP_E2E_DEBIAN13
-  spank.env_vars@lo               # the wiring: every variable of every task
+# The end-to-end subsets of the Debian lanes (scripts/test-debian-lane LANE
+# runs `ctest -L LANE` in that lane's root): NAME@MODE gives the test the
+# lane's label in that mode. The Debian 12 lane runs every test in both
+# modes; these lanes ask what changes with their Slurm, compiler and PyTorch,
+# which the network mode does not, so each test runs once, the two clusters'
+# shares about even (they run side by side). A test that runs in one mode
+# only is listed there. No lane repeats what another proves on the same code:
+# testing's (Slurm 26.05, PyTorch 2.14) is the user-facing subset; Debian 13
+# keeps what its Slurm 24.11 and PyTorch 2.6 could break alone.
+set(DP_E2E_DEBIAN_TESTING
+  spank.env_vars@lo               # the wiring: every variable of every task, odd layouts
   spank.batch_alloc@ns            # sbatch --dp-tiles
   spank.tiles_request@lo
-  trainer.mlp_accuracy@lo         # the trainer
-  runtime.kill_rank@ns            # kill -9 of a rank: Gloo's abort, survivors name it
-  agent.kill_rank@lo
-  trainer.kill_rank@ns
-  agent.ddp_kill_rank@ns          # fail fast without libdp: every node ends its tasks
+  agent.step_store@ns             # unmodified DDP per task, rank 0's store and the step's (torch 2.14)
+  spank.launcher_torchrun@lo      # torchrun 2.14 per node
+  agent.ddp_kill_rank@lo          # a killed rank named, every node ends its tasks
+  agent.kill_wait@lo              # 26.05's PMI2 end after KillWait: slurm-dp's within kill_grace
+  agent.ddp_freeze_node@ns        # a frozen node ended through slurmctld (26.05's RPC)
+  agent.step_signals@lo           # scancel --signal, --signal=USR1@T
+  agent.step_interrupt@lo         # srun's Ctrl-C once and twice
+  agent.ignore_signals@lo         # 26.05's srun --ignore-signals
+  agent.ddp_outage@ns             # a 10 s stall survived, a lost node named
+  spank.step_ports@ns             # --dp-ports: leased, passed and Slurm-reserved
+  spank.jax_coordinator@lo        # JAX's variables
+  apps.accelerate@ns              # accelerate launch per node, Accelerator() per task
+  apps.transformers_trainer@lo    # a transformers Trainer, 2x2 against one node's torchrun
+)
+set(DP_E2E_DEBIAN13
+  spank.env_vars@lo               # the wiring: every variable of every task
   agent.ddp_freeze_node@ns        # a frozen node ended through slurmctld (24.11's RPC)
-  spank.explain@lo                # explain and refusal inside a batch job
-  spank.unlaunched_step@ns
-  spank.container_env@lo          # a plugin before ours sets the container's MASTER_*
-  spank.master_failure@lo         # the master node's set-up fails
-  daemon.suspend@ns               # scontrol suspend of a trainer job
   spank.master_socket@ns          # MASTER_PORT's socket into torch 2.6's TCPStore
-  spank.launcher_shape@ns         # launcher refusal and explain
   spank.launcher_torchrun@lo      # torchrun, with the test's no_libuv shim for Debian's torch 2.6
-  spank.launcher_overlap@lo
-  spank.launcher_kill@ns
-  agent.step_signals@lo           # scancel --signal, --signal=USR1@T: the tasks' (torch 2.6's torchrun too)
-  agent.step_interrupt@lo         # srun's Ctrl-C once and twice, scancel: named as the user's
-  spank.step_ports@ns             # --dp-ports: leased, passed and Slurm-reserved (24.11's --resv-ports)
+  spank.launcher_kill@ns          # torch 2.6's torchrun reaps its workers at once
+  agent.step_signals@lo           # scancel --signal, --signal=USR1@T: torch 2.6's torchrun too
   agent.step_store@ns             # the step's PyTorch store: torch 2.6's clients
-  agent.ddp_late_node@lo          # start-up skew: rank 0's node late in user_init
+  spank.step_ports@lo             # 24.11's --resv-ports
 )
 
 function(dp_e2e_test)
@@ -114,6 +119,9 @@ function(dp_e2e_test)
     set(labels e2e ${arg_LABELS})
     if("${arg_NAME}@${mode}" IN_LIST DP_E2E_DEBIAN13)
       list(APPEND labels debian13)
+    endif()
+    if("${arg_NAME}@${mode}" IN_LIST DP_E2E_DEBIAN_TESTING)
+      list(APPEND labels debian-testing)
     endif()
     set_tests_properties(${test} PROPERTIES
       LABELS "${labels}"

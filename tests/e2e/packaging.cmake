@@ -24,4 +24,4 @@ add_test(NAME e2e.own.packaging.install_run_purge_deb
                  ${DP_SLURM_CONF_DIR}/plugstack.conf.d/slurm-dp.conf
                  ${_dp_pkg_plugin})
 set_tests_properties(e2e.own.packaging.install_run_purge_deb PROPERTIES
-  LABELS "e2e;debian13" FIXTURES_REQUIRED dp_packages TIMEOUT 900 RUN_SERIAL ON)
+  LABELS "e2e;debian13;debian-testing" FIXTURES_REQUIRED dp_packages TIMEOUT 900 RUN_SERIAL ON)

@@ -44,13 +44,14 @@ start_ddp() {
   find_job "$name"
 }
 
-# As users run DDP without slurm-dp: the rendezvous variables by hand.
+# As users run DDP without slurm-dp: the rendezvous variables by hand
+# (USE_LIBUV=0, as start_ddp: Debian's torch 2.x lacks libuv but asks for it).
 start_plain_ddp() {
   local name=$1-$$ port=$((20500 + ${DP_CLUSTER_PORT_BASE:?} % 1000))
   shift
   # shellcheck disable=SC2016 # expanded in the tasks
   as_user srun -N2 --ntasks-per-node=2 -J "$name" -o "$WORK/rank%t.log" bash -c \
-    'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1) MASTER_PORT='"$port"' RANK=$SLURM_PROCID WORLD_SIZE=$SLURM_NTASKS LOCAL_RANK=$SLURM_LOCALID exec '"$PYTHON $WORK/ddp.py --ready-file $WORK/ready $*" \
+    'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1) MASTER_PORT='"$port"' RANK=$SLURM_PROCID WORLD_SIZE=$SLURM_NTASKS LOCAL_RANK=$SLURM_LOCALID USE_LIBUV=0 exec '"$PYTHON $WORK/ddp.py --ready-file $WORK/ready $*" \
     >"$WORK/srun.log" 2>&1 &
   srun_pid=$!
   find_job "$name"
