@@ -204,6 +204,10 @@ Result<CheckedStep> check_step(const SiteConfig& site, const Options& opts, cons
 int explain_step(spank_t sp, const CheckedStep& c, const SiteConfig& site, const Options& opts) {
   const bool ok = print_explain(c.plan, site, c.shape, c.master_addr, opts);
   std::cout << "slurm-dp: --dp-explain: dry run; no task runs the program" << std::endl;
+  // The nodes compute each task's mask from the devices Slurm gives them and
+  // print it where Slurm does not number them from 0 (UUIDs): they need the
+  // step's options for that.
+  setenv(env::kOptions, format_node_options(opts).c_str(), 1);
   return skip_step(sp, ok ? 0 : refusal_status());
 }
 

@@ -51,10 +51,11 @@ struct StepdState {
   StepFacts facts;                        // this node's part of the step, for the layout core
   std::string setup_error;                // set-up failed: every task fails with it
   std::optional<int> skip_status;         // srun explained or refused the step: each task exits so
-  std::string master_addr;                // set again in each task, after earlier plugins
-  int master_port = 0;                    // likewise
-  StepPorts ports;                        // rank 0's node's: coordinator (JAX's) and DP_PORTS
-  StoreKind store = StoreKind::rank0;     // --dp-store=step: MASTER_* name the agent's store
+  bool explain_masks = false;  // an explained step where Slurm names devices otherwise than srun
+  std::string master_addr;     // set again in each task, after earlier plugins
+  int master_port = 0;         // likewise
+  StepPorts ports;             // rank 0's node's: coordinator (JAX's) and DP_PORTS
+  StoreKind store = StoreKind::rank0;  // --dp-store=step: MASTER_* name the agent's store
   std::vector<PortLease> leases;  // the master node's leases of the step's ports, released at end
   MasterPortHold hold;            // the master node's step ports, bound until rank 0's exec
   NodeAgent agent;                // this node's dp-nodeagent; stopped at step end
@@ -450,6 +451,49 @@ Result<void> ports_before_exec(spank_t sp, const StepdState& st) {
   return {};
 }
 
+// This task's place in the step, from slurmstepd.
+Result<TaskPlace> task_place(spank_t sp) {
+  uint32_t rank = 0, local_count = 0, node_id = 0;
+  int local_rank = 0;
+  if (spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_TASK_ID, &local_rank) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_count) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_NODEID, &node_id) != ESPANK_SUCCESS)
+    return make_error(Errc::internal, "cannot read this task's place from slurmstepd");
+  return TaskPlace{static_cast<int>(rank), local_rank, static_cast<int>(local_count),
+                   static_cast<int>(node_id)};
+}
+
+// srun's --dp-explain counts each node's devices from 0, before launch. Where
+// Slurm names them otherwise here (gres.conf Flags=env_uuid's UUIDs, or
+// global indexes), each task of the explained step prints its real mask.
+void prepare_explained_masks(spank_t sp, StepdState& st) {
+  const auto options = job_env(sp, env::kOptions);
+  auto facts = node_facts(sp, st.site);
+  if (!options || !facts) return;
+  auto opts = parse_node_options(*options, env::kOptions);
+  if (!opts || devices_named_by_position(st.site, *facts->nodes.front().given)) return;
+  st.facts = std::move(*facts);
+  st.facts.options = *opts;
+  st.explain_masks = true;
+}
+
+void print_explained_mask(spank_t sp, const StepdState& st) {
+  auto place = task_place(sp);
+  auto vars = place ? task_variables(sp, st, *place) : Result<EnvList>(place.error());
+  std::string line = "slurm-dp: task " + std::to_string(place ? place->rank : -1) + " on " +
+                     node_name() + ", as launched:";
+  if (!vars) {
+    line += " " + vars.error().message;
+  } else {
+    for (const auto& [name, value] : *vars)
+      if (name == env::kCudaVisibleDevices || name == env::kZeAffinityMask || name == env::kTiles)
+        line += " " + name + "=" + value;
+  }
+  line += " (Slurm names this node's devices so; the task lines above count them from 0)\n";
+  (void)!write(STDOUT_FILENO, line.data(), line.size());
+}
+
 }  // namespace
 
 int stepd_init_post_opt(spank_t sp) {
@@ -467,7 +511,10 @@ int stepd_init_post_opt(spank_t sp) {
   // srun explained or refused the step and told its user why: nothing to
   // set up, every task ends before the program.
   st.skip_status = skipped_status(sp, id);
-  if (st.skip_status) return 0;
+  if (st.skip_status) {
+    if (*st.skip_status == 0) prepare_explained_masks(sp, st);
+    return 0;
+  }
   auto ok = set_up_node(sp, st, id);
   if (!ok) {
     // Returned from here, Slurm would only log "Plugin initialization
@@ -484,16 +531,16 @@ int stepd_task_init(spank_t sp) {
   if (!st.active) return 0;
   // In the task's own process, before the program: Slurm ends a task whose
   // plugin stack fails the same way, but with an error line of its own.
-  if (st.skip_status) std::_Exit(*st.skip_status);
-  uint32_t rank = 0, local_count = 0, node_id = 0;
-  int local_rank = 0;
-  if (spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_TASK_ID, &local_rank) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_count) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_NODEID, &node_id) != ESPANK_SUCCESS) {
-    report_error("cannot read this task's place from slurmstepd");
+  if (st.skip_status) {
+    if (st.explain_masks) print_explained_mask(sp, st);
+    std::_Exit(*st.skip_status);
+  }
+  auto place = task_place(sp);
+  if (!place) {
+    report_error(place.error().message);
     return -1;
   }
+  const int rank = place->rank;
   // Only rank 0 keeps MASTER_PORT's hold to its exec: another task's copy
   // would keep rank 0's program from binding the port.
   if (rank != 0) st.hold.drop_task_copy();
@@ -505,9 +552,7 @@ int stepd_task_init(spank_t sp) {
     report_error(ready.error().message + " (node " + node_name() + ")");
     return -1;
   }
-  TaskPlace place{static_cast<int>(rank), local_rank, static_cast<int>(local_count),
-                  static_cast<int>(node_id)};
-  auto vars = task_variables(sp, st, place);
+  auto vars = task_variables(sp, st, *place);
   if (!vars) {
     report_error(vars.error().message + " (node " + node_name() + ")");
     return -1;

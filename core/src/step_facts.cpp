@@ -134,6 +134,21 @@ Result<NodeTiles> node_tiles(const SiteConfig& site, const VisibleDevices& visib
   return t;
 }
 
+bool devices_named_by_position(const SiteConfig& site, const VisibleDevices& visible) {
+  const std::optional<std::string>* list = nullptr;
+  switch (site.kind) {
+    case AcceleratorKind::cuda: list = &visible.cuda; break;
+    case AcceleratorKind::ze: list = &visible.ze; break;
+    case AcceleratorKind::rdu:
+    case AcceleratorKind::none: return true;  // tiles are the site's numbers
+  }
+  if (!*list || slurm_says_none(**list)) return true;
+  const auto entries = split_list(**list);
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (entries[i] != std::to_string(i)) return false;
+  return true;
+}
+
 std::string tile_bitmask(const std::vector<int>& tiles) {
   int top = -1;
   for (int t : tiles) top = std::max(top, t);

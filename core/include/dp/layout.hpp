@@ -67,6 +67,12 @@ int gres_count(std::string_view gres, std::string_view name);
 // from the site's declared counts.
 Result<NodeTiles> node_tiles(const SiteConfig& site, const VisibleDevices& visible);
 
+// Whether Slurm's device list for the site's kind names each device by its
+// position (0,1,2...), as srun's --dp-explain counts them before launch; not
+// so with gres.conf Flags=env_uuid (GPU UUIDs) or global indexes on a node
+// whose step has devices 2,3. An unset or empty list counts as positions.
+bool devices_named_by_position(const SiteConfig& site, const VisibleDevices& visible);
+
 // "0x" hex bit mask, one bit per tile index (SF_RNT_TILE_AFFINITY).
 std::string tile_bitmask(const std::vector<int>& tiles);
 

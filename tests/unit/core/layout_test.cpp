@@ -69,6 +69,32 @@ TEST(Layout, CudaAlreadyBoundPerTaskIsKept) {
   EXPECT_EQ(e["DP_TILES"], "1");
 }
 
+// Slurm 26.05's gres.conf Flags=env_uuid: a node's devices are UUIDs, and a
+// task's --dp-tiles mask is made of them, in Slurm's order.
+TEST(Layout, CudaUuidsFromSlurmMakeTheMasks) {
+  auto s = site({"kind=cuda"});
+  auto t = dp::node_tiles(s, {"GPU-aa,GPU-bb,GPU-cc,GPU-dd", {}});
+  ASSERT_TRUE(t.ok());
+  auto env = dp::task_environment(fixed_plan(4, 2), s, {1, 1, 2, 0}, *t);
+  ASSERT_TRUE(env.ok()) << env.error().message;
+  Env e(env->begin(), env->end());
+  EXPECT_EQ(e["CUDA_VISIBLE_DEVICES"], "GPU-cc,GPU-dd");
+  EXPECT_EQ(e["DP_TILES"], "2,3");
+}
+
+TEST(Layout, DevicesNamedByPositionOnlyWhenSlurmCountsFromZero) {
+  auto cuda = site({"kind=cuda"});
+  EXPECT_TRUE(dp::devices_named_by_position(cuda, {}));
+  EXPECT_TRUE(dp::devices_named_by_position(cuda, {"0,1,2,3", {}}));
+  EXPECT_TRUE(dp::devices_named_by_position(cuda, {"NoDevFiles", {}}));
+  EXPECT_FALSE(dp::devices_named_by_position(cuda, {"GPU-aa,GPU-bb", {}}));
+  EXPECT_FALSE(dp::devices_named_by_position(cuda, {"2,3", {}}));
+  EXPECT_FALSE(dp::devices_named_by_position(cuda, {"0,2", {}}));
+  auto ze = site({"kind=ze"});
+  EXPECT_TRUE(dp::devices_named_by_position(ze, {"GPU-aa", "0,1"}));  // ze reads ZE_AFFINITY_MASK
+  EXPECT_FALSE(dp::devices_named_by_position(ze, {{}, "1"}));
+}
+
 TEST(Layout, OneStepWideGpuIsNeverSharedByTwoTasks) {
   // srun --gpus=4 -N2 --ntasks-per-node=2: Slurm put 3 GPUs on n1, 1 on n2.
   auto s = site({"kind=cuda"});
