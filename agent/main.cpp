@@ -38,10 +38,16 @@ int fail(const std::string& message) {
   return 2;
 }
 
+// slurmstepd writes the settings as soon as it has started the agent.
+constexpr std::chrono::seconds kSettingsWait{10};
+// The least time to reach the daemon: srun started it before the step, and
+// the site's port_wait (which may be 0) is for slurmstepd's own start.
+constexpr std::chrono::seconds kLeastDaemonWait{10};
+
 // Up to the empty line, byte by byte: what follows is the control stream.
 dp::Result<std::string> read_settings() {
   std::string text;
-  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  const auto deadline = Clock::now() + kSettingsWait;
   char c = 0;
   while (text.size() < dp::agent::kMaxSettingsBytes) {
     pollfd p{STDIN_FILENO, POLLIN, 0};
@@ -99,7 +105,7 @@ dp::Result<dp::service::UniqueFd> listen_store() {
 dp::Result<dp::agent::DaemonLink> reach_daemon(const dp::agent::AgentSettings& s) {
   const dp::agent::NodeHello h{s.addr, s.secret, s.host, s.world_size, s.ranks};
   dp::agent::HelloRetry retry;
-  retry.deadline = Clock::now() + std::max<Clock::duration>(s.port_wait, std::chrono::seconds(10));
+  retry.deadline = Clock::now() + std::max<Clock::duration>(s.port_wait, kLeastDaemonWait);
   return dp::agent::hello_daemon(h, retry);
 }
 

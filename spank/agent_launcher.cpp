@@ -114,7 +114,7 @@ Result<agent::AgentAnswer> start_agent(const std::string& path, const UserIds& i
   }
   if (!parsed) {
     stop_agent(a, 0);
-    return make_error(parsed.error().code, shown_value(parsed.error().message, 512));
+    return wrap_error(parsed.error(), shown_value(parsed.error().message, 512));
   }
   agent = std::move(a);
   return parsed;

@@ -24,7 +24,7 @@ Result<Options> options_from_environment() {
     if (spec.arginfo == nullptr && (*value == '\0' || std::strcmp(value, "(null)") == 0))
       value = nullptr;
     auto r = apply_option(opts, spec.name, value);
-    if (!r) return make_error(r.error().code, r.error().message + " (given to sbatch/salloc)");
+    if (!r) return wrap_error(r.error(), r.error().message + " (given to sbatch/salloc)");
   }
   return opts;
 }

@@ -106,8 +106,9 @@ int refusal_status() { return srun_error_status(std::getenv("SLURM_EXIT_ERROR"))
 // 24.11 when tasks end at once). Bounded: the step is Slurm's now.
 // (An allocation srun made itself ends with srun; its steps stay listed
 // while it completes, and no later step needs them.)
+constexpr std::chrono::seconds kSkippedStepEndWait{10};  // Slurm's 5 retries, twice over
 void await_skipped_step_end(uint32_t job, uint32_t step) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  const auto deadline = std::chrono::steady_clock::now() + kSkippedStepEndWait;
   while (std::chrono::steady_clock::now() < deadline) {
     auto listed = step_listed(job, step);
     if (!listed || !*listed) return;
@@ -255,7 +256,7 @@ DaemonRequest daemon_request(const SiteConfig& site, const Options& opts, const 
 Result<std::string> rendezvous_host(const std::string& master_addr) {
   auto route = net::local_address_towards(master_addr);
   if (!route)
-    return make_error(route.error().code,
+    return wrap_error(route.error(),
                       "no route from this host to the master node: " + route.error().message);
   if (route->find(':') != std::string::npos) *route = "[" + *route + "]";  // IPv6 in "addr:port"
   return *route;

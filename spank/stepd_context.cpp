@@ -321,8 +321,8 @@ Result<int> start_node_agent(spank_t sp, StepdState& st, const JobStep& id) {
     return make_error(Errc::aborted, master_failure_text(*answer->master_failure));
   if (!answer) {
     if (s.master != agent::MasterPort::fetch)
-      return make_error(answer.error().code, "node agent: " + answer.error().message);
-    return make_error(answer.error().code,
+      return wrap_error(answer.error(), "node agent: " + answer.error().message);
+    return wrap_error(answer.error(),
                       "MASTER_PORT: no answer from the master node through the node agent "
                       "(waiting at most port_wait=" +
                           std::to_string(st.site.port_wait_s) + " s): " + answer.error().message);

@@ -34,7 +34,7 @@ dp::Result<bool> wants_cuda(dpt::DeviceChoice choice) {
   auto module = dpt::cuda_module();
   if (!module) {
     if (choice == dpt::DeviceChoice::cuda)
-      return dp::make_error(module.error().code, "--device cuda: " + module.error().message);
+      return dp::wrap_error(module.error(), "--device cuda: " + module.error().message);
     return false;
   }
   const bool gpu = (*module)->device_count() > 0;

@@ -269,8 +269,7 @@ Result<Options> parse_node_options(std::string_view text, std::string_view what)
                             "' is not --dp-NAME=VALUE; srun writes this value, do not set it");
     const std::string value = word.substr(eq + 1);
     auto r = apply_option(opts, std::string_view(word).substr(2, eq - 2), value.c_str());
-    if (!r)
-      return make_error(r.error().code, r.error().message + " (in " + std::string(what) + ")");
+    if (!r) return wrap_error(r.error(), r.error().message + " (in " + std::string(what) + ")");
   }
   if (!opts.world)
     return make_error(

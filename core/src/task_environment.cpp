@@ -129,7 +129,7 @@ Result<std::vector<TaskEnvironment>> step_environment(
                       static_cast<int>(h)};
       auto env = task_environment(plan, site, place, *tiles);
       if (!env)
-        return make_error(env.error().code, env.error().message + " (node " + shape.hosts[h] + ")");
+        return wrap_error(env.error(), env.error().message + " (node " + shape.hosts[h] + ")");
       if (plan.store == StoreKind::step) {
         for (auto& v : store_environment(plan.store, "(" + shape.hosts[h] + "'s agent store)"))
           env->push_back(std::move(v));

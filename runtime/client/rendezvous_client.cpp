@@ -241,7 +241,7 @@ class SocketRendezvousClient final : public RendezvousClient {
         cv_.wait_until(lk, deadline, [&] { return fatal_ || closed_; });
         if (fatal_ && !(allowed_after_abort && fatal_->code == Errc::aborted)) return *fatal_;
       }
-      return make_error(sent.error().code, what + ": " + sent.error().message);
+      return wrap_error(sent.error(), what + ": " + sent.error().message);
     }
     cv_.wait_until(lk, deadline, [&] {
       return slot->done || (fatal_ && !(allowed_after_abort && fatal_->code == Errc::aborted)) ||
@@ -398,7 +398,7 @@ class SocketRendezvousClient final : public RendezvousClient {
         }
         peer_silence.heard(now);
         if (auto r = reader_.feed(buf, static_cast<size_t>(n)); !r) {
-          fail_all(make_error(r.error().code, "reading from " + peer() + ": " + r.error().message));
+          fail_all(wrap_error(r.error(), "reading from " + peer() + ": " + r.error().message));
           return;
         }
         if (!deliver_buffered()) return;

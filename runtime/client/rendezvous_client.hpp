@@ -45,8 +45,9 @@ struct ClientOptions {
   std::string hostname;  // reported to the daemon, used in failure messages
   std::chrono::milliseconds connect_timeout{30'000};  // total, with retry + backoff
   std::chrono::milliseconds call_timeout{60'000};     // default per call
-  // Keep well under dp-rendezvousd's --heartbeat-timeout-ms (60 s; a few
-  // seconds in tests): a rank silent that long while others are heard is dead.
+  // Keep well under the step's bound of silence (the site's heartbeat_timeout,
+  // which srun passes on as DP_RDV_SILENCE_MS): a rank silent that long while
+  // others are heard is dead.
   std::chrono::milliseconds heartbeat_interval{1'000};
   // The daemon pings every second; nothing from it for this long (counted
   // only while this process runs) means it or its host is stopped or gone:

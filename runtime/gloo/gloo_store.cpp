@@ -67,8 +67,8 @@ Result<JobStore> open_job_store(const Context& ctx, std::chrono::milliseconds ti
     o.daemon_silence_limit = std::chrono::milliseconds(param(Param::rdv_silence_ms));
     auto client = RendezvousClient::connect(o);
     if (!client) {
-      return make_error(client.error().code, "cannot reach the rendezvous daemon at " +
-                                                 ctx.rdv_addr + ": " + client.error().message);
+      return wrap_error(client.error(), "cannot reach the rendezvous daemon at " + ctx.rdv_addr +
+                                            ": " + client.error().message);
     }
     js.client = std::move(*client);
     js.store = std::make_unique<DaemonStore>(*js.client, timeout);

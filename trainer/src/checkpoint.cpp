@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "dp/unique_fd.hpp"
+
 namespace dpt {
 namespace {
 
@@ -74,11 +76,11 @@ bool write_all(int fd, const uint8_t* p, size_t n) {
 // shared folder (O_EXCL fails on any existing name, links included). A name
 // left by a crashed writer with our pid is removed (unlink removes a link,
 // not its target) and tried once more.
-int create_new(const std::string& tmp) {
+dp::UniqueFd create_new(const std::string& tmp) {
   const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-  int fd = ::open(tmp.c_str(), flags, 0644);
-  if (fd < 0 && errno == EEXIST && ::unlink(tmp.c_str()) == 0)
-    fd = ::open(tmp.c_str(), flags, 0644);
+  dp::UniqueFd fd(::open(tmp.c_str(), flags, 0644));
+  if (!fd && errno == EEXIST && ::unlink(tmp.c_str()) == 0)
+    fd.reset(::open(tmp.c_str(), flags, 0644));
   return fd;
 }
 
@@ -100,11 +102,11 @@ dp::Result<void> write_checkpoint(const std::string& path, const CheckpointData&
   w.bytes(&crc, sizeof crc);
 
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = create_new(tmp);
-  if (fd < 0) return io_error("cannot create", tmp);
-  const bool ok = write_all(fd, w.data().data(), w.data().size()) && ::fsync(fd) == 0;
+  dp::UniqueFd fd = create_new(tmp);
+  if (!fd) return io_error("cannot create", tmp);
+  const bool ok = write_all(fd.get(), w.data().data(), w.data().size()) && ::fsync(fd.get()) == 0;
   const int saved = errno;
-  ::close(fd);
+  fd.reset();
   if (!ok) {
     ::unlink(tmp.c_str());
     errno = saved;
@@ -119,33 +121,26 @@ dp::Result<void> write_checkpoint(const std::string& path, const CheckpointData&
   // The rename is durable only once the folder is synced.
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  if (const dp::UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)); dfd)
+    ::fsync(dfd.get());
   return {};
 }
 
 dp::Result<CheckpointData> read_checkpoint(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  const dp::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
     if (errno == ENOENT) return dp::make_error(dp::Errc::not_found, "checkpoint: no file " + path);
     return io_error("cannot open", path);
   }
   std::vector<uint8_t> buf;
   uint8_t chunk[1 << 16];
   for (;;) {
-    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    const ssize_t n = ::read(fd.get(), chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      ::close(fd);
-      return io_error("cannot read", path);
-    }
+    if (n < 0) return io_error("cannot read", path);
     if (n == 0) break;
     buf.insert(buf.end(), chunk, chunk + n);
   }
-  ::close(fd);
   auto corrupt = [&](const std::string& why) {
     return dp::make_error(dp::Errc::invalid_argument,
                           "checkpoint: " + path + ": " + why +

@@ -5,25 +5,26 @@
 #include <cstdio>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "dp/result.hpp"
 
 namespace dpt {
 
-// Builds one flat JSON object: Json().add("k", 1).add("s", "x").str().
+// One flat JSON object, its keys in the order added (nlohmann/json writes
+// it): Json().add("k", 1).add("s", "x").str(). A value that is not finite is
+// written as null.
 class Json {
  public:
-  Json& add(const char* key, double v);
-  Json& add(const char* key, long long v);
-  Json& add(const char* key, int v) { return add(key, static_cast<long long>(v)); }
-  Json& add(const char* key, long v) { return add(key, static_cast<long long>(v)); }
-  Json& add(const char* key, const std::string& v);
-  Json& add(const char* key, const char* v) { return add(key, std::string(v)); }
-  Json& add(const char* key, bool v);
-  std::string str() const { return "{" + body_ + "}"; }
+  template <class T>
+  Json& add(const char* key, const T& v) {
+    j_[key] = v;
+    return *this;
+  }
+  std::string str() const { return j_.dump(); }
 
  private:
-  void key(const char* k);
-  std::string body_;
+  nlohmann::ordered_json j_ = nlohmann::ordered_json::object();
 };
 
 class MetricsLog {

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "dp/env_names.hpp"
 #include "dp/result.hpp"
 
 namespace dp {
@@ -34,7 +35,7 @@ Result<long long> parse_env_integer(std::string_view name, std::string_view text
 // Integer variables: X(id, name, default, min, max, meaning). Durations carry
 // their unit in the name.
 #define DP_INTEGER_PARAMS(X)                                                                    \
-  X(timeout_ms, "DP_TIMEOUT_MS", 300000, 1, 86400000,                                           \
+  X(timeout_ms, env::kTimeoutMs, 300000, 1, 86400000,                                           \
     "a collective or rendezvous wait fails after this long (overrides InitOptions.timeout_ms)") \
   X(abort_grace_ms, "DP_ABORT_GRACE_MS", 3000, 0, 600000,                                       \
     "how long a failed Gloo collective waits for the daemon to name the cause")                 \
@@ -50,32 +51,33 @@ Result<long long> parse_env_integer(std::string_view name, std::string_view text
   X(nccl_ranks_per_root, "DP_NCCL_RANKS_PER_ROOT", 128, 1, 1048576,                             \
     "NCCL 2.23+: one bootstrap root (unique ID) per this many ranks (ncclCommInitRankScalable)")
 
-// Every other DP_* variable: T(name, forms, meaning).
-#define DP_TEXT_PARAMS(T)                                                                         \
-  T("DP_BACKEND", "auto|gloo|nccl", "the communicator; auto: NCCL when a CUDA device is visible") \
-  T("DP_SHM", "auto|off", "auto: ranks on one host all-reduce through shared memory")             \
-  T("DP_PROGRESS", "on|off",                                                                      \
-    "off: heartbeats carry no collective counters (no hang/straggler view)")                      \
-  T("DP_DEBUG", "0|1", "1: print the effective settings and per-phase start-up timings")          \
-  T("DP_STORE_DIR", "DIR", "without a daemon: a folder every rank sees, used as the store")       \
-  T("DP_RDV_ADDR", "HOST:PORT", "set by the plugin: the step's dp-rendezvousd")                   \
-  T("DP_RDV_SECRET", "HEX", "set by the plugin: the step's secret; never logged")                 \
-  T("DP_AGENT_SOCKET", "@NAME", "set by the plugin: the node agent the ranks talk to")            \
-  T("DP_AGENT_NETNS", "net:[INODE]", "set by the plugin: the network namespace of that socket")   \
-  T("DP_JOB_ID", "ID", "set by the plugin: the job of the step")                                  \
-  T("DP_STEP_ID", "ID", "set by the plugin: the step whose tasks get the variables")              \
-  T("DP_TILES", "LIST", "set by the plugin: this task's tiles, e.g. 0,1,2,3")                     \
-  T("DP_MASTER_LISTEN_FD", "FD",                                                                  \
-    "set by the plugin for rank 0 with --dp-master-socket=pass: MASTER_PORT's listening socket")  \
-  T("DP_PORTS", "PORT,...",                                                                       \
-    "set by the plugin with --dp-ports=N: the step's N more ports on rank 0's node")              \
-  T("DP_PORTS_LISTEN_FDS", "FD,...",                                                              \
-    "set by the plugin for rank 0 with --dp-ports and --dp-master-socket=pass: their sockets")    \
-  T("DP_STORE", "step",                                                                           \
-    "set by the plugin with --dp-store=step: MASTER_ADDR:MASTER_PORT is the node agent's store")  \
-  T("DP_OPTIONS", "--dp-NAME=VALUE...",                                                           \
-    "set by the plugin: the step's --dp-* options as srun resolved them")                         \
-  T("DP_SKIP_STEP", "JOB.STEP",                                                                   \
+// Every other DP_* variable: T(name, forms, meaning). The names the plugin
+// and the runtime both use are spelled once, in env_names.hpp.
+#define DP_TEXT_PARAMS(T)                                                                          \
+  T(env::kBackend, "auto|gloo|nccl", "the communicator; auto: NCCL when a CUDA device is visible") \
+  T(env::kShm, "auto|off", "auto: ranks on one host all-reduce through shared memory")             \
+  T(env::kProgress, "on|off",                                                                      \
+    "off: heartbeats carry no collective counters (no hang/straggler view)")                       \
+  T(env::kDebug, "0|1", "1: print the effective settings and per-phase start-up timings")          \
+  T(env::kStoreDir, "DIR", "without a daemon: a folder every rank sees, used as the store")        \
+  T(env::kRdvAddr, "HOST:PORT", "set by the plugin: the step's dp-rendezvousd")                    \
+  T(env::kRdvSecret, "HEX", "set by the plugin: the step's secret; never logged")                  \
+  T(env::kAgentSocket, "@NAME", "set by the plugin: the node agent the ranks talk to")             \
+  T(env::kAgentNetns, "net:[INODE]", "set by the plugin: the network namespace of that socket")    \
+  T(env::kJobId, "ID", "set by the plugin: the job of the step")                                   \
+  T(env::kStepId, "ID", "set by the plugin: the step whose tasks get the variables")               \
+  T(env::kTiles, "LIST", "set by the plugin: this task's tiles, e.g. 0,1,2,3")                     \
+  T(env::kMasterListenFd, "FD",                                                                    \
+    "set by the plugin for rank 0 with --dp-master-socket=pass: MASTER_PORT's listening socket")   \
+  T(env::kPorts, "PORT,...",                                                                       \
+    "set by the plugin with --dp-ports=N: the step's N more ports on rank 0's node")               \
+  T(env::kPortsListenFds, "FD,...",                                                                \
+    "set by the plugin for rank 0 with --dp-ports and --dp-master-socket=pass: their sockets")     \
+  T(env::kStore, "step",                                                                           \
+    "set by the plugin with --dp-store=step: MASTER_ADDR:MASTER_PORT is the node agent's store")   \
+  T(env::kOptions, "--dp-NAME=VALUE...",                                                           \
+    "set by the plugin: the step's --dp-* options as srun resolved them")                          \
+  T(env::kSkipStep, "JOB.STEP",                                                                    \
     "set by the plugin: srun explained or refused the step; each task ends before the program")
 
 enum class Param {

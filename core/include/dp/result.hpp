@@ -106,6 +106,16 @@ inline Error passed_on(Error e, const char* file, int line) {
 }
 }  // namespace detail
 
+// `e` told in other words (`message`, which usually quotes e.message): its
+// code and its trail kept, this place added, as DP_TRY adds one; a wrapped
+// error still says where it began.
+inline Error wrap_error(const Error& e, std::string message, const char* file = __builtin_FILE(),
+                        int line = __builtin_LINE()) {
+  Error w = detail::passed_on(e, file, line);
+  w.message = std::move(message);
+  return w;
+}
+
 }  // namespace dp
 
 // Propagate an error from a Result-returning expression, adding this place

@@ -56,3 +56,15 @@ TEST(Result, TrailSaysWhereTheErrorWasMadeAndPassedOn) {
                        "\n  -> tests/unit/core/result_test.cpp:" + std::to_string(trail[0].line) +
                        "\n  -> tests/unit/core/result_test.cpp:" + std::to_string(trail[1].line));
 }
+
+TEST(Result, AWrappedErrorKeepsItsCodeAndTrail) {
+  int out = 0;
+  auto r = quarter(6, &out);
+  ASSERT_FALSE(r.ok());
+  const dp::Error w = dp::wrap_error(r.error(), "in other words: " + r.error().message);
+  EXPECT_EQ(w.code, r.error().code);
+  EXPECT_EQ(w.message, "in other words: " + r.error().message);
+  ASSERT_EQ(w.trail.size(), r.error().trail.size() + 1);  // where it began, then each hand
+  EXPECT_EQ(w.trail[0].line, r.error().trail[0].line);
+  EXPECT_GT(w.trail.back().line, r.error().trail.back().line);
+}
