@@ -1,6 +1,7 @@
 // C++ client of dp-rendezvousd (the per-step key/value + barrier + abort
 // broker); libdp uses it for the NCCL unique ID and as Gloo's rendezvous
-// store, the plugin for the master port. Internal: not installed, not exported.
+// store (the node agent takes only its address parsing and reply reader).
+// Internal: not installed, not exported.
 //
 // Threading: one background I/O thread per client owns the socket, sends
 // heartbeats, matches replies to callers by request id, and delivers the
