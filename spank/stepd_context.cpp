@@ -244,10 +244,10 @@ Result<StepPorts> take_ports(spank_t sp, StepdState& st, const JobStep& id, cons
     uid_t owner = 0;
     if (spank_get_item(sp, S_JOB_UID, &owner) != ESPANK_SUCCESS)
       return make_error(Errc::internal, "cannot read the job's uid from slurmstepd");
-    const int count = more + (known.fixed ? 0 : 1);
     LeaseRequest req = lease_request(st.site, owner, id.text());
-    if (known.fixed) req.what = "the step's --dp-ports";
-    auto leases = lease_ports(st.site, req, count);
+    req.dp_ports = more;
+    req.master_fixed = known.fixed.has_value();
+    auto leases = lease_ports(st.site, req);
     DP_TRY(leases);
     for (PortLease& l : *leases) held.push_back({l.port(), l.take_hold()});
     st.leases = std::move(*leases);

@@ -79,6 +79,7 @@ set(DP_E2E_DEBIAN_TESTING
   agent.ddp_outage@ns             # a 10 s stall survived, a lost node named
   spank.step_ports@ns             # --dp-ports: leased, passed and Slurm-reserved
   spank.jax_coordinator@lo        # JAX's variables
+  spank.lease_cap@lo              # the lease share counts steps; --dp-ports named in a refusal
   apps.accelerate@ns              # accelerate launch per node, Accelerator() per task
   apps.transformers_trainer@lo    # a transformers Trainer, 2x2 against one node's torchrun
 )
