@@ -54,13 +54,12 @@ AgentServer::AgentServer(const AgentSettings& s, std::string socket)
       daemon_reader_(rdv::kHelloFrameLimit),
       store_(core_, *this) {}
 
-Result<std::unique_ptr<AgentServer>> AgentServer::create(const AgentSettings& s, DaemonLink daemon,
-                                                         service::UniqueFd listen_fd,
-                                                         std::string socket,
-                                                         service::StepSignalPipe signals,
-                                                         service::UniqueFd store_fd) {
+Result<std::unique_ptr<AgentServer>> AgentServer::create(
+    const AgentSettings& s, DaemonLink daemon, service::UniqueFd listen_fd, std::string socket,
+    service::StepSignalPipe signals, service::UniqueFd store_fd, PortHolds holds) {
   std::unique_ptr<AgentServer> a(new AgentServer(s, std::move(socket)));
   a->signals_ = std::move(signals);
+  a->holds_ = std::move(holds);
   a->daemon_fd_ = std::move(daemon.fd);
   a->daemon_reader_ = std::move(daemon.reader);
   DP_TRY(a->start_events(std::move(listen_fd)));
@@ -182,6 +181,11 @@ void AgentServer::tick() {
     workers_.scan();
   }
   if (auto link = relink_.take()) adopt_link(std::move(*link));
+  for (int port : holds_.release_listened(now, getuid()))
+    std::fprintf(stderr,
+                 "dp-nodeagent: job %u step %u node %s: port %d: the step's program listens on it; "
+                 "slurm-dp's hold ends\n",
+                 settings_.job, settings_.step, settings_.host.c_str(), port);
   answer_root();
   if (core_.finished()) return finish();
   if (!answered_ && now >= answer_by_)

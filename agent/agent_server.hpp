@@ -18,6 +18,7 @@
 #include "launcher_workers.hpp"
 #include "listener.hpp"
 #include "local_tasks.hpp"
+#include "port_holds.hpp"
 #include "reply_reader.hpp"
 #include "step_signals.hpp"
 #include "store_front.hpp"
@@ -30,12 +31,11 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   // listener, known to the ranks as `socket` ("@name").
   // signals: the step's signals as they arrive (main installs it first).
   // store_fd: the TCP listener of the step's PyTorch store (--dp-store=step;
-  // store_listen.hpp), or none.
-  static Result<std::unique_ptr<AgentServer>> create(const AgentSettings& s, DaemonLink daemon,
-                                                     service::UniqueFd listen_fd,
-                                                     std::string socket,
-                                                     service::StepSignalPipe signals,
-                                                     service::UniqueFd store_fd = {});
+  // store_listen.hpp), or none. holds: the step's ports held until its
+  // program listens on them (rank 0's node).
+  static Result<std::unique_ptr<AgentServer>> create(
+      const AgentSettings& s, DaemonLink daemon, service::UniqueFd listen_fd, std::string socket,
+      service::StepSignalPipe signals, service::UniqueFd store_fd = {}, PortHolds holds = {});
   ~AgentServer() override;
   AgentServer(const AgentServer&) = delete;
   AgentServer& operator=(const AgentServer&) = delete;
@@ -111,6 +111,7 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   LocalTasks tasks_;
   LauncherWorkers workers_;
   Clock::time_point next_scan_{};
+  PortHolds holds_;
   service::StepSignalPipe signals_;
   // Its thread touches nothing of the loop's; destroying it joins the thread.
   DaemonRelink relink_;

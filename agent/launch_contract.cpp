@@ -33,6 +33,23 @@ Result<std::vector<int32_t>> parse_ranks(std::string_view v) {
   return out;
 }
 
+// "29400,29401": at most kMaxHeldPorts ports, each once.
+Result<std::vector<int>> parse_held_ports(std::string_view v) {
+  std::vector<int> out;
+  while (!v.empty()) {
+    const size_t comma = v.find(',');
+    auto p = parse_whole_number(v.substr(0, comma), 1, 65535);
+    if (!p || out.size() >= kMaxHeldPorts) return bad("held_ports: a list of ports");
+    out.push_back(static_cast<int>(*p));
+    v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
+  }
+  std::vector<int> sorted = out;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+    return bad("held_ports: a port twice");
+  return out;
+}
+
 Result<void> set_field(AgentSettings& s, std::string_view key, std::string_view v) {
   auto number = [&](long long lo, long long hi) -> Result<long long> {
     auto n = parse_whole_number(v, lo, hi);
@@ -59,6 +76,10 @@ Result<void> set_field(AgentSettings& s, std::string_view key, std::string_view 
   } else if (key == "on_failure") {
     if (v != "end" && v != "keep") return bad("on_failure: end|keep");
     s.keep_survivors = v == "keep";
+  } else if (key == "held_ports") {
+    auto held = parse_held_ports(v);
+    DP_TRY(held);
+    s.held_ports = std::move(*held);
   } else if (key == "more_ports") {
     auto ports = parse_ports_text(v, "more_ports");
     DP_TRY(ports);
@@ -116,7 +137,8 @@ std::string format_settings(const AgentSettings& s) {
          "\nheartbeat_timeout_ms=" + std::to_string(s.heartbeat_timeout.count()) +
          "\non_failure=" + (s.keep_survivors ? "keep" : "end") +
          "\nworkers=" + (s.watch_workers ? "watch" : "none") +
-         "\nstore=" + (s.serve_store ? "step" : "none") + "\n\n";
+         "\nstore=" + (s.serve_store ? "step" : "none") +
+         "\nheld_ports=" + ports_text(s.held_ports) + "\n\n";
 }
 
 Result<AgentSettings> parse_settings(std::string_view text) {

@@ -55,7 +55,12 @@ struct AgentSettings {
   // --dp-store=step: the agent serves the step's PyTorch store to the node's
   // tasks on a loopback TCP port (store_front.hpp) and answers it to root.
   bool serve_store = false;
+  // The step's ports the agent holds past rank 0's exec until the program
+  // listens on them (port_holds.hpp): their sockets are its descriptors
+  // 3, 4, ... in this order (rank 0's node only; at most kMaxHeldPorts).
+  std::vector<int> held_ports;
 };
+inline constexpr size_t kMaxHeldPorts = kMaxStepPorts + 1;  // the coordinator and --dp-ports
 
 std::string format_settings(const AgentSettings& s);
 Result<AgentSettings> parse_settings(std::string_view text);

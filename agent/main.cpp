@@ -16,12 +16,14 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "agent_server.hpp"
 #include "daemon_hello.hpp"
 #include "dp/hex.hpp"
 #include "dp/random_bytes.hpp"
 #include "launch_contract.hpp"
+#include "port_holds.hpp"
 #include "process_start.hpp"
 #include "step_signals.hpp"
 #include "tcp_connect.hpp"
@@ -133,6 +135,10 @@ int main() {
   auto settings = dp::agent::parse_settings(*text);
   std::fill(text->begin(), text->end(), '\0');
   if (!settings) return fail(settings.error().message);
+  // The held ports' sockets came at descriptors 3, 4, ... (launch_contract.hpp).
+  std::vector<std::string> notes;
+  auto holds = dp::agent::PortHolds::adopt(settings->held_ports, 3, notes);
+  for (const auto& note : notes) std::fprintf(stderr, "dp-nodeagent: %s\n", note.c_str());
   auto local = listen_local(*settings);
   if (!local) return fail(local.error().message);
   dp::service::UniqueFd store;
@@ -145,9 +151,9 @@ int main() {
   if (!daemon)
     return fail("cannot reach the step's daemon at " + settings->addr + ": " +
                 daemon.error().message);
-  auto server = dp::agent::AgentServer::create(*settings, std::move(*daemon),
-                                               std::move(local->first), std::move(local->second),
-                                               std::move(*signals), std::move(store));
+  auto server = dp::agent::AgentServer::create(
+      *settings, std::move(*daemon), std::move(local->first), std::move(local->second),
+      std::move(*signals), std::move(store), std::move(holds));
   if (!server) return fail(server.error().message);
   return (*server)->run();
 }

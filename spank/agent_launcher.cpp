@@ -35,14 +35,29 @@ struct AgentEnv {
   }
 };
 
-// In the forked child: only the pipes, the job's ids, then exec. No
-// allocation here: slurmstepd has threads.
-[[noreturn]] void exec_agent(const char* path, int in_fd, int out_fd, const UserIds& ids,
-                             AgentEnv& env, pid_t parent) {
+// The descriptors the agent inherits besides its pipes: the held ports'
+// sockets, which go to 3, 4, ... (launch_contract.hpp, held_ports).
+struct Inherited {
+  const int* fds = nullptr;
+  unsigned count = 0;
+};
+
+// In the forked child: only the pipes, the held ports, the job's ids, then
+// exec. No allocation here: slurmstepd has threads.
+[[noreturn]] void exec_agent(const char* path, int in_fd, int out_fd, Inherited held,
+                             const UserIds& ids, AgentEnv& env, pid_t parent) {
+  // Copies above their places first (F_DUPFD never takes a used number),
+  // so moving them to 3, 4, ... clobbers nothing still needed.
+  int moved[agent::kMaxHeldPorts];
+  if (held.count > agent::kMaxHeldPorts) _exit(126);
+  for (unsigned i = 0; i < held.count; ++i)
+    if ((moved[i] = fcntl(held.fds[i], F_DUPFD, 3 + static_cast<int>(held.count))) < 0) _exit(126);
   if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0) _exit(126);
   const int devnull = open("/dev/null", O_WRONLY);
   if (devnull >= 0) dup2(devnull, 2);
-  close_range(3, ~0U, 0);
+  for (unsigned i = 0; i < held.count; ++i)
+    if (dup2(moved[i], 3 + static_cast<int>(i)) < 0) _exit(126);  // not close-on-exec
+  close_range(3 + held.count, ~0U, 0);
   if (!become_user(ids)) _exit(125);
   // After setuid: a change of credentials clears the parent-death signal.
   // SIGKILL: the agent ignores SIGTERM (the step's signals are for the tasks).
@@ -73,14 +88,18 @@ std::string agent_path_beside(const std::string& daemon_path) {
 
 Result<agent::AgentAnswer> start_agent(const std::string& path, const UserIds& ids,
                                        const agent::AgentSettings& settings,
-                                       std::chrono::milliseconds wait, NodeAgent& agent) {
+                                       std::chrono::milliseconds wait, NodeAgent& agent,
+                                       const std::vector<int>& held_fds) {
   if (access(path.c_str(), X_OK) != 0)
     return make_error(Errc::unavailable, "node agent " + path + " is not executable (" +
                                              std::strerror(errno) +
                                              "); it is installed beside dp-rendezvousd");
+  if (held_fds.size() != settings.held_ports.size() || held_fds.size() > agent::kMaxHeldPorts)
+    return make_error(Errc::internal, "the held ports and their sockets do not match");
   AgentEnv env(settings.job, settings.step);
+  const Inherited held{held_fds.data(), static_cast<unsigned>(held_fds.size())};
   auto child = spawn_piped([&](int in_fd, int out_fd, pid_t parent) {
-    exec_agent(path.c_str(), in_fd, out_fd, ids, env, parent);
+    exec_agent(path.c_str(), in_fd, out_fd, held, ids, env, parent);
   });
   if (!child) return child.error();
   NodeAgent a;

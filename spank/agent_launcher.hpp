@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "dp/result.hpp"
 #include "dp/unique_fd.hpp"
@@ -32,9 +33,13 @@ std::string agent_path_beside(const std::string& daemon_path);
 // sends the settings and reads the answer within `wait`. On any failure the
 // agent is stopped and `agent` stays empty. Without a pidfd (Linux before
 // 5.3) no agent is kept: its stdin closes before any settings, so it exits.
+// `held_fds` (the sockets of settings.held_ports, in order, at most
+// agent::kMaxHeldPorts) become the agent's descriptors 3, 4, ...; nothing
+// else of slurmstepd's reaches it.
 Result<agent::AgentAnswer> start_agent(const std::string& path, const UserIds& ids,
                                        const agent::AgentSettings& settings,
-                                       std::chrono::milliseconds wait, NodeAgent& agent);
+                                       std::chrono::milliseconds wait, NodeAgent& agent,
+                                       const std::vector<int>& held_fds = {});
 
 // "rank R pid P start T" down the control pipe: the agent may then end the
 // task through a pidfd when the step fails. Dropped if the pipe is full.

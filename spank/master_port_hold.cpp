@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -82,6 +83,16 @@ void MasterPortHold::stop() noexcept {
   owner_ = 0;
   wake_.reset();
   done_.reset();
+}
+
+Result<void> share_hold_with_user(int fd, uid_t uid) {
+  const int one = 1;
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
+      fchown(fd, uid, static_cast<gid_t>(-1)) != 0)
+    return make_error(
+        Errc::internal,
+        std::string("cannot share a held port with the job's user: ") + std::strerror(errno));
+  return {};
 }
 
 Result<void> check_master_port_before_exec(int held, int port) {

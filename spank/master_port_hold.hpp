@@ -65,6 +65,14 @@ class MasterPortHold {
   std::atomic<bool> let_go_{false};
 };
 
+// A hold made shareable with the job's user (PortHold::to_listen,
+// step_ports.hpp): SO_REUSEPORT on and the socket owned by `uid`. The kernel
+// then lets a socket of that uid with SO_REUSEPORT bind the port beside it
+// (the program's gRPC server) and keeps every other uid's out, with or
+// without the option; it stays bound, never listening, so it takes none of
+// the program's connections. The node agent keeps a copy past rank 0's exec.
+Result<void> share_hold_with_user(int fd, uid_t uid);
+
 // Rank 0's check in task_init, on the master node: `held` (the copy its
 // process inherited; -1 where there is none: --dp-master-port) still keeps
 // `port` to the step. A hold taken over a port in TIME_WAIT needed

@@ -16,6 +16,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -43,7 +44,8 @@ std::string start_time_of(pid_t pid) {
 struct LeaseFile {
   long pid = 0;
   std::string start;
-  long uid = -1;  // -1: written by a release that did not record it
+  long uid = -1;    // -1: written by a release that did not record it
+  std::string tag;  // the step's "<job>.<step>"
 };
 
 // Reads a lease file of the folder (regular file, no symlink, bounded).
@@ -58,7 +60,7 @@ std::optional<LeaseFile> read_lease(int dir, const std::string& name) {
   std::istringstream in(std::string(buf, static_cast<size_t>(n)));
   std::string pid, uid;
   LeaseFile f;
-  in >> pid >> f.start >> uid;
+  in >> pid >> f.start >> uid >> f.tag;
   // A pid that is no whole number leaves the lease stale (pid 0).
   if (auto p = parse_whole_number(pid, 1, std::numeric_limits<pid_t>::max())) f.pid = *p;
   if (auto u = parse_whole_number(uid, 0, std::numeric_limits<uid_t>::max())) f.uid = *u;
@@ -83,25 +85,27 @@ struct DirCloser {
   void operator()(DIR* d) const noexcept { closedir(d); }
 };
 
-// Live leases of `owner`; stale leases met on the way are removed (the
+// The steps of `owner` holding live leases, by tag (a lease without one
+// counts as its process's); stale leases met on the way are removed (the
 // caller holds the folder's lock).
-int live_leases_of(int dir, uid_t owner) {
+std::set<std::string> live_steps_of(int dir, uid_t owner) {
+  std::set<std::string> steps;
   UniqueFd copy(dup(dir));
-  if (!copy) return 0;
+  if (!copy) return steps;
   std::unique_ptr<DIR, DirCloser> d(fdopendir(copy.get()));
-  if (!d) return 0;
+  if (!d) return steps;
   copy.release();  // the DIR owns it now
-  int count = 0;
   std::vector<std::string> stale;
   while (dirent* e = readdir(d.get())) {
     if (!all_digits(e->d_name)) continue;
     auto f = read_lease(dir, e->d_name);
     if (!f) continue;
     if (is_stale(*f)) stale.emplace_back(e->d_name);
-    else if (f->uid == static_cast<long>(owner)) ++count;
+    else if (f->uid == static_cast<long>(owner))
+      steps.insert(f->tag.empty() ? "pid " + std::to_string(f->pid) : f->tag);
   }
   for (const auto& name : stale) unlinkat(dir, name.c_str(), 0);
-  return count;
+  return steps;
 }
 
 // A socket bound to the port on every address and not listening: while we
@@ -154,8 +158,15 @@ LeaseRequest lease_request(const SiteConfig& site, uid_t owner, std::string tag)
   req.seed = random_seed();
   req.tag = std::move(tag);
   req.owner = owner;
-  req.max_per_user = std::max(4, (site.port_max - site.port_min + 1) / 4);
+  req.max_steps_per_user = std::max(4, (site.port_max - site.port_min + 1) / 4);
   return req;
+}
+
+std::string lease_need_text(const LeaseRequest& req) {
+  if (req.dp_ports == 0) return "MASTER_PORT";
+  const std::string more = "--dp-ports=" + std::to_string(req.dp_ports);
+  if (req.master_fixed) return more + " (" + std::to_string(req.dp_ports) + " ports)";
+  return "MASTER_PORT and " + more + " (" + std::to_string(req.dp_ports + 1) + " ports)";
 }
 
 namespace {
@@ -338,18 +349,53 @@ std::optional<std::pair<int, UniqueFd>> lease_os_port(int dir, const std::string
   return std::nullopt;
 }
 
+// What a step whose ports do not fit can do: fewer --dp-ports, a fixed
+// MASTER_PORT, a wider range.
+std::string range_fix(const LeaseRequest& req) {
+  std::string fix = req.dp_ports > 0 ? "ask for fewer with --dp-ports=N, " : "";
+  if (req.dp_ports == 0 && !req.master_fixed) fix += "pass --dp-master-port=PORT, ";
+  return fix + "end some steps on this node, or ask the admin to widen ports= in plugstack.conf";
+}
+
 // Every port of the range taken: by whom (root reads every socket's uid,
-// bounded: socket_tables.hpp).
-Error held_range_error(const SiteConfig& site, const LeaseRequest& req, const Error& e) {
-  const std::string who = holders_text(port_holders_here(site.port_min, site.port_max));
-  if (who.empty()) return e;
-  return make_error(e.code, "every port of " + std::to_string(site.port_min) + "-" +
-                                std::to_string(site.port_max) +
-                                " on the master node is held (bound by " + who +
-                                "), none left for " + req.what +
-                                "; another user's process may be squatting the range: an admin "
-                                "can end it; the documented setup on shared nodes is Slurm's "
-                                "reserved ports (MpiParams=ports=); or pass --dp-master-port=PORT");
+// bounded: socket_tables.hpp). slurm-dp's own holds do not listen, so they
+// are not in the tables: a range leased to steps names nobody.
+Error held_range_error(const SiteConfig& site, const LeaseRequest& req) {
+  const std::string range = std::to_string(site.port_min) + "-" + std::to_string(site.port_max);
+  const PortHolders h = port_holders_here(site.port_min, site.port_max);
+  const std::string who = holders_text(h);
+  if (who.empty() || (h.by_uid.size() == 1 && h.by_uid.begin()->first == req.owner)) {
+    const std::string what =
+        req.dp_ports == 0 ? "no free MASTER_PORT in " + range + " on the master node"
+                          : "no free ports in " + range + " on the master node for this step's " +
+                                lease_need_text(req);
+    return make_error(Errc::unavailable,
+                      what + " (each port is leased to a step or bound); " + range_fix(req));
+  }
+  return make_error(Errc::unavailable,
+                    "every port of " + range + " on the master node is held (bound by " + who +
+                        "), none left for " +
+                        (req.dp_ports == 0 ? "MASTER_PORT" : "the step's " + lease_need_text(req)) +
+                        "; another user's process may be squatting the range: an admin can end "
+                        "it; the documented setup on shared nodes is Slurm's reserved ports "
+                        "(MpiParams=ports=); or " +
+                        range_fix(req));
+}
+
+// The per-user cap, in steps: this step's own earlier leases do not count.
+Result<void> check_step_cap(int dir, const LeaseRequest& req) {
+  if (req.max_steps_per_user <= 0) return {};
+  std::set<std::string> steps = live_steps_of(dir, req.owner);
+  steps.erase(req.tag);
+  if (static_cast<int>(steps.size()) < req.max_steps_per_user) return {};
+  return make_error(Errc::unavailable,
+                    "uid " + std::to_string(req.owner) + " already holds leased ports for " +
+                        std::to_string(steps.size()) + " other steps on this node (at most " +
+                        std::to_string(req.max_steps_per_user) +
+                        " steps per user: a quarter of the site's ports= range, at least 4; a "
+                        "step's MASTER_PORT and --dp-ports count as one); this step needs " +
+                        lease_need_text(req) +
+                        ": end one of those steps first, or run this one on another node");
 }
 
 }  // namespace
@@ -359,15 +405,7 @@ Result<PortLease> lease_master_port(const SiteConfig& site, const LeaseRequest& 
   DP_TRY(dir);
   auto lock = lock_folder(dir->get(), site.lease_dir, req.lock_wait);
   DP_TRY(lock);
-  if (req.max_per_user > 0) {
-    const int held = live_leases_of(dir->get(), req.owner);
-    if (held >= req.max_per_user)
-      return make_error(Errc::unavailable,
-                        "uid " + std::to_string(req.owner) + " already holds " +
-                            std::to_string(held) + " MASTER_PORT leases on this node (at most " +
-                            std::to_string(req.max_per_user) +
-                            " per user); end some steps or pass --dp-master-port=PORT");
-  }
+  DP_TRY(check_step_cap(dir->get(), req));
   const pid_t self = getpid();
   const std::string content = std::to_string(self) + " " + start_time_of(self) + " " +
                               std::to_string(req.owner) + " " + req.tag + "\n";
@@ -382,17 +420,15 @@ Result<PortLease> lease_master_port(const SiteConfig& site, const LeaseRequest& 
       return PortLease(os->first, std::move(*dir), std::to_string(os->first),
                        std::move(os->second));
   }
-  if (!port) return held_range_error(site, req, port.error());
+  if (!port) return held_range_error(site, req);
   return PortLease(*port, std::move(*dir), std::to_string(*port), std::move(hold));
 }
 
-Result<std::vector<PortLease>> lease_ports(const SiteConfig& site, const LeaseRequest& req,
-                                           int count) {
+Result<std::vector<PortLease>> lease_ports(const SiteConfig& site, const LeaseRequest& req) {
   std::vector<PortLease> leases;
-  LeaseRequest r = req;
+  const int count = req.dp_ports + (req.master_fixed ? 0 : 1);
   for (int i = 0; i < count; ++i) {
-    auto lease = lease_master_port(site, r);  // the same start: the step's ports lie together
-    r.what = "the step's --dp-ports";
+    auto lease = lease_master_port(site, req);  // the same start: the step's ports lie together
     DP_TRY(lease);
     leases.push_back(std::move(*lease));
   }

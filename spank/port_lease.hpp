@@ -27,17 +27,25 @@
 namespace dp::spank {
 
 struct LeaseRequest {
-  uint64_t seed = 0;     // where the search starts (random per step)
-  std::string tag;       // "<job>.<step>", for people reading the folder
-  uid_t owner = 0;       // the job's user, counted against max_per_user
-  int max_per_user = 0;  // live leases one user may hold on the node; 0: no cap
+  uint64_t seed = 0;  // where the search starts (random per step)
+  std::string tag;    // "<job>.<step>": names the step in its lease files
+  uid_t owner = 0;    // the job's user, whose steps max_steps_per_user counts
+  // Steps of one user that may hold leases on the node at once (a step's
+  // MASTER_PORT and --dp-ports count as one); 0: no cap.
+  int max_steps_per_user = 0;
   std::chrono::milliseconds lock_wait{5'000};  // bound on waiting for the folder's lock
-  std::string what = "MASTER_PORT";            // the port asked for, as a message names it
+  int dp_ports = 0;           // the step's --dp-ports, which it leases besides MASTER_PORT
+  bool master_fixed = false;  // --dp-master-port: MASTER_PORT is not leased
 };
 
-// A step's request under the site's policy: a random start, and no user
-// holding more than a quarter of the range (at least 4 leases).
+// A step's request under the site's policy: a random start, and no user's
+// steps holding leases in more than a quarter as many steps as the range has
+// ports (at least 4 steps).
 LeaseRequest lease_request(const SiteConfig& site, uid_t owner, std::string tag);
+
+// What the step leases, for a message: "MASTER_PORT", "MASTER_PORT and
+// --dp-ports=2 (3 ports)", "--dp-ports=2 (2 ports)".
+std::string lease_need_text(const LeaseRequest& req);
 
 // A held lease: the file in the lease folder plus a socket bound to the
 // port (not listening), so nothing else can bind it until the hold goes.
@@ -74,10 +82,9 @@ class PortLease {
 // Takes a lease. Messages say what failed and what to do.
 Result<PortLease> lease_master_port(const SiteConfig& site, const LeaseRequest& req);
 
-// `count` leases for one step (MASTER_PORT, when `req` is for it, then its
-// --dp-ports), all or none: a failure releases those taken before it.
-Result<std::vector<PortLease>> lease_ports(const SiteConfig& site, const LeaseRequest& req,
-                                           int count);
+// The step's leases (MASTER_PORT unless req.master_fixed, then its
+// req.dp_ports), all or none: a failure releases those taken before it.
+Result<std::vector<PortLease>> lease_ports(const SiteConfig& site, const LeaseRequest& req);
 
 // Opens (creating as needed) the lease folder: every component without
 // following symlinks; parents must be root-owned and not writable by others

@@ -16,6 +16,7 @@
 #include "dp/env_names.hpp"
 #include "dp/layout.hpp"
 #include "dp/params.hpp"
+#include "dp/step_ports.hpp"
 #include "job_options.hpp"
 #include "plugin_state.hpp"
 #include "route_address.hpp"  // dp_client
@@ -68,13 +69,14 @@ bool print_explain(const LayoutPlan& plan, const SiteConfig& site, const StepSha
     std::cout << "slurm-dp: one task per node: each also gets torchrun's PET_* settings, should "
               << "it start a per-node launcher\n";
   std::cout << "slurm-dp: " << store_line(plan.store) << "\n";
-  std::cout << "slurm-dp: ports on " << first << " (rank 0's node), held from set-up to rank 0's "
-            << "start: " << port << " (" << (plan.store == StoreKind::step ? "" : "MASTER_PORT, ")
-            << "JAX_COORDINATOR_ADDRESS)";
+  const bool step_store = plan.store == StoreKind::step;
+  std::cout << "slurm-dp: ports on " << first << " (rank 0's node), held from set-up: " << port
+            << " (" << (step_store ? "" : "MASTER_PORT, ") << "JAX_COORDINATOR_ADDRESS) "
+            << port_hold_text(port_hold(StepPort::coordinator, opts, step_store));
   if (plan.more_ports > 0)
-    std::cout << " and " << plan.more_ports << " more (DP_PORTS"
-              << (opts.pass_master_socket.value_or(false) ? ", listening: DP_PORTS_LISTEN_FDS" : "")
-              << ")";
+    std::cout << "; and " << plan.more_ports << " more (DP_PORTS"
+              << (opts.passes_master_socket() ? ", listening: DP_PORTS_LISTEN_FDS" : "") << ") "
+              << port_hold_text(port_hold(StepPort::more, opts, step_store));
   std::cout << "\n";
   for (const auto& line : explain_lines(*tasks)) std::cout << line << "\n";
   std::cout.flush();

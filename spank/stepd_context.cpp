@@ -58,6 +58,7 @@ struct StepdState {
   StoreKind store = StoreKind::rank0;  // --dp-store=step: MASTER_* name the agent's store
   std::vector<PortLease> leases;  // the master node's leases of the step's ports, released at end
   MasterPortHold hold;            // the master node's step ports, bound until rank 0's exec
+  std::vector<int> shared_ports;  // of those, the ones the agent holds on (PortHold::to_listen)
   NodeAgent agent;                // this node's dp-nodeagent; stopped at step end
   uint32_t tasks_ended = 0;       // task exits told to the agent
 };
@@ -224,13 +225,38 @@ Result<KnownPorts> local_ports(spank_t sp, const StepdState& st, int more) {
   return k;
 }
 
+// The held ports that stay held past rank 0's exec until the program listens
+// (PortHold::to_listen) become the job's user's to share; st.shared_ports
+// lists them for the node agent, which keeps a copy of each.
+void share_held_ports(StepdState& st, const std::vector<HeldPort>& held, const StepPorts& ports,
+                      bool coordinator_held, uid_t owner) {
+  const bool step_store = st.store == StoreKind::step;
+  st.shared_ports.clear();
+  for (const HeldPort& h : held) {
+    const bool coordinator = coordinator_held && h.port == ports.coordinator;
+    if (!h.socket || port_hold(coordinator ? StepPort::coordinator : StepPort::more,
+                               st.facts.options, step_store) != PortHold::to_listen)
+      continue;
+    if (auto ok = share_hold_with_user(h.socket.get(), owner); !ok) {
+      slurm_info("slurm-dp: port %d: %s; held to rank 0's start only", h.port,
+                 ok.error().message.c_str());
+      continue;
+    }
+    st.shared_ports.push_back(h.port);
+  }
+}
+
 // The master node takes the step's ports and holds them from now until rank
-// 0's exec: Slurm's reservation, or --dp-master-port (not held: the user's
-// choice) and leases of the site's range.
+// 0's exec (or, shared with the job's user, until its program listens):
+// Slurm's reservation, or --dp-master-port (not held: the user's choice) and
+// leases of the site's range.
 Result<StepPorts> take_ports(spank_t sp, StepdState& st, const JobStep& id, const KnownPorts& known,
                              int more) {
   std::vector<HeldPort> held;
   StepPorts ports;
+  uid_t owner = 0;
+  if (spank_get_item(sp, S_JOB_UID, &owner) != ESPANK_SUCCESS)
+    return make_error(Errc::internal, "cannot read the job's uid from slurmstepd");
   if (known.reserved) {
     ports = *known.reserved;
     std::vector<int> all{ports.coordinator};
@@ -241,13 +267,10 @@ Result<StepPorts> take_ports(spank_t sp, StepdState& st, const JobStep& id, cons
       held.push_back(std::move(*h));
     }
   } else {
-    uid_t owner = 0;
-    if (spank_get_item(sp, S_JOB_UID, &owner) != ESPANK_SUCCESS)
-      return make_error(Errc::internal, "cannot read the job's uid from slurmstepd");
-    const int count = more + (known.fixed ? 0 : 1);
     LeaseRequest req = lease_request(st.site, owner, id.text());
-    if (known.fixed) req.what = "the step's --dp-ports";
-    auto leases = lease_ports(st.site, req, count);
+    req.dp_ports = more;
+    req.master_fixed = known.fixed.has_value();
+    auto leases = lease_ports(st.site, req);
     DP_TRY(leases);
     for (PortLease& l : *leases) held.push_back({l.port(), l.take_hold()});
     st.leases = std::move(*leases);
@@ -255,6 +278,7 @@ Result<StepPorts> take_ports(spank_t sp, StepdState& st, const JobStep& id, cons
     ports.coordinator = known.fixed ? *known.fixed : held[next++].port;
     for (; next < held.size(); ++next) ports.more.push_back(held[next].port);
   }
+  share_held_ports(st, held, ports, !known.fixed, owner);
   auto kept = st.hold.keep(std::move(held));
   DP_TRY(kept);
   return ports;
@@ -312,8 +336,12 @@ Result<int> start_node_agent(spank_t sp, StepdState& st, const JobStep& id) {
     s.master = master ? agent::MasterPort::publish : agent::MasterPort::none;
     s.published = MasterFailure{node_name(), known.error().message};
   }
-  auto answer =
-      start_agent(agent_path_beside(daemon_path(st.site)), start->ids, s, start->wait, st.agent);
+  // The held ports' sockets the agent keeps past rank 0's exec (at its fds 3, 4, ...).
+  s.held_ports = st.shared_ports;
+  std::vector<int> held_fds;
+  for (int port : st.shared_ports) held_fds.push_back(st.hold.fd(port));
+  auto answer = start_agent(agent_path_beside(daemon_path(st.site)), start->ids, s, start->wait,
+                            st.agent, held_fds);
   DP_TRY(mine);
   // The master node's own failure, as the agent learnt it (published, or
   // carried by the daemon's abort when this node's hello came too late).
@@ -429,7 +457,7 @@ Result<EnvList> task_variables(spank_t sp, const StepdState& st, const TaskPlace
 Result<void> ports_before_exec(spank_t sp, const StepdState& st) {
   std::vector<int> all{st.ports.coordinator};
   all.insert(all.end(), st.ports.more.begin(), st.ports.more.end());
-  if (!st.facts.options.pass_master_socket.value_or(false)) {
+  if (!st.facts.options.passes_master_socket()) {
     for (int port : all) DP_TRY(check_master_port_before_exec(st.hold.fd(port), port));
     return {};
   }

@@ -127,11 +127,18 @@ Result<LaunchShape> launch_shape(const Options& opts, const std::vector<std::str
                       s.launcher + " --standalone: each of the " + std::to_string(nodes) +
                           " nodes would train alone as a world of its own; drop --standalone "
                           "(slurm-dp gives the launcher its nodes, node rank and master)");
-  if (!s.launcher.empty() && opts.pass_master_socket.value_or(false))
+  if (!s.launcher.empty() && opts.passes_master_socket())
     return make_error(Errc::invalid_argument,
                       "--dp-master-socket=pass: " + s.launcher +
                           " binds MASTER_PORT itself and cannot take a socket; leave the option "
                           "out for a launcher (it is for a program that builds its own TCPStore)");
+  if (!s.launcher.empty() && opts.master_socket == MasterSocket::share)
+    return make_error(Errc::invalid_argument,
+                      "--dp-master-socket=share: " + s.launcher +
+                          " binds MASTER_PORT with PyTorch's TCPStore, which does not set "
+                          "SO_REUSEPORT, so the shared hold would keep it out; leave the option "
+                          "out for a launcher (it is for servers that set SO_REUSEPORT, such as "
+                          "JAX's)");
   return s;
 }
 

@@ -189,15 +189,22 @@ const std::vector<Option>& options() {
                       "use --dp-on-failure=end (the default: a failure ends the whole step) or "
                       "--dp-on-failure=keep (the survivors run on)"),
           Scope::nodes),
-      row({"dp-master-socket", "close|pass",
-           "[slurm-dp] pass: rank 0 gets MASTER_PORT already bound and listening, as "
-           "DP_MASTER_LISTEN_FD (PyTorch: TCPStore(master_listen_fd=...)), so no other process "
-           "can take the port first; close (default): the program binds it"},
-          &Options::pass_master_socket,
-          words<bool>({{"close", false}, {"pass", true}}, "must be pass or close",
-                      "use --dp-master-socket=pass (rank 0 gets MASTER_PORT as a listening "
-                      "socket, DP_MASTER_LISTEN_FD) or close (the default: the program binds "
-                      "MASTER_PORT)"),
+      row({"dp-master-socket", "close|pass|share",
+           "[slurm-dp] pass: rank 0 gets MASTER_PORT (and DP_PORTS) already bound and "
+           "listening, as DP_MASTER_LISTEN_FD (PyTorch: TCPStore(master_listen_fd=...)); share: "
+           "slurm-dp holds each port as your user until the program listens on it, for servers "
+           "that bind with SO_REUSEPORT (gRPC: JAX's coordinator); close: the hold ends at rank "
+           "0's start and the program binds it (the default, but for the coordinator port of "
+           "--dp-store=step, shared)"},
+          &Options::master_socket,
+          words<MasterSocket>({{"close", MasterSocket::close},
+                               {"pass", MasterSocket::pass},
+                               {"share", MasterSocket::share}},
+                              "must be close, pass or share",
+                              "use --dp-master-socket=pass (rank 0 gets MASTER_PORT as a "
+                              "listening socket, DP_MASTER_LISTEN_FD), share (held until the "
+                              "program listens, for servers that set SO_REUSEPORT) or close (the "
+                              "program binds MASTER_PORT after rank 0's start)"),
           Scope::nodes),
       row({"dp-store", "step|rank0",
            "[slurm-dp] where unmodified PyTorch programs meet: step = each node's agent serves "

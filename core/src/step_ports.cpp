@@ -30,6 +30,26 @@ Result<int> checked_port_count(const Options& opts, const SiteConfig& site) {
   return n;
 }
 
+PortHold port_hold(StepPort port, const Options& opts, bool step_store) {
+  if (opts.master_socket) {
+    switch (*opts.master_socket) {
+      case MasterSocket::close: return PortHold::to_exec;
+      case MasterSocket::pass: return PortHold::passed;
+      case MasterSocket::share: return PortHold::to_listen;
+    }
+  }
+  return port == StepPort::coordinator && step_store ? PortHold::to_listen : PortHold::to_exec;
+}
+
+const char* port_hold_text(PortHold hold) noexcept {
+  switch (hold) {
+    case PortHold::to_exec: return "held to rank 0's start";
+    case PortHold::to_listen: return "held as your uid until the program listens (SO_REUSEPORT)";
+    case PortHold::passed: return "handed to rank 0 listening";
+  }
+  return "";
+}
+
 Result<std::vector<int>> reserved_ports(std::string_view resv) {
   std::vector<int> out;
   auto bad = [&] {

@@ -8,7 +8,7 @@ Result<StoreKind> store_kind(const Options& opts, const SiteConfig& site,
                              const LaunchShape& shape) {
   if (!opts.uses_step_store(site.step_store)) return StoreKind::rank0;
   if (!shape.launcher.empty()) return StoreKind::launcher;
-  if (opts.pass_master_socket.value_or(false))
+  if (opts.passes_master_socket())
     return make_error(Errc::invalid_argument,
                       std::string("--dp-master-socket=pass: with the step's store (") +
                           (opts.step_store ? "--dp-store=step" : "the site's store=step") +

@@ -1,9 +1,8 @@
 #include "tcp_peer.hpp"
 
 #include <arpa/inet.h>
-#include <linux/inet_diag.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
+#include <netinet/tcp.h>
 
 #include <cerrno>
 #include <cstring>
@@ -30,13 +29,7 @@ void fill_pair(const sockaddr_storage& here, const sockaddr_storage& there, inet
 }
 
 // The address pair as the peer's socket has it: its source is our peer.
-Result<inet_diag_req_v2> peer_query(int fd) {
-  sockaddr_storage here{}, there{};
-  socklen_t a = sizeof here, b = sizeof there;
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&here), &a) != 0)
-    return sys_error(Errc::internal, "getsockname");
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&there), &b) != 0)
-    return sys_error(Errc::connection, "getpeername");
+Result<inet_diag_req_v2> pair_query(const sockaddr_storage& here, const sockaddr_storage& there) {
   if (here.ss_family != there.ss_family ||
       (here.ss_family != AF_INET && here.ss_family != AF_INET6))
     return make_error(Errc::invalid_argument, "not a TCP/IP connection");
@@ -52,10 +45,40 @@ Result<inet_diag_req_v2> peer_query(int fd) {
   return r;
 }
 
+// What answered instead of the peer's connection, for the refusal.
+std::string answered_as(uint8_t state) {
+  switch (state) {
+    case TCP_LISTEN: return "a listener";
+    case TCP_TIME_WAIT: return "a socket in TIME_WAIT";
+    default: return "a socket in TCP state " + std::to_string(state);
+  }
+}
+
 }  // namespace
 
-Result<uid_t> local_tcp_peer_uid(int fd) {
-  auto query = peer_query(fd);
+Result<uid_t> peer_uid_from_answer(const inet_diag_req_v2& query, const inet_diag_msg& answer) {
+  const inet_diag_sockid& q = query.id;
+  const inet_diag_sockid& a = answer.id;
+  // IPv4 addresses fill the first word; the kernel leaves the rest zero.
+  const size_t addr_bytes = query.sdiag_family == AF_INET ? 4 : 16;
+  const bool mirrors = answer.idiag_family == query.sdiag_family &&
+                       a.idiag_sport == q.idiag_sport && a.idiag_dport == q.idiag_dport &&
+                       std::memcmp(a.idiag_src, q.idiag_src, addr_bytes) == 0 &&
+                       std::memcmp(a.idiag_dst, q.idiag_dst, addr_bytes) == 0;
+  if (answer.idiag_state != TCP_ESTABLISHED)
+    return make_error(Errc::not_found,
+                      "the kernel answered with " + answered_as(answer.idiag_state) +
+                          ", not the peer's connection: the peer is no socket of this network "
+                          "namespace");
+  if (!mirrors)
+    return make_error(Errc::not_found,
+                      "the kernel answered with another connection than the peer's: the peer is "
+                      "no socket of this network namespace");
+  return static_cast<uid_t>(answer.idiag_uid);
+}
+
+Result<uid_t> tcp_peer_uid(const sockaddr_storage& here, const sockaddr_storage& there) {
+  auto query = pair_query(here, there);
   DP_TRY(query);
   auto nl = sock_diag_request(*query, 0);
   DP_TRY(nl);
@@ -75,7 +98,17 @@ Result<uid_t> local_tcp_peer_uid(int fd) {
   }
   if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < NLMSG_LENGTH(sizeof(inet_diag_msg)))
     return make_error(Errc::unavailable, "sock_diag: unexpected answer");
-  return static_cast<uid_t>(static_cast<const inet_diag_msg*>(NLMSG_DATA(h))->idiag_uid);
+  return peer_uid_from_answer(*query, *static_cast<const inet_diag_msg*>(NLMSG_DATA(h)));
+}
+
+Result<uid_t> local_tcp_peer_uid(int fd) {
+  sockaddr_storage here{}, there{};
+  socklen_t a = sizeof here, b = sizeof there;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&here), &a) != 0)
+    return sys_error(Errc::internal, "getsockname");
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&there), &b) != 0)
+    return sys_error(Errc::connection, "getpeername");
+  return tcp_peer_uid(here, there);
 }
 
 }  // namespace dp::rdv

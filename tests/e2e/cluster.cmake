@@ -79,6 +79,8 @@ set(DP_E2E_DEBIAN_TESTING
   agent.ddp_outage@ns             # a 10 s stall survived, a lost node named
   spank.step_ports@ns             # --dp-ports: leased, passed and Slurm-reserved
   spank.jax_coordinator@lo        # JAX's variables
+  spank.late_bind@ns              # a late JAX coordinator and --dp-ports against a stranger's probe
+  spank.lease_cap@lo              # the lease share counts steps; --dp-ports named in a refusal
   apps.accelerate@ns              # accelerate launch per node, Accelerator() per task
   apps.transformers_trainer@lo    # a transformers Trainer, 2x2 against one node's torchrun
 )
@@ -91,6 +93,7 @@ set(DP_E2E_DEBIAN13
   agent.step_signals@lo           # scancel --signal, --signal=USR1@T: torch 2.6's torchrun too
   agent.step_store@ns             # the step's PyTorch store: torch 2.6's clients
   spank.step_ports@lo             # 24.11's --resv-ports
+  spank.late_bind@ns              # ports held to the program's listen: 24.11's reserved ports
 )
 
 function(dp_e2e_test)

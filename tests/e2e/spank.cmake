@@ -8,11 +8,17 @@ dp_e2e_scripts(PART spank MODES lo ns TIMEOUT 300
           concurrent_ports tenant_leases master_failure hostile_env overlap_ports tiles_request
           unlaunched_step master_socket step_ports jax_coordinator
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>)
+# 40 steps against another user's bind loop on the master node, in its own
+# network namespace (the agents watch that namespace's listeners): the
+# namespaced cluster alone, the two clusters' shares even.
+dp_e2e_scripts(PART spank MODES ns TIMEOUT 300
+  SCRIPTS late_bind
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>)
 # What does not depend on the network runs on one cluster: refused options
-# (before any task starts) on the loopback one, the daemon's file limits on
-# the namespaced one.
+# (before any task starts) and the per-user share of the lease range on the
+# loopback one, the daemon's file limits on the namespaced one.
 dp_e2e_scripts(PART spank MODES lo TIMEOUT 300
-  SCRIPTS bad_input
+  SCRIPTS bad_input lease_cap
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>)
 dp_e2e_scripts(PART spank MODES ns TIMEOUT 300
   SCRIPTS file_limit

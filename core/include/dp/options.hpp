@@ -23,6 +23,14 @@ enum class Launcher {
   none,         // never: one task per node is a plain rank, no PET_* variables
 };
 
+// --dp-master-socket: what becomes of the step's held ports on rank 0's node
+// when rank 0 starts its program.
+enum class MasterSocket {
+  close,  // the hold ends at exec; the program binds the port
+  pass,   // rank 0 gets each port bound and listening (DP_MASTER_LISTEN_FD, DP_PORTS_LISTEN_FDS)
+  share,  // held on, as the job's user with SO_REUSEPORT, until the program listens on it
+};
+
 struct Options {
   std::optional<int> world;            // 0: auto (the step's task count)
   std::optional<int> tiles;            // accelerator tiles per task
@@ -32,10 +40,9 @@ struct Options {
   std::optional<std::string> report;   // step report file (JSON), written by srun at step end
   std::optional<Launcher> launcher;    // per-node launcher tasks (default: auto_detect)
   std::optional<bool> keep_survivors;  // --dp-on-failure=keep (true) or end; unset: the site's
-  // --dp-master-socket=pass (true): rank 0's task gets MASTER_PORT bound and
-  // listening (DP_MASTER_LISTEN_FD); close (false, the default): the port is
-  // free when the tasks start and the program binds it.
-  std::optional<bool> pass_master_socket;
+  // --dp-master-socket: what becomes of the step's held ports at rank 0's
+  // exec (step_ports.hpp, port_hold). Unset: each port's default.
+  std::optional<MasterSocket> master_socket;
   // --dp-store=step (true): the node agents serve PyTorch's store to the
   // tasks; rank0 (false): rank 0's program hosts it. Unset: the site's store=.
   std::optional<bool> step_store;
@@ -48,6 +55,7 @@ struct Options {
   bool keeps_survivors(bool site_keeps) const noexcept {
     return keep_survivors.value_or(site_keeps);
   }
+  bool passes_master_socket() const noexcept { return master_socket == MasterSocket::pass; }
   bool uses_step_store(bool site_step_store) const noexcept {
     return step_store.value_or(site_step_store);
   }

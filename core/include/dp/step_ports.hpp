@@ -17,6 +17,33 @@
 
 namespace dp {
 
+// How long rank 0's node holds one of the step's ports. The kernel lets a
+// socket bind beside another on the same port only when both set SO_REUSEPORT
+// and belong to one uid, and a bound socket that does not listen is given no
+// connection. So a hold bound as the job's user with SO_REUSEPORT keeps every
+// other user out and lets the program's own server in, if that server sets
+// SO_REUSEPORT (gRPC servers do by default: JAX's coordinator); one that does
+// not (PyTorch's TCPStore, Ray, Go's servers) fails against it with "address
+// already in use", so for those the hold ends at rank 0's exec.
+enum class PortHold {
+  to_exec,    // until rank 0 starts its program; free until the program binds it
+  to_listen,  // past exec, as the job's user with SO_REUSEPORT, until a listener of the
+              // user's is on the port (the node agent watches) or the step ends
+  passed,     // handed to rank 0 bound and listening (--dp-master-socket=pass)
+};
+
+// The step's coordinator port (MASTER_PORT / JAX_COORDINATOR_ADDRESS) or
+// one of its --dp-ports.
+enum class StepPort { coordinator, more };
+
+// The hold of `port`: --dp-master-socket's choice (close, pass, share) or,
+// unset, to_exec, but for the coordinator port of a step whose store the node
+// agents serve (only JAX binds it then): to_listen.
+PortHold port_hold(StepPort port, const Options& opts, bool step_store);
+
+// The hold for --dp-explain: "to rank 0's start", ...
+const char* port_hold_text(PortHold hold) noexcept;
+
 struct StepPorts {
   int coordinator = 0;    // 1..65535
   std::vector<int> more;  // --dp-ports, in order (DP_PORTS)

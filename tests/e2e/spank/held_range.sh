@@ -45,7 +45,7 @@ more_ms=$((($(date +%s%N) - start) / 1000000))
 echo "$more"
 ((rc != 0)) || fail "a --dp-ports step started although all but one port of $lo-$((hi + 1)) is held"
 ((more_ms < 10000)) || fail "the --dp-ports step took ${more_ms} ms to fail (limit 10 s)"
-[[ $more == *"every port of $lo-$((hi + 1)) on the master node is held"*"uid $(id -u dptest2) (4 ports)"*"none left for the step's --dp-ports"* ]] ||
+[[ $more == *"every port of $lo-$((hi + 1)) on the master node is held"*"uid $(id -u dptest2) (4 ports)"*"none left for the step's MASTER_PORT and --dp-ports=2 (3 ports)"*"ask for fewer with --dp-ports"* ]] ||
   fail "the --dp-ports failure does not say the range is held by uid $(id -u dptest2)"
 expect_no_leases "after the --dp-ports step failed"
 

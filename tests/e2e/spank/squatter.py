@@ -9,7 +9,8 @@
 #
 #   squatter.py --probe LOW-HIGH[,LOW-HIGH...] WORKDIR
 # Never holds a port: binds each port of the ranges in turn (SO_REUSEADDR, as
-# servers bind), listens, answers any connection for a millisecond, closes,
+# servers bind, and SO_REUSEPORT, which would let it share a port with a socket
+# of its own uid), listens, answers any connection for a millisecond, closes,
 # and starts over. Writes WORKDIR/probe.report: "accepted=N" (connections it
 # answered), then "PORT FIRST LAST" for each run of successful binds of a
 # port (the port bound again within 0.2 s extends the run; wall-clock times).
@@ -22,11 +23,13 @@ def stopped(workdir):
     return os.path.exists(os.path.join(workdir, "squatter.stop")) or time.monotonic() > DEADLINE
 
 
-def bind(port, keep, dual_stack=False):
+def bind(port, keep, dual_stack=False, reuseport=False):
     """A listener on every address of `port` (IPv6 dual-stack where asked
     and the node has it, as PyTorch's TCPStore binds), kept in `keep`."""
     s = socket.socket(socket.AF_INET6 if dual_stack and socket.has_ipv6 else socket.AF_INET)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuseport:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     if s.family == socket.AF_INET6:
         s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
     try:
@@ -72,7 +75,7 @@ def probe(ranges, workdir):
     while not stopped(workdir):
         for port in ports:
             one = []
-            s = bind(port, one, dual_stack=True)
+            s = bind(port, one, dual_stack=True, reuseport=True)
             if s is None:
                 continue
             now = time.time()

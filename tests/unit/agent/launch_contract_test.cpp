@@ -27,8 +27,10 @@ TEST(LaunchContract, SettingsRoundTrip) {
   s.keep_survivors = true;
   s.watch_workers = true;
   s.serve_store = true;
+  s.held_ports = {29401, 29400};
   auto back = parse_settings(format_settings(s));
   ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->held_ports, (std::vector<int>{29401, 29400})) << "the order names descriptors";
   EXPECT_EQ(back->addr, s.addr);
   EXPECT_EQ(back->ranks, (std::vector<int32_t>{4, 6}));
   EXPECT_EQ(back->master, MasterPort::publish);
@@ -96,6 +98,8 @@ TEST(LaunchContract, SettingsRefuseBadInput) {
   EXPECT_FALSE(
       parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=1\nranks=0\non_failure=maybe\n\n"));
   EXPECT_FALSE(parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=1\nranks=0\nworkers=all\n\n"));
+  EXPECT_FALSE(parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=1\nranks=0\nheld_ports=1,1\n\n"));
+  EXPECT_FALSE(parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=1\nranks=0\nheld_ports=0\n\n"));
   EXPECT_FALSE(parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=2\nranks=2\n\n"));
   EXPECT_FALSE(parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=2\nranks=1,1\n\n"));
   EXPECT_FALSE(parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=2\nranks=0\nbogus=1\n\n"));

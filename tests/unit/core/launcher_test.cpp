@@ -112,6 +112,19 @@ TEST(LaunchShape, ALauncherCannotTakeThePassedMasterSocket) {
   EXPECT_TRUE(dp::launch_shape(o, {"python3", "t.py"}, 2, 2).ok()) << "a plain rank takes it";
 }
 
+// torchrun's TCPStore binds MASTER_PORT without SO_REUSEPORT: a shared hold
+// would keep it out.
+TEST(LaunchShape, ALauncherCannotShareTheHeldPorts) {
+  dp::Options o = with_launcher(nullptr);
+  ASSERT_TRUE(dp::apply_option(o, "dp-master-socket", "share").ok());
+  auto s = dp::launch_shape(o, {"torchrun", "t.py"}, 2, 2);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("--dp-master-socket=share"), std::string::npos)
+      << s.error().message;
+  EXPECT_NE(s.error().message.find("SO_REUSEPORT"), std::string::npos) << s.error().message;
+  EXPECT_TRUE(dp::launch_shape(o, {"python3", "t.py"}, 2, 2).ok());
+}
+
 TEST(PlanWorkers, OneDevicePerWorkerLeavesTheMaskAlone) {
   auto w = dp::plan_workers({"3", "5"}, 0);
   ASSERT_TRUE(w.ok());

@@ -104,20 +104,27 @@ TEST(Options, OnFailureIsTheUsersChoiceOverTheSites) {
 
 TEST(Options, MasterSocketIsPassedOnlyWhenAsked) {
   dp::Options o;
-  EXPECT_FALSE(o.pass_master_socket.value_or(false));
+  EXPECT_FALSE(o.passes_master_socket());
   ASSERT_TRUE(apply(o, "dp-master-socket", "pass").ok());
   EXPECT_TRUE(o.any());
   auto back = dp::parse_node_options(dp::format_node_options(o), "DP_OPTIONS");
   ASSERT_TRUE(back.ok()) << back.error().message;
-  EXPECT_EQ(back->pass_master_socket, true) << "the nodes must see it: rank 0's slurmstepd acts";
+  EXPECT_EQ(back->master_socket, dp::MasterSocket::pass)
+      << "the nodes must see it: rank 0's slurmstepd acts";
   dp::Options close;
   ASSERT_TRUE(apply(close, "dp-master-socket", "close").ok());
-  EXPECT_EQ(dp::overlay(o, close).pass_master_socket, false);
+  EXPECT_EQ(dp::overlay(o, close).master_socket, dp::MasterSocket::close);
   auto bad = apply(o, "dp-master-socket", "yes");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("--dp-master-socket=yes"), std::string::npos)
       << bad.error().message;
   EXPECT_NE(bad.error().message.find("pass"), std::string::npos);
+  dp::Options share;
+  ASSERT_TRUE(apply(share, "dp-master-socket", "share").ok());
+  auto shared = dp::parse_node_options(dp::format_node_options(share), "DP_OPTIONS");
+  ASSERT_TRUE(shared.ok()) << shared.error().message;
+  EXPECT_EQ(shared->master_socket, dp::MasterSocket::share);
+  EXPECT_FALSE(shared->passes_master_socket());
 }
 
 TEST(Options, AutoAndNumbers) {

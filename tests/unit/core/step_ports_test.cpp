@@ -176,3 +176,24 @@ TEST(PortsEnvironment, NoDpPortsWithoutTheOption) {
 }
 
 }  // namespace
+
+// How long each port is held: --dp-master-socket's word, else to rank 0's
+// start, but for the coordinator port of a step whose store the node agents
+// serve (JAX's alone, a gRPC server): until the program listens.
+TEST(PortHold, EachPortByTheOptionOrItsClass) {
+  using dp::PortHold;
+  using dp::StepPort;
+  dp::Options o;
+  EXPECT_EQ(dp::port_hold(StepPort::coordinator, o, false), PortHold::to_exec) << "TCPStore";
+  EXPECT_EQ(dp::port_hold(StepPort::more, o, false), PortHold::to_exec)
+      << "Ray, etcd: no REUSEPORT";
+  EXPECT_EQ(dp::port_hold(StepPort::coordinator, o, true), PortHold::to_listen) << "JAX's own";
+  EXPECT_EQ(dp::port_hold(StepPort::more, o, true), PortHold::to_exec);
+  o.master_socket = dp::MasterSocket::share;
+  EXPECT_EQ(dp::port_hold(StepPort::coordinator, o, false), PortHold::to_listen);
+  EXPECT_EQ(dp::port_hold(StepPort::more, o, false), PortHold::to_listen);
+  o.master_socket = dp::MasterSocket::close;
+  EXPECT_EQ(dp::port_hold(StepPort::coordinator, o, true), PortHold::to_exec) << "asked: close";
+  o.master_socket = dp::MasterSocket::pass;
+  EXPECT_EQ(dp::port_hold(StepPort::more, o, false), PortHold::passed);
+}

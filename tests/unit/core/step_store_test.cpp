@@ -47,7 +47,7 @@ TEST(StepStore, ALauncherStepKeepsTorchrunsStoreAndSaysSo) {
 TEST(StepStore, PassingAMasterSocketWithTheStepsStoreIsRefusedNamingBoth) {
   Options o;
   o.step_store = true;
-  o.pass_master_socket = true;
+  o.master_socket = dp::MasterSocket::pass;
   auto k = store_kind(o, SiteConfig{}, per_task());
   ASSERT_FALSE(k);
   EXPECT_EQ(k.error().code, Errc::invalid_argument);

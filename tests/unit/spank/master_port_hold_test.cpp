@@ -1,4 +1,5 @@
 // MASTER_PORT's hold from set-up to rank 0's exec (master_port_hold.hpp),
+// or shared with the job's user until its program listens,
 // naming who holds a taken port from the kernel's tables read bounded
 // (socket_tables.hpp), and root's end of the node agent, which never
 // signals or reaps by pid (agent_launcher.hpp). Real sockets and processes.
@@ -12,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <string>
@@ -29,6 +31,7 @@
 namespace {
 
 using dp::UniqueFd;
+using dp::test::bound_socket;
 using dp::test::connect_loopback;
 using Clock = std::chrono::steady_clock;
 
@@ -57,17 +60,7 @@ std::vector<dp::spank::HeldPort> held(int& port) {
 // A socket on `port` with SO_REUSEADDR (as servers bind) or without,
 // listening or not.
 UniqueFd reusing_socket(int port, bool listening, int reuse = 1) {
-  UniqueFd fd(socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  int zero = 0;
-  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof reuse);
-  setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-  sockaddr_in6 a{};
-  a.sin6_family = AF_INET6;
-  a.sin6_addr = in6addr_any;
-  a.sin6_port = htons(static_cast<uint16_t>(port));
-  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return {};
-  if (listening && listen(fd.get(), 4) != 0) return {};
-  return fd;
+  return bound_socket(port, {reuse != 0, false, listening});
 }
 
 TEST(MasterPortHold, SlurmstepdsCopyGoesWhenItLetsGo) {
@@ -220,6 +213,57 @@ TEST(MasterPortHold, APassedListenersConnectionsLeaveThePortToTheNextHold) {
   passed->reset();
   ASSERT_FALSE(reusing_socket(port, false, 0)) << "no TIME_WAIT left";
   EXPECT_TRUE(dp::spank::hold_port(port)) << "the TIME_WAIT keeps the next step's hold out";
+}
+
+// As `uid` in a child: a socket on `port` (SO_REUSEPORT when asked, always
+// SO_REUSEADDR, as servers bind) that listens; the child's exit status says
+// whether it bound (0) or why not (errno).
+int bind_as(uid_t uid, int port, bool reuseport) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (setgid(uid) != 0 || setuid(uid) != 0) _exit(125);
+    if (!bound_socket(port, {true, reuseport, true})) _exit(errno);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 126;
+}
+
+// --dp-master-socket=share: a hold shared with the job's user lets that
+// user's server with SO_REUSEPORT (gRPC's) bind beside it, and keeps every
+// other uid out, with SO_REUSEPORT or without; the job's user's server without
+// it (PyTorch's TCPStore) is kept out too, as documented.
+TEST(SharedHold, OnlyTheJobsUsersReuseportServerBindsBesideIt) {
+  if (getuid() != 0) GTEST_SKIP() << "needs root to play the job's user and a stranger";
+  int port = 0;
+  UniqueFd hold = held_port(port);
+  ASSERT_TRUE(hold);
+  ASSERT_TRUE(dp::spank::share_hold_with_user(hold.get(), 65534).ok());
+  EXPECT_EQ(bind_as(65534, port, true), 0) << "the job's user's SO_REUSEPORT server";
+  EXPECT_EQ(bind_as(65533, port, true), EADDRINUSE) << "a stranger with SO_REUSEPORT";
+  EXPECT_EQ(bind_as(65533, port, false), EADDRINUSE) << "a stranger without";
+  EXPECT_EQ(bind_as(65534, port, false), EADDRINUSE) << "the user's server without SO_REUSEPORT";
+  EXPECT_EQ(bind_as(0, port, true), EADDRINUSE) << "root's own, as any other uid";
+}
+
+// The shared hold is bound and never listens: every connection to the port
+// reaches the program's listener beside it, none is refused or lost.
+TEST(SharedHold, TakesNoneOfTheListenersConnections) {
+  int port = 0;
+  UniqueFd hold = held_port(port);
+  ASSERT_TRUE(hold);
+  ASSERT_TRUE(dp::spank::share_hold_with_user(hold.get(), getuid()).ok());
+  UniqueFd server = bound_socket(port, {false, true, true});
+  ASSERT_TRUE(server) << "the program's SO_REUSEPORT server binds beside the hold";
+  int accepted = 0;
+  for (int i = 0; i < 1000; ++i) {
+    UniqueFd client = connect_loopback(port);
+    ASSERT_TRUE(client) << "connection " << i << " was refused";
+    UniqueFd conn(accept(server.get(), nullptr, nullptr));
+    if (conn) ++accepted;
+  }
+  EXPECT_EQ(accepted, 1000);
 }
 
 TEST(SocketTables, ATakenPortNamesItsListenersUidOrSaysWhyNot) {

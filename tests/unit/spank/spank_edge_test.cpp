@@ -83,10 +83,11 @@ class LeaseDir : public ::testing::Test {
   dp::SiteConfig site_;
 };
 
-dp::spank::LeaseRequest request(const std::string& tag, uid_t owner = 0) {
+dp::spank::LeaseRequest request(const std::string& tag, uid_t owner = 0, int dp_ports = 0) {
   dp::spank::LeaseRequest r;
   r.tag = tag;
   r.owner = owner;
+  r.dp_ports = dp_ports;
   return r;
 }
 
@@ -108,7 +109,7 @@ TEST_F(LeaseDir, TwoLeasesNeverShareAPortAndReleaseFreesIt) {
 
 // --dp-ports: a step's ports are leased all or none.
 TEST_F(LeaseDir, AStepsPortsAreLeasedTogetherAllOrNone) {
-  auto three = dp::spank::lease_ports(site_, request("1.0"), 3);
+  auto three = dp::spank::lease_ports(site_, request("1.0", 0, 2));
   ASSERT_TRUE(three.ok()) << three.error().message;
   ASSERT_EQ(three->size(), 3u);
   std::set<int> ports;
@@ -118,9 +119,9 @@ TEST_F(LeaseDir, AStepsPortsAreLeasedTogetherAllOrNone) {
   }
   EXPECT_EQ(ports.size(), 3u);
   // One port of the four is left: a step that needs two gets none.
-  auto two = dp::spank::lease_ports(site_, request("2.0"), 2);
+  auto two = dp::spank::lease_ports(site_, request("2.0", 0, 1));
   ASSERT_FALSE(two.ok());
-  auto one = dp::spank::lease_ports(site_, request("3.0"), 1);
+  auto one = dp::spank::lease_ports(site_, request("3.0"));
   ASSERT_TRUE(one.ok()) << "the failed step's first lease was released: " << one.error().message;
   EXPECT_EQ(ports.count(one->front().port()), 0u);
 }
@@ -195,36 +196,68 @@ TEST_F(LeaseDir, HeldLockFailsWithinItsBoundNamingTheLock) {
       << "free again once the holder is gone";
 }
 
-TEST_F(LeaseDir, OneUserHoldsAtMostTheCap) {
+// The cap counts steps: one step's MASTER_PORT and --dp-ports are one, so
+// two steps with --dp-ports=1 fill the 4-port range under a cap of 2 steps.
+TEST_F(LeaseDir, OneUserHoldsLeasesForAtMostTheCapInSteps) {
   auto req = request("1.0", 4242);
-  req.max_per_user = 2;
-  auto a = dp::spank::lease_master_port(site_, req);
-  auto b = dp::spank::lease_master_port(site_, req);
-  ASSERT_TRUE(a.ok() && b.ok());
-  auto c = dp::spank::lease_master_port(site_, req);
+  req.max_steps_per_user = 2;
+  req.dp_ports = 1;
+  auto a = dp::spank::lease_ports(site_, req);
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_EQ(a->size(), 2u) << "MASTER_PORT and 1 more";
+  req.tag = "2.0";
+  auto b = dp::spank::lease_ports(site_, req);
+  ASSERT_TRUE(b.ok()) << "a second step of 2 ports was refused: " << b.error().message;
+  req.tag = "3.0";
+  auto c = dp::spank::lease_ports(site_, req);
   ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.error().message.find("per user"), std::string::npos) << c.error().message;
-  req.owner = 4243;
-  EXPECT_TRUE(dp::spank::lease_master_port(site_, req).ok()) << "another user is not affected";
-  a->release();
-  req.owner = 4242;
-  EXPECT_TRUE(dp::spank::lease_master_port(site_, req).ok()) << "a released lease no longer counts";
+  const std::string& m = c.error().message;
+  EXPECT_NE(m.find("uid 4242 already holds leased ports for 2 other steps"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("at most 2 steps per user"), std::string::npos) << m;
+  EXPECT_NE(m.find("MASTER_PORT and --dp-ports=1 (2 ports)"), std::string::npos) << m;
+  EXPECT_EQ(m.find("MASTER_PORT leases"), std::string::npos) << m;
+  a->clear();  // releases each
+  auto other = request("4.0", 4243);
+  other.max_steps_per_user = 1;
+  EXPECT_TRUE(dp::spank::lease_master_port(site_, other).ok())  // released at once
+      << "another user is not affected";
+  EXPECT_TRUE(dp::spank::lease_ports(site_, req).ok()) << "a released step no longer counts";
 }
 
 TEST_F(LeaseDir, TheCapCountsEachUidWhole) {
   // uids take ten digits: a lease of uid 1234567890 is not one of uid
   // 123456789's (the first nine digits), and counts for its own.
   auto big = request("1.0", 1'234'567'890u);
-  big.max_per_user = 1;
+  big.max_steps_per_user = 1;
   auto a = dp::spank::lease_master_port(site_, big);
   ASSERT_TRUE(a.ok()) << a.error().message;
   auto nine = request("2.0", 123'456'789u);
-  nine.max_per_user = 1;
+  nine.max_steps_per_user = 1;
   EXPECT_TRUE(dp::spank::lease_master_port(site_, nine).ok()) << "another user's lease counted";
+  big.tag = "3.0";
   auto again = dp::spank::lease_master_port(site_, big);
   ASSERT_FALSE(again.ok()) << "the cap missed uid 1234567890's own lease";
   EXPECT_NE(again.error().message.find("uid 1234567890"), std::string::npos)
       << again.error().message;
+}
+
+// A range (4 ports) too small for two steps' ports: the refusal names
+// --dp-ports and the fix, not MASTER_PORT alone.
+TEST_F(LeaseDir, ARangeTooSmallForTheStepsPortsNamesDpPorts) {
+  auto req = request("1.0", 4242);
+  req.dp_ports = 2;
+  auto a = dp::spank::lease_ports(site_, req);
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  req.tag = "2.0";
+  auto b = dp::spank::lease_ports(site_, req);
+  ASSERT_FALSE(b.ok());
+  const std::string& m = b.error().message;
+  EXPECT_NE(m.find("MASTER_PORT and --dp-ports=2 (3 ports)"), std::string::npos) << m;
+  EXPECT_NE(m.find("ask for fewer with --dp-ports=N"), std::string::npos) << m;
+  EXPECT_EQ(m.find("--dp-master-port"), std::string::npos) << "it covers none of DP_PORTS: " << m;
+  req.master_fixed = true;
+  EXPECT_EQ(dp::spank::lease_need_text(req), "--dp-ports=2 (2 ports)");
 }
 
 TEST_F(LeaseDir, LeasedPortIsHeldUntilDropped) {
@@ -263,17 +296,17 @@ TEST_F(LeaseDir, PassedMasterSocketListensOnTheHeldPort) {
 }
 
 // The site's policy, written once in port_lease: a random start, and a
-// quarter of the range per user, at least 4 leases.
+// quarter as many steps per user as the range has ports, at least 4.
 TEST(LeasePolicy, AQuarterOfTheRangePerUserAndARandomStart) {
   dp::SiteConfig site;
   site.port_min = 29400;
   site.port_max = 29999;
   auto req = dp::spank::lease_request(site, 1002, "7.0");
-  EXPECT_EQ(req.max_per_user, 150);
+  EXPECT_EQ(req.max_steps_per_user, 150);
   EXPECT_EQ(req.owner, 1002u);
   EXPECT_EQ(req.tag, "7.0");
   site.port_max = 29409;
-  EXPECT_EQ(dp::spank::lease_request(site, 1002, "7.0").max_per_user, 4);
+  EXPECT_EQ(dp::spank::lease_request(site, 1002, "7.0").max_steps_per_user, 4);
   EXPECT_NE(req.seed, dp::spank::lease_request(site, 1002, "7.0").seed);
 }
 
@@ -308,7 +341,10 @@ TEST_F(LeaseDir, LiveLeasesAreRespected) {
   }
   auto none = dp::spank::lease_master_port(site_, request("y"));
   ASSERT_FALSE(none.ok());
-  EXPECT_NE(none.error().message.find("no free MASTER_PORT"), std::string::npos);
+  EXPECT_NE(none.error().message.find("no free MASTER_PORT"), std::string::npos)
+      << none.error().message;
+  EXPECT_NE(none.error().message.find("--dp-master-port=PORT"), std::string::npos)
+      << none.error().message;
 }
 
 TEST_F(LeaseDir, PortInUseIsSkipped) {

@@ -1,15 +1,21 @@
 // The owner of a local TCP connection's other end, from the kernel's socket
 // table: this user, another user (a child that dropped to nobody), and a peer
-// in another network namespace (no socket here to own it). Needs root.
+// in another network namespace (no socket here to own it). Only the peer's own
+// ESTABLISHED connection counts: a listener the kernel answers with instead
+// (on the peer's port) and a TIME_WAIT socket (uid 0) are refused, both as
+// the kernel answers and as pure decisions. Needs root.
 #include "tcp_peer.hpp"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include "dp/unique_fd.hpp"
 
@@ -99,6 +105,106 @@ TEST(LocalTcpPeer, APeerOfAnotherNetworkNamespaceHasNoOwnerHere) {
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << "the peer was found, or unshare failed (2)";
+}
+
+sockaddr_storage storage_of(const sockaddr_in& sa) {
+  sockaddr_storage s{};
+  std::memcpy(&s, &sa, sizeof sa);
+  return s;
+}
+
+sockaddr_in local_end(int fd) {
+  sockaddr_in sa{};
+  socklen_t len = sizeof sa;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  return sa;
+}
+
+// No connection has this pair, but a listener sits on the peer's side of it
+// (as when a remote peer connects from a port a local user listens on): the
+// kernel's exact lookup falls back to that listener, whose owner is no peer.
+TEST(LocalTcpPeer, AListenerOnThePeersPortIsRefused) {
+  LoopbackListener l;
+  LoopbackListener unused;  // a port nobody connects from
+  const sockaddr_in here = local_end(unused.fd.get());
+  auto uid = rdv::tcp_peer_uid(storage_of(here), storage_of(l.sa));
+  ASSERT_FALSE(uid) << "the listener's owner (uid " << *uid << ") was taken for the peer's";
+  EXPECT_EQ(uid.error().code, Errc::not_found);
+  EXPECT_NE(uid.error().message.find("a listener"), std::string::npos) << uid.error().message;
+}
+
+// The peer closed first and its socket waits in TIME_WAIT: the kernel answers
+// with it, and reports uid 0 for it. Nobody's connection, never root's.
+TEST(LocalTcpPeer, ATimeWaitSocketIsRefused) {
+  LoopbackListener l;
+  UniqueFd client(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_EQ(connect(client.get(), reinterpret_cast<sockaddr*>(&l.sa), sizeof l.sa), 0);
+  UniqueFd conn = l.accept_one();
+  const sockaddr_storage here = storage_of(local_end(conn.get()));
+  const sockaddr_storage there = storage_of(local_end(client.get()));
+  // The peer closes first (its FIN), we answer with ours; its EOF comes once
+  // the kernel has put its end in TIME_WAIT (the same softirq pass).
+  ASSERT_EQ(shutdown(client.get(), SHUT_WR), 0);
+  char c;
+  ASSERT_EQ(read(conn.get(), &c, 1), 0) << "the peer's FIN";
+  conn.reset();
+  ASSERT_EQ(read(client.get(), &c, 1), 0) << "our FIN at the peer";
+  auto uid = rdv::tcp_peer_uid(here, there);
+  ASSERT_FALSE(uid) << "a TIME_WAIT socket's uid " << *uid << " was taken for the peer's";
+  EXPECT_EQ(uid.error().code, Errc::not_found);
+  EXPECT_NE(uid.error().message.find("TIME_WAIT"), std::string::npos) << uid.error().message;
+}
+
+// The decision itself, on answers the kernel could give.
+struct Answers : ::testing::Test {
+  inet_diag_req_v2 query{};
+  inet_diag_msg answer{};
+  void SetUp() override {
+    query.sdiag_family = AF_INET;
+    query.id.idiag_sport = htons(40000);
+    query.id.idiag_dport = htons(29500);
+    query.id.idiag_src[0] = htonl(0x0a000002);
+    query.id.idiag_dst[0] = htonl(0x0a000001);
+    answer.idiag_family = AF_INET;
+    answer.idiag_state = TCP_ESTABLISHED;
+    answer.id = query.id;
+    answer.idiag_uid = 1001;
+  }
+};
+
+TEST_F(Answers, TheMirroringConnectionIsThePeer) {
+  auto uid = rdv::peer_uid_from_answer(query, answer);
+  ASSERT_TRUE(uid) << uid.error().message;
+  EXPECT_EQ(*uid, 1001u);
+}
+
+TEST_F(Answers, AListenerIsRefused) {
+  answer.idiag_state = TCP_LISTEN;
+  answer.id.idiag_dport = 0;
+  answer.id.idiag_dst[0] = 0;
+  auto uid = rdv::peer_uid_from_answer(query, answer);
+  ASSERT_FALSE(uid);
+  EXPECT_NE(uid.error().message.find("a listener"), std::string::npos) << uid.error().message;
+}
+
+TEST_F(Answers, ATimeWaitSocketIsRefused) {
+  answer.idiag_state = TCP_TIME_WAIT;
+  answer.idiag_uid = 0;
+  auto uid = rdv::peer_uid_from_answer(query, answer);
+  ASSERT_FALSE(uid);
+  EXPECT_NE(uid.error().message.find("TIME_WAIT"), std::string::npos) << uid.error().message;
+}
+
+TEST_F(Answers, AnotherConnectionIsRefused) {
+  for (auto change : {+[](inet_diag_msg& a) { a.id.idiag_sport = htons(40001); },
+                      +[](inet_diag_msg& a) { a.id.idiag_dport = htons(29501); },
+                      +[](inet_diag_msg& a) { a.id.idiag_src[0] = htonl(0x0a000003); },
+                      +[](inet_diag_msg& a) { a.id.idiag_dst[0] = htonl(0x0a000003); },
+                      +[](inet_diag_msg& a) { a.idiag_family = AF_INET6; }}) {
+    inet_diag_msg other = answer;
+    change(other);
+    EXPECT_FALSE(rdv::peer_uid_from_answer(query, other));
+  }
 }
 
 }  // namespace
