@@ -1,0 +1,47 @@
+// The kernel's view of a process's threads, for every program: also one
+// without Python frames (native, a Python without debug offsets) and one
+// whose memory cannot be read. From /proc/PID/task/TID/{stat,wchan,syscall},
+// every file read bounded; the parsers are pure.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dp/stacks/stacks.hpp"
+
+namespace dp::stacks {
+
+// More than any /proc/PID/stat line (under 1 KiB), whatever the command's name.
+inline constexpr size_t kStatFileBytes = 4096;
+
+struct TaskStat {
+  std::string name;  // field 2, the command; it may hold spaces and ')'
+  char state = '?';
+  unsigned long long cpu_ticks = 0;    // fields 14 + 15
+  unsigned long long start_ticks = 0;  // field 22
+};
+std::optional<TaskStat> parse_task_stat(std::string_view text);
+
+// /proc/.../syscall: "NR args... sp pc" in a syscall, "-1 sp pc" blocked
+// outside one, "running" on a CPU; kSyscallUnknown when unreadable.
+int parse_syscall(std::string_view text);
+
+// The syscall's name on this machine's architecture for the calls a stuck
+// thread usually sits in (futex, poll, read, nanosleep, ...), else "syscall N".
+std::string syscall_name(int nr);
+
+// "sleeping in futex (futex_wait_queue)", "running", "disk sleep in read (nfs_...)".
+std::string describe_kernel_thread(const KernelThread& t);
+
+// At most `max` bytes of the file `path` below the directory `dir`; empty
+// when it cannot be read (/proc files have no size to ask first).
+std::string read_file_at(int dir, const char* path, size_t max);
+
+// The threads (at most `max_threads`, sorted by tid) of the process whose
+// /proc/PID folder `proc_dir` is open.
+std::vector<KernelThread> read_kernel_threads(int proc_dir, size_t max_threads);
+
+}  // namespace dp::stacks

@@ -1,0 +1,311 @@
+#include "dp/stacks/python_walk.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "dp/stacks/debug_offsets.hpp"
+#include "dp/stacks/line_table.hpp"
+#include "unicode_text.hpp"
+
+namespace dp::stacks {
+namespace {
+
+using Bytes = std::vector<std::byte>;
+
+// A field of a struct copied out of the process; parse_debug_offsets checked
+// that it lies inside the struct's size, which is what was copied.
+template <class T>
+T field(const Bytes& b, uint64_t at) {
+  T v{};
+  std::memcpy(&v, b.data() + at, sizeof v);
+  return v;
+}
+
+// 3.14's f_executable is a tagged _PyStackRef (its low bits flag deferred
+// references); 3.13's plain PyObject* has them clear, objects being aligned.
+constexpr uint64_t kTagBits = 7;
+// A thread list or a frame chain that changed while it was read is read again, once.
+constexpr int kAttempts = 2;
+constexpr uint64_t kMaxTid = 4 << 20;  // the kernel's PID_MAX_LIMIT
+
+struct CodeInfo {
+  std::string qualname, filename;
+  int first_line = 0;
+  uint64_t code_start = 0;  // co_code_adaptive: instruction offsets count from here
+  std::vector<uint8_t> line_table;
+};
+
+enum class Step { frame, skip, broken };
+
+class Walker {
+ public:
+  Walker(RemoteMemory& memory, const WalkLimits& limits)
+      : limits_(limits), mem_(memory, limits, BoundedMemory::Clock::now() + limits.time) {}
+  ProcessStacks run(uint64_t runtime);
+
+ private:
+  std::optional<NoStacks> read_offsets(uint64_t runtime);
+  std::optional<NoStacks> walk_threads(uint64_t runtime, std::vector<ThreadStack>& out);
+  std::optional<NoStacks> interpreter_threads(uint64_t interp, std::unordered_set<uint64_t>& seen,
+                                              std::vector<ThreadStack>& out);
+  void thread_frames(uint64_t tstate, uint64_t frame, ThreadStack& t);
+  bool frames_once(uint64_t frame, ThreadStack& t);
+  Step frame_at(uint64_t addr, Frame& out, uint64_t& previous);
+  int line_of(const CodeInfo& code, uint64_t instr_ptr) const;
+  const CodeInfo* code(uint64_t addr);
+  bool is_type(uint64_t type, uint64_t& known, std::string_view name);
+  std::optional<std::string> str_object(uint64_t addr);
+  std::optional<std::vector<uint8_t>> bytes_object(uint64_t addr);
+  bool read(uint64_t addr, Bytes& buf, uint64_t n);
+  std::optional<uint64_t> u64(uint64_t addr);
+  NoStacks stopped(const std::string& what) const;
+
+  const WalkLimits& limits_;
+  BoundedMemory mem_;
+  DebugOffsets off_{};
+  std::string version_;
+  uint64_t code_type_ = 0, str_type_ = 0, bytes_type_ = 0;  // each checked by name once
+  std::unordered_map<uint64_t, std::optional<CodeInfo>> codes_;
+};
+
+ProcessStacks Walker::run(uint64_t runtime) {
+  ProcessStacks out;
+  std::optional<NoStacks> failed = read_offsets(runtime);
+  if (!failed) {
+    out.python = version_;
+    for (int attempt = 1;; ++attempt) {
+      out.threads.clear();
+      failed = walk_threads(runtime, out.threads);
+      if (!failed || failed->why != NoPython::inconsistent || attempt == kAttempts) break;
+    }
+  }
+  if (failed) {
+    out.threads.clear();
+    out.no_python = std::move(*failed);
+  }
+  out.bytes_read = mem_.bytes();
+  out.reads = mem_.reads();
+  return out;
+}
+
+NoStacks Walker::stopped(const std::string& what) const {
+  if (mem_.stop() == MemoryStop::budget) {
+    return {NoPython::over_budget, "read limits spent (" + std::to_string(mem_.bytes()) +
+                                       " bytes, " + std::to_string(mem_.reads()) +
+                                       " reads) while reading " + what};
+  }
+  if (mem_.stop() == MemoryStop::deadline) {
+    return {NoPython::over_time, "the " + std::to_string(limits_.time.count()) +
+                                     " ms deadline passed while reading " + what};
+  }
+  return {NoPython::inconsistent, what + " could not be read (changed while read, or garbage)"};
+}
+
+std::optional<NoStacks> Walker::read_offsets(uint64_t runtime) {
+  Bytes raw;
+  if (!read(runtime, raw, kDebugHeaderBytes)) {
+    if (mem_.bound_reached()) return stopped("_PyRuntime");
+    return NoStacks{NoPython::unreadable, "the memory of _PyRuntime could not be read"};
+  }
+  auto header = check_debug_header(raw);
+  if (auto* none = std::get_if<NoStacks>(&header)) return *none;
+  const DebugLayout& layout = *std::get<const DebugLayout*>(header);
+  if (!read(runtime, raw, layout.total)) return stopped("the debug offsets");
+  auto parsed = parse_debug_offsets(layout, raw);
+  if (auto* none = std::get_if<NoStacks>(&parsed)) return *none;
+  off_ = std::get<DebugOffsets>(parsed);
+  version_ = python_version_text(off_.version);
+  return std::nullopt;
+}
+
+std::optional<NoStacks> Walker::walk_threads(uint64_t runtime, std::vector<ThreadStack>& out) {
+  auto interp = u64(runtime + off_.runtime.interpreters_head);
+  if (!interp) return stopped("the interpreters list");
+  std::unordered_set<uint64_t> interps, threads;
+  while (*interp != 0 && interps.size() < limits_.max_interpreters) {
+    if (!interps.insert(*interp).second) {
+      return NoStacks{NoPython::inconsistent, "the interpreters list loops"};
+    }
+    if (auto failed = interpreter_threads(*interp, threads, out)) return failed;
+    interp = u64(*interp + off_.interp.next);
+    if (!interp) return stopped("the interpreters list");
+  }
+  return std::nullopt;
+}
+
+std::optional<NoStacks> Walker::interpreter_threads(uint64_t interp,
+                                                    std::unordered_set<uint64_t>& seen,
+                                                    std::vector<ThreadStack>& out) {
+  auto tstate = u64(interp + off_.interp.threads_head);
+  if (!tstate) return stopped("an interpreter's threads");
+  const size_t first = out.size();
+  Bytes ts;
+  while (*tstate != 0 && out.size() < limits_.max_threads) {
+    if (!seen.insert(*tstate).second) {
+      return NoStacks{NoPython::inconsistent, "the thread list loops"};
+    }
+    if (!read(*tstate, ts, off_.thread.size)) return stopped("a thread state");
+    const auto tid = field<uint64_t>(ts, off_.thread.native_thread_id);
+    if (tid > kMaxTid) return NoStacks{NoPython::inconsistent, "a thread state holds no thread id"};
+    ThreadStack t;
+    t.tid = static_cast<int>(tid);
+    thread_frames(*tstate, field<uint64_t>(ts, off_.thread.current_frame), t);
+    if (mem_.bound_reached()) return stopped("a thread's frames");
+    out.push_back(std::move(t));
+    *tstate = field<uint64_t>(ts, off_.thread.next);
+  }
+  // The list is newest first; the main thread, the oldest, goes first.
+  std::reverse(out.begin() + static_cast<long>(first), out.end());
+  return std::nullopt;
+}
+
+void Walker::thread_frames(uint64_t tstate, uint64_t frame, ThreadStack& t) {
+  for (int attempt = 1;; ++attempt) {
+    t.frames.clear();
+    t.truncated = false;
+    if (frames_once(frame, t) || attempt == kAttempts || mem_.bound_reached()) return;
+    auto again = u64(tstate + off_.thread.current_frame);
+    if (!again) return;
+    frame = *again;
+  }
+}
+
+// False when the chain broke (a read failed, an owner or code object is not
+// what it should be, or it loops); the frames before the break stay.
+bool Walker::frames_once(uint64_t frame, ThreadStack& t) {
+  std::unordered_set<uint64_t> seen;
+  for (size_t steps = 0; frame != 0; ++steps) {
+    if (steps == limits_.max_frames) {
+      t.truncated = true;
+      return true;
+    }
+    Frame f;
+    uint64_t previous = 0;
+    const Step step = seen.insert(frame).second ? frame_at(frame, f, previous) : Step::broken;
+    if (step == Step::broken) {
+      t.truncated = true;
+      return false;
+    }
+    if (step == Step::frame) t.frames.push_back(std::move(f));
+    frame = previous;
+  }
+  return true;
+}
+
+Step Walker::frame_at(uint64_t addr, Frame& out, uint64_t& previous) {
+  Bytes fb;
+  if (!read(addr, fb, off_.frame.size)) return Step::broken;
+  previous = field<uint64_t>(fb, off_.frame.previous);
+  const int owner = field<int8_t>(fb, off_.frame.owner);
+  if (owner < 0 || owner > kLastFrameOwner) return Step::broken;
+  const uint64_t executable = field<uint64_t>(fb, off_.frame.executable) & ~kTagBits;
+  if (owner >= kFirstNonPythonOwner || executable == 0) return Step::skip;
+  const CodeInfo* c = code(executable);
+  if (c == nullptr) return Step::broken;
+  out = Frame{c->qualname, c->filename, line_of(*c, field<uint64_t>(fb, off_.frame.instr_ptr))};
+  return Step::frame;
+}
+
+int Walker::line_of(const CodeInfo& c, uint64_t instr_ptr) const {
+  if (instr_ptr < c.code_start || (instr_ptr - c.code_start) % 2 != 0) return -1;
+  return line_for_instruction(c.line_table, c.first_line, (instr_ptr - c.code_start) / 2)
+      .value_or(-1);
+}
+
+const CodeInfo* Walker::code(uint64_t addr) {
+  auto [it, fresh] = codes_.try_emplace(addr);
+  if (!fresh) return it->second ? &*it->second : nullptr;
+  Bytes cb;
+  if (!read(addr, cb, off_.code.size) ||
+      !is_type(field<uint64_t>(cb, off_.object.ob_type), code_type_, "code")) {
+    return nullptr;
+  }
+  auto qualname = str_object(field<uint64_t>(cb, off_.code.qualname));
+  auto filename = str_object(field<uint64_t>(cb, off_.code.filename));
+  auto table = bytes_object(field<uint64_t>(cb, off_.code.linetable));
+  if (!qualname || !filename || !table) return nullptr;
+  it->second = CodeInfo{std::move(*qualname), std::move(*filename),
+                        field<int32_t>(cb, off_.code.firstlineno), addr + off_.code.code_adaptive,
+                        std::move(*table)};
+  return &*it->second;
+}
+
+// The type at `type` is the one named `name` (tp_name), checked once per
+// walk: `known` keeps its address, and every later object must match it.
+bool Walker::is_type(uint64_t type, uint64_t& known, std::string_view name) {
+  if (type == 0) return false;
+  if (known != 0) return type == known;
+  auto tp_name = u64(type + off_.type.tp_name);
+  Bytes text;
+  if (!tp_name || !read(*tp_name, text, name.size() + 1)) return false;
+  if (std::memcmp(text.data(), name.data(), name.size()) != 0 || text.back() != std::byte{0}) {
+    return false;
+  }
+  known = type;
+  return true;
+}
+
+std::optional<std::string> Walker::str_object(uint64_t addr) {
+  Bytes h;
+  if (addr == 0 || !read(addr, h, off_.unicode.ascii_size) ||
+      !is_type(field<uint64_t>(h, off_.object.ob_type), str_type_, "str")) {
+    return std::nullopt;
+  }
+  const auto shape = compact_string_shape(field<uint32_t>(h, off_.unicode.state));
+  const auto length = field<int64_t>(h, off_.unicode.length);
+  if (!shape || length < 0) return std::nullopt;
+  const auto chars = std::min<uint64_t>(static_cast<uint64_t>(length), limits_.max_string);
+  Bytes data;
+  if (!read(addr + off_.unicode.ascii_size + shape->data_after_header, data, chars * shape->kind)) {
+    return std::nullopt;
+  }
+  std::string text = utf8_of(data, shape->kind);
+  if (chars < static_cast<uint64_t>(length) || text.size() > limits_.max_string) {
+    cut_utf8(text, limits_.max_string);  // wide characters take up to 4 bytes each
+    text += "...";
+  }
+  return text;
+}
+
+std::optional<std::vector<uint8_t>> Walker::bytes_object(uint64_t addr) {
+  Bytes h;
+  if (addr == 0 || !read(addr, h, off_.bytes.ob_sval) ||
+      !is_type(field<uint64_t>(h, off_.object.ob_type), bytes_type_, "bytes")) {
+    return std::nullopt;
+  }
+  const auto size = field<int64_t>(h, off_.bytes.ob_size);
+  Bytes data;
+  if (size < 0 || static_cast<uint64_t>(size) > limits_.max_line_table ||
+      !read(addr + off_.bytes.ob_sval, data, static_cast<uint64_t>(size))) {
+    return std::nullopt;
+  }
+  std::vector<uint8_t> out(data.size());
+  std::memcpy(out.data(), data.data(), data.size());
+  return out;
+}
+
+bool Walker::read(uint64_t addr, Bytes& buf, uint64_t n) {
+  buf.resize(n);
+  return mem_.read(addr, buf);
+}
+
+std::optional<uint64_t> Walker::u64(uint64_t addr) {
+  Bytes b;
+  if (!read(addr, b, sizeof(uint64_t))) return std::nullopt;
+  return field<uint64_t>(b, 0);
+}
+
+}  // namespace
+
+ProcessStacks walk_python(RemoteMemory& memory, uint64_t runtime_address,
+                          const WalkLimits& limits) {
+  return Walker(memory, limits).run(runtime_address);
+}
+
+}  // namespace dp::stacks

@@ -1,0 +1,231 @@
+#include "dp/stacks/read_process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "dp/stacks/kernel_view.hpp"
+#include "dp/stacks/python_walk.hpp"
+#include "dp/stacks/runtime_address.hpp"
+#include "dp/unique_fd.hpp"
+
+namespace dp::stacks {
+namespace {
+
+constexpr size_t kStatusBytes = 16384, kMaxMapsLines = 100'000;
+
+ProcessStacks none(int pid, NoPython why, std::string detail) {
+  ProcessStacks p;
+  p.pid = pid;
+  p.no_python = NoStacks{why, std::move(detail)};
+  return p;
+}
+
+// The four uids of /proc/PID/status's "Uid:" line: real, effective, saved, file system.
+std::optional<std::vector<uid_t>> status_uids(std::string_view status) {
+  const size_t at = status.find("\nUid:");
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view line = status.substr(at + 5, status.find('\n', at + 1) - at - 5);
+  std::vector<uid_t> uids;
+  while (!line.empty() && uids.size() < 4) {
+    while (!line.empty() && (line[0] == '\t' || line[0] == ' ')) line.remove_prefix(1);
+    uid_t u = 0;
+    size_t n = 0;
+    while (n < line.size() && line[n] >= '0' && line[n] <= '9') u = u * 10 + (line[n++] - '0');
+    if (n == 0) break;
+    uids.push_back(u);
+    line.remove_prefix(n);
+  }
+  if (uids.size() != 4) return std::nullopt;
+  return uids;
+}
+
+// The process behind `proc_dir` is still the one the caller means, and wholly its uid's.
+std::optional<NoStacks> check_identity(int proc_dir, const Target& t) {
+  const std::string pid = "pid " + std::to_string(t.pid);
+  auto stat = parse_task_stat(read_file_at(proc_dir, "stat", kStatFileBytes));
+  if (!stat || stat->state == 'Z' || stat->state == 'X') {
+    return NoStacks{NoPython::gone, pid + " has exited"};
+  }
+  if (stat->start_ticks != t.start_ticks) {
+    return NoStacks{NoPython::gone, pid + " is another process now (it started at tick " +
+                                        std::to_string(stat->start_ticks) + ", not " +
+                                        std::to_string(t.start_ticks) + ")"};
+  }
+  auto uids = status_uids(read_file_at(proc_dir, "status", kStatusBytes));
+  if (!uids) return NoStacks{NoPython::gone, pid + " has exited"};
+  for (uid_t u : *uids) {
+    if (u != t.uid) {
+      return NoStacks{NoPython::not_allowed, pid + " runs as uid " + std::to_string(u) +
+                                                 ", not uid " + std::to_string(t.uid) +
+                                                 " alone: it is not read"};
+    }
+  }
+  return std::nullopt;
+}
+
+bool pread_all(int fd, uint64_t offset, std::span<std::byte> out) {
+  size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t n =
+        ::pread(fd, out.data() + got, out.size() - got, static_cast<off_t>(offset + got));
+    if (n <= 0) return false;
+    got += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool same_file(int fd, const Mapping& m) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && st.st_ino == m.inode && major(st.st_dev) == m.dev_major &&
+         minor(st.st_dev) == m.dev_minor;
+}
+
+// The file behind a mapping. The kernel prints its path relative to the
+// reader's root where it can reach it (a chroot seen from the host:
+// /srv/root/usr/bin/python3), else relative to the process's own namespace
+// (a container: /usr/bin/python3, found under /proc/PID/root): both are
+// tried, and a file is taken only when its device and inode are the mapping's.
+UniqueFd open_mapped_file(int proc_dir, const Mapping& m) {
+  if (m.path.empty() || m.path[0] != '/') return UniqueFd();
+  for (const std::string& path : {"root" + m.path, m.path}) {
+    UniqueFd fd(::openat(proc_dir, path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd && same_file(fd.get(), m)) return fd;
+  }
+  return UniqueFd();
+}
+
+// The address of _PyRuntime, from the python file the process maps.
+std::variant<uint64_t, NoStacks> find_runtime(int proc_dir, size_t max_maps_bytes) {
+  const std::string maps = read_file_at(proc_dir, "maps", max_maps_bytes);
+  if (maps.empty()) {
+    return NoStacks{NoPython::unreadable, "its memory map is not readable to this user"};
+  }
+  const auto candidates = python_mappings(parse_maps(maps, kMaxMapsLines));
+  if (candidates.empty()) {
+    return NoStacks{NoPython::not_python, "not a Python program: no python or libpython is mapped"};
+  }
+  NoStacks last{NoPython::unreadable, ""};
+  for (const auto& m : candidates) {
+    const UniqueFd file = open_mapped_file(proc_dir, m);
+    if (!file) {
+      last = {NoPython::unreadable, m.path + " cannot be opened as the file the process maps"};
+      continue;
+    }
+    auto place = find_elf_section(
+        [&](uint64_t at, std::span<std::byte> out) { return pread_all(file.get(), at, out); },
+        ".PyRuntime");
+    if (place) return loaded_address(*place, m.start);
+    if (place.error().code == Errc::not_found) {
+      last = {NoPython::no_debug_offsets,
+              m.path + " has no .PyRuntime section (Python before 3.11)"};
+    } else {
+      last = {NoPython::inconsistent, m.path + ": " + place.error().message};
+    }
+  }
+  return last;
+}
+
+ProcessStacks read_python(int proc_dir, int pid, const ReadLimits& limits) {
+  auto runtime = find_runtime(proc_dir, limits.max_maps_bytes);
+  if (auto* no = std::get_if<NoStacks>(&runtime)) return none(pid, no->why, no->detail);
+  ProcessMemory memory(pid);
+  ProcessStacks p = walk_python(memory, std::get<uint64_t>(runtime), limits.walk);
+  p.pid = pid;
+  if (p.no_python && p.no_python->why == NoPython::unreadable && memory.first_errno() != 0) {
+    p.no_python->detail += std::string(": ") + std::strerror(memory.first_errno());
+    if (memory.first_errno() == EPERM) {
+      p.no_python->detail += " (not dumpable, or ptrace access to it is denied)";
+    }
+  }
+  return p;
+}
+
+bool exited(int pidfd) {
+  pollfd p{pidfd, POLLIN, 0};
+  return ::poll(&p, 1, 0) != 0;  // readable: it exited; an error: no answer, so not ours
+}
+
+// Each Python thread gets its kernel view; threads the kernel lists without
+// a Python thread state follow them; the main thread goes first.
+void join_threads(ProcessStacks& p, std::vector<KernelThread> kernel) {
+  std::vector<bool> used(kernel.size());
+  for (auto& t : p.threads) {
+    for (size_t i = 0; i < kernel.size(); ++i) {
+      if (!used[i] && kernel[i].tid == t.tid) {
+        t.kernel = kernel[i];
+        used[i] = true;
+        break;
+      }
+    }
+  }
+  for (size_t i = 0; i < kernel.size(); ++i) {
+    if (!used[i]) p.threads.push_back(ThreadStack{kernel[i].tid, {}, false, std::move(kernel[i])});
+  }
+  std::stable_partition(p.threads.begin(), p.threads.end(),
+                        [&](const ThreadStack& t) { return t.tid == p.pid; });
+}
+
+}  // namespace
+
+bool ProcessMemory::read(uint64_t address, std::span<std::byte> out) {
+  size_t got = 0;
+  while (got < out.size()) {
+    iovec local{out.data() + got, out.size() - got};
+    iovec remote{reinterpret_cast<void*>(address + got), out.size() - got};
+    const ssize_t n = ::process_vm_readv(pid_, &local, 1, &remote, 1, 0);
+    if (n <= 0) {
+      if (first_errno_ == 0) first_errno_ = n < 0 ? errno : EFAULT;
+      return false;
+    }
+    got += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::optional<Target> target_now(int pid) {
+  const UniqueFd proc(
+      ::open(("/proc/" + std::to_string(pid)).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!proc) return std::nullopt;
+  auto stat = parse_task_stat(read_file_at(proc.get(), "stat", kStatFileBytes));
+  auto uids = status_uids(read_file_at(proc.get(), "status", kStatusBytes));
+  if (!stat || !uids) return std::nullopt;
+  return Target{pid, stat->start_ticks, (*uids)[0]};
+}
+
+ProcessStacks read_process(const Target& t, const ReadLimits& limits) {
+  if (t.uid != ::geteuid()) {
+    return none(t.pid, NoPython::not_allowed,
+                "pid " + std::to_string(t.pid) + " is uid " + std::to_string(t.uid) +
+                    "'s; this reader runs as uid " + std::to_string(::geteuid()) +
+                    " and reads only its own user's processes");
+  }
+  const UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, t.pid, 0)));
+  const UniqueFd proc(
+      ::open(("/proc/" + std::to_string(t.pid)).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!pidfd || !proc) return none(t.pid, NoPython::gone, "no process " + std::to_string(t.pid));
+  if (auto refused = check_identity(proc.get(), t)) {
+    return none(t.pid, refused->why, refused->detail);
+  }
+  auto kernel = read_kernel_threads(proc.get(), limits.max_kernel_threads);
+  ProcessStacks p = read_python(proc.get(), t.pid, limits);
+  if (exited(pidfd.get())) {
+    return none(t.pid, NoPython::gone,
+                "pid " + std::to_string(t.pid) + " exited while it was read");
+  }
+  join_threads(p, std::move(kernel));
+  return p;
+}
+
+}  // namespace dp::stacks

@@ -1,0 +1,147 @@
+// The merge from recorded stacks: a 2x2 step whose rank 3 sleeps while the
+// others wait in all_reduce (the shape of issue 45's e2e), threads, ranks
+// without Python frames, and the order and wording of the lines.
+#include "dp/stacks/merge.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/syscall.h>
+
+namespace dp::stacks {
+namespace {
+
+const Frame kMain{"main", "/home/u/hang.py", 30};
+const Frame kStep{"step", "/home/u/hang.py", 24};
+const Frame kWrapper{"_exception_logger.<locals>.wrapper",
+                     "/usr/lib/python3/dist-packages/torch/distributed/c10d_logger.py", 83};
+const Frame kAllReduce{
+    "all_reduce", "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", 3913};
+const Frame kSleeper{"main", "/home/u/hang.py", 21};
+
+KernelThread kernel(int tid, char state, int syscall, const std::string& wchan,
+                    unsigned long long cpu = 0) {
+  return KernelThread{tid, "python3", state, cpu, wchan, syscall};
+}
+
+RankStacks python_rank(int rank, const std::string& host, int pid, std::vector<Frame> main_frames) {
+  ProcessStacks p;
+  p.pid = pid;
+  p.python = "3.14.8";
+  p.threads.push_back(
+      {pid, std::move(main_frames), false, kernel(pid, 'S', SYS_futex, "futex_wait")});
+  // gloo's threads: no Python frames, each rank its own number, in any state.
+  for (int i = 1; i <= rank + 1; ++i) {
+    p.threads.push_back({pid + i, {}, false, kernel(pid + i, i % 2 ? 'R' : 'S', SYS_ppoll, "")});
+  }
+  return {rank, host, std::move(p)};
+}
+
+std::vector<RankStacks> hung_step() {
+  return {
+      python_rank(0, "n1", 1000, {kAllReduce, kWrapper, kStep, kMain}),
+      python_rank(1, "n1", 1001, {kAllReduce, kWrapper, kStep, kMain}),
+      python_rank(2, "n2", 4240, {kAllReduce, kWrapper, kStep, kMain}),
+      python_rank(3, "n2", 4242, {kSleeper, {"<module>", "/home/u/hang.py", 33}}),
+  };
+}
+
+TEST(Merge, TheOddRankLeadsAndTheWaitingRanksShareALine) {
+  const auto lines = format_groups(merge_stacks(hung_step()));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "rank 3 (n2, pid 4242): main hang.py:21 <- <module> hang.py:33");
+  EXPECT_EQ(lines[1],
+            "ranks 0-2: all_reduce distributed_c10d.py:3913 <- "
+            "_exception_logger.<locals>.wrapper c10d_logger.py:83 <- step hang.py:24 <- "
+            "main hang.py:30");
+}
+
+TEST(Merge, SmallestGroupsFirstThenLowestRank) {
+  auto ranks = hung_step();
+  ranks.push_back(python_rank(7, "n4", 70, {kStep, kMain}));
+  ranks.push_back(python_rank(5, "n3", 50, {kSleeper}));
+  ranks.push_back(python_rank(4, "n3", 40, {kStep, kMain}));
+  const auto groups = merge_stacks(ranks);
+  ASSERT_EQ(groups.size(), 4u);
+  EXPECT_EQ(groups[0].ranks, std::vector<int>{3});
+  EXPECT_EQ(groups[1].ranks, std::vector<int>{5});
+  EXPECT_EQ(groups[2].ranks, (std::vector<int>{4, 7}));
+  EXPECT_EQ(groups[3].ranks, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(format_groups(groups)[2], "ranks 4,7: step hang.py:24 <- main hang.py:30");
+}
+
+TEST(Merge, OtherPythonThreadsArePartOfARanksIdentity) {
+  auto ranks = hung_step();
+  const std::vector<Frame> waiting{{"Condition.wait", "/usr/lib/python3.14/threading.py", 369},
+                                   {"Thread.run", "/usr/lib/python3.14/threading.py", 1024}};
+  for (int r : {0, 1}) {
+    ranks[r].stacks.threads.push_back({9000 + r, waiting, false, std::nullopt});
+    ranks[r].stacks.threads.push_back({9100 + r, waiting, false, std::nullopt});
+  }
+  const auto lines = format_groups(merge_stacks(ranks));
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0],
+            "rank 2 (n2, pid 4240): all_reduce distributed_c10d.py:3913 <- "
+            "_exception_logger.<locals>.wrapper c10d_logger.py:83 <- step hang.py:24 <- "
+            "main hang.py:30");
+  EXPECT_EQ(lines[1].rfind("rank 3 ", 0), 0u);
+  EXPECT_EQ(lines[2].rfind("ranks 0-1: all_reduce", 0), 0u);
+  EXPECT_EQ(lines[3],
+            "    2 threads: Condition.wait threading.py:369 <- Thread.run threading.py:1024");
+}
+
+TEST(Merge, RanksWithoutPythonFramesAreShownByTheirThreadsKernelState) {
+  std::vector<RankStacks> ranks;
+  for (int r = 0; r < 3; ++r) {
+    ProcessStacks p;
+    p.pid = 500 + r;
+    p.no_python = NoStacks{NoPython::no_debug_offsets,
+                           "_PyRuntime has no debug offsets (Python before 3.13 publishes none)"};
+    const bool stuck = r == 1;
+    p.threads.push_back({p.pid,
+                         {},
+                         false,
+                         kernel(p.pid, stuck ? 'D' : 'S', stuck ? SYS_read : SYS_futex,
+                                stuck ? "nfs_wait_bit_killable" : "futex_wait", 100 * r)});
+    p.threads.push_back({p.pid + 1, {}, false, kernel(p.pid + 1, 'S', SYS_ppoll, "do_poll")});
+    ranks.push_back({r, "n" + std::to_string(r), std::move(p)});
+  }
+  const auto lines = format_groups(merge_stacks(ranks));
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines[0],
+            "rank 1 (n1, pid 501): main thread disk sleep in read (nfs_wait_bit_killable)");
+  EXPECT_EQ(lines[1], "    thread: sleeping in ppoll (do_poll)");
+  EXPECT_EQ(lines[2],
+            "    no Python frames (no_debug_offsets): _PyRuntime has no debug offsets "
+            "(Python before 3.13 publishes none)");
+  EXPECT_EQ(lines[3], "ranks 0,2: main thread sleeping in futex (futex_wait)");
+}
+
+TEST(Merge, UnreadRanksSayWhy) {
+  ProcessStacks p;
+  p.pid = 77;
+  p.no_python = NoStacks{NoPython::not_allowed, "pid 77 is uid 1001's"};
+  const auto lines = format_groups(merge_stacks({{5, "", p}}));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "rank 5 (pid 77): no stacks (not_allowed): pid 77 is uid 1001's");
+}
+
+TEST(Merge, CutChainsAndUnknownLinesAreMarked) {
+  EXPECT_EQ(frames_text({{"f", "a.py", -1}, {"g", "/x/b.py", 2}}, true),
+            "f a.py:? <- g b.py:2 <- ...");
+  EXPECT_EQ(frames_text({}, true), "...");
+  ProcessStacks p;
+  p.pid = 9;
+  p.python = "3.13.5";
+  p.threads.push_back({9, {}, false, kernel(9, 'R', kNotInSyscall, "")});
+  EXPECT_EQ(format_groups(merge_stacks({{0, "h", p}}))[0],
+            "rank 0 (h, pid 9): main thread without Python frames, running");
+}
+
+TEST(Merge, RankRanges) {
+  EXPECT_EQ(rank_ranges({}), "");
+  EXPECT_EQ(rank_ranges({4}), "4");
+  EXPECT_EQ(rank_ranges({0, 1, 2, 5, 7, 8, 9, 11}), "0-2,5,7-9,11");
+  EXPECT_EQ(rank_ranges({3, 4}), "3-4");
+}
+
+}  // namespace
+}  // namespace dp::stacks
