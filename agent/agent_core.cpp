@@ -265,11 +265,18 @@ void AgentCore::reject(ConnId conn, uint64_t id, proto::Code code, const std::st
   out_.close_rank(conn);
 }
 
-void AgentCore::on_rank_oversized(ConnId conn, uint32_t announced) {
-  if (!locals_.count(conn)) return;
-  reject(conn, 0, proto::LIMIT,
-         "frame of " + std::to_string(announced) + " bytes exceeds the limit of " +
-             std::to_string(max_frame_bytes(conn)));
+bool AgentCore::on_rank_oversized(ConnId conn, uint32_t announced, std::string_view head) {
+  auto it = locals_.find(conn);
+  if (it == locals_.end()) return false;
+  const std::string what = "frame of " + std::to_string(announced) +
+                           " bytes exceeds the limit of " + std::to_string(max_frame_bytes(conn));
+  if (!it->second.ready) {
+    reject(conn, 0, proto::LIMIT, what);
+    return false;
+  }
+  reply(conn, rdv::leading_request_id(head), proto::LIMIT,
+        "request refused by the node agent: " + what + "; the connection stays");
+  return true;
 }
 
 void AgentCore::on_rank_frame(ConnId conn, std::string_view payload, Clock::time_point now) {

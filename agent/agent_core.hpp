@@ -133,7 +133,10 @@ class AgentCore {
 
   void on_rank_connect(ConnId conn, Clock::time_point now);
   void on_rank_frame(ConnId conn, std::string_view payload, Clock::time_point now);
-  void on_rank_oversized(ConnId conn, uint32_t announced);
+  // A frame over the limit; head: its first bytes. A ready rank's request is
+  // refused (LIMIT, under its id) and true returned: the caller skips the
+  // frame and the rank stays. Before hello the connection is closed (false).
+  bool on_rank_oversized(ConnId conn, uint32_t announced, std::string_view head = {});
   void on_rank_disconnect(ConnId conn, Clock::time_point now);
   // slurmstepd saw a task of this node end (wait status as waitpid gives it).
   void on_task_exit(int rank, int wait_status, Clock::time_point now);
