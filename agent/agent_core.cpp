@@ -416,10 +416,23 @@ void AgentCore::report_lost(int rank, RankState& s, Clock::time_point now,
 void AgentCore::on_step_signal(int sig, Clock::time_point now) {
   signal_ = std::pair(sig, now);
   proto::Request req;
-  req.set_id(0);
   req.mutable_step_signal()->set_signal(sig);
+  notify(std::move(req));
+}
+
+uint64_t AgentCore::note_store_refusal(const std::string& line) {
+  constexpr uint64_t kLinesPerNode = 8;  // the daemon keeps the step's first few
+  proto::Request req;
+  req.mutable_store_refused()->set_refused(++store_refused_);
+  if (store_refused_ <= kLinesPerNode) req.mutable_store_refused()->set_line(line);
+  notify(std::move(req));
+  return store_refused_;
+}
+
+void AgentCore::notify(proto::Request req) {
+  req.set_id(0);
   if (link_ == Link::ready) out_.to_daemon(req);
-  else if (link_ != Link::gone) queued_.push_back(req);
+  else if (link_ != Link::gone) queued_.push_back(std::move(req));
 }
 
 std::optional<ReceivedSignal> AgentCore::received_signal(Clock::time_point now) const {

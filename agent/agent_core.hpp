@@ -130,6 +130,10 @@ class AgentCore {
   // the count goes to the daemon with each heartbeat (the step report,
   // dp-top). Returns the count so far.
   uint64_t note_store_stranger() { return ++store_strangers_; }
+  // The node's store refused one of its own clients' requests and closed
+  // that client (line: whose request and why): the daemon counts it and
+  // keeps the first lines for the step's end. Returns the count so far.
+  uint64_t note_store_refusal(const std::string& line);
 
   void on_rank_connect(ConnId conn, Clock::time_point now);
   void on_rank_frame(ConnId conn, std::string_view payload, Clock::time_point now);
@@ -221,6 +225,8 @@ class AgentCore {
                    std::optional<int> worker_rank = {}, std::optional<int> worker_status = {});
   std::optional<ReceivedSignal> received_signal(Clock::time_point now) const;
   void beat(Clock::time_point now);
+  // A request the daemon answers nothing (id 0): sent now, or once the link is up.
+  void notify(proto::Request req);
   void end_tasks(const std::string& why);
   void watch_daemon(Clock::time_point now);
   std::string silence_text(Clock::time_point now) const;
@@ -261,6 +267,7 @@ class AgentCore {
 
   SilenceWatch daemon_;  // the step's daemon, heard or silent
   uint64_t store_strangers_ = 0;
+  uint64_t store_refused_ = 0;
   Clock::time_point next_beat_, next_ping_;
   std::optional<std::pair<int, Clock::time_point>> signal_;  // the last step signal, when
 };

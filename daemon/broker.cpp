@@ -208,6 +208,7 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
       return;
     case proto::Request::kGoodbye: return op_goodbye(c, req.goodbye());
     case proto::Request::kStepSignal: return op_step_signal(c, req.step_signal());
+    case proto::Request::kStoreRefused: return TorchOps::refused(*this, c, req.store_refused());
     case proto::Request::kStats: {
       proto::Response r;
       r.set_id(c.id);

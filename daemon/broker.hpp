@@ -301,9 +301,10 @@ class Broker {
 
   uint64_t requests_ = 0, accepted_ = 0, rejected_auth_ = 0, protocol_errors_ = 0,
            limit_errors_ = 0, heartbeats_ = 0, evicted_ = 0;
-  // Other users' connections the node agents' PyTorch stores closed, by host.
-  std::map<std::string, uint64_t> store_strangers_;
-  uint64_t store_strangers() const;
+  // By host, each node's count so far: other users' connections the node
+  // agents' PyTorch stores closed, and their own clients' requests refused.
+  std::map<std::string, uint64_t> store_strangers_, store_refused_;
+  static uint64_t all_hosts(const std::map<std::string, uint64_t>& by_host);
   uint64_t relinks_ = 0;  // node agents that reconnected after an outage
 };
 

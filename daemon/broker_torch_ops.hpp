@@ -19,6 +19,11 @@ class TorchOps {
   // key, for the first few keys.
   static void note_unset(Broker& b, const Broker::Peer& p, const Broker::Waiter& w,
                          Clock::time_point now, bool given_up);
+  // A node agent refused one of its clients' requests (StoreRefused): counted
+  // by node, the first few lines kept for the report and srun's end.
+  static void refused(Broker& b, const Broker::Call& c, const proto::StoreRefused& m);
+  // One line of the daemon's log about the step's store.
+  static void log(const Broker& b, const std::string& line);
 
  private:
   using Call = Broker::Call;
