@@ -313,6 +313,8 @@ void Broker::abort_job(AbortCause cause) {
   abort_ = std::move(cause);
   std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
                cfg_.step_id.c_str(), abort_->message.c_str());
+  // Waits given up while the step was healthy were not news until now.
+  for (const auto& line : report_.unset_waits()) TorchOps::log(*this, line);
   std::vector<uint64_t> ids;
   ids.reserve(waiters_.size());
   for (const auto& [wid, w] : waiters_) {

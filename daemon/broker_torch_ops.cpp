@@ -53,8 +53,9 @@ void TorchOps::note_unset(Broker& b, const Broker::Peer& p, const Broker::Waiter
   std::string line = "PyTorch's store: " + who + " " +
                      (given_up ? "stopped waiting after " + waited : "waiting " + waited) +
                      " for " + keys + ", never set; " + why;
-  // Once per key: printed (srun --dp-verbose shows it) and kept for the report.
-  if (b.report_.note_unset_wait(missing.front(), line)) log(b, line);
+  // Once per key, kept for the report; printed (srun --dp-verbose shows it)
+  // once the step failed, those before then with the failure (abort_job).
+  if (b.report_.note_unset_wait(missing.front(), line) && b.abort_) log(b, line);
 }
 
 void TorchOps::refused(Broker& b, const Call& c, const proto::StoreRefused& m) {

@@ -366,7 +366,7 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
       {"ports", ports_ ? Json{{"coordinator", ports_->coordinator}, {"dp_ports", ports_->more}}
                        : Json(nullptr)},
       {"failure", failure_json()},
-      {"store_waits_unset", unset_waits_},
+      {"store_waits_unset", unset_waits()},
       {"store_refusals", store_refusals_},
       {"ranks", std::move(ranks)},
       {"stragglers", std::move(stragglers)},
@@ -397,6 +397,10 @@ bool StepReport::note_unset_wait(const std::string& key, std::string line) {
   if (unset_keys_.size() >= kMostLines || !unset_keys_.insert(key).second) return false;
   unset_waits_.push_back(std::move(line));
   return true;
+}
+
+std::vector<std::string> StepReport::unset_waits() const {
+  return failure_ ? unset_waits_ : std::vector<std::string>{};
 }
 
 bool StepReport::note_store_refusal(std::string line) {

@@ -101,7 +101,10 @@ class StepReport {
   // its first missing key: false when that key is named already, or enough
   // are (the report and srun's output stay short).
   bool note_unset_wait(const std::string& key, std::string line);
-  const std::vector<std::string>& unset_waits() const { return unset_waits_; }
+  // Listed only once the step failed (a rank that gives up at its
+  // rendezvous timeout fails it): a healthy step's timed waits for keys never
+  // set were the program's own choice, not news.
+  std::vector<std::string> unset_waits() const;
   // A PyTorch store request a node agent refused (its line names whose and
   // why): false once enough are kept.
   bool note_store_refusal(std::string line);
