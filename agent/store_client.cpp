@@ -17,9 +17,9 @@
 namespace dp::agent {
 namespace {
 
-constexpr size_t kMaxTableBytes = 32u << 20;    // /proc/net/tcp of a busy node
-constexpr size_t kMaxEnvironBytes = 64 * 1024;  // RANK may sit anywhere in it
-constexpr size_t kMaxProcs = 4096;              // the user's processes looked at
+constexpr size_t kTcpTableBytes = 32u << 20;       // /proc/net/tcp of a busy node
+constexpr size_t kClientEnvironBytes = 64 * 1024;  // RANK may sit anywhere in it
+constexpr size_t kClientProcs = 4096;              // the user's processes looked at
 
 template <class T>
 bool hex_field(std::string_view s, T& out) {
@@ -77,7 +77,7 @@ std::optional<int> socket_holder(uint64_t inode) {
     const std::string dir = "/proc/" + std::string(e->d_name);
     struct stat st {};
     if (::stat(dir.c_str(), &st) != 0 || st.st_uid != ::getuid()) continue;
-    if (++looked > kMaxProcs) break;
+    if (++looked > kClientProcs) break;
     DIR* fds = ::opendir((dir + "/fd").c_str());
     if (!fds) continue;
     char target[64];
@@ -147,13 +147,13 @@ std::string store_client_name(int fd) {
   // The client's socket has the peer's end as its local one, ours as its remote.
   const auto theirs = end_of(fd, true), ours = end_of(fd, false);
   if (!theirs || !ours) return client_name(std::nullopt, std::nullopt);
-  auto inode = tcp_socket_inode(read_table("/proc/self/net/tcp", kMaxTableBytes), *theirs, *ours);
+  auto inode = tcp_socket_inode(read_table("/proc/self/net/tcp", kTcpTableBytes), *theirs, *ours);
   if (!inode)
-    inode = tcp_socket_inode(read_table("/proc/self/net/tcp6", kMaxTableBytes), *theirs, *ours);
+    inode = tcp_socket_inode(read_table("/proc/self/net/tcp6", kTcpTableBytes), *theirs, *ours);
   const auto pid = inode ? socket_holder(*inode) : std::nullopt;
   if (!pid) return client_name(std::nullopt, std::nullopt);
   return client_name(pid, environ_rank(read_bounded("/proc/" + std::to_string(*pid) + "/environ",
-                                                    kMaxEnvironBytes)));
+                                                    kClientEnvironBytes)));
 }
 
 }  // namespace dp::agent
