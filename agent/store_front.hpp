@@ -120,7 +120,7 @@ class StoreFront final : public UpstreamSink {
 
   void handle(ConnId conn, Client& c, torchstore::Request&& r);
   void local(ConnId conn, Client& c, const torchstore::Request& r);
-  void write(ConnId conn, Client& c, const torchstore::Request& r);
+  void write(ConnId conn, Client& c, torchstore::Request& r);
   void read(ConnId conn, Client& c, const torchstore::Request& r);
   uint64_t take_slot(Client& c, bool wait = false);
   static proto::Request upstream_read(const torchstore::Request& r);

@@ -48,7 +48,12 @@ FrameDecoder::Status FrameDecoder::next(std::string_view& payload) {
     const size_t head = std::min<size_t>(last_len_, head_bytes_);
     return avail < kFrameHeaderBytes + head ? Status::need_more : Status::too_large;
   }
-  if (avail < kFrameHeaderBytes + last_len_) return Status::need_more;
+  if (avail < kFrameHeaderBytes + last_len_) {
+    // Room for the whole frame at once (address space, not memory, until it
+    // arrives), not a copy at each doubling of a 16 MiB one.
+    buf_.reserve(pos_ + kFrameHeaderBytes + last_len_);
+    return Status::need_more;
+  }
   payload = std::string_view(buf_.data() + pos_ + kFrameHeaderBytes, last_len_);
   pos_ += kFrameHeaderBytes + last_len_;
   return Status::frame;

@@ -195,7 +195,10 @@ Result<std::optional<std::string>> RequestParser::take_blob(const char* field, s
     return fail(Errc::limit, std::string("the request is over the limit of ") +
                                  std::to_string(limits_.request_bytes) + " bytes at its " + field +
                                  of + " (" + std::to_string(len) + " bytes)");
-  if (in.size() - sizeof(uint64_t) < len) return std::optional<std::string>();
+  if (in.size() - sizeof(uint64_t) < len) {
+    buf_.reserve(pos_ + sizeof(uint64_t) + len);  // an 8 MiB value in one piece of memory
+    return std::optional<std::string>();
+  }
   pos_ += sizeof(uint64_t) + len;
   p.bytes += sizeof(uint64_t) + len;
   return std::optional<std::string>(in.substr(sizeof(uint64_t), len));
