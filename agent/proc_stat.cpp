@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "dp/bounded_read.hpp"
 #include "dp/params.hpp"
 #include "dp/unique_fd.hpp"
 
@@ -40,18 +41,7 @@ std::optional<ProcStat> parse_proc_stat(std::string_view text) {
 }
 
 std::string read_bounded(const std::string& path, size_t max) {
-  std::string out;
-  const UniqueFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!file) return out;
-  out.resize(max);
-  size_t got = 0;
-  while (got < max) {
-    const ssize_t n = ::read(file.get(), out.data() + got, max - got);
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  out.resize(got);
-  return out;
+  return read_bounded_at(AT_FDCWD, path.c_str(), max);
 }
 
 std::optional<ProcStat> read_proc_stat(int pid) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <utility>
 
+#include "dp/bounded_read.hpp"
 #include "dp/unique_fd.hpp"
 
 namespace dp::stacks {
@@ -168,21 +169,6 @@ std::string describe_kernel_thread(const KernelThread& t) {
   return s;
 }
 
-std::string read_file_at(int dir, const char* path, size_t max) {
-  std::string out;
-  const UniqueFd file(::openat(dir, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!file) return out;
-  out.resize(max);
-  size_t got = 0;
-  while (got < max) {
-    const ssize_t n = ::read(file.get(), out.data() + got, max - got);
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  out.resize(got);
-  return out;
-}
-
 std::vector<KernelThread> read_kernel_threads(int proc_dir, size_t max_threads) {
   std::vector<KernelThread> out;
   UniqueFd task(::openat(proc_dir, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -196,14 +182,14 @@ std::vector<KernelThread> read_kernel_threads(int proc_dir, size_t max_threads) 
     int tid = 0;
     if (!number(std::string_view(e->d_name), tid)) continue;
     const std::string at = std::string(e->d_name) + "/";
-    auto stat = parse_task_stat(read_file_at(task_fd, (at + "stat").c_str(), kStatFileBytes));
+    auto stat = parse_task_stat(read_bounded_at(task_fd, (at + "stat").c_str(), kStatFileBytes));
     if (!stat) continue;  // it ended meanwhile
     KernelThread t{tid, std::move(stat->name), stat->state, stat->cpu_ticks, {}, kSyscallUnknown};
-    t.wchan = read_file_at(task_fd, (at + "wchan").c_str(), kSmallFileBytes);
+    t.wchan = read_bounded_at(task_fd, (at + "wchan").c_str(), kSmallFileBytes);
     while (!t.wchan.empty() && (t.wchan.back() == '\n' || t.wchan.back() == ' '))
       t.wchan.pop_back();
     if (t.wchan == "0") t.wchan.clear();  // not sleeping, or not ours to see
-    t.syscall = parse_syscall(read_file_at(task_fd, (at + "syscall").c_str(), kSmallFileBytes));
+    t.syscall = parse_syscall(read_bounded_at(task_fd, (at + "syscall").c_str(), kSmallFileBytes));
     out.push_back(std::move(t));
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.tid < b.tid; });

@@ -285,8 +285,10 @@ std::optional<std::vector<uint8_t>> Walker::bytes_object(uint64_t addr) {
       !read(addr + off_.bytes.ob_sval, data, static_cast<uint64_t>(size))) {
     return std::nullopt;
   }
-  std::vector<uint8_t> out(data.size());
-  std::memcpy(out.data(), data.data(), data.size());
+  // Byte by byte: an empty bytes object leaves `data` without storage, which memcpy may not see.
+  std::vector<uint8_t> out;
+  out.reserve(data.size());
+  for (std::byte b : data) out.push_back(static_cast<uint8_t>(b));
   return out;
 }
 

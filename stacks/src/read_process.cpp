@@ -15,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include "dp/bounded_read.hpp"
 #include "dp/stacks/kernel_view.hpp"
 #include "dp/stacks/python_walk.hpp"
 #include "dp/stacks/runtime_address.hpp"
@@ -54,7 +55,7 @@ std::optional<std::vector<uid_t>> status_uids(std::string_view status) {
 // The process behind `proc_dir` is still the one the caller means, and wholly its uid's.
 std::optional<NoStacks> check_identity(int proc_dir, const Target& t) {
   const std::string pid = "pid " + std::to_string(t.pid);
-  auto stat = parse_task_stat(read_file_at(proc_dir, "stat", kStatFileBytes));
+  auto stat = parse_task_stat(read_bounded_at(proc_dir, "stat", kStatFileBytes));
   if (!stat || stat->state == 'Z' || stat->state == 'X') {
     return NoStacks{NoPython::gone, pid + " has exited"};
   }
@@ -63,7 +64,7 @@ std::optional<NoStacks> check_identity(int proc_dir, const Target& t) {
                                         std::to_string(stat->start_ticks) + ", not " +
                                         std::to_string(t.start_ticks) + ")"};
   }
-  auto uids = status_uids(read_file_at(proc_dir, "status", kStatusBytes));
+  auto uids = status_uids(read_bounded_at(proc_dir, "status", kStatusBytes));
   if (!uids) return NoStacks{NoPython::gone, pid + " has exited"};
   for (uid_t u : *uids) {
     if (u != t.uid) {
@@ -108,7 +109,7 @@ UniqueFd open_mapped_file(int proc_dir, const Mapping& m) {
 
 // The address of _PyRuntime, from the python file the process maps.
 std::variant<uint64_t, NoStacks> find_runtime(int proc_dir, size_t max_maps_bytes) {
-  const std::string maps = read_file_at(proc_dir, "maps", max_maps_bytes);
+  const std::string maps = read_bounded_at(proc_dir, "maps", max_maps_bytes);
   if (maps.empty()) {
     return NoStacks{NoPython::unreadable, "its memory map is not readable to this user"};
   }
@@ -198,8 +199,8 @@ std::optional<Target> target_now(int pid) {
   const UniqueFd proc(
       ::open(("/proc/" + std::to_string(pid)).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!proc) return std::nullopt;
-  auto stat = parse_task_stat(read_file_at(proc.get(), "stat", kStatFileBytes));
-  auto uids = status_uids(read_file_at(proc.get(), "status", kStatusBytes));
+  auto stat = parse_task_stat(read_bounded_at(proc.get(), "stat", kStatFileBytes));
+  auto uids = status_uids(read_bounded_at(proc.get(), "status", kStatusBytes));
   if (!stat || !uids) return std::nullopt;
   return Target{pid, stat->start_ticks, (*uids)[0]};
 }

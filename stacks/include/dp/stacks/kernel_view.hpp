@@ -36,10 +36,6 @@ std::string syscall_name(int nr);
 // "sleeping in futex (futex_wait_queue)", "running", "disk sleep in read (nfs_...)".
 std::string describe_kernel_thread(const KernelThread& t);
 
-// At most `max` bytes of the file `path` below the directory `dir`; empty
-// when it cannot be read (/proc files have no size to ask first).
-std::string read_file_at(int dir, const char* path, size_t max);
-
 // The threads (at most `max_threads`, sorted by tid) of the process whose
 // /proc/PID folder `proc_dir` is open.
 std::vector<KernelThread> read_kernel_threads(int proc_dir, size_t max_threads);

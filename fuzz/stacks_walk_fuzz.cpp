@@ -1,0 +1,92 @@
+// The stack reader over memory and files that are anything (stacks/): what
+// it reads of another process is that process's to write, so no bytes may
+// crash it, loop it or make it read past its bounds.
+// Input: a mode byte, then
+//   mode % 3 == 0 or 1: a synthetic CPython 3.13 or 3.14 process (two threads,
+//     stacks/image) with records written over it: a 2-byte offset into the
+//     image (big-endian, modulo its size), a length byte, that many bytes.
+//     The walk must end within its limits, whatever it then finds.
+//   mode % 3 == 2: the rest as an ELF file (.PyRuntime's place) and as the
+//     text of /proc/PID/maps.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+#include <string_view>
+
+#include "dp/stacks/python_walk.hpp"
+#include "dp/stacks/runtime_address.hpp"
+#include "synthetic_python.hpp"
+
+namespace {
+
+using namespace dp::stacks;
+
+const image::SyntheticPython& process(unsigned minor) {
+  static const std::vector<image::SyntheticThread> threads = {
+      {100, {{"sleeper", "/w/hang.py", 7, 12}, {"<module>", "/w/hang.py", 1, 14}}},
+      {101,
+       {{"Condition.wait", "/usr/lib/python3/threading.py", 320, 359},
+        {"blocked", "/w/hang.py", 3, 5}}},
+  };
+  static const auto p13 = image::build_synthetic_python(13, threads);
+  static const auto p14 = image::build_synthetic_python(14, threads);
+  return minor == 13 ? p13 : p14;
+}
+
+void check(bool ok) {
+  if (!ok) std::abort();  // a bound the walk promised was not kept
+}
+
+void walk_over(unsigned minor, const uint8_t* data, size_t size) {
+  image::SyntheticPython p = process(minor);
+  const size_t image_size = p.image.bytes().size();
+  for (size_t at = 0; at + 3 <= size;) {
+    const size_t offset = (static_cast<size_t>(data[at]) << 8 | data[at + 1]) % image_size;
+    const size_t n = std::min<size_t>({data[at + 2], size - at - 3, image_size - offset});
+    p.image.put(p.image.base() + offset, std::as_bytes(std::span<const uint8_t>(data + at + 3, n)));
+    at += 3 + n;
+  }
+  WalkLimits limits;
+  limits.max_threads = 8;
+  limits.max_frames = 16;
+  limits.max_string = 64;
+  limits.max_line_table = 4096;
+  limits.max_bytes = 256 * 1024;
+  limits.max_reads = 4000;
+  const ProcessStacks s = walk_python(p.image, p.runtime, limits);
+  check(s.bytes_read <= limits.max_bytes && s.reads <= limits.max_reads);
+  check(s.threads.size() <= limits.max_threads);
+  for (const auto& t : s.threads) {
+    check(t.frames.size() <= limits.max_frames);
+    for (const auto& f : t.frames) {
+      check(f.function.size() <= limits.max_string + 3 && f.file.size() <= limits.max_string + 3);
+    }
+  }
+  check(!s.no_python || s.threads.empty());
+}
+
+void parse_files(const uint8_t* data, size_t size) {
+  const auto file = [&](uint64_t offset, std::span<std::byte> out) {
+    if (offset > size || out.size() > size - offset) return false;
+    std::memcpy(out.data(), data + offset, out.size());
+    return true;
+  };
+  (void)find_elf_section(file, ".PyRuntime");
+  const auto maps = parse_maps(std::string_view(reinterpret_cast<const char*>(data), size), 64);
+  check(maps.size() <= 64);
+  check(python_mappings(maps).size() <= maps.size());
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  switch (data[0] % 3) {
+    case 0: walk_over(13, data + 1, size - 1); break;
+    case 1: walk_over(14, data + 1, size - 1); break;
+    default: parse_files(data + 1, size - 1);
+  }
+  return 0;
+}
