@@ -14,7 +14,8 @@
 # read by pid whatever root it sees. On 3.14 the standard library's reader
 # (_remote_debugging, run in the same namespace) must agree frame for frame.
 # host: this machine's python3 (Debian 12: 3.11, no debug offsets): every
-# thread by its kernel state and a line that says why there are no frames.
+# thread by its kernel state and a line that says why there are no frames;
+# inside a lane's root, that root's python3, checked as above.
 # Needs root (unshare, mount, chroot); exits 77 (skipped) without it or
 # without the root.
 set -euo pipefail
@@ -140,8 +141,14 @@ if [[ $version == 3.1[3-9] ]]; then
   grep -q "^rank 3 (.*, pid $PY_PID): .*sleeper hang.py:$SLEEP_LINE <- <module> hang.py:$CALL_LINE" "$WORK/merged.txt" ||
     fail "Python $version: the merged view does not show rank 3 in sleeper"
   if [[ $version != 3.13 ]]; then
-    touch "$WORK/go"
-    for _ in $(seq 300); do [[ -s $WORK/ref.rc ]] && break; sleep 0.1; done
+    if [[ -n $ROOT ]]; then  # read from inside the root's namespace
+      touch "$WORK/go"
+      for _ in $(seq 300); do [[ -s $WORK/ref.rc ]] && break; sleep 0.1; done
+    else
+      rc=0
+      "$PYTHON" -c "$REFERENCE" "$PY_PID" >"$WORK/ref.txt" 2>&1 || rc=$?
+      echo "$rc" >"$WORK/ref.rc"
+    fi
     [[ $(cat "$WORK/ref.rc" 2>/dev/null) == 0 ]] || fail "_remote_debugging failed: $(cat "$WORK/ref.txt")"
     compared=0
     while read -r _ tid; do
