@@ -117,11 +117,10 @@ void AgentCore::relinked(const proto::Response& reply, Clock::time_point now) {
 }
 
 namespace {
-// A request whose effect or answer differs when applied twice.
-bool applied_once_only(const proto::Request& r) {
-  return r.has_add() || r.has_compare_and_set() || r.has_append() || r.has_queue_push() ||
-         r.has_queue_pop() || (r.has_erase() && r.space() == proto::SPACE_TORCH);
-}
+// One of the node's own requests whose effect or answer differs when applied
+// twice (a sink's say so themselves: send_for's resend, from the store's
+// opcode table).
+bool applied_once_only(const proto::Request& r) { return r.has_add() || r.has_compare_and_set(); }
 }  // namespace
 
 // The daemon dropped the old connection's pending calls (and undid its
@@ -137,7 +136,9 @@ void AgentCore::resend_pending(const std::set<uint64_t>& queued) {
     auto it = pending_.find(id);
     if (it == pending_.end()) continue;
     const proto::Request& sent = it->second.sent;
-    if (!applied_once_only(sent)) {
+    const bool resend =
+        it->second.kind == Kind::sink ? it->second.resend : !applied_once_only(sent);
+    if (resend) {
       out_.to_daemon(sent);
       continue;
     }

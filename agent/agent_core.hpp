@@ -155,14 +155,13 @@ class AgentCore {
   void on_tick(Clock::time_point now);
 
   // A request of `sink`'s own over the daemon link (queued until it is
-  // ready, sent again after a new connection as the node's own are); its
-  // answer goes to sink.on_upstream. The request id it was given.
-  uint64_t send_for(UpstreamSink& sink, proto::Request req);
+  // ready); its answer goes to sink.on_upstream. After a new connection it
+  // goes again when `resend` (applying it twice changes nothing), else sink
+  // hears that its outcome is unknown. The request id it was given.
+  uint64_t send_for(UpstreamSink& sink, proto::Request req, bool resend);
   // The blocking call `id` of send_for is no longer wanted: the daemon drops
   // it and its answer, if one is already on its way, is not delivered.
   void cancel_for(uint64_t id);
-  // Requests sent to the daemon so far (its work per node: bench/rendezvous).
-  uint64_t upstream_requests() const { return next_up_ - 2; }
 
   uint32_t max_frame_bytes(ConnId conn) const;
   bool knows(ConnId conn) const { return locals_.count(conn) != 0; }
@@ -200,6 +199,7 @@ class AgentCore {
     std::string value;      // set_once: cached when the daemon agrees; exchange: what was published
     proto::Request sent{};  // as sent, for a new connection after an outage
     UpstreamSink* sink = nullptr;  // Kind::sink: who is answered
+    bool resend = false;           // Kind::sink: may go again on a new connection
   };
   struct GetState {
     uint64_t upstream = 0;  // 0: none in flight

@@ -92,10 +92,11 @@ void AgentCore::local_barrier(ConnId conn, int rank, const proto::Request& req,
   upstream(std::move(up), Upstream{Kind::barrier, 0, 0, b.name(), {}});
 }
 
-uint64_t AgentCore::send_for(UpstreamSink& sink, proto::Request req) {
+uint64_t AgentCore::send_for(UpstreamSink& sink, proto::Request req, bool resend) {
   Upstream u;
   u.kind = Kind::sink;
   u.sink = &sink;
+  u.resend = resend;
   return upstream(std::move(req), std::move(u));
 }
 

@@ -19,15 +19,10 @@ void append_key(std::string& name, std::string_view key) {
   name += key;
 }
 
-std::string fold_name(char op, std::string_view key) {
-  std::string n(1, op);
-  append_key(n, key);
-  return n;
-}
-
-std::string fold_name(char op, const std::vector<std::string>& keys) {
-  std::string n(1, op);
-  for (const auto& k : keys) append_key(n, k);
+std::string fold_name(const torchstore::Request& r) {
+  std::string n(1, static_cast<char>('a' + static_cast<int>(r.op)));
+  append_key(n, r.key);
+  for (const auto& k : r.keys) append_key(n, k);
   return n;
 }
 
@@ -38,6 +33,51 @@ int64_t wrapping_add(int64_t a, int64_t b) {
 template <class Field>
 void copy_keys(const std::vector<std::string>& keys, Field* field) {
   for (const auto& k : keys) field->Add(std::string(k));
+}
+
+// The daemon's request for a client's (SPACE_TORCH set at send); values
+// move: copies of 8 MiB cost. Local operations have none.
+std::optional<proto::Request> upstream_request(torchstore::Request& r) {
+  proto::Request up;
+  switch (r.op) {
+    case Op::validate:
+    case Op::ping:
+    case Op::cancel_wait:
+    case Op::watch_key: return std::nullopt;
+    case Op::set:
+      up.mutable_set()->set_key(r.key);
+      up.mutable_set()->set_value(std::move(r.value));
+      break;
+    case Op::compare_set: {
+      auto* m = up.mutable_compare_and_set();
+      m->set_key(r.key);
+      m->set_expected(std::move(r.expected));
+      m->set_desired(std::move(r.value));
+      break;
+    }
+    case Op::get: up.mutable_get()->set_key(r.key); break;
+    case Op::add: up.mutable_add()->set_key(r.key); break;  // the fold's sum is set at send
+    case Op::check: copy_keys(r.keys, up.mutable_check()->mutable_keys()); break;
+    case Op::wait: copy_keys(r.keys, up.mutable_wait()->mutable_keys()); break;
+    case Op::get_num_keys: up.mutable_num_keys(); break;
+    case Op::delete_key: up.mutable_erase()->set_key(r.key); break;
+    case Op::append:
+      up.mutable_append()->set_key(r.key);
+      up.mutable_append()->set_value(std::move(r.value));
+      break;
+    case Op::multi_get: copy_keys(r.keys, up.mutable_multi_get()->mutable_keys()); break;
+    case Op::multi_set:
+      copy_keys(r.keys, up.mutable_multi_set()->mutable_keys());
+      for (auto& v : r.values) up.mutable_multi_set()->add_values(std::move(v));
+      break;
+    case Op::queue_push:
+      up.mutable_queue_push()->set_key(r.key);
+      up.mutable_queue_push()->set_value(std::move(r.value));
+      break;
+    case Op::queue_pop: up.mutable_queue_pop()->set_key(r.key); break;
+    case Op::queue_len: up.mutable_queue_len()->set_key(r.key); break;
+  }
+  return up;
 }
 
 // A request as its refusal names it: the operation, its key (or how many)
@@ -87,25 +127,10 @@ void StoreFront::on_bytes(ConnId conn, std::string_view bytes) {
 }
 
 void StoreFront::handle(ConnId conn, Client& c, torchstore::Request&& r) {
-  switch (r.op) {
-    case Op::validate:
-    case Op::ping:
-    case Op::cancel_wait:
-    case Op::watch_key: return local(conn, c, r);
-    case Op::set:
-    case Op::compare_set:
-    case Op::delete_key:
-    case Op::append:
-    case Op::multi_set:
-    case Op::queue_push:
-    case Op::queue_pop: return write(conn, c, r);
-    case Op::get:
-    case Op::add:
-    case Op::check:
-    case Op::wait:
-    case Op::get_num_keys:
-    case Op::multi_get:
-    case Op::queue_len: return read(conn, c, r);
+  switch (torchstore::op_info(r.op).route) {
+    case torchstore::Route::local: return local(conn, c, r);
+    case torchstore::Route::write: return write(conn, c, r);
+    case torchstore::Route::read: return read(conn, c, r);
   }
 }
 
@@ -117,55 +142,37 @@ void StoreFront::local(ConnId conn, Client& c, const torchstore::Request& r) {
       return;
     case Op::ping: return fill(conn, take_slot(c), torchstore::encode_ping(r.number));
     case Op::cancel_wait: return cancel_wait(conn, c);
-    default:
+    case Op::watch_key:
       // 1.13's C++ watchKey (its Python API has none): the daemon has no
       // change notices to carry its events, so it is refused, not faked.
       return close(conn, std::string(torchstore::op_name(r.op)) +
                              " is not served by the step's store (no PyTorch code path "
                              "sends it; use --dp-store=rank0 for a program that does)");
+    case Op::set:
+    case Op::compare_set:
+    case Op::get:
+    case Op::add:
+    case Op::check:
+    case Op::wait:
+    case Op::get_num_keys:
+    case Op::delete_key:
+    case Op::append:
+    case Op::multi_get:
+    case Op::multi_set:
+    case Op::queue_push:
+    case Op::queue_pop:
+    case Op::queue_len: return;  // through the daemon (kOps' routes)
   }
 }
 
-// The values move into the upstream request: copies of 8 MiB cost.
 void StoreFront::write(ConnId conn, Client& c, torchstore::Request& r) {
   std::string what = described(r);
-  proto::Request up;
-  bool answers = true;
-  switch (r.op) {
-    case Op::set:
-      up.mutable_set()->set_key(r.key);
-      up.mutable_set()->set_value(std::move(r.value));
-      answers = false;
-      break;
-    case Op::compare_set: {
-      auto* m = up.mutable_compare_and_set();
-      m->set_key(r.key);
-      m->set_expected(std::move(r.expected));
-      m->set_desired(std::move(r.value));
-      break;
-    }
-    case Op::delete_key: up.mutable_erase()->set_key(r.key); break;
-    case Op::append:
-      up.mutable_append()->set_key(r.key);
-      up.mutable_append()->set_value(std::move(r.value));
-      answers = false;
-      break;
-    case Op::multi_set:
-      copy_keys(r.keys, up.mutable_multi_set()->mutable_keys());
-      for (auto& v : r.values) up.mutable_multi_set()->add_values(std::move(v));
-      answers = false;
-      break;
-    case Op::queue_push:
-      up.mutable_queue_push()->set_key(r.key);
-      up.mutable_queue_push()->set_value(std::move(r.value));
-      answers = false;
-      break;
-    default: up.mutable_queue_pop()->set_key(r.key); break;
-  }
-  if (!fits_upstream(conn, up, what)) return;
+  auto up = upstream_request(r);
+  if (!up || !fits_upstream(conn, *up, what)) return;
+  const bool answers = torchstore::op_info(r.op).answer != torchstore::Answer::none;
   const Rider rider{conn, answers ? take_slot(c) : 0, r.op, 0};
   send_due();  // the reads that came first leave first
-  send(std::move(up), Sent{{}, rider, answers, std::move(what)});
+  send(std::move(*up), r.op, Sent{{}, rider, answers, std::move(what)});
 }
 
 // PyTorch's caps (the parser's) always fit the daemon's frame with its
@@ -179,35 +186,10 @@ bool StoreFront::fits_upstream(ConnId conn, const proto::Request& up, const std:
   return false;
 }
 
-void StoreFront::read(ConnId conn, Client& c, const torchstore::Request& r) {
-  std::string name;
-  switch (r.op) {
-    case Op::get: name = fold_name('g', r.key); break;
-    case Op::add: name = fold_name('a', r.key); break;
-    case Op::check: name = fold_name('c', r.keys); break;
-    case Op::wait: name = fold_name('w', r.keys); break;
-    case Op::get_num_keys: name = "n"; break;
-    case Op::multi_get: name = fold_name('m', r.keys); break;
-    default: name = fold_name('q', r.key); break;
-  }
+void StoreFront::read(ConnId conn, Client& c, torchstore::Request& r) {
   const uint64_t slot = take_slot(c, r.op == Op::wait);
   if (r.op == Op::wait) c.wait_slot = slot;
-  ride(name, r, Rider{conn, slot, r.op, r.op == Op::add ? r.delta : 0});
-}
-
-// What goes upstream for a fold of reads like r (an ADD's delta is filled at send).
-proto::Request StoreFront::upstream_read(const torchstore::Request& r) {
-  proto::Request up;
-  switch (r.op) {
-    case Op::get: up.mutable_get()->set_key(r.key); break;
-    case Op::add: up.mutable_add()->set_key(r.key); break;
-    case Op::check: copy_keys(r.keys, up.mutable_check()->mutable_keys()); break;
-    case Op::wait: copy_keys(r.keys, up.mutable_wait()->mutable_keys()); break;
-    case Op::get_num_keys: up.mutable_num_keys(); break;
-    case Op::multi_get: copy_keys(r.keys, up.mutable_multi_get()->mutable_keys()); break;
-    default: up.mutable_queue_len()->set_key(r.key); break;
-  }
-  return up;
+  ride(r, Rider{conn, slot, r.op, r.op == Op::add ? r.delta : 0});
 }
 
 uint64_t StoreFront::take_slot(Client& c, bool wait) {
@@ -217,12 +199,14 @@ uint64_t StoreFront::take_slot(Client& c, bool wait) {
 
 // A rider joins the next request of its fold: at send_due when none is in
 // flight, else once the answer of the one in flight is in.
-void StoreFront::ride(const std::string& name, const torchstore::Request& r, Rider rider) {
+void StoreFront::ride(torchstore::Request& r, Rider rider) {
+  const std::string name = fold_name(r);
   auto [it, fresh] = folds_.try_emplace(name);
   Fold& f = it->second;
   if (fresh) {  // the riders after it share its request
-    f.request = upstream_read(r);
+    f.op = r.op;
     f.what = described(r);
+    f.request = std::move(*upstream_request(r));
     if (!fits_upstream(rider.conn, f.request, f.what)) {
       folds_.erase(name);  // its one rider's client is closed
       return;
@@ -261,13 +245,13 @@ void StoreFront::launch(const std::string& name, Fold& f) {
     for (const auto& r : f.riding) sum = wrapping_add(sum, r.delta);
     up.mutable_add()->set_delta(sum);
   }
-  f.inflight = send(std::move(up), Sent{name, {}, true, {}});
+  f.inflight = send(std::move(up), f.op, Sent{name, {}, true, {}});
 }
 
-uint64_t StoreFront::send(proto::Request req, Sent sent) {
+uint64_t StoreFront::send(proto::Request req, Op op, Sent sent) {
   req.set_space(proto::SPACE_TORCH);
   ++counters_.upstream;
-  const uint64_t id = link_.send_for(*this, std::move(req));
+  const uint64_t id = link_.send_for(*this, std::move(req), torchstore::op_info(op).resend);
   sent_.emplace(id, std::move(sent));
   return id;
 }
@@ -327,24 +311,27 @@ void StoreFront::answer(const Rider& rider, const proto::Response& r, const std:
   if (c == conns_.end()) return;
   if (rider.op == Op::wait && c->second.wait_slot == rider.slot) c->second.wait_slot.reset();
   if (r.code() != proto::OK) return close(rider.conn, refused(what, r));
-  using torchstore::encode_int64;
   std::string bytes;
-  switch (rider.op) {
-    case Op::get:
-    case Op::compare_set: bytes = torchstore::encode_value(r.value()); break;
-    case Op::wait: bytes = torchstore::encode_wait(torchstore::WaitAnswer::stop_waiting); break;
-    case Op::check:
+  switch (torchstore::op_info(rider.op).answer) {
+    case torchstore::Answer::value: bytes = torchstore::encode_value(r.value()); break;
+    case torchstore::Answer::values:
+      bytes = torchstore::encode_values({r.values().begin(), r.values().end()});
+      break;
+    case torchstore::Answer::int64: bytes = torchstore::encode_int64(r.number()); break;
+    case torchstore::Answer::check:
       bytes = torchstore::encode_check(r.flag() ? torchstore::CheckAnswer::ready
                                                 : torchstore::CheckAnswer::not_ready);
       break;
-    case Op::multi_get:
-      bytes = torchstore::encode_values({r.values().begin(), r.values().end()});
+    case torchstore::Answer::wait:
+      bytes = torchstore::encode_wait(torchstore::WaitAnswer::stop_waiting);
       break;
-    case Op::queue_pop:
+    case torchstore::Answer::queue_pop:
       bytes = torchstore::encode_queue_pop(
           r.number(), r.number() > 0 ? std::optional<std::string>(r.value()) : std::nullopt);
       break;
-    default: bytes = encode_int64(r.number()); break;  // GETNUMKEYS, DELETE_KEY, QUEUE_LEN
+    case torchstore::Answer::none:
+    case torchstore::Answer::ping:
+    case torchstore::Answer::watch: return;  // no daemon answer of theirs reaches a client
   }
   fill(rider.conn, rider.slot, std::move(bytes));
 }

@@ -107,6 +107,7 @@ class StoreFront final : public UpstreamSink {
     uint64_t inflight = 0;  // upstream id; 0: none
     bool due = false;       // in due_: `next` leaves at send_due
     std::vector<Rider> riding, next;
+    Op op = Op::get;
     proto::Request request;  // what goes upstream for them (ADD: delta filled at send)
     std::string what;        // the request, as a refusal names it
   };
@@ -121,12 +122,11 @@ class StoreFront final : public UpstreamSink {
   void handle(ConnId conn, Client& c, torchstore::Request&& r);
   void local(ConnId conn, Client& c, const torchstore::Request& r);
   void write(ConnId conn, Client& c, torchstore::Request& r);
-  void read(ConnId conn, Client& c, const torchstore::Request& r);
+  void read(ConnId conn, Client& c, torchstore::Request& r);
   uint64_t take_slot(Client& c, bool wait = false);
-  static proto::Request upstream_read(const torchstore::Request& r);
   // False (and the client closed) when `up` would not fit the daemon's frame.
   bool fits_upstream(ConnId conn, const proto::Request& up, const std::string& what);
-  void ride(const std::string& name, const torchstore::Request& r, Rider rider);
+  void ride(torchstore::Request& r, Rider rider);
   void launch(const std::string& name, Fold& f);
   void answer_fold(const std::string& name, const proto::Response& r);
   void answer_adds(const std::vector<Rider>& riders, const proto::Response& r,
@@ -136,7 +136,7 @@ class StoreFront final : public UpstreamSink {
   void cancel_wait(ConnId conn, Client& c);
   void drop_rider(ConnId conn, uint64_t slot);
   void close(ConnId conn, const std::string& why);
-  uint64_t send(proto::Request req, Sent sent);
+  uint64_t send(proto::Request req, Op op, Sent sent);
 
   AgentCore& link_;
   StoreOutbox& out_;

@@ -8,27 +8,65 @@
 
 namespace dp::daemon {
 
+// PyTorch's operations are served in its key space only.
+bool TorchOps::in_torch_space(Broker& b, const Call& c, const char* op) {
+  if (c.space == proto::SPACE_TORCH) return true;
+  b.reply_error(c.conn, c.id, proto::PROTOCOL,
+                std::string(op) + " is one of PyTorch's store (key space SPACE_TORCH)");
+  return false;
+}
+
+// Every operation is named here (-Wswitch-enum): one added to the protocol
+// is routed on purpose, never by where its field number falls.
 bool TorchOps::handle(Broker& b, const Call& c, const proto::Request& req) {
   using R = proto::Request;
-  const auto op = req.op_case();
-  if (op < R::kAppend || op > R::kQueueLen) return false;
-  if (c.space != proto::SPACE_TORCH) {
-    b.reply_error(c.conn, c.id, proto::PROTOCOL,
-                  "operation " + std::to_string(static_cast<int>(op)) +
-                      " is one of PyTorch's store (key space SPACE_TORCH)");
-    return true;
+  switch (req.op_case()) {
+    case R::kAppend:
+      if (in_torch_space(b, c, "APPEND")) append(b, c, req.append());
+      return true;
+    case R::kCheck:
+      if (in_torch_space(b, c, "CHECK")) check(b, c, req.check());
+      return true;
+    case R::kNumKeys:
+      if (in_torch_space(b, c, "GETNUMKEYS")) num_keys(b, c);
+      return true;
+    case R::kMultiGet:
+      if (in_torch_space(b, c, "MULTI_GET")) multi_get(b, c, req.multi_get());
+      return true;
+    case R::kMultiSet:
+      if (in_torch_space(b, c, "MULTI_SET")) multi_set(b, c, req.multi_set());
+      return true;
+    case R::kQueuePush:
+      if (in_torch_space(b, c, "QUEUE_PUSH")) queue_push(b, c, req.queue_push());
+      return true;
+    case R::kQueuePop:
+      if (in_torch_space(b, c, "QUEUE_POP")) queue_pop(b, c, req.queue_pop());
+      return true;
+    case R::kQueueLen:
+      if (in_torch_space(b, c, "QUEUE_LEN")) queue_len(b, c, req.queue_len());
+      return true;
+    // The step's own operations, some shared with PyTorch's key space
+    // (SET, GET, ADD, ...), and the session's: Broker::handle_request.
+    case R::kHello:
+    case R::kSet:
+    case R::kGet:
+    case R::kAdd:
+    case R::kCompareAndSet:
+    case R::kErase:
+    case R::kExists:
+    case R::kWait:
+    case R::kBarrier:
+    case R::kAbort:
+    case R::kHeartbeat:
+    case R::kStats:
+    case R::kGoodbye:
+    case R::kRankLost:
+    case R::kStepSignal:
+    case R::kCancelCall:
+    case R::kStoreRefused:
+    case R::OP_NOT_SET: return false;
   }
-  switch (op) {
-    case R::kAppend: append(b, c, req.append()); break;
-    case R::kCheck: check(b, c, req.check()); break;
-    case R::kNumKeys: num_keys(b, c); break;
-    case R::kMultiGet: multi_get(b, c, req.multi_get()); break;
-    case R::kMultiSet: multi_set(b, c, req.multi_set()); break;
-    case R::kQueuePush: queue_push(b, c, req.queue_push()); break;
-    case R::kQueuePop: queue_pop(b, c, req.queue_pop()); break;
-    default: queue_len(b, c, req.queue_len()); break;
-  }
-  return true;
+  return false;
 }
 
 void TorchOps::note_unset(Broker& b, const Broker::Peer& p, const Broker::Waiter& w,

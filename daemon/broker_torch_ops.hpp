@@ -27,6 +27,8 @@ class TorchOps {
 
  private:
   using Call = Broker::Call;
+  // True in SPACE_TORCH; else `op` is refused with PROTOCOL.
+  static bool in_torch_space(Broker& b, const Call& c, const char* op);
   static void append(Broker& b, const Call& c, const proto::Append& m);
   static void check(Broker& b, const Call& c, const proto::Check& m);
   static void num_keys(Broker& b, const Call& c);

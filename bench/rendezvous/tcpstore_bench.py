@@ -27,6 +27,16 @@ import torch.distributed as dist
 ID = b"I" * 128
 
 
+def tcp_store(*args, **kwargs):
+    """PyTorch's TCPStore on its classic backend: Debian builds torch without
+    libuv, and 2.4+ asks for libuv by default (2.6, 2.14 refuse to start);
+    1.13 has no use_libuv and only the classic backend."""
+    try:
+        return dist.TCPStore(*args, use_libuv=False, **kwargs)
+    except TypeError:
+        return dist.TCPStore(*args, **kwargs)
+
+
 def worker(port, world, ranks, threads, out, torch_init=False):
     first = time.monotonic_ns()
     stores = {}
@@ -37,7 +47,7 @@ def worker(port, world, ranks, threads, out, torch_init=False):
             for r in slice_:
                 # --torch-init: what env:// sends, as dp-store-bench's clients do:
                 # the worker count (ADD init/), no key of each rank's own.
-                s = dist.TCPStore("127.0.0.1", port, world, False, timedelta(seconds=120),
+                s = tcp_store("127.0.0.1", port, world, False, timedelta(seconds=120),
                                   wait_for_workers=torch_init)
                 stores[r] = s
                 if not torch_init:
@@ -69,7 +79,7 @@ def worker(port, world, ranks, threads, out, torch_init=False):
 
 
 def server(q, ready):
-    s = dist.TCPStore("127.0.0.1", 0, None, True, timedelta(seconds=300), wait_for_workers=False)
+    s = tcp_store("127.0.0.1", 0, None, True, timedelta(seconds=300), wait_for_workers=False)
     q.put(s.port)
     ready.wait()
     os._exit(0)
@@ -100,7 +110,7 @@ def one_run(world, procs, threads, torch_init):
 
 
 def serve():
-    s = dist.TCPStore("127.0.0.1", 0, None, True, timedelta(seconds=300), wait_for_workers=False)
+    s = tcp_store("127.0.0.1", 0, None, True, timedelta(seconds=300), wait_for_workers=False)
     print(f"port {s.port}", flush=True)
     sys.stdin.read()
     os._exit(0)  # not the teardown of thousands of connections

@@ -73,11 +73,10 @@ std::array<uint32_t, 4> as_ipv6(uint8_t family, const uint32_t (&addr)[4]) {
 Result<uid_t> peer_uid_from_answer(const inet_diag_req_v2& query, const inet_diag_msg& answer) {
   const inet_diag_sockid& q = query.id;
   const inet_diag_sockid& a = answer.id;
-  const bool mirrors = a.idiag_sport == q.idiag_sport && a.idiag_dport == q.idiag_dport &&
-                       as_ipv6(answer.idiag_family, a.idiag_src) ==
-                           as_ipv6(query.sdiag_family, q.idiag_src) &&
-                       as_ipv6(answer.idiag_family, a.idiag_dst) ==
-                           as_ipv6(query.sdiag_family, q.idiag_dst);
+  const bool mirrors =
+      a.idiag_sport == q.idiag_sport && a.idiag_dport == q.idiag_dport &&
+      as_ipv6(answer.idiag_family, a.idiag_src) == as_ipv6(query.sdiag_family, q.idiag_src) &&
+      as_ipv6(answer.idiag_family, a.idiag_dst) == as_ipv6(query.sdiag_family, q.idiag_dst);
   if (answer.idiag_state != TCP_ESTABLISHED)
     return make_error(Errc::not_found,
                       "the kernel answered with " + answered_as(answer.idiag_state) +

@@ -11,7 +11,7 @@ namespace {
 
 enum class Field : uint8_t { key, value, expected, delta, number, key_list, pair_list };
 
-// The fields of each request, in wire order.
+// The fields of each body, in wire order.
 std::span<const Field> fields_of(Op op) {
   static constexpr Field kNumber[] = {Field::number};
   static constexpr Field kKeyValue[] = {Field::key, Field::value};
@@ -20,25 +20,15 @@ std::span<const Field> fields_of(Op op) {
   static constexpr Field kKey[] = {Field::key};
   static constexpr Field kKeyList[] = {Field::key_list};
   static constexpr Field kPairList[] = {Field::pair_list};
-  switch (op) {
-    case Op::validate:
-    case Op::ping: return kNumber;
-    case Op::set:
-    case Op::append:
-    case Op::queue_push: return kKeyValue;
-    case Op::compare_set: return kCompareSet;
-    case Op::add: return kAdd;
-    case Op::get:
-    case Op::watch_key:
-    case Op::delete_key:
-    case Op::queue_pop:
-    case Op::queue_len: return kKey;
-    case Op::check:
-    case Op::wait:
-    case Op::multi_get: return kKeyList;
-    case Op::multi_set: return kPairList;
-    case Op::get_num_keys:
-    case Op::cancel_wait: break;
+  switch (op_info(op).body) {
+    case Body::none: break;
+    case Body::number: return kNumber;
+    case Body::key: return kKey;
+    case Body::key_value: return kKeyValue;
+    case Body::compare_set: return kCompareSet;
+    case Body::add: return kAdd;
+    case Body::key_list: return kKeyList;
+    case Body::pair_list: return kPairList;
   }
   return {};
 }

@@ -11,41 +11,31 @@ void put_keys(std::string& out, const std::vector<std::string>& keys) {
 }
 
 void put_body(std::string& out, const Request& r) {
-  switch (r.op) {
-    case Op::validate:
-    case Op::ping: wire::put<uint32_t>(out, r.number); break;
-    case Op::set:
-    case Op::append:
-    case Op::queue_push:
+  switch (op_info(r.op).body) {
+    case Body::none: break;
+    case Body::number: wire::put<uint32_t>(out, r.number); break;
+    case Body::key: wire::put_blob(out, r.key); break;
+    case Body::key_value:
       wire::put_blob(out, r.key);
       wire::put_blob(out, r.value);
       break;
-    case Op::compare_set:
+    case Body::compare_set:
       wire::put_blob(out, r.key);
       wire::put_blob(out, r.expected);
       wire::put_blob(out, r.value);
       break;
-    case Op::add:
+    case Body::add:
       wire::put_blob(out, r.key);
       wire::put<int64_t>(out, r.delta);
       break;
-    case Op::get:
-    case Op::watch_key:
-    case Op::delete_key:
-    case Op::queue_pop:
-    case Op::queue_len: wire::put_blob(out, r.key); break;
-    case Op::check:
-    case Op::wait:
-    case Op::multi_get: put_keys(out, r.keys); break;
-    case Op::multi_set:
+    case Body::key_list: put_keys(out, r.keys); break;
+    case Body::pair_list:
       wire::put<int64_t>(out, static_cast<int64_t>(r.keys.size()));  // PyTorch sends it signed
       for (size_t i = 0; i < r.keys.size(); ++i) {
         wire::put_blob(out, r.keys[i]);
         wire::put_blob(out, r.values[i]);
       }
       break;
-    case Op::get_num_keys:
-    case Op::cancel_wait: break;
   }
 }
 

@@ -522,6 +522,30 @@ TEST_F(AgentRelinkTest, SilencePutsTheLinkInDoubtAndANewOneKeepsTheRanksAndTheir
   EXPECT_EQ(rec.relinks.size(), 1u);
 }
 
+// The step's store says per request whether it may go again (its opcode
+// table's resend): a GET does, a QUEUE_POP is answered "unknown".
+TEST_F(AgentRelinkTest, ASinksRequestGoesAgainOnlyWhenItSaysItMay) {
+  struct Sink : UpstreamSink {
+    std::vector<proto::Response> answers;
+    void on_upstream(uint64_t, const proto::Response& r) override { answers.push_back(r); }
+  } sink;
+  proto::Request get;
+  get.mutable_get()->set_key("k");
+  proto::Request pop;
+  pop.mutable_queue_pop()->set_key("q");
+  const uint64_t get_id = link.send_for(sink, get, true);
+  const uint64_t pop_id = link.send_for(sink, pop, false);
+  link.on_daemon_doubt("Connection timed out", now);
+  const size_t before = rec.to_daemon_.size();
+  link.relinked(proto::Response(), now);
+  ASSERT_EQ(rec.to_daemon_.size(), before + 1);
+  EXPECT_EQ(rec.to_daemon_[before].id(), get_id);
+  EXPECT_TRUE(rec.to_daemon_[before].has_get());
+  ASSERT_EQ(sink.answers.size(), 1u);
+  EXPECT_EQ(sink.answers[0].id(), pop_id);
+  EXPECT_EQ(sink.answers[0].code(), proto::CONNECTION);
+}
+
 TEST_F(AgentRelinkTest, ASocketTimeoutIsDoubtAndAnEndOrResetIsNot) {
   link.on_daemon_doubt("Connection timed out", now);
   ASSERT_EQ(rec.relinks.size(), 1u);

@@ -3,6 +3,7 @@
 // (torchstore/README.md says which version each fact was checked against).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -16,6 +17,9 @@ enum class Dialect : uint8_t {
 };
 
 // Every operation of either dialect, by meaning; the byte differs by dialect.
+// Adding one: its row in opcodes.cpp's table (kOps: bytes, body, route,
+// answer, resend), its codec where the compiler asks (every switch over Op
+// is exhaustive, -Wswitch-enum, no default), its tests.
 enum class Op : uint8_t {
   validate,  // v2: first request of a connection, uint32 magic
   set,
@@ -34,8 +38,62 @@ enum class Op : uint8_t {
   ping,         // v2, from PyTorch 2.5
   queue_push,   // v2, from PyTorch 2.8
   queue_pop,    // v2, from PyTorch 2.8
-  queue_len,    // v2, from PyTorch 2.8
+  queue_len,    // v2, from PyTorch 2.8; the last: kOpCount counts to it
 };
+inline constexpr size_t kOpCount = static_cast<size_t>(Op::queue_len) + 1;
+
+// A request's fields after its opcode, in wire order (request.hpp names them).
+enum class Body : uint8_t {
+  none,         // GETNUMKEYS, CANCEL_WAIT
+  number,       // a uint32: VALIDATE's magic, PING's nonce
+  key,          // one key
+  key_value,    // a key, then a value
+  compare_set,  // a key, the expected value, the desired value
+  add,          // a key, then an int64 delta
+  key_list,     // a uint64 count, then that many keys
+  pair_list,    // an int64 count, then that many key, value pairs
+};
+
+// Where the node agent serves an operation (--dp-store=step).
+enum class Route : uint8_t {
+  local,  // answered, or refused, by the agent itself
+  read,   // through the daemon; identical ones of a node ride one request
+  write,  // through the daemon, one by one, in arrival order
+};
+
+// What PyTorch's server sends back (reply.hpp frames each).
+enum class Answer : uint8_t {
+  none,       // SET, APPEND, MULTI_SET, QUEUE_PUSH, VALIDATE (and WAIT until its keys exist)
+  value,      // GET, COMPARE_SET: one blob
+  values,     // MULTI_GET: a blob per key
+  int64,      // ADD, GETNUMKEYS, DELETE_KEY, QUEUE_LEN
+  check,      // CHECK: READY or NOT_READY
+  wait,       // WAIT: STOP_WAITING; CANCEL_WAIT: WAIT_CANCELED
+  ping,       // PING: the nonce echoed
+  queue_pop,  // QUEUE_POP: the length before, then the value when there was one
+  watch,      // WATCH_KEY: registered, then an event per change
+};
+
+// One operation, all that routes and frames it.
+struct OpInfo {
+  Op op;
+  const char* name;  // PyTorch's own name ("SET", "MULTI_GET", ...)
+  int16_t legacy;    // its byte in 1.13/2.0's enum QueryType, -1: none
+  int16_t v2;        // its byte in 2.2+'s, -1: none
+  Body body;
+  Route route;
+  Answer answer;
+  // Through the daemon: sent again on the node's new connection after an
+  // outage, because applying it twice changes nothing. False where its
+  // effect or answer would differ (ADD, COMPARE_SET, ...): its client hears
+  // that the outcome is unknown instead.
+  bool resend;
+};
+
+// The row of `op`; every Op has one.
+const OpInfo& op_info(Op op) noexcept;
+// Every row, in Op's order.
+const OpInfo (&all_ops() noexcept)[kOpCount];
 
 // The validation magic: a v2 connection starts with 00 ce f7 85 3c.
 inline constexpr uint32_t kValidationMagic = 0x3C85F7CE;
