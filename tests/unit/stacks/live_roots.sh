@@ -89,6 +89,11 @@ esac
 if [[ -n $ROOT ]]; then
   [[ $(id -u) -eq 0 ]] || skip "needs root to enter $ROOT (unshare, mount, chroot)"
   [[ -x $ROOT$PYTHON ]] || skip "no $ROOT$PYTHON: build it with scripts/debian-root $LANE ensure"
+  # Not while scripts/debian-root builds the root or runs a lane in it (CI
+  # builds the roots while the Debian 12 lane runs this); held shared until
+  # the end, so none starts under the test.
+  exec 8>>"$ROOT.lock"
+  flock -n -s 8 || skip "$ROOT is in use by scripts/debian-root (being built, or a lane runs in it)"
   unshare --mount --propagation private -- bash "$0" "$STACKS" __inner "$ROOT" "$PYTHON" "$WORK" &
   for _ in $(seq 100); do [[ -s $WORK/pid ]] && break; sleep 0.1; done
   PY_PID=$(cat "$WORK/pid" 2>/dev/null || true)
