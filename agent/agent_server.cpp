@@ -214,7 +214,7 @@ void AgentServer::answer_root() {
     // The master node publishes its own lease: root knows it, failure included.
     if (settings_.master == MasterPort::fetch) {
       a.port = (*got)->port;
-      a.more = (*got)->more;
+      a.ports = (*got)->ports;
     }
   }
   answer(a);

@@ -80,10 +80,10 @@ Result<void> set_field(AgentSettings& s, std::string_view key, std::string_view 
     auto held = parse_held_ports(v);
     DP_TRY(held);
     s.held_ports = std::move(*held);
-  } else if (key == "more_ports") {
-    auto ports = parse_ports_text(v, "more_ports");
+  } else if (key == "ports") {
+    auto ports = parse_ports_text(v, "ports");
     DP_TRY(ports);
-    s.published.more = std::move(*ports);
+    s.published.ports = std::move(*ports);
   } else if (key == "master") {
     if (v == "none") s.master = MasterPort::none;
     else if (v == "publish") s.master = MasterPort::publish;
@@ -127,7 +127,7 @@ std::string format_settings(const AgentSettings& s) {
                   "\nmaster_failure_reason=" + clean(f->reason) + "\n";
     else
       published = "master_port=" + std::to_string(s.published.port) +
-                  "\nmore_ports=" + ports_text(s.published.more) + "\n";
+                  "\nports=" + ports_text(s.published.ports) + "\n";
   }
   return "addr=" + clean(s.addr) + "\nsecret=" + clean(s.secret) + "\nhost=" + clean(s.host) +
          "\njob=" + std::to_string(s.job) + "\nstep=" + std::to_string(s.step) +
@@ -178,7 +178,7 @@ std::string format_answer(const Result<AgentAnswer>& a) {
   }
   std::string store;
   if (a->store_port > 0) store = " store=" + std::to_string(a->store_port);
-  if (!a->more.empty()) store += " ports=" + ports_text(a->more);
+  if (!a->ports.empty()) store += " ports=" + ports_text(a->ports);
   return "READY " + std::to_string(a->port) + " " + a->socket + store + "\n";
 }
 
@@ -208,10 +208,10 @@ Result<AgentAnswer> parse_answer(std::string_view line) {
   auto port = parse_whole_number(line.substr(0, sp), 0, 65535);
   std::string_view name = line.substr(sp + 1);
   // " ports=<a,b,...>": the step's --dp-ports, fetched from the master node.
-  Result<std::vector<int>> more = std::vector<int>();
+  Result<std::vector<int>> ports = std::vector<int>();
   if (const size_t at = name.find(" ports="); at != std::string_view::npos) {
-    more = parse_ports_text(name.substr(at + 7), "ports");
-    if (more && more->empty()) return wrong();
+    ports = parse_ports_text(name.substr(at + 7), "ports");
+    if (ports && ports->empty()) return wrong();
     name = name.substr(0, at);
   }
   // " store=<port>": the node's PyTorch store (settings store=step).
@@ -220,14 +220,14 @@ Result<AgentAnswer> parse_answer(std::string_view line) {
     store = parse_whole_number(name.substr(at + 7), 1, 65535);
     name = name.substr(0, at);
   }
-  if (!port || !store || !more || name.size() < 2 || name.size() > kMaxSocketName ||
+  if (!port || !store || !ports || name.size() < 2 || name.size() > kMaxSocketName ||
       name[0] != '@' || !std::all_of(name.begin() + 1, name.end(), socket_char))
     return wrong();
   AgentAnswer a;
   a.port = static_cast<int>(*port);
   a.socket = std::string(name);
   a.store_port = static_cast<int>(*store);
-  a.more = std::move(*more);
+  a.ports = std::move(*ports);
   return a;
 }
 

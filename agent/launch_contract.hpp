@@ -74,7 +74,7 @@ struct AgentAnswer {
   // With a socket: the node's PyTorch store on 127.0.0.1 (settings store=step); 0: none.
   int store_port = 0;
   // With a fetched port: the step's --dp-ports, as the master node published them.
-  std::vector<int> more;
+  std::vector<int> ports;
   // Instead of all the above ("ERROR <text>"): why the agent cannot serve the
   // step. It stays, to report how the node's tasks end.
   std::string refusal;

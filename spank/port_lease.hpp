@@ -34,7 +34,7 @@ struct LeaseRequest {
   // MASTER_PORT and --dp-ports count as one); 0: no cap.
   int max_steps_per_user = 0;
   std::chrono::milliseconds lock_wait{5'000};  // bound on waiting for the folder's lock
-  int dp_ports = 0;           // the step's --dp-ports, which it leases besides MASTER_PORT
+  int port_count = 0;         // the step's --dp-ports, which it leases besides MASTER_PORT
   bool master_fixed = false;  // --dp-master-port: MASTER_PORT is not leased
 };
 
@@ -83,7 +83,7 @@ class PortLease {
 Result<PortLease> lease_master_port(const SiteConfig& site, const LeaseRequest& req);
 
 // The step's leases (MASTER_PORT unless req.master_fixed, then its
-// req.dp_ports), all or none: a failure releases those taken before it.
+// req.port_count), all or none: a failure releases those taken before it.
 Result<std::vector<PortLease>> lease_ports(const SiteConfig& site, const LeaseRequest& req);
 
 // Opens (creating as needed) the lease folder: every component without

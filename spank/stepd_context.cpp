@@ -54,7 +54,7 @@ struct StepdState {
   bool explain_masks = false;  // an explained step where Slurm names devices otherwise than srun
   std::string master_addr;     // set again in each task, after earlier plugins
   int master_port = 0;         // likewise
-  StepPorts ports;             // rank 0's node's: coordinator (JAX's) and DP_PORTS
+  StepPorts step_ports;        // rank 0's node's: coordinator (JAX's) and DP_PORTS
   StoreKind store = StoreKind::rank0;  // --dp-store=step: MASTER_* name the agent's store
   std::vector<PortLease> leases;  // the master node's leases of the step's ports, released at end
   MasterPortHold hold;            // the master node's step ports, bound until rank 0's exec
@@ -208,7 +208,7 @@ struct KnownPorts {
   std::optional<StepPorts> reserved;  // Slurm's reservation (without --dp-master-port)
 };
 
-Result<KnownPorts> local_ports(spank_t sp, const StepdState& st, int more) {
+Result<KnownPorts> local_ports(spank_t sp, const StepdState& st, int port_count) {
   KnownPorts k;
   if (st.facts.options.master_port.value_or(0) > 0) {
     k.fixed = *st.facts.options.master_port;
@@ -219,7 +219,7 @@ Result<KnownPorts> local_ports(spank_t sp, const StepdState& st, int more) {
   auto ports = reserved_ports(*resv);
   DP_TRY(ports);
   if (ports->empty()) return k;
-  auto mine = ports_from_reservation(*ports, more, *resv);
+  auto mine = ports_from_reservation(*ports, port_count, *resv);
   DP_TRY(mine);
   k.reserved = std::move(*mine);
   return k;
@@ -234,7 +234,7 @@ void share_held_ports(StepdState& st, const std::vector<HeldPort>& held, const S
   st.shared_ports.clear();
   for (const HeldPort& h : held) {
     const bool coordinator = coordinator_held && h.port == ports.coordinator;
-    if (!h.socket || port_hold(coordinator ? StepPort::coordinator : StepPort::more,
+    if (!h.socket || port_hold(coordinator ? StepPort::coordinator : StepPort::ports,
                                st.facts.options, step_store) != PortHold::to_listen)
       continue;
     if (auto ok = share_hold_with_user(h.socket.get(), owner); !ok) {
@@ -251,7 +251,7 @@ void share_held_ports(StepdState& st, const std::vector<HeldPort>& held, const S
 // Slurm's reservation, or --dp-master-port (not held: the user's choice) and
 // leases of the site's range.
 Result<StepPorts> take_ports(spank_t sp, StepdState& st, const JobStep& id, const KnownPorts& known,
-                             int more) {
+                             int port_count) {
   std::vector<HeldPort> held;
   StepPorts ports;
   uid_t owner = 0;
@@ -260,7 +260,7 @@ Result<StepPorts> take_ports(spank_t sp, StepdState& st, const JobStep& id, cons
   if (known.reserved) {
     ports = *known.reserved;
     std::vector<int> all{ports.coordinator};
-    all.insert(all.end(), ports.more.begin(), ports.more.end());
+    all.insert(all.end(), ports.ports.begin(), ports.ports.end());
     for (int port : all) {
       auto h = hold_reserved_port(port);
       DP_TRY(h);
@@ -268,7 +268,7 @@ Result<StepPorts> take_ports(spank_t sp, StepdState& st, const JobStep& id, cons
     }
   } else {
     LeaseRequest req = lease_request(st.site, owner, id.text());
-    req.dp_ports = more;
+    req.port_count = port_count;
     req.master_fixed = known.fixed.has_value();
     auto leases = lease_ports(st.site, req);
     DP_TRY(leases);
@@ -276,7 +276,7 @@ Result<StepPorts> take_ports(spank_t sp, StepdState& st, const JobStep& id, cons
     st.leases = std::move(*leases);
     size_t next = 0;
     ports.coordinator = known.fixed ? *known.fixed : held[next++].port;
-    for (; next < held.size(); ++next) ports.more.push_back(held[next].port);
+    for (; next < held.size(); ++next) ports.ports.push_back(held[next].port);
   }
   share_held_ports(st, held, ports, !known.fixed, owner);
   auto kept = st.hold.keep(std::move(held));
@@ -291,13 +291,13 @@ Result<StepPorts> take_ports(spank_t sp, StepdState& st, const JobStep& id, cons
 // fetches) or the master node's failure, which the agent has published by
 // then.
 Result<StepPorts> plan_step_ports(spank_t sp, StepdState& st, const JobStep& id,
-                                  const KnownPorts& known, bool master, int more,
+                                  const KnownPorts& known, bool master, int port_count,
                                   agent::AgentSettings& s) {
   uint32_t nnodes = 1;
   spank_get_item(sp, S_JOB_NNODES, &nnodes);
-  const bool exchange = nnodes > 1 && !known.reserved && (!known.fixed || more > 0);
+  const bool exchange = nnodes > 1 && !known.reserved && (!known.fixed || port_count > 0);
   Result<StepPorts> mine = StepPorts{};
-  if (master) mine = take_ports(sp, st, id, known, more);
+  if (master) mine = take_ports(sp, st, id, known, port_count);
   else if (known.reserved) mine = *known.reserved;
   else if (!exchange) mine = StepPorts{*known.fixed, {}};
   if (!mine) {
@@ -307,7 +307,7 @@ Result<StepPorts> plan_step_ports(spank_t sp, StepdState& st, const JobStep& id,
   } else if (master) {  // also where no node fetches: the step report shows the ports
     s.master = agent::MasterPort::publish;
     s.published = mine->coordinator;
-    s.published.more = mine->more;
+    s.published.ports = mine->ports;
   } else if (!exchange) {
     s.master = agent::MasterPort::none;
   } else {
@@ -324,13 +324,13 @@ Result<int> start_node_agent(spank_t sp, StepdState& st, const JobStep& id) {
   auto start = agent_start(sp, st, id);
   DP_TRY(start);
   st.store = start->store;
-  const int more = st.facts.options.ports.value_or(0);
+  const int port_count = st.facts.options.port_count.value_or(0);
   uint32_t local_of_rank0 = 0;
   const bool master =
       spank_get_item(sp, S_JOB_GLOBAL_TO_LOCAL_ID, uint32_t{0}, &local_of_rank0) == ESPANK_SUCCESS;
   agent::AgentSettings& s = start->settings;
-  auto known = local_ports(sp, st, more);
-  Result<StepPorts> mine = known ? plan_step_ports(sp, st, id, *known, master, more, s)
+  auto known = local_ports(sp, st, port_count);
+  Result<StepPorts> mine = known ? plan_step_ports(sp, st, id, *known, master, port_count, s)
                                  : Result<StepPorts>(known.error());
   if (!known) {  // a reservation too small: the master node says so for the step
     s.master = master ? agent::MasterPort::publish : agent::MasterPort::none;
@@ -363,14 +363,14 @@ Result<int> start_node_agent(spank_t sp, StepdState& st, const JobStep& id) {
   if (!netns.empty()) spank_setenv(sp, env::kAgentNetns, netns.c_str(), 1);
   if (s.master == agent::MasterPort::fetch) {
     if (answer->port < 1) return make_error(Errc::protocol, "the node agent gave no MASTER_PORT");
-    if (answer->more.size() != static_cast<size_t>(more))
-      return make_error(Errc::protocol, "the node agent gave " +
-                                            std::to_string(answer->more.size()) +
-                                            " of the step's " + std::to_string(more) + " DP_PORTS");
-    mine = StepPorts{answer->port, answer->more};
+    if (answer->ports.size() != static_cast<size_t>(port_count))
+      return make_error(Errc::protocol,
+                        "the node agent gave " + std::to_string(answer->ports.size()) +
+                            " of the step's " + std::to_string(port_count) + " DP_PORTS");
+    mine = StepPorts{answer->port, answer->ports};
   }
-  st.ports = *mine;
-  if (st.store != StoreKind::step) return st.ports.coordinator;
+  st.step_ports = *mine;
+  if (st.store != StoreKind::step) return st.step_ports.coordinator;
   if (answer->store_port < 1)
     return make_error(Errc::protocol, "the node agent gave no port for the step's store");
   return answer->store_port;
@@ -455,8 +455,8 @@ Result<EnvList> task_variables(spank_t sp, const StepdState& st, const TaskPlace
 // --dp-ports as DP_PORTS_LISTEN_FDS), so none is ever free; otherwise each
 // hold is checked to still keep its port to the step.
 Result<void> ports_before_exec(spank_t sp, const StepdState& st) {
-  std::vector<int> all{st.ports.coordinator};
-  all.insert(all.end(), st.ports.more.begin(), st.ports.more.end());
+  std::vector<int> all{st.step_ports.coordinator};
+  all.insert(all.end(), st.step_ports.ports.begin(), st.step_ports.ports.end());
   if (!st.facts.options.passes_master_socket()) {
     for (int port : all) DP_TRY(check_master_port_before_exec(st.hold.fd(port), port));
     return {};
@@ -467,12 +467,12 @@ Result<void> ports_before_exec(spank_t sp, const StepdState& st) {
     DP_TRY(fd);
     fds.push_back(std::move(*fd));
   }
-  std::vector<int> more_fds;
-  for (size_t i = 1; i < fds.size(); ++i) more_fds.push_back(fds[i].get());
+  std::vector<int> ports_fds;
+  for (size_t i = 1; i < fds.size(); ++i) ports_fds.push_back(fds[i].get());
   if (spank_setenv(sp, env::kMasterListenFd, std::to_string(fds[0].get()).c_str(), 1) !=
           ESPANK_SUCCESS ||
-      (!more_fds.empty() &&
-       spank_setenv(sp, env::kPortsListenFds, ports_text(more_fds).c_str(), 1) != ESPANK_SUCCESS))
+      (!ports_fds.empty() &&
+       spank_setenv(sp, env::kPortsListenFds, ports_text(ports_fds).c_str(), 1) != ESPANK_SUCCESS))
     return make_error(Errc::internal, std::string("cannot set ") + env::kMasterListenFd + " or " +
                                           env::kPortsListenFds);
   for (UniqueFd& fd : fds) fd.release();  // the program's from here (not close-on-exec)
@@ -596,8 +596,8 @@ int stepd_task_init(spank_t sp) {
     if (!st.master_addr.empty()) vars->emplace_back(env::kMasterAddr, st.master_addr);
     vars->emplace_back(env::kMasterPort, std::to_string(st.master_port));
   }
-  for (auto& v : ports_environment(st.master_addr, std::to_string(st.ports.coordinator),
-                                   ports_text(st.ports.more)))
+  for (auto& v : ports_environment(st.master_addr, std::to_string(st.step_ports.coordinator),
+                                   ports_text(st.step_ports.ports)))
     vars->push_back(std::move(v));
   for (const auto& [name, value] : *vars)
     if (spank_setenv(sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS) {

@@ -118,7 +118,7 @@ Result<EnvList> task_environment(const LayoutPlan& plan, const SiteConfig& site,
 
 Result<std::vector<TaskEnvironment>> step_environment(
     const LayoutPlan& plan, const SiteConfig& site, const StepShape& shape,
-    const std::string& master_addr, const std::string& master_port, const std::string& more_ports) {
+    const std::string& master_addr, const std::string& master_port, const std::string& ports) {
   std::vector<TaskEnvironment> out;
   for (size_t h = 0; h < shape.hosts.size(); ++h) {
     const auto& ids = shape.task_ids[h];
@@ -139,7 +139,7 @@ Result<std::vector<TaskEnvironment>> step_environment(
       }
       for (auto& v : launcher_master_environment(plan.launch, master_addr, master_port))
         env->push_back(std::move(v));
-      for (auto& v : ports_environment(master_addr, master_port, more_ports))
+      for (auto& v : ports_environment(master_addr, master_port, ports))
         env->push_back(std::move(v));
       std::optional<Workers> workers;
       if (!plan.launch.launcher.empty()) {

@@ -140,7 +140,7 @@ struct LayoutPlan {
   std::vector<NodePlan> nodes;         // one per shape.hosts entry
   LaunchShape launch;                  // one task per node, per-node launchers
   StoreKind store = StoreKind::rank0;  // where PyTorch's ranks meet (step_store.hpp)
-  int more_ports = 0;                  // --dp-ports: held on rank 0's node (step_ports.hpp)
+  int port_count = 0;                  // --dp-ports: held on rank 0's node (step_ports.hpp)
 };
 
 // The whole decision, or a refusal that names the option and the fix.
@@ -160,7 +160,7 @@ Result<EnvList> task_environment(const LayoutPlan& plan, const SiteConfig& site,
                                  const TaskPlace& place, const NodeTiles& tiles);
 
 // Every task of a step, in rank order, with MASTER_ADDR/MASTER_PORT, JAX's
-// coordinator and DP_PORTS (`more_ports`, empty: none): what --dp-explain
+// coordinator and DP_PORTS (`ports`, empty: none): what --dp-explain
 // prints and what the unit tests replay.
 struct TaskEnvironment {
   int rank = 0;
@@ -168,12 +168,9 @@ struct TaskEnvironment {
   EnvList env;
   std::optional<Workers> workers;  // the task is a per-node launcher: its workers
 };
-Result<std::vector<TaskEnvironment>> step_environment(const LayoutPlan& plan,
-                                                      const SiteConfig& site,
-                                                      const StepShape& shape,
-                                                      const std::string& master_addr,
-                                                      const std::string& master_port,
-                                                      const std::string& more_ports = "");
+Result<std::vector<TaskEnvironment>> step_environment(
+    const LayoutPlan& plan, const SiteConfig& site, const StepShape& shape,
+    const std::string& master_addr, const std::string& master_port, const std::string& ports = "");
 
 // One readable line per task for --dp-explain, and for a launcher one more:
 // its node rank, workers and each worker's devices.

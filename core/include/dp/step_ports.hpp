@@ -1,6 +1,9 @@
 // The step's ports on rank 0's node: the coordinator port (MASTER_PORT in a
 // step whose rank 0 hosts PyTorch's store, and JAX's coordinator in every
 // step) and --dp-ports=N more for the step's other services (DP_PORTS).
+// One name from option to environment: `ports` is the list (DP_PORTS), and
+// `port_count` (Options, LayoutPlan) how many a step asked for (--dp-ports=N);
+// like every option's field, the code drops the user's `dp` prefix.
 // Every one is chosen and held on the master node the way MASTER_PORT is.
 // Pure: the plugin chooses and holds them; this says how many, checks what
 // a user or Slurm gave, and what each task is told.
@@ -33,8 +36,8 @@ enum class PortHold {
 };
 
 // The step's coordinator port (MASTER_PORT / JAX_COORDINATOR_ADDRESS) or
-// one of its --dp-ports.
-enum class StepPort { coordinator, more };
+// one of its ports (--dp-ports, DP_PORTS).
+enum class StepPort { coordinator, ports };
 
 // The hold of `port`: --dp-master-socket's choice (close, pass, share) or,
 // unset, to_exec, but for the coordinator port of a step whose store the node
@@ -45,8 +48,8 @@ PortHold port_hold(StepPort port, const Options& opts, bool step_store);
 const char* port_hold_text(PortHold hold) noexcept;
 
 struct StepPorts {
-  int coordinator = 0;    // 1..65535
-  std::vector<int> more;  // --dp-ports, in order (DP_PORTS)
+  int coordinator = 0;     // 1..65535
+  std::vector<int> ports;  // --dp-ports, in order (DP_PORTS)
 };
 
 // --dp-ports as the site allows it: at most max_ports=, and with the
@@ -59,8 +62,8 @@ Result<int> checked_port_count(const Options& opts, const SiteConfig& site);
 Result<std::vector<int>> reserved_ports(std::string_view resv);
 
 // The step's ports from Slurm's reservation: the first is the coordinator,
-// the next `more` DP_PORTS. Too few: the refusal says how to ask for more.
-Result<StepPorts> ports_from_reservation(const std::vector<int>& reserved, int more,
+// the next `port_count` DP_PORTS. Too few: the refusal says how to ask for more.
+Result<StepPorts> ports_from_reservation(const std::vector<int>& reserved, int port_count,
                                          std::string_view resv_text);
 
 // "29401,29402": DP_PORTS' spelling; and back, strictly (every port 1..65535,
@@ -73,6 +76,6 @@ Result<std::vector<int>> parse_ports_text(std::string_view text, std::string_vie
 // DP_PORTS. Texts, so --dp-explain can say "auto(...)" before they exist.
 std::vector<std::pair<std::string, std::string>> ports_environment(const std::string& master_addr,
                                                                    const std::string& coordinator,
-                                                                   const std::string& more);
+                                                                   const std::string& ports);
 
 }  // namespace dp

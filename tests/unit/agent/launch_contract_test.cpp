@@ -45,15 +45,15 @@ TEST(LaunchContract, SettingsRoundTrip) {
   EXPECT_TRUE(back->serve_store);
   EXPECT_EQ(back->job, 7u);
   s.published = 29501;
-  s.published.more = {29502, 29503};
+  s.published.ports = {29502, 29503};
   auto port = parse_settings(format_settings(s));
   ASSERT_TRUE(port) << port.error().message;
   EXPECT_EQ(port->published.port, 29501);
-  EXPECT_EQ(port->published.more, (std::vector<int>{29502, 29503}));
+  EXPECT_EQ(port->published.ports, (std::vector<int>{29502, 29503}));
   EXPECT_FALSE(port->published.failure);
   EXPECT_FALSE(
       parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=2\nranks=0\nmaster=publish\nmaster_port=1\n"
-                     "more_ports=1,0\n\n"));
+                     "ports=1,0\n\n"));
 }
 
 // One bound for every watch on a link's silence: the site table's
@@ -134,12 +134,12 @@ TEST(LaunchContract, RootValidatesTheAnswer) {
   EXPECT_FALSE(parse_answer("READY 0 @s store=1 extra"));
   // The step's --dp-ports, fetched from the master node.
   a.port = 29500;
-  a.more = {29501, 29502};
-  auto more = parse_answer(format_answer(a).substr(0, format_answer(a).size() - 1));
-  ASSERT_TRUE(more);
-  EXPECT_EQ(more->more, (std::vector<int>{29501, 29502}));
-  EXPECT_EQ(more->store_port, 5);
-  EXPECT_EQ(more->socket, "@s");
+  a.ports = {29501, 29502};
+  auto ports = parse_answer(format_answer(a).substr(0, format_answer(a).size() - 1));
+  ASSERT_TRUE(ports);
+  EXPECT_EQ(ports->ports, (std::vector<int>{29501, 29502}));
+  EXPECT_EQ(ports->store_port, 5);
+  EXPECT_EQ(ports->socket, "@s");
   EXPECT_FALSE(parse_answer("READY 1 @s ports=1,70000"));
   EXPECT_FALSE(parse_answer("READY 1 @s ports="));
   auto refused = parse_answer("ERROR cannot reach the step's daemon");

@@ -48,7 +48,7 @@ TEST(PortsOption, TravelsToTheNodesInDpOptions) {
   EXPECT_NE(text.find("--dp-ports=3"), std::string::npos) << text;
   auto back = dp::parse_node_options(text, "DP_OPTIONS");
   ASSERT_TRUE(back.ok()) << back.error().message;
-  EXPECT_EQ(back->ports, 3);
+  EXPECT_EQ(back->port_count, 3);
 }
 
 TEST(PortCount, TheSiteMaximumIsTheLimit) {
@@ -94,7 +94,7 @@ TEST(PortCount, ThePlanRefusesBeforeLaunch) {
   f.options = with_ports("2");
   p = dp::plan_layout(f);
   ASSERT_TRUE(p.ok()) << p.error().message;
-  EXPECT_EQ(p->more_ports, 2);
+  EXPECT_EQ(p->port_count, 2);
 }
 
 TEST(ReservedPorts, RangesAndListsInOrder) {
@@ -109,7 +109,7 @@ TEST(ReservedPorts, TheFirstIsTheCoordinatorTheNextDpPorts) {
   auto p = dp::ports_from_reservation({12000, 12001, 12002, 12003}, 2, "12000-12003");
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->coordinator, 12000);
-  EXPECT_EQ(p->more, (std::vector<int>{12001, 12002}));
+  EXPECT_EQ(p->ports, (std::vector<int>{12001, 12002}));
   auto few = dp::ports_from_reservation({12000, 12001}, 3, "12000-12001");
   ASSERT_FALSE(few.ok());
   EXPECT_NE(few.error().message.find("--resv-ports=4"), std::string::npos) << few.error().message;
@@ -185,15 +185,15 @@ TEST(PortHold, EachPortByTheOptionOrItsClass) {
   using dp::StepPort;
   dp::Options o;
   EXPECT_EQ(dp::port_hold(StepPort::coordinator, o, false), PortHold::to_exec) << "TCPStore";
-  EXPECT_EQ(dp::port_hold(StepPort::more, o, false), PortHold::to_exec)
+  EXPECT_EQ(dp::port_hold(StepPort::ports, o, false), PortHold::to_exec)
       << "Ray, etcd: no REUSEPORT";
   EXPECT_EQ(dp::port_hold(StepPort::coordinator, o, true), PortHold::to_listen) << "JAX's own";
-  EXPECT_EQ(dp::port_hold(StepPort::more, o, true), PortHold::to_exec);
+  EXPECT_EQ(dp::port_hold(StepPort::ports, o, true), PortHold::to_exec);
   o.master_socket = dp::MasterSocket::share;
   EXPECT_EQ(dp::port_hold(StepPort::coordinator, o, false), PortHold::to_listen);
-  EXPECT_EQ(dp::port_hold(StepPort::more, o, false), PortHold::to_listen);
+  EXPECT_EQ(dp::port_hold(StepPort::ports, o, false), PortHold::to_listen);
   o.master_socket = dp::MasterSocket::close;
   EXPECT_EQ(dp::port_hold(StepPort::coordinator, o, true), PortHold::to_exec) << "asked: close";
   o.master_socket = dp::MasterSocket::pass;
-  EXPECT_EQ(dp::port_hold(StepPort::more, o, false), PortHold::passed);
+  EXPECT_EQ(dp::port_hold(StepPort::ports, o, false), PortHold::passed);
 }
