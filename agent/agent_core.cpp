@@ -265,11 +265,18 @@ void AgentCore::reject(ConnId conn, uint64_t id, proto::Code code, const std::st
   out_.close_rank(conn);
 }
 
-void AgentCore::on_rank_oversized(ConnId conn, uint32_t announced) {
-  if (!locals_.count(conn)) return;
-  reject(conn, 0, proto::LIMIT,
-         "frame of " + std::to_string(announced) + " bytes exceeds the limit of " +
-             std::to_string(max_frame_bytes(conn)));
+bool AgentCore::on_rank_oversized(ConnId conn, uint32_t announced, std::string_view head) {
+  auto it = locals_.find(conn);
+  if (it == locals_.end()) return false;
+  const std::string what = "frame of " + std::to_string(announced) +
+                           " bytes exceeds the limit of " + std::to_string(max_frame_bytes(conn));
+  if (!it->second.ready) {
+    reject(conn, 0, proto::LIMIT, what);
+    return false;
+  }
+  reply(conn, rdv::leading_request_id(head), proto::LIMIT,
+        "request refused by the node agent: " + what + "; the connection stays");
+  return true;
 }
 
 void AgentCore::on_rank_frame(ConnId conn, std::string_view payload, Clock::time_point now) {
@@ -409,10 +416,23 @@ void AgentCore::report_lost(int rank, RankState& s, Clock::time_point now,
 void AgentCore::on_step_signal(int sig, Clock::time_point now) {
   signal_ = std::pair(sig, now);
   proto::Request req;
-  req.set_id(0);
   req.mutable_step_signal()->set_signal(sig);
+  notify(std::move(req));
+}
+
+uint64_t AgentCore::note_store_refusal(const std::string& line) {
+  constexpr uint64_t kLinesPerNode = 8;  // the daemon keeps the step's first few
+  proto::Request req;
+  req.mutable_store_refused()->set_refused(++store_refused_);
+  if (store_refused_ <= kLinesPerNode) req.mutable_store_refused()->set_line(line);
+  notify(std::move(req));
+  return store_refused_;
+}
+
+void AgentCore::notify(proto::Request req) {
+  req.set_id(0);
   if (link_ == Link::ready) out_.to_daemon(req);
-  else if (link_ != Link::gone) queued_.push_back(req);
+  else if (link_ != Link::gone) queued_.push_back(std::move(req));
 }
 
 std::optional<ReceivedSignal> AgentCore::received_signal(Clock::time_point now) const {

@@ -130,10 +130,17 @@ class AgentCore {
   // the count goes to the daemon with each heartbeat (the step report,
   // dp-top). Returns the count so far.
   uint64_t note_store_stranger() { return ++store_strangers_; }
+  // The node's store refused one of its own clients' requests and closed
+  // that client (line: whose request and why): the daemon counts it and
+  // keeps the first lines for the step's end. Returns the count so far.
+  uint64_t note_store_refusal(const std::string& line);
 
   void on_rank_connect(ConnId conn, Clock::time_point now);
   void on_rank_frame(ConnId conn, std::string_view payload, Clock::time_point now);
-  void on_rank_oversized(ConnId conn, uint32_t announced);
+  // A frame over the limit; head: its first bytes. A ready rank's request is
+  // refused (LIMIT, under its id) and true returned: the caller skips the
+  // frame and the rank stays. Before hello the connection is closed (false).
+  bool on_rank_oversized(ConnId conn, uint32_t announced, std::string_view head = {});
   void on_rank_disconnect(ConnId conn, Clock::time_point now);
   // slurmstepd saw a task of this node end (wait status as waitpid gives it).
   void on_task_exit(int rank, int wait_status, Clock::time_point now);
@@ -218,6 +225,8 @@ class AgentCore {
                    std::optional<int> worker_rank = {}, std::optional<int> worker_status = {});
   std::optional<ReceivedSignal> received_signal(Clock::time_point now) const;
   void beat(Clock::time_point now);
+  // A request the daemon answers nothing (id 0): sent now, or once the link is up.
+  void notify(proto::Request req);
   void end_tasks(const std::string& why);
   void watch_daemon(Clock::time_point now);
   std::string silence_text(Clock::time_point now) const;
@@ -258,6 +267,7 @@ class AgentCore {
 
   SilenceWatch daemon_;  // the step's daemon, heard or silent
   uint64_t store_strangers_ = 0;
+  uint64_t store_refused_ = 0;
   Clock::time_point next_beat_, next_ping_;
   std::optional<std::pair<int, Clock::time_point>> signal_;  // the last step signal, when
 };

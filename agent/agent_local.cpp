@@ -32,12 +32,14 @@ void AgentServer::read_rank(Conn& c) {
   if (n > 0) c.decoder.feed(buf, static_cast<size_t>(n));
   while (conns_.count(id) && !c.closing) {
     c.decoder.set_max_frame_bytes(core_.max_frame_bytes(id));
+    c.decoder.keep_oversized_heads();  // the core refuses by the request's id
     std::string_view payload;
     const auto st = c.decoder.next(payload);
     if (st == rdv::FrameDecoder::Status::need_more) break;
     if (st == rdv::FrameDecoder::Status::too_large) {
-      core_.on_rank_oversized(id, c.decoder.frame_length());
-      break;
+      if (!core_.on_rank_oversized(id, c.decoder.frame_length(), c.decoder.frame_head())) break;
+      c.decoder.skip_frame();
+      continue;
     }
     core_.on_rank_frame(id, payload, now);
   }

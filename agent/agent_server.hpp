@@ -133,6 +133,7 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   service::EventPtr store_due_ev_;
   bool hold_daemon_writes_ = false;  // to_daemon queues; the caller flushes once
   int store_port_ = 0;               // 0: no store served
+  uint64_t store_refusals_ = 0;      // store clients closed for a refused request
   ConnId next_id_ = 1;
   bool answered_ = false;
   Clock::time_point answer_by_;

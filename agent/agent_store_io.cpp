@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "agent_server.hpp"
+#include "store_client.hpp"
 #include "tcp_peer.hpp"
 
 namespace dp::agent {
@@ -79,12 +80,20 @@ void AgentServer::on_store_due(evutil_socket_t, short, void* arg) {
     a->daemon_failed(errno, "cannot write to the step's daemon");
 }
 
+// The front refused a request (or bytes) of this client: its connection
+// alone closes, and the line naming whose request and why reaches the step's
+// end through the daemon (this log is the agent's own).
 void AgentServer::close_client(ConnId conn, const std::string& why) {
   auto it = store_conns_.find(conn);
   if (it == store_conns_.end()) return;
-  std::fprintf(stderr, "dp-nodeagent: job %u step %u node %s: closed a PyTorch store client: %s\n",
-               settings_.job, settings_.step, settings_.host.c_str(), why.c_str());
   StoreConn& c = *it->second;
+  // The rank is looked up in /proc: for the first few refusals only.
+  constexpr uint64_t kNamed = 16;
+  const std::string who = ++store_refusals_ <= kNamed ? store_client_name(c.fd.get()) : "a client";
+  const std::string line = "refused " + who + ": " + why;
+  std::fprintf(stderr, "dp-nodeagent: job %u step %u node %s: PyTorch's store: %s\n", settings_.job,
+               settings_.step, settings_.host.c_str(), line.c_str());
+  core_.note_store_refusal(line);
   c.closing = true;
   if (c.rd) event_del(c.rd.get());
   flush_store(c);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "dp/shown_value.hpp"
 #include "dp/torchstore/reply.hpp"
 #include "frame_codec.hpp"
 
@@ -39,16 +40,30 @@ void copy_keys(const std::vector<std::string>& keys, Field* field) {
   for (const auto& k : keys) field->Add(std::string(k));
 }
 
+// A request as its refusal names it: the operation, its key (or how many)
+// and, when it carries values, its size.
+std::string described(const torchstore::Request& r) {
+  std::string d = torchstore::op_name(r.op);
+  size_t bytes = r.key.size() + r.value.size() + r.expected.size();
+  for (const auto& k : r.keys) bytes += k.size();
+  for (const auto& v : r.values) bytes += v.size();
+  if (r.keys.empty()) d += " of key " + shown_key(r.key);
+  else d += " of " + std::to_string(r.keys.size()) + (r.keys.size() == 1 ? " key" : " keys");
+  if (!r.value.empty() || !r.values.empty()) d += " (" + std::to_string(bytes) + " bytes)";
+  return d;
+}
+
 // Why a client is closed when the daemon refused what it asked.
-std::string refused(Op op, const proto::Response& resp) {
-  return std::string(torchstore::op_name(op)) +
-         " refused by the step's store: " + rdv::error_from(resp).message;
+std::string refused(const std::string& what, const proto::Response& resp) {
+  return what + " refused by the step's store: " + rdv::error_from(resp).message +
+         "; closing the connection";
 }
 
 }  // namespace
 
-StoreFront::StoreFront(AgentCore& link, StoreOutbox& out, torchstore::Limits limits)
-    : link_(link), out_(out), limits_(limits) {}
+StoreFront::StoreFront(AgentCore& link, StoreOutbox& out, torchstore::Limits limits,
+                       size_t upstream_frame_bytes)
+    : link_(link), out_(out), limits_(limits), upstream_frame_bytes_(upstream_frame_bytes) {}
 
 void StoreFront::on_connect(ConnId conn) {
   // Slots count from 1: 0 names every rider of a client (drop_rider).
@@ -111,43 +126,57 @@ void StoreFront::local(ConnId conn, Client& c, const torchstore::Request& r) {
   }
 }
 
-void StoreFront::write(ConnId conn, Client& c, const torchstore::Request& r) {
+// The values move into the upstream request: copies of 8 MiB cost.
+void StoreFront::write(ConnId conn, Client& c, torchstore::Request& r) {
+  std::string what = described(r);
   proto::Request up;
   bool answers = true;
   switch (r.op) {
     case Op::set:
       up.mutable_set()->set_key(r.key);
-      up.mutable_set()->set_value(r.value);
+      up.mutable_set()->set_value(std::move(r.value));
       answers = false;
       break;
     case Op::compare_set: {
       auto* m = up.mutable_compare_and_set();
       m->set_key(r.key);
-      m->set_expected(r.expected);
-      m->set_desired(r.value);
+      m->set_expected(std::move(r.expected));
+      m->set_desired(std::move(r.value));
       break;
     }
     case Op::delete_key: up.mutable_erase()->set_key(r.key); break;
     case Op::append:
       up.mutable_append()->set_key(r.key);
-      up.mutable_append()->set_value(r.value);
+      up.mutable_append()->set_value(std::move(r.value));
       answers = false;
       break;
     case Op::multi_set:
       copy_keys(r.keys, up.mutable_multi_set()->mutable_keys());
-      copy_keys(r.values, up.mutable_multi_set()->mutable_values());
+      for (auto& v : r.values) up.mutable_multi_set()->add_values(std::move(v));
       answers = false;
       break;
     case Op::queue_push:
       up.mutable_queue_push()->set_key(r.key);
-      up.mutable_queue_push()->set_value(r.value);
+      up.mutable_queue_push()->set_value(std::move(r.value));
       answers = false;
       break;
     default: up.mutable_queue_pop()->set_key(r.key); break;
   }
+  if (!fits_upstream(conn, up, what)) return;
   const Rider rider{conn, answers ? take_slot(c) : 0, r.op, 0};
   send_due();  // the reads that came first leave first
-  send(std::move(up), Sent{{}, rider, answers});
+  send(std::move(up), Sent{{}, rider, answers, std::move(what)});
+}
+
+// PyTorch's caps (the parser's) always fit the daemon's frame with its
+// defaults; a daemon run with smaller limits refuses here, for this client.
+bool StoreFront::fits_upstream(ConnId conn, const proto::Request& up, const std::string& what) {
+  const size_t frame = up.ByteSizeLong() + rdv::kRequestEnvelopeBytes;
+  if (frame <= upstream_frame_bytes_) return true;
+  close(conn, what + " is over the limit of the step's store: a request of " +
+                  std::to_string(frame) + " bytes, at most " +
+                  std::to_string(upstream_frame_bytes_) + "; closing the connection");
+  return false;
 }
 
 void StoreFront::read(ConnId conn, Client& c, const torchstore::Request& r) {
@@ -161,7 +190,7 @@ void StoreFront::read(ConnId conn, Client& c, const torchstore::Request& r) {
     case Op::multi_get: name = fold_name('m', r.keys); break;
     default: name = fold_name('q', r.key); break;
   }
-  const uint64_t slot = take_slot(c);
+  const uint64_t slot = take_slot(c, r.op == Op::wait);
   if (r.op == Op::wait) c.wait_slot = slot;
   ride(name, r, Rider{conn, slot, r.op, r.op == Op::add ? r.delta : 0});
 }
@@ -181,8 +210,8 @@ proto::Request StoreFront::upstream_read(const torchstore::Request& r) {
   return up;
 }
 
-uint64_t StoreFront::take_slot(Client& c) {
-  c.slots.push_back(Slot{c.next_seq, std::nullopt});
+uint64_t StoreFront::take_slot(Client& c, bool wait) {
+  c.slots.push_back(Slot{c.next_seq, wait, std::nullopt});
   return c.next_seq++;
 }
 
@@ -191,7 +220,14 @@ uint64_t StoreFront::take_slot(Client& c) {
 void StoreFront::ride(const std::string& name, const torchstore::Request& r, Rider rider) {
   auto [it, fresh] = folds_.try_emplace(name);
   Fold& f = it->second;
-  if (fresh) f.request = upstream_read(r);  // the riders after it share it
+  if (fresh) {  // the riders after it share its request
+    f.request = upstream_read(r);
+    f.what = described(r);
+    if (!fits_upstream(rider.conn, f.request, f.what)) {
+      folds_.erase(name);  // its one rider's client is closed
+      return;
+    }
+  }
   f.next.push_back(rider);
   if (f.inflight != 0 || f.due) return;
   f.due = true;
@@ -225,7 +261,7 @@ void StoreFront::launch(const std::string& name, Fold& f) {
     for (const auto& r : f.riding) sum = wrapping_add(sum, r.delta);
     up.mutable_add()->set_delta(sum);
   }
-  f.inflight = send(std::move(up), Sent{name, {}, true});
+  f.inflight = send(std::move(up), Sent{name, {}, true, {}});
 }
 
 uint64_t StoreFront::send(proto::Request req, Sent sent) {
@@ -242,8 +278,8 @@ void StoreFront::on_upstream(uint64_t id, const proto::Response& r) {
   Sent s = std::move(it->second);
   sent_.erase(it);
   if (!s.fold.empty()) return answer_fold(s.fold, r);
-  if (s.answers) return answer(s.single, r);
-  if (r.code() != proto::OK) close(s.single.conn, refused(s.single.op, r));
+  if (s.answers) return answer(s.single, r, s.what);
+  if (r.code() != proto::OK) close(s.single.conn, refused(s.what, r));
 }
 
 void StoreFront::answer_fold(const std::string& name, const proto::Response& r) {
@@ -253,10 +289,11 @@ void StoreFront::answer_fold(const std::string& name, const proto::Response& r) 
   std::vector<Rider> riders = std::move(f.riding);
   f.riding.clear();
   f.inflight = 0;
+  const std::string what = f.what;  // answers may close clients and so change folds_
   if (f.request.has_add()) {
-    answer_adds(riders, r);
+    answer_adds(riders, r, what);
   } else {
-    for (const auto& rider : riders) answer(rider, r);
+    for (const auto& rider : riders) answer(rider, r, what);
   }
   // Answers may have closed clients, whose leaving already moved the fold on.
   it = folds_.find(name);
@@ -270,9 +307,10 @@ void StoreFront::answer_fold(const std::string& name, const proto::Response& r) 
 
 // The daemon applied the riders' sum at once; in arrival order, each rider's
 // answer is the value after its own delta: the sum taken apart again.
-void StoreFront::answer_adds(const std::vector<Rider>& riders, const proto::Response& r) {
+void StoreFront::answer_adds(const std::vector<Rider>& riders, const proto::Response& r,
+                             const std::string& what) {
   if (r.code() != proto::OK) {
-    for (const auto& rider : riders) answer(rider, r);
+    for (const auto& rider : riders) answer(rider, r, what);
     return;
   }
   int64_t total = 0;
@@ -284,11 +322,11 @@ void StoreFront::answer_adds(const std::vector<Rider>& riders, const proto::Resp
   }
 }
 
-void StoreFront::answer(const Rider& rider, const proto::Response& r) {
+void StoreFront::answer(const Rider& rider, const proto::Response& r, const std::string& what) {
   auto c = conns_.find(rider.conn);
   if (c == conns_.end()) return;
-  if (rider.op == Op::wait) c->second.wait_slot.reset();
-  if (r.code() != proto::OK) return close(rider.conn, refused(rider.op, r));
+  if (rider.op == Op::wait && c->second.wait_slot == rider.slot) c->second.wait_slot.reset();
+  if (r.code() != proto::OK) return close(rider.conn, refused(what, r));
   using torchstore::encode_int64;
   std::string bytes;
   switch (rider.op) {
@@ -311,7 +349,9 @@ void StoreFront::answer(const Rider& rider, const proto::Response& r) {
   fill(rider.conn, rider.slot, std::move(bytes));
 }
 
-// Replies leave in request order: a slot filled early waits for those before it.
+// Replies leave in request order: a slot filled early waits for those before
+// it, but for a WAIT not yet answered, which PyTorch's server answers only
+// when its keys are set, whatever the client asked after it.
 void StoreFront::fill(ConnId conn, uint64_t slot, std::string bytes) {
   auto it = conns_.find(conn);
   if (it == conns_.end()) return;
@@ -319,13 +359,21 @@ void StoreFront::fill(ConnId conn, uint64_t slot, std::string bytes) {
   for (auto& s : slots) {
     if (s.seq == slot) s.bytes = std::move(bytes);
   }
-  size_t n = 0;
-  while (n < slots.size() && slots[n].bytes) ++n;
-  if (n == 0) return;
-  std::string ready = std::move(*slots.front().bytes);
-  for (size_t i = 1; i < n; ++i) ready += *slots[i].bytes;
-  slots.erase(slots.begin(), slots.begin() + static_cast<std::ptrdiff_t>(n));
-  out_.to_client(conn, ready);  // last: sending may close the client
+  std::string ready;
+  size_t kept = 0;
+  bool held = false;  // an unanswered reply other than a WAIT's holds the rest back
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (slots[i].bytes && !held) {
+      if (ready.empty()) ready = std::move(*slots[i].bytes);  // an 8 MiB value: no copy
+      else ready += *slots[i].bytes;
+      continue;
+    }
+    held = held || (!slots[i].bytes && !slots[i].wait);
+    if (kept != i) slots[kept] = std::move(slots[i]);
+    ++kept;
+  }
+  slots.resize(kept);
+  if (!ready.empty()) out_.to_client(conn, ready);  // last: sending may close the client
 }
 
 // PyTorch 2.x's client gave up waiting: its WAIT is dropped (here, and

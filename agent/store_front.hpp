@@ -15,6 +15,15 @@
 // daemon applied it, so each answer is one PyTorch's own server could have
 // given at some point of its call. Writes go one by one, in order, and
 // after every read that arrived before them.
+//
+// A request is its client's, never the node's: one over the limits (the
+// parser's, PyTorch's own caps; or too large for the daemon's frame) or
+// refused by the daemon closes that client alone, as PyTorch's server closes
+// on an error, and the reason names the operation, key, size and limit.
+// Replies leave in request order, as PyTorch's server answers each request
+// as it reads it, except that a WAIT still pending holds none back: its
+// server answers a WAIT when the keys are set, after whatever the client
+// asked since (a 1.13 client whose wait timed out asks on).
 #pragma once
 
 #include <cstdint>
@@ -26,6 +35,7 @@
 
 #include "agent_core.hpp"
 #include "dp/torchstore/parser.hpp"
+#include "frame_limits.hpp"
 
 namespace dp::agent {
 
@@ -49,7 +59,11 @@ struct StoreCounters {
 
 class StoreFront final : public UpstreamSink {
  public:
-  StoreFront(AgentCore& link, StoreOutbox& out, torchstore::Limits limits = {});
+  // The daemon's largest frame after hello (daemon/broker.hpp, the same defaults).
+  static constexpr size_t kUpstreamFrameBytes = kStoreRequestBytes + rdv::kRequestEnvelopeBytes;
+
+  StoreFront(AgentCore& link, StoreOutbox& out, torchstore::Limits limits = {},
+             size_t upstream_frame_bytes = kUpstreamFrameBytes);
 
   void on_connect(ConnId conn);
   void on_bytes(ConnId conn, std::string_view bytes);
@@ -70,6 +84,7 @@ class StoreFront final : public UpstreamSink {
   // A reply owed to a client, in its request order.
   struct Slot {
     uint64_t seq = 0;
+    bool wait = false;                 // a WAIT's: holds no later reply back
     std::optional<std::string> bytes;  // set once answered
   };
   struct Client {
@@ -93,25 +108,30 @@ class StoreFront final : public UpstreamSink {
     bool due = false;       // in due_: `next` leaves at send_due
     std::vector<Rider> riding, next;
     proto::Request request;  // what goes upstream for them (ADD: delta filled at send)
+    std::string what;        // the request, as a refusal names it
   };
   // An upstream id: a fold's (by its name), or one write's rider.
   struct Sent {
     std::string fold;  // empty: `single`
     Rider single;
     bool answers = true;  // false: SET, APPEND, MULTI_SET, QUEUE_PUSH (no reply; errors close)
+    std::string what;     // `single`'s request, as a refusal names it
   };
 
   void handle(ConnId conn, Client& c, torchstore::Request&& r);
   void local(ConnId conn, Client& c, const torchstore::Request& r);
-  void write(ConnId conn, Client& c, const torchstore::Request& r);
+  void write(ConnId conn, Client& c, torchstore::Request& r);
   void read(ConnId conn, Client& c, const torchstore::Request& r);
-  uint64_t take_slot(Client& c);
+  uint64_t take_slot(Client& c, bool wait = false);
   static proto::Request upstream_read(const torchstore::Request& r);
+  // False (and the client closed) when `up` would not fit the daemon's frame.
+  bool fits_upstream(ConnId conn, const proto::Request& up, const std::string& what);
   void ride(const std::string& name, const torchstore::Request& r, Rider rider);
   void launch(const std::string& name, Fold& f);
   void answer_fold(const std::string& name, const proto::Response& r);
-  void answer_adds(const std::vector<Rider>& riders, const proto::Response& r);
-  void answer(const Rider& rider, const proto::Response& r);
+  void answer_adds(const std::vector<Rider>& riders, const proto::Response& r,
+                   const std::string& what);
+  void answer(const Rider& rider, const proto::Response& r, const std::string& what);
   void fill(ConnId conn, uint64_t slot, std::string bytes);
   void cancel_wait(ConnId conn, Client& c);
   void drop_rider(ConnId conn, uint64_t slot);
@@ -121,6 +141,7 @@ class StoreFront final : public UpstreamSink {
   AgentCore& link_;
   StoreOutbox& out_;
   torchstore::Limits limits_;
+  size_t upstream_frame_bytes_;
   std::unordered_map<ConnId, Client> conns_;
   std::unordered_map<std::string, Fold> folds_;
   std::unordered_map<uint64_t, Sent> sent_;

@@ -28,7 +28,9 @@ uint32_t Broker::max_frame_bytes(ConnId conn) const {
   auto it = peers_.find(conn);
   if (it == peers_.end() || it->second.state == PeerState::awaiting_hello)
     return rdv::kHelloFrameLimit;
-  return cfg_.limits.max_key_bytes + cfg_.limits.max_value_bytes + 1024;
+  const BrokerLimits& l = cfg_.limits;
+  return std::max(l.max_request_bytes, l.max_key_bytes + l.max_value_bytes) +
+         rdv::kRequestEnvelopeBytes;
 }
 
 bool Broker::finished() const {
@@ -77,13 +79,22 @@ void Broker::reject_and_close(ConnId conn, uint64_t id, proto::Code code, std::s
   if (lost) abort_job(std::move(*lost));
 }
 
-void Broker::on_oversized_frame(ConnId conn, uint32_t announced, uint32_t limit) {
-  if (!knows(conn)) return;
-  reject_and_close(conn, 0, proto::LIMIT,
-                   "frame of " + std::to_string(announced) + " bytes exceeds the limit of " +
-                       std::to_string(limit) +
-                       " bytes (values are limited by dp-rendezvousd --max-value-bytes); closing "
-                       "the connection");
+bool Broker::on_oversized_frame(ConnId conn, uint32_t announced, uint32_t limit,
+                                std::string_view head) {
+  auto it = peers_.find(conn);
+  if (it == peers_.end()) return false;
+  const std::string what = "frame of " + std::to_string(announced) +
+                           " bytes exceeds the limit of " + std::to_string(limit) + " bytes";
+  if (it->second.state == PeerState::awaiting_hello) {
+    reject_and_close(conn, 0, proto::LIMIT, what + " before hello; closing the connection");
+    return false;
+  }
+  ++requests_;
+  reply_error(conn, rdv::leading_request_id(head), proto::LIMIT,
+              "request refused: " + what +
+                  " (a request's keys and values: dp-rendezvousd --max-request-bytes, "
+                  "--max-value-bytes); the connection stays");
+  return true;
 }
 
 void Broker::on_frame(ConnId conn, std::string_view payload, Clock::time_point now) {
@@ -197,6 +208,7 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
       return;
     case proto::Request::kGoodbye: return op_goodbye(c, req.goodbye());
     case proto::Request::kStepSignal: return op_step_signal(c, req.step_signal());
+    case proto::Request::kStoreRefused: return TorchOps::refused(*this, c, req.store_refused());
     case proto::Request::kStats: {
       proto::Response r;
       r.set_id(c.id);
@@ -301,6 +313,8 @@ void Broker::abort_job(AbortCause cause) {
   abort_ = std::move(cause);
   std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
                cfg_.step_id.c_str(), abort_->message.c_str());
+  // Waits given up while the step was healthy were not news until now.
+  for (const auto& line : report_.unset_waits()) TorchOps::log(*this, line);
   std::vector<uint64_t> ids;
   ids.reserve(waiters_.size());
   for (const auto& [wid, w] : waiters_) {

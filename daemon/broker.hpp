@@ -24,6 +24,7 @@
 #include "dp/proto/rendezvous.pb.h"
 #include "dp/result.hpp"
 #include "dp/site_config.hpp"
+#include "dp/store_limits.hpp"
 #include "hello_budget.hpp"
 #include "kv_store.hpp"
 #include "liveness.hpp"
@@ -33,8 +34,14 @@
 namespace dp::daemon {
 
 struct BrokerLimits {
-  uint32_t max_key_bytes{4096};
-  uint32_t max_value_bytes{1u << 20};
+  // At least PyTorch's own (dp/store_limits.hpp): the node agents serve its
+  // programs' stores from here.
+  uint32_t max_key_bytes{kStoreKeyBytes};
+  uint32_t max_value_bytes{kStoreValueBytes};
+  // One request's keys and values (a multi_set by its total): with the
+  // envelope, the largest frame after hello. A larger one is refused under
+  // its id and skipped; the connection stays.
+  uint32_t max_request_bytes{kStoreRequestBytes};
   uint64_t max_total_bytes{128ull << 20};  // keys + values of the whole step
   std::chrono::milliseconds hello_timeout{5'000};
   // A rank silent this long while others are heard is dead. Longer than
@@ -102,8 +109,13 @@ class Broker {
   // One received frame body. Malformed input gets an error reply; the
   // connection is closed when its framing or authentication cannot be trusted.
   void on_frame(ConnId conn, std::string_view payload, Clock::time_point now);
-  // The frame announced more bytes than the limit allows.
-  void on_oversized_frame(ConnId conn, uint32_t announced, uint32_t limit);
+  // The frame announced more bytes than the limit allows; head: its first
+  // bytes (FrameDecoder::frame_head). An authenticated peer's request is
+  // refused (LIMIT, under the id the head holds) and true returned: the
+  // caller skips the frame and the connection stays, so no one request ends
+  // a step. Before hello the connection is closed (false).
+  bool on_oversized_frame(ConnId conn, uint32_t announced, uint32_t limit,
+                          std::string_view head = {});
   // The socket closed or failed (not after close() from the broker).
   void on_disconnect(ConnId conn, Clock::time_point now);
   // Deadlines: blocking calls, hello, silence. Call a few times a second.
@@ -289,9 +301,10 @@ class Broker {
 
   uint64_t requests_ = 0, accepted_ = 0, rejected_auth_ = 0, protocol_errors_ = 0,
            limit_errors_ = 0, heartbeats_ = 0, evicted_ = 0;
-  // Other users' connections the node agents' PyTorch stores closed, by host.
-  std::map<std::string, uint64_t> store_strangers_;
-  uint64_t store_strangers() const;
+  // By host, each node's count so far: other users' connections the node
+  // agents' PyTorch stores closed, and their own clients' requests refused.
+  std::map<std::string, uint64_t> store_strangers_, store_refused_;
+  static uint64_t all_hosts(const std::map<std::string, uint64_t>& by_host);
   uint64_t relinks_ = 0;  // node agents that reconnected after an outage
 };
 

@@ -32,7 +32,8 @@ proto::Stats Broker::stats() const {
   line("pending_calls", waiters_.size());
   line("open_barriers", barriers_.size());
   line("rejected_unauthorized", rejected_auth_);
-  line("store_strangers_refused", store_strangers());
+  line("store_strangers_refused", all_hosts(store_strangers_));
+  line("store_requests_refused", all_hosts(store_refused_));
   line("protocol_errors", protocol_errors_);
   line("limit_errors", limit_errors_);
   line("daemon_stop_gaps", live_.stop_gaps());
@@ -53,12 +54,13 @@ proto::Stats Broker::stats() const {
   if (report_.failure()) s.set_first_failure(report_.failure()->message);
   s.set_ended_by_user(report_.ended_by_user());
   for (const auto& line : report_.unset_waits()) s.add_store_waits_unset(line);
+  for (const auto& line : report_.store_refusals()) s.add_store_refusals(line);
   return s;
 }
 
-uint64_t Broker::store_strangers() const {
+uint64_t Broker::all_hosts(const std::map<std::string, uint64_t>& by_host) {
   uint64_t n = 0;
-  for (const auto& [host, count] : store_strangers_) n += count;
+  for (const auto& [host, count] : by_host) n += count;
   return n;
 }
 
@@ -72,7 +74,8 @@ std::string Broker::report_json(Clock::time_point now) const {
   c.keys = store_.keys();
   c.bytes_stored = store_.bytes();
   c.refused_unauthorized = rejected_auth_;
-  c.store_strangers_refused = store_strangers();
+  c.store_strangers_refused = all_hosts(store_strangers_);
+  c.store_requests_refused = all_hosts(store_refused_);
   c.protocol_errors = protocol_errors_;
   c.limit_errors = limit_errors_;
   return report_.json(phases_, c, now);

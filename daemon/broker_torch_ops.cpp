@@ -53,8 +53,27 @@ void TorchOps::note_unset(Broker& b, const Broker::Peer& p, const Broker::Waiter
   std::string line = "PyTorch's store: " + who + " " +
                      (given_up ? "stopped waiting after " + waited : "waiting " + waited) +
                      " for " + keys + ", never set; " + why;
-  // Once per key: printed (srun --dp-verbose shows it) and kept for the report.
-  if (!b.report_.note_unset_wait(missing.front(), line)) return;
+  // Once per key, kept for the report; printed (srun --dp-verbose shows it)
+  // once the step failed, those before then with the failure (abort_job).
+  if (b.report_.note_unset_wait(missing.front(), line) && b.abort_) log(b, line);
+}
+
+void TorchOps::refused(Broker& b, const Call& c, const proto::StoreRefused& m) {
+  if (c.peer.role != proto::ROLE_NODE) {
+    if (c.id != 0)
+      b.reply_error(c.conn, c.id, proto::INVALID_ARGUMENT,
+                    "store_refused: only a node agent serves a PyTorch store");
+    return;
+  }
+  uint64_t& count = b.store_refused_[c.peer.host];
+  count = std::max(count, m.refused());  // a count so far: one sent again changes nothing
+  if (m.line().empty()) return;
+  const std::string line =
+      "PyTorch's store on host " + c.peer.host + ": " + shown_value(m.line(), 1024);
+  if (b.report_.note_store_refusal(line)) log(b, line);
+}
+
+void TorchOps::log(const Broker& b, const std::string& line) {
   std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", b.cfg_.job_id.c_str(),
                b.cfg_.step_id.c_str(), line.c_str());
 }

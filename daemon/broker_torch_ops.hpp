@@ -13,12 +13,17 @@ class TorchOps {
   // Handles `req` when it is one of these operations (false: not one of them).
   static bool handle(Broker& b, const Broker::Call& c, const proto::Request& req);
   // PyTorch's own timeout error names neither the keys a wait was for nor
-  // who never set them, so the daemon's log does, with the step's first
-  // failure when there is one: when a wait is given up (the clients' timeout,
-  // or they left) and, for those still waiting, when the step fails. Once per
-  // key, for the first few keys.
+  // who never set them, so the daemon does, with the step's first failure:
+  // when a wait is given up (the clients' timeout, or they left) and, for
+  // those still waiting, when the step fails. Once per key, for the first
+  // few keys; logged and listed only once the step failed.
   static void note_unset(Broker& b, const Broker::Peer& p, const Broker::Waiter& w,
                          Clock::time_point now, bool given_up);
+  // A node agent refused one of its clients' requests (StoreRefused): counted
+  // by node, the first few lines kept for the report and srun's end.
+  static void refused(Broker& b, const Broker::Call& c, const proto::StoreRefused& m);
+  // One line of the daemon's log about the step's store.
+  static void log(const Broker& b, const std::string& line);
 
  private:
   using Call = Broker::Call;

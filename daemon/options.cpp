@@ -69,6 +69,10 @@ constexpr NumberOption kNumberOptions[] = {
     {"--max-key-bytes", "N", 1, 1 << 20, DP_FIELD(limits.max_key_bytes), "largest key", nullptr},
     {"--max-value-bytes", "N", 0, 256 << 20, DP_FIELD(limits.max_value_bytes), "largest value",
      nullptr},
+    {"--max-request-bytes", "N", 1, 256 << 20, DP_FIELD(limits.max_request_bytes),
+     "largest request: its keys and values (a PyTorch multi_set by its total); a larger one is "
+     "refused, its connection kept",
+     nullptr},
     {"--max-total-bytes", "N", 0, 1ll << 40, DP_FIELD(limits.max_total_bytes),
      "keys + values of the step", nullptr},
     {"--hello-timeout-ms", "MS", 1, kHourMs, DP_FIELD(limits.hello_timeout),

@@ -239,12 +239,16 @@ void Server::read_from(Conn& c) {
   // Frames received before a disconnect still count (a goodbye followed by close).
   while (!c.closing) {
     c.decoder.set_max_frame_bytes(broker_->max_frame_bytes(id));
+    c.decoder.keep_oversized_heads();  // the broker refuses by the request's id
     std::string_view payload;
     const auto st = c.decoder.next(payload);
     if (st == rdv::FrameDecoder::Status::need_more) break;
     if (st == rdv::FrameDecoder::Status::too_large) {
-      broker_->on_oversized_frame(id, c.decoder.frame_length(), broker_->max_frame_bytes(id));
-      break;
+      if (!broker_->on_oversized_frame(id, c.decoder.frame_length(), broker_->max_frame_bytes(id),
+                                       c.decoder.frame_head()))
+        break;
+      c.decoder.skip_frame();
+      continue;
     }
     broker_->on_frame(id, payload, now);
     if (!conns_.count(id)) return;  // dropped while handling

@@ -366,7 +366,8 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
       {"ports", ports_ ? Json{{"coordinator", ports_->coordinator}, {"dp_ports", ports_->ports}}
                        : Json(nullptr)},
       {"failure", failure_json()},
-      {"store_waits_unset", unset_waits_},
+      {"store_waits_unset", unset_waits()},
+      {"store_refusals", store_refusals_},
       {"ranks", std::move(ranks)},
       {"stragglers", std::move(stragglers)},
       {"daemon",
@@ -379,6 +380,7 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
         {"bytes_stored", c.bytes_stored},
         {"refused_unauthorized", c.refused_unauthorized},
         {"store_strangers_refused", c.store_strangers_refused},
+        {"store_requests_refused", c.store_requests_refused},
         {"protocol_errors", c.protocol_errors},
         {"limit_errors", c.limit_errors}}},
   };
@@ -387,10 +389,23 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+namespace {
+constexpr size_t kMostLines = 8;  // of each kind: the report and srun's output stay short
+}  // namespace
+
 bool StepReport::note_unset_wait(const std::string& key, std::string line) {
-  constexpr size_t kMost = 8;
-  if (unset_keys_.size() >= kMost || !unset_keys_.insert(key).second) return false;
+  if (unset_keys_.size() >= kMostLines || !unset_keys_.insert(key).second) return false;
   unset_waits_.push_back(std::move(line));
+  return true;
+}
+
+std::vector<std::string> StepReport::unset_waits() const {
+  return failure_ ? unset_waits_ : std::vector<std::string>{};
+}
+
+bool StepReport::note_store_refusal(std::string line) {
+  if (store_refusals_.size() >= kMostLines) return false;
+  store_refusals_.push_back(std::move(line));
   return true;
 }
 

@@ -74,7 +74,8 @@ struct DaemonCounters {
   uint64_t connections = 0, connections_accepted = 0, requests = 0, heartbeats = 0, keys = 0,
            bytes_stored = 0, refused_unauthorized = 0, protocol_errors = 0, limit_errors = 0,
            nodes_connected = 0,     // node agents, each one of the connections
-      store_strangers_refused = 0;  // other users' clients of the agents' PyTorch stores
+      store_strangers_refused = 0,  // other users' clients of the agents' PyTorch stores
+      store_requests_refused = 0;   // requests of the step's own clients the agents refused
 };
 
 struct HangVerdict {
@@ -100,7 +101,14 @@ class StepReport {
   // its first missing key: false when that key is named already, or enough
   // are (the report and srun's output stay short).
   bool note_unset_wait(const std::string& key, std::string line);
-  const std::vector<std::string>& unset_waits() const { return unset_waits_; }
+  // Listed only once the step failed (a rank that gives up at its
+  // rendezvous timeout fails it): a healthy step's timed waits for keys never
+  // set were the program's own choice, not news.
+  std::vector<std::string> unset_waits() const;
+  // A PyTorch store request a node agent refused (its line names whose and
+  // why): false once enough are kept.
+  bool note_store_refusal(std::string line);
+  const std::vector<std::string>& store_refusals() const { return store_refusals_; }
 
   // Records the step's first failure; returns the text every rank's error
   // and srun's last line carry. Later calls return the first text unchanged.
@@ -154,6 +162,7 @@ class StepReport {
   std::optional<StepPorts> ports_;
   std::set<std::string> unset_keys_;
   std::vector<std::string> unset_waits_;
+  std::vector<std::string> store_refusals_;
   std::optional<FailureRecord> failure_;
   uint64_t hang_op_ = 0;  // the collective a hang is suspected in (0: none)
   Clock::time_point hang_since_{};

@@ -42,7 +42,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 1: {  // bytes from a local rank
         conns.feed(
             conn, bytes, len, core,
-            [&](ConnId id, size_t length) { core.on_rank_oversized(id, length); },
+            [&](ConnId id, size_t length, std::string_view head) {
+              return core.on_rank_oversized(id, static_cast<uint32_t>(length), head);
+            },
             [&](ConnId id, std::string_view payload) { core.on_rank_frame(id, payload, now); });
         break;
       }

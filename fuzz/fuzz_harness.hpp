@@ -87,7 +87,8 @@ struct Connections {
 
   // Feeds bytes to slot i and hands every whole frame to the core, which
   // must know the connection (a server stops reading a closed one).
-  // on_oversized(id, length) and on_frame(id, payload) are the core's entries.
+  // on_oversized(id, length, head) and on_frame(id, payload) are the core's
+  // entries; on_oversized's true skips the frame and reads on.
   // False when the connection was already closed (nothing was read).
   template <class Core, class Oversized, class Frame>
   bool feed(int i, const char* bytes, size_t len, Core& core, Oversized on_oversized,
@@ -97,12 +98,14 @@ struct Connections {
     dec.feed(bytes, len);
     while (core.knows(ids[i])) {
       dec.set_max_frame_bytes(core.max_frame_bytes(ids[i]));
+      dec.keep_oversized_heads();
       std::string_view payload;
       const auto st = dec.next(payload);
       if (st == dp::rdv::FrameDecoder::Status::need_more) break;
       if (st == dp::rdv::FrameDecoder::Status::too_large) {
-        on_oversized(ids[i], dec.frame_length());
-        break;
+        if (!on_oversized(ids[i], dec.frame_length(), dec.frame_head())) break;
+        dec.skip_frame();
+        continue;
       }
       on_frame(ids[i], payload);
     }

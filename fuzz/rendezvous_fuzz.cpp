@@ -27,7 +27,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cfg.secret = dp::fuzz::kSecret;
   cfg.job_id = "fuzz";
   cfg.step_id = "0";
+  cfg.limits.max_key_bytes = 4096;  // frames over 9 KiB are refused and skipped
   cfg.limits.max_value_bytes = 4096;
+  cfg.limits.max_request_bytes = 4096;
   cfg.limits.max_total_bytes = 65536;
   cfg.limits.max_unauthenticated = 3;      // eviction is reached with four connections
   cfg.make_nonce = dp::fuzz::fixed_nonce;  // make_seeds' proofs use it
@@ -55,8 +57,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         len = std::min(len, size - pos);
         const bool fed = conns.feed(
             conn, reinterpret_cast<const char*>(data + pos), len, broker,
-            [&](ConnId id, size_t length) {
-              broker.on_oversized_frame(id, length, broker.max_frame_bytes(id));
+            [&](ConnId id, size_t length, std::string_view head) {
+              return broker.on_oversized_frame(id, static_cast<uint32_t>(length),
+                                               broker.max_frame_bytes(id), head);
             },
             [&](ConnId id, std::string_view payload) { broker.on_frame(id, payload, now); });
         pos += len;

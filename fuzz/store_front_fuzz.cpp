@@ -67,7 +67,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   dp::fuzz::link_ready(core);
   const auto now = dp::fuzz::kStartTime;
   sink.in_flight.clear();  // the hello
-  dp::agent::StoreFront front(core, sink, dp::fuzz::small_store_limits());
+  // A daemon frame smaller than a whole request: some are refused for their client.
+  dp::agent::StoreFront front(core, sink, dp::fuzz::small_store_limits(), 1024 + 512);
 
   ConnId clients[4];
   ConnId next = 100;

@@ -1,5 +1,8 @@
 #include "frame_codec.hpp"
 
+#include <google/protobuf/io/coded_stream.h>
+
+#include <algorithm>
 #include <cstring>
 
 namespace dp::rdv {
@@ -22,6 +25,11 @@ bool append_frame(const google::protobuf::MessageLite& msg, std::string& out) {
 }
 
 void FrameDecoder::feed(const char* data, size_t n) {
+  const size_t dropped = static_cast<size_t>(std::min<uint64_t>(skip_left_, n));
+  skip_left_ -= dropped;
+  data += dropped;
+  n -= dropped;
+  if (n == 0) return;
   // Compact before growing so a long-lived connection never accumulates.
   if (pos_ > 0 && (pos_ == buf_.size() || pos_ >= buf_.size() / 2)) {
     buf_.erase(0, pos_);
@@ -36,11 +44,41 @@ FrameDecoder::Status FrameDecoder::next(std::string_view& payload) {
   const auto* p = reinterpret_cast<const unsigned char*>(buf_.data() + pos_);
   last_len_ =
       (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
-  if (last_len_ > max_frame_) return Status::too_large;
-  if (avail < kFrameHeaderBytes + last_len_) return Status::need_more;
+  if (last_len_ > max_frame_) {
+    const size_t head = std::min<size_t>(last_len_, head_bytes_);
+    return avail < kFrameHeaderBytes + head ? Status::need_more : Status::too_large;
+  }
+  if (avail < kFrameHeaderBytes + last_len_) {
+    // Room for the whole frame at once (address space, not memory, until it
+    // arrives), not a copy at each doubling of a 16 MiB one.
+    buf_.reserve(pos_ + kFrameHeaderBytes + last_len_);
+    return Status::need_more;
+  }
   payload = std::string_view(buf_.data() + pos_ + kFrameHeaderBytes, last_len_);
   pos_ += kFrameHeaderBytes + last_len_;
   return Status::frame;
+}
+
+std::string_view FrameDecoder::frame_head() const {
+  const size_t avail = buffered() - std::min(buffered(), kFrameHeaderBytes);
+  const size_t n = std::min({avail, kHeadBytes, size_t{last_len_}});
+  return std::string_view(buf_).substr(pos_ + kFrameHeaderBytes, n);
+}
+
+void FrameDecoder::skip_frame() {
+  const uint64_t whole = kFrameHeaderBytes + uint64_t{last_len_};
+  const size_t held = static_cast<size_t>(std::min<uint64_t>(buffered(), whole));
+  pos_ += held;
+  skip_left_ = whole - held;
+}
+
+uint64_t leading_request_id(std::string_view head) {
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(head.data()),
+                                            static_cast<int>(head.size()));
+  uint64_t id = 0;
+  constexpr uint32_t kIdTag = (1u << 3) | 0;  // field 1, varint
+  if (in.ReadTag() != kIdTag || !in.ReadVarint64(&id)) return 0;
+  return id;
 }
 
 void FrameDecoder::shrink_if_idle() {

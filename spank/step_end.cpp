@@ -82,8 +82,12 @@ void report_step_end(const StepEndFacts& st) {
     if (auto w = write_report_file(st.report_file, report_file_text(st, stats)); !w)
       std::fprintf(stderr, "slurm-dp: %s: %s\n", label.c_str(), w.error().message.c_str());
   }
-  // PyTorch's own timeout names no key: these do, and who never set it.
+  // Requests of the program the step's store refused (each closed only its
+  // client, as PyTorch's server does) and, PyTorch's own timeout naming no
+  // key, the keys a failed step waited for and who never set them.
   if (stats) {
+    for (const auto& line : stats->store_refusals())
+      std::fprintf(stderr, "slurm-dp: %s: %s\n", label.c_str(), line.c_str());
     for (const auto& line : stats->store_waits_unset())
       std::fprintf(stderr, "slurm-dp: %s: %s\n", label.c_str(), line.c_str());
   }

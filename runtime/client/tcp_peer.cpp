@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -56,15 +57,27 @@ std::string answered_as(uint8_t state) {
 
 }  // namespace
 
+namespace {
+
+// An address of a sock_diag pair as IPv6 would write it: IPv4 addresses fill
+// the first word (the kernel leaves the rest zero) and become ::ffff:a.b.c.d,
+// the form a dual-stack socket (AF_INET6, PyTorch's client) reports for the
+// same connection.
+std::array<uint32_t, 4> as_ipv6(uint8_t family, const uint32_t (&addr)[4]) {
+  if (family == AF_INET) return {0, 0, htonl(0xffff), addr[0]};
+  return {addr[0], addr[1], addr[2], addr[3]};
+}
+
+}  // namespace
+
 Result<uid_t> peer_uid_from_answer(const inet_diag_req_v2& query, const inet_diag_msg& answer) {
   const inet_diag_sockid& q = query.id;
   const inet_diag_sockid& a = answer.id;
-  // IPv4 addresses fill the first word; the kernel leaves the rest zero.
-  const size_t addr_bytes = query.sdiag_family == AF_INET ? 4 : 16;
-  const bool mirrors = answer.idiag_family == query.sdiag_family &&
-                       a.idiag_sport == q.idiag_sport && a.idiag_dport == q.idiag_dport &&
-                       std::memcmp(a.idiag_src, q.idiag_src, addr_bytes) == 0 &&
-                       std::memcmp(a.idiag_dst, q.idiag_dst, addr_bytes) == 0;
+  const bool mirrors = a.idiag_sport == q.idiag_sport && a.idiag_dport == q.idiag_dport &&
+                       as_ipv6(answer.idiag_family, a.idiag_src) ==
+                           as_ipv6(query.sdiag_family, q.idiag_src) &&
+                       as_ipv6(answer.idiag_family, a.idiag_dst) ==
+                           as_ipv6(query.sdiag_family, q.idiag_dst);
   if (answer.idiag_state != TCP_ESTABLISHED)
     return make_error(Errc::not_found,
                       "the kernel answered with " + answered_as(answer.idiag_state) +

@@ -51,6 +51,12 @@ dp_e2e_test(NAME agent.ddp_partition MODES ns TIMEOUT 300
 dp_e2e_test(NAME agent.step_store MODES lo ns TIMEOUT 400
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_TOP=$<TARGET_FILE:dp-top>
   COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent/step_store.sh)
+# A request is its client's, never the node's (issue 43): PyTorch's large
+# values, a long key and a timed-out wait through the step's store, an
+# over-limit value refused for its client alone, against rank 0's store.
+dp_e2e_test(NAME agent.store_requests MODES lo TIMEOUT 400
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
+  COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent/store_requests.sh)
 # Start-up skew: rank 0's node 8 s late in user_init (a stand-in for a
 # container plugin's image pull, loaded as pyxis.conf) with port_wait=2.
 add_library(dp_test_late_node MODULE ${CMAKE_CURRENT_LIST_DIR}/agent/late_node_plugin.c)

@@ -69,6 +69,7 @@ set(DP_E2E_DEBIAN_TESTING
   spank.batch_alloc@ns            # sbatch --dp-tiles
   spank.tiles_request@lo
   agent.step_store@ns             # unmodified DDP per task, rank 0's store and the step's (torch 2.14)
+  agent.store_requests@lo         # 8 MiB, multi_set, a 6 KiB key, 64 MiB refused, a timed-out wait (2.14)
   spank.launcher_torchrun@lo      # torchrun 2.14 per node
   agent.ddp_kill_rank@lo          # a killed rank named, every node ends its tasks
   agent.kill_wait@lo              # 26.05's PMI2 end after KillWait: slurm-dp's within kill_grace
@@ -92,6 +93,7 @@ set(DP_E2E_DEBIAN13
   spank.launcher_kill@ns          # torch 2.6's torchrun reaps its workers at once
   agent.step_signals@lo           # scancel --signal, --signal=USR1@T: torch 2.6's torchrun too
   agent.step_store@ns             # the step's PyTorch store: torch 2.6's clients
+  agent.store_requests@lo         # the store's limits and a timed-out wait: torch 2.6's clients
   spank.step_ports@lo             # 24.11's --resv-ports
   spank.late_bind@ns              # ports held to the program's listen: 24.11's reserved ports
 )

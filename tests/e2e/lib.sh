@@ -124,7 +124,7 @@ kill_and_expect_failures() {
 WORK=$(mktemp -d "${DP_CLUSTER_WORK:-$DP_CLUSTER_DIR/work}/$TEST_PART-$TEST_NAME.XXXXXX")
 chmod 777 "$WORK"
 export WORK
-cleanup_work() { rm -rf "$WORK"; }
+cleanup_work() { [[ -n ${DP_E2E_KEEP:-} ]] || rm -rf "$WORK"; }
 trap cleanup_work EXIT
 
 # Runs a command as dptest in $WORK; stdin, stdout and stderr pass through. A

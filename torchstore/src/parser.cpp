@@ -2,6 +2,7 @@
 
 #include <span>
 
+#include "dp/shown_value.hpp"
 #include "dp/torchstore/dialect.hpp"
 #include "wire.hpp"
 
@@ -133,8 +134,10 @@ Result<bool> RequestParser::read_field() {
     if (v) p.req.number = *v;
     done = v.has_value();
   } else {
-    auto blob =
-        take_blob(blob_name(field), field == Field::key ? limits_.key_bytes : limits_.value_bytes);
+    // A value's key came first: its refusal names it.
+    const std::string* of = field == Field::key ? nullptr : &p.req.key;
+    auto blob = take_blob(blob_name(field),
+                          field == Field::key ? limits_.key_bytes : limits_.value_bytes, of);
     if (!blob) return blob.error();
     if (*blob) blob_slot(p.req, field) = std::move(**blob);
     done = blob->has_value();
@@ -169,7 +172,7 @@ Result<bool> RequestParser::read_list(bool pairs) {
       p.pair_key = pairs;
       continue;
     }
-    auto value = take_blob("value", limits_.value_bytes);
+    auto value = take_blob("value", limits_.value_bytes, &p.req.keys.back());
     if (!value) return value.error();
     if (!*value) return false;
     p.req.values.push_back(std::move(**value));
@@ -178,18 +181,24 @@ Result<bool> RequestParser::read_list(bool pairs) {
   return true;
 }
 
-Result<std::optional<std::string>> RequestParser::take_blob(const char* field, size_t cap) {
+Result<std::optional<std::string>> RequestParser::take_blob(const char* field, size_t cap,
+                                                            const std::string* key) {
   const auto in = unread();
   if (in.size() < sizeof(uint64_t)) return std::optional<std::string>();
   const auto len = wire::get<uint64_t>(in);
+  const std::string of = key ? " for key " + shown_key(*key) : std::string();
   if (len > cap)
-    return fail(Errc::limit, std::string(field) + " of " + std::to_string(len) +
-                                 " bytes is over the limit of " + std::to_string(cap) + " bytes");
+    return fail(Errc::limit, std::string(field) + " of " + std::to_string(len) + " bytes" + of +
+                                 " is over the limit of " + std::to_string(cap) + " bytes");
   auto& p = *pending_;
   if (p.bytes + sizeof(uint64_t) + len > limits_.request_bytes)
     return fail(Errc::limit, std::string("the request is over the limit of ") +
-                                 std::to_string(limits_.request_bytes) + " bytes at its " + field);
-  if (in.size() - sizeof(uint64_t) < len) return std::optional<std::string>();
+                                 std::to_string(limits_.request_bytes) + " bytes at its " + field +
+                                 of + " (" + std::to_string(len) + " bytes)");
+  if (in.size() - sizeof(uint64_t) < len) {
+    buf_.reserve(pos_ + sizeof(uint64_t) + len);  // an 8 MiB value in one piece of memory
+    return std::optional<std::string>();
+  }
   pos_ += sizeof(uint64_t) + len;
   p.bytes += sizeof(uint64_t) + len;
   return std::optional<std::string>(in.substr(sizeof(uint64_t), len));

@@ -135,6 +135,26 @@ TEST_F(AgentCoreTest, NoRandomBytesRefusesARankNamingTheCause) {
   EXPECT_EQ(rec.closed, (std::vector<ConnId>{5}));
 }
 
+// A rank's over-limit request is refused under its id and the rank stays
+// (its connection dropping would end the step); before hello, it is closed.
+TEST_F(AgentCoreTest, AnOverLimitRequestIsRefusedAndTheRankStays) {
+  join(1, 1);
+  proto::Request big;
+  big.set_id(42);
+  big.mutable_set()->set_key("k");
+  big.mutable_set()->set_value(std::string(64, 'v'));
+  const std::string head = big.SerializeAsString().substr(0, 16);
+  EXPECT_TRUE(core.on_rank_oversized(1, 1u << 30, head));
+  EXPECT_EQ(out.last(1).id(), 42u);
+  EXPECT_EQ(out.last(1).code(), proto::LIMIT);
+  EXPECT_NE(out.last(1).message().find("the connection stays"), std::string::npos);
+  EXPECT_TRUE(core.knows(1));
+  EXPECT_TRUE(out.closed.empty());
+  core.on_rank_connect(5, now);
+  EXPECT_FALSE(core.on_rank_oversized(5, 1u << 30, {}));
+  EXPECT_EQ(out.closed, (std::vector<ConnId>{5}));
+}
+
 TEST_F(AgentCoreTest, BarrierArrivalsFoldIntoOneUpstream) {
   join(1, 1);
   join(2, 2);

@@ -32,7 +32,7 @@ struct World;
 // One node: its agent's core on the daemon link, its store front, and what
 // its clients received.
 struct Node : AgentOutbox, StoreOutbox {
-  Node(World& w, ConnId link, std::vector<int32_t> ranks, int world_size);
+  Node(World& w, ConnId link, std::vector<int32_t> ranks, int world_size, size_t upstream_frame);
   void to_rank(ConnId, const proto::Response&) override {}
   void close_rank(ConnId) override {}
   void to_daemon(const proto::Request& r) override;
@@ -50,19 +50,23 @@ struct Node : AgentOutbox, StoreOutbox {
 };
 
 struct World : daemon::Outbox {
-  explicit World(int nodes, int ranks_per_node = 2)
-      : broker(config(nodes * ranks_per_node), *this, t0) {
+  // limits: the daemon's; upstream_frame: the largest frame the fronts send it.
+  explicit World(int nodes, int ranks_per_node = 2, daemon::BrokerLimits limits = {},
+                 size_t upstream_frame = StoreFront::kUpstreamFrameBytes)
+      : broker(config(nodes * ranks_per_node, limits), *this, t0) {
     for (int n = 0; n < nodes; ++n) {
       std::vector<int32_t> ranks;
       for (int r = 0; r < ranks_per_node; ++r) ranks.push_back(n * ranks_per_node + r);
-      nodes_.push_back(std::make_unique<Node>(*this, n + 1, ranks, nodes * ranks_per_node));
+      nodes_.push_back(
+          std::make_unique<Node>(*this, n + 1, ranks, nodes * ranks_per_node, upstream_frame));
       broker.on_connect(n + 1, t0);
     }
     pump();
     for (auto& n : nodes_) EXPECT_TRUE(n->core.daemon_ready());
   }
-  static daemon::BrokerConfig config(int world) {
+  static daemon::BrokerConfig config(int world, daemon::BrokerLimits limits) {
     daemon::BrokerConfig c;
+    c.limits = limits;
     c.world_size = world;
     c.secret = kStoreSecret;
     c.job_id = "1";
@@ -134,11 +138,11 @@ AgentConfig node_config(std::vector<int32_t> ranks, int world_size, ConnId link)
   return c;
 }
 
-Node::Node(World& w, ConnId l, std::vector<int32_t> ranks, int world_size)
+Node::Node(World& w, ConnId l, std::vector<int32_t> ranks, int world_size, size_t upstream_frame)
     : world(w),
       link(l),
       core(node_config(std::move(ranks), world_size, l), *this, w.t0),
-      front(core, *this) {}
+      front(core, *this, {}, upstream_frame) {}
 
 void Node::to_daemon(const proto::Request& r) {
   world.up.emplace_back(link, r.SerializeAsString());
@@ -356,6 +360,127 @@ TEST(StoreFront, AReadSentBeforeTheClientsOwnWriteDoesNotSeeIt) {
   w.ask(0, 2, get("/k"));
   w.pump();
   EXPECT_EQ(w.node(0).got[2], ts::encode_value("new"));
+}
+
+// A 1.13 client's wait timed out (it sends nothing to say so; its server
+// keeps the wait) and it asks on: PyTorch's server answers at once, so the
+// front's answers are not held behind the wait. The wait's own answer comes
+// when its key is set, as from PyTorch's server.
+TEST(StoreFront, ATimedOutWaitHoldsNoLaterReplyBack) {
+  World w(1);
+  w.ask(0, 2, set("/k", "v"), ts::Dialect::legacy);
+  w.ask(0, 1, wait_for({"/missing"}), ts::Dialect::legacy);
+  w.pump();
+  EXPECT_TRUE(w.node(0).got[1].empty());
+  w.ask(0, 1, wait_for({"/k"}), ts::Dialect::legacy);  // its get(): WAIT, then GET
+  w.ask(0, 1, get("/k"), ts::Dialect::legacy);
+  w.pump();
+  const std::string stop = ts::encode_wait(ts::WaitAnswer::stop_waiting);
+  EXPECT_EQ(w.node(0).got[1], stop + ts::encode_value("v"));
+  w.ask(0, 2, set("/missing", "late"), ts::Dialect::legacy);
+  w.pump();
+  EXPECT_EQ(w.node(0).got[1], stop + ts::encode_value("v") + stop);
+  EXPECT_EQ(w.broker.pending_calls(), 0u);
+}
+
+// Answers other than a pending WAIT's still leave in request order.
+TEST(StoreFront, RepliesOtherThanAPendingWaitsKeepTheirOrder) {
+  World w(1);
+  w.ask(0, 1, set("/k", "v"));
+  w.pump();
+  w.ask(0, 2, get("/k"));  // fold "/k" in flight, not answered yet
+  w.node(0).front.send_due();
+  w.ask(0, 1, get("/k"));                     // rides the next GET, after the one in flight
+  w.ask(0, 1, with_keys(Op::check, {"/k"}));  // its own fold: answered first
+  w.pump();
+  EXPECT_EQ(w.node(0).got[1], ts::encode_value("v") + ts::encode_check(ts::CheckAnswer::ready));
+}
+
+// What PyTorch's servers take, the step's store takes (dp/store_limits.hpp):
+// an 8 MiB value, an 8 KiB key, a multi_set of 3 x 3 MiB; read on another node.
+TEST(StoreFront, LargeRequestsPyTorchTakesPassThroughTheStepsStore) {
+  World w(2);
+  const std::string big(8u << 20, 'b'), third(3u << 20, 't'), key(8 * 1024, 'k');
+  w.ask(0, 1, set("/big", big), ts::Dialect::legacy);
+  w.ask(0, 1, set(key, "long key"), ts::Dialect::legacy);
+  Req ms = req(Op::multi_set);
+  ms.keys = {"/m0", "/m1", "/m2"};
+  ms.values = {third, third, third};
+  w.ask(0, 2, ms);
+  w.pump();
+  w.ask(1, 3, get("/big"));
+  w.ask(1, 3, get(key));
+  Req mg = req(Op::multi_get);
+  mg.keys = ms.keys;
+  w.ask(1, 3, mg);
+  w.pump();
+  EXPECT_EQ(w.node(1).got[3], ts::encode_value(big) + ts::encode_value("long key") +
+                                  ts::encode_values({third, third, third}));
+  EXPECT_TRUE(w.node(0).closed.empty());
+  EXPECT_TRUE(w.node(1).closed.empty());
+}
+
+// A request over PyTorch's caps closes its client alone, naming the key, the
+// size and the limit; the node's other clients and the step go on.
+TEST(StoreFront, AnOverLimitRequestClosesItsClientAloneNamingIt) {
+  World w(1);
+  Node& n = w.node(0);
+  n.front.on_connect(1);
+  const auto u64 = [](uint64_t v) { return std::string(reinterpret_cast<char*>(&v), 8); };
+  n.front.on_bytes(1, std::string(1, '\0') + u64(5) + "/huge" + u64(64u << 20) + "vvvv");
+  ASSERT_TRUE(n.closed.count(1));
+  for (const char* part : {"SET", "value of 67108864 bytes for key '/huge'", "limit of 8388608"})
+    EXPECT_NE(n.closed[1].find(part), std::string::npos) << part << " not in " << n.closed[1];
+  w.ask(0, 2, set("/k", "v"), ts::Dialect::legacy);
+  w.ask(0, 2, get("/k"), ts::Dialect::legacy);
+  w.pump();
+  EXPECT_EQ(n.got[2], ts::encode_value("v"));
+  EXPECT_EQ(n.front.counters().closed, 1u);
+  EXPECT_FALSE(w.broker.aborted());
+}
+
+// A daemon with smaller frames than PyTorch's caps need: the front refuses
+// what would not fit, for its client, instead of sending it on the node's link.
+TEST(StoreFront, ARequestTooLargeForTheDaemonsFrameIsRefusedForItsClient) {
+  World w(1, 2, {}, 2048);
+  Node& n = w.node(0);
+  w.ask(0, 1, set("/wide", std::string(4096, 'w')));
+  ASSERT_TRUE(n.closed.count(1));
+  EXPECT_NE(n.closed[1].find("SET of key '/wide' (4101 bytes) is over the limit of the step's "
+                             "store"),
+            std::string::npos)
+      << n.closed[1];
+  EXPECT_NE(n.closed[1].find("at most 2048"), std::string::npos) << n.closed[1];
+  std::vector<std::string> keys;
+  for (int i = 0; i < 100; ++i) keys.push_back("/key-number-" + std::to_string(i));
+  w.ask(0, 3, wait_for(keys));  // a read too: its fold never leaves
+  ASSERT_TRUE(n.closed.count(3));
+  EXPECT_NE(n.closed[3].find("WAIT of 100 keys"), std::string::npos) << n.closed[3];
+  w.ask(0, 2, set("/k", "v"));
+  w.ask(0, 2, get("/k"));
+  w.pump();
+  EXPECT_EQ(n.got[2], ts::encode_value("v"));
+  EXPECT_EQ(n.front.counters().upstream, 2u);  // only client 2's
+}
+
+// What the daemon refuses (here: the step's stored bytes) closes the client
+// that asked, naming its request, and nothing else.
+TEST(StoreFront, ARequestTheDaemonRefusesClosesItsClientNamingIt) {
+  daemon::BrokerLimits small;
+  small.max_total_bytes = 1000;
+  World w(1, 2, small);
+  Node& n = w.node(0);
+  w.ask(0, 1, set("/big", std::string(2000, 'b')));
+  w.pump();
+  ASSERT_TRUE(n.closed.count(1));
+  for (const char* part : {"SET of key '/big' (2004 bytes) refused by the step's store",
+                           "--max-total-bytes", "closing the connection"})
+    EXPECT_NE(n.closed[1].find(part), std::string::npos) << part << " not in " << n.closed[1];
+  w.ask(0, 2, set("/k", "v"));
+  w.ask(0, 2, get("/k"));
+  w.pump();
+  EXPECT_EQ(n.got[2], ts::encode_value("v"));
+  EXPECT_FALSE(w.broker.aborted());
 }
 
 }  // namespace

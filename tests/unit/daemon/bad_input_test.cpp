@@ -18,7 +18,8 @@ class BadInput : public ::testing::Test {
  protected:
   void SetUp() override {
     d_ = std::make_unique<DaemonProcess>(
-        1, std::vector<std::string>{"--hello-timeout-ms", "1000", "--max-value-bytes", "1024"});
+        1, std::vector<std::string>{"--hello-timeout-ms", "1000", "--max-value-bytes", "1024",
+                                    "--max-request-bytes", "4096"});
     ASSERT_TRUE(d_->ready()) << d_->first_line();
     auto c = RendezvousClient::connect(d_->client_options(0, 1));
     ASSERT_TRUE(c.ok()) << c.error().message;
@@ -87,15 +88,39 @@ TEST_F(BadInput, TruncatedFrameIsClosedAtHelloTimeout) {
   expect_healthy();
 }
 
-TEST_F(BadInput, OverLimitFrameAfterHello) {
+// A request is its sender's, never its connection's: an authenticated
+// peer's over-limit frame (a node agent's speaks for a whole node) is
+// refused under its own id, its bytes skipped, and the connection serves on.
+TEST_F(BadInput, OverLimitRequestAfterHelloIsRefusedAndTheConnectionStays) {
   RawConn c(d_->port());
   ASSERT_TRUE(c.hello());
-  ASSERT_TRUE(c.send_bytes(std::string("\x7f\xff\xff\xff", 4)));
-  auto r = c.read_response();
+  const auto answer = [&c]() {  // the next answer, past keepalive pings
+    for (;;) {
+      auto r = c.read_response();
+      if (!r || r->id() != 0 || r->code() != proto::OK) return r;
+    }
+  };
+  proto::Request big;
+  big.set_id(77);
+  big.mutable_set()->set_key("big");
+  big.mutable_set()->set_value(std::string(64 * 1024, 'v'));  // over the 10 KiB frame
+  ASSERT_TRUE(c.send_request(big));
+  auto r = answer();
   ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->id(), 77u);
   EXPECT_EQ(r->code(), proto::LIMIT);
-  EXPECT_NE(r->message().find("exceeds the limit"), std::string::npos);
-  EXPECT_TRUE(c.closed_by_peer());
+  EXPECT_NE(r->message().find("exceeds the limit of 10240 bytes"), std::string::npos)
+      << r->message();
+  EXPECT_NE(r->message().find("--max-request-bytes"), std::string::npos) << r->message();
+  proto::Request get;
+  get.set_id(78);
+  get.mutable_get()->set_key("precious");
+  ASSERT_TRUE(c.send_request(get));
+  r = answer();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->id(), 78u);
+  EXPECT_EQ(r->code(), proto::OK) << r->message();
+  EXPECT_EQ(r->value(), "value");
   expect_healthy();
 }
 
@@ -148,7 +173,7 @@ TEST_F(BadInput, OverLimitValueAndKey) {
   ASSERT_FALSE(big.ok());
   EXPECT_EQ(big.error().code, Errc::limit);
   EXPECT_NE(big.error().message.find("--max-value-bytes"), std::string::npos);
-  auto key = good_->set(std::string(5000, 'k'), "v");
+  auto key = good_->set(std::string(9000, 'k'), "v");  // over 8 KiB
   ASSERT_FALSE(key.ok());
   EXPECT_EQ(key.error().code, Errc::limit);
   auto ex = good_->exists("big");

@@ -93,6 +93,57 @@ TEST_F(NodeBrokerTest, OtherUsersRefusedByTheAgentsStoresAreCountedInTheReport) 
       << s.report_json();
 }
 
+// The agents' refusals of their own clients' requests: counted by node (a
+// count so far), the first lines kept for srun's end, and no verdict.
+TEST_F(NodeBrokerTest, StoreRequestsTheAgentsRefusedAreCountedAndNamed) {
+  step();
+  proto::Request m;
+  m.mutable_store_refused()->set_refused(1);
+  m.mutable_store_refused()->set_line("refused rank 1 (pid 42): SET of key '/huge' ...");
+  frame(kNodeA, m, t0_);
+  m.mutable_store_refused()->set_refused(2);  // past the node's first lines: a count only
+  m.mutable_store_refused()->clear_line();
+  frame(kNodeA, m, t0_);
+  m.mutable_store_refused()->set_refused(1);
+  m.mutable_store_refused()->set_line("refused rank 2 (pid 43): bad\x1b[2Jbytes");
+  frame(kNodeB, m, t0_);
+  frame(kRank4, m, t0_);  // only a node agent serves a store: not counted
+  const proto::Stats s = broker_.stats();
+  EXPECT_NE(s.text().find("store_requests_refused 3\n"), std::string::npos) << s.text();
+  EXPECT_NE(s.report_json().find("\"store_requests_refused\":3"), std::string::npos);
+  ASSERT_EQ(s.store_refusals_size(), 2);
+  EXPECT_EQ(s.store_refusals(0),
+            "PyTorch's store on host na: refused rank 1 (pid 42): SET of key '/huge' ...");
+  EXPECT_EQ(s.store_refusals(1),
+            "PyTorch's store on host nb: refused rank 2 (pid 43): bad?[2Jbytes");
+  EXPECT_FALSE(broker_.aborted());
+}
+
+// A node agent's over-limit request is refused under its id; the node's
+// link, and so the step, lives on (issue 43: one large value ended a step).
+TEST_F(NodeBrokerTest, ANodesOverLimitRequestIsRefusedAndItsLinkStays) {
+  step();
+  proto::Request big;
+  big.set_id(55);
+  big.set_space(proto::SPACE_TORCH);
+  big.mutable_set()->set_key("/huge");
+  std::string frame_bytes;
+  big.mutable_set()->set_value(std::string(64, 'v'));
+  ASSERT_TRUE(rdv::append_frame(big, frame_bytes));
+  const uint32_t limit = broker_.max_frame_bytes(kNodeA);
+  const std::string_view head(frame_bytes.data() + rdv::kFrameHeaderBytes, 16);
+  EXPECT_TRUE(broker_.on_oversized_frame(kNodeA, limit + 1, limit, head));
+  EXPECT_EQ(out_.last(kNodeA).id(), 55u);
+  EXPECT_EQ(out_.last(kNodeA).code(), proto::LIMIT);
+  EXPECT_NE(out_.last(kNodeA).message().find("the connection stays"), std::string::npos);
+  EXPECT_FALSE(broker_.aborted());
+  EXPECT_TRUE(broker_.knows(kNodeA));
+  // Before hello, the connection is not trusted with more: closed.
+  broker_.on_connect(9, t0_);
+  EXPECT_FALSE(broker_.on_oversized_frame(9, 1u << 30, 4096));
+  EXPECT_FALSE(broker_.knows(9));
+}
+
 TEST_F(NodeBrokerTest, ANodeHelloIsValidated) {
   ASSERT_EQ(node_hello(kNodeA, {0, 1}, "na").code(), proto::OK);
   EXPECT_EQ(node_hello(10, {}, "x").code(), proto::INVALID_ARGUMENT);

@@ -100,6 +100,35 @@ TEST(TorchStoreParser, HugeValueLengthIsRefused) {
                {"SET (0x01)", "value of 18446744073709551615 bytes"});
 }
 
+// What PyTorch's servers take by default is taken (dp/store_limits.hpp):
+// an 8 MiB value, an 8 KiB key, a multi_set of 3 x 3 MiB (9 MiB in all).
+TEST(TorchStoreParser, TheStepStoresLimitsTakeWhatPyTorchsServersTake) {
+  const std::string key(8 * 1024, 'k'), big(8u << 20, 'v'), third(3u << 20, 't');
+  const auto r = run(std::string(1, '\0') + blob(key) + blob(big));
+  ASSERT_FALSE(r.error) << r.error->message;
+  ASSERT_EQ(r.requests.size(), 1u);
+  EXPECT_EQ(r.requests[0].key.size(), key.size());
+  EXPECT_EQ(r.requests[0].value.size(), big.size());
+  const auto m = run(kHello + "\x0b" + u64(3) + blob("/m0") + blob(third) + blob("/m1") +
+                     blob(third) + blob("/m2") + blob(third));
+  ASSERT_FALSE(m.error) << m.error->message;
+  ASSERT_EQ(m.requests.size(), 2u);
+  EXPECT_EQ(m.requests[1].values.size(), 3u);
+}
+
+// The refusal names the key whose value is over the limit, its size and the
+// limit: the agent's log line and the step's end say which request it was.
+TEST(TorchStoreParser, AValueOverTheLimitIsRefusedNamingItsKey) {
+  expect_error(run(std::string(1, '\0') + blob("/huge") + u64(64u << 20)), Errc::limit,
+               {"SET (0x00)", "value of 67108864 bytes for key '/huge'", "limit of 8388608"});
+  Limits small;
+  small.request_bytes = 64;
+  expect_error(run(kHello + "\x0b" + u64(2) + blob("/a") + blob("1") + blob("/b") +
+                       blob(std::string(40, 'x')),
+                   small),
+               Errc::limit, {"MULTI_SET (0x0b)", "over the limit of 64 bytes", "for key '/b'"});
+}
+
 TEST(TorchStoreParser, HugeExpectedValueOfCompareSetIsRefused) {
   expect_error(run(std::string(1, '\1') + blob("/k") + u64(1ull << 33)), Errc::limit,
                {"COMPARE_SET (0x01)", "expected value"});

@@ -3,7 +3,8 @@
 // in another network namespace (no socket here to own it). Only the peer's own
 // ESTABLISHED connection counts: a listener the kernel answers with instead
 // (on the peer's port) and a TIME_WAIT socket (uid 0) are refused, both as
-// the kernel answers and as pure decisions. Needs root.
+// the kernel answers and as pure decisions; a dual-stack client (PyTorch's)
+// is its owner's. Needs root.
 #include "tcp_peer.hpp"
 
 #include <arpa/inet.h>
@@ -64,6 +65,23 @@ TEST(LocalTcpPeer, TheConnectingProcessesUid) {
   const int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&l.sa), sizeof l.sa), 0);
   UniqueFd own(client);
+  UniqueFd conn = l.accept_one();
+  auto uid = rdv::local_tcp_peer_uid(conn.get());
+  ASSERT_TRUE(uid) << uid.error().message;
+  EXPECT_EQ(*uid, getuid());
+}
+
+// PyTorch's TCPStore client connects from an AF_INET6 socket to an IPv4
+// address (::ffff:127.0.0.1): the kernel reports its end as AF_INET6.
+TEST(LocalTcpPeer, ADualStackClientIsItsOwners) {
+  LoopbackListener l;
+  UniqueFd client(socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_TRUE(client) << "no IPv6 sockets here";
+  sockaddr_in6 mapped{};
+  mapped.sin6_family = AF_INET6;
+  mapped.sin6_port = l.sa.sin_port;
+  ASSERT_EQ(inet_pton(AF_INET6, "::ffff:127.0.0.1", &mapped.sin6_addr), 1);
+  ASSERT_EQ(connect(client.get(), reinterpret_cast<sockaddr*>(&mapped), sizeof mapped), 0);
   UniqueFd conn = l.accept_one();
   auto uid = rdv::local_tcp_peer_uid(conn.get());
   ASSERT_TRUE(uid) << uid.error().message;
@@ -176,6 +194,23 @@ TEST_F(Answers, TheMirroringConnectionIsThePeer) {
   auto uid = rdv::peer_uid_from_answer(query, answer);
   ASSERT_TRUE(uid) << uid.error().message;
   EXPECT_EQ(*uid, 1001u);
+}
+
+// PyTorch's client is a dual-stack socket: the kernel reports the same IPv4
+// connection as AF_INET6 with ::ffff:a.b.c.d addresses.
+TEST_F(Answers, ADualStackPeerIsThePeer) {
+  answer.idiag_family = AF_INET6;
+  for (auto* addr : {answer.id.idiag_src, answer.id.idiag_dst}) {
+    const uint32_t v4 = addr[0];
+    addr[0] = addr[1] = 0;
+    addr[2] = htonl(0xffff);
+    addr[3] = v4;
+  }
+  auto uid = rdv::peer_uid_from_answer(query, answer);
+  ASSERT_TRUE(uid) << uid.error().message;
+  EXPECT_EQ(*uid, 1001u);
+  answer.id.idiag_src[3] = htonl(0x0a000003);
+  EXPECT_FALSE(rdv::peer_uid_from_answer(query, answer)) << "another mapped address";
 }
 
 TEST_F(Answers, AListenerIsRefused) {

@@ -15,19 +15,21 @@
 #include <string_view>
 
 #include "dp/result.hpp"
+#include "dp/store_limits.hpp"
 #include "dp/torchstore/opcodes.hpp"
 #include "dp/torchstore/request.hpp"
 
 namespace dp::torchstore {
 
 struct Limits {
-  // The defaults are the caps of PyTorch's libuv server (2.4+'s default), so
-  // they refuse nothing that server accepts.
-  size_t key_bytes = 8 * 1024;              // one key
-  size_t value_bytes = 8 * 1024 * 1024;     // one value
-  size_t keys = 128 * 1024;                 // keys of one CHECK, WAIT, MULTI_GET, MULTI_SET
-  size_t request_bytes = 16 * 1024 * 1024;  // one whole request
-  size_t buffered_bytes = 16 * 1024 * 1024 + 65536;  // input held, not yet parsed
+  // The defaults are the step store's (dp/store_limits.hpp): at least the
+  // caps of PyTorch's libuv server (2.4+'s default), so they refuse nothing
+  // that server accepts.
+  size_t key_bytes = kStoreKeyBytes;          // one key
+  size_t value_bytes = kStoreValueBytes;      // one value
+  size_t keys = 128 * 1024;                   // keys of one CHECK, WAIT, MULTI_GET, MULTI_SET
+  size_t request_bytes = kStoreRequestBytes;  // one whole request
+  size_t buffered_bytes = kStoreRequestBytes + 65536;  // input held, not yet parsed
 };
 
 class RequestParser {
@@ -64,7 +66,9 @@ class RequestParser {
   Result<bool> start_request();
   Result<bool> read_field();
   Result<bool> read_list(bool pairs);
-  Result<std::optional<std::string>> take_blob(const char* field, size_t cap);
+  // key: the key a value belongs to, named when it is refused.
+  Result<std::optional<std::string>> take_blob(const char* field, size_t cap,
+                                               const std::string* key = nullptr);
   template <class T>
   std::optional<T> take_fixed();
   Error fail(Errc code, const std::string& what);
