@@ -48,7 +48,7 @@ struct Options {
   std::optional<bool> step_store;
   // --dp-ports=N: the step's port count, N ports on rank 0's node besides
   // MASTER_PORT (DP_PORTS; StepPorts::ports, step_ports.hpp).
-  std::optional<int> port_count;
+  std::optional<int> dp_port_count;
 
   // Any option is set (a row of the table in options.cpp).
   bool any() const;
