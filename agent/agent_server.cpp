@@ -83,8 +83,8 @@ Result<std::unique_ptr<AgentServer>> AgentServer::create(
   for (auto r = a->daemon_reader_.next(); r && *r; r = a->daemon_reader_.next())
     a->core_.on_daemon_response(**r, now);
   a->answer_by_ = Clock::now() + s.port_wait + std::chrono::seconds(2);
-  if (s.master == MasterPort::publish) a->core_.publish_master_port(s.published);
-  if (s.master == MasterPort::fetch) a->core_.fetch_master_port(s.port_wait);
+  if (s.master == PortsRole::publish) a->core_.publish_master_port(s.published);
+  if (s.master == PortsRole::fetch) a->core_.fetch_master_port(s.port_wait);
   return a;
 }
 
@@ -199,7 +199,7 @@ void AgentServer::answer_root() {
   const auto& got = core_.master_port();
   const MasterFailure* failed = got && *got && (*got)->failure ? &*(*got)->failure : nullptr;
   // Known even when the daemon refused this node (its hello came after the abort).
-  if (failed && settings_.master == MasterPort::fetch) {
+  if (failed && settings_.master == PortsRole::fetch) {
     AgentAnswer a;
     a.master_failure = *failed;
     return answer(a);
@@ -208,13 +208,13 @@ void AgentServer::answer_root() {
   AgentAnswer a;
   a.socket = socket_;
   a.store_port = store_port_;
-  if (settings_.master != MasterPort::none) {
+  if (settings_.master != PortsRole::none) {
     if (!got) return;
     if (!*got) return answer(got->error());
     // The master node publishes its own lease: root knows it, failure included.
-    if (settings_.master == MasterPort::fetch) {
+    if (settings_.master == PortsRole::fetch) {
       a.port = (*got)->port;
-      a.more = (*got)->more;
+      a.dp_ports = (*got)->dp_ports;
     }
   }
   answer(a);

@@ -50,95 +50,174 @@ Result<std::vector<int>> parse_held_ports(std::string_view v) {
   return out;
 }
 
-Result<void> set_field(AgentSettings& s, std::string_view key, std::string_view v) {
-  auto number = [&](long long lo, long long hi) -> Result<long long> {
-    auto n = parse_whole_number(v, lo, hi);
-    if (!n) return bad(std::string(key) + ": " + n.error().message);
-    return *n;
-  };
-  if (key == "addr") s.addr = v;
-  else if (key == "secret") s.secret = v;
-  else if (key == "host") s.host = v;
-  else if (key == "master_failure_node" || key == "master_failure_reason") {
-    if (!s.published.failure) s.published.failure.emplace();
-    auto& f = *s.published.failure;
-    (key == "master_failure_node" ? f.node : f.reason) = v;
-  } else if (key == "ranks") {
-    auto r = parse_ranks(v);
-    DP_TRY(r);
-    s.ranks = std::move(*r);
-  } else if (key == "workers") {
-    if (v != "watch" && v != "none") return bad("workers: watch|none");
-    s.watch_workers = v == "watch";
-  } else if (key == "store") {
-    if (v != "step" && v != "none") return bad("store: step|none");
-    s.serve_store = v == "step";
-  } else if (key == "on_failure") {
-    if (v != "end" && v != "keep") return bad("on_failure: end|keep");
-    s.keep_survivors = v == "keep";
-  } else if (key == "held_ports") {
-    auto held = parse_held_ports(v);
-    DP_TRY(held);
-    s.held_ports = std::move(*held);
-  } else if (key == "more_ports") {
-    auto ports = parse_ports_text(v, "more_ports");
-    DP_TRY(ports);
-    s.published.more = std::move(*ports);
-  } else if (key == "master") {
-    if (v == "none") s.master = MasterPort::none;
-    else if (v == "publish") s.master = MasterPort::publish;
-    else if (v == "fetch") s.master = MasterPort::fetch;
-    else return bad("master: none|publish|fetch");
-  } else {
-    long long lo = 0, hi = UINT32_MAX;
-    if (key == "world") lo = 1, hi = INT32_MAX;
-    else if (key == "port_wait_ms" || key == "kill_grace_ms" || key == "heartbeat_timeout_ms")
-      hi = 86'400'000;
-    else if (key == "master_port") lo = 1, hi = 65535;
-    else if (key != "job" && key != "step") return bad("unknown key '" + std::string(key) + "'");
-    auto n = number(lo, hi);
-    DP_TRY(n);
-    if (key == "world") s.world_size = static_cast<int>(*n);
-    else if (key == "port_wait_ms") s.port_wait = std::chrono::milliseconds(*n);
-    else if (key == "kill_grace_ms") s.kill_grace = std::chrono::milliseconds(*n);
-    else if (key == "heartbeat_timeout_ms") s.heartbeat_timeout = std::chrono::milliseconds(*n);
-    else if (key == "master_port") s.published = static_cast<int>(*n);
-    else (key == "job" ? s.job : s.step) = static_cast<uint32_t>(*n);
-  }
+std::string one_line(std::string v) {
+  std::replace(v.begin(), v.end(), '\n', ' ');
+  return v;
+}
+
+// One row per setting: its key, how a line's value sets the field, and the
+// line's value from the field (nullopt: the line is left out). Root writes and
+// the agent reads the rows in order, so a setting is a field and a row.
+using Line = std::optional<std::string>;
+struct Setting {
+  const char* key;
+  Result<void> (*set)(AgentSettings& s, std::string_view key, std::string_view v);
+  Line (*get)(const AgentSettings& s);
+};
+
+template <auto Field>
+Result<void> set_text(AgentSettings& s, std::string_view, std::string_view v) {
+  s.*Field = std::string(v);
   return {};
+}
+template <auto Field>
+Line get_text(const AgentSettings& s) {
+  return one_line(s.*Field);
+}
+
+void store(int& f, long long n) { f = static_cast<int>(n); }
+void store(uint32_t& f, long long n) { f = static_cast<uint32_t>(n); }
+void store(std::chrono::milliseconds& f, long long n) { f = std::chrono::milliseconds(n); }
+long long shown(long long n) { return n; }
+long long shown(std::chrono::milliseconds d) { return d.count(); }
+
+template <auto Field, long long Lo, long long Hi>
+Result<void> set_number(AgentSettings& s, std::string_view key, std::string_view v) {
+  auto n = parse_whole_number(v, Lo, Hi);
+  if (!n) return bad(std::string(key) + ": " + n.error().message);
+  store(s.*Field, *n);
+  return {};
+}
+template <auto Field>
+Line get_number(const AgentSettings& s) {
+  return std::to_string(shown(s.*Field));
+}
+
+// A list of numbers, "4,6", as `Parse` reads it.
+template <auto Field, auto Parse>
+Result<void> set_list(AgentSettings& s, std::string_view, std::string_view v) {
+  auto list = Parse(v);
+  DP_TRY(list);
+  s.*Field = std::move(*list);
+  return {};
+}
+template <auto Field>
+Line get_list(const AgentSettings& s) {
+  std::string out;
+  for (auto n : s.*Field) out += (out.empty() ? "" : ",") + std::to_string(n);
+  return out;
+}
+
+// A flag written as one of two words: `yes` sets it, `no` clears it.
+Result<void> set_word(bool& field, std::string_view key, std::string_view v, const char* yes,
+                      const char* no) {
+  if (v != yes && v != no) return bad(std::string(key) + ": " + yes + "|" + no);
+  field = v == yes;
+  return {};
+}
+
+// The master node's published value: its port and --dp-ports, or its failure.
+bool publishes(const AgentSettings& s, bool failure) {
+  return s.master == PortsRole::publish && s.published.failure.has_value() == failure;
+}
+template <std::string MasterFailure::*Field>
+Result<void> set_failure(AgentSettings& s, std::string_view, std::string_view v) {
+  if (!s.published.failure) s.published.failure.emplace();
+  (*s.published.failure).*Field = v;
+  return {};
+}
+template <std::string MasterFailure::*Field>
+Line get_failure(const AgentSettings& s) {
+  if (!publishes(s, true)) return std::nullopt;
+  return one_line((*s.published.failure).*Field);
+}
+
+constexpr long long kDayMs = 86'400'000;
+const Setting kSettings[] = {
+    {"addr", set_text<&AgentSettings::addr>, get_text<&AgentSettings::addr>},
+    {"secret", set_text<&AgentSettings::secret>, get_text<&AgentSettings::secret>},
+    {"host", set_text<&AgentSettings::host>, get_text<&AgentSettings::host>},
+    {"job", set_number<&AgentSettings::job, 0, UINT32_MAX>, get_number<&AgentSettings::job>},
+    {"step", set_number<&AgentSettings::step, 0, UINT32_MAX>, get_number<&AgentSettings::step>},
+    {"world", set_number<&AgentSettings::world_size, 1, INT32_MAX>,
+     get_number<&AgentSettings::world_size>},
+    {"ranks", set_list<&AgentSettings::ranks, parse_ranks>, get_list<&AgentSettings::ranks>},
+    {"master",
+     [](AgentSettings& s, std::string_view, std::string_view v) -> Result<void> {
+       if (v == "none") s.master = PortsRole::none;
+       else if (v == "publish") s.master = PortsRole::publish;
+       else if (v == "fetch") s.master = PortsRole::fetch;
+       else return bad("master: none|publish|fetch");
+       return {};
+     },
+     [](const AgentSettings& s) -> Line {
+       return s.master == PortsRole::publish ? "publish"
+              : s.master == PortsRole::fetch ? "fetch"
+                                             : "none";
+     }},
+    {"master_failure_node", set_failure<&MasterFailure::node>, get_failure<&MasterFailure::node>},
+    {"master_failure_reason", set_failure<&MasterFailure::reason>,
+     get_failure<&MasterFailure::reason>},
+    {"master_port",
+     [](AgentSettings& s, std::string_view key, std::string_view v) -> Result<void> {
+       auto n = parse_whole_number(v, 1, 65535);
+       if (!n) return bad(std::string(key) + ": " + n.error().message);
+       s.published.port = static_cast<int>(*n);
+       return {};
+     },
+     [](const AgentSettings& s) -> Line {
+       if (!publishes(s, false)) return std::nullopt;
+       return std::to_string(s.published.port);
+     }},
+    {"dp_ports",
+     [](AgentSettings& s, std::string_view key, std::string_view v) -> Result<void> {
+       auto ports = parse_ports_text(v, key);
+       DP_TRY(ports);
+       s.published.dp_ports = std::move(*ports);
+       return {};
+     },
+     [](const AgentSettings& s) -> Line {
+       if (!publishes(s, false)) return std::nullopt;
+       return ports_text(s.published.dp_ports);
+     }},
+    {"port_wait_ms", set_number<&AgentSettings::port_wait, 0, kDayMs>,
+     get_number<&AgentSettings::port_wait>},
+    {"kill_grace_ms", set_number<&AgentSettings::kill_grace, 0, kDayMs>,
+     get_number<&AgentSettings::kill_grace>},
+    {"heartbeat_timeout_ms", set_number<&AgentSettings::heartbeat_timeout, 0, kDayMs>,
+     get_number<&AgentSettings::heartbeat_timeout>},
+    {"on_failure",
+     [](AgentSettings& s, std::string_view key, std::string_view v) {
+       return set_word(s.keep_survivors, key, v, "keep", "end");
+     },
+     [](const AgentSettings& s) -> Line { return s.keep_survivors ? "keep" : "end"; }},
+    {"workers",
+     [](AgentSettings& s, std::string_view key, std::string_view v) {
+       return set_word(s.watch_workers, key, v, "watch", "none");
+     },
+     [](const AgentSettings& s) -> Line { return s.watch_workers ? "watch" : "none"; }},
+    {"store",
+     [](AgentSettings& s, std::string_view key, std::string_view v) {
+       return set_word(s.serve_store, key, v, "step", "none");
+     },
+     [](const AgentSettings& s) -> Line { return s.serve_store ? "step" : "none"; }},
+    {"held_ports", set_list<&AgentSettings::held_ports, parse_held_ports>,
+     get_list<&AgentSettings::held_ports>},
+};
+
+Result<void> set_field(AgentSettings& s, std::string_view key, std::string_view v) {
+  for (const Setting& row : kSettings)
+    if (key == row.key) return row.set(s, key, v);
+  return bad("unknown key '" + std::string(key) + "'");
 }
 
 }  // namespace
 
 std::string format_settings(const AgentSettings& s) {
-  std::string ranks;
-  for (int32_t r : s.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
-  const char* master = s.master == MasterPort::publish ? "publish"
-                       : s.master == MasterPort::fetch ? "fetch"
-                                                       : "none";
-  auto clean = [](std::string v) {
-    std::replace(v.begin(), v.end(), '\n', ' ');
-    return v;
-  };
-  std::string published;
-  if (s.master == MasterPort::publish) {
-    if (const auto& f = s.published.failure)
-      published = "master_failure_node=" + clean(f->node) +
-                  "\nmaster_failure_reason=" + clean(f->reason) + "\n";
-    else
-      published = "master_port=" + std::to_string(s.published.port) +
-                  "\nmore_ports=" + ports_text(s.published.more) + "\n";
-  }
-  return "addr=" + clean(s.addr) + "\nsecret=" + clean(s.secret) + "\nhost=" + clean(s.host) +
-         "\njob=" + std::to_string(s.job) + "\nstep=" + std::to_string(s.step) +
-         "\nworld=" + std::to_string(s.world_size) + "\nranks=" + ranks + "\nmaster=" + master +
-         "\n" + published + "port_wait_ms=" + std::to_string(s.port_wait.count()) +
-         "\nkill_grace_ms=" + std::to_string(s.kill_grace.count()) +
-         "\nheartbeat_timeout_ms=" + std::to_string(s.heartbeat_timeout.count()) +
-         "\non_failure=" + (s.keep_survivors ? "keep" : "end") +
-         "\nworkers=" + (s.watch_workers ? "watch" : "none") +
-         "\nstore=" + (s.serve_store ? "step" : "none") +
-         "\nheld_ports=" + ports_text(s.held_ports) + "\n\n";
+  std::string out;
+  for (const Setting& row : kSettings)
+    if (const Line value = row.get(s)) out += std::string(row.key) + "=" + *value + "\n";
+  return out + "\n";
 }
 
 Result<AgentSettings> parse_settings(std::string_view text) {
@@ -156,7 +235,7 @@ Result<AgentSettings> parse_settings(std::string_view text) {
   if (s.addr.empty() || s.secret.empty() || s.host.empty() || s.ranks.empty() || s.world_size < 1)
     return bad("addr, secret, host, world and ranks are required");
   if (s.ranks.back() >= s.world_size) return bad("a rank outside the world");
-  if (s.master == MasterPort::publish) {
+  if (s.master == PortsRole::publish) {
     const auto& f = s.published.failure;
     if (f ? f->node.empty() : s.published.port < 1)
       return bad("master=publish needs master_port, or master_failure_node and its reason");
@@ -165,10 +244,6 @@ Result<AgentSettings> parse_settings(std::string_view text) {
 }
 
 std::string format_answer(const Result<AgentAnswer>& a) {
-  auto one_line = [](std::string v) {
-    std::replace(v.begin(), v.end(), '\n', ' ');
-    return v;
-  };
   if (!a) return "ERROR " + one_line(a.error().message) + "\n";
   if (!a->refusal.empty()) return "ERROR " + one_line(a->refusal) + "\n";
   if (const auto& f = a->master_failure) {
@@ -178,7 +253,7 @@ std::string format_answer(const Result<AgentAnswer>& a) {
   }
   std::string store;
   if (a->store_port > 0) store = " store=" + std::to_string(a->store_port);
-  if (!a->more.empty()) store += " ports=" + ports_text(a->more);
+  if (!a->dp_ports.empty()) store += " dp_ports=" + ports_text(a->dp_ports);
   return "READY " + std::to_string(a->port) + " " + a->socket + store + "\n";
 }
 
@@ -207,11 +282,11 @@ Result<AgentAnswer> parse_answer(std::string_view line) {
   }
   auto port = parse_whole_number(line.substr(0, sp), 0, 65535);
   std::string_view name = line.substr(sp + 1);
-  // " ports=<a,b,...>": the step's --dp-ports, fetched from the master node.
-  Result<std::vector<int>> more = std::vector<int>();
-  if (const size_t at = name.find(" ports="); at != std::string_view::npos) {
-    more = parse_ports_text(name.substr(at + 7), "ports");
-    if (more && more->empty()) return wrong();
+  // " dp_ports=<a,b,...>": the step's --dp-ports, fetched from the master node.
+  Result<std::vector<int>> ports = std::vector<int>();
+  if (const size_t at = name.find(" dp_ports="); at != std::string_view::npos) {
+    ports = parse_ports_text(name.substr(at + 10), "dp_ports");
+    if (ports && ports->empty()) return wrong();
     name = name.substr(0, at);
   }
   // " store=<port>": the node's PyTorch store (settings store=step).
@@ -220,14 +295,14 @@ Result<AgentAnswer> parse_answer(std::string_view line) {
     store = parse_whole_number(name.substr(at + 7), 1, 65535);
     name = name.substr(0, at);
   }
-  if (!port || !store || !more || name.size() < 2 || name.size() > kMaxSocketName ||
+  if (!port || !store || !ports || name.size() < 2 || name.size() > kMaxSocketName ||
       name[0] != '@' || !std::all_of(name.begin() + 1, name.end(), socket_char))
     return wrong();
   AgentAnswer a;
   a.port = static_cast<int>(*port);
   a.socket = std::string(name);
   a.store_port = static_cast<int>(*store);
-  a.more = std::move(*more);
+  a.dp_ports = std::move(*ports);
   return a;
 }
 

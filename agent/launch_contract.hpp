@@ -2,7 +2,7 @@
 // over two pipes, never argv or the environment: root writes the settings
 // (key=value lines, then an empty line) and later one control line per task
 // that started (its pid) and per task that ended; the agent answers one line, "READY <port>
-// <socket> [store=<port>] [ports=<a,b,...>]", "MASTER_FAILED <node> <reason>" or "ERROR <text>",
+// <socket> [store=<port>] [dp_ports=<a,b,...>]", "MASTER_FAILED <node> <reason>" or "ERROR <text>",
 // and closes its end. Root closing its end ends the agent. Linked into the plugin and the agent, so
 // both sides parse the same way.
 #pragma once
@@ -25,21 +25,15 @@ namespace dp::agent {
 inline constexpr size_t kMaxSettingsBytes = 64 * 1024;
 inline constexpr size_t kMaxSocketName = 100;  // "@" + name, well under sun_path
 
-enum class MasterPort : uint8_t {
-  none,     // MASTER_PORT is known on every node (--dp-master-port, Slurm's reservation)
-  publish,  // the master node: publish `published` (its port, or its failure)
-  fetch,    // the other nodes: fetch the master node's value
-};
-
 struct AgentSettings {
   std::string addr;    // the daemon, host:port
   std::string secret;  // never logged
   std::string host;    // this node's name
   uint32_t job = 0, step = 0;
   int world_size = 0;
-  std::vector<int32_t> ranks;  // this node's global ranks
-  MasterPort master = MasterPort::none;
-  MasterPortValue published;  // with publish
+  std::vector<int32_t> ranks;          // this node's global ranks
+  PortsRole master = PortsRole::none;  // the core's decision (step_ports.hpp)
+  MasterPortValue published;           // with publish
   std::chrono::milliseconds port_wait{std::chrono::seconds(site_defaults().port_wait_s)};
   // When the step fails: SIGTERM to the node's tasks, SIGKILL this much later
   // (site key kill_grace); keep_survivors (on_failure=keep): signal none.
@@ -67,14 +61,14 @@ Result<AgentSettings> parse_settings(std::string_view text);
 
 // The agent's answer to root.
 struct AgentAnswer {
-  int port = 0;        // 0: none exchanged (MasterPort::none, publish)
+  int port = 0;        // 0: none exchanged (PortsRole::none, publish)
   std::string socket;  // "@name": the abstract socket the node's ranks connect to
   // Instead of a port and a socket: the master node could not set up the step.
   std::optional<MasterFailure> master_failure;
   // With a socket: the node's PyTorch store on 127.0.0.1 (settings store=step); 0: none.
   int store_port = 0;
   // With a fetched port: the step's --dp-ports, as the master node published them.
-  std::vector<int> more;
+  std::vector<int> dp_ports;
   // Instead of all the above ("ERROR <text>"): why the agent cannot serve the
   // step. It stays, to report how the node's tasks end.
   std::string refusal;

@@ -62,7 +62,7 @@ void Broker::op_set(const Call& c, const proto::Set& m) {
   // Only the node holding rank 0 speaks for the step's ports.
   if (c.peer.role == proto::ROLE_NODE && m.key() == kMasterPortKey && holds(c.conn, 0))
     if (auto v = rdv::decode_master_port(m.value()); v && !v->failure)
-      report_.on_step_ports(StepPorts{v->port, v->more});
+      report_.on_step_ports(StepPorts{v->port, v->dp_ports});
   reply_ok(c.conn, c.id);
 }
 

@@ -124,7 +124,7 @@ void StepReport::on_agent_set(Clock::time_point now) {
 std::string StepReport::ports_text() const {
   if (!ports_) return "-";
   std::string t = std::to_string(ports_->coordinator) + " (coordinator)";
-  if (!ports_->more.empty()) t += ", DP_PORTS " + dp::ports_text(ports_->more);
+  if (!ports_->dp_ports.empty()) t += ", DP_PORTS " + dp::ports_text(ports_->dp_ports);
   return t;
 }
 
@@ -363,7 +363,7 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
       {"elapsed_s", rounded(since_start_ms(now) / 1000.0)},
       {"hang_timeout_s", rounded(std::chrono::duration<double>(hang_timeout_).count())},
       {"startup", startup_json(phases)},
-      {"ports", ports_ ? Json{{"coordinator", ports_->coordinator}, {"dp_ports", ports_->more}}
+      {"ports", ports_ ? Json{{"coordinator", ports_->coordinator}, {"dp_ports", ports_->dp_ports}}
                        : Json(nullptr)},
       {"failure", failure_json()},
       {"store_waits_unset", unset_waits()},

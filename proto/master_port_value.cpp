@@ -17,7 +17,7 @@ std::string encode_master_port(const MasterPortValue& v) {
   proto::MasterPortValue m;
   if (v.failure) to_proto(*v.failure, *m.mutable_failure());
   else m.set_port(static_cast<uint32_t>(v.port));
-  for (int p : v.more) m.add_more_ports(static_cast<uint32_t>(p));
+  for (int p : v.dp_ports) m.add_dp_ports(static_cast<uint32_t>(p));
   return m.SerializeAsString();
 }
 
@@ -27,14 +27,14 @@ Result<MasterPortValue> decode_master_port(std::string_view bytes) {
     return make_error(Errc::protocol, "the master node's MASTER_PORT value is not readable");
   switch (m.outcome_case()) {
     case proto::MasterPortValue::kPort: {
-      if (m.port() < 1 || m.port() > 65535 || m.more_ports_size() > kMaxStepPorts) break;
+      if (m.port() < 1 || m.port() > 65535 || m.dp_ports_size() > kMaxStepPorts) break;
       MasterPortValue v{static_cast<int>(m.port())};
-      for (uint32_t p : m.more_ports()) {
+      for (uint32_t p : m.dp_ports()) {
         if (p < 1 || p > 65535)
           return make_error(Errc::protocol,
                             "the master node's DP_PORTS "
                             "value holds a port out of range");
-        v.more.push_back(static_cast<int>(p));
+        v.dp_ports.push_back(static_cast<int>(p));
       }
       return v;
     }

@@ -163,10 +163,10 @@ LeaseRequest lease_request(const SiteConfig& site, uid_t owner, std::string tag)
 }
 
 std::string lease_need_text(const LeaseRequest& req) {
-  if (req.dp_ports == 0) return "MASTER_PORT";
-  const std::string more = "--dp-ports=" + std::to_string(req.dp_ports);
-  if (req.master_fixed) return more + " (" + std::to_string(req.dp_ports) + " ports)";
-  return "MASTER_PORT and " + more + " (" + std::to_string(req.dp_ports + 1) + " ports)";
+  if (req.dp_port_count == 0) return "MASTER_PORT";
+  const std::string option = "--dp-ports=" + std::to_string(req.dp_port_count);
+  if (req.master_fixed) return option + " (" + std::to_string(req.dp_port_count) + " ports)";
+  return "MASTER_PORT and " + option + " (" + std::to_string(req.dp_port_count + 1) + " ports)";
 }
 
 namespace {
@@ -352,8 +352,8 @@ std::optional<std::pair<int, UniqueFd>> lease_os_port(int dir, const std::string
 // What a step whose ports do not fit can do: fewer --dp-ports, a fixed
 // MASTER_PORT, a wider range.
 std::string range_fix(const LeaseRequest& req) {
-  std::string fix = req.dp_ports > 0 ? "ask for fewer with --dp-ports=N, " : "";
-  if (req.dp_ports == 0 && !req.master_fixed) fix += "pass --dp-master-port=PORT, ";
+  std::string fix = req.dp_port_count > 0 ? "ask for fewer with --dp-ports=N, " : "";
+  if (req.dp_port_count == 0 && !req.master_fixed) fix += "pass --dp-master-port=PORT, ";
   return fix + "end some steps on this node, or ask the admin to widen ports= in plugstack.conf";
 }
 
@@ -366,20 +366,21 @@ Error held_range_error(const SiteConfig& site, const LeaseRequest& req) {
   const std::string who = holders_text(h);
   if (who.empty() || (h.by_uid.size() == 1 && h.by_uid.begin()->first == req.owner)) {
     const std::string what =
-        req.dp_ports == 0 ? "no free MASTER_PORT in " + range + " on the master node"
-                          : "no free ports in " + range + " on the master node for this step's " +
-                                lease_need_text(req);
+        req.dp_port_count == 0 ? "no free MASTER_PORT in " + range + " on the master node"
+                               : "no free ports in " + range +
+                                     " on the master node for this step's " + lease_need_text(req);
     return make_error(Errc::unavailable,
                       what + " (each port is leased to a step or bound); " + range_fix(req));
   }
-  return make_error(Errc::unavailable,
-                    "every port of " + range + " on the master node is held (bound by " + who +
-                        "), none left for " +
-                        (req.dp_ports == 0 ? "MASTER_PORT" : "the step's " + lease_need_text(req)) +
-                        "; another user's process may be squatting the range: an admin can end "
-                        "it; the documented setup on shared nodes is Slurm's reserved ports "
-                        "(MpiParams=ports=); or " +
-                        range_fix(req));
+  return make_error(
+      Errc::unavailable,
+      "every port of " + range + " on the master node is held (bound by " + who +
+          "), none left for " +
+          (req.dp_port_count == 0 ? "MASTER_PORT" : "the step's " + lease_need_text(req)) +
+          "; another user's process may be squatting the range: an admin can end "
+          "it; the documented setup on shared nodes is Slurm's reserved ports "
+          "(MpiParams=ports=); or " +
+          range_fix(req));
 }
 
 // The per-user cap, in steps: this step's own earlier leases do not count.
@@ -426,7 +427,7 @@ Result<PortLease> lease_master_port(const SiteConfig& site, const LeaseRequest& 
 
 Result<std::vector<PortLease>> lease_ports(const SiteConfig& site, const LeaseRequest& req) {
   std::vector<PortLease> leases;
-  const int count = req.dp_ports + (req.master_fixed ? 0 : 1);
+  const int count = req.dp_port_count + (req.master_fixed ? 0 : 1);
   for (int i = 0; i < count; ++i) {
     auto lease = lease_master_port(site, req);  // the same start: the step's ports lie together
     DP_TRY(lease);

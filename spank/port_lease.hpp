@@ -9,7 +9,7 @@
 // lock or squat a lease. The range is still not a security boundary: any
 // user may bind a port of it; the lease only keeps slurm-dp steps apart,
 // and the leased port stays bound by us until rank 0 starts its program
-// (master_port_hold.hpp).
+// (step_port_hold.hpp).
 #pragma once
 
 #include <sys/types.h>
@@ -34,7 +34,7 @@ struct LeaseRequest {
   // MASTER_PORT and --dp-ports count as one); 0: no cap.
   int max_steps_per_user = 0;
   std::chrono::milliseconds lock_wait{5'000};  // bound on waiting for the folder's lock
-  int dp_ports = 0;           // the step's --dp-ports, which it leases besides MASTER_PORT
+  int dp_port_count = 0;      // the step's --dp-ports, which it leases besides MASTER_PORT
   bool master_fixed = false;  // --dp-master-port: MASTER_PORT is not leased
 };
 
@@ -83,7 +83,7 @@ class PortLease {
 Result<PortLease> lease_master_port(const SiteConfig& site, const LeaseRequest& req);
 
 // The step's leases (MASTER_PORT unless req.master_fixed, then its
-// req.dp_ports), all or none: a failure releases those taken before it.
+// req.dp_port_count), all or none: a failure releases those taken before it.
 Result<std::vector<PortLease>> lease_ports(const SiteConfig& site, const LeaseRequest& req);
 
 // Opens (creating as needed) the lease folder: every component without

@@ -50,10 +50,10 @@ bool print_explain(const LayoutPlan& plan, const SiteConfig& site, const StepSha
           ? std::to_string(*opts.master_port)
           : "auto(chosen-on-" + shape.hosts[static_cast<size_t>(shape.host_of(0))] + ")";
   const std::string& first = shape.hosts[static_cast<size_t>(shape.host_of(0))];
-  const std::string more = plan.more_ports > 0 ? "auto(" + std::to_string(plan.more_ports) +
-                                                     "-ports-chosen-on-" + first + ")"
-                                               : "";
-  auto tasks = step_environment(plan, site, shape, master_addr, port, more);
+  const std::string ports = plan.dp_port_count > 0 ? "auto(" + std::to_string(plan.dp_port_count) +
+                                                         "-ports-chosen-on-" + first + ")"
+                                                   : "";
+  auto tasks = step_environment(plan, site, shape, master_addr, port, ports);
   if (!tasks) {
     std::cout << "slurm-dp: " << tasks.error().message << std::endl;
     return false;
@@ -73,10 +73,10 @@ bool print_explain(const LayoutPlan& plan, const SiteConfig& site, const StepSha
   std::cout << "slurm-dp: ports on " << first << " (rank 0's node), held from set-up: " << port
             << " (" << (step_store ? "" : "MASTER_PORT, ") << "JAX_COORDINATOR_ADDRESS) "
             << port_hold_text(port_hold(StepPort::coordinator, opts, step_store));
-  if (plan.more_ports > 0)
-    std::cout << "; and " << plan.more_ports << " more (DP_PORTS"
+  if (plan.dp_port_count > 0)
+    std::cout << "; and " << plan.dp_port_count << " more (DP_PORTS"
               << (opts.passes_master_socket() ? ", listening: DP_PORTS_LISTEN_FDS" : "") << ") "
-              << port_hold_text(port_hold(StepPort::more, opts, step_store));
+              << port_hold_text(port_hold(StepPort::dp_port, opts, step_store));
   std::cout << "\n";
   for (const auto& line : explain_lines(*tasks)) std::cout << line << "\n";
   std::cout.flush();

@@ -26,12 +26,12 @@
 #include "dp/shown_value.hpp"
 #include "dp/step_ports.hpp"
 #include "dp/step_store.hpp"
-#include "master_port_hold.hpp"
 #include "master_socket.hpp"
 #include "plugin_state.hpp"
 #include "port_lease.hpp"
 #include "skipped_step.hpp"
 #include "socket_tables.hpp"
+#include "step_port_hold.hpp"
 #include "unix_connect.hpp"  // dp_sockets
 #include "user_child.hpp"
 
@@ -54,10 +54,10 @@ struct StepdState {
   bool explain_masks = false;  // an explained step where Slurm names devices otherwise than srun
   std::string master_addr;     // set again in each task, after earlier plugins
   int master_port = 0;         // likewise
-  StepPorts ports;             // rank 0's node's: coordinator (JAX's) and DP_PORTS
+  StepPorts step_ports;        // rank 0's node's: coordinator (JAX's) and DP_PORTS
   StoreKind store = StoreKind::rank0;  // --dp-store=step: MASTER_* name the agent's store
   std::vector<PortLease> leases;  // the master node's leases of the step's ports, released at end
-  MasterPortHold hold;            // the master node's step ports, bound until rank 0's exec
+  StepPortHold hold;              // the master node's step ports, bound until rank 0's exec
   std::vector<int> shared_ports;  // of those, the ones the agent holds on (PortHold::to_listen)
   NodeAgent agent;                // this node's dp-nodeagent; stopped at step end
   uint32_t tasks_ended = 0;       // task exits told to the agent
@@ -202,29 +202,6 @@ Result<HeldPort> hold_reserved_port(int port) {
                         "an admin can end that process; or pass --dp-master-port=PORT");
 }
 
-// The step's ports as this node knows them without the master node.
-struct KnownPorts {
-  std::optional<int> fixed;           // --dp-master-port
-  std::optional<StepPorts> reserved;  // Slurm's reservation (without --dp-master-port)
-};
-
-Result<KnownPorts> local_ports(spank_t sp, const StepdState& st, int more) {
-  KnownPorts k;
-  if (st.facts.options.master_port.value_or(0) > 0) {
-    k.fixed = *st.facts.options.master_port;
-    return k;
-  }
-  auto resv = st.site.use_resv_ports ? job_env(sp, "SLURM_STEP_RESV_PORTS") : std::nullopt;
-  if (!resv) return k;
-  auto ports = reserved_ports(*resv);
-  DP_TRY(ports);
-  if (ports->empty()) return k;
-  auto mine = ports_from_reservation(*ports, more, *resv);
-  DP_TRY(mine);
-  k.reserved = std::move(*mine);
-  return k;
-}
-
 // The held ports that stay held past rank 0's exec until the program listens
 // (PortHold::to_listen) become the job's user's to share; st.shared_ports
 // lists them for the node agent, which keeps a copy of each.
@@ -234,7 +211,7 @@ void share_held_ports(StepdState& st, const std::vector<HeldPort>& held, const S
   st.shared_ports.clear();
   for (const HeldPort& h : held) {
     const bool coordinator = coordinator_held && h.port == ports.coordinator;
-    if (!h.socket || port_hold(coordinator ? StepPort::coordinator : StepPort::more,
+    if (!h.socket || port_hold(coordinator ? StepPort::coordinator : StepPort::dp_port,
                                st.facts.options, step_store) != PortHold::to_listen)
       continue;
     if (auto ok = share_hold_with_user(h.socket.get(), owner); !ok) {
@@ -251,7 +228,7 @@ void share_held_ports(StepdState& st, const std::vector<HeldPort>& held, const S
 // Slurm's reservation, or --dp-master-port (not held: the user's choice) and
 // leases of the site's range.
 Result<StepPorts> take_ports(spank_t sp, StepdState& st, const JobStep& id, const KnownPorts& known,
-                             int more) {
+                             int dp_port_count) {
   std::vector<HeldPort> held;
   StepPorts ports;
   uid_t owner = 0;
@@ -260,7 +237,7 @@ Result<StepPorts> take_ports(spank_t sp, StepdState& st, const JobStep& id, cons
   if (known.reserved) {
     ports = *known.reserved;
     std::vector<int> all{ports.coordinator};
-    all.insert(all.end(), ports.more.begin(), ports.more.end());
+    all.insert(all.end(), ports.dp_ports.begin(), ports.dp_ports.end());
     for (int port : all) {
       auto h = hold_reserved_port(port);
       DP_TRY(h);
@@ -268,7 +245,7 @@ Result<StepPorts> take_ports(spank_t sp, StepdState& st, const JobStep& id, cons
     }
   } else {
     LeaseRequest req = lease_request(st.site, owner, id.text());
-    req.dp_ports = more;
+    req.dp_port_count = dp_port_count;
     req.master_fixed = known.fixed.has_value();
     auto leases = lease_ports(st.site, req);
     DP_TRY(leases);
@@ -276,7 +253,7 @@ Result<StepPorts> take_ports(spank_t sp, StepdState& st, const JobStep& id, cons
     st.leases = std::move(*leases);
     size_t next = 0;
     ports.coordinator = known.fixed ? *known.fixed : held[next++].port;
-    for (; next < held.size(); ++next) ports.more.push_back(held[next].port);
+    for (; next < held.size(); ++next) ports.dp_ports.push_back(held[next].port);
   }
   share_held_ports(st, held, ports, !known.fixed, owner);
   auto kept = st.hold.keep(std::move(held));
@@ -284,34 +261,33 @@ Result<StepPorts> take_ports(spank_t sp, StepdState& st, const JobStep& id, cons
   return ports;
 }
 
-// The master node holds the step's ports and publishes them, or why it has
-// none, through the agent (the step report shows them); the others fetch them unless
-// they know them (Slurm's reservation, or --dp-master-port and no
-// --dp-ports). Returns the ports this node knows now (none where it
-// fetches) or the master node's failure, which the agent has published by
-// then.
-Result<StepPorts> plan_step_ports(spank_t sp, StepdState& st, const JobStep& id,
-                                  const KnownPorts& known, bool master, int more,
+// This node's ports as the core decides its part (dp::node_ports): the master
+// node takes and holds them and publishes them, or why it has none (the step
+// report shows them; a failure becomes the step's first); another node knows
+// them or has its agent fetch them. Returns the ports this node knows now
+// (none where it fetches) or the failure, published by then.
+Result<StepPorts> plan_node_ports(spank_t sp, StepdState& st, const JobStep& id,
                                   agent::AgentSettings& s) {
-  uint32_t nnodes = 1;
+  const int dp_port_count = st.facts.options.dp_port_count.value_or(0);
+  uint32_t local_of_rank0 = 0, nnodes = 1;
+  const bool master =
+      spank_get_item(sp, S_JOB_GLOBAL_TO_LOCAL_ID, uint32_t{0}, &local_of_rank0) == ESPANK_SUCCESS;
   spank_get_item(sp, S_JOB_NNODES, &nnodes);
-  const bool exchange = nnodes > 1 && !known.reserved && (!known.fixed || more > 0);
+  const std::optional<std::string> resv = job_env(sp, "SLURM_STEP_RESV_PORTS");
+  const auto known = known_ports(st.facts.options, st.site, resv);
+  const NodePorts part = node_ports(known, master, static_cast<int>(nnodes), dp_port_count);
+  s.master = part.role;
   Result<StepPorts> mine = StepPorts{};
-  if (master) mine = take_ports(sp, st, id, known, more);
-  else if (known.reserved) mine = *known.reserved;
-  else if (!exchange) mine = StepPorts{*known.fixed, {}};
-  if (!mine) {
-    // Published on one node too: the agent makes it the step's first failure.
-    s.master = agent::MasterPort::publish;
-    s.published = MasterFailure{node_name(), mine.error().message};
-  } else if (master) {  // also where no node fetches: the step report shows the ports
-    s.master = agent::MasterPort::publish;
-    s.published = mine->coordinator;
-    s.published.more = mine->more;
-  } else if (!exchange) {
-    s.master = agent::MasterPort::none;
-  } else {
-    s.master = agent::MasterPort::fetch;
+  if (!known) mine = Result<StepPorts>(known.error());
+  else if (part.take) mine = take_ports(sp, st, id, *known, dp_port_count);
+  else if (part.known) mine = *part.known;
+  if (part.role == PortsRole::publish) {
+    if (mine) {
+      s.published = mine->coordinator;
+      s.published.dp_ports = mine->dp_ports;
+    } else {
+      s.published = MasterFailure{node_name(), mine.error().message};
+    }
   }
   return mine;
 }
@@ -324,18 +300,9 @@ Result<int> start_node_agent(spank_t sp, StepdState& st, const JobStep& id) {
   auto start = agent_start(sp, st, id);
   DP_TRY(start);
   st.store = start->store;
-  const int more = st.facts.options.ports.value_or(0);
-  uint32_t local_of_rank0 = 0;
-  const bool master =
-      spank_get_item(sp, S_JOB_GLOBAL_TO_LOCAL_ID, uint32_t{0}, &local_of_rank0) == ESPANK_SUCCESS;
+  const int dp_port_count = st.facts.options.dp_port_count.value_or(0);
   agent::AgentSettings& s = start->settings;
-  auto known = local_ports(sp, st, more);
-  Result<StepPorts> mine = known ? plan_step_ports(sp, st, id, *known, master, more, s)
-                                 : Result<StepPorts>(known.error());
-  if (!known) {  // a reservation too small: the master node says so for the step
-    s.master = master ? agent::MasterPort::publish : agent::MasterPort::none;
-    s.published = MasterFailure{node_name(), known.error().message};
-  }
+  Result<StepPorts> mine = plan_node_ports(sp, st, id, s);
   // The held ports' sockets the agent keeps past rank 0's exec (at its fds 3, 4, ...).
   s.held_ports = st.shared_ports;
   std::vector<int> held_fds;
@@ -348,7 +315,7 @@ Result<int> start_node_agent(spank_t sp, StepdState& st, const JobStep& id) {
   if (answer && answer->master_failure)
     return make_error(Errc::aborted, master_failure_text(*answer->master_failure));
   if (!answer) {
-    if (s.master != agent::MasterPort::fetch)
+    if (s.master != PortsRole::fetch)
       return wrap_error(answer.error(), "node agent: " + answer.error().message);
     return wrap_error(answer.error(),
                       "MASTER_PORT: no answer from the master node through the node agent "
@@ -361,16 +328,16 @@ Result<int> start_node_agent(spank_t sp, StepdState& st, const JobStep& id) {
   // is our child): a task in another one is told why it cannot reach it.
   const std::string netns = rdv::network_namespace();
   if (!netns.empty()) spank_setenv(sp, env::kAgentNetns, netns.c_str(), 1);
-  if (s.master == agent::MasterPort::fetch) {
+  if (s.master == PortsRole::fetch) {
     if (answer->port < 1) return make_error(Errc::protocol, "the node agent gave no MASTER_PORT");
-    if (answer->more.size() != static_cast<size_t>(more))
-      return make_error(Errc::protocol, "the node agent gave " +
-                                            std::to_string(answer->more.size()) +
-                                            " of the step's " + std::to_string(more) + " DP_PORTS");
-    mine = StepPorts{answer->port, answer->more};
+    if (answer->dp_ports.size() != static_cast<size_t>(dp_port_count))
+      return make_error(Errc::protocol,
+                        "the node agent gave " + std::to_string(answer->dp_ports.size()) +
+                            " of the step's " + std::to_string(dp_port_count) + " DP_PORTS");
+    mine = StepPorts{answer->port, answer->dp_ports};
   }
-  st.ports = *mine;
-  if (st.store != StoreKind::step) return st.ports.coordinator;
+  st.step_ports = *mine;
+  if (st.store != StoreKind::step) return st.step_ports.coordinator;
   if (answer->store_port < 1)
     return make_error(Errc::protocol, "the node agent gave no port for the step's store");
   return answer->store_port;
@@ -426,10 +393,10 @@ Result<void> set_up_node(spank_t sp, StepdState& st, const JobStep& id) {
   return {};
 }
 
-// The task's variables from the one layout entry: this node's facts, with
-// how Slurm binds devices to tasks (SLURMD_TRES_BIND, which slurmstepd sets
-// from the step's request just before this callback) and what it set in the
-// task.
+// The task's whole environment from the one layout entry: this node's facts,
+// with how Slurm binds devices to tasks (SLURMD_TRES_BIND, which slurmstepd
+// sets from the step's request just before this callback) and what it set in
+// the task, and where the step meets (set_up_node's).
 Result<EnvList> task_variables(spank_t sp, const StepdState& st, const TaskPlace& place) {
   StepFacts f = st.facts;
   f.request = parse_device_request("", "", "", job_env(sp, "SLURMD_TRES_BIND").value_or(""));
@@ -439,14 +406,10 @@ Result<EnvList> task_variables(spank_t sp, const StepdState& st, const TaskPlace
                                     job_env(sp, env::kZeAffinityMask)};
   auto tiles = task_tiles(*plan, st.site, 0, task_visible);
   DP_TRY(tiles);
-  auto env = task_environment(*plan, st.site, place, *tiles);
-  DP_TRY(env);
-  // srun set MASTER_ADDR, set_up_node MASTER_PORT: a per-node launcher's copies.
-  for (auto& v :
-       launcher_master_environment(plan->launch, job_env(sp, env::kMasterAddr).value_or(""),
-                                   std::to_string(st.master_port)))
-    env->push_back(std::move(v));
-  return env;
+  const StepMeeting meeting{st.master_addr, std::to_string(st.master_port),
+                            std::to_string(st.step_ports.coordinator),
+                            ports_text(st.step_ports.dp_ports)};
+  return whole_task_environment(*plan, st.site, place, *tiles, meeting);
 }
 
 // Rank 0, just before exec, with the copies of the step's ports' hold it
@@ -455,10 +418,10 @@ Result<EnvList> task_variables(spank_t sp, const StepdState& st, const TaskPlace
 // --dp-ports as DP_PORTS_LISTEN_FDS), so none is ever free; otherwise each
 // hold is checked to still keep its port to the step.
 Result<void> ports_before_exec(spank_t sp, const StepdState& st) {
-  std::vector<int> all{st.ports.coordinator};
-  all.insert(all.end(), st.ports.more.begin(), st.ports.more.end());
+  std::vector<int> all{st.step_ports.coordinator};
+  all.insert(all.end(), st.step_ports.dp_ports.begin(), st.step_ports.dp_ports.end());
   if (!st.facts.options.passes_master_socket()) {
-    for (int port : all) DP_TRY(check_master_port_before_exec(st.hold.fd(port), port));
+    for (int port : all) DP_TRY(check_step_port_before_exec(st.hold.fd(port), port));
     return {};
   }
   std::vector<UniqueFd> fds;
@@ -467,12 +430,12 @@ Result<void> ports_before_exec(spank_t sp, const StepdState& st) {
     DP_TRY(fd);
     fds.push_back(std::move(*fd));
   }
-  std::vector<int> more_fds;
-  for (size_t i = 1; i < fds.size(); ++i) more_fds.push_back(fds[i].get());
+  std::vector<int> ports_fds;
+  for (size_t i = 1; i < fds.size(); ++i) ports_fds.push_back(fds[i].get());
   if (spank_setenv(sp, env::kMasterListenFd, std::to_string(fds[0].get()).c_str(), 1) !=
           ESPANK_SUCCESS ||
-      (!more_fds.empty() &&
-       spank_setenv(sp, env::kPortsListenFds, ports_text(more_fds).c_str(), 1) != ESPANK_SUCCESS))
+      (!ports_fds.empty() &&
+       spank_setenv(sp, env::kPortsListenFds, ports_text(ports_fds).c_str(), 1) != ESPANK_SUCCESS))
     return make_error(Errc::internal, std::string("cannot set ") + env::kMasterListenFd + " or " +
                                           env::kPortsListenFds);
   for (UniqueFd& fd : fds) fd.release();  // the program's from here (not close-on-exec)
@@ -589,16 +552,6 @@ int stepd_task_init(spank_t sp) {
   // container image's environment with overwrite, and NGC images carry
   // enroot's MASTER_ADDR/MASTER_PORT. Ours load after it (the snippet's
   // name collates after pyxis.conf), so the step's own values win.
-  if (st.store == StoreKind::step) {  // MASTER_* name the node's agent store
-    for (auto& v : store_environment(st.store, std::to_string(st.master_port)))
-      vars->push_back(std::move(v));
-  } else {
-    if (!st.master_addr.empty()) vars->emplace_back(env::kMasterAddr, st.master_addr);
-    vars->emplace_back(env::kMasterPort, std::to_string(st.master_port));
-  }
-  for (auto& v : ports_environment(st.master_addr, std::to_string(st.ports.coordinator),
-                                   ports_text(st.ports.more)))
-    vars->push_back(std::move(v));
   for (const auto& [name, value] : *vars)
     if (spank_setenv(sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS) {
       report_error("cannot set " + name + " for task " + std::to_string(rank));

@@ -224,7 +224,7 @@ Result<LayoutPlan> plan_layout(const StepFacts& f) {
   plan.store = *store;
   auto ports = checked_port_count(f.options, f.site);
   DP_TRY(ports);
-  plan.more_ports = *ports;
+  plan.dp_port_count = *ports;
   plan.bound_per_task = f.request.has_value() && f.request->bind_per_task;
   for (size_t i = 0; i < f.shape.hosts.size(); ++i)
     plan.nodes.push_back(node_plan(f.site, i < f.nodes.size() ? f.nodes[i] : NodeDevices{}));

@@ -219,7 +219,7 @@ const std::vector<Option>& options() {
            "[slurm-dp] N more ports on rank 0's node, chosen and held like MASTER_PORT, for the "
            "step's other services (DP_PORTS, comma-separated; with --dp-master-socket=pass rank "
            "0 gets them listening, DP_PORTS_LISTEN_FDS)"},
-          &Options::ports, number(0, kMaxStepPorts, "3"), Scope::nodes),
+          &Options::dp_port_count, number(0, kMaxStepPorts, "3"), Scope::nodes),
   };
   return table;
 }

@@ -7,7 +7,7 @@
 namespace dp {
 
 Result<int> checked_port_count(const Options& opts, const SiteConfig& site) {
-  const int n = opts.ports.value_or(0);
+  const int n = opts.dp_port_count.value_or(0);
   const std::string named = "--dp-ports=" + std::to_string(n);
   if (n > site.max_ports)
     return make_error(Errc::invalid_argument,
@@ -73,20 +73,57 @@ Result<std::vector<int>> reserved_ports(std::string_view resv) {
   return out;
 }
 
-Result<StepPorts> ports_from_reservation(const std::vector<int>& reserved, int more,
+Result<StepPorts> ports_from_reservation(const std::vector<int>& reserved, int dp_port_count,
                                          std::string_view resv_text) {
-  if (reserved.size() < static_cast<size_t>(more) + 1)
-    return make_error(
-        Errc::unavailable,
-        "--dp-ports=" + std::to_string(more) + ": Slurm reserved " +
-            std::to_string(reserved.size()) + " port(s) for this step (" +
-            "SLURM_STEP_RESV_PORTS=" + shown_value(resv_text, 64) + ") and the step needs " +
-            std::to_string(more + 1) + " (MASTER_PORT and " + std::to_string(more) +
-            " more): srun --resv-ports=" + std::to_string(more + 1) + " asks Slurm for them");
+  if (reserved.size() < static_cast<size_t>(dp_port_count) + 1)
+    return make_error(Errc::unavailable,
+                      "--dp-ports=" + std::to_string(dp_port_count) + ": Slurm reserved " +
+                          std::to_string(reserved.size()) + " port(s) for this step (" +
+                          "SLURM_STEP_RESV_PORTS=" + shown_value(resv_text, 64) +
+                          ") and the step needs " + std::to_string(dp_port_count + 1) +
+                          " (MASTER_PORT and " + std::to_string(dp_port_count) +
+                          " more): srun --resv-ports=" + std::to_string(dp_port_count + 1) +
+                          " asks Slurm for them");
   StepPorts p;
   p.coordinator = reserved.front();
-  p.more.assign(reserved.begin() + 1, reserved.begin() + 1 + more);
+  p.dp_ports.assign(reserved.begin() + 1, reserved.begin() + 1 + dp_port_count);
   return p;
+}
+
+Result<KnownPorts> known_ports(const Options& opts, const SiteConfig& site,
+                               const std::optional<std::string>& resv) {
+  KnownPorts k;
+  if (opts.master_port.value_or(0) > 0) {
+    k.fixed = *opts.master_port;
+    return k;
+  }
+  if (!site.use_resv_ports || !resv) return k;
+  auto reserved = reserved_ports(*resv);
+  DP_TRY(reserved);
+  if (reserved->empty()) return k;
+  auto mine = ports_from_reservation(*reserved, opts.dp_port_count.value_or(0), *resv);
+  DP_TRY(mine);
+  k.reserved = std::move(*mine);
+  return k;
+}
+
+NodePorts node_ports(const Result<KnownPorts>& known, bool master, int node_count,
+                     int dp_port_count) {
+  NodePorts n;
+  if (master) {
+    n.role = PortsRole::publish;
+    n.take = known.ok();
+    return n;
+  }
+  if (!known) return n;  // the master node publishes the refusal
+  if (known->reserved) {
+    n.known = known->reserved;
+  } else if (known->fixed && (dp_port_count == 0 || node_count < 2)) {
+    n.known = StepPorts{*known->fixed, {}};
+  } else {
+    n.role = PortsRole::fetch;
+  }
+  return n;
 }
 
 std::string ports_text(const std::vector<int>& ports) {
@@ -113,11 +150,11 @@ Result<std::vector<int>> parse_ports_text(std::string_view text, std::string_vie
 
 std::vector<std::pair<std::string, std::string>> ports_environment(const std::string& master_addr,
                                                                    const std::string& coordinator,
-                                                                   const std::string& more) {
+                                                                   const std::string& ports) {
   std::vector<std::pair<std::string, std::string>> env;
   if (!master_addr.empty() && !coordinator.empty())
     env.emplace_back(env::kJaxCoordinatorAddress, master_addr + ":" + coordinator);
-  if (!more.empty()) env.emplace_back(env::kPorts, more);
+  if (!ports.empty()) env.emplace_back(env::kPorts, ports);
   return env;
 }
 

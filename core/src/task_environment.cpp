@@ -1,5 +1,5 @@
-// What each task is told (task_environment, step_environment) and what
-// --dp-explain prints, from the plan.
+// What each task is told (task_environment, whole_task_environment,
+// step_environment) and what --dp-explain prints, from the plan.
 #include <algorithm>
 #include <string>
 
@@ -116,31 +116,42 @@ Result<EnvList> task_environment(const LayoutPlan& plan, const SiteConfig& site,
   return env;
 }
 
+Result<EnvList> whole_task_environment(const LayoutPlan& plan, const SiteConfig& site,
+                                       const TaskPlace& place, const NodeTiles& tiles,
+                                       const StepMeeting& meeting) {
+  auto env = task_environment(plan, site, place, tiles);
+  DP_TRY(env);
+  if (plan.store == StoreKind::step) {
+    for (auto& v : store_environment(plan.store, meeting.master_port)) env->push_back(std::move(v));
+  } else {
+    if (!meeting.master_addr.empty()) env->emplace_back(env::kMasterAddr, meeting.master_addr);
+    env->emplace_back(env::kMasterPort, meeting.master_port);
+  }
+  for (auto& v : launcher_master_environment(plan.launch, meeting.master_addr, meeting.master_port))
+    env->push_back(std::move(v));
+  for (auto& v : ports_environment(meeting.master_addr, meeting.coordinator, meeting.dp_ports))
+    env->push_back(std::move(v));
+  return env;
+}
+
 Result<std::vector<TaskEnvironment>> step_environment(
     const LayoutPlan& plan, const SiteConfig& site, const StepShape& shape,
-    const std::string& master_addr, const std::string& master_port, const std::string& more_ports) {
+    const std::string& master_addr, const std::string& master_port, const std::string& dp_ports) {
   std::vector<TaskEnvironment> out;
   for (size_t h = 0; h < shape.hosts.size(); ++h) {
     const auto& ids = shape.task_ids[h];
     auto tiles = task_tiles(plan, site, h, {});
     DP_TRY(tiles);
+    const StepMeeting meeting{
+        master_addr,
+        plan.store == StoreKind::step ? "(" + shape.hosts[h] + "'s agent store)" : master_port,
+        master_port, dp_ports};
     for (size_t j = 0; j < ids.size(); ++j) {
       TaskPlace place{ids[j], static_cast<int>(j), static_cast<int>(ids.size()),
                       static_cast<int>(h)};
-      auto env = task_environment(plan, site, place, *tiles);
+      auto env = whole_task_environment(plan, site, place, *tiles, meeting);
       if (!env)
         return wrap_error(env.error(), env.error().message + " (node " + shape.hosts[h] + ")");
-      if (plan.store == StoreKind::step) {
-        for (auto& v : store_environment(plan.store, "(" + shape.hosts[h] + "'s agent store)"))
-          env->push_back(std::move(v));
-      } else {
-        env->emplace_back(env::kMasterAddr, master_addr);
-        env->emplace_back(env::kMasterPort, master_port);
-      }
-      for (auto& v : launcher_master_environment(plan.launch, master_addr, master_port))
-        env->push_back(std::move(v));
-      for (auto& v : ports_environment(master_addr, master_port, more_ports))
-        env->push_back(std::move(v));
       std::optional<Workers> workers;
       if (!plan.launch.launcher.empty()) {
         auto w = plan_workers(tiles->entries, plan.tiles_per_task);

@@ -140,7 +140,7 @@ struct LayoutPlan {
   std::vector<NodePlan> nodes;         // one per shape.hosts entry
   LaunchShape launch;                  // one task per node, per-node launchers
   StoreKind store = StoreKind::rank0;  // where PyTorch's ranks meet (step_store.hpp)
-  int more_ports = 0;                  // --dp-ports: held on rank 0's node (step_ports.hpp)
+  int dp_port_count = 0;               // --dp-ports: held on rank 0's node (step_ports.hpp)
 };
 
 // The whole decision, or a refusal that names the option and the fix.
@@ -159,9 +159,24 @@ Result<NodeTiles> task_tiles(const LayoutPlan& plan, const SiteConfig& site, siz
 Result<EnvList> task_environment(const LayoutPlan& plan, const SiteConfig& site,
                                  const TaskPlace& place, const NodeTiles& tiles);
 
-// Every task of a step, in rank order, with MASTER_ADDR/MASTER_PORT, JAX's
-// coordinator and DP_PORTS (`more_ports`, empty: none): what --dp-explain
-// prints and what the unit tests replay.
+// Where the step's ranks meet, as a node knows it once set up; texts, so
+// --dp-explain can say "auto(...)" before the ports exist.
+struct StepMeeting {
+  std::string master_addr;  // srun's MASTER_ADDR, rank 0's node (empty: not set)
+  std::string master_port;  // the coordinator port; with --dp-store=step the node agent's store
+  std::string coordinator;  // JAX's coordinator port
+  std::string dp_ports;     // DP_PORTS; empty: none
+};
+
+// A task's whole environment from slurm-dp: task_environment's, then the
+// step's store or MASTER_ADDR/MASTER_PORT, a launcher's PET_MASTER_*, JAX's
+// coordinator and DP_PORTS. slurmstepd sets it as it is; --dp-explain prints it.
+Result<EnvList> whole_task_environment(const LayoutPlan& plan, const SiteConfig& site,
+                                       const TaskPlace& place, const NodeTiles& tiles,
+                                       const StepMeeting& meeting);
+
+// Every task of a step, in rank order (whole_task_environment, `dp_ports`
+// empty: none): what --dp-explain prints and what the unit tests replay.
 struct TaskEnvironment {
   int rank = 0;
   std::string host;
@@ -173,7 +188,7 @@ Result<std::vector<TaskEnvironment>> step_environment(const LayoutPlan& plan,
                                                       const StepShape& shape,
                                                       const std::string& master_addr,
                                                       const std::string& master_port,
-                                                      const std::string& more_ports = "");
+                                                      const std::string& dp_ports = "");
 
 // One readable line per task for --dp-explain, and for a launcher one more:
 // its node rank, workers and each worker's devices.

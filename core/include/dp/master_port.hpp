@@ -29,7 +29,7 @@ struct MasterPortValue {
   MasterPortValue(int p = 0) : port(p) {}                      // NOLINT: implicit by design
   MasterPortValue(MasterFailure f) : failure(std::move(f)) {}  // NOLINT
   int port = 0;                          // 1..65535 when the master node has one
-  std::vector<int> more;                 // with a port: the step's --dp-ports (DP_PORTS)
+  std::vector<int> dp_ports;             // with a port: the step's --dp-ports (DP_PORTS)
   std::optional<MasterFailure> failure;  // set: it has none, and why
 };
 

@@ -46,8 +46,9 @@ struct Options {
   // --dp-store=step (true): the node agents serve PyTorch's store to the
   // tasks; rank0 (false): rank 0's program hosts it. Unset: the site's store=.
   std::optional<bool> step_store;
-  // --dp-ports=N: N ports on rank 0's node besides MASTER_PORT (DP_PORTS).
-  std::optional<int> ports;
+  // --dp-ports=N: the step's port count, N ports on rank 0's node besides
+  // MASTER_PORT (DP_PORTS; StepPorts::ports, step_ports.hpp).
+  std::optional<int> dp_port_count;
 
   // Any option is set (a row of the table in options.cpp).
   bool any() const;

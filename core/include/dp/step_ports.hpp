@@ -1,11 +1,19 @@
 // The step's ports on rank 0's node: the coordinator port (MASTER_PORT in a
 // step whose rank 0 hosts PyTorch's store, and JAX's coordinator in every
 // step) and --dp-ports=N more for the step's other services (DP_PORTS).
+// One name from option to environment: the user's --dp-ports and DP_PORTS
+// are `dp_ports` in the code, the proto and the agent's settings, so one grep
+// finds every step of them; `dp_port_count` where it is how many a step asked
+// for (Options, LayoutPlan). Not `ports`: that is the site's range (ports= in
+// plugstack.conf), an admin-facing name that stays.
 // Every one is chosen and held on the master node the way MASTER_PORT is.
 // Pure: the plugin chooses and holds them; this says how many, checks what
-// a user or Slurm gave, and what each task is told.
+// a user or Slurm gave, which node publishes or fetches them, and what each
+// task is told.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -33,8 +41,8 @@ enum class PortHold {
 };
 
 // The step's coordinator port (MASTER_PORT / JAX_COORDINATOR_ADDRESS) or
-// one of its --dp-ports.
-enum class StepPort { coordinator, more };
+// one of its ports (--dp-ports, DP_PORTS).
+enum class StepPort { coordinator, dp_port };
 
 // The hold of `port`: --dp-master-socket's choice (close, pass, share) or,
 // unset, to_exec, but for the coordinator port of a step whose store the node
@@ -45,8 +53,8 @@ PortHold port_hold(StepPort port, const Options& opts, bool step_store);
 const char* port_hold_text(PortHold hold) noexcept;
 
 struct StepPorts {
-  int coordinator = 0;    // 1..65535
-  std::vector<int> more;  // --dp-ports, in order (DP_PORTS)
+  int coordinator = 0;        // 1..65535
+  std::vector<int> dp_ports;  // --dp-ports, in order (DP_PORTS)
 };
 
 // --dp-ports as the site allows it: at most max_ports=, and with the
@@ -59,9 +67,40 @@ Result<int> checked_port_count(const Options& opts, const SiteConfig& site);
 Result<std::vector<int>> reserved_ports(std::string_view resv);
 
 // The step's ports from Slurm's reservation: the first is the coordinator,
-// the next `more` DP_PORTS. Too few: the refusal says how to ask for more.
-Result<StepPorts> ports_from_reservation(const std::vector<int>& reserved, int more,
+// the next `dp_port_count` DP_PORTS. Too few: the refusal says how to ask for more.
+Result<StepPorts> ports_from_reservation(const std::vector<int>& reserved, int dp_port_count,
                                          std::string_view resv_text);
+
+// Who carries the step's ports between the nodes (the node agents do it,
+// through the daemon's write-once key).
+enum class PortsRole : uint8_t {
+  none,     // the node knows them (Slurm's reservation, --dp-master-port alone) or
+            // another node fails the step
+  publish,  // the master node: takes and holds them, publishes them or why it has none
+  fetch,    // another node: waits for the master node's
+};
+
+// The step's ports as any node knows them without the master node.
+struct KnownPorts {
+  std::optional<int> fixed;           // --dp-master-port
+  std::optional<StepPorts> reserved;  // Slurm's reservation (without --dp-master-port)
+};
+
+// From --dp-master-port, the site's resv_ports= and SLURM_STEP_RESV_PORTS
+// (nullopt: unset). A reservation too small for the step is a refusal.
+Result<KnownPorts> known_ports(const Options& opts, const SiteConfig& site,
+                               const std::optional<std::string>& resv);
+
+// This node's part. The master node always publishes (the step report shows
+// the ports, and a failure becomes the step's first); another node fetches
+// unless it knows them. A refusal of known_ports: the master node publishes it.
+struct NodePorts {
+  PortsRole role = PortsRole::none;
+  bool take = false;               // the master node takes and holds them (the plugin)
+  std::optional<StepPorts> known;  // another node's, known without the master node
+};
+NodePorts node_ports(const Result<KnownPorts>& known, bool master, int node_count,
+                     int dp_port_count);
 
 // "29401,29402": DP_PORTS' spelling; and back, strictly (every port 1..65535,
 // at most kMaxStepPorts).
@@ -73,6 +112,6 @@ Result<std::vector<int>> parse_ports_text(std::string_view text, std::string_vie
 // DP_PORTS. Texts, so --dp-explain can say "auto(...)" before they exist.
 std::vector<std::pair<std::string, std::string>> ports_environment(const std::string& master_addr,
                                                                    const std::string& coordinator,
-                                                                   const std::string& more);
+                                                                   const std::string& ports);
 
 }  // namespace dp

@@ -40,12 +40,12 @@ echo "$out"
 use_port_leases held "ports=$lo-$((hi + 1))"
 start=$(date +%s%N)
 rc=0
-more=$(as_user timeout 60 srun -w n1 -N1 -n2 --dp-world=auto --dp-ports=2 true 2>&1) || rc=$?
-more_ms=$((($(date +%s%N) - start) / 1000000))
-echo "$more"
+with_ports=$(as_user timeout 60 srun -w n1 -N1 -n2 --dp-world=auto --dp-ports=2 true 2>&1) || rc=$?
+ports_ms=$((($(date +%s%N) - start) / 1000000))
+echo "$with_ports"
 ((rc != 0)) || fail "a --dp-ports step started although all but one port of $lo-$((hi + 1)) is held"
-((more_ms < 10000)) || fail "the --dp-ports step took ${more_ms} ms to fail (limit 10 s)"
-[[ $more == *"every port of $lo-$((hi + 1)) on the master node is held"*"uid $(id -u dptest2) (4 ports)"*"none left for the step's MASTER_PORT and --dp-ports=2 (3 ports)"*"ask for fewer with --dp-ports"* ]] ||
+((ports_ms < 10000)) || fail "the --dp-ports step took ${ports_ms} ms to fail (limit 10 s)"
+[[ $with_ports == *"every port of $lo-$((hi + 1)) on the master node is held"*"uid $(id -u dptest2) (4 ports)"*"none left for the step's MASTER_PORT and --dp-ports=2 (3 ports)"*"ask for fewer with --dp-ports"* ]] ||
   fail "the --dp-ports failure does not say the range is held by uid $(id -u dptest2)"
 expect_no_leases "after the --dp-ports step failed"
 
@@ -78,4 +78,4 @@ echo "$out"
 ((resv_ms < 10000)) || fail "the step took ${resv_ms} ms to fail (limit 10 s)"
 [[ $out == *"which Slurm reserved for this step (SLURM_STEP_RESV_PORTS), is bound by another process on the master node (held by uid $(id -u dptest2))"* ]] ||
   fail "the failure does not say the reserved port is held by uid $(id -u dptest2)"
-pass "a range held by dptest2 fails the step in ${took_ms} ms naming 'held' and uid $(id -u dptest2), a --dp-ports step in ${more_ms} ms; with port_fallback=os it starts on ports $ports; a held reserved port fails it in ${resv_ms} ms naming the uid"
+pass "a range held by dptest2 fails the step in ${took_ms} ms naming 'held' and uid $(id -u dptest2), a --dp-ports step in ${ports_ms} ms; with port_fallback=os it starts on ports $ports; a held reserved port fails it in ${resv_ms} ms naming the uid"

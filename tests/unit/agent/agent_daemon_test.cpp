@@ -25,7 +25,7 @@ using namespace std::chrono_literals;
 // One dp-nodeagent with its two pipes, as slurmstepd starts it.
 class AgentProcess {
  public:
-  AgentProcess(uint16_t daemon_port, std::vector<int32_t> ranks, MasterPort master,
+  AgentProcess(uint16_t daemon_port, std::vector<int32_t> ranks, PortsRole master,
                MasterPortValue value = 0, bool store = false) {
     int in[2], out[2];
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return;
@@ -86,8 +86,8 @@ std::unique_ptr<RendezvousClient> rank_client(const test::DaemonProcess& d, cons
 TEST(NodeAgent, TwoNodesOfTwoRanksTalkThroughOneConnectionEach) {
   test::DaemonProcess daemon(4);
   ASSERT_TRUE(daemon.ready());
-  AgentProcess n0(daemon.port(), {0, 1}, MasterPort::publish, 29512);
-  AgentProcess n1(daemon.port(), {2, 3}, MasterPort::fetch);
+  AgentProcess n0(daemon.port(), {0, 1}, PortsRole::publish, 29512);
+  AgentProcess n1(daemon.port(), {2, 3}, PortsRole::fetch);
   ASSERT_TRUE(n0.answer()) << n0.answer().error().message;
   ASSERT_TRUE(n1.answer()) << n1.answer().error().message;
   EXPECT_EQ(n1.answer()->port, 29512);  // the master node's port reached the other node
@@ -121,14 +121,14 @@ TEST(NodeAgent, TwoNodesOfTwoRanksTalkThroughOneConnectionEach) {
 TEST(NodeAgent, ANodeRefusedAfterTheMasterNodesAbortStillGetsItsFailureTyped) {
   test::DaemonProcess daemon(4);
   ASSERT_TRUE(daemon.ready());
-  AgentProcess n0(daemon.port(), {0, 1}, MasterPort::publish,
+  AgentProcess n0(daemon.port(), {0, 1}, PortsRole::publish,
                   MasterFailure{"node0", "no free MASTER_PORT in 29400-29402"});
   ASSERT_TRUE(n0.answer()) << n0.answer().error().message;  // root knows its own cause
   ASSERT_TRUE(test::poll_until(
       [&] { return daemon.log().find("could not set up the step") != std::string::npos; }, 5s))
       << daemon.log();
   // The step is aborted: the daemon refuses this node's hello, with the cause typed.
-  AgentProcess n1(daemon.port(), {2, 3}, MasterPort::fetch);
+  AgentProcess n1(daemon.port(), {2, 3}, PortsRole::fetch);
   ASSERT_TRUE(n1.answer()) << n1.answer().error().message;
   ASSERT_TRUE(n1.answer()->master_failure);
   EXPECT_EQ(n1.answer()->master_failure->node, "node0");
@@ -138,8 +138,8 @@ TEST(NodeAgent, ANodeRefusedAfterTheMasterNodesAbortStillGetsItsFailureTyped) {
 TEST(NodeAgent, ARankThatVanishesIsNamedToTheOtherNodeAtOnce) {
   test::DaemonProcess daemon(4);
   ASSERT_TRUE(daemon.ready());
-  AgentProcess n0(daemon.port(), {0, 1}, MasterPort::none);
-  AgentProcess n1(daemon.port(), {2, 3}, MasterPort::none);
+  AgentProcess n0(daemon.port(), {0, 1}, PortsRole::none);
+  AgentProcess n1(daemon.port(), {2, 3}, PortsRole::none);
   ASSERT_TRUE(n0.answer() && n1.answer());
   // Rank 1 connects from its own process and exits without a goodbye.
   const AgentAnswer node0 = *n0.answer();
@@ -194,7 +194,7 @@ std::string store_exchange(int port, const std::string& more) {
 TEST(NodeAgent, TheNodesPyTorchStoreAnswersOnlyTheStepsUser) {
   test::DaemonProcess daemon(4);  // the agents' world (AgentProcess): nodes {0,1} and {2,3}
   ASSERT_TRUE(daemon.ready());
-  AgentProcess n0(daemon.port(), {0, 1}, MasterPort::none, 0, true);
+  AgentProcess n0(daemon.port(), {0, 1}, PortsRole::none, 0, true);
   ASSERT_TRUE(n0.answer()) << n0.answer().error().message;
   const int port = n0.answer()->store_port;
   ASSERT_GT(port, 0);

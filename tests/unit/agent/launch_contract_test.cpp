@@ -18,7 +18,7 @@ TEST(LaunchContract, SettingsRoundTrip) {
   s.step = 2;
   s.world_size = 8;
   s.ranks = {6, 4};
-  s.master = MasterPort::publish;
+  s.master = PortsRole::publish;
   s.published = MasterFailure{"n1", "no free port: widen ports= (29400-29402)"};
   s.port_wait = std::chrono::milliseconds(1500);
   s.kill_grace = std::chrono::milliseconds(2500);
@@ -33,7 +33,7 @@ TEST(LaunchContract, SettingsRoundTrip) {
   EXPECT_EQ(back->held_ports, (std::vector<int>{29401, 29400})) << "the order names descriptors";
   EXPECT_EQ(back->addr, s.addr);
   EXPECT_EQ(back->ranks, (std::vector<int32_t>{4, 6}));
-  EXPECT_EQ(back->master, MasterPort::publish);
+  EXPECT_EQ(back->master, PortsRole::publish);
   const auto& f = back->published.failure.value();
   EXPECT_EQ(f.node, "n1");
   EXPECT_EQ(f.reason, "no free port: widen ports= (29400-29402)");
@@ -45,15 +45,15 @@ TEST(LaunchContract, SettingsRoundTrip) {
   EXPECT_TRUE(back->serve_store);
   EXPECT_EQ(back->job, 7u);
   s.published = 29501;
-  s.published.more = {29502, 29503};
+  s.published.dp_ports = {29502, 29503};
   auto port = parse_settings(format_settings(s));
   ASSERT_TRUE(port) << port.error().message;
   EXPECT_EQ(port->published.port, 29501);
-  EXPECT_EQ(port->published.more, (std::vector<int>{29502, 29503}));
+  EXPECT_EQ(port->published.dp_ports, (std::vector<int>{29502, 29503}));
   EXPECT_FALSE(port->published.failure);
   EXPECT_FALSE(
       parse_settings("addr=a:1\nsecret=s\nhost=h\nworld=2\nranks=0\nmaster=publish\nmaster_port=1\n"
-                     "more_ports=1,0\n\n"));
+                     "dp_ports=1,0\n\n"));
 }
 
 // One bound for every watch on a link's silence: the site table's
@@ -134,14 +134,14 @@ TEST(LaunchContract, RootValidatesTheAnswer) {
   EXPECT_FALSE(parse_answer("READY 0 @s store=1 extra"));
   // The step's --dp-ports, fetched from the master node.
   a.port = 29500;
-  a.more = {29501, 29502};
-  auto more = parse_answer(format_answer(a).substr(0, format_answer(a).size() - 1));
-  ASSERT_TRUE(more);
-  EXPECT_EQ(more->more, (std::vector<int>{29501, 29502}));
-  EXPECT_EQ(more->store_port, 5);
-  EXPECT_EQ(more->socket, "@s");
-  EXPECT_FALSE(parse_answer("READY 1 @s ports=1,70000"));
-  EXPECT_FALSE(parse_answer("READY 1 @s ports="));
+  a.dp_ports = {29501, 29502};
+  auto ports = parse_answer(format_answer(a).substr(0, format_answer(a).size() - 1));
+  ASSERT_TRUE(ports);
+  EXPECT_EQ(ports->dp_ports, (std::vector<int>{29501, 29502}));
+  EXPECT_EQ(ports->store_port, 5);
+  EXPECT_EQ(ports->socket, "@s");
+  EXPECT_FALSE(parse_answer("READY 1 @s dp_ports=1,70000"));
+  EXPECT_FALSE(parse_answer("READY 1 @s dp_ports="));
   auto refused = parse_answer("ERROR cannot reach the step's daemon");
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->refusal, "cannot reach the step's daemon");

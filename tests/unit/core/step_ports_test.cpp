@@ -48,7 +48,7 @@ TEST(PortsOption, TravelsToTheNodesInDpOptions) {
   EXPECT_NE(text.find("--dp-ports=3"), std::string::npos) << text;
   auto back = dp::parse_node_options(text, "DP_OPTIONS");
   ASSERT_TRUE(back.ok()) << back.error().message;
-  EXPECT_EQ(back->ports, 3);
+  EXPECT_EQ(back->dp_port_count, 3);
 }
 
 TEST(PortCount, TheSiteMaximumIsTheLimit) {
@@ -94,7 +94,7 @@ TEST(PortCount, ThePlanRefusesBeforeLaunch) {
   f.options = with_ports("2");
   p = dp::plan_layout(f);
   ASSERT_TRUE(p.ok()) << p.error().message;
-  EXPECT_EQ(p->more_ports, 2);
+  EXPECT_EQ(p->dp_port_count, 2);
 }
 
 TEST(ReservedPorts, RangesAndListsInOrder) {
@@ -109,7 +109,7 @@ TEST(ReservedPorts, TheFirstIsTheCoordinatorTheNextDpPorts) {
   auto p = dp::ports_from_reservation({12000, 12001, 12002, 12003}, 2, "12000-12003");
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->coordinator, 12000);
-  EXPECT_EQ(p->more, (std::vector<int>{12001, 12002}));
+  EXPECT_EQ(p->dp_ports, (std::vector<int>{12001, 12002}));
   auto few = dp::ports_from_reservation({12000, 12001}, 3, "12000-12001");
   ASSERT_FALSE(few.ok());
   EXPECT_NE(few.error().message.find("--resv-ports=4"), std::string::npos) << few.error().message;
@@ -185,15 +185,118 @@ TEST(PortHold, EachPortByTheOptionOrItsClass) {
   using dp::StepPort;
   dp::Options o;
   EXPECT_EQ(dp::port_hold(StepPort::coordinator, o, false), PortHold::to_exec) << "TCPStore";
-  EXPECT_EQ(dp::port_hold(StepPort::more, o, false), PortHold::to_exec)
+  EXPECT_EQ(dp::port_hold(StepPort::dp_port, o, false), PortHold::to_exec)
       << "Ray, etcd: no REUSEPORT";
   EXPECT_EQ(dp::port_hold(StepPort::coordinator, o, true), PortHold::to_listen) << "JAX's own";
-  EXPECT_EQ(dp::port_hold(StepPort::more, o, true), PortHold::to_exec);
+  EXPECT_EQ(dp::port_hold(StepPort::dp_port, o, true), PortHold::to_exec);
   o.master_socket = dp::MasterSocket::share;
   EXPECT_EQ(dp::port_hold(StepPort::coordinator, o, false), PortHold::to_listen);
-  EXPECT_EQ(dp::port_hold(StepPort::more, o, false), PortHold::to_listen);
+  EXPECT_EQ(dp::port_hold(StepPort::dp_port, o, false), PortHold::to_listen);
   o.master_socket = dp::MasterSocket::close;
   EXPECT_EQ(dp::port_hold(StepPort::coordinator, o, true), PortHold::to_exec) << "asked: close";
   o.master_socket = dp::MasterSocket::pass;
-  EXPECT_EQ(dp::port_hold(StepPort::more, o, false), PortHold::passed);
+  EXPECT_EQ(dp::port_hold(StepPort::dp_port, o, false), PortHold::passed);
+}
+
+// Who publishes, fetches or knows the step's ports, from plain facts: the
+// decision slurmstepd used to make inline.
+namespace {
+
+dp::Options fixed_port(int port, const char* dp_ports) {
+  dp::Options o = with_ports(dp_ports);
+  o.master_port = port;
+  return o;
+}
+
+}  // namespace
+
+TEST(NodePorts, TheMasterNodeAlwaysTakesAndPublishes) {
+  const auto s = site();
+  for (int nodes : {1, 3}) {
+    auto part =
+        dp::node_ports(dp::known_ports(with_ports(nullptr), s, std::nullopt), true, nodes, 0);
+    EXPECT_EQ(part.role, dp::PortsRole::publish) << nodes;
+    EXPECT_TRUE(part.take);
+    EXPECT_FALSE(part.known);
+  }
+  // Its refusal (a reservation too small) is published, nothing taken.
+  auto small = dp::known_ports(with_ports("3"), s, std::string("12000-12001"));
+  ASSERT_FALSE(small.ok());
+  EXPECT_NE(small.error().message.find("--resv-ports=4"), std::string::npos);
+  auto part = dp::node_ports(small, true, 2, 3);
+  EXPECT_EQ(part.role, dp::PortsRole::publish);
+  EXPECT_FALSE(part.take);
+  EXPECT_EQ(dp::node_ports(small, false, 2, 3).role, dp::PortsRole::none) << "fails on its own";
+}
+
+TEST(NodePorts, AnotherNodeKnowsSlurmsReservationOrAFixedPortAlone) {
+  const auto s = site();
+  auto resv = dp::known_ports(with_ports("2"), s, std::string("12000-12002"));
+  ASSERT_TRUE(resv.ok()) << resv.error().message;
+  auto part = dp::node_ports(resv, false, 2, 2);
+  EXPECT_EQ(part.role, dp::PortsRole::none);
+  ASSERT_TRUE(part.known);
+  EXPECT_EQ(part.known->coordinator, 12000);
+  EXPECT_EQ(part.known->dp_ports, (std::vector<int>{12001, 12002}));
+  auto fixed = dp::known_ports(fixed_port(29500, nullptr), s, std::string("12000-12002"));
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_FALSE(fixed->reserved) << "--dp-master-port wins over Slurm's reservation";
+  part = dp::node_ports(fixed, false, 2, 0);
+  EXPECT_EQ(part.role, dp::PortsRole::none);
+  ASSERT_TRUE(part.known);
+  EXPECT_EQ(part.known->coordinator, 29500);
+  EXPECT_TRUE(part.known->dp_ports.empty());
+}
+
+TEST(NodePorts, AnotherNodeFetchesLeasedPortsAndAFixedPortsDpPorts) {
+  const auto s = site();
+  auto leased = dp::known_ports(with_ports(nullptr), s, std::nullopt);
+  ASSERT_TRUE(leased.ok());
+  EXPECT_EQ(dp::node_ports(leased, false, 2, 0).role, dp::PortsRole::fetch);
+  auto fixed = dp::known_ports(fixed_port(29500, "2"), s, std::nullopt);
+  ASSERT_TRUE(fixed.ok());
+  auto part = dp::node_ports(fixed, false, 2, 2);
+  EXPECT_EQ(part.role, dp::PortsRole::fetch) << "the --dp-ports are leased on the master node";
+  EXPECT_FALSE(part.known);
+  // resv_ports=ignore: Slurm's reservation is not the step's.
+  auto ignored =
+      dp::known_ports(with_ports(nullptr), site({"resv_ports=ignore"}), std::string("12000-12002"));
+  ASSERT_TRUE(ignored.ok());
+  EXPECT_FALSE(ignored->reserved);
+  EXPECT_EQ(dp::node_ports(ignored, false, 2, 0).role, dp::PortsRole::fetch);
+  EXPECT_FALSE(dp::known_ports(with_ports(nullptr), s, std::string("12000-x")).ok());
+}
+
+// The task's whole environment: what slurmstepd sets, nothing added after.
+TEST(WholeTaskEnvironment, MasterPortsAndDpPortsInOneList) {
+  const auto s = site();
+  dp::StepFacts f;
+  f.shape = dp::StepShape{{"n1"}, {{0, 1}}};
+  f.options = with_ports("2");
+  f.site = s;
+  auto p = dp::plan_layout(f);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  auto tiles = dp::task_tiles(*p, s, 0, {});
+  ASSERT_TRUE(tiles.ok());
+  const dp::TaskPlace place{1, 1, 2, 0};
+  auto env = dp::whole_task_environment(*p, s, place, *tiles,
+                                        {"10.0.0.1", "29500", "29500", "29501,29502"});
+  ASSERT_TRUE(env.ok()) << env.error().message;
+  const Env e = env_of(*env);
+  EXPECT_EQ(e.at(dp::env::kRank), "1");
+  EXPECT_EQ(e.at(dp::env::kMasterAddr), "10.0.0.1");
+  EXPECT_EQ(e.at(dp::env::kMasterPort), "29500");
+  EXPECT_EQ(e.at(dp::env::kPorts), "29501,29502");
+  EXPECT_EQ(e.at(dp::env::kJaxCoordinatorAddress), "10.0.0.1:29500");
+  // The step's store: MASTER_* name the node's agent store; JAX keeps the coordinator.
+  f.options.step_store = true;
+  p = dp::plan_layout(f);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  env = dp::whole_task_environment(*p, s, place, *tiles, {"10.0.0.1", "41000", "29500", ""});
+  ASSERT_TRUE(env.ok()) << env.error().message;
+  const Env st = env_of(*env);
+  EXPECT_EQ(st.at(dp::env::kMasterAddr), "127.0.0.1");
+  EXPECT_EQ(st.at(dp::env::kMasterPort), "41000");
+  EXPECT_EQ(st.at(dp::env::kJaxCoordinatorAddress), "10.0.0.1:29500");
+  EXPECT_EQ(st.count(dp::env::kPorts), 0u);
 }

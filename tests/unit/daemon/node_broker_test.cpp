@@ -596,12 +596,12 @@ TEST_F(NodeBrokerTest, TheMasterNodesPublishedPortsAreTheStepsPorts) {
   s.set_id(71);
   s.mutable_set()->set_key(kMasterPortKey);
   MasterPortValue other{1234};
-  other.more = {1235};
+  other.dp_ports = {1235};
   s.mutable_set()->set_value(rdv::encode_master_port(other));
   frame(kNodeB, s, t0_);
   EXPECT_NE(broker_.stats().text().find("ports -\n"), std::string::npos) << broker_.stats().text();
   MasterPortValue v{29500};
-  v.more = {29501, 29502};
+  v.dp_ports = {29501, 29502};
   s.mutable_set()->set_value(rdv::encode_master_port(v));
   frame(kNodeA, s, t0_);
   EXPECT_NE(broker_.stats().text().find("ports 29500 (coordinator), DP_PORTS 29501,29502\n"),

@@ -36,21 +36,35 @@ TEST(MasterPortValue, WhatIsNotAPortOrAFailureIsRefused) {
   EXPECT_FALSE(decode_master_port(big.SerializeAsString()).ok());
 }
 
-TEST(MasterPortValue, TheStepsMorePortsTravelWithTheCoordinator) {
+TEST(MasterPortValue, TheStepsPortsTravelWithTheCoordinator) {
   MasterPortValue v{29500};
-  v.more = {29501, 29502, 29503};
+  v.dp_ports = {29501, 29502, 29503};
   auto back = decode_master_port(encode_master_port(v));
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(back->port, 29500);
-  EXPECT_EQ(back->more, (std::vector<int>{29501, 29502, 29503}));
+  EXPECT_EQ(back->dp_ports, (std::vector<int>{29501, 29502, 29503}));
   proto::MasterPortValue bad;
   bad.set_port(29500);
-  bad.add_more_ports(0);
+  bad.add_dp_ports(0);
   EXPECT_FALSE(decode_master_port(bad.SerializeAsString()).ok());
   proto::MasterPortValue many;
   many.set_port(29500);
-  for (int i = 0; i <= kMaxStepPorts; ++i) many.add_more_ports(30000 + static_cast<uint32_t>(i));
+  for (int i = 0; i <= kMaxStepPorts; ++i) many.add_dp_ports(30000 + static_cast<uint32_t>(i));
   EXPECT_FALSE(decode_master_port(many.SerializeAsString()).ok());
+}
+
+// The wire carries field numbers, not names: these bytes were the value's
+// before its fields were renamed, and stay so (an agent of one build
+// publishes, another's fetches).
+TEST(MasterPortValue, TheWireIsTheFieldNumbers) {
+  MasterPortValue v{29500};
+  v.dp_ports = {29501, 29502};
+  // port = 1 (varint 29500), ports = 3 (packed: 29501, 29502).
+  const std::string wire("\x08\xbc\xe6\x01\x1a\x06\xbd\xe6\x01\xbe\xe6\x01", 12);
+  EXPECT_EQ(encode_master_port(v), wire);
+  auto back = decode_master_port(wire);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->dp_ports, (std::vector<int>{29501, 29502}));
 }
 
 TEST(MasterPortValue, FailureTextsArePrintableAndBounded) {

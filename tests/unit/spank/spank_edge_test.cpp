@@ -83,11 +83,11 @@ class LeaseDir : public ::testing::Test {
   dp::SiteConfig site_;
 };
 
-dp::spank::LeaseRequest request(const std::string& tag, uid_t owner = 0, int dp_ports = 0) {
+dp::spank::LeaseRequest request(const std::string& tag, uid_t owner = 0, int dp_port_count = 0) {
   dp::spank::LeaseRequest r;
   r.tag = tag;
   r.owner = owner;
-  r.dp_ports = dp_ports;
+  r.dp_port_count = dp_port_count;
   return r;
 }
 
@@ -201,7 +201,7 @@ TEST_F(LeaseDir, HeldLockFailsWithinItsBoundNamingTheLock) {
 TEST_F(LeaseDir, OneUserHoldsLeasesForAtMostTheCapInSteps) {
   auto req = request("1.0", 4242);
   req.max_steps_per_user = 2;
-  req.dp_ports = 1;
+  req.dp_port_count = 1;
   auto a = dp::spank::lease_ports(site_, req);
   ASSERT_TRUE(a.ok()) << a.error().message;
   EXPECT_EQ(a->size(), 2u) << "MASTER_PORT and 1 more";
@@ -246,7 +246,7 @@ TEST_F(LeaseDir, TheCapCountsEachUidWhole) {
 // --dp-ports and the fix, not MASTER_PORT alone.
 TEST_F(LeaseDir, ARangeTooSmallForTheStepsPortsNamesDpPorts) {
   auto req = request("1.0", 4242);
-  req.dp_ports = 2;
+  req.dp_port_count = 2;
   auto a = dp::spank::lease_ports(site_, req);
   ASSERT_TRUE(a.ok()) << a.error().message;
   req.tag = "2.0";

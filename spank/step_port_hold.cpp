@@ -1,4 +1,4 @@
-#include "master_port_hold.hpp"
+#include "step_port_hold.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -31,7 +31,7 @@ bool await_event(int fd, int timeout_ms) noexcept {
 
 }  // namespace
 
-Result<void> MasterPortHold::keep(std::vector<HeldPort> ports) {
+Result<void> StepPortHold::keep(std::vector<HeldPort> ports) {
   stop();
   wake_.reset(eventfd(0, EFD_CLOEXEC));
   done_.reset(eventfd(0, EFD_CLOEXEC));
@@ -47,15 +47,15 @@ Result<void> MasterPortHold::keep(std::vector<HeldPort> ports) {
   return {};
 }
 
-void* MasterPortHold::closer_main(void* self) noexcept {
-  auto* h = static_cast<MasterPortHold*>(self);
+void* StepPortHold::closer_main(void* self) noexcept {
+  auto* h = static_cast<StepPortHold*>(self);
   await_event(h->wake_.get(), -1);                // only this plugin signals it
   for (HeldPort& p : h->held_) p.socket.reset();  // in slurmstepd's own descriptor table
   signal_event(h->done_.get());
   return nullptr;
 }
 
-void MasterPortHold::let_go_in_stepd() noexcept {
+void StepPortHold::let_go_in_stepd() noexcept {
   if (owner_ == 0 || let_go_.exchange(true)) return;
   signal_event(wake_.get());
   // The closer only closes a descriptor: a second is plenty, and the tasks
@@ -63,19 +63,19 @@ void MasterPortHold::let_go_in_stepd() noexcept {
   await_event(done_.get(), 1'000);
 }
 
-int MasterPortHold::fd(int port) const noexcept {
+int StepPortHold::fd(int port) const noexcept {
   for (const HeldPort& p : held_)
     if (p.port == port) return p.socket.get();
   return -1;
 }
 
-void MasterPortHold::drop_task_copy() noexcept {
+void StepPortHold::drop_task_copy() noexcept {
   for (HeldPort& p : held_) p.socket.reset();
   wake_.reset();
   done_.reset();
 }
 
-void MasterPortHold::stop() noexcept {
+void StepPortHold::stop() noexcept {
   // A task's process has no closer (threads do not survive fork).
   if (owner_ == 0 || owner_ != getpid()) return;
   let_go_in_stepd();
@@ -95,7 +95,7 @@ Result<void> share_hold_with_user(int fd, uid_t uid) {
   return {};
 }
 
-Result<void> check_master_port_before_exec(int held, int port) {
+Result<void> check_step_port_before_exec(int held, int port) {
   if (held < 0) return {};
   const PortHolders h = port_holders_here(port, port);
   if (h.by_uid.empty()) return {};

@@ -35,12 +35,12 @@ struct HeldPort {
   UniqueFd socket;
 };
 
-class MasterPortHold {
+class StepPortHold {
  public:
-  MasterPortHold() = default;
-  MasterPortHold(const MasterPortHold&) = delete;
-  MasterPortHold& operator=(const MasterPortHold&) = delete;
-  ~MasterPortHold() { stop(); }
+  StepPortHold() = default;
+  StepPortHold(const StepPortHold&) = delete;
+  StepPortHold& operator=(const StepPortHold&) = delete;
+  ~StepPortHold() { stop(); }
 
   // slurmstepd: keeps the step's ports' sockets and starts the closer.
   Result<void> keep(std::vector<HeldPort> ports);
@@ -79,6 +79,6 @@ Result<void> share_hold_with_user(int fd, uid_t uid);
 // SO_REUSEADDR, which a kernel may let another binder with it share: a
 // listener of anyone's on the port (the kernel's tables, bounded) fails the
 // step, naming its uid.
-Result<void> check_master_port_before_exec(int held, int port);
+Result<void> check_step_port_before_exec(int held, int port);
 
 }  // namespace dp::spank

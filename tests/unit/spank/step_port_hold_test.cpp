@@ -1,4 +1,4 @@
-// MASTER_PORT's hold from set-up to rank 0's exec (master_port_hold.hpp),
+// The step's ports' hold from set-up to rank 0's exec (step_port_hold.hpp),
 // or shared with the job's user until its program listens,
 // naming who holds a taken port from the kernel's tables read bounded
 // (socket_tables.hpp), and root's end of the node agent, which never
@@ -22,11 +22,11 @@
 #include "agent_launcher.hpp"
 #include "dp/unique_fd.hpp"
 #include "loopback.hpp"
-#include "master_port_hold.hpp"
 #include "master_socket.hpp"
 #include "port_lease.hpp"
 #include "process_group.hpp"
 #include "socket_tables.hpp"
+#include "step_port_hold.hpp"
 
 namespace {
 
@@ -63,9 +63,9 @@ UniqueFd reusing_socket(int port, bool listening, int reuse = 1) {
   return bound_socket(port, {reuse != 0, false, listening});
 }
 
-TEST(MasterPortHold, SlurmstepdsCopyGoesWhenItLetsGo) {
+TEST(StepPortHold, SlurmstepdsCopyGoesWhenItLetsGo) {
   int port = 0;
-  dp::spank::MasterPortHold hold;
+  dp::spank::StepPortHold hold;
   ASSERT_TRUE(hold.keep(held(port)).ok());
   ASSERT_GT(port, 0);
   EXPECT_FALSE(dp::spank::port_binds(port)) << "held: not even SO_REUSEADDR binds it";
@@ -76,7 +76,7 @@ TEST(MasterPortHold, SlurmstepdsCopyGoesWhenItLetsGo) {
 }
 
 // --dp-ports: the step's ports are held and let go together, each found by its port.
-TEST(MasterPortHold, EveryPortOfTheStepIsHeldAndLetGoTogether) {
+TEST(StepPortHold, EveryPortOfTheStepIsHeldAndLetGoTogether) {
   std::vector<dp::spank::HeldPort> ports;
   std::vector<int> numbers;
   for (int i = 0; i < 3; ++i) {
@@ -87,7 +87,7 @@ TEST(MasterPortHold, EveryPortOfTheStepIsHeldAndLetGoTogether) {
     ports.push_back({port, std::move(fd)});
   }
   ports.push_back({1, UniqueFd()});  // known, not held (TIME_WAIT)
-  dp::spank::MasterPortHold hold;
+  dp::spank::StepPortHold hold;
   ASSERT_TRUE(hold.keep(std::move(ports)).ok());
   for (int port : numbers) {
     EXPECT_GE(hold.fd(port), 0) << port;
@@ -101,16 +101,16 @@ TEST(MasterPortHold, EveryPortOfTheStepIsHeldAndLetGoTogether) {
 }
 
 int let_go_in_clone(void* hold) {
-  static_cast<dp::spank::MasterPortHold*>(hold)->let_go_in_stepd();
+  static_cast<dp::spank::StepPortHold*>(hold)->let_go_in_stepd();
   return 0;
 }
 
 // SlurmdParameters=contain_spank: Slurm runs task_post_fork in a clone that
 // shares slurmstepd's memory but has its own descriptor table, where a close
 // would not reach slurmstepd's copy. The closer thread reaches it.
-TEST(MasterPortHold, ACloneWithItsOwnDescriptorTableLetsGoOfSlurmstepdsCopy) {
+TEST(StepPortHold, ACloneWithItsOwnDescriptorTableLetsGoOfSlurmstepdsCopy) {
   int port = 0;
-  dp::spank::MasterPortHold hold;
+  dp::spank::StepPortHold hold;
   ASSERT_TRUE(hold.keep(held(port)).ok());
   std::vector<char> stack(256 * 1024);
   const pid_t pid = clone(let_go_in_clone, stack.data() + stack.size(), CLONE_VM | SIGCHLD, &hold);
@@ -123,9 +123,9 @@ TEST(MasterPortHold, ACloneWithItsOwnDescriptorTableLetsGoOfSlurmstepdsCopy) {
 
 // The tasks are forked with the hold: the port stays held until the last
 // copy (rank 0's, at its exec) goes, after slurmstepd let go.
-TEST(MasterPortHold, AForkedTaskKeepsThePortUntilItDropsItsCopy) {
+TEST(StepPortHold, AForkedTaskKeepsThePortUntilItDropsItsCopy) {
   int port = 0;
-  dp::spank::MasterPortHold hold;
+  dp::spank::StepPortHold hold;
   ASSERT_TRUE(hold.keep(held(port)).ok());
   auto go = dp::make_pipe(O_CLOEXEC);
   auto done = dp::make_pipe(O_CLOEXEC);
@@ -153,30 +153,30 @@ TEST(MasterPortHold, AForkedTaskKeepsThePortUntilItDropsItsCopy) {
 // Rank 0's check: a hold taken over TIME_WAIT carries SO_REUSEADDR, so a
 // program that sets it too can share the port; its listener fails the step,
 // named by uid. An exclusive hold needs no look at the tables.
-TEST(MasterPortHold, RankZerosCheckNamesAListenerThatSharedTheHold) {
+TEST(StepPortHold, RankZerosCheckNamesAListenerThatSharedTheHold) {
   int port = 0;
   UniqueFd exclusive = held_port(port);
   ASSERT_TRUE(exclusive);
-  EXPECT_TRUE(dp::spank::check_master_port_before_exec(exclusive.get(), port).ok());
+  EXPECT_TRUE(dp::spank::check_step_port_before_exec(exclusive.get(), port).ok());
   exclusive.reset();
   UniqueFd shared_hold = reusing_socket(port, false);
   ASSERT_TRUE(shared_hold);
-  EXPECT_TRUE(dp::spank::check_master_port_before_exec(shared_hold.get(), port).ok())
+  EXPECT_TRUE(dp::spank::check_step_port_before_exec(shared_hold.get(), port).ok())
       << "nobody else listens yet";
   UniqueFd intruder = reusing_socket(port, true);
   ASSERT_TRUE(intruder) << "SO_REUSEADDR shares a port that is bound and not listening";
-  auto r = dp::spank::check_master_port_before_exec(shared_hold.get(), port);
+  auto r = dp::spank::check_step_port_before_exec(shared_hold.get(), port);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("held by uid " + std::to_string(getuid())), std::string::npos)
       << r.error().message;
   EXPECT_NE(r.error().message.find("--dp-master-socket=pass"), std::string::npos);
-  EXPECT_TRUE(dp::spank::check_master_port_before_exec(-1, port).ok()) << "no hold, nothing held";
+  EXPECT_TRUE(dp::spank::check_step_port_before_exec(-1, port).ok()) << "no hold, nothing held";
 }
 
 // A port a server just used keeps its connections in TIME_WAIT, which only
 // SO_REUSEADDR binds over; the hold then turns it off, so a binder that
 // sets it too cannot share the port (on a kernel that checks each owner).
-TEST(MasterPortHold, AHoldOverTimeWaitStillKeepsOutReusingBinders) {
+TEST(StepPortHold, AHoldOverTimeWaitStillKeepsOutReusingBinders) {
   int port = 0;
   UniqueFd server = held_port(port);
   server.reset();
@@ -198,7 +198,7 @@ TEST(MasterPortHold, AHoldOverTimeWaitStillKeepsOutReusingBinders) {
 // Rank 0's program closes its store's connections first: their TIME_WAITs
 // must not keep the next step of the port (a Slurm-reserved one comes round
 // again soon) from holding it.
-TEST(MasterPortHold, APassedListenersConnectionsLeaveThePortToTheNextHold) {
+TEST(StepPortHold, APassedListenersConnectionsLeaveThePortToTheNextHold) {
   int port = 0;
   UniqueFd held = held_port(port);
   auto passed = dp::spank::master_listen_socket(held.get(), port);
