@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 
@@ -17,7 +18,7 @@ enum class Dialect : uint8_t {
 };
 
 // Every operation of either dialect, by meaning; the byte differs by dialect.
-// Adding one: its row in opcodes.cpp's table (kOps: bytes, body, route,
+// Adding one: its row in the table below (kOps: bytes, body, route,
 // answer, resend), its codec where the compiler asks (every switch over Op
 // is exhaustive, -Wswitch-enum, no default), its tests.
 enum class Op : uint8_t {
@@ -90,10 +91,55 @@ struct OpInfo {
   bool resend;
 };
 
+namespace table {
+inline constexpr auto kNone = Body::none;
+inline constexpr auto kLocal = Route::local;
+inline constexpr auto kRead = Route::read;
+inline constexpr auto kWrite = Route::write;
+
+// PyTorch's name and bytes (torchstore/README.md says where each was
+// verified), the body, and how the node agent serves it.
+inline constexpr OpInfo kOps[] = {
+    {Op::validate, "VALIDATE", -1, 0, Body::number, kLocal, Answer::none, false},
+    {Op::set, "SET", 0, 1, Body::key_value, kWrite, Answer::none, true},
+    {Op::compare_set, "COMPARE_SET", 1, 2, Body::compare_set, kWrite, Answer::value, false},
+    {Op::get, "GET", 2, 3, Body::key, kRead, Answer::value, true},
+    {Op::add, "ADD", 3, 4, Body::add, kRead, Answer::int64, false},
+    {Op::check, "CHECK", 4, 5, Body::key_list, kRead, Answer::check, true},
+    {Op::wait, "WAIT", 5, 6, Body::key_list, kRead, Answer::wait, true},
+    {Op::get_num_keys, "GETNUMKEYS", 6, 7, kNone, kRead, Answer::int64, true},
+    {Op::watch_key, "WATCH_KEY", 7, -1, Body::key, kLocal, Answer::watch, false},
+    {Op::delete_key, "DELETE_KEY", 8, 8, Body::key, kWrite, Answer::int64, false},
+    {Op::append, "APPEND", -1, 9, Body::key_value, kWrite, Answer::none, false},
+    {Op::multi_get, "MULTI_GET", -1, 10, Body::key_list, kRead, Answer::values, true},
+    {Op::multi_set, "MULTI_SET", -1, 11, Body::pair_list, kWrite, Answer::none, true},
+    {Op::cancel_wait, "CANCEL_WAIT", -1, 12, kNone, kLocal, Answer::wait, false},
+    {Op::ping, "PING", -1, 13, Body::number, kLocal, Answer::ping, false},
+    {Op::queue_push, "QUEUE_PUSH", -1, 14, Body::key_value, kWrite, Answer::none, false},
+    {Op::queue_pop, "QUEUE_POP", -1, 15, Body::key, kWrite, Answer::queue_pop, false},
+    {Op::queue_len, "QUEUE_LEN", -1, 16, Body::key, kRead, Answer::int64, true},
+};
+static_assert(std::size(kOps) == kOpCount, "one row per Op");
+
+// Rows in Op's order, so op_info indexes; bytes unique in each dialect.
+constexpr bool rows_in_order() {
+  for (size_t i = 0; i < kOpCount; ++i) {
+    if (kOps[i].op != static_cast<Op>(i)) return false;
+    for (size_t j = 0; j < i; ++j)
+      if ((kOps[i].legacy >= 0 && kOps[i].legacy == kOps[j].legacy) ||
+          (kOps[i].v2 >= 0 && kOps[i].v2 == kOps[j].v2))
+        return false;
+  }
+  return true;
+}
+static_assert(rows_in_order(), "kOps rows follow Op's order; a byte names one Op per dialect");
+
+}  // namespace table
+
 // The row of `op`; every Op has one.
-const OpInfo& op_info(Op op) noexcept;
+constexpr const OpInfo& op_info(Op op) noexcept { return table::kOps[static_cast<size_t>(op)]; }
 // Every row, in Op's order.
-const OpInfo (&all_ops() noexcept)[kOpCount];
+constexpr const OpInfo (&all_ops() noexcept)[kOpCount] { return table::kOps; }
 
 // The validation magic: a v2 connection starts with 00 ce f7 85 3c.
 inline constexpr uint32_t kValidationMagic = 0x3C85F7CE;
