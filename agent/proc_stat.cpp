@@ -5,24 +5,18 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <vector>
 
 #include "dp/bounded_read.hpp"
 #include "dp/params.hpp"
+#include "dp/proc_stat_text.hpp"
 #include "dp/unique_fd.hpp"
 
 namespace dp::agent {
 
 std::optional<ProcStat> parse_proc_stat(std::string_view text) {
-  const size_t close = text.rfind(')');
-  if (close == std::string_view::npos) return std::nullopt;
-  std::vector<std::string_view> f;  // f[0] is field 3, the state
-  for (size_t at = close + 1; at < text.size();) {
-    while (at < text.size() && (text[at] == ' ' || text[at] == '\n')) ++at;
-    const size_t end = text.find_first_of(" \n", at);
-    if (at < text.size()) f.push_back(text.substr(at, end - at));
-    at = end == std::string_view::npos ? text.size() : end;
-  }
+  const auto split = split_proc_stat(text);
+  if (!split) return std::nullopt;
+  const auto& f = split->fields;  // f[0] is field 3, the state
   if (f.size() < 20 || f[0].size() != 1) return std::nullopt;
   ProcStat s;
   s.state = f[0][0];

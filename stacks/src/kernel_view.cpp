@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "dp/bounded_read.hpp"
+#include "dp/proc_stat_text.hpp"
 #include "dp/unique_fd.hpp"
 
 namespace dp::stacks {
@@ -124,24 +125,16 @@ constexpr size_t kSmallFileBytes = 512;  // wchan, syscall: one short line
 }  // namespace
 
 std::optional<TaskStat> parse_task_stat(std::string_view text) {
-  const size_t open = text.find('('), close = text.rfind(')');
-  if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
-    return std::nullopt;
-  }
-  std::vector<std::string_view> f;  // f[0] is field 3, the state
-  for (size_t at = close + 1; at < text.size() && f.size() < 20;) {
-    while (at < text.size() && (text[at] == ' ' || text[at] == '\n')) ++at;
-    const size_t end = std::min(text.find_first_of(" \n", at), text.size());
-    if (end > at) f.push_back(text.substr(at, end - at));
-    at = end;
-  }
+  const auto split = split_proc_stat(text);
+  if (!split) return std::nullopt;
+  const auto& f = split->fields;  // f[0] is field 3, the state
   TaskStat s;
   unsigned long long utime = 0, stime = 0;
   if (f.size() < 20 || f[0].size() != 1 || !number(f[11], utime) || !number(f[12], stime) ||
       !number(f[19], s.start_ticks)) {
     return std::nullopt;
   }
-  s.name = std::string(text.substr(open + 1, close - open - 1));
+  s.name = std::string(split->command);
   s.state = f[0][0];
   s.cpu_ticks = utime + stime;
   return s;

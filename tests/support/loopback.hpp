@@ -22,6 +22,21 @@ inline UniqueFd connect_loopback(int port) {
   return fd;
 }
 
+// A listener (close-on-exec) on 127.0.0.1 at a port the OS chose, its
+// address in `addr`; empty when the bind or the listen failed.
+inline UniqueFd listen_loopback(sockaddr_in& addr) {
+  UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  addr = sockaddr_in{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      listen(fd.get(), 4) != 0 ||
+      getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    return UniqueFd();
+  return fd;
+}
+
 // How a test's server socket binds: the options servers set.
 struct BindAs {
   bool reuseaddr = false;  // SO_REUSEADDR (PyTorch's TCPStore, Ray, Go's servers)

@@ -14,6 +14,8 @@
 
 #include <string>
 
+#include "loopback.hpp"
+
 namespace dp::agent {
 namespace {
 
@@ -60,14 +62,9 @@ TEST(StoreClient, RankIsReadFromTheEnvironment) {
 // The listener is IPv4 (127.0.0.1, as the agent's); the client's socket is
 // IPv4 or, as PyTorch 1.13's is, IPv6 with the IPv4-mapped address.
 std::string name_of_child_client(bool v6_client, pid_t& child) {
-  const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  EXPECT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  EXPECT_EQ(listen(listener, 4), 0);
-  EXPECT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const UniqueFd listener = test::listen_loopback(a);
+  EXPECT_TRUE(listener) << "cannot listen on 127.0.0.1";
   // Not close-on-exec: the child holds it.
   const int client = socket(v6_client ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
   sockaddr_in6 a6{};
@@ -91,12 +88,11 @@ std::string name_of_child_client(bool v6_client, pid_t& child) {
   char byte;
   EXPECT_EQ(read(exec_done[0], &byte, 1), 0);
   close(exec_done[0]);
-  const int accepted = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+  const int accepted = accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC);
   const std::string name = store_client_name(accepted);
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   close(accepted);
-  close(listener);
   return name;
 }
 

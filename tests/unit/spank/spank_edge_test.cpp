@@ -21,6 +21,7 @@
 #include "daemon_launcher.hpp"
 #include "host_list.hpp"
 #include "job_options.hpp"
+#include "loopback.hpp"
 #include "master_socket.hpp"
 #include "port_lease.hpp"
 #include "process_group.hpp"
@@ -424,14 +425,10 @@ TEST(UserChild, RootStopsWaitingForASilentChildAtTheDeadline) {
 // What the node agent's client does against a hostile "daemon" that answers
 // with a 100 MiB frame: it refuses the frame from its header.
 TEST(UserChild, ClientRefusesAnOversizedReply) {
-  const int srv = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ASSERT_EQ(bind(srv, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(listen(srv, 4), 0);
-  ASSERT_EQ(getsockname(srv, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  dp::UniqueFd listener = dp::test::listen_loopback(a);
+  ASSERT_TRUE(listener) << "cannot listen on 127.0.0.1";
+  const int srv = listener.get();
   size_t sent = 0;
   std::thread fake([&] {
     const int c = accept(srv, nullptr, nullptr);
@@ -460,7 +457,7 @@ TEST(UserChild, ClientRefusesAnOversizedReply) {
     write_text(fd, c ? std::string("connected") : c.error().message);
   });
   fake.join();
-  close(srv);
+  listener.reset();
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_NE(r->find("oversized"), std::string::npos) << *r;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));

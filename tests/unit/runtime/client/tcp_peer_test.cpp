@@ -19,21 +19,16 @@
 #include <cstring>
 
 #include "dp/unique_fd.hpp"
+#include "loopback.hpp"
 
 namespace dp::test {
 namespace {
 
 struct LoopbackListener {
-  UniqueFd fd{socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
   sockaddr_in sa{};
+  UniqueFd fd = listen_loopback(sa);
   LoopbackListener() {
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof sa;
-    if (bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
-        listen(fd.get(), 8) != 0 ||
-        getsockname(fd.get(), reinterpret_cast<sockaddr*>(&sa), &len) != 0)
-      ADD_FAILURE() << "cannot listen on 127.0.0.1";
+    if (!fd) ADD_FAILURE() << "cannot listen on 127.0.0.1";
   }
   UniqueFd accept_one() { return UniqueFd(accept4(fd.get(), nullptr, nullptr, SOCK_CLOEXEC)); }
 };
