@@ -126,7 +126,7 @@ Result<SectionPlace> find_elf_section(const FileReader& file, std::string_view n
   }
   Elf64_Shdr names;
   if (!read_struct(file, eh.e_shoff + uint64_t{eh.e_shstrndx} * sizeof names, names) ||
-      names.sh_size > kMaxNames) {
+      names.sh_size == 0 || names.sh_size > kMaxNames) {
     return bad_elf("section names");
   }
   std::vector<std::byte> table(names.sh_size);

@@ -101,7 +101,7 @@ TEST(RuntimeAddress, GarbageIsNoElfFile) {
     }
     const auto reader = [&](uint64_t at, std::span<std::byte> out) {
       if (at > self.size() || out.size() > self.size() - at) return false;
-      std::memcpy(out.data(), self.data() + at, out.size());
+      if (!out.empty()) std::memcpy(out.data(), self.data() + at, out.size());
       for (auto it = flips.lower_bound(at); it != flips.end() && it->first < at + out.size();
            ++it) {
         out[it->first - at] = it->second;
