@@ -19,7 +19,7 @@ namespace {
 FileReader bytes_reader(const std::vector<std::byte>& bytes) {
   return [&bytes](uint64_t at, std::span<std::byte> out) {
     if (at > bytes.size() || out.size() > bytes.size() - at) return false;
-    std::memcpy(out.data(), bytes.data() + at, out.size());
+    if (!out.empty()) std::memcpy(out.data(), bytes.data() + at, out.size());
     return true;
   };
 }
