@@ -30,7 +30,16 @@ Result<UniqueFd> master_listen_socket(int held, int port) {
   UniqueFd fd(fcntl(bound, F_DUPFD, 3));
   if (!fd) return make_error(Errc::internal, "cannot pass " + what + ": " + std::strerror(errno));
 
-  if (listen(fd.get(), SOMAXCONN) != 0)
+  int rc = listen(fd.get(), SOMAXCONN);
+  if (rc != 0 && errno == EADDRINUSE) {
+    // Bound over TIME_WAITs (hold_port), whose SO_REUSEADDR the hold then
+    // cleared: listen checks the port's owners again and needs it back.
+    // Nothing else listens there (the hold keeps binders without it out).
+    int one = 1;
+    setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    rc = listen(fd.get(), SOMAXCONN);
+  }
+  if (rc != 0)
     return make_error(Errc::internal, "cannot listen on " + what + ": " + std::strerror(errno) +
                                           (errno == EADDRINUSE ? " (" + port_holder_text(port) + ")"
                                                                : std::string()));

@@ -296,6 +296,37 @@ TEST_F(LeaseDir, PassedMasterSocketListensOnTheHeldPort) {
   ASSERT_TRUE(fresh.ok()) << fresh.error().message;
 }
 
+// A port whose last connections the server closed first (their TIME_WAITs
+// keep out every binder without SO_REUSEADDR for a minute, as an earlier
+// step's on a --dp-master-port may): the hold binds it with the option and
+// clears it, and listen checks the port's owners again: rank 0 still gets it.
+TEST(MasterSocket, APortWithConnectionsInTimeWaitIsPassedListening) {
+  // As PyTorch's TCPStore and the passed socket listen: with SO_REUSEADDR,
+  // which the TIME_WAITs keep (a server without it keeps everyone out).
+  dp::UniqueFd server = dp::test::bound_socket(0, {.reuseaddr = true, .listening = true});
+  ASSERT_TRUE(server);
+  sockaddr_in6 addr{};
+  socklen_t addr_len = sizeof addr;
+  ASSERT_EQ(getsockname(server.get(), reinterpret_cast<sockaddr*>(&addr), &addr_len), 0);
+  const int port = ntohs(addr.sin6_port);
+  dp::UniqueFd client = dp::test::connect_loopback(port);
+  ASSERT_TRUE(client);
+  dp::UniqueFd accepted(accept(server.get(), nullptr, nullptr));
+  ASSERT_TRUE(accepted);
+  accepted.reset();  // the server closes first: its end goes to TIME_WAIT
+  char c;
+  ASSERT_EQ(read(client.get(), &c, 1), 0);
+  client.reset();
+  server.reset();
+  ASSERT_FALSE(dp::test::bound_socket(port, {})) << "no TIME_WAIT on port " << port;
+  auto fd = dp::spank::master_listen_socket(-1, port);
+  ASSERT_TRUE(fd.ok()) << (fd.ok() ? "" : fd.error().message);
+  int listening = 0;
+  socklen_t len = sizeof listening;
+  ASSERT_EQ(getsockopt(fd->get(), SOL_SOCKET, SO_ACCEPTCONN, &listening, &len), 0);
+  EXPECT_EQ(listening, 1);
+}
+
 // The site's policy, written once in port_lease: a random start, and a
 // quarter as many steps per user as the range has ports, at least 4.
 TEST(LeasePolicy, AQuarterOfTheRangePerUserAndARandomStart) {
