@@ -9,7 +9,7 @@ n2_link
 bound=10
 site heartbeat_timeout=$bound kill_grace=2
 
-start_ddp cutlink --steps 100000 --step-ms 20
+start_ddp cutlink --steps 100000 --step-ms 100
 wait_ranks_ready 120
 cut_n2
 t0=$(date +%s%N)

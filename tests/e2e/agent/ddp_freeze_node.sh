@@ -42,7 +42,7 @@ freeze_n2() {
 
 run_frozen() {  # run_frozen START-FUNCTION LIMIT-S: sets rc and ms
   rm -f "$WORK"/ready.* "$WORK"/rank*.log
-  "$1" "freeze$1" --steps 100000 --step-ms 20
+  "$1" "freeze$1" --steps 100000 --step-ms 100
   wait_ranks_ready 120
   freeze_n2
   t0=$(date +%s%N)

@@ -11,7 +11,7 @@ site kill_grace=2
 trap 'kill "$srun_pid" 2>/dev/null || true; cleanup_work' EXIT
 
 victim=3 sleeper=1
-start_ddp ddpkill --steps 100000 --step-ms 20 --hang-rank $sleeper --hang-at 3
+start_ddp ddpkill --steps 100000 --step-ms 100 --hang-rank $sleeper --hang-at 3
 wait_ranks_ready 120
 wait_until 30 "rank $sleeper asleep in its loop" grep -q "hangs at step" "$WORK/rank$sleeper.log"
 pid=$(rank_pid $victim) || fail "no process of rank $victim in job $job"

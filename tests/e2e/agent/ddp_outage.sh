@@ -29,7 +29,7 @@ outage() {
 # A 10 s outage right after the first all-reduce; the run then needs n2 again.
 survives_outage() {  # survives_outage START-FUNCTION NAME
   rm -f "$WORK"/ready.* "$WORK"/rank*.log
-  "$1" "$2" --steps 150 --step-ms 20
+  "$1" "$2" --steps 30 --step-ms 100
   wait_ranks_ready 120
   outage 10
   t0=$(date +%s%N)
@@ -47,7 +47,7 @@ expect_contains "$(cat "$WORK/srun.log")" "the node agent on host n2 (ranks 2-3)
 ddp_srun_flags=()
 
 rm -f "$WORK"/ready.* "$WORK"/rank*.log
-start_ddp outage --steps 100000 --step-ms 20
+start_ddp outage --steps 100000 --step-ms 100
 wait_ranks_ready 120
 cut_n2
 t0=$(date +%s%N)

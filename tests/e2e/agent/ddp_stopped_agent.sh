@@ -15,7 +15,7 @@ trap '[[ -z $agent ]] || kill -CONT "$agent" 2>/dev/null; kill "$srun_pid" 2>/de
 agent_stopped() { [[ $(awk '{print $3}' "/proc/$agent/stat" 2>/dev/null) == T ]]; }
 agent_gone() { ! kill -0 "$agent" 2>/dev/null; }
 
-start_ddp ddpstopagent --steps 100000 --step-ms 20 --until-file "$WORK/stop"
+start_ddp ddpstopagent --steps 100000 --step-ms 100 --until-file "$WORK/stop"
 wait_ranks_ready 120
 # n2's agent: the child of the slurmstepd that runs rank 2.
 stepd=$(ps -o ppid= -p "$(rank_pid 2)" | tr -d ' ')

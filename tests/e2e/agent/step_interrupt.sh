@@ -16,7 +16,7 @@ JOB_PREFIX=int SESSION=1
 train() {  # train NAME [--dp-world=auto]: until $WORK/NAME.stop exists
   local name=$1 args
   shift
-  args=(--steps 100000 --step-ms 20 --until-file "$WORK/$name.stop" --ready-file "$WORK/$name")
+  args=(--steps 100000 --step-ms 100 --until-file "$WORK/$name.stop" --ready-file "$WORK/$name")
   if [[ ${1:-} == --dp-world=auto ]]; then
     start_job "$name" --dp-world=auto -N2 --ntasks-per-node=2 "$PY" ddp.py "${args[@]}"
   else

@@ -17,7 +17,7 @@ pytorch_launcher_env
 # shellcheck disable=SC2034 # read by signal_common.sh
 JOB_PREFIX=sig
 . "$(dirname "$0")/signal_common.sh"
-train=(ddp.py --steps 100000 --step-ms 20)
+train=(ddp.py --steps 100000 --step-ms 100)
 
 start_job timed --dp-world=auto -N2 --ntasks-per-node=2 --time=3 --signal=USR1@90 \
   "$PY" "${train[@]}" --until-signals USR1 --ready-file "$WORK/timed"
