@@ -4,17 +4,22 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <string>
+#include <utility>
 
 namespace dp {
 
+namespace {
+// --dp-launcher's words, read by the option and printed by launcher_name.
+constexpr std::pair<const char*, Launcher> kLauncherWords[] = {
+    {"auto", Launcher::auto_detect}, {"torchrun", Launcher::torchrun}, {"none", Launcher::none}};
+}  // namespace
+
 const char* launcher_name(Launcher l) noexcept {
-  switch (l) {
-    case Launcher::auto_detect: return "auto";
-    case Launcher::torchrun: return "torchrun";
-    case Launcher::none: return "none";
-  }
+  for (const auto& [word, value] : kLauncherWords)
+    if (value == l) return word;
   return "auto";
 }
 
@@ -174,9 +179,7 @@ const std::vector<Option>& options() {
            "[slurm-dp] one task per node runs a per-node launcher (torchrun) that forks the "
            "workers: auto = recognise it from the command"},
           &Options::launcher,
-          words<Launcher>({{"auto", Launcher::auto_detect},
-                           {"torchrun", Launcher::torchrun},
-                           {"none", Launcher::none}},
+          words<Launcher>({std::begin(kLauncherWords), std::end(kLauncherWords)},
                           "not a launcher mode",
                           "use --dp-launcher=auto (recognise torchrun from the command), "
                           "torchrun or none"),

@@ -102,27 +102,27 @@ TEST(LaunchShape, StandaloneOnSeveralNodesIsRefusedWithTheFix) {
       << "a flag of the script, not of torchrun";
 }
 
-TEST(LaunchShape, ALauncherCannotTakeThePassedMasterSocket) {
+// A launcher step's refusal of --dp-master-socket=WHAT, which a plain rank takes.
+std::string master_socket_refusal(const char* what) {
   dp::Options o = with_launcher(nullptr);
-  ASSERT_TRUE(dp::apply_option(o, "dp-master-socket", "pass").ok());
-  auto s = dp::launch_shape(o, {"torchrun", "t.py"}, 2, 2);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error().message.find("--dp-master-socket=pass"), std::string::npos)
-      << s.error().message;
+  EXPECT_TRUE(dp::apply_option(o, "dp-master-socket", what).ok());
   EXPECT_TRUE(dp::launch_shape(o, {"python3", "t.py"}, 2, 2).ok()) << "a plain rank takes it";
+  auto s = dp::launch_shape(o, {"torchrun", "t.py"}, 2, 2);
+  EXPECT_FALSE(s.ok()) << "a launcher took --dp-master-socket=" << what;
+  return s.ok() ? std::string() : s.error().message;
+}
+
+TEST(LaunchShape, ALauncherCannotTakeThePassedMasterSocket) {
+  const std::string why = master_socket_refusal("pass");
+  EXPECT_NE(why.find("--dp-master-socket=pass"), std::string::npos) << why;
 }
 
 // torchrun's TCPStore binds MASTER_PORT without SO_REUSEPORT: a shared hold
 // would keep it out.
 TEST(LaunchShape, ALauncherCannotShareTheHeldPorts) {
-  dp::Options o = with_launcher(nullptr);
-  ASSERT_TRUE(dp::apply_option(o, "dp-master-socket", "share").ok());
-  auto s = dp::launch_shape(o, {"torchrun", "t.py"}, 2, 2);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error().message.find("--dp-master-socket=share"), std::string::npos)
-      << s.error().message;
-  EXPECT_NE(s.error().message.find("SO_REUSEPORT"), std::string::npos) << s.error().message;
-  EXPECT_TRUE(dp::launch_shape(o, {"python3", "t.py"}, 2, 2).ok());
+  const std::string why = master_socket_refusal("share");
+  EXPECT_NE(why.find("--dp-master-socket=share"), std::string::npos) << why;
+  EXPECT_NE(why.find("SO_REUSEPORT"), std::string::npos) << why;
 }
 
 TEST(PlanWorkers, OneDevicePerWorkerLeavesTheMaskAlone) {

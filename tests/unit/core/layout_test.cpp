@@ -56,15 +56,21 @@ dp::LayoutPlan fixed_plan(int world, int tiles, bool bound_per_task = false) {
   return p;
 }
 
+// A task's variables as a map; empty (and a failure) when refused.
+Env env_of(const dp::LayoutPlan& p, const dp::SiteConfig& s, const dp::TaskPlace& place,
+           const dp::NodeTiles& tiles) {
+  auto env = dp::task_environment(p, s, place, tiles);
+  EXPECT_TRUE(env.ok()) << env.error().message;
+  return env.ok() ? Env(env->begin(), env->end()) : Env();
+}
+
 TEST(Layout, CudaAlreadyBoundPerTaskIsKept) {
   auto s = site({"kind=cuda"});
   const auto p = fixed_plan(4, 1);
   auto t = dp::node_tiles(s, {"3", {}});
   ASSERT_TRUE(t.ok());
   t->per_task = true;
-  auto env = dp::task_environment(p, s, {3, 1, 2, 1}, *t);
-  ASSERT_TRUE(env.ok()) << env.error().message;
-  Env e(env->begin(), env->end());
+  Env e = env_of(p, s, {3, 1, 2, 1}, *t);
   EXPECT_EQ(e["CUDA_VISIBLE_DEVICES"], "3");
   EXPECT_EQ(e["DP_TILES"], "1");
 }
@@ -75,9 +81,7 @@ TEST(Layout, CudaUuidsFromSlurmMakeTheMasks) {
   auto s = site({"kind=cuda"});
   auto t = dp::node_tiles(s, {"GPU-aa,GPU-bb,GPU-cc,GPU-dd", {}});
   ASSERT_TRUE(t.ok());
-  auto env = dp::task_environment(fixed_plan(4, 2), s, {1, 1, 2, 0}, *t);
-  ASSERT_TRUE(env.ok()) << env.error().message;
-  Env e(env->begin(), env->end());
+  Env e = env_of(fixed_plan(4, 2), s, {1, 1, 2, 0}, *t);
   EXPECT_EQ(e["CUDA_VISIBLE_DEVICES"], "GPU-cc,GPU-dd");
   EXPECT_EQ(e["DP_TILES"], "2,3");
 }
@@ -264,18 +268,14 @@ TEST(Plan, PerTaskBindingTakesTheTasksOwnDevices) {
   ASSERT_TRUE(p.ok()) << p.error().message;
   auto t = dp::task_tiles(*p, f.site, 0, {"6,7", {}});
   ASSERT_TRUE(t.ok());
-  auto env = dp::task_environment(*p, f.site, {1, 1, 2, 0}, *t);
-  ASSERT_TRUE(env.ok()) << env.error().message;
-  Env e(env->begin(), env->end());
+  Env e = env_of(*p, f.site, {1, 1, 2, 0}, *t);
   EXPECT_EQ(e["CUDA_VISIBLE_DEVICES"], "6,7");
   EXPECT_EQ(e["DP_TILES"], "2,3");
   // Without per-task binding the node's list is indexed, whatever the task saw.
   p->bound_per_task = false;
   auto node = dp::task_tiles(*p, f.site, 0, {"6,7", {}});
   ASSERT_TRUE(node.ok());
-  auto env2 = dp::task_environment(*p, f.site, {1, 1, 2, 0}, *node);
-  ASSERT_TRUE(env2.ok());
-  EXPECT_EQ(Env(env2->begin(), env2->end())["CUDA_VISIBLE_DEVICES"], "6,7");
+  EXPECT_EQ(env_of(*p, f.site, {1, 1, 2, 0}, *node)["CUDA_VISIBLE_DEVICES"], "6,7");
 }
 
 TEST(Request, ReadsSlurmsStrings) {

@@ -4,19 +4,25 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
 namespace dp {
 namespace {
 
+// Requests as a peer sends them: one frame each, back to back.
+std::string frames_of(std::initializer_list<proto::Request> requests) {
+  std::string bytes;
+  for (const proto::Request& r : requests) EXPECT_TRUE(rdv::append_frame(r, bytes));
+  return bytes;
+}
+
 TEST(FrameDecoder, ReassemblesPiecesAndRejectsOversize) {
   proto::Request r;
   r.set_id(3);
   r.mutable_set()->set_key("key");
-  std::string bytes;
-  ASSERT_TRUE(rdv::append_frame(r, bytes));
-  ASSERT_TRUE(rdv::append_frame(r, bytes));
+  const std::string bytes = frames_of({r, r});
   rdv::FrameDecoder d(1024);
   int frames = 0;
   for (char c : bytes) {
@@ -47,9 +53,7 @@ TEST(FrameDecoder, AnOversizedFrameIsSkippedAndItsIdRead) {
   proto::Request next;
   next.set_id(301);
   next.mutable_get()->set_key("/k");
-  std::string bytes;
-  ASSERT_TRUE(rdv::append_frame(big, bytes));
-  ASSERT_TRUE(rdv::append_frame(next, bytes));
+  const std::string bytes = frames_of({big, next});
   rdv::FrameDecoder d(1024);
   d.keep_oversized_heads();
   std::string_view p;
