@@ -77,8 +77,12 @@ void AgentCore::link_response(const proto::Response& r) {
   answered(u, r);
 }
 
-// Pushes: the keepalive needs nothing; an abort goes to every local rank.
+// Pushes: the keepalive needs nothing; an abort goes to every local rank; an
+// ask for stacks to the I/O layer, which reads them off the loop.
 void AgentCore::daemon_push(const proto::Response& r) {
+  if (r.code() == proto::OK && r.has_stacks_ask())
+    return out_.read_stacks(r.stacks_ask().ask(),
+                            std::chrono::milliseconds(r.stacks_ask().deadline_ms()));
   if (r.code() != proto::ABORTED) return;
   const bool first = !abort_;
   if (!abort_) abort_ = r;
@@ -343,8 +347,9 @@ void AgentCore::dispatch(ConnId conn, int rank, const proto::Request& req, Clock
     case proto::Request::kGoodbye: ranks_[rank].goodbye = true; return forward(conn, rank, req);
     case proto::Request::kRankLost:
     case proto::Request::kStepSignal:
+    case proto::Request::kStacksAnswer:
       return reply(conn, req.id(), proto::INVALID_ARGUMENT,
-                   "RankLost and StepSignal are the agent's own reports");
+                   "RankLost, StepSignal and StacksAnswer are the agent's own reports");
     case proto::Request::OP_NOT_SET:
       return reply(conn, req.id(), proto::INVALID_ARGUMENT, "request without an operation");
     default: return forward(conn, rank, req);

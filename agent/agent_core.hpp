@@ -78,6 +78,12 @@ class AgentOutbox {
   // node's hello again, trying until `deadline`; the outcome goes to
   // relinked() or relink_failed(). The old connection stays read until then.
   virtual void relink(Clock::time_point deadline) { (void)deadline; }
+  // The daemon asks for the node's ranks' stacks (dp-top --stacks): read them
+  // off the loop and send a StacksAnswer with this ask within `deadline`.
+  virtual void read_stacks(uint64_t ask, std::chrono::milliseconds deadline) {
+    (void)ask;
+    (void)deadline;
+  }
 };
 
 // Another part of the agent that sends requests over the node's one daemon

@@ -100,6 +100,9 @@ Result<void> AgentServer::start_events(service::UniqueFd listen_fd) {
   tick_ev_ = service::watch(b, -1, EV_PERSIST, &on_tick, this, &tick);
   workers_ev_ = service::watch(b, workers_.fd(), EV_READ | EV_PERSIST, &on_worker_end, this);
   signal_ev_ = service::watch(b, signals_.fd(), EV_READ | EV_PERSIST, &on_signal, this);
+  // Without an eventfd there is no stacks reader: asks go unanswered, the daemon names the node.
+  if (stacks_.fd() >= 0)
+    stacks_ev_ = service::watch(b, stacks_.fd(), EV_READ | EV_PERSIST, &on_stacks_read, this);
   if (!daemon_rd_ || !daemon_wr_ || !control_ev_ || !tick_ev_ || !workers_ev_ || !signal_ev_)
     return make_error(Errc::internal, "cannot set up the event loop (libevent)");
   return listener_.start(b, std::move(listen_fd), kAcceptBatch, "dp-nodeagent",
@@ -149,6 +152,20 @@ void AgentServer::on_daemon_write(evutil_socket_t, short, void* arg) {
 
 void AgentServer::on_worker_end(evutil_socket_t, short, void* arg) {
   static_cast<AgentServer*>(arg)->worker_ended();
+}
+
+// dp-top --stacks: in a launcher step the workers are the ranks, else the tasks.
+void AgentServer::read_stacks(uint64_t ask, std::chrono::milliseconds deadline) {
+  stacks_.ask(ask, settings_.watch_workers ? workers_.running() : tasks_.running(), deadline);
+}
+
+void AgentServer::on_stacks_read(evutil_socket_t, short, void* arg) {
+  auto* a = static_cast<AgentServer*>(arg);
+  for (auto& answer : a->stacks_.take()) {
+    proto::Request r;  // id 0: no reply
+    *r.mutable_stacks_answer() = std::move(answer);
+    a->to_daemon(r);
+  }
 }
 
 void AgentServer::on_signal(evutil_socket_t, short, void* arg) {

@@ -20,6 +20,7 @@
 #include "local_tasks.hpp"
 #include "port_holds.hpp"
 #include "reply_reader.hpp"
+#include "stacks_reader.hpp"
 #include "step_signals.hpp"
 #include "store_front.hpp"
 
@@ -52,6 +53,7 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   void to_client(ConnId conn, std::string_view bytes) override;
   void close_client(ConnId conn, const std::string& why) override;
   void send_soon() override;
+  void read_stacks(uint64_t ask, std::chrono::milliseconds deadline) override;
 
  private:
   using Conn = service::FrameConn<AgentServer>;
@@ -78,6 +80,7 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   static void on_worker_end(evutil_socket_t, short, void* arg);
   static void on_signal(evutil_socket_t, short, void* arg);
   static void on_store_due(evutil_socket_t, short, void* arg);
+  static void on_stacks_read(evutil_socket_t, short, void* arg);
 
   void admit(service::UniqueFd fd);
   void read_rank(Conn& c);
@@ -119,6 +122,9 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   service::EventBasePtr base_;
   service::UniqueFd daemon_fd_;
   service::EventPtr daemon_rd_, daemon_wr_, control_ev_, tick_ev_, workers_ev_, signal_ev_;
+  // dp-top --stacks: its reads run on the reader's thread; stacks_ev_ watches its fd.
+  StacksReader stacks_;
+  service::EventPtr stacks_ev_;
   service::Listener listener_;
   rdv::ReplyReader daemon_reader_;
   std::string daemon_out_;

@@ -233,6 +233,13 @@ void LauncherWorkers::drop(int pid) {
   workers_.erase(it);
 }
 
+std::vector<TaskStart> LauncherWorkers::running() const {
+  std::vector<TaskStart> out;
+  for (const auto& [pid, w] : workers_)
+    if (!ended_.count({pid, w.start_ticks})) out.push_back({w.env.rank, pid, w.start_ticks});
+  return out;
+}
+
 std::vector<WorkerEnd> LauncherWorkers::ended() {
   std::vector<WorkerEnd> out;
   epoll_event evs[64];

@@ -98,6 +98,9 @@ class LauncherWorkers {
   // The workers that ended since, whose end is a failure the launcher will
   // not restart: a signal or a non-zero exit, read while they are zombies.
   std::vector<WorkerEnd> ended();
+  // The workers found so far, each with its torch RANK and start time
+  // (dp-top --stacks reads them: in a launcher step they are the ranks).
+  std::vector<TaskStart> running() const;
 
  private:
   struct Worker {

@@ -27,10 +27,21 @@ bool LocalTasks::started(const TaskStart& t) {
   UniqueFd fd = pin_process(t.pid, t.start_ticks);
   if (!fd) return false;
   pidfds_[t.rank] = std::move(fd);
+  starts_[t.rank] = t;
   return true;
 }
 
-void LocalTasks::exited(int rank) { pidfds_.erase(rank); }
+void LocalTasks::exited(int rank) {
+  pidfds_.erase(rank);
+  starts_.erase(rank);
+}
+
+std::vector<TaskStart> LocalTasks::running() const {
+  std::vector<TaskStart> out;
+  for (const auto& [rank, fd] : pidfds_)
+    if (!has_exited(fd.get())) out.push_back(starts_.at(rank));
+  return out;
+}
 
 int LocalTasks::signal_all(int sig, const std::set<int>& except) {
   int n = 0;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "launch_contract.hpp"
 
@@ -31,12 +32,15 @@ class LocalTasks {
               const std::set<int>& told = {});
   // Sends the SIGKILL when the grace is over. Call a few times a second.
   void tick(Clock::time_point now);
+  // The tasks still running, as root reported them (dp-top --stacks reads them).
+  std::vector<TaskStart> running() const;
   // An end was ordered and some task may still run: the agent stays to finish it.
   bool ending() const;
 
  private:
   int signal_all(int sig, const std::set<int>& except = {});
-  std::map<int, UniqueFd> pidfds_;  // rank -> pidfd
+  std::map<int, UniqueFd> pidfds_;   // rank -> pidfd
+  std::map<int, TaskStart> starts_;  // rank -> as reported
   std::optional<Clock::time_point> ending_since_, kill_at_;
 };
 

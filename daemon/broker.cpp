@@ -209,6 +209,10 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
     case proto::Request::kGoodbye: return op_goodbye(c, req.goodbye());
     case proto::Request::kStepSignal: return op_step_signal(c, req.step_signal());
     case proto::Request::kStoreRefused: return TorchOps::refused(*this, c, req.store_refused());
+    case proto::Request::kStacksAnswer: return op_stacks_answer(c, req.stacks_answer());
+    case proto::Request::kStacks:
+      return reply_error(conn, c.id, proto::PROTOCOL,
+                         "stacks are asked on the step's report socket (dp-top --stacks)");
     case proto::Request::kStats: {
       proto::Response r;
       r.set_id(c.id);

@@ -24,6 +24,7 @@
 #include "dp/proto/rendezvous.pb.h"
 #include "dp/result.hpp"
 #include "dp/site_config.hpp"
+#include "dp/stacks/merge.hpp"
 #include "dp/store_limits.hpp"
 #include "hello_budget.hpp"
 #include "kv_store.hpp"
@@ -148,6 +149,16 @@ class Broker {
   std::string report_json(Clock::time_point now) const;
   std::string startup_line() const { return report_.startup_line(phases_); }
 
+  // dp-top --stacks (broker_stacks.cpp): every node agent is pushed an ask to
+  // read its ranks; `done` gets the merged lines once all answered, or from
+  // expire_stacks once the deadline passed (nodes still out are named). A
+  // second ask while one runs joins it. Returns the deadline, for the
+  // caller's timer.
+  using StacksDone = std::function<void(std::vector<std::string>)>;
+  static constexpr std::chrono::milliseconds kStacksWait{2'000};
+  Clock::time_point ask_stacks(StacksDone done, Clock::time_point now);
+  void expire_stacks(Clock::time_point now);
+
  private:
   // PyTorch's store operations of SPACE_TORCH (broker_torch_ops.cpp).
   friend class TorchOps;
@@ -251,6 +262,9 @@ class Broker {
   AbortCause node_silence(ConnId conn, const Peer& p) const;
   // Every rank the node agent still holds is silent (a lone stopped libdp rank is not the node).
   bool node_fell_silent(ConnId conn, const Peer& p, const std::vector<int>& silent) const;
+  // broker_stacks.cpp
+  void op_stacks_answer(const Call& c, const proto::StacksAnswer& m);
+  void finish_stacks();
   // broker_waiters.cpp. Replies LIMIT and returns false when one more
   // pending call (or a new barrier) would pass the step's limits.
   bool room_for_call(const Call& c, const std::string* new_barrier);
@@ -306,6 +320,17 @@ class Broker {
   std::map<std::string, uint64_t> store_strangers_, store_refused_;
   static uint64_t all_hosts(const std::map<std::string, uint64_t>& by_host);
   uint64_t relinks_ = 0;  // node agents that reconnected after an outage
+
+  struct StacksRound {
+    uint64_t ask = 0;
+    Clock::time_point deadline;
+    std::map<ConnId, std::string> waiting;  // node agents not yet answered: what they hold
+    std::vector<stacks::RankStacks> got;
+    std::vector<std::string> read_on;  // "n1 (ranks 0-1)" for each node that answered
+    std::vector<StacksDone> callers;
+  };
+  std::optional<StacksRound> stacks_;  // the round in flight, at most one
+  uint64_t next_stacks_ask_ = 1;
 };
 
 }  // namespace dp::daemon

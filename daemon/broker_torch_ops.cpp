@@ -64,6 +64,8 @@ bool TorchOps::handle(Broker& b, const Call& c, const proto::Request& req) {
     case R::kStepSignal:
     case R::kCancelCall:
     case R::kStoreRefused:
+    case R::kStacks:
+    case R::kStacksAnswer:
     case R::OP_NOT_SET: return false;
   }
   return false;

@@ -15,16 +15,18 @@ namespace dp::daemon {
 namespace {
 
 constexpr size_t kMaxConns = 16;
-constexpr int kReadTimeoutS = 2;
+// Longer than a stacks round (2 s) so its answer finds the connection still there.
+constexpr int kReadTimeoutS = 4;
 constexpr int kWriteTimeoutMs = 500;  // the reader is the user's own dp-top or srun
 
 }  // namespace
 
 Result<std::unique_ptr<ReportSocket>> ReportSocket::create(event_base* base, std::string path,
-                                                           Answer answer) {
+                                                           Answer answer, AskStacks ask_stacks) {
   std::unique_ptr<ReportSocket> s(new ReportSocket());
   s->base_ = base;
   s->answer_ = std::move(answer);
+  s->ask_stacks_ = std::move(ask_stacks);
   sockaddr_un sa{};
   sa.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof sa.sun_path)
@@ -63,6 +65,7 @@ void ReportSocket::admit(service::UniqueFd fd) {
   if (!ours || conns_.size() >= kMaxConns) return;
   auto c = std::make_unique<Conn>();
   c->owner = this;
+  c->serial = next_serial_++;
   const timeval tv{kReadTimeoutS, 0};
   c->ev =
       service::watch(base_, fd.get(), EV_READ | EV_PERSIST, &ReportSocket::on_read, c.get(), &tv);
@@ -80,6 +83,7 @@ void ReportSocket::on_read(evutil_socket_t, short what, void* arg) {
   const ssize_t n = ::recv(c->fd.get(), buf, sizeof buf, 0);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
   if (n <= 0) return s->drop(c->fd.get());
+  if (c->asked) return;  // one request per connection; its answer is on the way
   c->dec.feed(buf, static_cast<size_t>(n));
   s->serve(*c);
 }
@@ -91,15 +95,42 @@ void ReportSocket::serve(Conn& c) {
   const int fd = c.fd.get();
   proto::Request req;
   proto::Response r;
-  if (st != rdv::FrameDecoder::Status::frame ||
-      !req.ParseFromArray(payload.data(), static_cast<int>(payload.size())) ||
-      req.op_case() != proto::Request::kStats) {
+  const bool parsed = st == rdv::FrameDecoder::Status::frame &&
+                      req.ParseFromArray(payload.data(), static_cast<int>(payload.size()));
+  if (parsed && req.op_case() == proto::Request::kStacks && ask_stacks_)
+    return ask_stacks(c, req.id());
+  if (!parsed || req.op_case() != proto::Request::kStats) {
     r.set_code(proto::PROTOCOL);
-    r.set_message("this socket answers only a stats request (the step report)");
+    r.set_message("this socket answers only a stats or stacks request (the step report)");
   } else {
     r.set_id(req.id());
     *r.mutable_stats() = answer_();
   }
+  reply(fd, r);
+}
+
+// The answer comes once the node agents have read their ranks: the
+// connection waits (reads ignored) and is found again by fd and serial.
+void ReportSocket::ask_stacks(Conn& c, uint64_t request_id) {
+  c.asked = true;
+  std::weak_ptr<ReportSocket*> weak = self_;
+  const int fd = c.fd.get();
+  const uint64_t serial = c.serial;
+  ask_stacks_([weak, fd, serial, request_id](std::vector<std::string> lines) {
+    const auto self = weak.lock();
+    if (!self) return;
+    ReportSocket* s = *self;
+    const auto it = s->conns_.find(fd);
+    if (it == s->conns_.end() || it->second->serial != serial) return;  // dp-top left
+    proto::Response r;
+    r.set_id(request_id);
+    for (auto& l : lines) r.mutable_stacks_view()->add_lines(std::move(l));
+    s->reply(fd, r);
+  });
+}
+
+// Small answers to the user's own reader: written within a short bound, then closed.
+void ReportSocket::reply(int fd, const proto::Response& r) {
   std::string out;
   rdv::append_frame(r, out);
   size_t off = 0;

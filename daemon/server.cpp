@@ -142,8 +142,9 @@ Result<std::unique_ptr<Server>> Server::create(const DaemonOptions& in, std::str
 // user cannot take first. The step runs without them if neither works.
 void Server::open_report_sockets() {
   auto answer = [this] { return broker_->stats(); };
+  auto stacks = [this](ReportSocket::StacksLines done) { ask_stacks(std::move(done)); };
   if (auto path = obs::socket_path(opts_.job_id, opts_.step_id, true)) {
-    auto rs = ReportSocket::create(base_.get(), *path, answer);
+    auto rs = ReportSocket::create(base_.get(), *path, answer, stacks);
     if (rs) report_socket_ = std::move(*rs);
     else std::fprintf(stderr, "dp-rendezvousd: %s\n", rs.error().message.c_str());
   } else {
@@ -151,7 +152,7 @@ void Server::open_report_sockets() {
                  path.error().message.c_str());
   }
   auto name = obs::abstract_socket_name(opts_.job_id, opts_.step_id);
-  auto rs = name ? ReportSocket::create(base_.get(), *name, answer)
+  auto rs = name ? ReportSocket::create(base_.get(), *name, answer, stacks)
                  : Result<std::unique_ptr<ReportSocket>>(name.error());
   if (rs) abstract_report_socket_ = std::move(*rs);
   else
@@ -168,7 +169,8 @@ Result<void> Server::start_events() {
   sigterm_ev_ = service::watch(b, SIGTERM, EV_SIGNAL | EV_PERSIST, &Server::on_signal, this);
   reap_ev_ = service::make_event(b, -1, 0, &Server::on_reap, this);
   flush_ev_ = service::make_event(b, -1, 0, &Server::on_flush, this);
-  if (!tick_ev_ || !sigterm_ev_ || !reap_ev_ || !flush_ev_)
+  stacks_ev_ = service::make_event(b, -1, 0, &Server::on_stacks_due, this);
+  if (!tick_ev_ || !sigterm_ev_ || !reap_ev_ || !flush_ev_ || !stacks_ev_)
     return make_error(Errc::internal, "cannot set up the event loop (libevent)");
   return {};
 }
@@ -193,6 +195,23 @@ void Server::on_signal(evutil_socket_t, short, void* arg) {
   static_cast<Server*>(arg)->stop("signal");
 }
 void Server::on_tick(evutil_socket_t, short, void* arg) { static_cast<Server*>(arg)->tick(); }
+
+// dp-top --stacks: the broker pushes the ask to the node agents; a timer
+// ends the round at its deadline if some node never answers.
+void Server::ask_stacks(ReportSocket::StacksLines done) {
+  const auto now = Clock::now();
+  const auto due = broker_->ask_stacks(std::move(done), now);
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(due - now).count();
+  const timeval tv{static_cast<time_t>(us / 1'000'000), static_cast<suseconds_t>(us % 1'000'000)};
+  // Re-adding moves a pending timer to this round's deadline; the tick
+  // catches a timer that fired a hair early.
+  if (us > 0) event_add(stacks_ev_.get(), &tv);
+}
+
+void Server::on_stacks_due(evutil_socket_t, short, void* arg) {
+  auto* s = static_cast<Server*>(arg);
+  s->broker_->expire_stacks(Clock::now());
+}
 
 void Server::on_reap(evutil_socket_t, short, void* arg) {
   static_cast<Server*>(arg)->dead_.clear();
@@ -367,6 +386,7 @@ void Server::tick() {
     now = Clock::now();
   }
   broker_->on_tick(now);
+  broker_->expire_stacks(now);
   if (now >= next_ping_) {
     const auto recent = now - kPingEvery / 2;
     broker_->ping_all([&](ConnId id) {

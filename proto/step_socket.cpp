@@ -92,6 +92,16 @@ Result<std::string> socket_path(const std::string& job, const std::string& step,
 }
 
 Result<proto::Stats> query(const std::string& path, std::chrono::milliseconds timeout) {
+  proto::Request req;
+  req.set_id(1);
+  req.mutable_stats();
+  auto r = ask(path, req, timeout);
+  if (!r) return r.error();
+  return r->stats();
+}
+
+Result<proto::Response> ask(const std::string& path, const proto::Request& req,
+                            std::chrono::milliseconds timeout) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + timeout;
   sockaddr_un sa{};
@@ -131,9 +141,6 @@ Result<proto::Stats> query(const std::string& path, std::chrono::milliseconds ti
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0 || cred.uid != getuid())
     return make_error(Errc::unauthorized, path + " is served by " + user_text(cred.uid) +
                                               ", not by a step daemon of yours: not asked");
-  proto::Request req;
-  req.set_id(1);
-  req.mutable_stats();
   std::string frame;
   rdv::append_frame(req, frame);
   // A request of a few bytes fits any fresh socket's buffer: one send.
@@ -149,7 +156,7 @@ Result<proto::Stats> query(const std::string& path, std::chrono::milliseconds ti
       if (!r.ParseFromArray(payload.data(), static_cast<int>(payload.size())))
         return make_error(Errc::protocol, "malformed answer from " + path);
       if (r.code() != proto::OK) return rdv::error_from(r);
-      return r.stats();
+      return r;
     }
     if (st == rdv::FrameDecoder::Status::too_large)
       return make_error(Errc::limit, "answer from " + path + " too large");

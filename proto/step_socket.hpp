@@ -31,6 +31,9 @@ Result<std::string> socket_path(const std::string& job, const std::string& step,
 // One stats request over the socket (a path, or "@name" abstract), its
 // answer (with report_json); refused unless the server runs as the caller's uid.
 Result<proto::Stats> query(const std::string& path, std::chrono::milliseconds timeout);
+// Any one request (stats, stacks) the same way: its answer, or its error.
+Result<proto::Response> ask(const std::string& path, const proto::Request& req,
+                            std::chrono::milliseconds timeout);
 
 // The abstract name the daemon also listens on: "@slurm-dp-<uid>/" +
 // socket_name + "." + random hex, so another user can neither take it
@@ -45,5 +48,7 @@ std::vector<std::string> running_steps(const std::string& job);
 // trouble included, naming who must act).
 Result<proto::Stats> query_step(const std::string& job, const std::string& step,
                                 std::chrono::milliseconds timeout);
+Result<proto::Response> ask_step(const std::string& job, const std::string& step,
+                                 const proto::Request& req, std::chrono::milliseconds timeout);
 
 }  // namespace dp::obs

@@ -88,6 +88,16 @@ std::vector<std::string> running_steps(const std::string& job) {
 
 Result<proto::Stats> query_step(const std::string& job, const std::string& step,
                                 std::chrono::milliseconds timeout) {
+  proto::Request req;
+  req.set_id(1);
+  req.mutable_stats();
+  auto r = ask_step(job, step, req, timeout);
+  if (!r) return r.error();
+  return r->stats();
+}
+
+Result<proto::Response> ask_step(const std::string& job, const std::string& step,
+                                 const proto::Request& req, std::chrono::milliseconds timeout) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + timeout;
   std::string why;
@@ -98,7 +108,7 @@ Result<proto::Stats> query_step(const std::string& job, const std::string& step,
       if (why.empty()) why = "no answer within " + std::to_string(timeout.count()) + " ms";
       break;
     }
-    auto st = query(s, left);
+    auto st = ask(s, req, left);
     if (st) return st;
     if (why.empty()) why = st.error().message;
   }

@@ -14,5 +14,7 @@ if(COMMAND dp_e2e_test)
   # A hanging rank and a straggler are named from the ranks' own reports,
   # whatever the network: one cluster each.
   dp_e2e_scripts(PART obs MODES lo TIMEOUT 300 SCRIPTS hang ENVIRONMENT ${_obs_env})
+  # dp-top --stacks on an unmodified DDP step: read by the agents, merged by the daemon.
+  dp_e2e_scripts(PART obs MODES lo TIMEOUT 300 SCRIPTS stacks_top ENVIRONMENT ${_obs_env})
   dp_e2e_scripts(PART obs MODES ns TIMEOUT 300 SCRIPTS straggler_top ENVIRONMENT ${_obs_env})
 endif()

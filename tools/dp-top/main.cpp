@@ -1,5 +1,5 @@
 // dp-top: a live view of one of your running slurm-dp steps.
-//   dp-top [--json] [--once] [--interval SEC] JOBID[.STEP]
+//   dp-top [--json] [--once] [--interval SEC] [--stacks] JOBID[.STEP]
 // It asks the step's daemon over the unix socket in your own 0700 folder
 // ($XDG_RUNTIME_DIR/slurm-dp or /tmp/slurm-dp-<uid>, on the host where srun
 // runs) or its abstract socket, served by your own uid only, so it sees only
@@ -27,14 +27,16 @@
 namespace {
 
 const char* kUsage =
-    "usage: dp-top [--json] [--once] [--interval SEC] JOBID[.STEP]\n"
+    "usage: dp-top [--json] [--once] [--interval SEC] [--stacks] JOBID[.STEP]\n"
     "  shows one of your running slurm-dp steps: ranks and nodes, state, progress and\n"
     "  wait share per rank, the slowest ranks, the start-up timings, the daemon's counters.\n"
     "  Run it on the host where the step's srun runs (the login node; for a batch job, its\n"
     "  first node: srun --jobid=JOBID --overlap -N1 dp-top JOBID.STEP).\n"
     "  --json          print the step report as JSON once (for scripts)\n"
     "  --once          print the view once instead of refreshing it\n"
-    "  --interval SEC  seconds between refreshes (default 2)\n";
+    "  --interval SEC  seconds between refreshes (default 2)\n"
+    "  --stacks        print once where every rank is now: each thread's Python frames\n"
+    "                  (CPython 3.13+) or kernel state, ranks with identical stacks merged\n";
 
 int usage_error(const std::string& msg) {
   std::fprintf(stderr, "dp-top: %s\n%s", msg.c_str(), kUsage);
@@ -89,7 +91,7 @@ std::vector<std::string> steps_of(const std::string& dir, const std::string& job
 }
 
 struct Args {
-  bool json = false, once = false;
+  bool json = false, once = false, stacks = false;
   double interval = 2;
   uint32_t job_id = 0;
   std::string job, step;  // as Slurm writes them; step empty: the job's one running step
@@ -123,6 +125,8 @@ std::optional<int> parse_args(int argc, char** argv, Args& args) {
       args.json = true;
     } else if (a == "--once") {
       args.once = true;
+    } else if (a == "--stacks") {
+      args.stacks = true;
     } else if (a == "--interval") {
       if (i + 1 >= argc) return usage_error("--interval: missing value; e.g. --interval 2");
       char* end = nullptr;
@@ -200,6 +204,30 @@ int watch(const Args& args) {
   }
 }
 
+// --stacks: the daemon asks every node agent to read its own node's ranks
+// (as the job's user) and answers with the merged lines within about 2 s.
+int print_stacks(const Args& args) {
+  dp::proto::Request req;
+  req.set_id(1);
+  req.mutable_stacks();
+  auto r = dp::obs::ask_step(args.job, args.step, req, std::chrono::milliseconds(5'000));
+  if (!r) {
+    std::fprintf(stderr,
+                 "dp-top: step %s.%s: no stacks: %s (is it running, and is this the host of its "
+                 "srun?)\n",
+                 args.job.c_str(), args.step.c_str(), r.error().message.c_str());
+    return 1;
+  }
+  if (!r->has_stacks_view()) {
+    std::fprintf(stderr, "dp-top: step %s.%s: the daemon sent no stacks (an older slurm-dp?)\n",
+                 args.job.c_str(), args.step.c_str());
+    return 1;
+  }
+  std::printf("dp-top: step %s.%s: stacks\n", args.job.c_str(), args.step.c_str());
+  for (const auto& line : r->stacks_view().lines()) std::printf("%s\n", line.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -217,5 +245,5 @@ int main(int argc, char** argv) {
     if (!dir) std::fprintf(stderr, "dp-top: %s\n", dir.error().message.c_str());
     return *rc;
   }
-  return watch(args);
+  return args.stacks ? print_stacks(args) : watch(args);
 }

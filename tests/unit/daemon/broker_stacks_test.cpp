@@ -1,0 +1,109 @@
+// dp-top --stacks in the broker, without sockets: the ask pushed to every
+// node agent, their answers merged, a node that never answers named at the
+// deadline, a second ask joining the round in flight.
+#include <string>
+#include <vector>
+
+#include "broker_fixture.hpp"
+
+namespace dp::daemon {
+namespace {
+
+using namespace test;  // NOLINT: the shared fixture
+
+constexpr ConnId kNodeA = 1, kNodeB = 2;
+
+class BrokerStacksTest : public BrokerTest {
+ protected:
+  BrokerStacksTest() : BrokerTest(4) {}
+  void nodes() {
+    for (auto [c, host, ranks] : {std::tuple{kNodeA, "na", std::vector<int32_t>{0, 1}},
+                                  std::tuple{kNodeB, "nb", std::vector<int32_t>{2, 3}}}) {
+      broker_.on_connect(c, t0_);
+      frame(c, node_hello_req(ranks, host), t0_);
+      ASSERT_EQ(out_.last(c).code(), proto::OK);
+    }
+  }
+  // The node's ranks, each asleep without Python frames (Debian 12's 3.11).
+  void answer(ConnId c, uint64_t ask, std::vector<int> ranks, Clock::time_point t) {
+    proto::Request r;
+    r.mutable_stacks_answer()->set_ask(ask);
+    for (int rank : ranks) {
+      auto* m = r.mutable_stacks_answer()->add_ranks();
+      m->set_rank(rank);
+      m->set_pid(100 + rank);
+      m->set_no_python("no_debug_offsets");
+      m->set_no_python_detail("Python 3.11 publishes none");
+      auto* t0 = m->add_threads();
+      t0->set_tid(100 + rank);
+      t0->mutable_kernel()->set_state('S');
+      t0->mutable_kernel()->set_syscall(-1);
+    }
+    frame(c, r, t);
+  }
+  uint64_t asked(ConnId c) {
+    const auto& push = out_.last(c);
+    EXPECT_EQ(push.id(), 0u);
+    EXPECT_TRUE(push.has_stacks_ask());
+    EXPECT_GT(push.stacks_ask().deadline_ms(), 0u);
+    return push.stacks_ask().ask();
+  }
+  std::vector<std::vector<std::string>> got_;
+  Broker::StacksDone done() {
+    return [this](std::vector<std::string> lines) { got_.push_back(std::move(lines)); };
+  }
+};
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string s;
+  for (const auto& l : lines) s += l + "\n";
+  return s;
+}
+
+TEST_F(BrokerStacksTest, EveryNodeAnswersAndTheRanksAreMerged) {
+  nodes();
+  broker_.ask_stacks(done(), t0_);
+  const uint64_t ask = asked(kNodeA);
+  EXPECT_EQ(asked(kNodeB), ask);
+  broker_.ask_stacks(done(), t0_ + milliseconds(10));  // joins the round in flight
+  answer(kNodeB, ask, {2, 3}, t0_ + milliseconds(20));
+  EXPECT_TRUE(got_.empty());
+  answer(kNodeA, ask, {0, 1}, t0_ + milliseconds(30));
+  ASSERT_EQ(got_.size(), 2u);
+  EXPECT_EQ(got_[0], got_[1]);
+  const std::string text = joined(got_[0]);
+  EXPECT_NE(text.find("ranks 0-3: main thread sleeping"), std::string::npos) << text;
+  EXPECT_NE(text.find("no Python frames (no_debug_offsets): Python 3.11 publishes none"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("read on na (ranks 0-1), nb (ranks 2-3)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("no answer"), std::string::npos) << text;
+  // A late or stale answer changes nothing; the next ask is a new round.
+  answer(kNodeA, ask, {0, 1}, t0_ + milliseconds(40));
+  EXPECT_EQ(got_.size(), 2u);
+  broker_.ask_stacks(done(), t0_ + milliseconds(50));
+  EXPECT_NE(asked(kNodeA), ask);
+}
+
+TEST_F(BrokerStacksTest, ANodeThatNeverAnswersIsNamedAtTheDeadline) {
+  nodes();
+  const auto due = broker_.ask_stacks(done(), t0_);
+  EXPECT_EQ(due, t0_ + Broker::kStacksWait);
+  answer(kNodeA, asked(kNodeA), {0, 1}, t0_ + milliseconds(5));
+  broker_.expire_stacks(due - milliseconds(1));
+  EXPECT_TRUE(got_.empty());
+  broker_.expire_stacks(due);
+  ASSERT_EQ(got_.size(), 1u);
+  const std::string text = joined(got_[0]);
+  EXPECT_NE(text.find("ranks 0-1: main thread sleeping"), std::string::npos) << text;
+  EXPECT_NE(text.find("ranks 2-3 (nb): no answer within 2 s"), std::string::npos) << text;
+}
+
+TEST_F(BrokerStacksTest, WithoutNodeAgentsTheAnswerComesAtOnce) {
+  broker_.ask_stacks(done(), t0_);
+  ASSERT_EQ(got_.size(), 1u);
+  EXPECT_EQ(joined(got_[0]), "no node agent is connected: no rank to read\n");
+}
+
+}  // namespace
+}  // namespace dp::daemon
