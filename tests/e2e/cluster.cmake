@@ -84,6 +84,7 @@ set(DP_E2E_DEBIAN_TESTING
   spank.lease_cap@lo              # the lease share counts steps; --dp-ports named in a refusal
   apps.accelerate@ns              # accelerate launch per node, Accelerator() per task
   apps.transformers_trainer@lo    # a transformers Trainer, 2x2 against one node's torchrun
+  obs.stacks_top@lo               # dp-top --stacks: Python 3.14's frames of every rank
 )
 set(DP_E2E_DEBIAN13
   spank.env_vars@lo               # the wiring: every variable of every task
