@@ -26,27 +26,23 @@ bool LocalTasks::started(const TaskStart& t) {
   exited(t.rank);  // a rank reported twice keeps only its newest task
   UniqueFd fd = pin_process(t.pid, t.start_ticks);
   if (!fd) return false;
-  pidfds_[t.rank] = std::move(fd);
-  starts_[t.rank] = t;
+  tasks_[t.rank] = Task{t, std::move(fd)};
   return true;
 }
 
-void LocalTasks::exited(int rank) {
-  pidfds_.erase(rank);
-  starts_.erase(rank);
-}
+void LocalTasks::exited(int rank) { tasks_.erase(rank); }
 
 std::vector<TaskStart> LocalTasks::running() const {
   std::vector<TaskStart> out;
-  for (const auto& [rank, fd] : pidfds_)
-    if (!has_exited(fd.get())) out.push_back(starts_.at(rank));
+  for (const auto& [rank, t] : tasks_)
+    if (!has_exited(t.pidfd.get())) out.push_back(t.start);
   return out;
 }
 
 int LocalTasks::signal_all(int sig, const std::set<int>& except) {
   int n = 0;
-  for (auto& [rank, fd] : pidfds_)
-    if (!except.count(rank) && !has_exited(fd.get()) && pidfd_signal(fd.get(), sig)) ++n;
+  for (const auto& [rank, t] : tasks_)
+    if (!except.count(rank) && !has_exited(t.pidfd.get()) && pidfd_signal(t.pidfd.get(), sig)) ++n;
   return n;
 }
 
@@ -72,8 +68,8 @@ void LocalTasks::tick(Clock::time_point now) {
 
 bool LocalTasks::ending() const {
   if (!kill_at_) return false;
-  for (const auto& [rank, fd] : pidfds_)
-    if (!has_exited(fd.get())) return true;
+  for (const auto& [rank, t] : tasks_)
+    if (!has_exited(t.pidfd.get())) return true;
   return false;
 }
 

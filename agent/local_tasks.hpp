@@ -39,8 +39,11 @@ class LocalTasks {
 
  private:
   int signal_all(int sig, const std::set<int>& except = {});
-  std::map<int, UniqueFd> pidfds_;   // rank -> pidfd
-  std::map<int, TaskStart> starts_;  // rank -> as reported
+  struct Task {
+    TaskStart start;  // as reported
+    UniqueFd pidfd;
+  };
+  std::map<int, Task> tasks_;  // by rank
   std::optional<Clock::time_point> ending_since_, kill_at_;
 };
 

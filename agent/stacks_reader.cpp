@@ -18,8 +18,9 @@ StacksReader::~StacksReader() {
 
 void StacksReader::ask(uint64_t ask, const std::vector<TaskStart>& ranks,
                        std::chrono::milliseconds deadline) {
+  if (!done_) return;  // no reader: the daemon names this node
   asks_.push_back(ask);
-  if (asks_.size() > 1 || !done_) return;
+  if (asks_.size() > 1) return;
   if (thread_.joinable()) thread_.join();  // finished: its answer was taken
   std::vector<stacks::Target> targets;
   std::vector<int> rank_of;

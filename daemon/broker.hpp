@@ -152,8 +152,8 @@ class Broker {
   // dp-top --stacks (broker_stacks.cpp): every node agent is pushed an ask to
   // read its ranks; `done` gets the merged lines once all answered, or from
   // expire_stacks once the deadline passed (nodes still out are named). A
-  // second ask while one runs joins it. Returns the deadline, for the
-  // caller's timer.
+  // second ask while one runs joins it. Returns the deadline; the server's
+  // tick (every 100 ms) calls expire_stacks.
   using StacksDone = std::function<void(std::vector<std::string>)>;
   static constexpr std::chrono::milliseconds kStacksWait{2'000};
   Clock::time_point ask_stacks(StacksDone done, Clock::time_point now);

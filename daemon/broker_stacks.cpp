@@ -1,7 +1,7 @@
 // dp-top --stacks: the node agents read their own ranks (only they run as the
 // job's user beside them), the daemon merges. Nothing here blocks: the ask is
 // a push, answers are requests without reply, and the round ends when the
-// last node answered or at its deadline (the server's timer).
+// last node answered or at its deadline (the server's tick).
 #include <algorithm>
 
 #include "broker.hpp"

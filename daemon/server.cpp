@@ -142,7 +142,10 @@ Result<std::unique_ptr<Server>> Server::create(const DaemonOptions& in, std::str
 // user cannot take first. The step runs without them if neither works.
 void Server::open_report_sockets() {
   auto answer = [this] { return broker_->stats(); };
-  auto stacks = [this](ReportSocket::StacksLines done) { ask_stacks(std::move(done)); };
+  // The tick (every 100 ms) ends a round whose deadline passed.
+  auto stacks = [this](ReportSocket::StacksLines done) {
+    broker_->ask_stacks(std::move(done), Clock::now());
+  };
   if (auto path = obs::socket_path(opts_.job_id, opts_.step_id, true)) {
     auto rs = ReportSocket::create(base_.get(), *path, answer, stacks);
     if (rs) report_socket_ = std::move(*rs);
@@ -169,8 +172,7 @@ Result<void> Server::start_events() {
   sigterm_ev_ = service::watch(b, SIGTERM, EV_SIGNAL | EV_PERSIST, &Server::on_signal, this);
   reap_ev_ = service::make_event(b, -1, 0, &Server::on_reap, this);
   flush_ev_ = service::make_event(b, -1, 0, &Server::on_flush, this);
-  stacks_ev_ = service::make_event(b, -1, 0, &Server::on_stacks_due, this);
-  if (!tick_ev_ || !sigterm_ev_ || !reap_ev_ || !flush_ev_ || !stacks_ev_)
+  if (!tick_ev_ || !sigterm_ev_ || !reap_ev_ || !flush_ev_)
     return make_error(Errc::internal, "cannot set up the event loop (libevent)");
   return {};
 }
@@ -195,23 +197,6 @@ void Server::on_signal(evutil_socket_t, short, void* arg) {
   static_cast<Server*>(arg)->stop("signal");
 }
 void Server::on_tick(evutil_socket_t, short, void* arg) { static_cast<Server*>(arg)->tick(); }
-
-// dp-top --stacks: the broker pushes the ask to the node agents; a timer
-// ends the round at its deadline if some node never answers.
-void Server::ask_stacks(ReportSocket::StacksLines done) {
-  const auto now = Clock::now();
-  const auto due = broker_->ask_stacks(std::move(done), now);
-  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(due - now).count();
-  const timeval tv{static_cast<time_t>(us / 1'000'000), static_cast<suseconds_t>(us % 1'000'000)};
-  // Re-adding moves a pending timer to this round's deadline; the tick
-  // catches a timer that fired a hair early.
-  if (us > 0) event_add(stacks_ev_.get(), &tv);
-}
-
-void Server::on_stacks_due(evutil_socket_t, short, void* arg) {
-  auto* s = static_cast<Server*>(arg);
-  s->broker_->expire_stacks(Clock::now());
-}
 
 void Server::on_reap(evutil_socket_t, short, void* arg) {
   static_cast<Server*>(arg)->dead_.clear();

@@ -55,8 +55,6 @@ class Server final : public Outbox {
   static void on_signal(evutil_socket_t fd, short what, void* arg);
   static void on_reap(evutil_socket_t fd, short what, void* arg);
   static void on_flush(evutil_socket_t fd, short what, void* arg);
-  static void on_stacks_due(evutil_socket_t fd, short what, void* arg);
-  void ask_stacks(ReportSocket::StacksLines done);
 
   void admit(service::UniqueFd fd);
   void read_from(Conn& c);
@@ -71,8 +69,7 @@ class Server final : public Outbox {
   uint16_t port_ = 0;
   service::Listener listener_;
   service::EventPtr tick_ev_, sigterm_ev_, reap_ev_;
-  service::EventPtr stacks_ev_;  // a stacks round's deadline
-  service::EventPtr flush_ev_;   // replies of one loop pass leave in one send per connection
+  service::EventPtr flush_ev_;  // replies of one loop pass leave in one send per connection
   std::vector<ConnId> flush_queue_;
   std::unique_ptr<Broker> broker_;
   std::unique_ptr<ReportSocket> report_socket_;           // dp-top's and srun's read-only view

@@ -91,11 +91,15 @@ Result<std::string> socket_path(const std::string& job, const std::string& step,
   return p;
 }
 
-Result<proto::Stats> query(const std::string& path, std::chrono::milliseconds timeout) {
+proto::Request stats_request() {
   proto::Request req;
   req.set_id(1);
   req.mutable_stats();
-  auto r = ask(path, req, timeout);
+  return req;
+}
+
+Result<proto::Stats> query(const std::string& path, std::chrono::milliseconds timeout) {
+  auto r = ask(path, stats_request(), timeout);
   if (!r) return r.error();
   return r->stats();
 }

@@ -31,6 +31,8 @@ Result<std::string> socket_path(const std::string& job, const std::string& step,
 // One stats request over the socket (a path, or "@name" abstract), its
 // answer (with report_json); refused unless the server runs as the caller's uid.
 Result<proto::Stats> query(const std::string& path, std::chrono::milliseconds timeout);
+// The request query and query_step send.
+proto::Request stats_request();
 // Any one request (stats, stacks) the same way: its answer, or its error.
 Result<proto::Response> ask(const std::string& path, const proto::Request& req,
                             std::chrono::milliseconds timeout);

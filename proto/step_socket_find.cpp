@@ -88,10 +88,7 @@ std::vector<std::string> running_steps(const std::string& job) {
 
 Result<proto::Stats> query_step(const std::string& job, const std::string& step,
                                 std::chrono::milliseconds timeout) {
-  proto::Request req;
-  req.set_id(1);
-  req.mutable_stats();
-  auto r = ask_step(job, step, req, timeout);
+  auto r = ask_step(job, step, stats_request(), timeout);
   if (!r) return r.error();
   return r->stats();
 }
