@@ -59,17 +59,21 @@ def checked(out, tag, want):
         return ok, f"{tag}: rank 0's binds: " + ", ".join(" ".join(w[:2] + w[3:]) for w in binds)
     end = served if want == "protected" else max(float(w[2]) for w in binds)
     # A run that began before rank 0's start began after its exec, while the
-    # interpreter loaded (the port was held until then).
-    taken = [f"port {r[0]} from {float(r[1]) - start:+.2f} s"
+    # interpreter loaded (the port was held until then). One that began at
+    # `end` itself began when rank 0 let go: it closes its listeners on exit
+    # right after writing "served", and both times are rounded to the same
+    # millisecond (seen: the probe's bind in the millisecond of "served").
+    taken = [f"port {r[0]} from {float(r[1]) - start:+.3f} s"
              for r in runs for w in binds
-             if r[0] == w[0] and float(r[1]) <= (end or float("inf")) and float(r[2]) >= start]
+             if r[0] == w[0] and float(r[1]) < (end or float("inf")) and float(r[2]) >= start]
     if want == "exposed":
         bound = ", ".join(f"{w[0]} at +{float(w[2]) - start:.2f} s" for w in binds)
         return bool(taken), (f"{tag}: dptest2 bound {', '.join(taken) or 'nothing'} (from rank 0's "
                              f"start); the program bound {bound}")
     failed = [" ".join(w) for w in binds if w[1] != "bound"] + [" ".join(w) for w in rank1 if w[1] != "ok"]
     if failed or served is None or len(rank1) != len(binds) or taken:
-        return False, f"{tag}: failed {failed}, served {served}, rank 1 {len(rank1)}/{len(binds)}, dptest2 bound {taken}"
+        return False, (f"{tag}: failed {failed}, served {served} (+{(served or start) - start:.3f} s), "
+                       f"rank 1 {len(rank1)}/{len(binds)}, dptest2 bound {taken}")
     return True, f"{tag}: {len(binds)} ports bound {binds[0][3]} +{float(binds[0][2]) - start:.2f} s after rank 0's start, none the stranger's"
 
 
