@@ -1,6 +1,8 @@
 #include "broker.hpp"
 #include "broker_torch_ops.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -22,6 +24,10 @@ Broker::Broker(BrokerConfig cfg, Outbox& out, Clock::time_point now)
   // table does not rehash while a large world arrives.
   store_.reserve(static_cast<size_t>(std::max(cfg_.world_size, 1)));
   set_up_hello_budget();
+  if (cfg_.limits.hang_timeout.count() > 0) {
+    hang_watch_.emplace(cfg_.limits.hang_timeout, ::sysconf(_SC_CLK_TCK));
+    next_watch_round_ = now + stacks::hang_sample_every(cfg_.limits.hang_timeout);
+  }
 }
 
 uint32_t Broker::max_frame_bytes(ConnId conn) const {
@@ -421,7 +427,19 @@ void Broker::judge_hang(Clock::time_point now) {
   if (hang->rank >= 0 && hang->rank < cfg_.world_size) c.host = live_.slot(hang->rank).host;
   c.when = now;
   c.message = hang->message;
-  abort_job(std::move(c));
+  hang_found(std::move(c), hang->which, {});
+}
+
+void Broker::hang_found(AbortCause cause, const std::string& which,
+                        const std::vector<std::string>& view) {
+  if (report_.note_hang(which, cause.message, view, cause.when)) {
+    out_.notice("slurm-dp: step " + cfg_.job_id + "." + cfg_.step_id + ": hang: " + cause.message +
+                (cfg_.limits.end_on_hang ? "; the step is ended (--dp-on-hang=end)"
+                                         : "; the step runs on (--dp-on-hang=end ends it)"));
+    std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
+                 cfg_.step_id.c_str(), cause.message.c_str());
+  }
+  if (cfg_.limits.end_on_hang) abort_job(std::move(cause));
 }
 
 void Broker::on_tick(Clock::time_point now) {
@@ -440,6 +458,7 @@ void Broker::on_tick(Clock::time_point now) {
   }
   if (!abort_) judge_silence(now);
   if (!abort_) judge_hang(now);
+  if (!abort_) watch_stacks(now);
 }
 
 void Broker::ping_all(const std::function<bool(ConnId)>& quiet) {

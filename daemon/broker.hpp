@@ -24,6 +24,7 @@
 #include "dp/proto/rendezvous.pb.h"
 #include "dp/result.hpp"
 #include "dp/site_config.hpp"
+#include "dp/stacks/hang_watch.hpp"
 #include "dp/stacks/merge.hpp"
 #include "dp/store_limits.hpp"
 #include "hello_budget.hpp"
@@ -56,8 +57,12 @@ struct BrokerLimits {
   // Connections before hello beyond one per rank still to come; past that the
   // oldest is evicted.
   int max_unauthenticated{64};
-  // Others wait this long in a collective a live rank does not enter: it hangs (0: off).
+  // No rank made progress this long (hang_watch.hpp's rule, from the node
+  // agents' stacks), or others waited this long in a collective a live libdp
+  // rank does not enter: the step hangs (0: off).
   std::chrono::milliseconds hang_timeout{120'000};
+  // 1: a hang ends the step (the site's on_hang=end); 0: it is named only.
+  int end_on_hang{0};
   int max_agents{256};  // authenticated non-rank peers (stepd agents, tools)
   // Blocking calls (get, wait, barrier) pending at once; 0: 4 per rank + 4096.
   // Anyone with the step's secret could otherwise grow the daemon without bound.
@@ -95,6 +100,8 @@ class Outbox {
   // A node that cannot be reached (lost, silent) ended the step: its tasks
   // can be ended only by Slurm, which would wait for its node timeout.
   virtual void end_step_in_slurm(const AbortCause& cause) { (void)cause; }
+  // A line for the user while the step runs (srun's stderr): a hang named.
+  virtual void notice(const std::string& line) { (void)line; }
 };
 
 class Broker {
@@ -218,6 +225,11 @@ class Broker {
   std::optional<AbortCause> loss_of(ConnId conn, const Peer& p, Clock::time_point now) const;
   void judge_silence(Clock::time_point now);
   void judge_hang(Clock::time_point now);
+  // A hang found (libdp's counters or the stacks): named on srun's stderr,
+  // in the report and dp-top; the step ended too with end_on_hang.
+  // `which`: the same hang, however long it lasts, is named once.
+  void hang_found(AbortCause cause, const std::string& which, const std::vector<std::string>& view);
+  uint64_t stack_hangs_ = 0;  // hangs the stacks' watch named
   // broker_hello.cpp
   void set_up_hello_budget();
   int unauthenticated_budget() const;
@@ -264,7 +276,13 @@ class Broker {
   bool node_fell_silent(ConnId conn, const Peer& p, const std::vector<int>& silent) const;
   // broker_stacks.cpp
   void op_stacks_answer(const Call& c, const proto::StacksAnswer& m);
-  void finish_stacks();
+  void finish_stacks(Clock::time_point now);
+  // Starts a round when none runs; false when no node agent is connected.
+  bool start_stacks_round(Clock::time_point now);
+  // The hang watch's rounds: one every hang_sample_every(hang_timeout).
+  void watch_stacks(Clock::time_point now);
+  void judge_stacks(const std::vector<stacks::RankStacks>& got, bool complete,
+                    Clock::time_point now);
   // broker_waiters.cpp. Replies LIMIT and returns false when one more
   // pending call (or a new barrier) would pass the step's limits.
   bool room_for_call(const Call& c, const std::string* new_barrier);
@@ -328,9 +346,12 @@ class Broker {
     std::vector<stacks::RankStacks> got;
     std::vector<std::string> read_on;  // "n1 (ranks 0-1)" for each node that answered
     std::vector<StacksDone> callers;
+    bool for_watch = false;  // the hang watch judges it
   };
   std::optional<StacksRound> stacks_;  // the round in flight, at most one
   uint64_t next_stacks_ask_ = 1;
+  std::optional<stacks::HangWatch> hang_watch_;  // while hang_timeout is on
+  Clock::time_point next_watch_round_{};
 };
 
 }  // namespace dp::daemon

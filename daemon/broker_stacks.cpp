@@ -1,23 +1,21 @@
-// dp-top --stacks: the node agents read their own ranks (only they run as the
-// job's user beside them), the daemon merges. Nothing here blocks: the ask is
-// a push, answers are requests without reply, and the round ends when the
-// last node answered or at its deadline (the server's tick).
+// Stacks rounds: dp-top --stacks, and the hang watch. The node agents read
+// their own ranks (only they run as the job's user beside them), the daemon
+// merges. Nothing here blocks: the ask is a push, answers are requests
+// without reply, and a round ends when the last node answered or at its
+// deadline (the server's tick).
 #include <algorithm>
+#include <cstdio>
 
 #include "broker.hpp"
 #include "stacks_message.hpp"
 
 namespace dp::daemon {
 
-Clock::time_point Broker::ask_stacks(StacksDone done, Clock::time_point now) {
-  if (stacks_) {
-    stacks_->callers.push_back(std::move(done));
-    return stacks_->deadline;
-  }
+bool Broker::start_stacks_round(Clock::time_point now) {
+  if (stacks_) return true;
   StacksRound round;
   round.ask = next_stacks_ask_++;
   round.deadline = now + kStacksWait;
-  round.callers.push_back(std::move(done));
   proto::Response push;
   push.mutable_stacks_ask()->set_ask(round.ask);
   // The agent's own deadline leaves room for its answer to travel.
@@ -28,9 +26,27 @@ Clock::time_point Broker::ask_stacks(StacksDone done, Clock::time_point now) {
                                     (p.host.empty() ? "?" : p.host) + ")");
     out_.send(conn, push);
   }
+  const bool any = !round.waiting.empty();
   stacks_ = std::move(round);
-  if (stacks_->waiting.empty()) finish_stacks();
-  return now + kStacksWait;
+  return any;
+}
+
+Clock::time_point Broker::ask_stacks(StacksDone done, Clock::time_point now) {
+  const bool any = start_stacks_round(now);
+  stacks_->callers.push_back(std::move(done));
+  const auto deadline = stacks_->deadline;
+  if (!any) finish_stacks(now);
+  return deadline;
+}
+
+void Broker::watch_stacks(Clock::time_point now) {
+  if (!hang_watch_ || now < next_watch_round_) return;
+  next_watch_round_ = now + stacks::hang_sample_every(cfg_.limits.hang_timeout);
+  if (!start_stacks_round(now)) {
+    stacks_.reset();  // no node agent (ranks that connect themselves): libdp's counters judge
+    return;
+  }
+  stacks_->for_watch = true;
 }
 
 void Broker::op_stacks_answer(const Call& c, const proto::StacksAnswer& m) {
@@ -46,16 +62,18 @@ void Broker::op_stacks_answer(const Call& c, const proto::StacksAnswer& m) {
   stacks_->read_on.push_back(
       (c.peer.host.empty() ? "?" : c.peer.host) + " (" +
       (ranks.empty() ? "no rank running" : "ranks " + stacks::rank_ranges(ranks)) + ")");
-  if (stacks_->waiting.empty()) finish_stacks();
+  if (stacks_->waiting.empty()) finish_stacks(c.now);
 }
 
 void Broker::expire_stacks(Clock::time_point now) {
-  if (stacks_ && now >= stacks_->deadline) finish_stacks();
+  if (stacks_ && now >= stacks_->deadline) finish_stacks(now);
 }
 
-void Broker::finish_stacks() {
+void Broker::finish_stacks(Clock::time_point now) {
   StacksRound round = std::move(*stacks_);
   stacks_.reset();
+  if (round.for_watch && !abort_) judge_stacks(round.got, round.waiting.empty(), now);
+  if (round.callers.empty()) return;
   std::vector<std::string> lines;
   if (round.got.empty() && round.waiting.empty())
     lines.push_back("no node agent is connected: no rank to read");
@@ -70,6 +88,28 @@ void Broker::finish_stacks() {
     lines.push_back(who + ": no answer within " + std::to_string(kStacksWait.count() / 1000) +
                     " s");
   for (auto& done : round.callers) done(lines);
+}
+
+void Broker::judge_stacks(const std::vector<stacks::RankStacks>& got, bool complete,
+                          Clock::time_point now) {
+  auto v = hang_watch_->observe(now, got, complete);
+  if (!v || report_.counts_collectives()) return;
+  AbortCause c;
+  c.how = AbortCause::How::hang;
+  c.when = now;
+  const auto groups = stacks::merge_stacks(got);
+  // The odd one out leads: a lone rank among others that agree.
+  if (groups.size() > 1 && groups.front().ranks.size() == 1) {
+    c.rank = groups.front().ranks.front();
+    c.host = groups.front().host;
+  }
+  const double still = std::chrono::duration<double>(v->still).count();
+  const double bound = std::chrono::duration<double>(cfg_.limits.hang_timeout).count();
+  char head[160];
+  std::snprintf(head, sizeof head,
+                "no rank has made progress for %.0f s (hang timeout %g s): ", still, bound);
+  c.message = head + v->summary;
+  hang_found(std::move(c), "stacks #" + std::to_string(++stack_hangs_), v->lines);
 }
 
 }  // namespace dp::daemon

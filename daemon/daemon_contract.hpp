@@ -27,6 +27,8 @@ struct LaunchArgs {
   int64_t heartbeat_timeout_ms = -1;  // -1: the daemon's default
   int64_t hang_timeout_ms = -1;       // -1: the daemon's default; 0: off
   bool end_lost_steps = true;         // false with on_failure=keep
+  bool end_on_hang = false;           // on_hang=end
+  int notice_fd = -1;                 // srun's stderr in the daemon; -1: none
 };
 
 // The daemon's arguments after its path.

@@ -86,9 +86,15 @@ constexpr NumberOption kNumberOptions[] = {
      "node timeout); 0: the failure is only reported (the site's on_failure=keep)",
      nullptr},
     {"--hang-timeout-ms", "MS", 0, 24 * kHourMs, DP_FIELD(limits.hang_timeout),
-     "a live rank that does not enter a collective the others have waited in for MS aborts the "
-     "job, named",
+     "no rank made progress for MS (the node agents' stacks: no rank computes, no rank's "
+     "Python frames move), or a live libdp rank does not enter a collective the others have "
+     "waited in for MS: the step hangs, named",
      "off"},
+    {"--end-on-hang", "0|1", 0, 1, DP_FIELD(limits.end_on_hang),
+     "1: a hang ends the step as a failure (the site's on_hang=end); 0: it is only named", nullptr},
+    {"--notice-fd", "FD", 3, 1 << 20, DP_FIELD(notice_fd),
+     "srun's stderr, inherited: the lines the user sees while the step runs (a hang named)",
+     nullptr},
 };
 #undef DP_FIELD
 

@@ -23,6 +23,7 @@ struct DaemonOptions {
   // of their own (hello_budget.hpp).
   std::string step_nodes;
   BrokerLimits limits;
+  int notice_fd = -1;  // srun's stderr; -1: none (the notices go to the log only)
   bool help = false;
 };
 

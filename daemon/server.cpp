@@ -16,6 +16,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <system_error>
+#include <thread>
 
 #include "process_start.hpp"
 #include "slurm_step_end.hpp"
@@ -97,6 +99,24 @@ Result<service::UniqueFd> listen_tcp(const std::string& addr, uint16_t& port) {
 
 void Server::end_step_in_slurm(const AbortCause& cause) {
   end_step_through_slurmctld(opts_.job_id, opts_.step_id, how_name(cause.how));
+}
+
+void Server::notice(const std::string& line) {
+  if (opts_.notice_fd < 0) return;
+  // srun's stderr may be a pipe nobody reads: a write that blocks must never
+  // hold the loop, so it goes on a thread of its own (a notice is rare).
+  try {
+    std::thread([fd = opts_.notice_fd, text = line + "\n"] {
+      for (size_t off = 0; off < text.size();) {
+        const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        off += static_cast<size_t>(n);
+      }
+    }).detach();
+  } catch (const std::system_error&) {
+    std::fprintf(stderr, "dp-rendezvousd: no thread for a notice: %s\n", line.c_str());
+  }
 }
 
 Server::Server(const DaemonOptions& opts, std::string secret) : opts_(opts) {

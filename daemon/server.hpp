@@ -39,6 +39,7 @@ class Server final : public Outbox {
   void send(ConnId conn, const proto::Response& r) override;
   void close(ConnId conn) override;
   void end_step_in_slurm(const AbortCause& cause) override;
+  void notice(const std::string& line) override;
 
  private:
   struct Conn : service::FrameConn<Server> {

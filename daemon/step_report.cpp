@@ -165,6 +165,10 @@ std::string StepReport::first_failure(int rank, const std::string& host, Failure
   return f.message;
 }
 
+bool StepReport::counts_collectives() const {
+  return std::all_of(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.has_progress; });
+}
+
 std::optional<HangVerdict> StepReport::check_hang(Clock::time_point now) {
   if (hang_timeout_.count() <= 0 || failure_ || world_size_ < 2) return std::nullopt;
   uint64_t top = 0;
@@ -200,6 +204,7 @@ std::optional<HangVerdict> StepReport::check_hang(Clock::time_point now) {
   if (waited < hang_timeout_) return std::nullopt;
   HangVerdict v;
   v.rank = missing.front();
+  v.which = "collective #" + std::to_string(top);
   const Rank& m = ranks_[static_cast<size_t>(v.rank)];
   v.message = rank_name(v.rank) +
               " hangs: it is alive (its heartbeats arrive) but has not entered collective #" +
@@ -210,6 +215,29 @@ std::optional<HangVerdict> StepReport::check_hang(Clock::time_point now) {
               num(std::chrono::duration<double>(hang_timeout_).count(), "%g") + " s";
   if (missing.size() > 1) v.message += " (also not arrived: ranks " + rank_list(missing) + ")";
   return v;
+}
+
+bool StepReport::note_hang(const std::string& which, const std::string& message,
+                           std::vector<std::string> view, Clock::time_point now) {
+  if (hang_ && hang_->which == which) return false;
+  const int count = hang_ ? hang_->count + 1 : 1;
+  hang_ = HangRecord{since_start_ms(now) / 1000.0, count, which, message, std::move(view)};
+  return true;
+}
+
+std::vector<std::string> StepReport::hang_lines() const {
+  if (!hang_) return {};
+  std::vector<std::string> lines{"hang at " + num(hang_->at_s, "%.1f") + " s: " + hang_->message};
+  for (const auto& l : hang_->view) lines.push_back("  " + l);
+  return lines;
+}
+
+Json StepReport::hang_json() const {
+  if (!hang_) return nullptr;
+  return Json{{"at_s", rounded(hang_->at_s)},
+              {"count", hang_->count},
+              {"message", hang_->message},
+              {"stacks", hang_->view}};
 }
 
 double StepReport::wait_share(const Rank& r) const {
@@ -366,6 +394,7 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
       {"ports", ports_ ? Json{{"coordinator", ports_->coordinator}, {"dp_ports", ports_->dp_ports}}
                        : Json(nullptr)},
       {"failure", failure_json()},
+      {"hang", hang_json()},
       {"store_waits_unset", unset_waits()},
       {"store_refusals", store_refusals_},
       {"ranks", std::move(ranks)},

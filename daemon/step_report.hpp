@@ -81,6 +81,7 @@ struct DaemonCounters {
 struct HangVerdict {
   int rank = -1;  // the first rank that does not arrive
   std::string message;
+  std::string which;  // the same hang keeps it while its message's figures grow
 };
 
 class StepReport {
@@ -121,6 +122,15 @@ class StepReport {
 
   // A hang that has lasted hang_timeout; call a few times a second.
   std::optional<HangVerdict> check_hang(Clock::time_point now);
+  // Every rank reports its collectives (libdp): check_hang names the rank
+  // the others wait for, more exactly than stacks can.
+  bool counts_collectives() const;
+  // A hang found (by check_hang or the stacks' watch): its line and, from
+  // the stacks, the merged view. False when `which` hang was noted last.
+  bool note_hang(const std::string& which, const std::string& message,
+                 std::vector<std::string> view, Clock::time_point now);
+  // "hang at 41.2 s: ..." and the view's lines: dp-top's; empty: none named.
+  std::vector<std::string> hang_lines() const;
 
   std::string json(const StartupPhases& phases, const DaemonCounters& c,
                    Clock::time_point now) const;
@@ -164,6 +174,14 @@ class StepReport {
   std::vector<std::string> unset_waits_;
   std::vector<std::string> store_refusals_;
   std::optional<FailureRecord> failure_;
+  struct HangRecord {
+    double at_s = 0;
+    int count = 0;  // hangs named in the step (each after progress resumed)
+    std::string which, message;
+    std::vector<std::string> view;
+  };
+  std::optional<HangRecord> hang_;  // the latest hang named
+  Json hang_json() const;
   uint64_t hang_op_ = 0;  // the collective a hang is suspected in (0: none)
   Clock::time_point hang_since_{};
 };

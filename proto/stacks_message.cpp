@@ -59,6 +59,7 @@ proto::RankStacks rank_message(int rank, const stacks::ProcessStacks& p, const S
   const size_t n = std::min(p.threads.size(), caps.threads_per_rank);
   for (size_t i = 0; i < n; ++i) fill_thread(p.threads[i], *m.add_threads(), caps);
   m.set_threads_cut(n < p.threads.size());
+  m.set_cpu_ticks(p.cpu_ticks);
   return m;
 }
 
@@ -87,6 +88,7 @@ stacks::RankStacks rank_stacks(const proto::RankStacks& m, const std::string& ho
   r.host = host;
   r.stacks.pid = m.pid();
   r.stacks.python = m.python();
+  r.stacks.cpu_ticks = m.cpu_ticks();
   if (!m.no_python().empty()) r.stacks.no_python = reason_of(m.no_python(), m.no_python_detail());
   for (const auto& t : m.threads()) {
     stacks::ThreadStack ts;

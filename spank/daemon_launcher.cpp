@@ -24,6 +24,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+constexpr int kNoticeFd = 3;
+
 // Runs in the forked child: only async-signal-safe calls until exec.
 [[noreturn]] void exec_child(const std::vector<char*>& argv, int in_fd, int out_fd,
                              bool show_stderr, pid_t parent) {
@@ -40,12 +42,14 @@ using Clock = std::chrono::steady_clock;
   for (int s : {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM})
     signal(s, SIG_DFL);
   if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0) _exit(126);
+  // srun's own stderr, always: the notices the user must see (a hang named).
+  if (dup2(2, kNoticeFd) < 0) close(kNoticeFd);  // srun without stderr: notices go nowhere
   if (!show_stderr) {
     int devnull = open("/dev/null", O_WRONLY);
     if (devnull >= 0) dup2(devnull, 2);
   }
   // Keep srun's sockets and the tasks' I/O out of the daemon.
-  close_range(3, ~0U, 0);
+  close_range(kNoticeFd + 1, ~0U, 0);
   execv(argv[0], argv.data());
   const char msg[] = "ERROR cannot execute the daemon\n";
   ssize_t ignored = write(1, msg, sizeof msg - 1);
@@ -101,6 +105,8 @@ Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string&
   if (req.heartbeat_timeout_s >= 0) la.heartbeat_timeout_ms = req.heartbeat_timeout_s * 1000LL;
   if (req.hang_timeout_s >= 0) la.hang_timeout_ms = req.hang_timeout_s * 1000LL;
   la.end_lost_steps = !req.keep_survivors;
+  la.end_on_hang = req.end_on_hang;
+  la.notice_fd = kNoticeFd;
   std::vector<std::string> args = dp::daemon::format_arguments(la);
   args.insert(args.begin(), req.path);
   std::vector<char*> argv;

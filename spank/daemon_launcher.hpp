@@ -26,6 +26,7 @@ struct DaemonRequest {
   uint32_t step_id = 0;
   int heartbeat_timeout_s = -1;  // site setting heartbeat_timeout; -1: the daemon's default
   int hang_timeout_s = -1;       // -1: the daemon's default; 0: off
+  bool end_on_hang = false;      // on_hang=end / --dp-on-hang=end
   bool keep_survivors = false;   // on_failure=keep: a lost node does not end the step
   bool show_stderr = false;
   int ready_timeout_ms = 10'000;

@@ -246,7 +246,8 @@ DaemonRequest daemon_request(const SiteConfig& site, const Options& opts, const 
   req.nodes = static_cast<int>(id.nodes);
   req.job_id = id.job;
   req.step_id = id.step;
-  req.hang_timeout_s = site.hang_timeout_s;
+  req.hang_timeout_s = opts.hang_timeout_s.value_or(site.hang_timeout_s);
+  req.end_on_hang = opts.end_on_hang.value_or(site.end_on_hang);
   req.keep_survivors = opts.keeps_survivors(site.keep_survivors);
   req.heartbeat_timeout_s = site.heartbeat_timeout_s;
   req.show_stderr = opts.verbose.value_or(false) || debug_enabled();

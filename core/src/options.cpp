@@ -116,6 +116,32 @@ Codec<T> words(std::vector<std::pair<const char*, T>> choices, std::string why, 
           }};
 }
 
+// off (stored as 0), or seconds: N, Ns, Nm or Nh, at most a day.
+Codec<int> duration_or_off(std::string example) {
+  return {[=](std::string_view name, const char* value) -> Result<int> {
+            const std::string fix = "use " + flag(name) + "=DURATION (N, Ns, Nm or Nh, e.g. " +
+                                    flag(name) + "=" + example + ") or " + flag(name) + "=off";
+            if (value == nullptr || *value == '\0')
+              return make_error(Errc::invalid_argument, flag(name) + ": missing value; " + fix);
+            std::string_view v(value);
+            if (v == "off") return 0;
+            long long unit = 1;
+            if (const char last = v.back(); last == 's' || last == 'm' || last == 'h') {
+              unit = last == 'h' ? 3600 : last == 'm' ? 60 : 1;
+              v.remove_suffix(1);
+            }
+            const bool digits = !v.empty() && std::all_of(v.begin(), v.end(), [](char c) {
+              return c >= '0' && c <= '9';
+            });
+            if (!digits || v.size() > 6) return bad(name, value, "not a duration", fix);
+            const long long seconds = std::stoll(std::string(v)) * unit;
+            if (seconds < 1 || seconds > 86'400)
+              return bad(name, value, "out of range (1 s to 24 h)", fix);
+            return static_cast<int>(seconds);
+          },
+          [](const int& s) { return s > 0 ? std::to_string(s) + "s" : std::string("off"); }};
+}
+
 const Codec<bool> kFlag{parse_flag, [](const bool&) { return std::string(); }};
 const Codec<std::string> kFile{parse_report, [](const std::string& f) { return f; }};
 
@@ -223,6 +249,19 @@ const std::vector<Option>& options() {
            "step's other services (DP_PORTS, comma-separated; with --dp-master-socket=pass rank "
            "0 gets them listening, DP_PORTS_LISTEN_FDS)"},
           &Options::dp_port_count, number(0, kMaxStepPorts, "3"), Scope::nodes),
+      row({"dp-hang-timeout", "DURATION|off",
+           "[slurm-dp] name the step as hanging when no rank has made progress for DURATION "
+           "(20s, 5m): no rank computes and no rank's Python frames move; srun's stderr, the "
+           "step report and dp-top show where every rank is (default: the site's hang_timeout)"},
+          &Options::hang_timeout_s, duration_or_off("20s"), Scope::srun),
+      row({"dp-on-hang", "name|end",
+           "[slurm-dp] when the step hangs: name it and let it run (name, the default) or also "
+           "end it as a failure (end)"},
+          &Options::end_on_hang,
+          words<bool>({{"name", false}, {"end", true}}, "must be name or end",
+                      "use --dp-on-hang=name (the hang is named, the step runs on) or "
+                      "--dp-on-hang=end (the hang ends the step, named)"),
+          Scope::srun),
   };
   return table;
 }

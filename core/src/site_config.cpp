@@ -51,6 +51,7 @@ void set_kind(SiteConfig& c, std::string_view word) {
 void set_resv_ports(SiteConfig& c, std::string_view word) { c.use_resv_ports = word == "use"; }
 void set_default(SiteConfig& c, std::string_view word) { c.default_on = word == "on"; }
 void set_on_failure(SiteConfig& c, std::string_view word) { c.keep_survivors = word == "keep"; }
+void set_on_hang(SiteConfig& c, std::string_view word) { c.end_on_hang = word == "end"; }
 void set_store(SiteConfig& c, std::string_view word) { c.step_store = word == "step"; }
 void set_port_fallback(SiteConfig& c, std::string_view word) { c.port_fallback_os = word == "os"; }
 
@@ -99,8 +100,14 @@ constexpr Entry kKeys[] = {
      "start there (a slow prolog); a container image pulled in user_init comes after the ports "
      "are published and is waited for in the program's own rendezvous"},
     {"hang_timeout", "120", number(&SiteConfig::hang_timeout_s, 0, kDay),
-     "seconds the other ranks may wait in a collective a live rank does not enter before it is "
-     "named as hanging and the step aborted (0: off)"},
+     "seconds a step may go without progress before it is named as hanging (0: off): no rank "
+     "computes and no rank's Python frames move (any program, read by the node agents), or "
+     "the others wait in a collective a live libdp rank does not enter; --dp-hang-timeout "
+     "overrides it per step"},
+    {"on_hang", "name", choice("name|end", set_on_hang),
+     "name: a hang is named on srun's stderr, in the step report and in dp-top, and the step "
+     "runs on; end: it is also ended as a failure (on_failure's way); --dp-on-hang overrides "
+     "it per step"},
     {"report", "", path(&SiteConfig::report),
      "a step report (JSON) srun writes at every step's end, as the user, 0600 (%j job id, %s step "
      "id, %u user name; use a folder per user); unset: only --dp-report"},

@@ -226,6 +226,8 @@ ProcessStacks read_process(const Target& t, const ReadLimits& limits) {
                 "pid " + std::to_string(t.pid) + " exited while it was read");
   }
   join_threads(p, std::move(kernel));
+  if (auto stat = parse_task_stat(read_bounded_at(proc.get(), "stat", kStatFileBytes)))
+    p.cpu_ticks = stat->cpu_ticks;
   return p;
 }
 

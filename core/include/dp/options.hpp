@@ -49,6 +49,11 @@ struct Options {
   // --dp-ports=N: the step's port count, N ports on rank 0's node besides
   // MASTER_PORT (DP_PORTS; StepPorts::ports, step_ports.hpp).
   std::optional<int> dp_port_count;
+  // --dp-hang-timeout: seconds without progress before the step is named as
+  // hanging (0: off); unset: the site's hang_timeout.
+  std::optional<int> hang_timeout_s;
+  // --dp-on-hang=end (true) or name; unset: the site's on_hang.
+  std::optional<bool> end_on_hang;
 
   // Any option is set (a row of the table in options.cpp).
   bool any() const;

@@ -37,7 +37,8 @@ struct SiteConfig {
   int heartbeat_timeout_s{};
   int port_wait_s{};
   bool use_resv_ports{};
-  int hang_timeout_s{};
+  int hang_timeout_s{};   // 0: off
+  bool end_on_hang{};     // on_hang=end: a hang ends the step (--dp-on-hang wins)
   std::string report;     // %j job, %s step; empty: none
   int kill_grace_s{};     // SIGTERM to SIGKILL when the agents end a failed step's tasks
   bool keep_survivors{};  // on_failure=keep: a failure is reported, no task is ended

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # A rank that sleeps inside the training loop (alive, heartbeats fine) is
 # named as hanging on every rank and in srun's last line, and the step ends
-# within the site's bound (hang_timeout=10) plus a heartbeat or two, long
+# within the site's bound (hang_timeout=10, on_hang=end: this test ends it) plus a heartbeat or two, long
 # before the collective timeout (300 s). The hanging rank's own runtime ends
 # it (exit code 124), so srun does not wait for its sleep.
 . "$(dirname "$0")/common.sh"
 bound=10
-site hang_timeout=$bound
+site hang_timeout=$bound on_hang=end
 
 victim=2
 as_user timeout 120 srun --dp-world=auto -N2 --ntasks-per-node=2 --kill-on-bad-exit=0 \

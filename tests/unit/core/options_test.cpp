@@ -177,15 +177,36 @@ TEST(Options, UnknownNameIsRefused) {
   EXPECT_NE(r.error().message.find("--dp-wrold"), std::string::npos);
 }
 
+TEST(Options, HangTimeoutTakesADurationOrOff) {
+  for (auto [text, seconds] : {std::pair{"20s", 20}, std::pair{"20", 20}, std::pair{"5m", 300},
+                               std::pair{"2h", 7200}, std::pair{"off", 0}}) {
+    dp::Options o;
+    auto r = apply(o, "dp-hang-timeout", text);
+    ASSERT_TRUE(r.ok()) << text << ": " << r.error().message;
+    EXPECT_EQ(o.hang_timeout_s, seconds) << text;
+  }
+  for (const char* bad : {"", "banana", "-5s", "0", "25h", "5d", "1.5m"}) {
+    dp::Options o;
+    auto r = apply(o, "dp-hang-timeout", bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message.find("--dp-hang-timeout"), std::string::npos) << r.error().message;
+    EXPECT_NE(r.error().message.find("=off"), std::string::npos) << "says the fix: "
+                                                                 << r.error().message;
+  }
+  dp::Options o;
+  ASSERT_TRUE(apply(o, "dp-on-hang", "end").ok());
+  EXPECT_EQ(o.end_on_hang, true);
+  EXPECT_FALSE(apply(o, "dp-on-hang", "kill").ok());
+}
+
 TEST(Options, SpecsCoverEveryOptionOnce) {
   const auto& specs = dp::option_specs();
   std::set<std::string> names;
   // A valid value of each option whose values are words (others take a number or auto).
-  const std::map<std::string, const char*> sample = {{"dp-tiles", "1"},
-                                                     {"dp-on-failure", "keep"},
-                                                     {"dp-master-socket", "pass"},
-                                                     {"dp-store", "step"},
-                                                     {"dp-ports", "3"}};
+  const std::map<std::string, const char*> sample = {
+      {"dp-tiles", "1"},    {"dp-on-failure", "keep"}, {"dp-master-socket", "pass"},
+      {"dp-store", "step"}, {"dp-ports", "3"},         {"dp-hang-timeout", "20s"},
+      {"dp-on-hang", "end"}};
   for (const auto& s : specs) {
     EXPECT_TRUE(names.insert(s.name).second) << s.name << " twice";
     EXPECT_EQ(std::string(s.usage).rfind("[slurm-dp]", 0), 0u) << s.name;

@@ -24,6 +24,8 @@ struct Recorder : Outbox {
   void close(ConnId c) override { closed.push_back(c); }
   void end_step_in_slurm(const AbortCause& c) override { slurm_ends.push_back(c.how); }
   std::vector<AbortCause::How> slurm_ends;  // steps ended through slurmctld
+  void notice(const std::string& line) override { notices.push_back(line); }
+  std::vector<std::string> notices;  // srun's stderr
   proto::Response last(ConnId c) { return sent[c].empty() ? proto::Response() : sent[c].back(); }
 };
 

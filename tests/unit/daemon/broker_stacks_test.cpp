@@ -105,5 +105,83 @@ TEST_F(BrokerStacksTest, WithoutNodeAgentsTheAnswerComesAtOnce) {
   EXPECT_EQ(joined(got_[0]), "no node agent is connected: no rank to read\n");
 }
 
+// The hang watch: with hang_timeout 8 s the daemon pushes a round every
+// second; nodes that answer with the same sleeping ranks each time make a
+// still step, named once on srun's stderr after 8 s, and the step runs on;
+// with end_on_hang it is ended, named.
+class BrokerWatchTest : public BrokerStacksTest {
+ protected:
+  Broker& watched(int end_on_hang) {
+    auto c = config(4);
+    c.limits.heartbeat_timeout = milliseconds(0);
+    c.limits.hang_timeout = milliseconds(8'000);
+    c.limits.end_on_hang = end_on_hang;
+    other_.emplace(c, other_out_, t0_);
+    for (auto [conn, host, ranks] : {std::tuple{kNodeA, "na", std::vector<int32_t>{0, 1}},
+                                     std::tuple{kNodeB, "nb", std::vector<int32_t>{2, 3}}}) {
+      other_->on_connect(conn, t0_);
+      other_->on_frame(conn, node_hello_req(ranks, host).SerializeAsString(), t0_);
+    }
+    return *other_;
+  }
+  // The ticks from second `from` to `to`; each round answered by both nodes at once.
+  void run(Broker& b, int from, int to) {
+    for (int ms = from * 1000; ms <= to * 1000; ms += 100) {
+      const auto t = t0_ + milliseconds(ms);
+      b.on_tick(t);
+      for (ConnId c : {kNodeA, kNodeB}) {
+        const auto& sent = other_out_.sent[c];
+        if (sent.empty() || !sent.back().has_stacks_ask() ||
+            sent.back().stacks_ask().ask() == last_ask_[c])
+          continue;
+        last_ask_[c] = sent.back().stacks_ask().ask();
+        proto::Request r;
+        r.mutable_stacks_answer()->set_ask(last_ask_[c]);
+        for (int rank : c == kNodeA ? std::vector<int>{0, 1} : std::vector<int>{2, 3}) {
+          auto* m = r.mutable_stacks_answer()->add_ranks();
+          m->set_rank(rank);
+          m->set_pid(100 + rank);
+          m->set_python("3.14.8");
+          auto* th = m->add_threads();
+          th->set_tid(100 + rank);
+          auto* f = th->add_frames();
+          f->set_function(rank == 3 ? "main" : "all_reduce");
+          f->set_file(rank == 3 ? "/u/hang.py" : "/t/distributed_c10d.py");
+          f->set_line(rank == 3 ? 21 : 3913);
+        }
+        b.on_frame(c, r.SerializeAsString(), t);
+      }
+    }
+  }
+  std::map<ConnId, uint64_t> last_ask_;
+};
+
+TEST_F(BrokerWatchTest, AStillStepIsNamedOnceAndRunsOn) {
+  Broker& b = watched(0);
+  run(b, 0, 7);
+  EXPECT_TRUE(other_out_.notices.empty()) << other_out_.notices.front();
+  EXPECT_GE(last_ask_[kNodeA], 6u) << "a round every second";
+  run(b, 7, 30);
+  ASSERT_EQ(other_out_.notices.size(), 1u);
+  const std::string& line = other_out_.notices[0];
+  EXPECT_EQ(line.rfind("slurm-dp: step 1.0: hang: no rank has made progress for ", 0), 0u) << line;
+  EXPECT_NE(line.find("rank 3 (nb, pid 103): main hang.py:21; ranks 0-2: all_reduce "
+                      "distributed_c10d.py:3913"),
+            std::string::npos)
+      << line;
+  EXPECT_FALSE(b.aborted());
+  EXPECT_NE(b.stats().text().find("hang at "), std::string::npos) << b.stats().text();
+}
+
+TEST_F(BrokerWatchTest, EndOnHangEndsTheStepNamingTheOddRank) {
+  Broker& b = watched(1);
+  run(b, 0, 12);
+  ASSERT_TRUE(b.aborted());
+  EXPECT_EQ(b.abort_cause()->how, AbortCause::How::hang);
+  EXPECT_EQ(b.abort_cause()->rank, 3);
+  EXPECT_EQ(b.abort_cause()->host, "nb");
+  EXPECT_NE(b.report().failure()->message.find("verdict hang"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace dp::daemon

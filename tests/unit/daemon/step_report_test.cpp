@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <csignal>
 #include <map>
 #include <set>
@@ -153,13 +155,15 @@ struct Pushes : Outbox {
   std::map<ConnId, std::vector<proto::Response>> got;
   void send(ConnId c, const proto::Response& r) override { got[c].push_back(r); }
   void close(ConnId) override {}
+  void notice(const std::string& line) override { notices.push_back(line); }
+  std::vector<std::string> notices;
 };
 
 const std::string kNonce(rdv::kNonceBytes, 'n');
 
 class BrokerReportTest : public ::testing::Test {
  protected:
-  BrokerReportTest() : broker_(config(), out_, t0_) {
+  explicit BrokerReportTest(int end_on_hang = 1) : broker_(config(end_on_hang), out_, t0_) {
     for (int r = 0; r < 3; ++r) {
       broker_.on_connect(static_cast<ConnId>(r + 1), t0_);
       proto::Request q;
@@ -173,7 +177,7 @@ class BrokerReportTest : public ::testing::Test {
       send(r, q, t0_);
     }
   }
-  static BrokerConfig config() {
+  static BrokerConfig config(int end_on_hang) {
     BrokerConfig c;
     c.world_size = 3;
     c.secret = std::string(64, 'b');
@@ -181,6 +185,7 @@ class BrokerReportTest : public ::testing::Test {
     c.step_id = "1";
     c.limits.heartbeat_timeout = milliseconds(0);
     c.limits.hang_timeout = milliseconds(5'000);
+    c.limits.end_on_hang = end_on_hang;
     c.make_nonce = [] { return kNonce; };
     return c;
   }
@@ -192,6 +197,18 @@ class BrokerReportTest : public ::testing::Test {
     proto::Request q;
     *q.mutable_heartbeat()->mutable_progress() = p;
     send(rank, q, t);
+  }
+  // Each second up to `secs`: ranks 0 and 2 wait in collective #8, rank 1
+  // stays at #7; `each` runs after every second's tick.
+  void rank1_stays_behind(int secs, const std::function<void(int)>& each = {}) {
+    for (int s = 0; s <= secs; ++s) {
+      const auto t = t0_ + milliseconds(1'000 * s);
+      heartbeat(0, progress(8, 1'000 * s + 1), t);
+      heartbeat(1, progress(7, 0), t);
+      heartbeat(2, progress(8, 1'000 * s + 1), t);
+      broker_.on_tick(t);
+      if (each) each(s);
+    }
   }
   const proto::Response& push_of(int rank) {
     return out_.got[static_cast<ConnId>(rank + 1)].back();
@@ -220,16 +237,11 @@ TEST_F(BrokerReportTest, LaterDisconnectsDoNotReplaceTheFirstFailure) {
 }
 
 TEST_F(BrokerReportTest, HangIsNamedAndTheHangingRankTold) {
-  for (int s = 0; s <= 6; ++s) {
-    const auto t = t0_ + milliseconds(1'000 * s);
-    heartbeat(0, progress(8, 1'000 * s + 1), t);
-    heartbeat(1, progress(7, 0), t);
-    heartbeat(2, progress(8, 1'000 * s + 1), t);
-    broker_.on_tick(t);
+  rank1_stays_behind(6, [this](int s) {
     if (s < 5) {
       EXPECT_FALSE(broker_.aborted()) << s << " s";
     }
-  }
+  });
   ASSERT_TRUE(broker_.aborted());
   const auto& p = push_of(1);  // rank 1 gets the push that names it
   EXPECT_TRUE(p.has_hang());
@@ -238,6 +250,25 @@ TEST_F(BrokerReportTest, HangIsNamedAndTheHangingRankTold) {
       << p.message();
   EXPECT_NE(p.message().find("[hang, "), std::string::npos) << p.message();
   EXPECT_NE(broker_.stats().rank_table().find("slowest ranks"), std::string::npos);
+}
+
+// --dp-on-hang=name (the default): the same hang is named once, on srun's
+// stderr and in dp-top's view, and the step runs on.
+class BrokerHangNamedOnly : public BrokerReportTest {
+ protected:
+  BrokerHangNamedOnly() : BrokerReportTest(0) {}
+};
+
+TEST_F(BrokerHangNamedOnly, IsNamedOnceAndTheStepRunsOn) {
+  rank1_stays_behind(9);
+  EXPECT_FALSE(broker_.aborted());
+  ASSERT_EQ(out_.notices.size(), 1u);
+  EXPECT_EQ(out_.notices[0].rfind("slurm-dp: step 9.1: hang: rank 1 (host node1) hangs", 0), 0u)
+      << out_.notices[0];
+  EXPECT_NE(out_.notices[0].find("the step runs on"), std::string::npos) << out_.notices[0];
+  const proto::Stats st = broker_.stats();
+  EXPECT_NE(st.text().find("hang at "), std::string::npos) << st.text();
+  EXPECT_NE(st.report_json().find("\"hang\":{\"at_s\""), std::string::npos) << st.report_json();
 }
 
 }  // namespace

@@ -530,7 +530,8 @@ TEST_F(FakeDaemon, SecretGoesThroughStdinAndPortComesBack) {
   std::getline(std::ifstream(dir_ + "/args"), args);
   std::getline(std::ifstream(dir_ + "/listen"), listen);
   EXPECT_EQ(got, *secret);
-  EXPECT_EQ(args, "--world-size 4 --job-id 7 --step-id 1 --listen - --step-nodes -");
+  EXPECT_EQ(args, "--world-size 4 --job-id 7 --step-id 1 --listen - --step-nodes - --notice-fd 3")
+      << "srun's stderr is the daemon's descriptor 3, for the notices";
   EXPECT_EQ(listen, "fd00::7") << "the address to listen on follows the secret on stdin";
   EXPECT_EQ(args.find(*secret), std::string::npos) << "secret must never be in argv";
   dp::spank::stop_daemon(d->pid);

@@ -66,6 +66,9 @@ struct ProcessStacks {
   // Python threads first (the main thread, whose tid is the pid, first of
   // all), then threads the kernel lists that have no Python thread state.
   std::vector<ThreadStack> threads;
+  // utime + stime of the whole process (every thread, also those that
+  // ended), in clock ticks: a hang watch's sign that a rank computes.
+  unsigned long long cpu_ticks = 0;
   uint64_t bytes_read = 0;  // of the process's memory
   uint64_t reads = 0;
 };

@@ -1,0 +1,75 @@
+// A hang named for any program, from its ranks' stacks sampled now and then
+// (the node agents read them, the daemon keeps this watch). Pure: rounds of
+// dp::stacks::RankStacks in, a verdict out; tests replay recorded rounds.
+//
+// The rule (README "Hangs"): a rank made progress between two rounds when
+//  - it is a new process (a rank restarted, or a round saw it first),
+//  - it computed: its CPU time (every thread's) grew by at least
+//    kBusyShare of the time between the rounds,
+//  - its main thread ran at all (its CPU time grew: a loop that mostly
+//    sleeps or waits for I/O; a main thread blocked in a collective, a
+//    lock or a sleep uses none), or
+//  - its main thread's Python frames changed (function, file or line).
+// The step made progress when one of its ranks did; a rank the round did not
+// read (its node did not answer) counts as no evidence either way; a rank
+// that exited or is stopped (a suspended job: state T) is not judged, and
+// the clock starts again. When no
+// rank made progress for the timeout, the step hangs: one verdict, named
+// once, until a rank makes progress again. So a rank computing for minutes
+// between collectives is progress (CPU), ranks all waiting in a collective
+// or asleep are not; a spinning wait (NCCL's proxy threads) looks like work
+// and is never named by this watch.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dp/stacks/merge.hpp"
+
+namespace dp::stacks {
+
+inline constexpr double kBusyShare = 0.10;  // of one CPU between two rounds
+
+// How often to read the step for a timeout: an eighth of it (a verdict
+// comes within the timeout plus two of these), at least 1 s, at most 15 s.
+std::chrono::milliseconds hang_sample_every(std::chrono::milliseconds timeout);
+
+struct HangVerdict {
+  std::chrono::milliseconds still{0};  // since the last progress seen
+  std::vector<std::string> lines;      // the merged view (format_groups)
+  std::string summary;  // one line: each group's first line, "; "-joined, why no frames
+};
+
+class HangWatch {
+ public:
+  using Clock = std::chrono::steady_clock;
+  HangWatch(std::chrono::milliseconds timeout, long ticks_per_second);
+
+  // One round's ranks, read at `now`. `complete`: every rank of the step was
+  // read (a node that did not answer leaves its ranks out).
+  std::optional<HangVerdict> observe(Clock::time_point now, const std::vector<RankStacks>& ranks,
+                                     bool complete);
+
+ private:
+  struct Seen {
+    int pid = 0;
+    unsigned long long cpu_ticks = 0;
+    std::optional<unsigned long long> main_cpu_ticks;  // the kernel's, when it said
+    std::string main_frames;  // empty: no Python frames read
+  };
+  bool progressed(const Seen& before, const Seen& now, double seconds) const;
+
+  std::chrono::milliseconds timeout_;
+  long ticks_per_second_;
+  std::map<int, Seen> seen_;  // by rank, at the last round
+  std::optional<Clock::time_point> last_round_, still_since_;
+  bool named_ = false;
+};
+
+// The verdict's one line from a round's merged groups.
+std::string hang_summary(const std::vector<StackGroup>& groups, const std::vector<RankStacks>& ranks);
+
+}  // namespace dp::stacks

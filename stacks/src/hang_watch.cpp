@@ -1,0 +1,107 @@
+#include "dp/stacks/hang_watch.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace dp::stacks {
+namespace {
+
+std::optional<unsigned long long> main_cpu_of(const ProcessStacks& p) {
+  for (const auto& t : p.threads) {
+    if (t.tid == p.pid && t.kernel) return t.kernel->cpu_ticks;
+  }
+  return std::nullopt;
+}
+
+std::string main_frames_of(const ProcessStacks& p) {
+  if (p.no_python) return {};
+  for (const auto& t : p.threads) {
+    if (t.tid == p.pid) return frames_text(t.frames, t.truncated);
+  }
+  return {};
+}
+
+// Stopped by a signal or a debugger (a suspended job): not for this watch to judge.
+bool stopped(const ProcessStacks& p) {
+  for (const auto& t : p.threads) {
+    if (t.tid == p.pid) return t.kernel && (t.kernel->state == 'T' || t.kernel->state == 't');
+  }
+  return false;
+}
+
+}  // namespace
+
+std::chrono::milliseconds hang_sample_every(std::chrono::milliseconds timeout) {
+  return std::clamp(timeout / 8, std::chrono::milliseconds(1'000),
+                    std::chrono::milliseconds(15'000));
+}
+
+HangWatch::HangWatch(std::chrono::milliseconds timeout, long ticks_per_second)
+    : timeout_(timeout), ticks_per_second_(ticks_per_second > 0 ? ticks_per_second : 100) {}
+
+bool HangWatch::progressed(const Seen& before, const Seen& now, double seconds) const {
+  if (before.pid != now.pid) return true;
+  const double busy = static_cast<double>(now.cpu_ticks - std::min(now.cpu_ticks, before.cpu_ticks)) /
+                      static_cast<double>(ticks_per_second_);
+  if (busy >= kBusyShare * seconds) return true;
+  if (now.main_cpu_ticks && before.main_cpu_ticks && *now.main_cpu_ticks > *before.main_cpu_ticks)
+    return true;
+  return !now.main_frames.empty() && !before.main_frames.empty() &&
+         now.main_frames != before.main_frames;
+}
+
+std::optional<HangVerdict> HangWatch::observe(Clock::time_point now,
+                                              const std::vector<RankStacks>& ranks,
+                                              bool complete) {
+  const double seconds =
+      last_round_ ? std::chrono::duration<double>(now - *last_round_).count() : 0.0;
+  bool progress = !last_round_ || ranks.empty();
+  std::map<int, Seen> next = complete ? std::map<int, Seen>{} : seen_;
+  for (const auto& r : ranks) {
+    // A rank that exited is the step ending (or failing), not hanging.
+    if (r.stacks.no_python && r.stacks.no_python->why == NoPython::gone) progress = true;
+    if (stopped(r.stacks)) progress = true;
+    Seen s{r.stacks.pid, r.stacks.cpu_ticks, main_cpu_of(r.stacks), main_frames_of(r.stacks)};
+    auto before = seen_.find(r.rank);
+    if (before == seen_.end() || progressed(before->second, s, seconds)) progress = true;
+    next[r.rank] = std::move(s);
+  }
+  seen_ = std::move(next);
+  last_round_ = now;
+  if (progress) {
+    still_since_ = now;
+    named_ = false;
+    return std::nullopt;
+  }
+  const auto still = std::chrono::duration_cast<std::chrono::milliseconds>(now - *still_since_);
+  if (named_ || still < timeout_) return std::nullopt;
+  named_ = true;
+  HangVerdict v;
+  v.still = still;
+  const auto groups = merge_stacks(ranks);
+  v.lines = format_groups(groups);
+  v.summary = hang_summary(groups, ranks);
+  return v;
+}
+
+std::string hang_summary(const std::vector<StackGroup>& groups,
+                         const std::vector<RankStacks>& ranks) {
+  const auto firsts = format_groups(groups);
+  std::string s;
+  for (const auto& line : firsts) {
+    if (line.rfind("    ", 0) == 0) continue;  // a group's details
+    s += (s.empty() ? "" : "; ") + line;
+  }
+  std::set<std::string> why;
+  for (const auto& r : ranks) {
+    if (r.stacks.no_python) why.insert(no_python_name(r.stacks.no_python->why));
+  }
+  if (!why.empty()) {
+    std::string names;
+    for (const auto& w : why) names += (names.empty() ? "" : ", ") + w;
+    s += "; no Python frames (" + names + ")";
+  }
+  return s;
+}
+
+}  // namespace dp::stacks

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# A hang named for an unmodified program (issue 45): PyTorch DDP (gloo,
+# env://, no libdp) on 2 nodes x 2 tasks, rank 3 asleep in its loop at step
+# 20 while ranks 0-2 wait in the next all_reduce, --dp-hang-timeout=$bound.
+#  - --dp-on-hang=name (the default): within the bound + 10 s of the stall one
+#    "slurm-dp: ... hang:" line on srun's stderr names rank 3, its node and
+#    pid, and where each rank is (Python 3.13+: the script's lines; Debian
+#    12's 3.11: each rank's kernel state, and why there are no Python frames);
+#    dp-top shows it; the step runs on (every rank alive 3 s later).
+#  - --dp-on-hang=end: the step ends within 10 s of that line, non-zero, its
+#    last line the hang (verdict hang), and no task survives.
+# The healthy 100 ms loop before the stall is never named (its main threads
+# run), which the first phase checks: no line before rank 3 sleeps.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../agent/ddp_common.sh"
+: "${DP_TOP:?set DP_TOP to the built dp-top}"
+bound=${DP_E2E_HANG_BOUND:-10}
+site
+pytorch_launcher_env
+ddp_env=("${pet[@]}")
+trap 'kill "$srun_pid" 2>/dev/null || true; cleanup_work' EXIT
+new_frames=$(/usr/bin/python3 -c 'import sys; print(sys.version_info >= (3, 13))')
+
+notice() { grep -m1 'slurm-dp: step .*: hang: ' "$WORK/srun.log"; }
+stalled_step() {  # stalled_step NAME ON-HANG: starts it; t0 when rank 3 sleeps
+  ddp_srun_flags=(--dp-hang-timeout="${bound}s" --dp-on-hang="$2")
+  start_ddp "$1" --steps 100000 --step-ms 100 --hang-rank 3 --hang-at 20
+  wait_ranks_ready 120
+  wait_until 60 "rank 3 asleep in its loop" grep -q "hangs at step" "$WORK/rank3.log"
+  t0=$(date +%s%N)
+  [[ -z $(notice) ]] || fail "a hang was named before rank 3 stopped: $(notice)"
+}
+
+stalled_step hang-name name
+wait_until $((bound + 10)) "a hang line on srun's stderr" notice
+line=$(notice)
+ms=$((($(date +%s%N) - t0) / 1000000))
+echo "$line"
+echo "named $ms ms after rank 3 stopped (bound ${bound} s)"
+expect_contains "$line" "no rank has made progress for" "the hang line"
+expect_contains "$line" "rank 3 (n2, pid $(rank_pid 3))" "the hang line"
+expect_contains "$line" "the step runs on" "the hang line"
+if [[ $new_frames == True ]]; then
+  expect_contains "$line" "main ddp.py:93" "rank 3's frame (its time.sleep line)"
+  expect_contains "$line" "ranks 0-2: " "the waiting ranks, merged"
+else
+  expect_contains "$line" "clock_nanosleep" "rank 3's kernel state (time.sleep)"
+  expect_contains "$line" "no Python frames (no_debug_offsets)" "why Python 3.11 shows no frames"
+fi
+top=$(as_user "$DP_TOP" --once "$job.0" 2>&1) || fail "dp-top --once failed: $top"
+expect_contains "$top" "hang at " "dp-top's view"
+until_s=$((SECONDS + 3))  # the step runs on: srun checked for 3 s
+while ((SECONDS < until_s)); do
+  kill -0 "$srun_pid" 2>/dev/null || fail "srun ended under --dp-on-hang=name: $(cat "$WORK/srun.log")"
+  sleep 0.1
+done
+for r in 0 1 2 3; do rank_pid $r >/dev/null || fail "rank $r is gone under --dp-on-hang=name"; done
+scancel "$job"
+wait_srun 30
+rm -f "$WORK"/ready.* "$WORK"/rank*.log
+
+stalled_step hang-end end
+wait_srun $((bound + 30))
+cat "$WORK/srun.log"
+((ms >= 0)) || fail "srun still runs $((bound + 30)) s after rank 3 stopped, under --dp-on-hang=end"
+((rc != 0)) || fail "srun exited 0 after a hang under --dp-on-hang=end"
+line=$(notice) || fail "no hang line before the step ended"
+last=$(last_line)
+expect_contains "$last" "no rank has made progress for" "srun's last line"
+expect_contains "$last" "verdict hang" "srun's last line"
+((ms <= (bound + 20) * 1000)) || fail "the step ended $ms ms after the stall; the bound is $bound s + 20 s"
+left=$(survivors)
+[[ -z $left ]] || fail "tasks of job $job survive the ended step: $left"
+pass "a stalled unmodified DDP step named within $((bound + 10)) s (rank 3 on n2 and where each rank waits), running on under name, ended in $ms ms under end"

@@ -1,0 +1,173 @@
+// The hang rule from recorded rounds: a 2x2 step whose rank 3 sleeps while
+// the others wait in all_reduce is named once, after the timeout and not
+// before; computing ranks, moving frames, restarts and unread nodes are not.
+#include "dp/stacks/hang_watch.hpp"
+
+#include <gtest/gtest.h>
+
+// Its own namespace: the unity build puts this file beside merge_test.cpp.
+namespace dp::stacks::hang_watch_test {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Clock = HangWatch::Clock;
+
+const Frame kMain{"main", "/home/u/hang.py", 30};
+const Frame kAllReduce{
+    "all_reduce", "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", 3913};
+const Frame kSleep{"time.sleep", "/home/u/hang.py", 21};
+
+RankStacks rank(int r, std::vector<Frame> frames, unsigned long long cpu = 0, int pid = 0) {
+  ProcessStacks p;
+  p.pid = pid ? pid : 1000 + r;
+  p.python = "3.14.8";
+  p.cpu_ticks = cpu;
+  p.threads.push_back({p.pid, std::move(frames), false, std::nullopt});
+  return {r, r < 2 ? "n1" : "n2", std::move(p)};
+}
+
+std::vector<RankStacks> hung(unsigned long long cpu = 0) {
+  return {rank(0, {kAllReduce, kMain}, cpu), rank(1, {kAllReduce, kMain}, cpu),
+          rank(2, {kAllReduce, kMain}, cpu), rank(3, {kSleep, kMain}, cpu)};
+}
+
+// Rounds every `every` from t0 until a verdict or `until`; when it came.
+std::optional<milliseconds> first_verdict(HangWatch& w, Clock::time_point t0, milliseconds every,
+                                          milliseconds until,
+                                          std::vector<RankStacks> (*round)(int),
+                                          HangVerdict* out = nullptr) {
+  for (int i = 0; milliseconds(every * i) <= until; ++i) {
+    if (auto v = w.observe(t0 + every * i, round(i), true)) {
+      if (out) *out = *v;
+      return every * i;
+    }
+  }
+  return std::nullopt;
+}
+
+TEST(HangWatch, SampleEveryIsAnEighthWithinBounds) {
+  EXPECT_EQ(hang_sample_every(seconds(20)), milliseconds(2'500));
+  EXPECT_EQ(hang_sample_every(seconds(2)), milliseconds(1'000));
+  EXPECT_EQ(hang_sample_every(seconds(600)), milliseconds(15'000));
+}
+
+TEST(HangWatch, AStillStepIsNamedOnceAfterTheTimeoutWithTheOddRankFirst) {
+  HangWatch w(seconds(20), 100);
+  HangVerdict v;
+  const auto at = first_verdict(w, Clock::time_point{}, milliseconds(2'500), seconds(60),
+                                [](int) { return hung(); }, &v);
+  ASSERT_TRUE(at.has_value());
+  EXPECT_EQ(*at, seconds(20));
+  EXPECT_GE(v.still, seconds(20));
+  EXPECT_EQ(v.summary,
+            "rank 3 (n2, pid 1003): time.sleep hang.py:21 <- main hang.py:30; ranks 0-2: "
+            "all_reduce distributed_c10d.py:3913 <- main hang.py:30");
+  ASSERT_EQ(v.lines.size(), 2u);
+  // Named once: the same stillness gives no second verdict.
+  for (int i = 1; i < 10; ++i)
+    EXPECT_FALSE(w.observe(Clock::time_point{} + seconds(60) + seconds(i), hung(), true));
+}
+
+TEST(HangWatch, ComputingRanksAreProgressEvenWithTheSameFrames) {
+  HangWatch w(seconds(20), 100);
+  // 2.5 s between rounds, 30 ticks each (12 % of a CPU): computing.
+  EXPECT_FALSE(first_verdict(w, Clock::time_point{}, milliseconds(2'500), seconds(120),
+                             [](int i) { return hung(30ull * static_cast<unsigned>(i)); }));
+}
+
+TEST(HangWatch, OtherThreadsWakeupsUnderTheShareAreNotProgress) {
+  HangWatch w(seconds(20), 100);
+  // 5 ticks per 2.5 s (2 %), none of them the main thread's: a waiting
+  // rank's housekeeping (gloo's and PyTorch's own threads).
+  EXPECT_TRUE(first_verdict(w, Clock::time_point{}, milliseconds(2'500), seconds(60),
+                            [](int i) { return hung(5ull * static_cast<unsigned>(i)); }));
+}
+
+TEST(HangWatch, AMainThreadThatRunsAtAllIsProgress) {
+  HangWatch w(seconds(10), 100);
+  // A loop that sleeps 100 ms per step (1 % CPU) with frames that look the
+  // same at every round, or none read (Python 3.11): its main thread runs.
+  auto loop = [](int i) {
+    auto r = hung(static_cast<unsigned long long>(i));
+    for (auto& x : r)
+      x.stacks.threads[0].kernel =
+          KernelThread{x.stacks.pid, "python3", 'S', static_cast<unsigned long long>(i), "", 230};
+    return r;
+  };
+  for (int i = 0; i <= 40; ++i)
+    EXPECT_FALSE(w.observe(Clock::time_point{} + seconds(i), loop(i), true)) << i << " s";
+}
+
+TEST(HangWatch, MovingFramesAreProgressAndRestartTheClock) {
+  HangWatch w(seconds(20), 100);
+  // Rank 0 sleeps 15 s before each save: its line changes every 15 s.
+  const auto at = first_verdict(w, Clock::time_point{}, seconds(1), seconds(90), [](int i) {
+    auto r = hung();
+    r[0] = rank(0, {kSleep, {"save", "/home/u/hang.py", (i / 15) % 2 ? 40 : 41}, kMain});
+    return r;
+  });
+  EXPECT_FALSE(at.has_value());
+}
+
+TEST(HangWatch, ARestartedRankIsProgress) {
+  HangWatch w(seconds(10), 100);
+  const auto t0 = Clock::time_point{};
+  for (int i = 0; i <= 8; ++i) EXPECT_FALSE(w.observe(t0 + seconds(i), hung(), true));
+  auto restarted = hung();
+  restarted[2] = rank(2, {kAllReduce, kMain}, 0, 9999);
+  EXPECT_FALSE(w.observe(t0 + seconds(9), restarted, true));
+  EXPECT_FALSE(w.observe(t0 + seconds(18), restarted, true)) << "the clock restarted at 9 s";
+  EXPECT_TRUE(w.observe(t0 + seconds(19), restarted, true));
+}
+
+TEST(HangWatch, ARankThatExitedIsNotAHang) {
+  HangWatch w(seconds(5), 100);
+  auto gone = hung();
+  gone[1].stacks.no_python = NoStacks{NoPython::gone, "pid 1001 has exited"};
+  for (int i = 0; i <= 20; ++i) EXPECT_FALSE(w.observe(Clock::time_point{} + seconds(i), gone, true));
+}
+
+TEST(HangWatch, ASuspendedStepIsNotAHang) {
+  HangWatch w(seconds(5), 100);
+  auto stopped = hung();
+  for (auto& r : stopped)
+    r.stacks.threads[0].kernel = KernelThread{r.stacks.pid, "python3", 'T', 0, "do_signal_stop", -1};
+  for (int i = 0; i <= 20; ++i)
+    EXPECT_FALSE(w.observe(Clock::time_point{} + seconds(i), stopped, true));
+}
+
+TEST(HangWatch, AnUnreadNodeKeepsItsRanksLastRound) {
+  HangWatch w(seconds(10), 100);
+  const auto t0 = Clock::time_point{};
+  EXPECT_FALSE(w.observe(t0, hung(), true));
+  auto half = hung();
+  half.resize(2);  // n2 did not answer: no evidence, and no progress either
+  for (int i = 1; i < 10; ++i) EXPECT_FALSE(w.observe(t0 + seconds(i), half, false));
+  EXPECT_TRUE(w.observe(t0 + seconds(10), half, false));
+}
+
+TEST(HangWatch, RanksWithoutPythonFramesAreJudgedByCpuAndSayWhy) {
+  HangWatch w(seconds(10), 100);
+  auto native = [](unsigned long long cpu) {
+    auto r = hung(cpu);
+    for (auto& x : r) {
+      x.stacks.no_python = NoStacks{NoPython::no_debug_offsets, "Python 3.11 publishes none"};
+      x.stacks.threads[0].frames.clear();
+      x.stacks.threads[0].kernel = KernelThread{x.stacks.pid, "python3", 'S', 0, "futex", 202};
+    }
+    return r;
+  };
+  const auto t0 = Clock::time_point{};
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(w.observe(t0 + seconds(i), native(100ull * i), true));
+  std::optional<HangVerdict> v;
+  for (int i = 10; i <= 20 && !v; ++i) v = w.observe(t0 + seconds(i), native(900), true);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_NE(v->summary.find("ranks 0-3: main thread sleeping in futex"), std::string::npos)
+      << v->summary;
+  EXPECT_NE(v->summary.find("no Python frames (no_debug_offsets)"), std::string::npos)
+      << v->summary;
+}
+
+}  // namespace
+}  // namespace dp::stacks::hang_watch_test
