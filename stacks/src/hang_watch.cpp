@@ -41,8 +41,9 @@ HangWatch::HangWatch(std::chrono::milliseconds timeout, long ticks_per_second)
 
 bool HangWatch::progressed(const Seen& before, const Seen& now, double seconds) const {
   if (before.pid != now.pid) return true;
-  const double busy = static_cast<double>(now.cpu_ticks - std::min(now.cpu_ticks, before.cpu_ticks)) /
-                      static_cast<double>(ticks_per_second_);
+  const double busy =
+      static_cast<double>(now.cpu_ticks - std::min(now.cpu_ticks, before.cpu_ticks)) /
+      static_cast<double>(ticks_per_second_);
   if (busy >= kBusyShare * seconds) return true;
   if (now.main_cpu_ticks && before.main_cpu_ticks && *now.main_cpu_ticks > *before.main_cpu_ticks)
     return true;
@@ -51,8 +52,7 @@ bool HangWatch::progressed(const Seen& before, const Seen& now, double seconds) 
 }
 
 std::optional<HangVerdict> HangWatch::observe(Clock::time_point now,
-                                              const std::vector<RankStacks>& ranks,
-                                              bool complete) {
+                                              const std::vector<RankStacks>& ranks, bool complete) {
   const double seconds =
       last_round_ ? std::chrono::duration<double>(now - *last_round_).count() : 0.0;
   bool progress = !last_round_ || ranks.empty();

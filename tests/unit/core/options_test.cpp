@@ -190,8 +190,8 @@ TEST(Options, HangTimeoutTakesADurationOrOff) {
     auto r = apply(o, "dp-hang-timeout", bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.error().message.find("--dp-hang-timeout"), std::string::npos) << r.error().message;
-    EXPECT_NE(r.error().message.find("=off"), std::string::npos) << "says the fix: "
-                                                                 << r.error().message;
+    EXPECT_NE(r.error().message.find("=off"), std::string::npos)
+        << "says the fix: " << r.error().message;
   }
   dp::Options o;
   ASSERT_TRUE(apply(o, "dp-on-hang", "end").ok());

@@ -34,8 +34,7 @@ std::vector<RankStacks> hung(unsigned long long cpu = 0) {
 
 // Rounds every `every` from t0 until a verdict or `until`; when it came.
 std::optional<milliseconds> first_verdict(HangWatch& w, Clock::time_point t0, milliseconds every,
-                                          milliseconds until,
-                                          std::vector<RankStacks> (*round)(int),
+                                          milliseconds until, std::vector<RankStacks> (*round)(int),
                                           HangVerdict* out = nullptr) {
   for (int i = 0; milliseconds(every * i) <= until; ++i) {
     if (auto v = w.observe(t0 + every * i, round(i), true)) {
@@ -55,8 +54,8 @@ TEST(HangWatch, SampleEveryIsAnEighthWithinBounds) {
 TEST(HangWatch, AStillStepIsNamedOnceAfterTheTimeoutWithTheOddRankFirst) {
   HangWatch w(seconds(20), 100);
   HangVerdict v;
-  const auto at = first_verdict(w, Clock::time_point{}, milliseconds(2'500), seconds(60),
-                                [](int) { return hung(); }, &v);
+  const auto at = first_verdict(
+      w, Clock::time_point{}, milliseconds(2'500), seconds(60), [](int) { return hung(); }, &v);
   ASSERT_TRUE(at.has_value());
   EXPECT_EQ(*at, seconds(20));
   EXPECT_GE(v.still, seconds(20));
@@ -125,14 +124,16 @@ TEST(HangWatch, ARankThatExitedIsNotAHang) {
   HangWatch w(seconds(5), 100);
   auto gone = hung();
   gone[1].stacks.no_python = NoStacks{NoPython::gone, "pid 1001 has exited"};
-  for (int i = 0; i <= 20; ++i) EXPECT_FALSE(w.observe(Clock::time_point{} + seconds(i), gone, true));
+  for (int i = 0; i <= 20; ++i)
+    EXPECT_FALSE(w.observe(Clock::time_point{} + seconds(i), gone, true));
 }
 
 TEST(HangWatch, ASuspendedStepIsNotAHang) {
   HangWatch w(seconds(5), 100);
   auto stopped = hung();
   for (auto& r : stopped)
-    r.stacks.threads[0].kernel = KernelThread{r.stacks.pid, "python3", 'T', 0, "do_signal_stop", -1};
+    r.stacks.threads[0].kernel =
+        KernelThread{r.stacks.pid, "python3", 'T', 0, "do_signal_stop", -1};
   for (int i = 0; i <= 20; ++i)
     EXPECT_FALSE(w.observe(Clock::time_point{} + seconds(i), stopped, true));
 }

@@ -58,7 +58,7 @@ class HangWatch {
     int pid = 0;
     unsigned long long cpu_ticks = 0;
     std::optional<unsigned long long> main_cpu_ticks;  // the kernel's, when it said
-    std::string main_frames;  // empty: no Python frames read
+    std::string main_frames;                           // empty: no Python frames read
   };
   bool progressed(const Seen& before, const Seen& now, double seconds) const;
 
@@ -70,6 +70,7 @@ class HangWatch {
 };
 
 // The verdict's one line from a round's merged groups.
-std::string hang_summary(const std::vector<StackGroup>& groups, const std::vector<RankStacks>& ranks);
+std::string hang_summary(const std::vector<StackGroup>& groups,
+                         const std::vector<RankStacks>& ranks);
 
 }  // namespace dp::stacks
