@@ -40,7 +40,8 @@ Clock::time_point Broker::ask_stacks(StacksDone done, Clock::time_point now) {
 }
 
 void Broker::watch_stacks(Clock::time_point now) {
-  if (!hang_watch_ || now < next_watch_round_) return;
+  // A libdp step's collective counters name its hangs: its ranks are not read.
+  if (!hang_watch_ || now < next_watch_round_ || report_.counts_collectives()) return;
   next_watch_round_ = now + stacks::hang_sample_every(cfg_.limits.hang_timeout);
   if (!start_stacks_round(now)) {
     stacks_.reset();  // no node agent (ranks that connect themselves): libdp's counters judge
@@ -97,12 +98,8 @@ void Broker::judge_stacks(const std::vector<stacks::RankStacks>& got, bool compl
   AbortCause c;
   c.how = AbortCause::How::hang;
   c.when = now;
-  const auto groups = stacks::merge_stacks(got);
-  // The odd one out leads: a lone rank among others that agree.
-  if (groups.size() > 1 && groups.front().ranks.size() == 1) {
-    c.rank = groups.front().ranks.front();
-    c.host = groups.front().host;
-  }
+  c.rank = v->odd_rank;
+  c.host = v->odd_host;
   const double still = std::chrono::duration<double>(v->still).count();
   const double bound = std::chrono::duration<double>(cfg_.limits.hang_timeout).count();
   char head[160];

@@ -6,27 +6,17 @@
 namespace dp::stacks {
 namespace {
 
-std::optional<unsigned long long> main_cpu_of(const ProcessStacks& p) {
+// The thread whose tid is the pid; nullptr when the read did not list it.
+const ThreadStack* main_of(const ProcessStacks& p) {
   for (const auto& t : p.threads) {
-    if (t.tid == p.pid && t.kernel) return t.kernel->cpu_ticks;
+    if (t.tid == p.pid) return &t;
   }
-  return std::nullopt;
-}
-
-std::string main_frames_of(const ProcessStacks& p) {
-  if (p.no_python) return {};
-  for (const auto& t : p.threads) {
-    if (t.tid == p.pid) return frames_text(t.frames, t.truncated);
-  }
-  return {};
+  return nullptr;
 }
 
 // Stopped by a signal or a debugger (a suspended job): not for this watch to judge.
-bool stopped(const ProcessStacks& p) {
-  for (const auto& t : p.threads) {
-    if (t.tid == p.pid) return t.kernel && (t.kernel->state == 'T' || t.kernel->state == 't');
-  }
-  return false;
+bool stopped(const ThreadStack* main) {
+  return main && main->kernel && (main->kernel->state == 'T' || main->kernel->state == 't');
 }
 
 }  // namespace
@@ -60,8 +50,11 @@ std::optional<HangVerdict> HangWatch::observe(Clock::time_point now,
   for (const auto& r : ranks) {
     // A rank that exited is the step ending (or failing), not hanging.
     if (r.stacks.no_python && r.stacks.no_python->why == NoPython::gone) progress = true;
-    if (stopped(r.stacks)) progress = true;
-    Seen s{r.stacks.pid, r.stacks.cpu_ticks, main_cpu_of(r.stacks), main_frames_of(r.stacks)};
+    const ThreadStack* main = main_of(r.stacks);
+    if (stopped(main)) progress = true;
+    Seen s{r.stacks.pid, r.stacks.cpu_ticks, std::nullopt, {}};
+    if (main && main->kernel) s.main_cpu_ticks = main->kernel->cpu_ticks;
+    if (main && !r.stacks.no_python) s.main_frames = frames_text(main->frames, main->truncated);
     auto before = seen_.find(r.rank);
     if (before == seen_.end() || progressed(before->second, s, seconds)) progress = true;
     next[r.rank] = std::move(s);
@@ -81,6 +74,10 @@ std::optional<HangVerdict> HangWatch::observe(Clock::time_point now,
   const auto groups = merge_stacks(ranks);
   v.lines = format_groups(groups);
   v.summary = hang_summary(groups, ranks);
+  if (groups.size() > 1 && groups.front().ranks.size() == 1) {
+    v.odd_rank = groups.front().ranks.front();
+    v.odd_host = groups.front().host;
+  }
   return v;
 }
 

@@ -41,6 +41,9 @@ struct HangVerdict {
   std::chrono::milliseconds still{0};  // since the last progress seen
   std::vector<std::string> lines;      // the merged view (format_groups)
   std::string summary;  // one line: each group's first line, "; "-joined, why no frames
+  // The odd one out: a lone rank among groups that agree (-1: none).
+  int odd_rank = -1;
+  std::string odd_host;
 };
 
 class HangWatch {
