@@ -14,8 +14,9 @@ dp_e2e_scripts(PART daemon MODES lo ns TIMEOUT 300
   SCRIPTS hostile_connections
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_COMM_WORKER=$<TARGET_FILE:dp_comm_worker>)
 # A late dp::init() and a second one in the same step: how long the daemon
-# lives does not depend on the network (the loopback cluster only).
-dp_e2e_scripts(PART daemon MODES lo TIMEOUT 300
+# lives does not depend on the network (the namespaced cluster only, the two
+# clusters' shares even).
+dp_e2e_scripts(PART daemon MODES ns TIMEOUT 300
   SCRIPTS lifetime
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_COMM_WORKER=$<TARGET_FILE:dp_comm_worker>)
 # scontrol suspend for 20 s of a 2-node trainer job: the same final parameters.

@@ -7,7 +7,7 @@
 #     parameters; n2's agent said hello again on a new connection and kept
 #     its ranks' places (the daemon says so under --dp-verbose).
 #  2. Down and left down (45 s at most): srun exits non-zero within 30 s + 10 s
-#     of the cut, naming n2. The link is brought back up.
+#     of the cut, naming n2. The link is brought back up. (Not in the lanes.)
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/ddp_common.sh"
 n2_link
@@ -45,6 +45,11 @@ survives_outage start_ddp dp
 expect_contains "$(cat "$WORK/srun.log")" "the node agent on host n2 (ranks 2-3) reconnected after an outage" \
   "the daemon's log (--dp-verbose)"
 ddp_srun_flags=()
+if in_lane; then
+  lane_skips "the link left cut (a silent node is named in this lane by agent.ddp_freeze_node)"
+  pass "a 10 s outage of n2 survived (rc 0, as without slurm-dp; n2's agent reconnected)"
+  exit 0
+fi
 
 rm -f "$WORK"/ready.* "$WORK"/rank*.log
 start_ddp outage --steps 100000 --step-ms 100

@@ -17,7 +17,7 @@ tasks_stopped() {
   for p in $pids; do [[ $(awk '{print $3}' "/proc/$p/stat" 2>/dev/null) == T ]] || return 1; done
 }
 
-start_ddp ddpsusp --steps 600 --step-ms 50
+start_ddp ddpsusp --steps 300 --step-ms 50
 wait_ranks_ready 120
 scontrol suspend "$job" || fail "scontrol suspend $job failed"
 wait_until 10 "job $job's tasks stopped" tasks_stopped

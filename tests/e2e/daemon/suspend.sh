@@ -2,9 +2,10 @@
 # Stopped is not dead: `scontrol suspend` of a running 2-node trainer job for
 # 20 s (every task stopped, five times the old 4 s silence limit), then
 # `scontrol resume`: the job finishes with exactly the parameters of an
-# uninterrupted run. Once as a plain srun (its daemon keeps running and sees
-# every rank fall silent together), once inside sbatch (srun and the daemon
-# are stopped with the job and see their own clock jump).
+# uninterrupted run. A plain srun (its daemon keeps running and sees every
+# rank fall silent together) and an sbatch job (srun and the daemon are
+# stopped with the job and see their own clock jump), suspended together
+# while the uninterrupted run goes on beside them.
 : "${DP_TRAINER:?set DP_TRAINER to the built dp-trainer}"
 . "$(dirname "$0")/../lib.sh"
 site
@@ -26,16 +27,14 @@ trainer() {  # trainer NAME EXTRA...: the srun command line of one run
     --export=ALL,OPENBLAS_NUM_THREADS=1 "$DP_TRAINER" "${args[@]}" --log-every 1 "$@"
 }
 
-# shellcheck disable=SC2046
-as_user timeout 200 $(trainer full --checkpoint "$WORK/full.ck" --log-every 0) >"$WORK/full.log" 2>&1 \
-  || fail "uninterrupted run failed: $(cat "$WORK/full.log")"
-
 find_job() {  # find_job NAME: sets job to the id of the running job dps-NAME-PID
   job=$(squeue -h -o %i -n "dps-$1-$$" 2>/dev/null | head -n1)
   [[ -n $job ]]
 }
-suspend_at_step_100() {  # suspend_at_step_100 NAME JOBID|"" ALIVE-COMMAND...
-  local name=$1 job=$2 deadline=$(($(date +%s) + 120))
+last_step() { sed -n 's/.*"step":\([0-9]*\),.*/\1/p' "$WORK/$1.jsonl" | tail -1; }
+suspend_at_step_100() {  # suspend_at_step_100 NAME JOBID|"" ALIVE-COMMAND...: sets job, at_NAME
+  local name=$1 deadline=$(($(date +%s) + 120))
+  job=$2
   shift 2
   until grep -q '"step":100,' "$WORK/$name.jsonl" 2>/dev/null; do
     (($(date +%s) < deadline)) || fail "$name: did not reach step 100 in time: $(cat "$WORK/$name.log")"
@@ -49,26 +48,26 @@ suspend_at_step_100() {  # suspend_at_step_100 NAME JOBID|"" ALIVE-COMMAND...
   # slurmctld says SUSPENDED before slurmd has stopped the tasks: read the
   # step counter only once every trainer process is stopped (state T).
   wait_until 10 "$name: job $job's tasks stopped" trainers_stopped "$job"
-  local at
-  at=$(sed -n 's/.*"step":\([0-9]*\),.*/\1/p' "$WORK/$name.jsonl" | tail -1)
-  sleep 20  # the suspension under test, not a synchronisation
-  local after
-  after=$(sed -n 's/.*"step":\([0-9]*\),.*/\1/p' "$WORK/$name.jsonl" | tail -1)
-  [[ $at == "$after" ]] || fail "$name: training went on while suspended (step $at -> $after)"
-  scontrol resume "$job" || fail "$name: scontrol resume $job failed"
-  echo "$name: job $job suspended for 20 s at step $at, resumed"
+  printf -v "at_$name" %s "$(last_step "$name")"
+}
+resume() {  # resume NAME JOBID: training did not go on while suspended
+  local at="at_$1" after
+  after=$(last_step "$1")
+  [[ ${!at} == "$after" ]] || fail "$1: training went on while suspended (step ${!at} -> $after)"
+  scontrol resume "$2" || fail "$1: scontrol resume $2 failed"
+  echo "$1: job $2 suspended for 20 s or more at step ${!at}, resumed"
 }
 
-# 1. srun from the login shell: the daemon runs on, every task is stopped.
+# The three runs at once (8 CPUs a node), the uninterrupted one among them:
+# 1. srun from the login shell: the daemon runs on, every task is stopped;
+# 2. inside sbatch: the batch step (srun and the daemon) is stopped too.
+# shellcheck disable=SC2046
+as_user timeout 250 $(trainer full --checkpoint "$WORK/full.ck" --log-every 0) >"$WORK/full.log" 2>&1 &
+full_pid=$!
 # shellcheck disable=SC2046
 as_user timeout 250 $(trainer srun --checkpoint "$WORK/srun.ck" --metrics "$WORK/srun.jsonl") \
   >"$WORK/srun.log" 2>&1 &
 pid=$!
-suspend_at_step_100 srun "" kill -0 "$pid"
-wait "$pid" || fail "suspended run failed: $(tail -20 "$WORK/srun.log")"
-cmp -s "$WORK/full.ck" "$WORK/srun.ck" || fail "the suspended run ends with other parameters than the uninterrupted one"
-
-# 2. Inside sbatch: the batch step (srun and the daemon) is stopped too.
 cat >"$WORK/batch.sh" <<JOB
 #!/bin/bash
 $(trainer batch --checkpoint "$WORK/batch.ck" --metrics "$WORK/batch.jsonl")
@@ -76,8 +75,17 @@ JOB
 chmod 755 "$WORK/batch.sh"
 batch_job=$(as_user sbatch --parsable -N2 --ntasks-per-node=1 -J "dps-batch-$$" -o "$WORK/batch.log" "$WORK/batch.sh")
 batch_running() { ! job_done "$batch_job"; }
+suspend_at_step_100 srun "" kill -0 "$pid"
+srun_job=$job
 suspend_at_step_100 batch "$batch_job" batch_running
+sleep 20  # the suspension under test, not a synchronisation
+resume srun "$srun_job"
+resume batch "$batch_job"
+
+wait "$full_pid" || fail "uninterrupted run failed: $(cat "$WORK/full.log")"
+wait "$pid" || fail "suspended run failed: $(tail -20 "$WORK/srun.log")"
+cmp -s "$WORK/full.ck" "$WORK/srun.ck" || fail "the suspended run ends with other parameters than the uninterrupted one"
 wait_until 250 "batch job $batch_job to end" job_done "$batch_job"
 [[ -f $WORK/batch.ck ]] || fail "batch run left no checkpoint: $(tail -20 "$WORK/batch.log")"
 cmp -s "$WORK/full.ck" "$WORK/batch.ck" || fail "the suspended batch run ends with other parameters: $(tail -20 "$WORK/batch.log")"
-pass "suspended for 20 s twice (srun outside, and inside sbatch): same final parameters as the uninterrupted run"
+pass "suspended for 20 s (srun outside, and inside sbatch, at once): same final parameters as the uninterrupted run"
