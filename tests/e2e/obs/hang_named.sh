@@ -9,6 +9,8 @@
 #    dp-top shows it; the step runs on (every rank alive 3 s later).
 #  - --dp-on-hang=end: the step ends within 10 s of that line, non-zero, its
 #    last line the hang (verdict hang), and no task survives.
+#  - the same under one torchrun per node (not in the lanes): worker rank 3 is
+#    named by its pid and the step ended.
 # The healthy 100 ms loop before the stall is never named (its main threads
 # run), which the first phase checks: no line before rank 3 sleeps.
 . "$(dirname "$0")/../lib.sh"
@@ -71,4 +73,45 @@ expect_contains "$last" "verdict hang" "srun's last line"
 ((ms <= (bound + 20) * 1000)) || fail "the step ended $ms ms after the stall; the bound is $bound s + 20 s"
 left=$(survivors)
 [[ -z $left ]] || fail "tasks of job $job survive the ended step: $left"
-pass "a stalled unmodified DDP step named within $((bound + 10)) s (rank 3 on n2 and where each rank waits), running on under name, ended in $ms ms under end"
+summary="a stalled unmodified DDP step named within $((bound + 10)) s (rank 3 on n2 and where each rank waits), running on under name, ended in $ms ms under end"
+if in_lane; then
+  lane_skips "the same stall under torchrun per node"
+  pass "$summary"
+  exit 0
+fi
+
+# The same stall under one torchrun per node, --dp-on-hang=end: the watch
+# reads torchrun's workers (the launcher's own wake-ups are no rank's
+# progress) and names worker rank 3 by its pid.
+rm -f "$WORK"/ready.* "$WORK"/rank*.log "$WORK"/node*.log
+worker_pid() {  # worker_pid RANK: torchrun's worker of that global rank in $job
+  local p
+  # torchrun starts its workers as sys.executable: python3.11, python3.13...
+  for p in $(job_pids "$job" 'python3(\.[0-9]+)?'); do
+    grep -qzxF "RANK=$1" "/proc/$p/environ" 2>/dev/null && { echo "$p"; return 0; }
+  done
+  return 1
+}
+as_user env "${ddp_env[@]}" srun --dp-world=auto --dp-hang-timeout="${bound}s" --dp-on-hang=end \
+  -N2 --ntasks-per-node=1 -J "hang-torchrun-$$" -o "$WORK/node%t.log" --export=ALL,USE_LIBUV=0 \
+  torchrun --nproc_per_node=2 "$WORK/ddp.py" --ready-file "$WORK/ready" --steps 100000 --step-ms 100 \
+  --hang-rank 3 --hang-at 20 >"$WORK/srun.log" 2>&1 &
+srun_pid=$!
+find_job "hang-torchrun-$$"
+wait_ranks_ready 120
+wait_until 60 "worker rank 3 asleep in its loop" grep -q "hangs at step" "$WORK/node1.log"
+t0=$(date +%s%N)
+worker=$(worker_pid 3) || fail "no worker of rank 3 in job $job"
+wait_srun $((bound + 30))
+cat "$WORK/srun.log"
+((ms >= 0)) || fail "srun still runs $((bound + 30)) s after worker rank 3 stopped, under --dp-on-hang=end"
+((rc != 0)) || fail "srun exited 0 after a hang of torchrun's workers under --dp-on-hang=end"
+line=$(notice) || fail "no hang line before the torchrun step ended"
+expect_contains "$line" "rank 3 (n2, pid $worker)" "the hang line of torchrun's workers"
+if [[ $new_frames == True ]]; then
+  expect_contains "$line" "main ddp.py:93" "worker rank 3's frame"
+else
+  expect_contains "$line" "clock_nanosleep" "worker rank 3's kernel state"
+fi
+expect_contains "$(last_line)" "verdict hang" "srun's last line (torchrun)"
+pass "$summary; under torchrun per node, worker rank 3 (pid $worker) named and the step ended in $ms ms"
