@@ -8,6 +8,7 @@
 #include "hello_proof.hpp"
 #include "master_port_value.hpp"
 #include "node_hello.hpp"
+#include "stacks_ask.hpp"
 
 namespace dp::agent {
 namespace {
@@ -88,9 +89,21 @@ void AgentCore::daemon_push(const proto::Response& r) {
   if (!abort_) abort_ = r;
   for (auto& [conn, l] : locals_)
     if (l.ready) out_.to_rank(conn, r);
+  if (!first) return;
   // One verdict, carried out on every node: tasks that never talk to us
   // (unmodified frameworks) would otherwise wait in a collective for minutes.
-  if (first) end_tasks(r.message());
+  // First the survivors are read for the report (a hang's verdict carries
+  // its own read; kept survivors run on and can be read by dp-top).
+  if (r.has_hang() || cfg_.keep_survivors) return end_tasks(r.message());
+  pending_end_ = PendingEnd{r.message(), told_ranks(), std::nullopt};
+  out_.read_stacks(rdv::kStacksAtFailure, kAtFailureRead);
+}
+
+void AgentCore::stacks_sent(uint64_t ask) {
+  if (ask != rdv::kStacksAtFailure || !pending_end_) return;
+  const PendingEnd end = std::move(*pending_end_);
+  pending_end_.reset();
+  out_.end_tasks(end.why, end.told);
 }
 
 void AgentCore::on_daemon_doubt(const std::string& why, Clock::time_point now) {
@@ -170,7 +183,11 @@ void AgentCore::on_daemon_lost(const std::string& why) {
   push.set_code(proto::ABORTED);
   push.set_message("slurm-dp: node " + cfg_.host +
                    " lost the step's daemon (dp-rendezvousd): " + why);
-  if (!abort_) end_tasks(push.message());  // while the told ranks are still known
+  if (pending_end_) {  // the daemon is gone while the survivors were read: no report to wait for
+    stacks_sent(rdv::kStacksAtFailure);
+  } else if (!abort_) {
+    end_tasks(push.message());  // while the told ranks are still known
+  }
   for (auto& [conn, l] : locals_) {
     if (l.ready) out_.to_rank(conn, push);
     out_.close_rank(conn);
@@ -179,11 +196,14 @@ void AgentCore::on_daemon_lost(const std::string& why) {
 }
 
 void AgentCore::end_tasks(const std::string& why) {
-  if (cfg_.keep_survivors) return;
+  if (!cfg_.keep_survivors) out_.end_tasks(why, told_ranks());
+}
+
+std::set<int> AgentCore::told_ranks() const {
   std::set<int> told;
   for (const auto& [conn, l] : locals_)
     if (l.ready) told.insert(l.rank);
-  out_.end_tasks(why, told);
+  return told;
 }
 
 uint64_t AgentCore::upstream(proto::Request req, Upstream what) {
@@ -451,6 +471,10 @@ std::optional<ReceivedSignal> AgentCore::received_signal(Clock::time_point now) 
 
 void AgentCore::on_tick(Clock::time_point now) {
   if (link_ == Link::gone) return;
+  if (pending_end_) {  // the survivors' read did not come back in time: end without it
+    if (!pending_end_->deadline) pending_end_->deadline = now + kAtFailureWait;
+    if (now >= *pending_end_->deadline) stacks_sent(rdv::kStacksAtFailure);
+  }
   daemon_.woke(now);  // a late tick: the agent itself was stopped (a suspended job)
   watch_daemon(now);
   if (link_ == Link::gone) return;

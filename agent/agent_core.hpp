@@ -78,8 +78,10 @@ class AgentOutbox {
   // node's hello again, trying until `deadline`; the outcome goes to
   // relinked() or relink_failed(). The old connection stays read until then.
   virtual void relink(Clock::time_point deadline) { (void)deadline; }
-  // The daemon asks for the node's ranks' stacks (dp-top --stacks): read them
-  // off the loop and send a StacksAnswer with this ask within `deadline`.
+  // The daemon asks for the node's ranks' stacks (dp-top --stacks, the hang
+  // watch), or the step failed (ask rdv::kStacksAtFailure): read them off the
+  // loop and send a StacksAnswer with this ask within `deadline`, then tell
+  // the core (AgentCore::stacks_sent).
   virtual void read_stacks(uint64_t ask, std::chrono::milliseconds deadline) {
     (void)ask;
     (void)deadline;
@@ -159,6 +161,14 @@ class AgentCore {
   void on_step_signal(int sig, Clock::time_point now);
   // Deadlines, heartbeats, pings, silence. Call a few times a second.
   void on_tick(Clock::time_point now);
+  // The answer to read_stacks(ask) went to the daemon. After the step failed
+  // (kStacksAtFailure), the node's tasks are ended only then: the report
+  // keeps where the survivors were (or at kAtFailureWait, whichever first).
+  void stacks_sent(uint64_t ask);
+  // The survivors' read at a failure: what it may take, and the bound on the
+  // tasks' end it may add (from the first tick after the abort).
+  static constexpr std::chrono::milliseconds kAtFailureRead{500};
+  static constexpr std::chrono::milliseconds kAtFailureWait{1'000};
 
   // A request of `sink`'s own over the daemon link (queued until it is
   // ready); its answer goes to sink.on_upstream. After a new connection it
@@ -234,6 +244,7 @@ class AgentCore {
   // A request the daemon answers nothing (id 0): sent now, or once the link is up.
   void notify(proto::Request req);
   void end_tasks(const std::string& why);
+  std::set<int> told_ranks() const;  // the ready local ranks: they heard the verdict
   void watch_daemon(Clock::time_point now);
   std::string silence_text(Clock::time_point now) const;
   void resend_pending(const std::set<uint64_t>& queued);
@@ -257,6 +268,12 @@ class AgentCore {
   std::string doubt_;
   std::string end_reason_;
   std::optional<proto::Response> abort_;  // the daemon's abort, for late arrivals
+  struct PendingEnd {                     // the abort's end of the tasks, after the survivors' read
+    std::string why;
+    std::set<int> told;                         // as end_tasks gives them, at the abort
+    std::optional<Clock::time_point> deadline;  // set at the first tick
+  };
+  std::optional<PendingEnd> pending_end_;
   std::optional<Result<MasterPortValue>> master_port_;
   std::vector<proto::Request> queued_;  // requests made before the link was ready
 

@@ -162,9 +162,11 @@ void AgentServer::read_stacks(uint64_t ask, std::chrono::milliseconds deadline) 
 void AgentServer::on_stacks_read(evutil_socket_t, short, void* arg) {
   auto* a = static_cast<AgentServer*>(arg);
   for (auto& answer : a->stacks_.take()) {
+    const uint64_t ask = answer.ask();
     proto::Request r;  // id 0: no reply
     *r.mutable_stacks_answer() = std::move(answer);
     a->to_daemon(r);
+    a->core_.stacks_sent(ask);  // after a failure: the tasks are ended now
   }
 }
 

@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -276,6 +277,7 @@ class Broker {
   bool node_fell_silent(ConnId conn, const Peer& p, const std::vector<int>& silent) const;
   // broker_stacks.cpp
   void op_stacks_answer(const Call& c, const proto::StacksAnswer& m);
+  void failure_stacks(const Call& c, const proto::StacksAnswer& m);
   void finish_stacks(Clock::time_point now);
   // Starts a round when none runs; false when no node agent is connected.
   bool start_stacks_round(Clock::time_point now);
@@ -349,6 +351,9 @@ class Broker {
     bool for_watch = false;  // the hang watch judges it
   };
   std::optional<StacksRound> stacks_;  // the round in flight, at most one
+  // The survivors' stacks the node agents sent at the failure, and whose.
+  std::vector<stacks::RankStacks> failure_got_;
+  std::set<ConnId> failure_read_;
   uint64_t next_stacks_ask_ = 1;
   std::optional<stacks::HangWatch> hang_watch_;  // while hang_timeout is on
   Clock::time_point next_watch_round_{};

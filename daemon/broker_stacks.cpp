@@ -51,6 +51,7 @@ void Broker::watch_stacks(Clock::time_point now) {
 }
 
 void Broker::op_stacks_answer(const Call& c, const proto::StacksAnswer& m) {
+  if (m.ask() == rdv::kStacksAtFailure) return failure_stacks(c, m);
   if (!stacks_ || m.ask() != stacks_->ask || !stacks_->waiting.erase(c.conn)) return;
   // Not checked against the node's ranks: a launcher's workers carry
   // torch's ranks, which are not the Slurm tasks the node's hello claimed.
@@ -64,6 +65,14 @@ void Broker::op_stacks_answer(const Call& c, const proto::StacksAnswer& m) {
       (c.peer.host.empty() ? "?" : c.peer.host) + " (" +
       (ranks.empty() ? "no rank running" : "ranks " + stacks::rank_ranges(ranks)) + ")");
   if (stacks_->waiting.empty()) finish_stacks(c.now);
+}
+
+// A node agent read its survivors before ending them (agent_core's abort):
+// each node's answer once, merged with the others' into the failure's record.
+void Broker::failure_stacks(const Call& c, const proto::StacksAnswer& m) {
+  if (!abort_ || c.peer.role != proto::ROLE_NODE || !failure_read_.insert(c.conn).second) return;
+  for (const auto& r : m.ranks()) failure_got_.push_back(rdv::rank_stacks(r, c.peer.host));
+  report_.note_failure_stacks(stacks::format_groups(stacks::merge_stacks(failure_got_)));
 }
 
 void Broker::expire_stacks(Clock::time_point now) {

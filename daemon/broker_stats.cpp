@@ -48,6 +48,10 @@ proto::Stats Broker::stats() const {
   t += "startup " + phases_.summary() + "\n";
   t += "ports " + report_.ports_text() + "\n";
   for (const auto& l : report_.hang_lines()) t += l + "\n";
+  if (report_.failure() && !report_.failure()->stacks.empty()) {
+    t += "at the first failure:\n";
+    for (const auto& l : report_.failure()->stacks) t += "  " + l + "\n";
+  }
   s.set_text(std::move(t));
   s.set_startup_line(startup_line());
   s.set_report_json(report_json(Clock::now()));

@@ -225,6 +225,10 @@ bool StepReport::note_hang(const std::string& which, const std::string& message,
   return true;
 }
 
+void StepReport::note_failure_stacks(std::vector<std::string> view) {
+  if (failure_) failure_->stacks = std::move(view);
+}
+
 std::vector<std::string> StepReport::hang_lines() const {
   if (!hang_) return {};
   std::vector<std::string> lines{"hang at " + num(hang_->at_s, "%.1f") + " s: " + hang_->message};
@@ -374,6 +378,7 @@ Json StepReport::failure_json() const {
   if (failure_->exit.worker_rank) f["worker_rank"] = *failure_->exit.worker_rank;
   f["at_s"] = rounded(failure_->at_s);
   f["message"] = failure_->message;
+  if (!failure_->stacks.empty()) f["stacks"] = failure_->stacks;
   return f;
 }
 

@@ -67,6 +67,9 @@ struct FailureRecord {
   TaskExit exit;
   double at_s = 0;  // since the daemon started
   std::string message;
+  // The survivors as their node agents read them before ending them (the
+  // merged view, stacks/merge.hpp); empty: none read.
+  std::vector<std::string> stacks;
 };
 
 // Counters of the daemon itself, for the report.
@@ -117,6 +120,9 @@ class StepReport {
                             const std::string& what, Clock::time_point now,
                             const TaskExit& exit = {});
   const std::optional<FailureRecord>& failure() const { return failure_; }
+  // Where the survivors were at the first failure (every node's read so far,
+  // merged): the report's and dp-top's. Ignored before a failure.
+  void note_failure_stacks(std::vector<std::string> view);
   // The step ended by the user's signal (scancel, srun's Ctrl-C), not a failure.
   bool ended_by_user() const { return failure_ && failure_->how == FailureHow::user_signal; }
 

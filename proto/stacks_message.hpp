@@ -13,6 +13,7 @@
 #include "dp/proto/rendezvous.pb.h"
 #include "dp/stacks/merge.hpp"
 #include "dp/stacks/stacks.hpp"
+#include "stacks_ask.hpp"
 
 namespace dp::rdv {
 

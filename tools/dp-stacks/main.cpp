@@ -67,8 +67,8 @@ bool parse_args(int argc, char** argv, Args& a, std::string& error) {
 void print_each(const dp::stacks::ProcessStacks& p, double read_ms) {
   using namespace dp::stacks;
   if (p.no_python) {
-    std::printf("pid %d: no Python frames (%s): %s\n", p.pid, no_python_name(p.no_python->why),
-                p.no_python->detail.c_str());
+    std::printf("pid %d: no Python frames (%s): %s, %.2f ms per read\n", p.pid,
+                no_python_name(p.no_python->why), p.no_python->detail.c_str(), read_ms);
   } else {
     std::printf("pid %d: Python %s, %llu bytes in %llu reads, %.2f ms per read\n", p.pid,
                 p.python.c_str(), static_cast<unsigned long long>(p.bytes_read),

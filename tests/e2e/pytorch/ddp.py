@@ -22,6 +22,10 @@ program never talks to slurm-dp:
   --until-file P     train on until P exists (every rank stops at the same step)
   --wait-file P      after the last step and its line, wait until P exists (a test
                      inspects the running step without changing what it computes)
+  --compute-ms MS    every rank computes (matrix products) for MS before each step's
+                     forward pass: a long stretch between collectives (0)
+  --save-every N     every N steps rank 0 sleeps --save-sleep-ms, then saves the
+  --save-sleep-ms MS model (torch.save) while the others wait in the next all-reduce
 """
 import argparse
 import hashlib
@@ -42,6 +46,9 @@ def parse_args():
     p.add_argument("--until-signals", default="")
     p.add_argument("--until-file", default="")
     p.add_argument("--wait-file", default="")
+    p.add_argument("--compute-ms", type=int, default=0)
+    p.add_argument("--save-every", type=int, default=0)
+    p.add_argument("--save-sleep-ms", type=int, default=0)
     return p.parse_args()
 
 
@@ -76,6 +83,22 @@ def all_done(done):
     return flag.item() == 1.0
 
 
+def compute(ms):
+    """Busy on the CPU for ms (no collective): a long forward pass, say."""
+    a = torch.randn(64, 64)
+    end = time.monotonic() + ms / 1000.0
+    while time.monotonic() < end:
+        a = torch.tanh(a @ a)
+
+
+def save(model, rank, sleep_ms):
+    """Rank 0's slow checkpoint: the others wait for it in the next all-reduce."""
+    time.sleep(sleep_ms / 1000.0)
+    path = f"/tmp/ddp-save-{os.getpid()}.pt"
+    torch.save(model.state_dict(), path)
+    os.unlink(path)
+
+
 def main():
     args, wanted, seen = ARGS, WANTED, SEEN
     torch.manual_seed(0)
@@ -91,6 +114,8 @@ def main():
             print(f"ddp rank={rank} hangs at step {step}", flush=True)
             while True:
                 time.sleep(3600)
+        if args.compute_ms:
+            compute(args.compute_ms)
         x = torch.randn(8, 16, generator=gen)
         y = x.sum(dim=1, keepdim=True)
         opt.zero_grad()
@@ -100,6 +125,8 @@ def main():
             open(f"{args.ready_file}.{rank}", "w").close()
         if args.step_ms:
             time.sleep(args.step_ms / 1000.0)
+        if args.save_every and rank == 0 and (step + 1) % args.save_every == 0:
+            save(model, rank, args.save_sleep_ms)
         if wanted or args.until_file:
             done = all(n in seen for n in wanted) and (
                 not args.until_file or os.path.exists(args.until_file))

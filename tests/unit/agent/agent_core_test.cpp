@@ -11,6 +11,7 @@
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
 #include "master_port_value.hpp"
+#include "stacks_ask.hpp"
 
 namespace dp::agent {
 namespace {
@@ -30,9 +31,13 @@ struct Recorder : AgentOutbox {
     told = told_ranks;
   }
   void relink(Clock::time_point deadline) override { relinks.push_back(deadline); }
+  void read_stacks(uint64_t ask, std::chrono::milliseconds deadline) override {
+    stacks_asks.emplace_back(ask, deadline);
+  }
   std::vector<Clock::time_point> relinks;  // each reconnect asked for, by its deadline
-  std::vector<std::string> ended;          // each end_tasks verdict
-  std::set<int> told;                      // the last verdict's ranks told through libdp
+  std::vector<std::pair<uint64_t, std::chrono::milliseconds>> stacks_asks;  // each read asked for
+  std::vector<std::string> ended;  // each end_tasks verdict
+  std::set<int> told;              // the last verdict's ranks told through libdp
   const proto::Response& last(ConnId c) { return to_ranks.at(c).back(); }
 };
 
@@ -327,17 +332,63 @@ TEST_F(AgentCoreTest, TheDaemonsAbortReachesEveryLocalRank) {
   EXPECT_EQ(out.last(2).code(), proto::ABORTED);
 }
 
-TEST_F(AgentCoreTest, TheDaemonsAbortEndsTheNodesTasksOnce) {
-  EXPECT_TRUE(out.ended.empty());
-  join(1, 2);  // a libdp rank: the abort is its polite signal
+proto::Response abort_push() {
   proto::Response abort;
   abort.set_code(proto::ABORTED);
   abort.set_message("first failure: rank 3 (host n2) was killed by signal 9");
+  return abort;
+}
+
+// The survivors are read for the report first (one read, rdv::kStacksAtFailure),
+// and ended once its answer went to the daemon.
+TEST_F(AgentCoreTest, TheDaemonsAbortEndsTheNodesTasksOnceTheirStacksWent) {
+  EXPECT_TRUE(out.ended.empty());
+  join(1, 2);  // a libdp rank: the abort is its polite signal
+  const proto::Response abort = abort_push();
   core.on_daemon_response(abort, now);
   core.on_daemon_response(abort, now);  // a second push is the same verdict
+  ASSERT_EQ(out.stacks_asks.size(), 1u);
+  EXPECT_EQ(out.stacks_asks[0].first, rdv::kStacksAtFailure);
+  EXPECT_LE(out.stacks_asks[0].second, AgentCore::kAtFailureWait);
+  EXPECT_TRUE(out.ended.empty());
+  core.stacks_sent(7);  // a dp-top round's answer is not the failure's
+  EXPECT_TRUE(out.ended.empty());
+  core.stacks_sent(rdv::kStacksAtFailure);
+  core.stacks_sent(rdv::kStacksAtFailure);
   core.on_daemon_lost("the connection closed");
   EXPECT_EQ(out.ended, (std::vector<std::string>{abort.message()}));
   EXPECT_EQ(out.told, (std::set<int>{2}));
+}
+
+// The read adds at most kAtFailureWait to the end, from the first tick after the abort.
+TEST_F(AgentCoreTest, AReadThatNeverComesBackEndsTheTasksAtTheBound) {
+  core.on_daemon_response(abort_push(), now);
+  core.on_tick(now);
+  now += AgentCore::kAtFailureWait - std::chrono::milliseconds(1);
+  core.on_tick(now);
+  EXPECT_TRUE(out.ended.empty());
+  now += std::chrono::milliseconds(1);
+  core.on_tick(now);
+  EXPECT_EQ(out.ended.size(), 1u);
+  core.stacks_sent(rdv::kStacksAtFailure);  // late: nothing more to end
+  EXPECT_EQ(out.ended.size(), 1u);
+}
+
+// A daemon lost during the read: the tasks end at once, with the abort's verdict.
+TEST_F(AgentCoreTest, LosingTheDaemonDuringTheReadEndsTheTasksWithTheAbortsVerdict) {
+  const proto::Response abort = abort_push();
+  core.on_daemon_response(abort, now);
+  core.on_daemon_lost("the connection closed");
+  EXPECT_EQ(out.ended, (std::vector<std::string>{abort.message()}));
+}
+
+// A hang's verdict carries the stacks it was named by: no second read.
+TEST_F(AgentCoreTest, AHangsVerdictEndsTheTasksWithoutAnotherRead) {
+  proto::Response abort = abort_push();
+  abort.mutable_hang()->set_rank(3);
+  core.on_daemon_response(abort, now);
+  EXPECT_TRUE(out.stacks_asks.empty());
+  EXPECT_EQ(out.ended.size(), 1u);
 }
 
 TEST_F(AgentCoreTest, LosingTheDaemonEndsTheNodesTasksNamingIt) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "broker_fixture.hpp"
+#include "stacks_ask.hpp"
 
 namespace dp::daemon {
 namespace {
@@ -103,6 +104,25 @@ TEST_F(BrokerStacksTest, WithoutNodeAgentsTheAnswerComesAtOnce) {
   broker_.ask_stacks(done(), t0_);
   ASSERT_EQ(got_.size(), 1u);
   EXPECT_EQ(joined(got_[0]), "no node agent is connected: no rank to read\n");
+}
+
+// At the step's first failure each node agent sends its survivors unasked
+// (rdv::kStacksAtFailure) before ending them: merged into the failure's
+// record, the report's and dp-top's, once per node; never before a failure.
+TEST_F(BrokerStacksTest, TheSurvivorsAtTheFailureGoInTheReport) {
+  nodes();
+  answer(kNodeA, rdv::kStacksAtFailure, {0, 1}, t0_ + milliseconds(5));
+  EXPECT_EQ(broker_.stats().report_json().find("main thread sleeping"), std::string::npos);
+  broker_.on_disconnect(kNodeB, t0_ + milliseconds(10));  // nb lost: the step fails
+  answer(kNodeA, rdv::kStacksAtFailure, {0, 1}, t0_ + milliseconds(20));
+  answer(kNodeA, rdv::kStacksAtFailure, {0, 1, 2}, t0_ + milliseconds(30));  // once per node
+  const proto::Stats s = broker_.stats();
+  const std::string& json = s.report_json();
+  EXPECT_NE(json.find("\"stacks\":[\"ranks 0-1: main thread sleeping"), std::string::npos) << json;
+  EXPECT_EQ(json.find("ranks 0-2"), std::string::npos) << json;
+  EXPECT_NE(s.text().find("at the first failure:\n  ranks 0-1: main thread sleeping"),
+            std::string::npos)
+      << s.text();
 }
 
 // The hang watch: with hang_timeout 8 s the daemon pushes a round every

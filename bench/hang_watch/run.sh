@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# What the hang watch (issue 45) costs.
+#  1. One read: `dp-stacks --each --repeat 20` of 8 Python processes of this
+#     machine's python3, each asleep 30 frames deep (a rank blocked in a
+#     collective looks the same to the reader): the median read per rank and
+#     per frame, and the node agent's CPU per second for 8 ranks at the
+#     watch's rates (a round every eighth of the bound, 1 to 15 s apart).
+#     Python 3.11 (Debian 12) publishes no frames: its read is the kernel's
+#     view alone; run it in the testing lane's root for 3.14's frames.
+#  2. A/B on the cluster, alternating, medians of RUNS: unmodified PyTorch DDP
+#     (bench/trainer/ddp_mlp.py, 2 nodes x 1 task (DP_BENCH_TASKS), 1 epoch) and dp-trainer
+#     (the same MLP; it links libdp, whose collective counters judge its
+#     hangs, so its ranks are not read: the control), --dp-hang-timeout=8s (a
+#     round every second, the watch's highest rate) against =off. Target:
+#     on/off >= 0.99.
+#
+#   bench/hang_watch/run.sh [--smoke] BUILD_DIR [RUNS=7] [MODE=lo]
+#
+# The cluster as bench/srun_overhead/run.sh brings it (DP_CLUSTER_DIR: a
+# running one). --smoke: 1 run each, 2 x 1 tasks on 4 096 samples, figures
+# meaningless (ctest e2e.lo.bench.hang_watch).
+# Nothing is installed: python3-torch and Fashion-MNIST must be there
+# (bench/trainer/run.sh installs them).
+set -euo pipefail
+smoke=0
+[[ ${1:-} == --smoke ]] && { smoke=1; shift; }
+build=$(realpath "${1:?usage: $0 [--smoke] BUILD_DIR [RUNS] [MODE]}")
+runs=${2:-7}
+mode=${3:-lo}
+((smoke)) && runs=1
+src=$(cd "$(dirname "$0")/../.." && pwd)
+cluster=$src/tests/cluster/dp-cluster
+plugin=$build/spank/spank_dp.so daemon=$build/daemon/dp-rendezvousd
+stacks=$build/tools/dp-stacks trainer=$build/trainer/dp-trainer
+for f in "$plugin" "$daemon" "$stacks" "$trainer"; do
+  [[ -e $f ]] || { echo "run.sh: $f is not built" >&2; exit 1; }
+done
+work=$(mktemp -d /tmp/dp-bench-hang.XXXXXX)
+chmod 755 "$work"
+pids=()
+cleanup() {
+  ((${#pids[@]})) && kill "${pids[@]}" 2>/dev/null || true
+  [[ -n ${own_cluster:-} ]] && { "$cluster" down >/dev/null 2>&1 || true; rm -rf "$DP_CLUSTER_DIR"; }
+  rm -rf "$work"
+}
+trap cleanup EXIT
+median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+
+# 1. The reader, on 8 sleeping processes 30 frames deep.
+cat >"$work/deep.py" <<'PY'
+import sys, time
+def down(n):
+    if n == 0:
+        open(sys.argv[1], "w").close()
+        time.sleep(3600)
+    down(n - 1)
+down(28)
+PY
+for i in 0 1 2 3 4 5 6 7; do
+  /usr/bin/python3 "$work/deep.py" "$work/up.$i" &
+  pids+=($!)
+done
+for i in 0 1 2 3 4 5 6 7; do
+  for _ in $(seq 200); do [[ -e $work/up.$i ]] && break; sleep 0.05; done
+  [[ -e $work/up.$i ]] || { echo "run.sh: python3 did not start" >&2; exit 1; }
+done
+each=$("$stacks" --each --repeat 20 "${pids[@]}")
+# "..., N ms per read" per process (--each: its median read), and its frames.
+per_rank=$(sed -n 's/.*, \([0-9.]*\) ms per read$/\1/p' <<<"$each" | median)
+frames=$(grep -c '^      [^ ]' <<<"$each" || true)
+t0=$(date +%s%N)
+"$stacks" "${pids[@]}" >/dev/null
+all_ms=$(echo "($(date +%s%N) - $t0) / 1000000" | bc -l)
+python=$(/usr/bin/python3 -c 'import platform; print(platform.python_version())')
+if ((frames)); then
+  per_frame=$(printf '%.1f us per frame' "$(echo "$per_rank * 1000 * 8 / $frames" | bc -l)")
+else
+  per_frame="no frames (Python before 3.13: the kernel's view alone)"
+fi
+printf 'reader (Python %s): one rank %.3f ms (median of 20 reads), %d frames in all 8, %s; 8 ranks merged by dp-stacks (its start included) %.1f ms\n' \
+  "$python" "$per_rank" "$frames" "$per_frame" "$all_ms"
+for bound in 8 20 120; do
+  every=$(echo "e = $bound / 8; if (e < 1) e = 1; if (e > 15) e = 15; e" | bc -l)
+  printf '  hang_timeout %3d s: a round every %.2f s, the agent of 8 ranks spends %.3f ms per second reading (%.4f%% of a CPU)\n' \
+    "$bound" "$every" "$(echo "8 * $per_rank / $every" | bc -l)" "$(echo "8 * $per_rank / $every / 10" | bc -l)"
+done
+kill "${pids[@]}" 2>/dev/null || true
+wait 2>/dev/null || true
+pids=()
+
+# 2. A/B on the cluster.
+if [[ -n ${DP_CLUSTER_DIR:-} ]] && "$cluster" env >/dev/null 2>&1; then
+  echo "run.sh: using the running cluster in $DP_CLUSTER_DIR"
+else
+  own_cluster=1
+  export DP_CLUSTER_DIR=$work/cluster
+  export DP_CLUSTER_PORT_BASE=${DP_BENCH_PORT_BASE:-17600} DP_CLUSTER_MODE=$mode DP_CLUSTER_PLUGIN=$plugin
+  "$cluster" up >/dev/null
+fi
+"$cluster" plugstack "daemon=$daemon"
+eval "$("$cluster" env)"
+cp "$src/bench/trainer/ddp_mlp.py" "$work/"
+# One rank per node by default: 2 ranks on this machine's 2 cores. At 2 x 2
+# the ranks share cores and a run's rate swings by 15 %, which hides 1 %.
+limit=0 tasks=${DP_BENCH_TASKS:-1}
+((smoke)) && limit=4096 tasks=1
+common=(--export=ALL,EPOCHS=1,GLOBAL_BATCH=256,THREADS=1,OMP_NUM_THREADS=1,OPENBLAS_NUM_THREADS=1,TRAIN_LIMIT=$limit,USE_LIBUV=0)
+run_torch() {  # run_torch HANG: rank 0's samples per second
+  srun -Q --dp-world=auto --dp-hang-timeout="$1" -N2 --ntasks-per-node=$tasks "${common[@]}" \
+    /usr/bin/python3 "$work/ddp_mlp.py" |
+    /usr/bin/python3 -c 'import json, sys
+for l in sys.stdin:
+    if l.startswith("{"):
+        j = json.loads(l)
+        if j["rank"] == 0: print(j["samples"] * j["world"] / j["seconds"])'
+}
+run_dp() {  # run_dp HANG: samples per second, as dp-trainer reports them
+  local lim=()
+  ((smoke)) && lim=(--train-limit 4096)
+  srun -Q --dp-world=auto --dp-hang-timeout="$1" -N2 --ntasks-per-node=$tasks "${common[@]}" \
+    "$trainer" --hidden 512,256 --global-batch 256 --epochs 1 --no-eval "${lim[@]}" 2>&1 |
+    grep -oE '[0-9.]+ samples/s' | tail -1 | awk '{print $1}'
+}
+for impl in torch dp; do
+  off=() on=()
+  ((smoke)) || "run_$impl" off >/dev/null  # warm-up: cold caches
+  for ((i = 0; i < runs; i++)); do
+    off+=("$("run_$impl" off)")
+    on+=("$("run_$impl" 8s)")
+  done
+  mo=$(printf '%s\n' "${off[@]}" | median)
+  mn=$(printf '%s\n' "${on[@]}" | median)
+  name=$([[ $impl == torch ]] && echo "unmodified PyTorch DDP (gloo)" || echo "dp-trainer")
+  printf "%s, 2x$tasks, MLP 784-512-256-10, 1 epoch, median of %d: off %.0f samples/s, --dp-hang-timeout=8s %.0f samples/s, on/off %.4f (target >= 0.99)\n" \
+    "$name" "$runs" "$mo" "$mn" "$(echo "$mn / $mo" | bc -l)"
+  echo "  off: ${off[*]}"
+  echo "  on:  ${on[*]}"
+done
