@@ -18,11 +18,14 @@
 #                                     NODE was cut off at t0: srun exits non-zero within
 #                                     BOUND + 10 s naming NODE's agent and a node verdict
 #   survivors                         the job's python processes still alive
+#   sleep_line                        ddp.py's line where a --hang-rank sleeps
 PYTHON=/usr/bin/python3
 ddp_srun_flags=()
 ddp_env=()
 cp "$(dirname "${BASH_SOURCE[0]}")/../pytorch/ddp.py" "$WORK/ddp.py"
 chmod 644 "$WORK/ddp.py"
+# The line of ddp.py where a --hang-rank sleeps: its frame in a stacks read.
+sleep_line=$(grep -n 'time.sleep(3600)' "$WORK/ddp.py" | cut -d: -f1)
 
 find_job() {  # find_job NAME
   local deadline=$((SECONDS + 30))

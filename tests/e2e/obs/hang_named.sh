@@ -43,7 +43,7 @@ expect_contains "$line" "no rank has made progress for" "the hang line"
 expect_contains "$line" "rank 3 (n2, pid $(rank_pid 3))" "the hang line"
 expect_contains "$line" "the step runs on" "the hang line"
 if [[ $new_frames == True ]]; then
-  expect_contains "$line" "main ddp.py:93" "rank 3's frame (its time.sleep line)"
+  expect_contains "$line" "main ddp.py:$sleep_line" "rank 3's frame (its time.sleep line)"
   expect_contains "$line" "ranks 0-2: " "the waiting ranks, merged"
 else
   expect_contains "$line" "clock_nanosleep" "rank 3's kernel state (time.sleep)"
@@ -109,7 +109,7 @@ cat "$WORK/srun.log"
 line=$(notice) || fail "no hang line before the torchrun step ended"
 expect_contains "$line" "rank 3 (n2, pid $worker)" "the hang line of torchrun's workers"
 if [[ $new_frames == True ]]; then
-  expect_contains "$line" "main ddp.py:93" "worker rank 3's frame"
+  expect_contains "$line" "main ddp.py:$sleep_line" "worker rank 3's frame"
 else
   expect_contains "$line" "clock_nanosleep" "worker rank 3's kernel state"
 fi
