@@ -100,7 +100,11 @@ void AgentCore::daemon_push(const proto::Response& r) {
 }
 
 void AgentCore::stacks_sent(uint64_t ask) {
-  if (ask != rdv::kStacksAtFailure || !pending_end_) return;
+  if (ask == rdv::kStacksAtFailure) end_pending();
+}
+
+void AgentCore::end_pending() {
+  if (!pending_end_) return;
   const PendingEnd end = std::move(*pending_end_);
   pending_end_.reset();
   out_.end_tasks(end.why, end.told);
@@ -184,7 +188,7 @@ void AgentCore::on_daemon_lost(const std::string& why) {
   push.set_message("slurm-dp: node " + cfg_.host +
                    " lost the step's daemon (dp-rendezvousd): " + why);
   if (pending_end_) {  // the daemon is gone while the survivors were read: no report to wait for
-    stacks_sent(rdv::kStacksAtFailure);
+    end_pending();
   } else if (!abort_) {
     end_tasks(push.message());  // while the told ranks are still known
   }
@@ -473,7 +477,7 @@ void AgentCore::on_tick(Clock::time_point now) {
   if (link_ == Link::gone) return;
   if (pending_end_) {  // the survivors' read did not come back in time: end without it
     if (!pending_end_->deadline) pending_end_->deadline = now + kAtFailureWait;
-    if (now >= *pending_end_->deadline) stacks_sent(rdv::kStacksAtFailure);
+    if (now >= *pending_end_->deadline) end_pending();
   }
   daemon_.woke(now);  // a late tick: the agent itself was stopped (a suspended job)
   watch_daemon(now);

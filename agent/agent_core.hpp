@@ -245,6 +245,7 @@ class AgentCore {
   void notify(proto::Request req);
   void end_tasks(const std::string& why);
   std::set<int> told_ranks() const;  // the ready local ranks: they heard the verdict
+  void end_pending();                // the abort's end of the tasks, once (pending_end_)
   void watch_daemon(Clock::time_point now);
   std::string silence_text(Clock::time_point now) const;
   void resend_pending(const std::set<uint64_t>& queued);

@@ -7,7 +7,8 @@
 #                                     the variables of ddp_env (NAME=value words)
 #   start_plain_ddp NAME [args...]    the same without slurm-dp (the variables by hand)
 #   wait_ranks_ready SECS             every rank did its first all-reduce
-#   rank_pid RANK                     the python process of that rank of $job
+#   rank_pid RANK [VAR [NAMES]]       the python process of that rank of $job (VAR=RANK
+#                                     and NAMES='python3(\.[0-9]+)?': torchrun's worker)
 #   wait_srun SECS                    waits for srun; sets rc and ms (since t0, set by the caller)
 #   last_line                         srun's last non-empty line
 #   expect_srun_ok SECS WHAT          srun (t0 set by the caller) exits 0 within SECS
@@ -65,10 +66,10 @@ wait_ranks_ready() {
   wait_until "$1" "every rank's first all-reduce ($(cat "$WORK/srun.log" "$WORK"/rank*.log 2>/dev/null | tail -5))" all_ready
 }
 
-rank_pid() {
+rank_pid() {  # rank_pid RANK [VARIABLE [NAMES]]: by SLURM_PROCID, or a launcher's worker by RANK
   local p
-  for p in $(job_pids "$job" python3); do
-    grep -qzxF "SLURM_PROCID=$1" "/proc/$p/environ" 2>/dev/null && { echo "$p"; return 0; }
+  for p in $(job_pids "$job" "${3:-python3}"); do
+    grep -qzxF "${2:-SLURM_PROCID}=$1" "/proc/$p/environ" 2>/dev/null && { echo "$p"; return 0; }
   done
   return 1
 }

@@ -84,14 +84,6 @@ fi
 # reads torchrun's workers (the launcher's own wake-ups are no rank's
 # progress) and names worker rank 3 by its pid.
 rm -f "$WORK"/ready.* "$WORK"/rank*.log "$WORK"/node*.log
-worker_pid() {  # worker_pid RANK: torchrun's worker of that global rank in $job
-  local p
-  # torchrun starts its workers as sys.executable: python3.11, python3.13...
-  for p in $(job_pids "$job" 'python3(\.[0-9]+)?'); do
-    grep -qzxF "RANK=$1" "/proc/$p/environ" 2>/dev/null && { echo "$p"; return 0; }
-  done
-  return 1
-}
 as_user env "${ddp_env[@]}" srun --dp-world=auto --dp-hang-timeout="${bound}s" --dp-on-hang=end \
   -N2 --ntasks-per-node=1 -J "hang-torchrun-$$" -o "$WORK/node%t.log" --export=ALL,USE_LIBUV=0 \
   torchrun --nproc_per_node=2 "$WORK/ddp.py" --ready-file "$WORK/ready" --steps 100000 --step-ms 100 \
@@ -101,7 +93,8 @@ find_job "hang-torchrun-$$"
 wait_ranks_ready 120
 wait_until 60 "worker rank 3 asleep in its loop" grep -q "hangs at step" "$WORK/node1.log"
 t0=$(date +%s%N)
-worker=$(worker_pid 3) || fail "no worker of rank 3 in job $job"
+# torchrun starts its workers as sys.executable: python3.11, python3.13...
+worker=$(rank_pid 3 RANK 'python3(\.[0-9]+)?') || fail "no worker of rank 3 in job $job"
 wait_srun $((bound + 30))
 cat "$WORK/srun.log"
 ((ms >= 0)) || fail "srun still runs $((bound + 30)) s after worker rank 3 stopped, under --dp-on-hang=end"
