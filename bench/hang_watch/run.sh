@@ -14,7 +14,11 @@
 #     round every second, the watch's highest rate) against =off. Target:
 #     on/off >= 0.99.
 #
-#   bench/hang_watch/run.sh [--smoke] BUILD_DIR [RUNS=7] [MODE=lo]
+#   bench/hang_watch/run.sh [--smoke|--reader] BUILD_DIR [RUNS=7] [MODE=lo]
+#
+# --reader: part 1 alone (no cluster, nothing but python3), e.g. for Python
+# 3.14's frames in the testing lane's root:
+#   scripts/debian-root debian-testing run bench/hang_watch/run.sh --reader build-debian-testing
 #
 # The cluster as bench/srun_overhead/run.sh brings it (DP_CLUSTER_DIR: a
 # running one). --smoke: 1 run each, 2 x 1 tasks on 4 096 samples, figures
@@ -22,9 +26,10 @@
 # Nothing is installed: python3-torch and Fashion-MNIST must be there
 # (bench/trainer/run.sh installs them).
 set -euo pipefail
-smoke=0
+smoke=0 reader=0
 [[ ${1:-} == --smoke ]] && { smoke=1; shift; }
-build=$(realpath "${1:?usage: $0 [--smoke] BUILD_DIR [RUNS] [MODE]}")
+[[ ${1:-} == --reader ]] && { reader=1; shift; }
+build=$(realpath "${1:?usage: $0 [--smoke|--reader] BUILD_DIR [RUNS] [MODE]}")
 runs=${2:-7}
 mode=${3:-lo}
 ((smoke)) && runs=1
@@ -44,6 +49,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+calc() { awk "BEGIN { print $1 }"; }  # no bc: the testing lane's root has none
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 # 1. The reader, on 8 sleeping processes 30 frames deep.
@@ -70,23 +76,24 @@ per_rank=$(sed -n 's/.*, \([0-9.]*\) ms per read$/\1/p' <<<"$each" | median)
 frames=$(grep -c '^      [^ ]' <<<"$each" || true)
 t0=$(date +%s%N)
 "$stacks" "${pids[@]}" >/dev/null
-all_ms=$(echo "($(date +%s%N) - $t0) / 1000000" | bc -l)
+all_ms=$(calc "($(date +%s%N) - $t0) / 1000000")
 python=$(/usr/bin/python3 -c 'import platform; print(platform.python_version())')
 if ((frames)); then
-  per_frame=$(printf '%.1f us per frame' "$(echo "$per_rank * 1000 * 8 / $frames" | bc -l)")
+  per_frame=$(printf '%.1f us per frame' "$(calc "$per_rank * 1000 * 8 / $frames")")
 else
   per_frame="no frames (Python before 3.13: the kernel's view alone)"
 fi
 printf 'reader (Python %s): one rank %.3f ms (median of 20 reads), %d frames in all 8, %s; 8 ranks merged by dp-stacks (its start included) %.1f ms\n' \
   "$python" "$per_rank" "$frames" "$per_frame" "$all_ms"
 for bound in 8 20 120; do
-  every=$(echo "e = $bound / 8; if (e < 1) e = 1; if (e > 15) e = 15; e" | bc -l)
+  every=$(calc "$bound / 8 < 1 ? 1 : ($bound / 8 > 15 ? 15 : $bound / 8)")
   printf '  hang_timeout %3d s: a round every %.2f s, the agent of 8 ranks spends %.3f ms per second reading (%.4f%% of a CPU)\n' \
-    "$bound" "$every" "$(echo "8 * $per_rank / $every" | bc -l)" "$(echo "8 * $per_rank / $every / 10" | bc -l)"
+    "$bound" "$every" "$(calc "8 * $per_rank / $every")" "$(calc "8 * $per_rank / $every / 10")"
 done
 kill "${pids[@]}" 2>/dev/null || true
 wait 2>/dev/null || true
 pids=()
+((reader)) && exit 0
 
 # 2. A/B on the cluster.
 if [[ -n ${DP_CLUSTER_DIR:-} ]] && "$cluster" env >/dev/null 2>&1; then
@@ -132,7 +139,7 @@ for impl in torch dp; do
   mn=$(printf '%s\n' "${on[@]}" | median)
   name=$([[ $impl == torch ]] && echo "unmodified PyTorch DDP (gloo)" || echo "dp-trainer")
   printf "%s, 2x$tasks, MLP 784-512-256-10, 1 epoch, median of %d: off %.0f samples/s, --dp-hang-timeout=8s %.0f samples/s, on/off %.4f (target >= 0.99)\n" \
-    "$name" "$runs" "$mo" "$mn" "$(echo "$mn / $mo" | bc -l)"
+    "$name" "$runs" "$mo" "$mn" "$(calc "$mn / $mo")"
   echo "  off: ${off[*]}"
   echo "  on:  ${on[*]}"
 done

@@ -19,6 +19,6 @@ if(COMMAND dp_e2e_test)
   # Its controls: healthy steps with long computes and slow saves get no verdict.
   dp_e2e_scripts(PART obs MODES lo TIMEOUT 300 SCRIPTS hang_healthy ENVIRONMENT ${_obs_env})
   # A stalled unmodified DDP step named from its ranks' stacks (and ended with --dp-on-hang=end).
-  dp_e2e_scripts(PART obs MODES ns TIMEOUT 300 SCRIPTS hang_named ENVIRONMENT ${_obs_env})
+  dp_e2e_scripts(PART obs MODES ns TIMEOUT 420 SCRIPTS hang_named ENVIRONMENT ${_obs_env})
   dp_e2e_scripts(PART obs MODES ns TIMEOUT 300 SCRIPTS straggler_top ENVIRONMENT ${_obs_env})
 endif()

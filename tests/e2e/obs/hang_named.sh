@@ -7,8 +7,11 @@
 #    pid, and where each rank is (Python 3.13+: the script's lines; Debian
 #    12's 3.11: each rank's kernel state, and why there are no Python frames);
 #    dp-top shows it; the step runs on (every rank alive 3 s later).
-#  - --dp-on-hang=end: the step ends within 10 s of that line, non-zero, its
-#    last line the hang (verdict hang), and no task survives.
+#  - --dp-on-hang=end: the same line within the bound + 10 s, and the step
+#    ends within 10 s of it, non-zero, its last line the hang (verdict hang),
+#    and no task survives.
+# The bound is the issue's 20 s (DP_E2E_HANG_BOUND changes it): the watch
+# idles while the ranks wait, so the test's wall time is the bound, not CPU.
 #  - the same under one torchrun per node (not in the lanes): worker rank 3 is
 #    named by its pid and the step ended.
 # The healthy 100 ms loop before the stall is never named (its main threads
@@ -16,7 +19,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../agent/ddp_common.sh"
 : "${DP_TOP:?set DP_TOP to the built dp-top}"
-bound=${DP_E2E_HANG_BOUND:-10}
+bound=${DP_E2E_HANG_BOUND:-20}
 site
 pytorch_launcher_env
 ddp_env=("${pet[@]}")
@@ -62,18 +65,19 @@ wait_srun 30
 rm -f "$WORK"/ready.* "$WORK"/rank*.log
 
 stalled_step hang-end end
-wait_srun $((bound + 30))
+wait_until $((bound + 10)) "a hang line on srun's stderr (--dp-on-hang=end)" notice
+named_ms=$((($(date +%s%N) - t0) / 1000000))
+wait_srun 10
 cat "$WORK/srun.log"
-((ms >= 0)) || fail "srun still runs $((bound + 30)) s after rank 3 stopped, under --dp-on-hang=end"
+((ms >= 0)) || fail "srun still runs 10 s after the hang line, under --dp-on-hang=end"
 ((rc != 0)) || fail "srun exited 0 after a hang under --dp-on-hang=end"
-line=$(notice) || fail "no hang line before the step ended"
 last=$(last_line)
 expect_contains "$last" "no rank has made progress for" "srun's last line"
 expect_contains "$last" "verdict hang" "srun's last line"
-((ms <= (bound + 20) * 1000)) || fail "the step ended $ms ms after the stall; the bound is $bound s + 20 s"
+echo "under end: named $named_ms ms after the stall, srun gone $ms ms after it"
 left=$(survivors)
 [[ -z $left ]] || fail "tasks of job $job survive the ended step: $left"
-summary="a stalled unmodified DDP step named within $((bound + 10)) s (rank 3 on n2 and where each rank waits), running on under name, ended in $ms ms under end"
+summary="a stalled unmodified DDP step named within $((bound + 10)) s (rank 3 on n2 and where each rank waits), running on under name; under end named in $named_ms ms, srun gone at $ms ms"
 if in_lane; then
   lane_skips "the same stall under torchrun per node"
   pass "$summary"

@@ -125,6 +125,30 @@ TEST_F(BrokerStacksTest, TheSurvivorsAtTheFailureGoInTheReport) {
       << s.text();
 }
 
+// Only a node agent reads ranks: another connection of the step (a tool's,
+// with the step's secret) that answers, the round's ask or the failure's, is
+// no node's read, and nothing it claims goes into dp-top's answer or the report.
+TEST_F(BrokerStacksTest, AToolsAnswerIsNoNodesRead) {
+  constexpr ConnId kRank = 3;
+  nodes();
+  hello(kRank, 0, proto::ROLE_AGENT);
+  broker_.ask_stacks(done(), t0_);
+  const uint64_t ask = asked(kNodeA);
+  answer(kRank, ask, {0, 1, 2, 3}, t0_ + milliseconds(5));
+  EXPECT_TRUE(got_.empty());  // still waiting for both nodes
+  answer(kNodeA, ask, {0, 1}, t0_ + milliseconds(10));
+  answer(kNodeB, ask, {2, 3}, t0_ + milliseconds(15));
+  ASSERT_EQ(got_.size(), 1u);
+  EXPECT_EQ(joined(got_[0]).find("h0"), std::string::npos) << joined(got_[0]);
+  broker_.on_disconnect(kNodeB, t0_ + milliseconds(20));  // the step fails
+  answer(kRank, rdv::kStacksAtFailure, {0, 1, 2, 3}, t0_ + milliseconds(25));
+  EXPECT_EQ(broker_.stats().report_json().find("main thread sleeping"), std::string::npos);
+  answer(kNodeA, rdv::kStacksAtFailure, {0, 1}, t0_ + milliseconds(30));
+  const std::string json = broker_.stats().report_json();
+  EXPECT_NE(json.find("\"stacks\":[\"ranks 0-1: main thread sleeping"), std::string::npos) << json;
+  EXPECT_EQ(json.find("h0"), std::string::npos) << json;
+}
+
 // The hang watch: with hang_timeout 8 s the daemon pushes a round every
 // second; nodes that answer with the same sleeping ranks each time make a
 // still step, named once on srun's stderr after 8 s, and the step runs on;
