@@ -85,7 +85,8 @@ set(DP_E2E_DEBIAN_TESTING
   apps.accelerate@ns              # accelerate launch per node, Accelerator() per task
   apps.transformers_trainer@lo    # a transformers Trainer, 2x2 against one node's torchrun
   obs.stacks_top@lo               # dp-top --stacks: Python 3.14's frames of every rank
-  obs.hang_named@ns               # a stalled DDP step named by its ranks' Python 3.14 frames
+  obs.hang_named@ns               # a stalled DDP step named by its ranks' Python 3.14 frames, per task and torchrun's workers
+  obs.hang_healthy@lo             # no verdict on healthy steps judged by 3.14's frames (compute, slow saves)
 )
 set(DP_E2E_DEBIAN13
   spank.env_vars@lo               # the wiring: every variable of every task
