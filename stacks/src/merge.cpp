@@ -33,12 +33,22 @@ void append_counted(const std::map<std::string, int>& counts, std::vector<std::s
   }
 }
 
+// The main thread's frames, innermost first, behind the system call it sleeps
+// in: a C function has no Python frame, so time.sleep shows only as
+// [clock_nanosleep] and a wait in a collective as [futex] or [poll].
+std::string main_line(const ThreadStack& main) {
+  std::string s = frames_text(main.frames, main.truncated);
+  if (main.kernel && main.kernel->syscall >= 0 && main.kernel->state != 'R')
+    s = "[" + syscall_name(main.kernel->syscall) + "] <- " + s;
+  return s;
+}
+
 std::vector<std::string> python_identity(const ProcessStacks& p) {
   if (p.threads.empty()) return {"no Python threads (Python " + p.python + ")"};
   const ThreadStack& main = main_thread(p);
   std::vector<std::string> lines{main.frames.empty()
                                      ? "main thread without Python frames, " + kernel_text(main)
-                                     : frames_text(main.frames, main.truncated)};
+                                     : main_line(main)};
   std::map<std::string, int> others;
   for (const auto& t : p.threads) {
     if (&t != &main && !t.frames.empty()) ++others[frames_text(t.frames, t.truncated)];

@@ -46,7 +46,7 @@ expect_contains "$line" "no rank has made progress for" "the hang line"
 expect_contains "$line" "rank 3 (n2, pid $(rank_pid 3))" "the hang line"
 expect_contains "$line" "the step runs on" "the hang line"
 if [[ $new_frames == True ]]; then
-  expect_contains "$line" "main ddp.py:$sleep_line" "rank 3's frame (its time.sleep line)"
+  expect_contains "$line" "[clock_nanosleep] <- main ddp.py:$sleep_line" "rank 3's time.sleep (its system call) and its line"
   expect_contains "$line" "ranks 0-2: " "the waiting ranks, merged"
 else
   expect_contains "$line" "clock_nanosleep" "rank 3's kernel state (time.sleep)"
@@ -106,7 +106,7 @@ cat "$WORK/srun.log"
 line=$(notice) || fail "no hang line before the torchrun step ended"
 expect_contains "$line" "rank 3 (n2, pid $worker)" "the hang line of torchrun's workers"
 if [[ $new_frames == True ]]; then
-  expect_contains "$line" "main ddp.py:$sleep_line" "worker rank 3's frame"
+  expect_contains "$line" "[clock_nanosleep] <- main ddp.py:$sleep_line" "worker rank 3's time.sleep and its line"
 else
   expect_contains "$line" "clock_nanosleep" "worker rank 3's kernel state"
 fi

@@ -22,12 +22,13 @@ KernelThread kernel(int tid, char state, int syscall, const std::string& wchan,
   return KernelThread{tid, "python3", state, cpu, wchan, syscall};
 }
 
-RankStacks python_rank(int rank, const std::string& host, int pid, std::vector<Frame> main_frames) {
+// main_in: the main thread's system call (a wait in a collective: futex).
+RankStacks python_rank(int rank, const std::string& host, int pid, std::vector<Frame> main_frames,
+                       int main_in = SYS_futex) {
   ProcessStacks p;
   p.pid = pid;
   p.python = "3.14.8";
-  p.threads.push_back(
-      {pid, std::move(main_frames), false, kernel(pid, 'S', SYS_futex, "futex_wait")});
+  p.threads.push_back({pid, std::move(main_frames), false, kernel(pid, 'S', main_in, "")});
   // gloo's threads: no Python frames, each rank its own number, in any state.
   for (int i = 1; i <= rank + 1; ++i) {
     p.threads.push_back({pid + i, {}, false, kernel(pid + i, i % 2 ? 'R' : 'S', SYS_ppoll, "")});
@@ -40,16 +41,18 @@ std::vector<RankStacks> hung_step() {
       python_rank(0, "n1", 1000, {kAllReduce, kWrapper, kStep, kMain}),
       python_rank(1, "n1", 1001, {kAllReduce, kWrapper, kStep, kMain}),
       python_rank(2, "n2", 4240, {kAllReduce, kWrapper, kStep, kMain}),
-      python_rank(3, "n2", 4242, {kSleeper, {"<module>", "/home/u/hang.py", 33}}),
+      python_rank(3, "n2", 4242, {kSleeper, {"<module>", "/home/u/hang.py", 33}},
+                  SYS_clock_nanosleep),  // time.sleep: a C function, no frame of its own
   };
 }
 
 TEST(Merge, TheOddRankLeadsAndTheWaitingRanksShareALine) {
   const auto lines = format_groups(merge_stacks(hung_step()));
   ASSERT_EQ(lines.size(), 2u);
-  EXPECT_EQ(lines[0], "rank 3 (n2, pid 4242): main hang.py:21 <- <module> hang.py:33");
+  EXPECT_EQ(lines[0],
+            "rank 3 (n2, pid 4242): [clock_nanosleep] <- main hang.py:21 <- <module> hang.py:33");
   EXPECT_EQ(lines[1],
-            "ranks 0-2: all_reduce distributed_c10d.py:3913 <- "
+            "ranks 0-2: [futex] <- all_reduce distributed_c10d.py:3913 <- "
             "_exception_logger.<locals>.wrapper c10d_logger.py:83 <- step hang.py:24 <- "
             "main hang.py:30");
 }
@@ -65,7 +68,7 @@ TEST(Merge, SmallestGroupsFirstThenLowestRank) {
   EXPECT_EQ(groups[1].ranks, std::vector<int>{5});
   EXPECT_EQ(groups[2].ranks, (std::vector<int>{4, 7}));
   EXPECT_EQ(groups[3].ranks, (std::vector<int>{0, 1, 2}));
-  EXPECT_EQ(format_groups(groups)[2], "ranks 4,7: step hang.py:24 <- main hang.py:30");
+  EXPECT_EQ(format_groups(groups)[2], "ranks 4,7: [futex] <- step hang.py:24 <- main hang.py:30");
 }
 
 TEST(Merge, OtherPythonThreadsArePartOfARanksIdentity) {
@@ -79,13 +82,28 @@ TEST(Merge, OtherPythonThreadsArePartOfARanksIdentity) {
   const auto lines = format_groups(merge_stacks(ranks));
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_EQ(lines[0],
-            "rank 2 (n2, pid 4240): all_reduce distributed_c10d.py:3913 <- "
+            "rank 2 (n2, pid 4240): [futex] <- all_reduce distributed_c10d.py:3913 <- "
             "_exception_logger.<locals>.wrapper c10d_logger.py:83 <- step hang.py:24 <- "
             "main hang.py:30");
   EXPECT_EQ(lines[1].rfind("rank 3 ", 0), 0u);
-  EXPECT_EQ(lines[2].rfind("ranks 0-1: all_reduce", 0), 0u);
+  EXPECT_EQ(lines[2].rfind("ranks 0-1: [futex] <- all_reduce", 0), 0u);
   EXPECT_EQ(lines[3],
             "    2 threads: Condition.wait threading.py:369 <- Thread.run threading.py:1024");
+}
+
+// The main thread's system call is part of where a rank is: the same frames
+// in another wait are another group; a main thread that runs shows no call.
+TEST(Merge, TheMainThreadsSystemCallLeadsItsFrames) {
+  auto ranks = hung_step();
+  ranks[0] = python_rank(0, "n1", 1000, {kAllReduce, kWrapper, kStep, kMain}, SYS_poll);
+  ranks[1].stacks.threads[0].kernel = kernel(1001, 'R', kNotInSyscall, "");
+  const auto lines = format_groups(merge_stacks(ranks));
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0].rfind("rank 0 (n1, pid 1000): [poll] <- all_reduce ", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[1].rfind("rank 1 (n1, pid 1001): all_reduce ", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[2].rfind("rank 2 (n2, pid 4240): [futex] <- all_reduce ", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[3].rfind("rank 3 (n2, pid 4242): [clock_nanosleep] <- main hang.py:21", 0), 0u)
+      << lines[3];
 }
 
 TEST(Merge, RanksWithoutPythonFramesAreShownByTheirThreadsKernelState) {
