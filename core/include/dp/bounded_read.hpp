@@ -12,6 +12,8 @@
 
 namespace dp {
 
+inline constexpr size_t kFirstReadBytes = 16384;  // most /proc files fit: one read
+
 // At most `max` bytes of the file `path` (relative to the directory `dir`,
 // or AT_FDCWD), read to its end or to `max`: /proc files have no size to ask
 // first. Empty when it cannot be opened. A final symlink is not followed.
@@ -19,10 +21,16 @@ inline std::string read_bounded_at(int dir, const char* path, size_t max) {
   std::string out;
   const UniqueFd file(::openat(dir, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!file) return out;
-  out.resize(max);
+  // The buffer grows as the file proves long: a bound of 4 MiB (a process's
+  // maps) must not cost 4 MiB of zeroed, faulted memory for a 40 KiB file.
+  out.resize(max < kFirstReadBytes ? max : kFirstReadBytes);
   size_t got = 0;
-  while (got < max) {
-    const ssize_t n = ::read(file.get(), out.data() + got, max - got);
+  for (;;) {
+    if (got == out.size()) {
+      if (got == max) break;
+      out.resize(max - got < got ? max : 2 * got);
+    }
+    const ssize_t n = ::read(file.get(), out.data() + got, out.size() - got);
     if (n <= 0) break;
     got += static_cast<size_t>(n);
   }
