@@ -33,8 +33,7 @@ build=$(realpath "${1:?usage: $0 [--smoke|--reader] BUILD_DIR [RUNS] [MODE]}")
 runs=${2:-7}
 mode=${3:-lo}
 ((smoke)) && runs=1
-src=$(cd "$(dirname "$0")/../.." && pwd)
-cluster=$src/tests/cluster/dp-cluster
+. "$(dirname "$0")/../cluster.sh"
 plugin=$build/spank/spank_dp.so daemon=$build/daemon/dp-rendezvousd
 stacks=$build/tools/dp-stacks trainer=$build/trainer/dp-trainer
 for f in "$plugin" "$daemon" "$stacks" "$trainer"; do
@@ -45,12 +44,11 @@ chmod 755 "$work"
 pids=()
 cleanup() {
   ((${#pids[@]})) && kill "${pids[@]}" 2>/dev/null || true
-  [[ -n ${own_cluster:-} ]] && { "$cluster" down >/dev/null 2>&1 || true; rm -rf "$DP_CLUSTER_DIR"; }
+  bench_cluster_down
   rm -rf "$work"
 }
 trap cleanup EXIT
 calc() { awk "BEGIN { print $1 }"; }  # no bc: the testing lane's root has none
-median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 # 1. The reader, on 8 sleeping processes 30 frames deep.
 cat >"$work/deep.py" <<'PY'
@@ -96,17 +94,8 @@ pids=()
 ((reader)) && exit 0
 
 # 2. A/B on the cluster.
-if [[ -n ${DP_CLUSTER_DIR:-} ]] && "$cluster" env >/dev/null 2>&1; then
-  echo "run.sh: using the running cluster in $DP_CLUSTER_DIR"
-else
-  own_cluster=1
-  export DP_CLUSTER_DIR=$work/cluster
-  export DP_CLUSTER_PORT_BASE=${DP_BENCH_PORT_BASE:-17600} DP_CLUSTER_MODE=$mode DP_CLUSTER_PLUGIN=$plugin
-  "$cluster" up >/dev/null
-fi
-"$cluster" plugstack "daemon=$daemon"
-eval "$("$cluster" env)"
-cp "$src/bench/trainer/ddp_mlp.py" "$work/"
+bench_cluster "$plugin" "$daemon" "$mode"
+cp "$bench_src/bench/trainer/ddp_mlp.py" "$work/"
 # One rank per node by default: 2 ranks on this machine's 2 cores. At 2 x 2
 # the ranks share cores and a run's rate swings by 15 %, which hides 1 %.
 limit=0 tasks=${DP_BENCH_TASKS:-1}

@@ -23,8 +23,7 @@ runs=${2:-7}
 mode=${3:-lo}
 ((smoke)) && runs=1
 ranks=64
-src=$(cd "$(dirname "$0")/../.." && pwd)
-cluster=$src/tests/cluster/dp-cluster
+. "$(dirname "$0")/../cluster.sh"
 plugin=$build/spank/spank_dp.so daemon=$build/daemon/dp-rendezvousd top=$build/tools/dp-top
 for f in "$plugin" "$daemon" "$top"; do
   [[ -e $f ]] || { echo "wide_step.sh: $f is not built" >&2; exit 1; }
@@ -35,23 +34,13 @@ srun_pid=""
 cleanup() {
   if [[ -n ${job:-} ]]; then scancel "$job" 2>/dev/null || true; fi
   if [[ -n $srun_pid ]]; then kill "$srun_pid" 2>/dev/null || true; wait "$srun_pid" 2>/dev/null || true; fi
-  if [[ -n ${own_cluster:-} ]]; then "$cluster" down >/dev/null 2>&1 || true; rm -rf "$DP_CLUSTER_DIR"; fi
+  bench_cluster_down
   rm -rf "$work"
 }
 trap cleanup EXIT
-median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-if [[ -n ${DP_CLUSTER_DIR:-} ]] && "$cluster" env >/dev/null 2>&1; then
-  echo "wide_step.sh: using the running cluster in $DP_CLUSTER_DIR"
-else
-  own_cluster=1
-  export DP_CLUSTER_DIR=$work/cluster DP_CLUSTER_NODES=8
-  export DP_CLUSTER_PORT_BASE=${DP_BENCH_PORT_BASE:-17600} DP_CLUSTER_MODE=$mode DP_CLUSTER_PLUGIN=$plugin
-  "$cluster" up >/dev/null
-fi
-"$cluster" plugstack "daemon=$daemon"
-eval "$("$cluster" env)"
+bench_cluster "$plugin" "$daemon" "$mode" 8
 nodes=$(sinfo -h -o '%D' | head -1)
 
 cat >"$work/deep.py" <<'PY'

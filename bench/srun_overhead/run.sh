@@ -17,27 +17,17 @@ build=$(realpath "${1:?usage: $0 [--smoke] BUILD_DIR [RUNS] [MODE]}")
 runs=${2:-30}
 mode=${3:-lo}
 ((smoke)) && runs=2
-src=$(cd "$(dirname "$0")/../.." && pwd)
-cluster=$src/tests/cluster/dp-cluster
+. "$(dirname "$0")/../cluster.sh"
 plugin=$build/spank/spank_dp.so
 daemon=$build/daemon/dp-rendezvousd
 [[ -f $plugin && -x $daemon ]] || { echo "build spank_dp and dp-rendezvousd in $build first" >&2; exit 1; }
 ((smoke || runs >= 20)) || { echo "RUNS must be >= 20" >&2; exit 1; }
 
-if [[ -n ${DP_CLUSTER_DIR:-} ]] && "$cluster" env >/dev/null 2>&1; then
-  echo "run.sh: using the running cluster in $DP_CLUSTER_DIR"
-else
-  export DP_CLUSTER_DIR=$(mktemp -d /tmp/dp-bench-srun.XXXXXX)
-  export DP_CLUSTER_PORT_BASE=${DP_BENCH_PORT_BASE:-17600} DP_CLUSTER_MODE=$mode DP_CLUSTER_PLUGIN=$plugin
-  trap '"$cluster" down >/dev/null 2>&1 || true; rm -rf "$DP_CLUSTER_DIR"' EXIT
-  "$cluster" up >/dev/null
-fi
-"$cluster" plugstack "daemon=$daemon"
-eval "$("$cluster" env)"
+trap bench_cluster_down EXIT
+bench_cluster "$plugin" "$daemon" "$mode"
 mode=$DP_CLUSTER_MODE
 
 ms() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null; t1=$(date +%s%N); echo $(((t1 - t0) / 1000)); }
-median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 # Warm-up: first srun pays for cold caches.
 srun -N2 --ntasks-per-node=2 true
