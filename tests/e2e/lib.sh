@@ -108,10 +108,6 @@ wait_job_end() {
 
 job_done() { [[ -z $(squeue -h -j "$1" 2>/dev/null) ]]; }
 
-# kill -9 of PID (WHAT, for messages) while srun_pid's step holds its ranks:
-# srun must exit non-zero, and each RANK's output must have a line matching
-# LINE_RE that matches NAMES_RE and says "... at <ms since the epoch>:", less
-# than LIMIT_MS after the kill. The kill scripts differ only in these.
 # srun_says_killed TASK: srun's stderr has "n2: task 3: Killed" or
 # "n2: tasks 2-3: Killed" for TASK.
 srun_says_killed() {
@@ -124,8 +120,15 @@ srun_says_killed() {
   return 1
 }
 
+# kill -9 of PID (WHAT, for messages) while srun_pid's step holds its ranks:
+# srun must exit non-zero, and each RANK's output must have a line matching
+# LINE_RE that matches NAMES_RE and says "... at <ms since the epoch>:", less
+# than LIMIT_MS after the kill. The kill scripts differ only in these.
+# RANK~ shared the lost node's agent and learns of the loss at the same moment
+# as the daemon, which ends the step at once: on a busy node the step's
+# SIGKILL may come before the rank runs; srun must then say it was killed.
 kill_and_expect_failures() {
-  local what=$1 pid=$2 limit=$3 line_re=$4 names=$5 rc=0 t line at killed_at
+  local what=$1 pid=$2 limit=$3 line_re=$4 names=$5 rc=0 t may_end line at killed_at
   shift 5
   killed_at=$(date +%s%3N)
   kill -9 "$pid"
@@ -134,18 +137,13 @@ kill_and_expect_failures() {
   ((rc != 0)) || fail "srun exited 0 after $what was killed"
   worst=0
   for t in "$@"; do
-    # A rank that shared the lost node's agent learns of it at the same moment
-    # as the daemon, which ends the step at once: on a busy node the step's
-    # SIGKILL may come before the rank runs, and srun names the failure.
-    if [[ $t == *~ ]]; then
-      t=${t%\~}
-      if ! grep -q "$line_re" "$WORK/task.$t.out"; then
-        srun_says_killed "$t" || fail "rank $t neither reported the failure nor was killed by the step's end"
-        echo "rank $t was ended by the step's end before it reported"
-        continue
-      fi
+    may_end=${t//[0-9]/} t=${t%\~}
+    if ! line=$(grep "$line_re" "$WORK/task.$t.out"); then
+      [[ -n $may_end ]] || fail "rank $t did not report the failure"
+      srun_says_killed "$t" || fail "rank $t neither reported the failure nor was killed by the step's end"
+      echo "rank $t was ended by the step's end before it reported"
+      continue
     fi
-    line=$(grep "$line_re" "$WORK/task.$t.out") || fail "rank $t did not report the failure"
     grep -q "$names" <<<"$line" || fail "rank $t's error does not name $what: $line"
     at=$(sed -n 's/.* at \([0-9]*\):.*/\1/p' <<<"$line")
     ((at - killed_at < limit)) || fail "rank $t learned of it after $((at - killed_at)) ms (limit $limit)"
