@@ -6,8 +6,9 @@
 //     stacks/image) with records written over it: a 2-byte offset into the
 //     image (big-endian, modulo its size), a length byte, that many bytes.
 //     The walk must end within its limits, whatever it then finds.
-//   mode % 3 == 2: the rest as an ELF file (.PyRuntime's place) and as the
-//     text of /proc/PID/maps.
+//   mode % 3 == 2: the rest as an ELF file (.PyRuntime's place), as the
+//     text of /proc/PID/maps, and as a location table whose spans pick a
+//     callee out of the same bytes read as source.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -15,6 +16,8 @@
 #include <span>
 #include <string_view>
 
+#include "dp/stacks/call_site.hpp"
+#include "dp/stacks/line_table.hpp"
 #include "dp/stacks/python_walk.hpp"
 #include "dp/stacks/runtime_address.hpp"
 #include "synthetic_python.hpp"
@@ -74,7 +77,17 @@ void parse_files(const uint8_t* data, size_t size) {
     return true;
   };
   (void)find_elf_section(file, ".PyRuntime");
-  const auto maps = parse_maps(std::string_view(reinterpret_cast<const char*>(data), size), 64);
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  // As a location table, each unit's span; as source, a call's callee.
+  const std::span<const uint8_t> table(data, size);
+  for (uint64_t unit = 0; unit < 64; ++unit) {
+    if (auto span = span_for_instruction(table, 1, unit)) {
+      auto callee = callee_of(text, *span);
+      check(!callee ||
+            (!callee->empty() && callee->size() <= 200 && text.find(*callee) != text.npos));
+    }
+  }
+  const auto maps = parse_maps(text, 64);
   check(maps.size() <= 64);
   check(python_mappings(maps).size() <= maps.size());
 }

@@ -30,6 +30,7 @@ void fill_thread(const stacks::ThreadStack& t, proto::ThreadStack& m, const Stac
     f->set_line(t.frames[i].line);
   }
   m.set_truncated(t.truncated || n < t.frames.size());
+  if (n > 0) m.set_call(capped(t.call, caps.text_bytes));
   if (t.kernel) fill_kernel(*t.kernel, *m.mutable_kernel(), caps);
 }
 
@@ -95,6 +96,7 @@ stacks::RankStacks rank_stacks(const proto::RankStacks& m, const std::string& ho
     ts.tid = t.tid();
     for (const auto& f : t.frames()) ts.frames.push_back({f.function(), f.file(), f.line()});
     ts.truncated = t.truncated();
+    if (!ts.frames.empty()) ts.call = t.call();
     if (t.has_kernel()) {
       const auto& k = t.kernel();
       ts.kernel = stacks::KernelThread{

@@ -1,12 +1,15 @@
 // The format (CPython's InternalDocs/code_objects.md): entries, each starting
 // with a byte whose top bit is set, holding a kind (4 bits) and how many code
 // units it covers (3 bits, plus one); varints of 6 bits a byte follow, bit 6
-// saying another byte comes. Kinds: 0-9 short form (same line, one column
-// byte), 10-12 one line (line delta 0-2, two column bytes), 13 no columns
-// (signed line delta), 14 long (signed line delta, end line, columns), 15 no
-// location. As CPython's own remote reader does (Modules/_remote_debugging),
+// saying another byte comes. Kinds: 0-9 short form (same line; the kind is
+// the column's high bits, one byte its low 3 bits and the span's length),
+// 10-12 one line (line delta 0-2, column and end column bytes), 13 no columns
+// (signed line delta), 14 long (signed line delta, end line delta, column + 1,
+// end column + 1), 15 no location. As CPython's own remote reader does (Modules/_remote_debugging),
 // an instruction without a location keeps the line before it.
 #include "dp/stacks/line_table.hpp"
+
+#include <algorithm>
 
 namespace dp::stacks {
 namespace {
@@ -54,27 +57,60 @@ class Cursor {
   size_t at_ = 0;
 };
 
-// Reads one entry's payload; returns its line delta, nullopt when malformed.
-std::optional<int> entry_delta(Cursor& c, unsigned kind) {
-  if (kind == kNone) return 0;
-  if (kind == kNoColumns) return c.signed_varint();
+// One entry's payload: its line delta and, where the entry has them, its
+// end line (as a delta) and columns. nullopt when malformed.
+struct Entry {
+  int delta = 0, end_delta = 0, column = -1, end_column = -1;
+  bool located = true;  // false for "no location": the line before it is kept
+};
+
+std::optional<Entry> entry(Cursor& c, unsigned kind) {
+  Entry e;
+  if (kind == kNone) {
+    e.located = false;
+    return e;
+  }
+  if (kind == kNoColumns) {
+    auto delta = c.signed_varint();
+    if (!delta) return std::nullopt;
+    e.delta = *delta;
+    return e;
+  }
   if (kind == kLong) {
     auto delta = c.signed_varint();
-    if (!delta || !c.varint() || !c.varint() || !c.varint()) return std::nullopt;
-    return delta;
+    auto end = delta ? c.varint() : std::nullopt;
+    auto column = end ? c.varint() : std::nullopt;  // each stored plus one: 0 is "none"
+    auto end_column = column ? c.varint() : std::nullopt;
+    if (!end_column) return std::nullopt;
+    e.delta = *delta;
+    e.end_delta = static_cast<int>(std::min<uint32_t>(*end, INT32_MAX));
+    e.column = static_cast<int>(*column) - 1;
+    e.end_column = static_cast<int>(*end_column) - 1;
+    return e;
   }
   if (kind >= kOneLine0 && kind <= kOneLine2) {
-    if (!c.skip_inner(2)) return std::nullopt;
-    return static_cast<int>(kind - kOneLine0);
+    auto column = c.inner();
+    auto end_column = column ? c.inner() : std::nullopt;
+    if (!end_column) return std::nullopt;
+    e.delta = static_cast<int>(kind - kOneLine0);
+    e.column = static_cast<int>(*column);
+    e.end_column = static_cast<int>(*end_column);
+    return e;
   }
-  if (!c.skip_inner(1)) return std::nullopt;  // short form: one column byte
-  return 0;
+  auto second = c.inner();  // short form: the column's low 3 bits and the length
+  if (!second) return std::nullopt;
+  e.column = static_cast<int>(kind << 3 | *second >> 4);
+  e.end_column = e.column + static_cast<int>(*second & 15u);
+  return e;
 }
 
-}  // namespace
+// The entry that covers `code_unit`, with the line it starts on.
+struct Found {
+  Entry e;
+  long long line;
+};
 
-std::optional<int> line_for_instruction(std::span<const uint8_t> table, int first_line,
-                                        uint64_t code_unit) {
+std::optional<Found> find(std::span<const uint8_t> table, int first_line, uint64_t code_unit) {
   Cursor c(table);
   long long line = first_line;
   uint64_t unit = 0;
@@ -83,16 +119,35 @@ std::optional<int> line_for_instruction(std::span<const uint8_t> table, int firs
     if (!first) return std::nullopt;
     const unsigned kind = (*first >> 3) & 15u;
     const uint64_t length = (*first & 7u) + 1;
-    auto delta = entry_delta(c, kind);
-    if (!delta) return std::nullopt;
-    line += *delta;
+    auto e = entry(c, kind);
+    if (!e) return std::nullopt;
+    line += e->delta;
     if (code_unit < unit + length) {
       if (line < 0 || line > INT32_MAX) return std::nullopt;
-      return static_cast<int>(line);
+      return Found{*e, line};
     }
     unit += length;
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<int> line_for_instruction(std::span<const uint8_t> table, int first_line,
+                                        uint64_t code_unit) {
+  auto f = find(table, first_line, code_unit);
+  if (!f) return std::nullopt;
+  return static_cast<int>(f->line);
+}
+
+std::optional<SourceSpan> span_for_instruction(std::span<const uint8_t> table, int first_line,
+                                               uint64_t code_unit) {
+  auto f = find(table, first_line, code_unit);
+  if (!f || !f->e.located || f->e.column < 0 || f->e.end_column < 0) return std::nullopt;
+  const long long end_line = f->line + f->e.end_delta;
+  if (end_line > INT32_MAX) return std::nullopt;
+  return SourceSpan{static_cast<int>(f->line), static_cast<int>(end_line), f->e.column,
+                    f->e.end_column};
 }
 
 }  // namespace dp::stacks

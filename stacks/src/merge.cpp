@@ -33,11 +33,17 @@ void append_counted(const std::map<std::string, int>& counts, std::vector<std::s
   }
 }
 
-// The main thread's frames, innermost first, behind the system call it sleeps
-// in: a C function has no Python frame, so time.sleep shows only as
-// [clock_nanosleep] and a wait in a collective as [futex] or [poll].
+// A thread's frames, innermost first, behind what the innermost one calls
+// (a C function has no Python frame): "time.sleep <- main hang.py:21".
+std::string thread_text(const ThreadStack& t) {
+  std::string s = frames_text(t.frames, t.truncated);
+  return t.call.empty() ? s : t.call + " <- " + s;
+}
+
+// The main thread's, behind the system call it sleeps in: [clock_nanosleep]
+// for a time.sleep, [futex] or [poll] for a wait in a collective.
 std::string main_line(const ThreadStack& main) {
-  std::string s = frames_text(main.frames, main.truncated);
+  std::string s = thread_text(main);
   if (main.kernel && main.kernel->syscall >= 0 && main.kernel->state != 'R')
     s = "[" + syscall_name(main.kernel->syscall) + "] <- " + s;
   return s;
@@ -51,7 +57,7 @@ std::vector<std::string> python_identity(const ProcessStacks& p) {
                                      : main_line(main)};
   std::map<std::string, int> others;
   for (const auto& t : p.threads) {
-    if (&t != &main && !t.frames.empty()) ++others[frames_text(t.frames, t.truncated)];
+    if (&t != &main && !t.frames.empty()) ++others[thread_text(t)];
   }
   append_counted(others, lines);
   return lines;

@@ -56,8 +56,7 @@ class Walker {
                                               std::vector<ThreadStack>& out);
   void thread_frames(uint64_t tstate, uint64_t frame, ThreadStack& t);
   bool frames_once(uint64_t frame, ThreadStack& t);
-  Step frame_at(uint64_t addr, Frame& out, uint64_t& previous);
-  int line_of(const CodeInfo& code, uint64_t instr_ptr) const;
+  Step frame_at(uint64_t addr, Frame& out, uint64_t& previous, std::optional<SourceSpan>* span);
   const CodeInfo* code(uint64_t addr);
   bool is_type(uint64_t type, uint64_t& known, std::string_view name);
   std::optional<std::string> str_object(uint64_t addr);
@@ -169,6 +168,7 @@ void Walker::thread_frames(uint64_t tstate, uint64_t frame, ThreadStack& t) {
   for (int attempt = 1;; ++attempt) {
     t.frames.clear();
     t.truncated = false;
+    t.innermost_at.reset();
     if (frames_once(frame, t) || attempt == kAttempts || mem_.bound_reached()) return;
     auto again = u64(tstate + off_.thread.current_frame);
     if (!again) return;
@@ -187,7 +187,9 @@ bool Walker::frames_once(uint64_t frame, ThreadStack& t) {
     }
     Frame f;
     uint64_t previous = 0;
-    const Step step = seen.insert(frame).second ? frame_at(frame, f, previous) : Step::broken;
+    // Only the innermost frame's span is wanted: it names what the thread calls.
+    auto* span = t.frames.empty() ? &t.innermost_at : nullptr;
+    const Step step = seen.insert(frame).second ? frame_at(frame, f, previous, span) : Step::broken;
     if (step == Step::broken) {
       t.truncated = true;
       return false;
@@ -198,7 +200,8 @@ bool Walker::frames_once(uint64_t frame, ThreadStack& t) {
   return true;
 }
 
-Step Walker::frame_at(uint64_t addr, Frame& out, uint64_t& previous) {
+Step Walker::frame_at(uint64_t addr, Frame& out, uint64_t& previous,
+                      std::optional<SourceSpan>* span) {
   Bytes fb;
   if (!read(addr, fb, off_.frame.size)) return Step::broken;
   previous = field<uint64_t>(fb, off_.frame.previous);
@@ -208,14 +211,14 @@ Step Walker::frame_at(uint64_t addr, Frame& out, uint64_t& previous) {
   if (owner >= kFirstNonPythonOwner || executable == 0) return Step::skip;
   const CodeInfo* c = code(executable);
   if (c == nullptr) return Step::broken;
-  out = Frame{c->qualname, c->filename, line_of(*c, field<uint64_t>(fb, off_.frame.instr_ptr))};
+  out = Frame{c->qualname, c->filename, -1};
+  const uint64_t instr_ptr = field<uint64_t>(fb, off_.frame.instr_ptr);
+  if (instr_ptr >= c->code_start && (instr_ptr - c->code_start) % 2 == 0) {
+    const uint64_t unit = (instr_ptr - c->code_start) / 2;
+    out.line = line_for_instruction(c->line_table, c->first_line, unit).value_or(-1);
+    if (span != nullptr) *span = span_for_instruction(c->line_table, c->first_line, unit);
+  }
   return Step::frame;
-}
-
-int Walker::line_of(const CodeInfo& c, uint64_t instr_ptr) const {
-  if (instr_ptr < c.code_start || (instr_ptr - c.code_start) % 2 != 0) return -1;
-  return line_for_instruction(c.line_table, c.first_line, (instr_ptr - c.code_start) / 2)
-      .value_or(-1);
 }
 
 const CodeInfo* Walker::code(uint64_t addr) {

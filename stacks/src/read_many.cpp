@@ -23,8 +23,14 @@ struct Work {
   std::mutex mu;
   std::condition_variable cv;
   size_t next = 0, done = 0;
+  bool taken = false;  // the caller has its answers: later ones are dropped
   std::vector<std::optional<ProcessStacks>> answers;
 };
+
+void keep(Work& w, size_t i, const ProcessStacks& answer) {
+  std::lock_guard lock(w.mu);
+  if (!w.taken) w.answers[i] = answer;
+}
 
 // Takes targets until none is left or the deadline passed.
 void reader(const std::shared_ptr<Work>& w) {
@@ -37,14 +43,19 @@ void reader(const std::shared_ptr<Work>& w) {
     }
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(w->deadline - Clock::now());
-    std::optional<ProcessStacks> answer;
     if (left.count() > 0) {
       ReadLimits limits = w->each;
       limits.walk.time = std::min(limits.walk.time, left);
-      answer = read_process(w->targets[i], limits);
+      ProcessStacks answer = read_process(w->targets[i], limits);
+      // The frames are kept before the calls are named from source files,
+      // whose file system may not answer by the deadline.
+      keep(*w, i, answer);
+      if (!answer.no_python && Clock::now() < w->deadline) {
+        name_calls(answer);
+        keep(*w, i, answer);
+      }
     }
     std::lock_guard lock(w->mu);
-    w->answers[i] = std::move(answer);
     ++w->done;
     w->cv.notify_all();
   }
@@ -85,6 +96,7 @@ std::vector<ProcessStacks> read_processes(const std::vector<Target>& targets,
   std::vector<ProcessStacks> out;
   out.reserve(targets.size());
   std::lock_guard lock(w->mu);
+  w->taken = true;
   for (size_t i = 0; i < targets.size(); ++i) {
     out.push_back(w->answers[i] ? std::move(*w->answers[i])
                                 : over_time(targets[i], limits.deadline));

@@ -172,7 +172,11 @@ void join_threads(ProcessStacks& p, std::vector<KernelThread> kernel) {
     }
   }
   for (size_t i = 0; i < kernel.size(); ++i) {
-    if (!used[i]) p.threads.push_back(ThreadStack{kernel[i].tid, {}, false, std::move(kernel[i])});
+    if (used[i]) continue;
+    ThreadStack t;
+    t.tid = kernel[i].tid;
+    t.kernel = std::move(kernel[i]);
+    p.threads.push_back(std::move(t));
   }
   std::stable_partition(p.threads.begin(), p.threads.end(),
                         [&](const ThreadStack& t) { return t.tid == p.pid; });

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dp/params.hpp"
+#include "dp/stacks/call_site.hpp"
 #include "dp/stacks/kernel_view.hpp"
 #include "dp/stacks/merge.hpp"
 #include "dp/stacks/read_many.hpp"
@@ -83,6 +84,7 @@ void print_each(const dp::stacks::ProcessStacks& p, double read_ms) {
                   static_cast<double>(t.kernel->cpu_ticks) / tick);
     }
     std::printf("\n");
+    if (!t.call.empty()) std::printf("      calls %s\n", t.call.c_str());
     for (const auto& f : t.frames) {
       std::printf("      %s %s:%d\n", f.function.c_str(), f.file.c_str(), f.line);
     }
@@ -103,6 +105,7 @@ void read_each(const Args& args) {
     for (int i = 0; i < args.repeat; ++i) {
       const auto start = std::chrono::steady_clock::now();
       p = dp::stacks::read_process(target_of(pid), args.limits);
+      if (!p.no_python) dp::stacks::name_calls(p);  // as the node agent does, in the read's time
       took.push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
               .count());

@@ -37,7 +37,7 @@ echo "the report's stacks at the failure:"
 echo "$at_failure"
 expect_contains "$at_failure" "rank $sleeper (n1, pid " "the sleeper in the report's stacks at the failure"
 if [[ $(/usr/bin/python3 -c 'import sys; print(sys.version_info >= (3, 13))') == True ]]; then
-  expect_contains "$at_failure" "ddp.py:$sleep_line" "the sleeper's line"
+  expect_contains "$at_failure" "time.sleep <- main ddp.py:$sleep_line" "the sleeper's call and line"
 else
   expect_contains "$at_failure" "clock_nanosleep" "the sleeper's kernel state"
 fi

@@ -4,8 +4,9 @@
 # 20 while ranks 0-2 wait in the next all_reduce, --dp-hang-timeout=$bound.
 #  - --dp-on-hang=name (the default): within the bound + 10 s of the stall one
 #    "slurm-dp: ... hang:" line on srun's stderr names rank 3, its node and
-#    pid, and where each rank is (Python 3.13+: the script's lines; Debian
-#    12's 3.11: each rank's kernel state, and why there are no Python frames);
+#    pid, and where each rank is (Python 3.13+: the script's lines and the
+#    calls they wait in, rank 3's time.sleep; Debian 12's 3.11: each rank's
+#    kernel state, and why there are no Python frames);
 #    dp-top shows it; the step runs on (every rank alive 3 s later).
 #  - --dp-on-hang=end: the same line within the bound + 10 s, and the step
 #    ends within 10 s of it, non-zero, its last line the hang (verdict hang),
@@ -46,7 +47,7 @@ expect_contains "$line" "no rank has made progress for" "the hang line"
 expect_contains "$line" "rank 3 (n2, pid $(rank_pid 3))" "the hang line"
 expect_contains "$line" "the step runs on" "the hang line"
 if [[ $new_frames == True ]]; then
-  expect_contains "$line" "[clock_nanosleep] <- main ddp.py:$sleep_line" "rank 3's time.sleep (its system call) and its line"
+  expect_contains "$line" "[clock_nanosleep] <- time.sleep <- main ddp.py:$sleep_line" "rank 3's time.sleep (its system call, the call its line makes) and its line"
   expect_contains "$line" "ranks 0-2: " "the waiting ranks, merged"
 else
   expect_contains "$line" "clock_nanosleep" "rank 3's kernel state (time.sleep)"
@@ -106,7 +107,7 @@ cat "$WORK/srun.log"
 line=$(notice) || fail "no hang line before the torchrun step ended"
 expect_contains "$line" "rank 3 (n2, pid $worker)" "the hang line of torchrun's workers"
 if [[ $new_frames == True ]]; then
-  expect_contains "$line" "[clock_nanosleep] <- main ddp.py:$sleep_line" "worker rank 3's time.sleep and its line"
+  expect_contains "$line" "[clock_nanosleep] <- time.sleep <- main ddp.py:$sleep_line" "worker rank 3's time.sleep and its line"
 else
   expect_contains "$line" "clock_nanosleep" "worker rank 3's kernel state"
 fi

@@ -19,10 +19,12 @@ ProcessStacks python_rank() {
   ProcessStacks p;
   p.pid = 4242;
   p.python = "3.13.5";
-  ThreadStack main{
-      4242, {{"sleeper", "/srv/hang.py", 12}, {"<module>", "/srv/hang.py", 14}}, false, {}};
+  ThreadStack main{4242,  {{"sleeper", "/srv/hang.py", 12}, {"<module>", "/srv/hang.py", 14}},
+                   false, {},
+                   {},    "time.sleep"};
   main.kernel = KernelThread{4242, "python3", 'S', 17, "hrtimer_nanosleep", 230};
-  ThreadStack gloo{4250, {}, false, KernelThread{4250, "gloo", 'S', 3, "futex_wait_queue", 202}};
+  ThreadStack gloo{4250, {}, false, KernelThread{4250, "gloo", 'S', 3, "futex_wait_queue", 202},
+                   {},   {}};
   p.threads = {main, gloo};
   return p;
 }
@@ -31,7 +33,9 @@ ProcessStacks no_python_rank() {
   ProcessStacks p;
   p.pid = 77;
   p.no_python = stacks::NoStacks{NoPython::no_debug_offsets, "Python 3.11 publishes none"};
-  p.threads = {ThreadStack{77, {}, false, KernelThread{77, "python3", 'R', 5, "", -1}}};
+  p.threads.emplace_back();
+  p.threads.back().tid = 77;
+  p.threads.back().kernel = KernelThread{77, "python3", 'R', 5, "", -1};
   return p;
 }
 
@@ -45,6 +49,8 @@ TEST(StacksMessage, ARankRoundTripsFrameForFrame) {
   EXPECT_FALSE(back.stacks.no_python);
   ASSERT_EQ(back.stacks.threads.size(), 2u);
   EXPECT_EQ(back.stacks.threads[0].frames, p.threads[0].frames);
+  EXPECT_EQ(back.stacks.threads[0].call, "time.sleep");
+  EXPECT_EQ(back.stacks.threads[1].call, "");
   EXPECT_FALSE(back.stacks.threads[0].truncated);
   ASSERT_TRUE(back.stacks.threads[1].kernel);
   const KernelThread& k = *back.stacks.threads[1].kernel;

@@ -24,7 +24,7 @@ RankStacks rank(int r, std::vector<Frame> frames, unsigned long long cpu = 0, in
   p.pid = pid ? pid : 1000 + r;
   p.python = "3.14.8";
   p.cpu_ticks = cpu;
-  p.threads.push_back({p.pid, std::move(frames), false, std::nullopt});
+  p.threads.push_back({p.pid, std::move(frames), false, std::nullopt, {}, {}});
   return {r, r < 2 ? "n1" : "n2", std::move(p)};
 }
 

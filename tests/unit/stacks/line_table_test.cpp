@@ -22,6 +22,7 @@ struct RecordedCode {
   int first_line = 0;
   std::vector<uint8_t> table;
   std::vector<std::pair<uint64_t, int>> lines;  // code unit, line
+  std::vector<std::pair<uint64_t, SourceSpan>> spans;
 };
 
 std::vector<RecordedCode> recorded(const std::string& file) {
@@ -45,6 +46,18 @@ std::vector<RecordedCode> recorded(const std::string& file) {
         out.back().lines.emplace_back(std::stoull(p.substr(0, colon)),
                                       std::stoi(p.substr(colon + 1)));
       }
+    } else if (word == "spans") {
+      std::string rest;
+      std::getline(in, rest);
+      std::istringstream items(rest);
+      for (std::string p; items >> p;) {  // unit:line,end_line,column,end_column
+        SourceSpan s;
+        char colon = 0, comma = 0;
+        uint64_t unit = 0;
+        std::istringstream(p) >> unit >> colon >> s.line >> comma >> s.end_line >> comma >>
+            s.column >> comma >> s.end_column;
+        out.back().spans.emplace_back(unit, s);
+      }
     }
   }
   return out;
@@ -59,6 +72,19 @@ TEST_P(RecordedTables, EveryCodeUnitGetsTheInterpretersLine) {
   for (const auto& c : codes) {
     for (const auto& [unit, line] : c.lines) {
       EXPECT_EQ(line_for_instruction(c.table, c.first_line, unit), line)
+          << c.name << " unit " << unit;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 100u);
+}
+
+TEST_P(RecordedTables, EveryCodeUnitWithColumnsGetsTheInterpretersSpan) {
+  const auto codes = recorded(GetParam());
+  size_t checked = 0;
+  for (const auto& c : codes) {
+    for (const auto& [unit, span] : c.spans) {
+      EXPECT_EQ(span_for_instruction(c.table, c.first_line, unit), span)
           << c.name << " unit " << unit;
       ++checked;
     }
@@ -90,6 +116,18 @@ TEST(LineTable, EachKindMovesTheLineItsWay) {
     EXPECT_EQ(line_for_instruction(table, 10, unit), line) << "unit " << unit;
   }
   EXPECT_EQ(line_for_instruction(table, 10, 10), std::nullopt);  // past the table
+
+  const std::pair<uint64_t, std::optional<SourceSpan>> spans[] = {
+      {0, SourceSpan{10, 10, 0, 5}},  // short form: columns 0 to 0 + 5
+      {2, SourceSpan{11, 11, 4, 9}},  // one line: both columns given
+      {3, std::nullopt},              // no columns
+      {6, SourceSpan{10, 10, 0, 1}},  // long: each column stored plus one
+      {7, std::nullopt},              // no location
+      {10, std::nullopt},             // past the table
+  };
+  for (const auto& [unit, span] : spans) {
+    EXPECT_EQ(span_for_instruction(table, 10, unit), span) << "unit " << unit;
+  }
 }
 
 TEST(LineTable, MalformedTablesGiveNoLine) {

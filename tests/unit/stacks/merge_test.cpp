@@ -22,16 +22,26 @@ KernelThread kernel(int tid, char state, int syscall, const std::string& wchan,
   return KernelThread{tid, "python3", state, cpu, wchan, syscall};
 }
 
-// main_in: the main thread's system call (a wait in a collective: futex).
+ThreadStack thread(int tid, std::vector<Frame> frames, KernelThread k, std::string call = "") {
+  ThreadStack t;
+  t.tid = tid;
+  t.frames = std::move(frames);
+  t.kernel = std::move(k);
+  t.call = std::move(call);
+  return t;
+}
+
+// main_in: the main thread's system call (a wait in a collective: futex);
+// calls: what its innermost frame calls.
 RankStacks python_rank(int rank, const std::string& host, int pid, std::vector<Frame> main_frames,
-                       int main_in = SYS_futex) {
+                       int main_in = SYS_futex, const std::string& calls = "") {
   ProcessStacks p;
   p.pid = pid;
   p.python = "3.14.8";
-  p.threads.push_back({pid, std::move(main_frames), false, kernel(pid, 'S', main_in, "")});
+  p.threads.push_back(thread(pid, std::move(main_frames), kernel(pid, 'S', main_in, ""), calls));
   // gloo's threads: no Python frames, each rank its own number, in any state.
   for (int i = 1; i <= rank + 1; ++i) {
-    p.threads.push_back({pid + i, {}, false, kernel(pid + i, i % 2 ? 'R' : 'S', SYS_ppoll, "")});
+    p.threads.push_back(thread(pid + i, {}, kernel(pid + i, i % 2 ? 'R' : 'S', SYS_ppoll, "")));
   }
   return {rank, host, std::move(p)};
 }
@@ -42,7 +52,7 @@ std::vector<RankStacks> hung_step() {
       python_rank(1, "n1", 1001, {kAllReduce, kWrapper, kStep, kMain}),
       python_rank(2, "n2", 4240, {kAllReduce, kWrapper, kStep, kMain}),
       python_rank(3, "n2", 4242, {kSleeper, {"<module>", "/home/u/hang.py", 33}},
-                  SYS_clock_nanosleep),  // time.sleep: a C function, no frame of its own
+                  SYS_clock_nanosleep, "time.sleep"),  // a C function: no frame of its own
   };
 }
 
@@ -50,7 +60,8 @@ TEST(Merge, TheOddRankLeadsAndTheWaitingRanksShareALine) {
   const auto lines = format_groups(merge_stacks(hung_step()));
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0],
-            "rank 3 (n2, pid 4242): [clock_nanosleep] <- main hang.py:21 <- <module> hang.py:33");
+            "rank 3 (n2, pid 4242): [clock_nanosleep] <- time.sleep <- main hang.py:21 <- "
+            "<module> hang.py:33");
   EXPECT_EQ(lines[1],
             "ranks 0-2: [futex] <- all_reduce distributed_c10d.py:3913 <- "
             "_exception_logger.<locals>.wrapper c10d_logger.py:83 <- step hang.py:24 <- "
@@ -76,8 +87,10 @@ TEST(Merge, OtherPythonThreadsArePartOfARanksIdentity) {
   const std::vector<Frame> waiting{{"Condition.wait", "/usr/lib/python3.14/threading.py", 369},
                                    {"Thread.run", "/usr/lib/python3.14/threading.py", 1024}};
   for (int r : {0, 1}) {
-    ranks[r].stacks.threads.push_back({9000 + r, waiting, false, std::nullopt});
-    ranks[r].stacks.threads.push_back({9100 + r, waiting, false, std::nullopt});
+    ranks[r].stacks.threads.push_back(
+        thread(9000 + r, waiting, kernel(9000 + r, 'S', SYS_futex, ""), "waiter.acquire"));
+    ranks[r].stacks.threads.push_back(
+        thread(9100 + r, waiting, kernel(9100 + r, 'S', SYS_futex, ""), "waiter.acquire"));
   }
   const auto lines = format_groups(merge_stacks(ranks));
   ASSERT_EQ(lines.size(), 4u);
@@ -88,7 +101,8 @@ TEST(Merge, OtherPythonThreadsArePartOfARanksIdentity) {
   EXPECT_EQ(lines[1].rfind("rank 3 ", 0), 0u);
   EXPECT_EQ(lines[2].rfind("ranks 0-1: [futex] <- all_reduce", 0), 0u);
   EXPECT_EQ(lines[3],
-            "    2 threads: Condition.wait threading.py:369 <- Thread.run threading.py:1024");
+            "    2 threads: waiter.acquire <- Condition.wait threading.py:369 <- "
+            "Thread.run threading.py:1024");
 }
 
 // The main thread's system call is part of where a rank is: the same frames
@@ -102,7 +116,8 @@ TEST(Merge, TheMainThreadsSystemCallLeadsItsFrames) {
   EXPECT_EQ(lines[0].rfind("rank 0 (n1, pid 1000): [poll] <- all_reduce ", 0), 0u) << lines[0];
   EXPECT_EQ(lines[1].rfind("rank 1 (n1, pid 1001): all_reduce ", 0), 0u) << lines[1];
   EXPECT_EQ(lines[2].rfind("rank 2 (n2, pid 4240): [futex] <- all_reduce ", 0), 0u) << lines[2];
-  EXPECT_EQ(lines[3].rfind("rank 3 (n2, pid 4242): [clock_nanosleep] <- main hang.py:21", 0), 0u)
+  EXPECT_EQ(lines[3].rfind("rank 3 (n2, pid 4242): [clock_nanosleep] <- time.sleep <- main ", 0),
+            0u)
       << lines[3];
 }
 
@@ -114,12 +129,10 @@ TEST(Merge, RanksWithoutPythonFramesAreShownByTheirThreadsKernelState) {
     p.no_python = NoStacks{NoPython::no_debug_offsets,
                            "_PyRuntime has no debug offsets (Python before 3.13 publishes none)"};
     const bool stuck = r == 1;
-    p.threads.push_back({p.pid,
-                         {},
-                         false,
-                         kernel(p.pid, stuck ? 'D' : 'S', stuck ? SYS_read : SYS_futex,
-                                stuck ? "nfs_wait_bit_killable" : "futex_wait", 100 * r)});
-    p.threads.push_back({p.pid + 1, {}, false, kernel(p.pid + 1, 'S', SYS_ppoll, "do_poll")});
+    p.threads.push_back(thread(p.pid, {},
+                               kernel(p.pid, stuck ? 'D' : 'S', stuck ? SYS_read : SYS_futex,
+                                      stuck ? "nfs_wait_bit_killable" : "futex_wait", 100 * r)));
+    p.threads.push_back(thread(p.pid + 1, {}, kernel(p.pid + 1, 'S', SYS_ppoll, "do_poll")));
     ranks.push_back({r, "n" + std::to_string(r), std::move(p)});
   }
   const auto lines = format_groups(merge_stacks(ranks));
@@ -149,7 +162,7 @@ TEST(Merge, CutChainsAndUnknownLinesAreMarked) {
   ProcessStacks p;
   p.pid = 9;
   p.python = "3.13.5";
-  p.threads.push_back({9, {}, false, kernel(9, 'R', kNotInSyscall, "")});
+  p.threads.push_back(thread(9, {}, kernel(9, 'R', kNotInSyscall, "")));
   EXPECT_EQ(format_groups(merge_stacks({{0, "h", p}}))[0],
             "rank 0 (h, pid 9): main thread without Python frames, running");
 }

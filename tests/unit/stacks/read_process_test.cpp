@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "dp/stacks/call_site.hpp"
 #include "dp/stacks/kernel_view.hpp"
 #include "process_group.hpp"
 
@@ -150,6 +151,20 @@ TEST_P(LivePython, ReadsASleepingMainThreadAndABlockedThread) {
   ASSERT_NE(in_blocked, blocker.frames.end());
   EXPECT_EQ(blocker.frames.front().function, "Condition.wait");
   EXPECT_GT(s.bytes_read, 0u);
+}
+
+// What each innermost frame calls, named from the source its instruction spans.
+TEST_P(LivePython, NamesTheCallsTheInnermostFramesWaitIn) {
+  PythonScript py(python_);
+  ASSERT_TRUE(py.ready());
+  ProcessStacks s = py.read_sleeping();
+  ASSERT_FALSE(s.no_python) << s.no_python->detail;
+  ASSERT_GE(s.threads.size(), 2u);
+  ASSERT_TRUE(s.threads[0].innermost_at);
+  EXPECT_EQ(s.threads[0].innermost_at->line, kSleepLine);
+  name_calls(s);
+  EXPECT_EQ(s.threads[0].call, "time.sleep");
+  EXPECT_EQ(s.threads[1].call, "waiter.acquire");  // Condition.wait, in threading.py
 }
 
 // _remote_debugging's threads: "T tid" then "F function|file|line" per frame.

@@ -1,13 +1,15 @@
 // A node's ranks read at once, within one deadline: what the node agent is
 // to answer `dp-top --stacks` and the hang verdict with (issue 45). Each
-// target is read by read_process on one of a few threads; the answer comes
-// by the deadline whatever the targets do.
+// target is read by read_process on one of a few threads, then its calls are
+// named (name_calls) if time is left; the answer comes by the deadline
+// whatever the targets and their files do.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <vector>
 
+#include "dp/stacks/call_site.hpp"
 #include "dp/stacks/read_process.hpp"
 
 namespace dp::stacks {

@@ -18,6 +18,13 @@ struct Frame {
   bool operator==(const Frame&) const = default;
 };
 
+// Where an instruction's source is (PEP 657): lines from 1, columns in
+// UTF-8 bytes from 0, the end column one past the last byte.
+struct SourceSpan {
+  int line = 0, end_line = 0, column = 0, end_column = 0;
+  bool operator==(const SourceSpan&) const = default;
+};
+
 // Why a process shows no Python frames: a name a verdict can test and a
 // sentence the merged view prints.
 enum class NoPython {
@@ -57,6 +64,12 @@ struct ThreadStack {
   std::vector<Frame> frames;  // innermost first; empty for a thread without Python frames
   bool truncated = false;     // frames stop early: the frame limit, or a chain that broke
   std::optional<KernelThread> kernel;
+  // The innermost frame's instruction (the walk sets it where the location
+  // table has columns): the source span name_calls reads `call` from.
+  std::optional<SourceSpan> innermost_at;
+  // What the innermost frame calls, as its source names it ("time.sleep"):
+  // a C function has no frame of its own. Empty when not known.
+  std::string call;
 };
 
 struct ProcessStacks {

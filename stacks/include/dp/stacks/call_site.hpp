@@ -1,0 +1,38 @@
+// What a thread's innermost Python frame calls. A C function (time.sleep, a
+// collective's binding, torch's backward engine) has no frame of its own, so
+// a thread blocked in one shows only its caller's line; the caller's
+// instruction, though, spans the call's source (PEP 657 columns), and the
+// source names the callee: `time.sleep(600)` is a call of `time.sleep`.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "dp/stacks/stacks.hpp"
+
+namespace dp::stacks {
+
+// Pure. `text` starts at the beginning of line span.line and holds at least
+// its lines up to span.end_line. The callee's dotted name when the span is
+// exactly one call of a dotted name, `NAME(.NAME)*(...)`, its parentheses
+// matched past strings and comments; nullopt for anything else (another
+// expression, a call of a call's result, a span outside the text).
+std::optional<std::string> callee_of(std::string_view text, const SourceSpan& span);
+
+struct SourceLimits {
+  size_t max_file_bytes = 4 << 20;  // a source file is read this far, no further
+  int max_span_lines = 64;          // a call's span over more lines is not named
+};
+
+// Sets each thread's `call` from its innermost frame's span and the file the
+// frame's code came from, read now as the caller (an absolute co_filename,
+// under /proc/PID/root: the process's own view of its files). Only regular
+// files, opened without blocking on a FIFO; a file changed since the process
+// read it gives no name or, rarely, its new text's. Blocks only where the
+// file system does: callers with a deadline call it after they kept the
+// frames, and at most a few calls wait in it at once (the rest name nothing).
+void name_calls(ProcessStacks& p, const SourceLimits& limits = {});
+
+}  // namespace dp::stacks

@@ -1,0 +1,154 @@
+#include "dp/stacks/call_site.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <map>
+
+#include "dp/unique_fd.hpp"
+
+namespace dp::stacks {
+namespace {
+
+constexpr size_t kMaxCallee = 200;
+// Source reads waiting at once in this process: a file system that stopped
+// answering holds at most this many reader threads, round after round.
+constexpr int kMaxWaiting = 4;
+std::atomic<int> waiting{0};
+
+bool name_start(unsigned char c) { return c == '_' || std::isalpha(c) != 0 || c >= 0x80; }
+bool name_char(unsigned char c) { return name_start(c) || std::isdigit(c) != 0; }
+
+// The byte offset of (line, column) in `text`, whose first line is `first`;
+// nullopt when the column is past that line's end.
+std::optional<size_t> offset_of(std::string_view text, int first, int line, int column) {
+  size_t at = 0;
+  for (int l = first; l < line; ++l) {
+    at = text.find('\n', at);
+    if (at == std::string_view::npos) return std::nullopt;
+    ++at;
+  }
+  const size_t line_end = std::min(text.find('\n', at), text.size());
+  if (column < 0 || static_cast<size_t>(column) > line_end - at) return std::nullopt;
+  return at + static_cast<size_t>(column);
+}
+
+// Past the string literal whose quote is at `at` (triple-quoted or not);
+// npos when it does not end inside `s`.
+size_t past_string(std::string_view s, size_t at) {
+  const char q = s[at];
+  const bool triple = s.compare(at, 3, std::string(3, q)) == 0;
+  for (size_t i = at + (triple ? 3 : 1); i < s.size(); ++i) {
+    if (s[i] == '\\') {
+      ++i;
+    } else if (s[i] == q && (!triple || s.compare(i, 3, std::string(3, q)) == 0)) {
+      return i + (triple ? 3 : 1);
+    } else if (s[i] == '\n' && !triple) {
+      return std::string_view::npos;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// Where the bracket opened at `open` closes; npos when it does not.
+size_t matching_close(std::string_view s, size_t open) {
+  int depth = 0;
+  for (size_t i = open; i < s.size();) {
+    const char c = s[i];
+    if (c == '\'' || c == '"') {
+      i = past_string(s, i);
+      if (i == std::string_view::npos) return i;
+      continue;
+    }
+    if (c == '#') {
+      i = s.find('\n', i);
+      if (i == std::string_view::npos) return i;
+      continue;
+    }
+    if (c == '(' || c == '[' || c == '{') ++depth;
+    if ((c == ')' || c == ']' || c == '}') && --depth == 0) return i;
+    ++i;
+  }
+  return std::string_view::npos;
+}
+
+// The source of `path` as process `pid` sees it, at most `max` bytes; empty
+// when it is not a regular file that opens.
+std::string source_of(int pid, const std::string& path, size_t max) {
+  std::string out;
+  const std::string at = "/proc/" + std::to_string(pid) + "/root" + path;
+  const UniqueFd file(::open(at.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  struct stat st {};
+  if (!file || ::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) return out;
+  out.resize(std::min<size_t>(static_cast<size_t>(std::max<off_t>(st.st_size, 0)), max));
+  size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t n = ::read(file.get(), out.data() + got, out.size() - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  out.resize(got);
+  return out;
+}
+
+// From the start of line `line` (from 1) of `source` on; empty past its end.
+std::string_view from_line(std::string_view source, int line) {
+  size_t at = 0;
+  for (int l = 1; l < line; ++l) {
+    at = source.find('\n', at);
+    if (at == std::string_view::npos) return {};
+    ++at;
+  }
+  return source.substr(at);
+}
+
+}  // namespace
+
+std::optional<std::string> callee_of(std::string_view text, const SourceSpan& span) {
+  if (span.end_line < span.line) return std::nullopt;
+  auto start = offset_of(text, span.line, span.line, span.column);
+  auto end = offset_of(text, span.line, span.end_line, span.end_column);
+  if (!start || !end || *end <= *start) return std::nullopt;
+  const std::string_view call = text.substr(*start, *end - *start);
+  size_t i = 0;
+  while (i < call.size()) {  // NAME(.NAME)*
+    if (!name_start(static_cast<unsigned char>(call[i]))) return std::nullopt;
+    while (i < call.size() && name_char(static_cast<unsigned char>(call[i]))) ++i;
+    if (i == call.size() || call[i] != '.') break;
+    ++i;
+  }
+  const size_t name_end = i;
+  if (name_end == 0 || name_end > kMaxCallee) return std::nullopt;
+  while (i < call.size() && (call[i] == ' ' || call[i] == '\t')) ++i;
+  if (i == call.size() || call[i] != '(') return std::nullopt;
+  if (matching_close(call, i) != call.size() - 1) return std::nullopt;
+  return std::string(call.substr(0, name_end));
+}
+
+void name_calls(ProcessStacks& p, const SourceLimits& limits) {
+  std::map<std::string, std::string> sources;
+  for (auto& t : p.threads) {
+    if (t.frames.empty() || !t.innermost_at) continue;
+    const SourceSpan& span = *t.innermost_at;
+    const std::string& file = t.frames.front().file;
+    if (file.empty() || file[0] != '/' || span.end_line - span.line >= limits.max_span_lines) {
+      continue;
+    }
+    auto it = sources.find(file);
+    if (it == sources.end()) {
+      if (waiting.fetch_add(1) >= kMaxWaiting) {
+        --waiting;
+        return;
+      }
+      it = sources.emplace(file, source_of(p.pid, file, limits.max_file_bytes)).first;
+      --waiting;
+    }
+    if (auto name = callee_of(from_line(it->second, span.line), span)) t.call = std::move(*name);
+  }
+}
+
+}  // namespace dp::stacks
