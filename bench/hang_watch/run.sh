@@ -7,8 +7,9 @@
 #     watch's rates (a round every eighth of the bound, 1 to 15 s apart).
 #     Python 3.11 (Debian 12) publishes no frames: its read is the kernel's
 #     view alone; run it in the testing lane's root for 3.14's frames.
-#  2. A/B on the cluster, alternating, medians of RUNS: unmodified PyTorch DDP
-#     (bench/trainer/ddp_mlp.py, 2 nodes x 1 task (DP_BENCH_TASKS), 1 epoch) and dp-trainer
+#  2. A/B on the cluster, pairs in turn off-on and on-off, medians of RUNS:
+#     unmodified PyTorch DDP (bench/trainer/ddp_mlp.py, 2 nodes x 1 task
+#     (DP_BENCH_TASKS), 3 epochs (DP_BENCH_EPOCHS)) and dp-trainer
 #     (the same MLP; it links libdp, whose collective counters judge its
 #     hangs, so its ranks are not read: the control), --dp-hang-timeout=8s (a
 #     round every second, the watch's highest rate) against =off. Target:
@@ -71,7 +72,7 @@ done
 each=$("$stacks" --each --repeat 20 "${pids[@]}")
 # "..., N ms per read" per process (--each: its median read), and its frames.
 per_rank=$(sed -n 's/.*, \([0-9.]*\) ms per read$/\1/p' <<<"$each" | median)
-frames=$(grep -c '^      [^ ]' <<<"$each" || true)
+frames=$(grep -v '^      calls ' <<<"$each" | grep -c '^      [^ ]' || true)  # not the calls lines
 t0=$(date +%s%N)
 "$stacks" "${pids[@]}" >/dev/null
 all_ms=$(calc "($(date +%s%N) - $t0) / 1000000")
@@ -98,11 +99,11 @@ bench_cluster "$plugin" "$daemon" "$mode"
 cp "$bench_src/bench/trainer/ddp_mlp.py" "$work/"
 # One rank per node by default: 2 ranks on this machine's 2 cores. At 2 x 2
 # the ranks share cores and a run's rate swings by 15 %, which hides 1 %.
-limit=0 tasks=${DP_BENCH_TASKS:-1}
-((smoke)) && limit=4096 tasks=1
-common=(--export=ALL,EPOCHS=1,GLOBAL_BATCH=256,THREADS=1,OMP_NUM_THREADS=1,OPENBLAS_NUM_THREADS=1,TRAIN_LIMIT=$limit,USE_LIBUV=0)
+limit=0 tasks=${DP_BENCH_TASKS:-1} epochs=${DP_BENCH_EPOCHS:-3}
+((smoke)) && limit=4096 tasks=1 epochs=1
+common=(--export=ALL,EPOCHS=$epochs,GLOBAL_BATCH=256,THREADS=1,OMP_NUM_THREADS=1,OPENBLAS_NUM_THREADS=1,TRAIN_LIMIT=$limit,USE_LIBUV=0)
 run_torch() {  # run_torch HANG: rank 0's samples per second
-  srun -Q --dp-world=auto --dp-hang-timeout="$1" -N2 --ntasks-per-node=$tasks "${common[@]}" \
+  srun -Q --dp-world=auto --dp-hang-timeout="$1" -N2 --ntasks-per-node="$tasks" "${common[@]}" \
     /usr/bin/python3 "$work/ddp_mlp.py" |
     /usr/bin/python3 -c 'import json, sys
 for l in sys.stdin:
@@ -113,16 +114,23 @@ for l in sys.stdin:
 run_dp() {  # run_dp HANG: samples per second, as dp-trainer reports them
   local lim=()
   ((smoke)) && lim=(--train-limit 4096)
-  srun -Q --dp-world=auto --dp-hang-timeout="$1" -N2 --ntasks-per-node=$tasks "${common[@]}" \
-    "$trainer" --hidden 512,256 --global-batch 256 --epochs 1 --no-eval "${lim[@]}" 2>&1 |
+  srun -Q --dp-world=auto --dp-hang-timeout="$1" -N2 --ntasks-per-node="$tasks" "${common[@]}" \
+    "$trainer" --hidden 512,256 --global-batch 256 --epochs "$epochs" --no-eval "${lim[@]}" 2>&1 |
     grep -oE '[0-9.]+ samples/s' | tail -1 | awk '{print $1}'
 }
 for impl in torch dp; do
   off=() on=()
   ((smoke)) || "run_$impl" off >/dev/null  # warm-up: cold caches
+  # Pairs in turn off-on and on-off: a run after a run (the last job's
+  # teardown, caches) is not always the watched one.
   for ((i = 0; i < runs; i++)); do
-    off+=("$("run_$impl" off)")
-    on+=("$("run_$impl" 8s)")
+    if ((i % 2 == 0)); then
+      off+=("$("run_$impl" off)")
+      on+=("$("run_$impl" 8s)")
+    else
+      on+=("$("run_$impl" 8s)")
+      off+=("$("run_$impl" off)")
+    fi
   done
   mo=$(printf '%s\n' "${off[@]}" | median)
   mn=$(printf '%s\n' "${on[@]}" | median)
@@ -130,8 +138,8 @@ for impl in torch dp; do
   # that moves both sides of a pair alike (this machine's rates drift by 20 %).
   pair=$(paste <(printf '%s\n' "${off[@]}") <(printf '%s\n' "${on[@]}") | awk '{print $2 / $1}' | median)
   name=$([[ $impl == torch ]] && echo "unmodified PyTorch DDP (gloo)" || echo "dp-trainer")
-  printf "%s, 2x$tasks, MLP 784-512-256-10, 1 epoch, median of %d: off %.0f samples/s, --dp-hang-timeout=8s %.0f samples/s, on/off %.4f, median of the pairs' on/off %.4f (target >= 0.99)\n" \
-    "$name" "$runs" "$mo" "$mn" "$(calc "$mn / $mo")" "$pair"
+  printf "%s, 2x$tasks, MLP 784-512-256-10, %d epochs, median of %d: off %.0f samples/s, --dp-hang-timeout=8s %.0f samples/s, on/off %.4f, median of the pairs' on/off %.4f (target >= 0.99)\n" \
+    "$name" "$epochs" "$runs" "$mo" "$mn" "$(calc "$mn / $mo")" "$pair"
   echo "  off: ${off[*]}"
   echo "  on:  ${on[*]}"
 done

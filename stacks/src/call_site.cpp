@@ -76,22 +76,25 @@ size_t matching_close(std::string_view s, size_t open) {
   return std::string_view::npos;
 }
 
-// The source of `path` as process `pid` sees it, at most `max` bytes; empty
-// when it is not a regular file that opens.
-std::string source_of(int pid, const std::string& path, size_t max) {
+// The source of `path` as process `pid` sees it, its first `lines` lines
+// at least where it has them (read no further than the chunk that ends
+// them), at most `max` bytes; empty when it is not a regular file that opens.
+std::string source_of(int pid, const std::string& path, int lines, size_t max) {
   std::string out;
   const std::string at = "/proc/" + std::to_string(pid) + "/root" + path;
   const UniqueFd file(::open(at.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
   struct stat st {};
   if (!file || ::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) return out;
-  out.resize(std::min<size_t>(static_cast<size_t>(std::max<off_t>(st.st_size, 0)), max));
-  size_t got = 0;
-  while (got < out.size()) {
-    const ssize_t n = ::read(file.get(), out.data() + got, out.size() - got);
+  constexpr size_t kChunk = 64 * 1024;
+  long newlines = 0;
+  while (out.size() < max && newlines < lines) {
+    const size_t from = out.size();
+    out.resize(std::min(max, from + kChunk));
+    const ssize_t n = ::read(file.get(), out.data() + from, out.size() - from);
+    out.resize(from + static_cast<size_t>(std::max<ssize_t>(n, 0)));
     if (n <= 0) break;
-    got += static_cast<size_t>(n);
+    newlines += std::count(out.begin() + static_cast<long>(from), out.end(), '\n');
   }
-  out.resize(got);
   return out;
 }
 
@@ -130,7 +133,7 @@ std::optional<std::string> callee_of(std::string_view text, const SourceSpan& sp
 }
 
 void name_calls(ProcessStacks& p, const SourceLimits& limits) {
-  std::map<std::string, std::string> sources;
+  std::map<std::string, std::string> sources;  // a file's lines as far as the first ask needed
   for (auto& t : p.threads) {
     if (t.frames.empty() || !t.innermost_at) continue;
     const SourceSpan& span = *t.innermost_at;
@@ -139,12 +142,15 @@ void name_calls(ProcessStacks& p, const SourceLimits& limits) {
       continue;
     }
     auto it = sources.find(file);
-    if (it == sources.end()) {
+    if (it == sources.end() ||
+        std::count(it->second.begin(), it->second.end(), '\n') < span.end_line) {
       if (waiting.fetch_add(1) >= kMaxWaiting) {
         --waiting;
         return;
       }
-      it = sources.emplace(file, source_of(p.pid, file, limits.max_file_bytes)).first;
+      it = sources
+               .insert_or_assign(file, source_of(p.pid, file, span.end_line, limits.max_file_bytes))
+               .first;
       --waiting;
     }
     if (auto name = callee_of(from_line(it->second, span.line), span)) t.call = std::move(*name);
