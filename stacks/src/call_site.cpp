@@ -23,15 +23,22 @@ std::atomic<int> waiting{0};
 bool name_start(unsigned char c) { return c == '_' || std::isalpha(c) != 0 || c >= 0x80; }
 bool name_char(unsigned char c) { return name_start(c) || std::isdigit(c) != 0; }
 
+// Where the line `n` lines past the start of `text` starts; npos past its end.
+size_t line_start(std::string_view text, long n) {
+  size_t at = 0;
+  for (long l = 0; l < n; ++l) {
+    at = text.find('\n', at);
+    if (at == std::string_view::npos) return at;
+    ++at;
+  }
+  return at;
+}
+
 // The byte offset of (line, column) in `text`, whose first line is `first`;
 // nullopt when the column is past that line's end.
 std::optional<size_t> offset_of(std::string_view text, int first, int line, int column) {
-  size_t at = 0;
-  for (int l = first; l < line; ++l) {
-    at = text.find('\n', at);
-    if (at == std::string_view::npos) return std::nullopt;
-    ++at;
-  }
+  const size_t at = line_start(text, static_cast<long>(line) - first);
+  if (at == std::string_view::npos) return std::nullopt;
   const size_t line_end = std::min(text.find('\n', at), text.size());
   if (column < 0 || static_cast<size_t>(column) > line_end - at) return std::nullopt;
   return at + static_cast<size_t>(column);
@@ -76,37 +83,32 @@ size_t matching_close(std::string_view s, size_t open) {
   return std::string_view::npos;
 }
 
+// A file's text as far as it was read, and how many whole lines that is.
+struct Source {
+  std::string text;
+  long lines = 0;
+};
+
 // The source of `path` as process `pid` sees it, its first `lines` lines
 // at least where it has them (read no further than the chunk that ends
 // them), at most `max` bytes; empty when it is not a regular file that opens.
-std::string source_of(int pid, const std::string& path, int lines, size_t max) {
-  std::string out;
+Source source_of(int pid, const std::string& path, int lines, size_t max) {
+  Source out;
   const std::string at = "/proc/" + std::to_string(pid) + "/root" + path;
   const UniqueFd file(::open(at.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
   struct stat st {};
   if (!file || ::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) return out;
   constexpr size_t kChunk = 64 * 1024;
-  long newlines = 0;
-  while (out.size() < max && newlines < lines) {
-    const size_t from = out.size();
-    out.resize(std::min(max, from + kChunk));
-    const ssize_t n = ::read(file.get(), out.data() + from, out.size() - from);
-    out.resize(from + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+  std::string& text = out.text;
+  while (text.size() < max && out.lines < lines) {
+    const size_t from = text.size();
+    text.resize(std::min(max, from + kChunk));
+    const ssize_t n = ::read(file.get(), text.data() + from, text.size() - from);
+    text.resize(from + static_cast<size_t>(std::max<ssize_t>(n, 0)));
     if (n <= 0) break;
-    newlines += std::count(out.begin() + static_cast<long>(from), out.end(), '\n');
+    out.lines += std::count(text.begin() + static_cast<long>(from), text.end(), '\n');
   }
   return out;
-}
-
-// From the start of line `line` (from 1) of `source` on; empty past its end.
-std::string_view from_line(std::string_view source, int line) {
-  size_t at = 0;
-  for (int l = 1; l < line; ++l) {
-    at = source.find('\n', at);
-    if (at == std::string_view::npos) return {};
-    ++at;
-  }
-  return source.substr(at);
 }
 
 }  // namespace
@@ -133,7 +135,7 @@ std::optional<std::string> callee_of(std::string_view text, const SourceSpan& sp
 }
 
 void name_calls(ProcessStacks& p, const SourceLimits& limits) {
-  std::map<std::string, std::string> sources;  // a file's lines as far as the first ask needed
+  std::map<std::string, Source> sources;  // read again only when a later span lies further
   for (auto& t : p.threads) {
     if (t.frames.empty() || !t.innermost_at) continue;
     const SourceSpan& span = *t.innermost_at;
@@ -142,8 +144,7 @@ void name_calls(ProcessStacks& p, const SourceLimits& limits) {
       continue;
     }
     auto it = sources.find(file);
-    if (it == sources.end() ||
-        std::count(it->second.begin(), it->second.end(), '\n') < span.end_line) {
+    if (it == sources.end() || it->second.lines < span.end_line) {
       if (waiting.fetch_add(1) >= kMaxWaiting) {
         --waiting;
         return;
@@ -153,7 +154,10 @@ void name_calls(ProcessStacks& p, const SourceLimits& limits) {
                .first;
       --waiting;
     }
-    if (auto name = callee_of(from_line(it->second, span.line), span)) t.call = std::move(*name);
+    const std::string_view text = it->second.text;
+    const size_t at = line_start(text, span.line - 1L);
+    if (at == std::string_view::npos) continue;
+    if (auto name = callee_of(text.substr(at), span)) t.call = std::move(*name);
   }
 }
 

@@ -4,9 +4,10 @@
 // saying another byte comes. Kinds: 0-9 short form (same line; the kind is
 // the column's high bits, one byte its low 3 bits and the span's length),
 // 10-12 one line (line delta 0-2, column and end column bytes), 13 no columns
-// (signed line delta), 14 long (signed line delta, end line delta, column + 1,
-// end column + 1), 15 no location. As CPython's own remote reader does (Modules/_remote_debugging),
-// an instruction without a location keeps the line before it.
+// (signed line delta), 14 long (signed line delta, end line delta, column +
+// 1, end column + 1), 15 no location. As CPython's own remote reader does
+// (Modules/_remote_debugging), an instruction without a location keeps the
+// line before it.
 #include "dp/stacks/line_table.hpp"
 
 #include <algorithm>
@@ -44,12 +45,6 @@ class Cursor {
     if (!u) return std::nullopt;
     const int magnitude = static_cast<int>(*u >> 1);
     return (*u & 1u) != 0 ? -magnitude : magnitude;
-  }
-  bool skip_inner(int n) {
-    for (int i = 0; i < n; ++i) {
-      if (!inner()) return false;
-    }
-    return true;
   }
 
  private:

@@ -215,8 +215,11 @@ Step Walker::frame_at(uint64_t addr, Frame& out, uint64_t& previous,
   const uint64_t instr_ptr = field<uint64_t>(fb, off_.frame.instr_ptr);
   if (instr_ptr >= c->code_start && (instr_ptr - c->code_start) % 2 == 0) {
     const uint64_t unit = (instr_ptr - c->code_start) / 2;
-    out.line = line_for_instruction(c->line_table, c->first_line, unit).value_or(-1);
+    // The innermost frame's table is decoded once: a span holds its line.
     if (span != nullptr) *span = span_for_instruction(c->line_table, c->first_line, unit);
+    out.line = span != nullptr && *span
+                   ? (*span)->line
+                   : line_for_instruction(c->line_table, c->first_line, unit).value_or(-1);
   }
   return Step::frame;
 }
