@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "dp/duration_text.hpp"
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
 #include "master_port_value.hpp"
@@ -11,14 +12,6 @@
 #include "stacks_ask.hpp"
 
 namespace dp::agent {
-namespace {
-
-std::string ms_text(Clock::duration d) {
-  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
-}
-
-}  // namespace
-
 AgentCore::AgentCore(AgentConfig cfg, AgentOutbox& out, Clock::time_point now)
     : cfg_(std::move(cfg)), out_(out), daemon_(cfg_.daemon_silence, cfg_.heartbeat_every, now) {
   if (!cfg_.make_nonce) cfg_.make_nonce = rdv::random_nonce;

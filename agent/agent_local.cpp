@@ -7,13 +7,13 @@
 #include <cerrno>
 
 #include "agent_server.hpp"
-#include "unix_connect.hpp"
+#include "dp/unix_socket.hpp"
 
 namespace dp::agent {
 
 void AgentServer::admit(service::UniqueFd fd) {
   // An abstract name has no file mode: only this user's processes are served.
-  auto uid = rdv::peer_uid(fd.get());
+  auto uid = peer_uid(fd.get());
   if (!uid || *uid != getuid()) return;
   auto c = service::open_conn<Conn, &AgentServer::read_rank>(*this, base_.get(), std::move(fd),
                                                              next_id_++);

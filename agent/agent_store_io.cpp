@@ -8,8 +8,8 @@
 #include <cstdio>
 
 #include "agent_server.hpp"
+#include "dp/tcp_sockets.hpp"
 #include "store_client.hpp"
-#include "tcp_peer.hpp"
 
 namespace dp::agent {
 
@@ -17,15 +17,15 @@ namespace dp::agent {
 // owner of the other end before a byte is read; another user's connection,
 // or one from outside this node's network namespace, is closed unread.
 void AgentServer::admit_store(service::UniqueFd fd) {
-  auto uid = rdv::local_tcp_peer_uid(fd.get());
-  if (!uid || *uid != getuid()) {
+  auto peer = local_tcp_peer(fd.get());
+  if (!peer || peer->uid != getuid()) {
     if (core_.note_store_stranger() == 1) {
       std::fprintf(stderr,
                    "dp-nodeagent: job %u step %u node %s: refused a connection to the step's "
                    "PyTorch store: %s (further ones are counted in the step report)\n",
                    settings_.job, settings_.step, settings_.host.c_str(),
-                   uid ? ("it belongs to uid " + std::to_string(*uid)).c_str()
-                       : uid.error().message.c_str());
+                   peer ? ("it belongs to uid " + std::to_string(peer->uid)).c_str()
+                        : peer.error().message.c_str());
     }
     return;
   }

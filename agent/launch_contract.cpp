@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "dp/list_text.hpp"
 #include "dp/params.hpp"
 
 namespace dp::agent {
@@ -20,12 +21,10 @@ bool socket_char(char c) {
 
 Result<std::vector<int32_t>> parse_ranks(std::string_view v) {
   std::vector<int32_t> out;
-  while (!v.empty()) {
-    const size_t comma = v.find(',');
-    auto r = parse_whole_number(v.substr(0, comma), 0, INT32_MAX);
+  for (std::string_view item : list_items(v)) {
+    auto r = parse_whole_number(item, 0, INT32_MAX);
     if (!r) return bad("ranks: " + r.error().message);
     out.push_back(static_cast<int32_t>(*r));
-    v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
   }
   if (out.empty()) return bad("no ranks");
   std::sort(out.begin(), out.end());
@@ -36,12 +35,10 @@ Result<std::vector<int32_t>> parse_ranks(std::string_view v) {
 // "29400,29401": at most kMaxHeldPorts ports, each once.
 Result<std::vector<int>> parse_held_ports(std::string_view v) {
   std::vector<int> out;
-  while (!v.empty()) {
-    const size_t comma = v.find(',');
-    auto p = parse_whole_number(v.substr(0, comma), 1, 65535);
+  for (std::string_view item : list_items(v)) {
+    auto p = parse_whole_number(item, 1, 65535);
     if (!p || out.size() >= kMaxHeldPorts) return bad("held_ports: a list of ports");
     out.push_back(static_cast<int>(*p));
-    v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
   }
   std::vector<int> sorted = out;
   std::sort(sorted.begin(), sorted.end());

@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "dp/master_port.hpp"
+#include "dp/proc_stat.hpp"  // read_start_ticks, for TaskStart
 #include "dp/result.hpp"
 #include "dp/site_config.hpp"
 #include "dp/step_ports.hpp"
-#include "proc_stat.hpp"  // read_start_ticks, for TaskStart
 
 namespace dp::agent {
 
@@ -96,5 +96,6 @@ std::string format_task_start(const TaskStart& t);
 std::optional<TaskStart> parse_task_start(std::string_view line);
 
 using ::dp::kMasterPortKey;
+using ::dp::read_start_ticks;  // a TaskStart's start time (dp/proc_stat.hpp)
 
 }  // namespace dp::agent

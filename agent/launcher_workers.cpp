@@ -1,9 +1,7 @@
 #include "launcher_workers.hpp"
 
-#include <dirent.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "dp/bounded_read.hpp"
+#include "dp/list_text.hpp"
 #include "dp/params.hpp"
 
 namespace dp::agent {
@@ -54,41 +54,23 @@ void add_child(Children& kids, int parent, int pid) {
 // The children of `pid` from its threads' children files (whichever thread
 // forked a child lists it).
 void listed_children(int pid, Children& kids) {
-  DIR* d = ::opendir(proc(pid, "task").c_str());
-  if (!d) return;
+  UniqueDir d(proc(pid, "task").c_str());
   size_t threads = 0;
-  while (const dirent* e = ::readdir(d)) {
+  while (const dirent* e = d ? d.next() : nullptr) {
     if (e->d_name[0] < '1' || e->d_name[0] > '9' || ++threads > kMaxThreads) continue;
     const std::string text =
         read_bounded(proc(pid, "task/") + e->d_name + "/children", kMaxChildrenBytes);
-    for (size_t at = 0; at < text.size();) {
-      const size_t end = std::min(text.find(' ', at), text.size());
-      if (auto child = small_number(std::string_view(text).substr(at, end - at)))
-        add_child(kids, pid, *child);
-      at = end + 1;
-    }
+    for (std::string_view item : list_items(text, ' '))  // "123 456 "
+      if (auto child = small_number(item)) add_child(kids, pid, *child);
   }
-  ::closedir(d);
 }
 
-// Every process of this user by its parent, from one pass over /proc: only
-// the directory's owner is looked at for the others' (workers run as the
-// job's user, as the agent does), so they cost a stat each, not a read.
+// Every process of this user by its parent, from one pass over /proc
+// (workers run as the job's user, as the agent does).
 Children own_processes_by_parent() {
   Children kids;
-  DIR* d = ::opendir("/proc");
-  if (!d) return kids;
-  const uid_t me = ::geteuid();
-  while (const dirent* e = ::readdir(d)) {
-    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-    struct stat owner {};
-    if (::fstatat(::dirfd(d), e->d_name, &owner, 0) != 0 || owner.st_uid != me) continue;
-    auto pid = parse_whole_number(e->d_name, 1, INT32_MAX);
-    if (!pid) continue;
-    if (auto st = read_proc_stat(static_cast<int>(*pid)))
-      kids[st->ppid].emplace_back(static_cast<int>(*pid), *st);
-  }
-  ::closedir(d);
+  for (int pid : processes_of(::geteuid(), SIZE_MAX))
+    if (auto st = read_proc_stat(pid)) kids[st->ppid].emplace_back(pid, *st);
   return kids;
 }
 

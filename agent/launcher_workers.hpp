@@ -30,8 +30,8 @@
 #include <utility>
 #include <vector>
 
+#include "dp/proc_stat.hpp"
 #include "launch_contract.hpp"
-#include "proc_stat.hpp"
 
 namespace dp::agent {
 

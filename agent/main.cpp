@@ -22,6 +22,8 @@
 #include "daemon_hello.hpp"
 #include "dp/hex.hpp"
 #include "dp/random_bytes.hpp"
+#include "dp/sys_error.hpp"
+#include "dp/unix_socket.hpp"
 #include "launch_contract.hpp"
 #include "port_holds.hpp"
 #include "process_start.hpp"
@@ -72,15 +74,12 @@ dp::Result<std::pair<dp::service::UniqueFd, std::string>> listen_local(
   const std::string name =
       "@slurm-dp-" + std::to_string(s.job) + "." + std::to_string(s.step) + "-" +
       dp::to_hex({reinterpret_cast<const unsigned char*>(raw->data()), raw->size()});
-  sockaddr_un sa;
-  auto len = dp::rdv::abstract_address(name, sa);
-  DP_TRY(len);
+  auto addr = dp::unix_address(name);
+  DP_TRY(addr);
   dp::service::UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd || bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), *len) != 0 ||
-      listen(fd.get(), 4096) != 0) {
-    return dp::make_error(dp::Errc::connection,
-                          "cannot listen on " + name + ": " + std::strerror(errno));
-  }
+  if (!fd || bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr->sa), addr->len) != 0 ||
+      listen(fd.get(), 4096) != 0)
+    return dp::sys_error(dp::Errc::connection, "cannot listen on " + name);
   return std::pair(std::move(fd), name);
 }
 
@@ -95,9 +94,8 @@ dp::Result<dp::service::UniqueFd> listen_store() {
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (!fd || bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
       listen(fd.get(), 4096) != 0) {
-    return dp::make_error(dp::Errc::connection,
-                          std::string("cannot listen on 127.0.0.1 for the step's PyTorch store: ") +
-                              std::strerror(errno));
+    return dp::sys_error(dp::Errc::connection,
+                         "cannot listen on 127.0.0.1 for the step's PyTorch store");
   }
   return fd;
 }

@@ -6,7 +6,7 @@
 
 #include <set>
 
-#include "tcp_listeners.hpp"
+#include "dp/tcp_sockets.hpp"
 
 namespace dp::agent {
 namespace {
@@ -48,7 +48,7 @@ std::vector<int> PortHolds::release_listened(Clock::time_point now, uid_t uid) {
   next_check_ = now + kCheckEvery;
   std::set<int> wanted;
   for (const auto& [port, fd] : held_) wanted.insert(port);
-  auto listened = rdv::tcp_ports_listened_by(uid, wanted);
+  auto listened = tcp_ports_listened_by(uid, wanted);
   if (!listened) return released;  // asked again at the next check; held meanwhile
   for (auto it = held_.begin(); it != held_.end();) {
     if (listened->count(it->first) == 0) {

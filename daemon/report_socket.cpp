@@ -7,9 +7,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstddef>
-#include <cstring>
+#include "dp/sys_error.hpp"
+#include "dp/unix_socket.hpp"
 
 namespace dp::daemon {
 namespace {
@@ -27,24 +26,18 @@ Result<std::unique_ptr<ReportSocket>> ReportSocket::create(event_base* base, std
   s->base_ = base;
   s->answer_ = std::move(answer);
   s->ask_stacks_ = std::move(ask_stacks);
-  sockaddr_un sa{};
-  sa.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof sa.sun_path)
-    return make_error(Errc::invalid_argument, "socket path too long: " + path);
-  std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
   // "@name": abstract (no file; the peer's uid is all that guards it, both ways).
-  const bool abstract = path[0] == '@';
-  if (abstract) sa.sun_path[0] = '\0';
-  const auto len = abstract ? static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size())
-                            : static_cast<socklen_t>(sizeof sa);
+  auto addr = unix_address(path);
+  DP_TRY(addr);
   service::UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd) return make_error(Errc::connection, std::string("socket: ") + std::strerror(errno));
-  if (!abstract) ::unlink(path.c_str());  // a stale socket of an earlier daemon of this step
+  if (!fd) return sys_error(Errc::connection, "socket");
+  if (!addr->abstract())
+    ::unlink(path.c_str());  // a stale socket of an earlier daemon of this step
   const mode_t old = umask(077);
-  const int rc = bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), len);
+  const int rc = bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr->sa), addr->len);
   umask(old);
   if (rc != 0 || listen(fd.get(), 16) != 0)
-    return make_error(Errc::connection, "cannot listen on " + path + ": " + std::strerror(errno));
+    return sys_error(Errc::connection, "cannot listen on " + path);
   s->path_ = std::move(path);
   ReportSocket* self = s.get();
   // From here on the destructor removes the path.
@@ -58,10 +51,8 @@ ReportSocket::~ReportSocket() {
 }
 
 void ReportSocket::admit(service::UniqueFd fd) {
-  ucred cred{};
-  socklen_t len = sizeof cred;
-  const bool ours = getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
-                    (cred.uid == getuid() || cred.uid == 0);
+  const auto uid = peer_uid(fd.get());
+  const bool ours = uid && (*uid == getuid() || *uid == 0);
   if (!ours || conns_.size() >= kMaxConns) return;
   auto c = std::make_unique<Conn>();
   c->owner = this;

@@ -19,6 +19,7 @@
 #include <system_error>
 #include <thread>
 
+#include "dp/sys_error.hpp"
 #include "process_start.hpp"
 #include "slurm_step_end.hpp"
 #include "step_nodes.hpp"
@@ -33,8 +34,6 @@ constexpr int kAcceptBatch = 256;
 constexpr int kReservedFds = 32;  // listener, epoll, signals, stdio, the spare, logs
 constexpr int kMinAgents = 16;    // the nodes' plugins of a step, tools
 constexpr auto kPingEvery = std::chrono::seconds(1);  // clients call a daemon silent after a few
-
-std::string errno_text(int e) { return std::strerror(e); }
 
 // How many descriptors the step needs, and whether the limit holds them. With
 // node agents (--nodes) that follows nodes: 131 072 ranks on 16 384 nodes fit

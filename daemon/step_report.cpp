@@ -41,8 +41,6 @@ std::string seconds_text(std::chrono::steady_clock::duration d) {
   return num(std::chrono::duration<double>(d).count()) + " s";
 }
 
-std::string ms_text(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + " ms"; }
-
 std::string rank_list(const std::vector<int>& ranks) {
   std::string s;
   for (size_t i = 0; i < ranks.size() && i < 8; ++i) s += (i ? "," : "") + std::to_string(ranks[i]);

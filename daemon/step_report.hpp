@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dp/duration_text.hpp"
 #include "dp/proto/rendezvous.pb.h"
 #include "dp/step_ports.hpp"
 #include "startup_phases.hpp"
@@ -48,8 +49,6 @@ const char* failure_verdict(FailureHow h, int user_signal = 0) noexcept;
 std::string rank_list(const std::vector<int>& ranks);
 // "12.3 s": how long, as the report's lines say it.
 std::string seconds_text(std::chrono::steady_clock::duration d);
-// "5000 ms": a configured bound, as the daemon's messages name it.
-std::string ms_text(std::chrono::milliseconds ms);
 
 // How a task ended, when a node agent knew it (RankLost); for a per-node
 // launcher, how its first failed worker (torch RANK worker_rank) ended.

@@ -13,14 +13,14 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "dp/sys_error.hpp"
 #include "dp/unique_fd.hpp"
+#include "dp/unix_socket.hpp"
 #include "dp/user_text.hpp"
 #include "frame_codec.hpp"
 
 namespace dp::obs {
 namespace {
-
-std::string errno_text(int e) { return std::strerror(e); }
 
 uint32_t fnv1a(const std::string& s) {
   uint32_t h = 2166136261u;
@@ -86,8 +86,7 @@ Result<std::string> socket_path(const std::string& job, const std::string& step,
   auto dir = user_dir(create);
   if (!dir) return dir.error();
   std::string p = *dir + "/" + socket_name(job, step);
-  if (p.size() >= sizeof(sockaddr_un{}.sun_path))
-    return make_error(Errc::invalid_argument, "socket path too long: " + p);
+  DP_TRY(unix_address(p));  // fits sun_path
   return p;
 }
 
@@ -108,16 +107,8 @@ Result<proto::Response> ask(const std::string& path, const proto::Request& req,
                             std::chrono::milliseconds timeout) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + timeout;
-  sockaddr_un sa{};
-  sa.sun_family = AF_UNIX;
-  if (path.size() >= sizeof sa.sun_path)
-    return make_error(Errc::invalid_argument, "socket path too long: " + path);
-  std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
-  const bool abstract = !path.empty() && path[0] == '@';
-  if (abstract) sa.sun_path[0] = '\0';
-  const socklen_t sa_len =
-      abstract ? static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size())
-               : static_cast<socklen_t>(sizeof sa);
+  auto addr = unix_address(path);
+  DP_TRY(addr);
   UniqueFd sock(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!sock) return make_error(Errc::connection, "socket: " + errno_text(errno));
   const int fd = sock.get();
@@ -127,7 +118,7 @@ Result<proto::Response> ask(const std::string& path, const proto::Request& req,
   };
   // Non-blocking, so a listener with a full backlog (EAGAIN) costs this
   // query's deadline, never a hang that not even SIGTERM ends.
-  while (connect(fd, reinterpret_cast<sockaddr*>(&sa), sa_len) != 0) {
+  while (connect(fd, reinterpret_cast<const sockaddr*>(&addr->sa), addr->len) != 0) {
     const int e = errno;
     if (e == ENOENT || e == ECONNREFUSED)
       return make_error(Errc::not_found,
@@ -140,10 +131,10 @@ Result<proto::Response> ask(const std::string& path, const proto::Request& req,
     poll(nullptr, 0, std::min(10, left_ms()));
   }
   // Anyone may bind an abstract name: ask only a daemon of our own uid.
-  ucred cred{};
-  socklen_t cred_len = sizeof cred;
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0 || cred.uid != getuid())
-    return make_error(Errc::unauthorized, path + " is served by " + user_text(cred.uid) +
+  const auto uid = peer_uid(fd);
+  if (!uid || *uid != getuid())
+    return make_error(Errc::unauthorized, path + " is served by " +
+                                              (uid ? user_text(*uid) : "an unknown user") +
                                               ", not by a step daemon of yours: not asked");
   std::string frame;
   rdv::append_frame(req, frame);

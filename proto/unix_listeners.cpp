@@ -4,17 +4,12 @@
 #include <linux/unix_diag.h>
 #include <netinet/tcp.h>
 
-#include <cerrno>
 #include <cstring>
 
 #include "dp/sock_diag.hpp"
 
 namespace dp::obs {
 namespace {
-
-Error diag_error(const std::string& what) {
-  return make_error(Errc::unavailable, "sock_diag (unix): " + what + ": " + std::strerror(errno));
-}
 
 // One unix_diag answer: the listener it names, if abstract and prefixed.
 std::optional<UnixListener> listener_of(const nlmsghdr* h, const std::string& prefix) {
@@ -47,22 +42,11 @@ Result<std::vector<UnixListener>> abstract_listeners(const std::string& prefix, 
   auto nl = sock_diag_request(req, NLM_F_DUMP);
   DP_TRY(nl);
   std::vector<UnixListener> out;
-  alignas(nlmsghdr) char buf[32768];
-  while (sock_diag_answered(*nl)) {
-    const ssize_t n = recv(nl->get(), buf, sizeof buf, 0);
-    if (n < 0) return diag_error("answer");
-    auto left = static_cast<unsigned>(n);
-    for (auto* h = reinterpret_cast<const nlmsghdr*>(buf); NLMSG_OK(h, left);
-         h = NLMSG_NEXT(h, left)) {
-      if (h->nlmsg_type == NLMSG_DONE) return out;
-      if (h->nlmsg_type == NLMSG_ERROR) {
-        errno = -static_cast<const nlmsgerr*>(NLMSG_DATA(h))->error;
-        return diag_error("answer");
-      }
-      if (auto l = listener_of(h, prefix); l && out.size() < limit) out.push_back(std::move(*l));
-    }
-  }
-  return make_error(Errc::unavailable, "sock_diag (unix): the dump did not end within 1 s");
+  DP_TRY(sock_diag_dump(*nl, [&](const nlmsghdr& h) {
+    if (auto l = listener_of(&h, prefix); l && out.size() < limit) out.push_back(std::move(*l));
+    return true;
+  }));
+  return out;
 }
 
 }  // namespace dp::obs

@@ -16,7 +16,8 @@
 namespace dp::spank {
 namespace {
 
-std::string ms_text(double ms) {
+// A phase's time in srun's start-up line ("12.3ms"; "-": srun had none).
+std::string phase_ms_text(double ms) {
   if (ms < 0) return "-";
   char b[32];
   std::snprintf(b, sizeof b, "%.1fms", ms);
@@ -69,10 +70,10 @@ void report_step_end(const StepEndFacts& st) {
   Result<proto::Stats> stats = st.report_socket.empty()
                                    ? obs::query_step(st.job_id, st.step_id, kAsk)
                                    : obs::query(st.report_socket, kAsk);
-  const std::string srun_part = "srun: check " + ms_text(st.srun_check_ms) + ", layout " +
-                                ms_text(st.srun_layout_ms) + ", daemon up " +
-                                ms_text(st.srun_daemon_ms) + ", ready " +
-                                ms_text(st.srun_ready_ms) + ", store " + st.store;
+  const std::string srun_part = "srun: check " + phase_ms_text(st.srun_check_ms) + ", layout " +
+                                phase_ms_text(st.srun_layout_ms) + ", daemon up " +
+                                phase_ms_text(st.srun_daemon_ms) + ", ready " +
+                                phase_ms_text(st.srun_ready_ms) + ", store " + st.store;
   if (st.verbose) {
     std::fprintf(stderr, "slurm-dp: %s start-up: %s; %s\n", label.c_str(), srun_part.c_str(),
                  stats ? stats->startup_line().c_str()

@@ -6,26 +6,17 @@
 #include <string_view>
 #include <vector>
 
+#include "dp/list_text.hpp"
+
 namespace dp::layout_text {
 
-inline std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) {
-    if (!out.empty()) out += ',';
-    out += s;
-  }
-  return out;
-}
+inline std::string join(const std::vector<std::string>& items) { return join_list(items); }
 
+// Slurm's lists skip empty items ("0,,1" is devices 0 and 1).
 inline std::vector<std::string> split_list(std::string_view text) {
   std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string_view::npos) comma = text.size();
-    if (comma > start) out.emplace_back(text.substr(start, comma - start));
-    start = comma + 1;
-  }
+  for (std::string_view item : list_items(text))
+    if (!item.empty()) out.emplace_back(item);
   return out;
 }
 

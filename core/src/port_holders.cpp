@@ -1,63 +1,27 @@
 #include "dp/port_holders.hpp"
 
+#include <netinet/tcp.h>
+
 #include <algorithm>
-#include <charconv>
 #include <set>
 #include <utility>
 #include <vector>
 
 namespace dp {
-namespace {
 
-std::vector<std::string_view> words(std::string_view line) {
-  std::vector<std::string_view> out;
-  size_t a = 0;
-  while (a < line.size() && out.size() < 12) {
-    while (a < line.size() && line[a] == ' ') ++a;
-    size_t b = a;
-    while (b < line.size() && line[b] != ' ') ++b;
-    if (b > a) out.push_back(line.substr(a, b - a));
-    a = b;
-  }
-  return out;
-}
+uint32_t holder_states() { return (1u << TCP_LISTEN) | (1u << TCP_CLOSE) | (1u << TCP_TIME_WAIT); }
 
-template <class T>
-bool number(std::string_view s, T& v, int base) {
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
-  return ec == std::errc() && end == s.data() + s.size();
-}
-
-}  // namespace
-
-PortHolders port_holders(std::string_view text, int lo, int hi, bool cut, size_t max_lines) {
+PortHolders port_holders(const TcpSockets& table, int lo, int hi) {
   // A port counts once per uid, whatever sockets (v4, v6, several addresses).
   std::set<std::pair<unsigned, int>> seen;
   PortHolders out;
-  out.partial = cut;
-  size_t a = 0, lines = 0;
-  while (a < text.size()) {
-    if (lines++ == max_lines) {
-      out.partial = true;
-      break;
-    }
-    size_t b = text.find('\n', a);
-    if (b == std::string_view::npos) b = text.size();
-    const auto w = words(text.substr(a, b - a));
-    a = b + 1;
-    // sl local_address rem_address st tx:rx tr:tm retrnsmt uid ...
-    if (w.size() < 8) continue;
-    const size_t colon = w[1].rfind(':');
-    int port = 0;
-    unsigned state = 0, uid = 0;
-    if (colon == std::string_view::npos || !number(w[1].substr(colon + 1), port, 16) ||
-        !number(w[3], state, 16) || !number(w[7], uid, 10))
-      continue;
-    if (port < lo || port > hi) continue;
-    out.time_wait |= state == 0x06;
-    // 0x0A listening, 0x07 bound (closed); a connection's local port is not a hold.
-    if (state != 0x0A && state != 0x07) continue;
-    seen.emplace(uid, port);
+  out.partial = table.partial;
+  for (const TcpSocket& s : table.sockets) {
+    if (s.port < lo || s.port > hi) continue;
+    out.time_wait |= s.state == TCP_TIME_WAIT;
+    // A connection's local port is not a hold.
+    if (s.state != TCP_LISTEN && s.state != TCP_CLOSE) continue;
+    seen.emplace(s.uid, s.port);
   }
   for (const auto& [uid, port] : seen) ++out.by_uid[uid];
   return out;

@@ -1,6 +1,7 @@
 #include "dp/step_ports.hpp"
 
 #include "dp/env_names.hpp"
+#include "dp/list_text.hpp"
 #include "dp/params.hpp"
 #include "dp/shown_value.hpp"
 
@@ -57,11 +58,7 @@ Result<std::vector<int>> reserved_ports(std::string_view resv) {
                                                   ": not a port list; check MpiParams=ports= "
                                                   "in slurm.conf");
   };
-  size_t pos = 0;
-  while (pos < resv.size()) {
-    const size_t end = std::min(resv.find(',', pos), resv.size());
-    const std::string_view item = resv.substr(pos, end - pos);
-    pos = end + 1;
+  for (std::string_view item : list_items(resv)) {
     const size_t dash = item.find('-');
     auto lo = parse_whole_number(item.substr(0, dash), 1, 65535);
     auto hi =
@@ -134,16 +131,13 @@ std::string ports_text(const std::vector<int>& ports) {
 
 Result<std::vector<int>> parse_ports_text(std::string_view text, std::string_view what) {
   std::vector<int> out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t end = std::min(text.find(',', pos), text.size());
-    auto p = parse_whole_number(text.substr(pos, end - pos), 1, 65535);
+  for (std::string_view item : list_items(text)) {
+    auto p = parse_whole_number(item, 1, 65535);
     if (!p || out.size() >= static_cast<size_t>(kMaxStepPorts))
       return make_error(Errc::protocol, std::string(what) + ": '" + shown_value(text, 64) +
                                             "' is not a list of at most " +
                                             std::to_string(kMaxStepPorts) + " ports");
     out.push_back(static_cast<int>(*p));
-    pos = end + 1;
   }
   return out;
 }

@@ -1,12 +1,9 @@
 // The node agent's local socket: an abstract AF_UNIX name, written
 // with a leading '@' (DP_AGENT_SOCKET). An abstract name has no file mode,
-// so both ends check the other's uid (SO_PEERCRED): only the step's user may
-// talk to its agent, and a rank talks only to an agent of its own user.
+// so both ends check the other's uid (dp/unix_socket.hpp's peer_uid): only
+// the step's user may talk to its agent, and a rank talks only to an agent of
+// its own user.
 #pragma once
-
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/un.h>
 
 #include <string>
 
@@ -14,10 +11,6 @@
 
 namespace dp::rdv {
 
-// "@name" into an abstract address; error when the name is empty or too long.
-Result<socklen_t> abstract_address(const std::string& at_name, sockaddr_un& out);
-// The uid of the process at the other end of a connected unix socket.
-Result<uid_t> peer_uid(int fd);
 // This process's network namespace as /proc/self/ns/net names it
 // ("net:[4026531840]"); empty when /proc cannot tell.
 std::string network_namespace();

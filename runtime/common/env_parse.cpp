@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "dp/env_names.hpp"
+#include "dp/list_text.hpp"
 #include "dp/params.hpp"
 
 namespace dp::detail {
@@ -34,12 +35,7 @@ void print_params_once(int rank) {
 
 Result<std::vector<int>> parse_int_list(std::string_view name, std::string_view text) {
   std::vector<int> out;
-  if (text.empty()) return out;
-  size_t start = 0;
-  while (true) {
-    size_t comma = text.find(',', start);
-    std::string_view item = text.substr(
-        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+  for (std::string_view item : list_items(text)) {
     auto v = parse_int(name, item, 0, 1 << 20);
     if (!v) {
       return make_error(
@@ -48,8 +44,6 @@ Result<std::vector<int>> parse_int_list(std::string_view name, std::string_view 
               "' is not a comma-separated list of non-negative integers (e.g. 0,1,2,3)");
     }
     out.push_back(*v);
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
   }
   return out;
 }

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "dp/params.hpp"
+#include "dp/unique_fd.hpp"
 
 namespace dp::detail {
 namespace {
@@ -56,11 +57,10 @@ void GlooSockets::shut_down() {
   std::lock_guard<std::mutex> lock(m_);
   if (done_ || local_.empty()) return;
   done_ = true;
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return;
-  while (dirent* e = readdir(dir)) {
+  UniqueDir dir("/proc/self/fd");
+  while (const dirent* e = dir ? dir.next() : nullptr) {
     const auto fd = parse_whole_number(e->d_name, 0, INT_MAX);  // skips "." and ".."
-    if (!fd || *fd == dirfd(dir)) continue;
+    if (!fd || *fd == dir.fd()) continue;
     const int s = static_cast<int>(*fd);
     sockaddr_storage ss{}, peer{};
     socklen_t len = sizeof(ss), peer_len = sizeof(peer);
@@ -74,7 +74,6 @@ void GlooSockets::shut_down() {
       }
     }
   }
-  closedir(dir);
 }
 
 }  // namespace dp::detail

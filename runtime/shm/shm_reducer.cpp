@@ -17,6 +17,7 @@
 #include <new>
 
 #include "dp/params.hpp"
+#include "dp/sys_error.hpp"
 #include "reduce_kernels.hpp"
 
 namespace dp::detail {
@@ -55,8 +56,6 @@ inline void cpu_relax() {
   __builtin_ia32_pause();
 #endif
 }
-
-std::string errno_text(int e) { return std::strerror(e); }
 
 }  // namespace
 

@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "dp/bounded_read.hpp"
-#include "dp/proc_stat_text.hpp"
+#include "dp/proc_stat.hpp"
 #include "dp/unique_fd.hpp"
 
 namespace dp::stacks {
@@ -164,13 +164,10 @@ std::string describe_kernel_thread(const KernelThread& t) {
 
 std::vector<KernelThread> read_kernel_threads(int proc_dir, size_t max_threads) {
   std::vector<KernelThread> out;
-  UniqueFd task(::openat(proc_dir, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!task) return out;
-  const int task_fd = task.get();
-  std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(task_fd), ::closedir);
+  UniqueDir dir(UniqueFd(::openat(proc_dir, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC)));
   if (!dir) return out;
-  task.release();  // the DIR owns it now
-  while (const dirent* e = ::readdir(dir.get())) {
+  const int task_fd = dir.fd();
+  while (const dirent* e = dir.next()) {
     if (out.size() == max_threads) break;
     int tid = 0;
     if (!number(std::string_view(e->d_name), tid)) continue;

@@ -22,6 +22,7 @@
 
 #include "dp/params.hpp"
 #include "dp/slurm_api.hpp"
+#include "dp/unique_fd.hpp"
 #include "step_socket.hpp"
 
 namespace {
@@ -74,9 +75,9 @@ bool job_is_ours(uint32_t job, std::string& why) {
 // The steps of job that have a daemon here, from the socket names.
 std::vector<std::string> steps_of(const std::string& dir, const std::string& job) {
   std::vector<std::string> steps = dp::obs::running_steps(job);
-  DIR* d = dir.empty() ? nullptr : opendir(dir.c_str());
-  if (!d) return steps;
-  while (dirent* e = readdir(d)) {
+  if (dir.empty()) return steps;
+  dp::UniqueDir d(dir.c_str());
+  while (const dirent* e = d ? d.next() : nullptr) {
     const std::string n = e->d_name;
     if (n.rfind(job + ".", 0) != 0) continue;
     const size_t a = job.size() + 1, b = n.find('.', a);
@@ -86,7 +87,6 @@ std::vector<std::string> steps_of(const std::string& dir, const std::string& job
         std::find(steps.begin(), steps.end(), step) == steps.end())
       steps.push_back(step);
   }
-  closedir(d);
   return steps;
 }
 

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "dp/list_text.hpp"
 #include "dp/params.hpp"
 
 namespace dpt {
@@ -48,14 +49,13 @@ dp::Result<float> real(const std::string& opt, const std::string& v, double lo, 
 }
 
 dp::Result<std::vector<int>> int_list(const std::string& opt, const std::string& v) {
+  const char* fix = "expected comma-separated positive widths, e.g. 512,256";
+  if (v.empty()) return bad(opt, v, fix);
   std::vector<int> out;
-  size_t start = 0;
-  while (start <= v.size()) {
-    const size_t comma = std::min(v.find(',', start), v.size());
-    auto x = integer<int>(opt, v.substr(start, comma - start), 1, 65536);
-    if (!x) return bad(opt, v, "expected comma-separated positive widths, e.g. 512,256");
+  for (std::string_view item : dp::list_items(v)) {
+    auto x = integer<int>(opt, std::string(item), 1, 65536);
+    if (!x) return bad(opt, v, fix);
     out.push_back(*x);
-    start = comma + 1;
   }
   return out;
 }

@@ -38,4 +38,9 @@ inline std::string read_bounded_at(int dir, const char* path, size_t max) {
   return out;
 }
 
+// The same for an absolute `path`.
+inline std::string read_bounded(const std::string& path, size_t max) {
+  return read_bounded_at(AT_FDCWD, path.c_str(), max);
+}
+
 }  // namespace dp

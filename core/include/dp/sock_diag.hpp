@@ -1,8 +1,8 @@
 // One request to the kernel's socket table (NETLINK_SOCK_DIAG, what ss
-// reads), for whoever asks who owns a socket: the node agent of a TCP peer
-// (runtime/client/tcp_peer.cpp), dp-top of an abstract listener
-// (unix_listeners.cpp). The kernel answers at once; each read is bounded by
-// a second all the same, so a kernel that does not cannot hang the caller.
+// reads), for whoever asks who owns a socket: TCP sockets (tcp_sockets.hpp)
+// and abstract unix listeners (proto/unix_listeners.cpp). The kernel answers
+// at once; each read is bounded by a second all the same, so a kernel that
+// does not cannot hang the caller.
 #pragma once
 
 #include <linux/netlink.h>
@@ -11,10 +11,10 @@
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <cstring>
 #include <string>
 
 #include "dp/result.hpp"
+#include "dp/sys_error.hpp"
 #include "dp/unique_fd.hpp"
 
 namespace dp {
@@ -24,11 +24,7 @@ namespace dp {
 template <class Body>
 Result<UniqueFd> sock_diag_request(const Body& body, uint16_t flags) {
   UniqueFd nl(socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
-  auto failed = [](const char* what) {
-    return make_error(Errc::unavailable,
-                      std::string("sock_diag ") + what + ": " + std::strerror(errno));
-  };
-  if (!nl) return failed("socket");
+  if (!nl) return sys_error(Errc::unavailable, "sock_diag socket");
   struct {
     nlmsghdr h;
     Body r;
@@ -38,7 +34,7 @@ Result<UniqueFd> sock_diag_request(const Body& body, uint16_t flags) {
   req.h.nlmsg_flags = static_cast<uint16_t>(NLM_F_REQUEST | flags);
   req.r = body;
   if (send(nl.get(), &req, sizeof req, 0) != static_cast<ssize_t>(sizeof req))
-    return failed("request");
+    return sys_error(Errc::unavailable, "sock_diag request");
   return nl;
 }
 
@@ -46,6 +42,29 @@ Result<UniqueFd> sock_diag_request(const Body& body, uint16_t flags) {
 inline bool sock_diag_answered(const UniqueFd& nl) {
   pollfd p{nl.get(), POLLIN, 0};
   return poll(&p, 1, 1'000) > 0;
+}
+
+// A dump's answers, each message of SOCK_DIAG_BY_FAMILY handed to `each`
+// (which returns false to read no more), until the kernel's NLMSG_DONE.
+// Errc::unavailable when the kernel refuses or stops answering.
+template <class Each>
+Result<void> sock_diag_dump(const UniqueFd& nl, Each&& each) {
+  alignas(nlmsghdr) char buf[32 * 1024];
+  for (;;) {
+    if (!sock_diag_answered(nl))
+      return make_error(Errc::unavailable, "sock_diag: the dump did not end within 1 s");
+    const ssize_t n = recv(nl.get(), buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return sys_error(Errc::unavailable, "sock_diag answer");
+    auto left = static_cast<unsigned>(n);
+    for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+      if (h->nlmsg_type == NLMSG_DONE) return {};
+      if (h->nlmsg_type == NLMSG_ERROR)
+        return sys_error(Errc::unavailable, "sock_diag: the kernel refused the dump",
+                         -static_cast<const nlmsgerr*>(NLMSG_DATA(h))->error);
+      if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY && !each(*h)) return {};
+    }
+  }
 }
 
 }  // namespace dp

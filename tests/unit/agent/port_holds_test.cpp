@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "dp/tcp_sockets.hpp"
 #include "dp/unique_fd.hpp"
 #include "loopback.hpp"
-#include "tcp_listeners.hpp"
 
 namespace dp::agent {
 namespace {
@@ -75,10 +75,10 @@ TEST(TcpListeners, OnlyTheUidsListeningSocketsCount) {
   UniqueFd listening = reuseport_socket(0, true);
   ASSERT_TRUE(bound && listening);
   const int b = port_of(bound.get()), l = port_of(listening.get());
-  auto mine = rdv::tcp_ports_listened_by(getuid(), {b, l});
+  auto mine = dp::tcp_ports_listened_by(getuid(), {b, l});
   ASSERT_TRUE(mine) << mine.error().message;
   EXPECT_EQ(*mine, std::set<int>{l});
-  auto theirs = rdv::tcp_ports_listened_by(getuid() + 1, {b, l});
+  auto theirs = dp::tcp_ports_listened_by(getuid() + 1, {b, l});
   ASSERT_TRUE(theirs);
   EXPECT_TRUE(theirs->empty());
 }

@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "proc_stat.hpp"
+#include "dp/proc_stat.hpp"
 
 namespace dp::agent {
 namespace {

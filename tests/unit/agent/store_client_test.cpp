@@ -1,6 +1,6 @@
 // Naming a PyTorch store client by its process (store_client.hpp): the
-// parsers on recorded text, and the lookup on a real connection whose other
-// end a child process with RANK in its environment holds.
+// environment's parser on recorded text, and the lookup on a real connection
+// whose other end a child process with RANK in its environment holds.
 #include "store_client.hpp"
 
 #include <arpa/inet.h>
@@ -18,36 +18,6 @@
 
 namespace dp::agent {
 namespace {
-
-// /proc/net/tcp as Linux writes it (127.0.0.1 is 0100007F on little-endian).
-const std::string kTable =
-    "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
-    "timeout inode\n"
-    "   0: 0100007F:7530 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 "
-    "11111 1 0000000000000000 100 0 0 10 0\n"
-    "   1: 0100007F:A1B2 0100007F:7530 01 00000000:00000000 00:00000000 00000000  1000        0 "
-    "22222 1 0000000000000000 20 4 30 10 -1\n"
-    "   2: 0100007F:7530 0100007F:A1B2 01 00000000:00000000 00:00000000 00000000  1000        0 "
-    "33333 1 0000000000000000 20 4 30 10 -1\n";
-
-TEST(StoreClient, TheSocketOfAnEndpointPairIsFoundInTheTcpTable) {
-  const uint32_t lo = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(tcp_socket_inode(kTable, {lo, 0xA1B2}, {lo, 0x7530}), 22222u);
-  EXPECT_EQ(tcp_socket_inode(kTable, {lo, 0x7530}, {lo, 0xA1B2}), 33333u);
-  EXPECT_EQ(tcp_socket_inode(kTable, {lo, 0xA1B3}, {lo, 0x7530}), std::nullopt);
-  EXPECT_EQ(tcp_socket_inode("garbage\n1: x y\n", {lo, 1}, {lo, 2}), std::nullopt);
-  // PyTorch 1.13's client reaches 127.0.0.1 from an IPv6 socket: tcp6, mapped.
-  const std::string tcp6 =
-      "   0: 0000000000000000FFFF00000100007F:A1B2 0000000000000000FFFF00000100007F:7530 01 "
-      "00000000:00000000 00:00000000 00000000  1001        0 44444 1 0000000000000000 20 4 30 "
-      "10 -1\n"
-      "   1: 00000000000000000000000001000000:A1B2 00000000000000000000000001000000:7530 01 "
-      "00000000:00000000 00:00000000 00000000  1001        0 55555 1 0000000000000000 20 4 30 "
-      "10 -1\n";
-  EXPECT_EQ(tcp_socket_inode(tcp6, {lo, 0xA1B2}, {lo, 0x7530}), 44444u);
-  EXPECT_EQ(tcp_socket_inode(tcp6.substr(tcp6.find("   1:")), {lo, 0xA1B2}, {lo, 0x7530}),
-            std::nullopt);  // ::1 is no IPv4 end
-}
 
 TEST(StoreClient, RankIsReadFromTheEnvironment) {
   using namespace std::string_literals;

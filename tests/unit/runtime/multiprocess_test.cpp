@@ -15,11 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "dp/unique_fd.hpp"
 #include "process_group.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using dp::UniqueDir;
 using dp::test::Child;
 
 const std::string kSecret = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
@@ -36,12 +38,9 @@ std::string unique_job_id() {
 // Entries of /dev/shm whose name contains `text`.
 std::vector<std::string> shm_entries(const std::string& text) {
   std::vector<std::string> found;
-  if (DIR* d = opendir("/dev/shm")) {
-    while (dirent* e = readdir(d)) {
-      if (std::string(e->d_name).find(text) != std::string::npos) found.push_back(e->d_name);
-    }
-    closedir(d);
-  }
+  UniqueDir d("/dev/shm");
+  while (const dirent* e = d ? d.next() : nullptr)
+    if (std::string(e->d_name).find(text) != std::string::npos) found.push_back(e->d_name);
   return found;
 }
 

@@ -275,34 +275,6 @@ TEST(SocketTables, ATakenPortNamesItsListenersUidOrSaysWhyNot) {
   EXPECT_EQ(dp::spank::port_holder_text(port), "held by uid " + std::to_string(getuid()));
 }
 
-class SocketTableFile : public ::testing::Test {
- protected:
-  std::string table(int lines) {
-    const std::string path = tmp_.path() + "/tcp";
-    std::ofstream out(path);
-    for (int i = 0; i < lines; ++i) out << "line " << i % 10 << "...\n";  // 10 bytes
-    return path;
-  }
-  dp::test::TempDir tmp_;
-};
-
-// Root reads the tables only up to its bound, ending on a whole line, and
-// says the result is partial.
-TEST_F(SocketTableFile, ReadsAtMostItsBytesEndingOnAWholeLine) {
-  const std::string path = table(100);
-  dp::spank::SocketTables t;
-  dp::spank::read_socket_table(path.c_str(), 55, t);
-  EXPECT_EQ(t.text.size(), 50u) << "five whole lines of 10 bytes";
-  EXPECT_EQ(t.text.back(), '\n');
-  EXPECT_TRUE(t.cut);
-  dp::spank::SocketTables whole;
-  dp::spank::read_socket_table(path.c_str(), 1000, whole);
-  EXPECT_EQ(whole.text.size(), 1000u);
-  EXPECT_FALSE(whole.cut) << "exactly the bound is the whole table";
-  dp::spank::read_socket_table((tmp_.path() + "/none").c_str(), 55, whole);
-  EXPECT_EQ(whole.text.size(), 1000u) << "a table that cannot be read adds nothing";
-}
-
 // Root's end of the node agent: the agent is known by its pidfd alone.
 dp::spank::NodeAgent child_agent(bool exits_on_eof) {
   auto in = dp::make_pipe(O_CLOEXEC);

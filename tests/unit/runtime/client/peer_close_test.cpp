@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "dp/unique_fd.hpp"
+#include "dp/unix_socket.hpp"
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
 #include "rendezvous_client.hpp"
@@ -60,11 +61,10 @@ void agent_that_gives_up(int listener) {
 
 TEST(RendezvousClient, APeerThatPushedAnAbortAndClosedIsNamedByItsAbort) {
   const std::string name = "@dp-test-peer-close-" + std::to_string(getpid());
-  sockaddr_un sa;
-  auto len = rdv::abstract_address(name, sa);
-  ASSERT_TRUE(len);
+  auto addr = unix_address(name);
+  ASSERT_TRUE(addr);
   UniqueFd l(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  ASSERT_EQ(bind(l.get(), reinterpret_cast<sockaddr*>(&sa), *len), 0);
+  ASSERT_EQ(bind(l.get(), reinterpret_cast<const sockaddr*>(&addr->sa), addr->len), 0);
   ASSERT_EQ(listen(l.get(), 8), 0);
   // The send that meets the closed socket and the I/O thread's read of the
   // push race: many rounds, each of which must name the abort.

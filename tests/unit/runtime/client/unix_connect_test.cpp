@@ -13,6 +13,7 @@
 #include <chrono>
 #include <string>
 
+#include "dp/unix_socket.hpp"
 #include "rendezvous_client.hpp"
 
 namespace dp::test {
@@ -26,10 +27,9 @@ struct Listener {
   std::string name = "@dp-test-netns-" + std::to_string(getpid());
   int fd = -1;
   Listener() {
-    sockaddr_un sa;
-    auto len = rdv::abstract_address(name, sa);
+    auto addr = unix_address(name);
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (!len || fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), *len) != 0 ||
+    if (!addr || fd < 0 || bind(fd, reinterpret_cast<const sockaddr*>(&addr->sa), addr->len) != 0 ||
         listen(fd, 8) != 0)
       ADD_FAILURE() << "cannot listen on " << name;
   }

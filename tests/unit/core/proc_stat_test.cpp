@@ -1,14 +1,27 @@
-// /proc/PID/stat parsed by hand: the one parser root and the agent share.
-#include "proc_stat.hpp"
+// /proc/PID/stat parsed by hand: the one parser root, the agent and the
+// stack reader share; the user's processes found in one pass.
+#include "dp/proc_stat.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 
-namespace dp::agent {
+namespace dp {
 namespace {
+
+TEST(SplitProcStat, TheCommandRunsToTheLastParenthesis) {
+  auto s = split_proc_stat("42 (a ) b) S 1 2\n");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->command, "a ) b");
+  ASSERT_EQ(s->fields.size(), 3u);
+  EXPECT_EQ(s->fields[0], "S");
+  EXPECT_EQ(s->fields[2], "2");
+  EXPECT_FALSE(split_proc_stat("42 S 1 2"));
+  EXPECT_FALSE(split_proc_stat(") ("));
+}
 
 // Fields 3..52 of a real zombie's line, with start time 4242 and exit code 9.
 std::string stat_line(const std::string& comm, const std::string& exit_code = " 9") {
@@ -56,5 +69,13 @@ TEST(ProcStat, ThisProcessIsPinnedOnlyWithItsOwnStartTime) {
   EXPECT_FALSE(pin_process(getpid(), *start + 1)) << "another start time: another process";
 }
 
+TEST(ProcessesOf, ThisUsersProcessesAndNoOneElses) {
+  const auto mine = processes_of(getuid(), 1 << 20);
+  EXPECT_NE(std::find(mine.begin(), mine.end(), getpid()), mine.end()) << "this process";
+  const auto nobodys = processes_of(65534, 1 << 20);
+  EXPECT_EQ(std::find(nobodys.begin(), nobodys.end(), getpid()), nobodys.end());
+  EXPECT_LE(processes_of(getuid(), 1).size(), 1u) << "at most its bound";
+}
+
 }  // namespace
-}  // namespace dp::agent
+}  // namespace dp

@@ -1,17 +1,32 @@
-#include "proc_stat.hpp"
+#include "dp/proc_stat.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "dp/bounded_read.hpp"
 #include "dp/params.hpp"
-#include "dp/proc_stat_text.hpp"
-#include "dp/unique_fd.hpp"
 
-namespace dp::agent {
+namespace dp {
+
+std::optional<ProcStatText> split_proc_stat(std::string_view text) {
+  const size_t open = text.find('('), close = text.rfind(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open)
+    return std::nullopt;
+  ProcStatText s{text.substr(open + 1, close - open - 1), {}};
+  for (size_t at = close + 1; at < text.size();) {
+    while (at < text.size() && (text[at] == ' ' || text[at] == '\n')) ++at;
+    const size_t end = std::min(text.find_first_of(" \n", at), text.size());
+    if (end > at) s.fields.push_back(text.substr(at, end - at));
+    at = end;
+  }
+  return s;
+}
 
 std::optional<ProcStat> parse_proc_stat(std::string_view text) {
   const auto split = split_proc_stat(text);
@@ -34,10 +49,6 @@ std::optional<ProcStat> parse_proc_stat(std::string_view text) {
   return s;
 }
 
-std::string read_bounded(const std::string& path, size_t max) {
-  return read_bounded_at(AT_FDCWD, path.c_str(), max);
-}
-
 std::optional<ProcStat> read_proc_stat(int pid) {
   constexpr size_t kMaxStatBytes = 4096;  // a stat line is under 1 KiB
   return parse_proc_stat(read_bounded("/proc/" + std::to_string(pid) + "/stat", kMaxStatBytes));
@@ -56,4 +67,19 @@ UniqueFd pin_process(int pid, unsigned long long start_ticks) {
   return fd;
 }
 
-}  // namespace dp::agent
+std::vector<int> processes_of(uid_t uid, size_t max) {
+  std::vector<int> out;
+  UniqueDir proc("/proc");
+  while (proc && out.size() < max) {
+    const dirent* e = proc.next();
+    if (!e) break;
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    struct stat owner {};
+    if (::fstatat(proc.fd(), e->d_name, &owner, 0) != 0 || owner.st_uid != uid) continue;
+    if (auto pid = parse_whole_number(e->d_name, 1, INT32_MAX))
+      out.push_back(static_cast<int>(*pid));
+  }
+  return out;
+}
+
+}  // namespace dp

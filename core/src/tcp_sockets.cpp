@@ -1,21 +1,41 @@
-#include "tcp_peer.hpp"
+#include "dp/tcp_sockets.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
 #include <array>
-#include <cerrno>
 #include <cstring>
 #include <string>
 
 #include "dp/sock_diag.hpp"
+#include "dp/sys_error.hpp"
 
-namespace dp::rdv {
+namespace dp {
 namespace {
 
-Error sys_error(Errc code, const std::string& what) {
-  return make_error(code, what + ": " + std::strerror(errno));
+TcpSocket socket_of(const inet_diag_msg& m) {
+  return TcpSocket{m.idiag_state, ntohs(m.id.idiag_sport), static_cast<uid_t>(m.idiag_uid),
+                   m.idiag_inode};
+}
+
+// One family's sockets in `states`, added to `out` up to `max`.
+Result<void> dump_family(uint8_t family, uint32_t states, size_t max, TcpSockets& out) {
+  inet_diag_req_v2 r{};
+  r.sdiag_family = family;
+  r.sdiag_protocol = IPPROTO_TCP;
+  r.idiag_states = states;
+  auto nl = sock_diag_request(r, NLM_F_DUMP);
+  DP_TRY(nl);
+  return sock_diag_dump(*nl, [&](const nlmsghdr& h) {
+    if (h.nlmsg_len < NLMSG_LENGTH(sizeof(inet_diag_msg))) return true;
+    if (out.sockets.size() >= max) {
+      out.partial = true;
+      return false;
+    }
+    out.sockets.push_back(socket_of(*static_cast<const inet_diag_msg*>(NLMSG_DATA(&h))));
+    return true;
+  });
 }
 
 // The peer's socket's own pair: its source is our peer, its destination us.
@@ -55,10 +75,6 @@ std::string answered_as(uint8_t state) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // An address of a sock_diag pair as IPv6 would write it: IPv4 addresses fill
 // the first word (the kernel leaves the rest zero) and become ::ffff:a.b.c.d,
 // the form a dual-stack socket (AF_INET6, PyTorch's client) reports for the
@@ -70,7 +86,24 @@ std::array<uint32_t, 4> as_ipv6(uint8_t family, const uint32_t (&addr)[4]) {
 
 }  // namespace
 
-Result<uid_t> peer_uid_from_answer(const inet_diag_req_v2& query, const inet_diag_msg& answer) {
+Result<TcpSockets> tcp_sockets(uint32_t states, size_t max) {
+  TcpSockets out;
+  DP_TRY(dump_family(AF_INET, states, max, out));
+  if (!out.partial) DP_TRY(dump_family(AF_INET6, states, max, out));
+  return out;
+}
+
+Result<std::set<int>> tcp_ports_listened_by(uid_t uid, const std::set<int>& ports) {
+  std::set<int> found;
+  if (ports.empty()) return found;
+  auto listeners = tcp_sockets(1u << TCP_LISTEN, kMaxListenersRead);
+  DP_TRY(listeners);
+  for (const TcpSocket& s : listeners->sockets)
+    if (s.uid == uid && ports.count(s.port) != 0) found.insert(s.port);
+  return found;
+}
+
+Result<TcpSocket> peer_from_answer(const inet_diag_req_v2& query, const inet_diag_msg& answer) {
   const inet_diag_sockid& q = query.id;
   const inet_diag_sockid& a = answer.id;
   const bool mirrors =
@@ -86,10 +119,10 @@ Result<uid_t> peer_uid_from_answer(const inet_diag_req_v2& query, const inet_dia
     return make_error(Errc::not_found,
                       "the kernel answered with another connection than the peer's: the peer is "
                       "no socket of this network namespace");
-  return static_cast<uid_t>(answer.idiag_uid);
+  return socket_of(answer);
 }
 
-Result<uid_t> tcp_peer_uid(const sockaddr_storage& here, const sockaddr_storage& there) {
+Result<TcpSocket> tcp_peer(const sockaddr_storage& here, const sockaddr_storage& there) {
   auto query = pair_query(here, there);
   DP_TRY(query);
   auto nl = sock_diag_request(*query, 0);
@@ -102,25 +135,24 @@ Result<uid_t> tcp_peer_uid(const sockaddr_storage& here, const sockaddr_storage&
   if (!NLMSG_OK(h, static_cast<unsigned>(n)))
     return make_error(Errc::unavailable, "sock_diag: bad answer");
   if (h->nlmsg_type == NLMSG_ERROR) {
-    const auto* e = static_cast<const nlmsgerr*>(NLMSG_DATA(h));
-    if (e->error == -ENOENT)
+    const int e = -static_cast<const nlmsgerr*>(NLMSG_DATA(h))->error;
+    if (e == ENOENT)
       return make_error(Errc::not_found, "the peer is no socket of this host's network namespace");
-    errno = -e->error;
-    return sys_error(Errc::unavailable, "sock_diag");
+    return sys_error(Errc::unavailable, "sock_diag", e);
   }
   if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < NLMSG_LENGTH(sizeof(inet_diag_msg)))
     return make_error(Errc::unavailable, "sock_diag: unexpected answer");
-  return peer_uid_from_answer(*query, *static_cast<const inet_diag_msg*>(NLMSG_DATA(h)));
+  return peer_from_answer(*query, *static_cast<const inet_diag_msg*>(NLMSG_DATA(h)));
 }
 
-Result<uid_t> local_tcp_peer_uid(int fd) {
+Result<TcpSocket> local_tcp_peer(int fd) {
   sockaddr_storage here{}, there{};
   socklen_t a = sizeof here, b = sizeof there;
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&here), &a) != 0)
     return sys_error(Errc::internal, "getsockname");
   if (getpeername(fd, reinterpret_cast<sockaddr*>(&there), &b) != 0)
     return sys_error(Errc::connection, "getpeername");
-  return tcp_peer_uid(here, there);
+  return tcp_peer(here, there);
 }
 
-}  // namespace dp::rdv
+}  // namespace dp

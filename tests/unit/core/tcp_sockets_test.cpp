@@ -1,11 +1,12 @@
-// The owner of a local TCP connection's other end, from the kernel's socket
-// table: this user, another user (a child that dropped to nobody), and a peer
+// Who owns a TCP socket, from the kernel's socket table (dp/tcp_sockets.hpp).
+// The owner of a local TCP connection's other end: this user, another user (a child that dropped to nobody), and a peer
 // in another network namespace (no socket here to own it). Only the peer's own
 // ESTABLISHED connection counts: a listener the kernel answers with instead
 // (on the peer's port) and a TIME_WAIT socket (uid 0) are refused, both as
 // the kernel answers and as pure decisions; a dual-stack client (PyTorch's)
-// is its owner's. Needs root.
-#include "tcp_peer.hpp"
+// is its owner's, and its inode is its socket's. The table read bounded.
+// Another user and another namespace need root.
+#include "dp/tcp_sockets.hpp"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <netinet/tcp.h>
 #include <sched.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,15 +57,60 @@ pid_t child_connects(const sockaddr_in& sa, uid_t uid, PipeEnds& hold) {
   return pid;
 }
 
+sockaddr_storage storage_of(const sockaddr_in& sa) {
+  sockaddr_storage s{};
+  std::memcpy(&s, &sa, sizeof sa);
+  return s;
+}
+
+sockaddr_in local_end(int fd) {
+  sockaddr_in sa{};
+  socklen_t len = sizeof sa;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  return sa;
+}
+
+// The peer's inode is the one its process's descriptor names
+// (/proc/PID/fd: "socket:[inode]"): how the agent finds a store client's pid.
+TEST(LocalTcpPeer, ThePeersInodeIsItsSockets) {
+  LoopbackListener l;
+  UniqueFd client(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_EQ(connect(client.get(), reinterpret_cast<sockaddr*>(&l.sa), sizeof l.sa), 0);
+  UniqueFd conn = l.accept_one();
+  auto peer = local_tcp_peer(conn.get());
+  ASSERT_TRUE(peer) << peer.error().message;
+  struct stat st {};
+  ASSERT_EQ(fstat(client.get(), &st), 0);
+  EXPECT_EQ(peer->inode, st.st_ino);
+  EXPECT_EQ(peer->port, ntohs(local_end(client.get()).sin_port));
+}
+
+// Any user can make the table long: the reader stops at its bound and says so.
+TEST(TcpSockets, ReadsAtMostItsBoundAndSaysWhenPartial) {
+  LoopbackListener a, b;
+  auto all = tcp_sockets(1u << TCP_LISTEN, 1 << 16);
+  ASSERT_TRUE(all) << all.error().message;
+  EXPECT_FALSE(all->partial);
+  int ours = 0;
+  for (const TcpSocket& s : all->sockets)
+    if (s.uid == getuid() && (s.port == ntohs(a.sa.sin_port) || s.port == ntohs(b.sa.sin_port)))
+      ++ours;
+  EXPECT_EQ(ours, 2) << "both listeners, with their owner";
+  auto one = tcp_sockets(1u << TCP_LISTEN, 1);
+  ASSERT_TRUE(one) << one.error().message;
+  EXPECT_EQ(one->sockets.size(), 1u);
+  EXPECT_TRUE(one->partial);
+}
+
 TEST(LocalTcpPeer, TheConnectingProcessesUid) {
   LoopbackListener l;
   const int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&l.sa), sizeof l.sa), 0);
   UniqueFd own(client);
   UniqueFd conn = l.accept_one();
-  auto uid = rdv::local_tcp_peer_uid(conn.get());
+  auto uid = local_tcp_peer(conn.get());
   ASSERT_TRUE(uid) << uid.error().message;
-  EXPECT_EQ(*uid, getuid());
+  EXPECT_EQ(uid->uid, getuid());
 }
 
 // PyTorch's TCPStore client connects from an AF_INET6 socket to an IPv4
@@ -78,9 +125,9 @@ TEST(LocalTcpPeer, ADualStackClientIsItsOwners) {
   ASSERT_EQ(inet_pton(AF_INET6, "::ffff:127.0.0.1", &mapped.sin6_addr), 1);
   ASSERT_EQ(connect(client.get(), reinterpret_cast<sockaddr*>(&mapped), sizeof mapped), 0);
   UniqueFd conn = l.accept_one();
-  auto uid = rdv::local_tcp_peer_uid(conn.get());
+  auto uid = local_tcp_peer(conn.get());
   ASSERT_TRUE(uid) << uid.error().message;
-  EXPECT_EQ(*uid, getuid());
+  EXPECT_EQ(uid->uid, getuid());
 }
 
 TEST(LocalTcpPeer, AnotherUsersConnectionIsTheirs) {
@@ -91,12 +138,12 @@ TEST(LocalTcpPeer, AnotherUsersConnectionIsTheirs) {
   const pid_t pid = child_connects(l.sa, 65534, *hold);
   hold->read.reset();
   UniqueFd conn = l.accept_one();
-  auto uid = rdv::local_tcp_peer_uid(conn.get());
+  auto uid = local_tcp_peer(conn.get());
   hold->write.reset();
   int status = 0;
   waitpid(pid, &status, 0);
   ASSERT_TRUE(uid) << uid.error().message;
-  EXPECT_EQ(*uid, 65534u);
+  EXPECT_EQ(uid->uid, 65534u);
 }
 
 TEST(LocalTcpPeer, APeerOfAnotherNetworkNamespaceHasNoOwnerHere) {
@@ -111,26 +158,13 @@ TEST(LocalTcpPeer, APeerOfAnotherNetworkNamespaceHasNoOwnerHere) {
   const pid_t pid = fork();
   if (pid == 0) {
     if (unshare(CLONE_NEWNET) != 0) _exit(2);
-    auto uid = rdv::local_tcp_peer_uid(conn.get());
+    auto uid = local_tcp_peer(conn.get());
     _exit(!uid && uid.error().code == Errc::not_found ? 0 : 1);
   }
   int status = 0;
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << "the peer was found, or unshare failed (2)";
-}
-
-sockaddr_storage storage_of(const sockaddr_in& sa) {
-  sockaddr_storage s{};
-  std::memcpy(&s, &sa, sizeof sa);
-  return s;
-}
-
-sockaddr_in local_end(int fd) {
-  sockaddr_in sa{};
-  socklen_t len = sizeof sa;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  return sa;
 }
 
 // No connection has this pair, but a listener sits on the peer's side of it
@@ -140,8 +174,8 @@ TEST(LocalTcpPeer, AListenerOnThePeersPortIsRefused) {
   LoopbackListener l;
   LoopbackListener unused;  // a port nobody connects from
   const sockaddr_in here = local_end(unused.fd.get());
-  auto uid = rdv::tcp_peer_uid(storage_of(here), storage_of(l.sa));
-  ASSERT_FALSE(uid) << "the listener's owner (uid " << *uid << ") was taken for the peer's";
+  auto uid = tcp_peer(storage_of(here), storage_of(l.sa));
+  ASSERT_FALSE(uid) << "the listener's owner (uid " << uid->uid << ") was taken for the peer's";
   EXPECT_EQ(uid.error().code, Errc::not_found);
   EXPECT_NE(uid.error().message.find("a listener"), std::string::npos) << uid.error().message;
 }
@@ -162,8 +196,8 @@ TEST(LocalTcpPeer, ATimeWaitSocketIsRefused) {
   ASSERT_EQ(read(conn.get(), &c, 1), 0) << "the peer's FIN";
   conn.reset();
   ASSERT_EQ(read(client.get(), &c, 1), 0) << "our FIN at the peer";
-  auto uid = rdv::tcp_peer_uid(here, there);
-  ASSERT_FALSE(uid) << "a TIME_WAIT socket's uid " << *uid << " was taken for the peer's";
+  auto uid = tcp_peer(here, there);
+  ASSERT_FALSE(uid) << "a TIME_WAIT socket's uid " << uid->uid << " was taken for the peer's";
   EXPECT_EQ(uid.error().code, Errc::not_found);
   EXPECT_NE(uid.error().message.find("TIME_WAIT"), std::string::npos) << uid.error().message;
 }
@@ -186,9 +220,9 @@ struct Answers : ::testing::Test {
 };
 
 TEST_F(Answers, TheMirroringConnectionIsThePeer) {
-  auto uid = rdv::peer_uid_from_answer(query, answer);
+  auto uid = peer_from_answer(query, answer);
   ASSERT_TRUE(uid) << uid.error().message;
-  EXPECT_EQ(*uid, 1001u);
+  EXPECT_EQ(uid->uid, 1001u);
 }
 
 // PyTorch's client is a dual-stack socket: the kernel reports the same IPv4
@@ -201,18 +235,18 @@ TEST_F(Answers, ADualStackPeerIsThePeer) {
     addr[2] = htonl(0xffff);
     addr[3] = v4;
   }
-  auto uid = rdv::peer_uid_from_answer(query, answer);
+  auto uid = peer_from_answer(query, answer);
   ASSERT_TRUE(uid) << uid.error().message;
-  EXPECT_EQ(*uid, 1001u);
+  EXPECT_EQ(uid->uid, 1001u);
   answer.id.idiag_src[3] = htonl(0x0a000003);
-  EXPECT_FALSE(rdv::peer_uid_from_answer(query, answer)) << "another mapped address";
+  EXPECT_FALSE(peer_from_answer(query, answer)) << "another mapped address";
 }
 
 TEST_F(Answers, AListenerIsRefused) {
   answer.idiag_state = TCP_LISTEN;
   answer.id.idiag_dport = 0;
   answer.id.idiag_dst[0] = 0;
-  auto uid = rdv::peer_uid_from_answer(query, answer);
+  auto uid = peer_from_answer(query, answer);
   ASSERT_FALSE(uid);
   EXPECT_NE(uid.error().message.find("a listener"), std::string::npos) << uid.error().message;
 }
@@ -220,7 +254,7 @@ TEST_F(Answers, AListenerIsRefused) {
 TEST_F(Answers, ATimeWaitSocketIsRefused) {
   answer.idiag_state = TCP_TIME_WAIT;
   answer.idiag_uid = 0;
-  auto uid = rdv::peer_uid_from_answer(query, answer);
+  auto uid = peer_from_answer(query, answer);
   ASSERT_FALSE(uid);
   EXPECT_NE(uid.error().message.find("TIME_WAIT"), std::string::npos) << uid.error().message;
 }
@@ -233,7 +267,7 @@ TEST_F(Answers, AnotherConnectionIsRefused) {
                       +[](inet_diag_msg& a) { a.idiag_family = AF_INET6; }}) {
     inet_diag_msg other = answer;
     change(other);
-    EXPECT_FALSE(rdv::peer_uid_from_answer(query, other));
+    EXPECT_FALSE(peer_from_answer(query, other));
   }
 }
 
