@@ -7,10 +7,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <set>
 
+#include "dp/bounded_read.hpp"
 #include "dp/hex.hpp"
+#include "dp/list_text.hpp"
 #include "dp/random_bytes.hpp"
 #include "step_socket.hpp"
 #include "unix_listeners.hpp"
@@ -27,6 +28,7 @@ bool all_digits(const std::string& s) {
 
 // More than any user runs steps on one host at once; bounds what a client asks.
 constexpr size_t kMostSockets = 64;
+constexpr size_t kUnixTableBytes = 4u << 20;  // /proc/net/unix, without sock_diag
 
 // Abstract names in this network namespace that start with prefix: the
 // caller's own listeners; without sock_diag, every one /proc/net/unix shows
@@ -40,15 +42,15 @@ std::vector<std::string> abstract_names(const std::string& prefix) {
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
   }
-  std::ifstream in("/proc/net/unix");
-  std::string line;
-  std::getline(in, line);  // the header
-  while (std::getline(in, line)) {
+  // Any user can make the table long: what the bound holds is looked at.
+  const std::string table = read_bounded("/proc/net/unix", kUnixTableBytes);
+  for (std::string_view line : list_items(table, '\n')) {
     // Num RefCount Protocol Flags Type St Inode Path: the path is the 8th word.
     const size_t at = line.find(" @");
-    if (at == std::string::npos) continue;
-    const std::string name = line.substr(at + 1);
-    if (name.rfind(prefix, 0) == 0 && name.find(' ') == std::string::npos) out.push_back(name);
+    if (at == std::string_view::npos) continue;
+    const std::string_view name = line.substr(at + 1);
+    if (name.rfind(prefix, 0) == 0 && name.find(' ') == std::string_view::npos)
+      out.emplace_back(name);
     if (out.size() == kMostSockets) break;
   }
   std::sort(out.begin(), out.end());

@@ -4,17 +4,16 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <map>
+
+#include "dp/bounded_read.hpp"
 
 namespace dp::detail {
 namespace {
 
 std::string first_line(const char* path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
+  const std::string text = read_bounded(path, 256);
+  return text.substr(0, text.find('\n'));
 }
 
 std::string link_target(const char* path) {
