@@ -74,10 +74,10 @@ void Broker::reject_and_close(ConnId conn, uint64_t id, proto::Code code, std::s
   if (auto it = peers_.find(conn);
       it != peers_.end() && holds_ranks(conn, it->second) && code != proto::TIMEOUT) {
     const std::string why = "was disconnected by the rendezvous daemon (" + message + ")";
-    lost = it->second.role == proto::ROLE_NODE
-               ? node_loss(conn, it->second, AbortCause::How::rejected, why)
-               : cause_of(it->second, AbortCause::How::rejected,
-                          describe_peer(it->second) + " " + why);
+    lost =
+        it->second.role == proto::ROLE_NODE
+            ? node_loss(conn, it->second, AbortCause::How::refused, why)
+            : cause_of(it->second, AbortCause::How::refused, describe_peer(it->second) + " " + why);
   }
   reply_error(conn, id, code, std::move(message));
   forget_peer(conn);
@@ -296,29 +296,12 @@ void Broker::forget_peer(ConnId conn, bool goodbye) {
   peers_.erase(it);
 }
 
-namespace {
-FailureHow failure_how(AbortCause::How h) {
-  switch (h) {
-    case AbortCause::How::disconnected: return FailureHow::lost_connection;
-    case AbortCause::How::silent: return FailureHow::silence;
-    case AbortCause::How::rejected: return FailureHow::disconnected;
-    case AbortCause::How::requested: return FailureHow::explicit_abort;
-    case AbortCause::How::hang: return FailureHow::hang;
-    case AbortCause::How::rank_lost: return FailureHow::rank_lost;
-    case AbortCause::How::node_lost: return FailureHow::node_lost;
-    case AbortCause::How::node_silent: return FailureHow::node_silent;
-    case AbortCause::How::user_signal: return FailureHow::user_signal;
-  }
-  return FailureHow::disconnected;
-}
-}  // namespace
-
 void Broker::abort_job(AbortCause cause) {
   if (abort_) return;
   if (cause.when == Clock::time_point{}) cause.when = Clock::now();
   // Every peer's text names the step's first failure (rank, host, how, when).
   cause.message = report_.first_failure(
-      cause.rank, cause.host, failure_how(cause.how), cause.message, cause.when,
+      cause.rank, cause.host, cause.how, cause.message, cause.when,
       TaskExit{cause.exit_code, cause.signal, cause.worker_rank, cause.user_signal});
   abort_ = std::move(cause);
   std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
@@ -372,7 +355,7 @@ std::optional<AbortCause> Broker::loss_of(ConnId conn, const Peer& p, Clock::tim
       p.role == proto::ROLE_NODE
           ? node_loss(conn, p, AbortCause::How::node_lost,
                       "lost its connection to the rendezvous daemon")
-          : cause_of(p, AbortCause::How::disconnected,
+          : cause_of(p, AbortCause::How::lost_connection,
                      describe_peer(p) +
                          " lost its connection to the rendezvous daemon without saying goodbye: "
                          "the task exited, crashed or was killed");
@@ -404,7 +387,7 @@ void Broker::judge_silence(Clock::time_point now) {
     }
     const std::string who = describe_rank(r);
     AbortCause cause;
-    cause.how = AbortCause::How::silent;
+    cause.how = AbortCause::How::silence;
     cause.rank = r;
     cause.host = live_.slot(r).host;
     const auto limit = live_.silence_limit();

@@ -191,7 +191,7 @@ void Broker::op_barrier(const Call& c, const proto::Barrier& m) {
 }
 
 void Broker::op_abort(const Call& c, const proto::Abort& m) {
-  AbortCause cause = cause_of(c.peer, AbortCause::How::requested, "");
+  AbortCause cause = cause_of(c.peer, AbortCause::How::explicit_abort, "");
   std::string who = describe_peer(c.peer);
   // From a node agent: the local rank that asked.
   if (c.peer.role == proto::ROLE_NODE && m.has_rank() && holds(c.conn, m.rank())) {

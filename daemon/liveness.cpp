@@ -7,21 +7,6 @@ namespace dp::daemon {
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
 
-const char* how_name(AbortCause::How h) noexcept {
-  switch (h) {
-    case AbortCause::How::disconnected: return "disconnected";
-    case AbortCause::How::silent: return "silent";
-    case AbortCause::How::rejected: return "rejected";
-    case AbortCause::How::requested: return "requested";
-    case AbortCause::How::hang: return "hang";
-    case AbortCause::How::rank_lost: return "rank_lost";
-    case AbortCause::How::node_lost: return "node_lost";
-    case AbortCause::How::node_silent: return "node_silent";
-    case AbortCause::How::user_signal: return "user_signal";
-  }
-  return "?";
-}
-
 Liveness::Liveness(int world_size, milliseconds silence_limit, Clock::time_point now)
     : ranks_(static_cast<size_t>(world_size > 0 ? world_size : 0)),
       limit_(silence_limit),

@@ -19,11 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "dp/master_port.hpp"
+#include "abort_cause.hpp"
 
 namespace dp::daemon {
 
-using Clock = std::chrono::steady_clock;
 using ConnId = uint64_t;
 
 // What the daemon knows about one rank of the step.
@@ -35,35 +34,6 @@ struct RankSlot {
   std::string host;      // as it said in hello (printable)
   Clock::time_point last_heard{};
 };
-
-// Why the step was aborted, for messages and for naming the first failure.
-struct AbortCause {
-  // rank_lost: a node agent reported one of its tasks gone; node_lost: a node
-  // agent's connection ended before all its ranks said goodbye.
-  enum class How : uint8_t {
-    disconnected,
-    silent,
-    rejected,
-    requested,
-    hang,
-    rank_lost,
-    node_lost,
-    node_silent,  // a node agent's heartbeats stopped while other nodes were heard
-    user_signal   // a task or node ended by Slurm's signal on the user's request (scancel, Ctrl-C)
-  };
-  How how = How::requested;
-  int rank = -1;  // -1: not a rank (an agent asked, or unknown)
-  std::string host;
-  std::optional<int> exit_code, signal;  // rank_lost, when slurmstepd knew them
-  std::optional<int> worker_rank;  // rank_lost of a launcher: its worker's; exit is the worker's
-  std::optional<int> user_signal;  // user_signal: the signal Slurm delivered
-  Clock::time_point when{};
-  std::string message;  // the full text every peer gets
-  // The master node's agent aborted because it could not set up the step:
-  // every ABORTED reply carries it, so each node names the cause typed.
-  std::optional<MasterFailure> master_failure;
-};
-const char* how_name(AbortCause::How h) noexcept;
 
 class Liveness {
  public:

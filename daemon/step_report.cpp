@@ -48,46 +48,6 @@ std::string rank_list(const std::vector<int>& ranks) {
   return s;
 }
 
-namespace {
-
-// One row per FailureHow, in its order: the mechanism's name (the report's
-// "how") and the verdict the user reads (nullptr: the user's signal says it).
-struct FailureNames {
-  FailureHow how;
-  const char* name;
-  const char* verdict;
-};
-constexpr FailureNames kFailureNames[] = {
-    {FailureHow::lost_connection, "lost_connection", "task_exit"},
-    {FailureHow::silence, "silence", "rank_silent"},
-    {FailureHow::explicit_abort, "explicit_abort", "requested"},
-    {FailureHow::hang, "hang", "hang"},
-    {FailureHow::disconnected, "disconnected", "task_exit"},
-    {FailureHow::rank_lost, "rank_lost", "task_exit"},
-    {FailureHow::node_lost, "node_lost", "node_lost"},
-    {FailureHow::node_silent, "node_silent", "node_silent"},
-    {FailureHow::user_signal, "user_signal", nullptr},
-};
-
-const FailureNames* names_of(FailureHow h) noexcept {
-  for (const auto& n : kFailureNames)
-    if (n.how == h) return &n;
-  return nullptr;
-}
-
-}  // namespace
-
-const char* failure_how_name(FailureHow h) noexcept {
-  const FailureNames* n = names_of(h);
-  return n ? n->name : "unknown";
-}
-
-const char* failure_verdict(FailureHow h, int user_signal) noexcept {
-  const FailureNames* n = names_of(h);
-  if (!n) return "unknown";
-  return n->verdict ? n->verdict : user_signal_verdict(user_signal);
-}
-
 StepReport::StepReport(Clock::time_point start, std::string job, std::string step, int world_size,
                        std::chrono::milliseconds hang_timeout)
     : start_(start),
@@ -138,7 +98,7 @@ void StepReport::on_goodbye(int rank) {
   if (rank >= 0 && rank < world_size_) ranks_[static_cast<size_t>(rank)].goodbye = true;
 }
 
-std::string StepReport::first_failure(int rank, const std::string& host, FailureHow how,
+std::string StepReport::first_failure(int rank, const std::string& host, AbortCause::How how,
                                       const std::string& what, Clock::time_point now,
                                       const TaskExit& exit) {
   if (failure_) return failure_->message;
@@ -148,7 +108,7 @@ std::string StepReport::first_failure(int rank, const std::string& host, Failure
   f.how = how;
   f.exit = exit;
   f.at_s = since_start_ms(now) / 1000.0;
-  std::string how_text = failure_how_name(how);
+  std::string how_text = how_name(how);
   if (exit.worker_rank) how_text += ", worker rank " + std::to_string(*exit.worker_rank);
   if (exit.exit_code) how_text += ", exit code " + std::to_string(*exit.exit_code);
   if (exit.signal) how_text += ", signal " + std::to_string(*exit.signal);
@@ -156,9 +116,9 @@ std::string StepReport::first_failure(int rank, const std::string& host, Failure
   // One shape for every rank's error and srun's last line: who, how, when, then the detail.
   // A step the user ended did not fail: the headline says who ended it.
   const std::string head =
-      how == FailureHow::user_signal ? user_signal_headline(by) + ": " : "first failure: ";
+      how == AbortCause::How::user_signal ? user_signal_headline(by) + ": " : "first failure: ";
   f.message = head + what + " [" + how_text + ", " + num(f.at_s, "%.2f") +
-              " s after the step's daemon started; verdict " + failure_verdict(how, by) + "]";
+              " s after the step's daemon started; verdict " + how_verdict(how, by) + "]";
   failure_ = f;
   return f.message;
 }
@@ -369,8 +329,8 @@ Json StepReport::failure_json() const {
   if (!failure_) return nullptr;
   Json f{{"rank", failure_->rank},
          {"host", failure_->host},
-         {"how", failure_how_name(failure_->how)},
-         {"verdict", failure_verdict(failure_->how, failure_->exit.user_signal.value_or(0))}};
+         {"how", how_name(failure_->how)},
+         {"verdict", how_verdict(failure_->how, failure_->exit.user_signal.value_or(0))}};
   if (failure_->exit.exit_code) f["exit_code"] = *failure_->exit.exit_code;
   if (failure_->exit.signal) f["signal"] = *failure_->exit.signal;
   if (failure_->exit.worker_rank) f["worker_rank"] = *failure_->exit.worker_rank;

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "abort_cause.hpp"
 #include "dp/duration_text.hpp"
 #include "dp/proto/rendezvous.pb.h"
 #include "dp/step_ports.hpp"
@@ -24,26 +25,6 @@ namespace dp::daemon {
 
 // Insertion order kept: the report reads in the order it is written.
 using Json = nlohmann::ordered_json;
-
-// How a step's first failure showed itself to the daemon.
-// rank_lost: a node agent reported its local task gone (exit code or signal
-// when slurmstepd knew them); node_lost: a node agent's connection dropped.
-enum class FailureHow {
-  lost_connection,
-  silence,
-  explicit_abort,
-  hang,
-  disconnected,
-  rank_lost,
-  node_lost,
-  node_silent,
-  user_signal  // no failure: Slurm's signal on the user's request ended a task or node
-};
-const char* failure_how_name(FailureHow h) noexcept;
-// The verdict that ended the step, as the user reads it: task_exit, node_lost,
-// node_silent, hang, rank_silent (a libdp rank alone), requested; for
-// user_signal the signal's (cancelled, interrupted, signalled).
-const char* failure_verdict(FailureHow h, int user_signal = 0) noexcept;
 
 // Ranks for a message: the first 8, then a count ("0,2,... (12 ranks)").
 std::string rank_list(const std::vector<int>& ranks);
@@ -56,13 +37,13 @@ struct TaskExit {
   std::optional<int> exit_code;
   std::optional<int> signal;
   std::optional<int> worker_rank;
-  std::optional<int> user_signal;  // FailureHow::user_signal: the signal Slurm delivered
+  std::optional<int> user_signal;  // How::user_signal: the signal Slurm delivered
 };
 
 struct FailureRecord {
   int rank = -1;  // -1: not a rank (an agent)
   std::string host;
-  FailureHow how = FailureHow::lost_connection;
+  AbortCause::How how = AbortCause::How::lost_connection;
   TaskExit exit;
   double at_s = 0;  // since the daemon started
   std::string message;
@@ -115,7 +96,7 @@ class StepReport {
 
   // Records the step's first failure; returns the text every rank's error
   // and srun's last line carry. Later calls return the first text unchanged.
-  std::string first_failure(int rank, const std::string& host, FailureHow how,
+  std::string first_failure(int rank, const std::string& host, AbortCause::How how,
                             const std::string& what, Clock::time_point now,
                             const TaskExit& exit = {});
   const std::optional<FailureRecord>& failure() const { return failure_; }
@@ -123,7 +104,7 @@ class StepReport {
   // merged): the report's and dp-top's. Ignored before a failure.
   void note_failure_stacks(std::vector<std::string> view);
   // The step ended by the user's signal (scancel, srun's Ctrl-C), not a failure.
-  bool ended_by_user() const { return failure_ && failure_->how == FailureHow::user_signal; }
+  bool ended_by_user() const { return failure_ && failure_->how == AbortCause::How::user_signal; }
 
   // A hang that has lasted hang_timeout; call a few times a second.
   std::optional<HangVerdict> check_hang(Clock::time_point now);

@@ -94,7 +94,7 @@ TEST_F(BrokerTest, MissedHeartbeatsAbort) {
   EXPECT_TRUE(broker_.aborted());
   EXPECT_NE(out_.last(1).message().find("rank 1 (host h1) sent no heartbeat"), std::string::npos);
   ASSERT_TRUE(broker_.abort_cause().has_value());
-  EXPECT_EQ(broker_.abort_cause()->how, AbortCause::How::silent);
+  EXPECT_EQ(broker_.abort_cause()->how, AbortCause::How::silence);
   EXPECT_EQ(broker_.abort_cause()->rank, 1);
   EXPECT_EQ(broker_.abort_cause()->host, "h1");
 }
@@ -118,7 +118,7 @@ TEST_F(BrokerTest, EveryRankSilentIsASuspensionNotADeath) {
   EXPECT_TRUE(broker_.aborted());
   ASSERT_TRUE(broker_.abort_cause().has_value());
   EXPECT_EQ(broker_.abort_cause()->rank, 1);
-  EXPECT_EQ(broker_.abort_cause()->how, AbortCause::How::silent);
+  EXPECT_EQ(broker_.abort_cause()->how, AbortCause::How::silence);
 }
 
 TEST_F(BrokerTest, TheDaemonsOwnStopIsNotHeldAgainstRanks) {
@@ -142,9 +142,38 @@ TEST_F(BrokerTest, ADroppedConnectionIsDeathAtOnceEvenWhileSuspended) {
   ASSERT_TRUE(broker_.liveness().suspended());
   broker_.on_disconnect(2, t0_ + milliseconds(5'010));
   EXPECT_TRUE(broker_.aborted());
-  EXPECT_EQ(broker_.abort_cause()->how, AbortCause::How::disconnected);
+  EXPECT_EQ(broker_.abort_cause()->how, AbortCause::How::lost_connection);
   EXPECT_EQ(broker_.abort_cause()->rank, 1);
   EXPECT_NE(out_.last(1).message().find("rank 1 (host h1) lost its connection"), std::string::npos);
+}
+
+// dp-top prints the daemon's Stats as they come: its plain view the text
+// ("abort_cause ..."), --json the step report. A lost connection and a
+// refused peer are each one word in both, the word the abort text carries.
+TEST_F(BrokerTest, DpTopsPlainAndJsonViewsNameAFailureWithOneWord) {
+  const auto views_name = [](Broker& b, const std::string& word) {
+    const proto::Stats st = b.stats();
+    EXPECT_NE(st.text().find("abort_cause " + word + " rank 1"), std::string::npos) << st.text();
+    EXPECT_NE(st.report_json().find("\"how\":\"" + word + "\""), std::string::npos)
+        << st.report_json();
+    EXPECT_NE(st.first_failure().find("[" + word + ","), std::string::npos) << st.first_failure();
+  };
+  hello(1, 0);
+  hello(2, 1);
+  broker_.on_disconnect(2, t0_ + milliseconds(10));
+  ASSERT_EQ(broker_.abort_cause()->how, AbortCause::How::lost_connection);
+  views_name(broker_, "lost_connection");
+
+  Broker refusing(config(2), other_out_, t0_);
+  for (int rank : {0, 1}) {
+    const ConnId c = static_cast<ConnId>(rank + 1);
+    refusing.on_connect(c, t0_);
+    refusing.on_frame(
+        c, hello_req(rank, proto::ROLE_RANK, "h" + std::to_string(rank)).SerializeAsString(), t0_);
+  }
+  refusing.on_frame(2, "\xff\xff\xff", t0_ + milliseconds(10));  // no request: closed
+  ASSERT_EQ(refusing.abort_cause()->how, AbortCause::How::refused);
+  views_name(refusing, "refused");
 }
 
 TEST_F(BrokerTest, ConnectionsWithoutHelloEvictTheOldestNeverARank) {

@@ -272,7 +272,7 @@ TEST_F(NodeBrokerTest, HeartbeatsHearOnlyTheListedRanks) {
     heartbeat(kRank4, t);
   });
   ASSERT_TRUE(broker_.aborted());
-  EXPECT_EQ(broker_.abort_cause()->how, AbortCause::How::silent);
+  EXPECT_EQ(broker_.abort_cause()->how, AbortCause::How::silence);
   EXPECT_EQ(broker_.abort_cause()->rank, 3);
   EXPECT_EQ(broker_.abort_cause()->host, "nb");
   EXPECT_NE(failure().find("rank 3 (host nb, via its node agent) sent no heartbeat"),

@@ -49,18 +49,20 @@ class StepReportTest : public ::testing::Test {
   StepReport r_;
 };
 
-TEST(FailureNames, EveryWayHasItsOwnNameAndAVerdict) {
+// The one table: every way a step fails has its own name and a verdict.
+TEST(AbortCauseNames, EveryWayHasItsOwnNameAndAVerdict) {
+  using H = AbortCause::How;
   std::set<std::string> names;
-  for (FailureHow h : {FailureHow::lost_connection, FailureHow::silence, FailureHow::explicit_abort,
-                       FailureHow::hang, FailureHow::disconnected, FailureHow::rank_lost,
-                       FailureHow::node_lost, FailureHow::node_silent, FailureHow::user_signal}) {
-    EXPECT_TRUE(names.insert(failure_how_name(h)).second) << failure_how_name(h);
-    EXPECT_STRNE(failure_verdict(h, SIGTERM), "unknown") << failure_how_name(h);
+  for (H h : {H::lost_connection, H::silence, H::refused, H::explicit_abort, H::hang, H::rank_lost,
+              H::node_lost, H::node_silent, H::user_signal}) {
+    EXPECT_TRUE(names.insert(how_name(h)).second) << how_name(h);
+    EXPECT_STRNE(how_verdict(h, SIGTERM), "unknown") << how_name(h);
   }
-  EXPECT_STREQ(failure_verdict(FailureHow::rank_lost), "task_exit");
-  EXPECT_STREQ(failure_verdict(FailureHow::node_lost), "node_lost");
-  EXPECT_STRNE(failure_verdict(FailureHow::user_signal, SIGINT),
-               failure_verdict(FailureHow::user_signal, SIGTERM));
+  EXPECT_STREQ(how_name(H::lost_connection), "lost_connection");
+  EXPECT_STREQ(how_name(H::refused), "refused");
+  EXPECT_STREQ(how_verdict(H::rank_lost), "task_exit");
+  EXPECT_STREQ(how_verdict(H::node_lost), "node_lost");
+  EXPECT_STRNE(how_verdict(H::user_signal, SIGINT), how_verdict(H::user_signal, SIGTERM));
 }
 
 TEST_F(StepReportTest, HangNamedAfterTheBound) {
@@ -107,12 +109,13 @@ TEST_F(StepReportTest, OffWithZeroBound) {
 
 TEST_F(StepReportTest, FirstFailureStaysFirst) {
   const auto first =
-      r_.first_failure(2, "n3", FailureHow::lost_connection, "rank 2 (host n3) lost its connection",
-                       t0_ + milliseconds(2500));
+      r_.first_failure(2, "n3", AbortCause::How::lost_connection,
+                       "rank 2 (host n3) lost its connection", t0_ + milliseconds(2500));
   EXPECT_NE(first.find("first failure: rank 2 (host n3)"), std::string::npos) << first;
   EXPECT_NE(first.find("[lost_connection, 2.50 s"), std::string::npos) << first;
-  const auto later = r_.first_failure(
-      0, "n1", FailureHow::silence, "rank 0 (host n1) sent no heartbeat", t0_ + milliseconds(5000));
+  const auto later =
+      r_.first_failure(0, "n1", AbortCause::How::silence, "rank 0 (host n1) sent no heartbeat",
+                       t0_ + milliseconds(5000));
   EXPECT_EQ(later, first);
   ASSERT_TRUE(r_.failure());
   EXPECT_EQ(r_.failure()->rank, 2);
