@@ -1,5 +1,4 @@
 #include "broker.hpp"
-#include "broker_torch_ops.hpp"
 
 #include <unistd.h>
 
@@ -214,7 +213,7 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
       return;
     case proto::Request::kGoodbye: return op_goodbye(c, req.goodbye());
     case proto::Request::kStepSignal: return op_step_signal(c, req.step_signal());
-    case proto::Request::kStoreRefused: return TorchOps::refused(*this, c, req.store_refused());
+    case proto::Request::kStoreRefused: return torch_refused(c, req.store_refused());
     case proto::Request::kStacksAnswer: return op_stacks_answer(c, req.stacks_answer());
     case proto::Request::kStacks:
       return reply_error(conn, c.id, proto::PROTOCOL,
@@ -239,7 +238,7 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
                            ": the client is newer than dp-rendezvousd; use the same slurm-dp "
                            "release for both");
   }
-  if (TorchOps::handle(*this, c, req)) return;
+  if (torch_op(c, req)) return;
   switch (req.op_case()) {
     case proto::Request::kHello:
       return reply_error(conn, c.id, proto::PROTOCOL, "hello sent twice on one connection");
@@ -307,14 +306,14 @@ void Broker::abort_job(AbortCause cause) {
   std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
                cfg_.step_id.c_str(), abort_->message.c_str());
   // Waits given up while the step was healthy were not news until now.
-  for (const auto& line : report_.unset_waits()) TorchOps::log(*this, line);
+  for (const auto& line : report_.unset_waits()) torch_log(line);
   std::vector<uint64_t> ids;
   ids.reserve(waiters_.size());
   for (const auto& [wid, w] : waiters_) {
     // PyTorch's store outlives the failure: its waits stay, named.
     if (w.space == proto::SPACE_TORCH) {
       if (auto p = peers_.find(w.conn); p != peers_.end())
-        TorchOps::note_unset(*this, p->second, w, abort_->when, false);
+        torch_note_unset(p->second, w, abort_->when, false);
       continue;
     }
     ids.push_back(wid);

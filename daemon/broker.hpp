@@ -4,9 +4,11 @@
 // This is what the unit tests and the fuzzer drive directly.
 //
 // Files: broker.cpp (connections, hello, dispatch, abort), broker_ops.cpp
-// (one function per request), broker_nodes.cpp (node agents: one connection
-// speaking for several ranks), broker_waiters.cpp (blocking calls,
-// barriers, deadlines), broker_stats.cpp, kv_store.cpp (the store), liveness.cpp.
+// (one function per request), broker_torch_ops.cpp (PyTorch's store's own),
+// broker_nodes.cpp (node agents: one connection speaking for several ranks),
+// broker_waiters.cpp (blocking calls, barriers, deadlines), broker_stats.cpp,
+// broker_stacks.cpp; below them kv_store.cpp (the store), liveness.cpp,
+// step_report.cpp and broker_limits.hpp, which include no broker header.
 #pragma once
 
 #include <array>
@@ -22,12 +24,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "broker_limits.hpp"
 #include "dp/proto/rendezvous.pb.h"
 #include "dp/result.hpp"
-#include "dp/site_config.hpp"
 #include "dp/stacks/hang_watch.hpp"
 #include "dp/stacks/merge.hpp"
-#include "dp/store_limits.hpp"
 #include "hello_budget.hpp"
 #include "kv_store.hpp"
 #include "liveness.hpp"
@@ -35,48 +36,6 @@
 #include "step_report.hpp"
 
 namespace dp::daemon {
-
-struct BrokerLimits {
-  // At least PyTorch's own (dp/store_limits.hpp): the node agents serve its
-  // programs' stores from here.
-  uint32_t max_key_bytes{kStoreKeyBytes};
-  uint32_t max_value_bytes{kStoreValueBytes};
-  // One request's keys and values (a multi_set by its total): with the
-  // envelope, the largest frame after hello. A larger one is refused under
-  // its id and skipped; the connection stays.
-  uint32_t max_request_bytes{kStoreRequestBytes};
-  uint64_t max_total_bytes{128ull << 20};  // keys + values of the whole step
-  std::chrono::milliseconds hello_timeout{5'000};
-  // A rank silent this long while others are heard is dead. Longer than
-  // Slurm's default gang-scheduling time slice (SchedulerTimeSlice=30 s), so
-  // even a suspend or resume that reaches the nodes a slice apart is not taken
-  // for a death; a dead process is found by its dropped connection at once,
-  // so this only bounds how long an unreachable node goes unnoticed. 0: off.
-  // Also the bound of a node's link: an outage shorter than this is survived.
-  std::chrono::milliseconds heartbeat_timeout{
-      std::chrono::seconds(site_defaults().heartbeat_timeout_s)};
-  // Connections before hello beyond one per rank still to come; past that the
-  // oldest is evicted.
-  int max_unauthenticated{64};
-  // No rank made progress this long (hang_watch.hpp's rule, from the node
-  // agents' stacks), or others waited this long in a collective a live libdp
-  // rank does not enter: the step hangs (0: off).
-  std::chrono::milliseconds hang_timeout{120'000};
-  // 1: a hang ends the step (the site's on_hang=end); 0: it is named only.
-  int end_on_hang{0};
-  int max_agents{256};  // authenticated non-rank peers (stepd agents, tools)
-  // Blocking calls (get, wait, barrier) pending at once; 0: 4 per rank + 4096.
-  // Anyone with the step's secret could otherwise grow the daemon without bound.
-  int max_pending_calls{0};
-  // Barriers entered but not yet complete (each holds a byte per rank).
-  int max_open_barriers{1024};
-  // Node agents the step expects (--nodes): connections and the
-  // hello budget then follow nodes, not ranks. 0: ranks connect directly.
-  int nodes{0};
-  // A lost or silent node ends the step through slurmctld (0: only report,
-  // the site's on_failure=keep).
-  int end_lost_steps{1};
-};
 
 struct BrokerConfig {
   int world_size = 1;
@@ -168,8 +127,6 @@ class Broker {
   void expire_stacks(Clock::time_point now);
 
  private:
-  // PyTorch's store operations of SPACE_TORCH (broker_torch_ops.cpp).
-  friend class TorchOps;
   enum class PeerState : uint8_t { awaiting_hello, ready };
   struct Peer {
     PeerState state = PeerState::awaiting_hello;
@@ -285,6 +242,33 @@ class Broker {
   void watch_stacks(Clock::time_point now);
   void judge_stacks(const std::vector<stacks::RankStacks>& got, bool complete,
                     Clock::time_point now);
+  // broker_torch_ops.cpp: PyTorch's store operations of SPACE_TORCH.
+  // Handles `req` when it is one of them (false: not one of them).
+  bool torch_op(const Call& c, const proto::Request& req);
+  // PyTorch's own timeout error names neither the keys a wait was for nor
+  // who never set them, so the daemon does, with the step's first failure:
+  // when a wait is given up (the clients' timeout, or they left) and, for
+  // those still waiting, when the step fails. Once per key, for the first
+  // few keys; logged and listed only once the step failed.
+  void torch_note_unset(const Peer& p, const Waiter& w, Clock::time_point now, bool given_up);
+  // A node agent refused one of its clients' requests (StoreRefused): counted
+  // by node, the first few lines kept for the report and srun's end.
+  void torch_refused(const Call& c, const proto::StoreRefused& m);
+  // One line of the daemon's log about the step's store.
+  void torch_log(const std::string& line) const;
+  // True in SPACE_TORCH; else `op` is refused with PROTOCOL.
+  bool in_torch_space(const Call& c, const char* op);
+  // Every key's size; else the error is sent and false returned.
+  template <class Keys>
+  bool keys_fit(const Call& c, const Keys& keys);
+  void torch_append(const Call& c, const proto::Append& m);
+  void torch_check(const Call& c, const proto::Check& m);
+  void torch_num_keys(const Call& c);
+  void torch_multi_get(const Call& c, const proto::MultiGet& m);
+  void torch_multi_set(const Call& c, const proto::MultiSet& m);
+  void torch_queue_push(const Call& c, const proto::QueuePush& m);
+  void torch_queue_pop(const Call& c, const proto::QueuePop& m);
+  void torch_queue_len(const Call& c, const proto::QueueLen& m);
   // broker_waiters.cpp. Replies LIMIT and returns false when one more
   // pending call (or a new barrier) would pass the step's limits.
   bool room_for_call(const Call& c, const std::string* new_barrier);

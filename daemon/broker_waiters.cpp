@@ -2,7 +2,6 @@
 #include <algorithm>
 
 #include "broker.hpp"
-#include "broker_torch_ops.hpp"
 
 namespace dp::daemon {
 namespace {
@@ -100,8 +99,7 @@ void Broker::op_cancel_call(const Call& c, const proto::CancelCall& m) {
     auto it = waiters_.find(wid);
     if (it == waiters_.end() || it->second.request_id != m.request_id()) continue;
     if (it->second.kind == WaitKind::barrier) break;  // an arrival is not taken back
-    if (it->second.space == proto::SPACE_TORCH)
-      TorchOps::note_unset(*this, c.peer, it->second, c.now, true);
+    if (it->second.space == proto::SPACE_TORCH) torch_note_unset(c.peer, it->second, c.now, true);
     drop_waiter(wid);
     break;
   }

@@ -1,6 +1,6 @@
 #include "kv_store.hpp"
 
-#include "broker.hpp"
+#include "broker_limits.hpp"
 
 namespace dp::daemon {
 

@@ -1,0 +1,56 @@
+// The limits of one step's daemon: what bounds its memory and its patience,
+// each with its default and its dp-rendezvousd option (options.cpp). Below
+// the broker: the store (kv_store.cpp) takes them without the broker.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "dp/site_config.hpp"
+#include "dp/store_limits.hpp"
+
+namespace dp::daemon {
+
+struct BrokerLimits {
+  // At least PyTorch's own (dp/store_limits.hpp): the node agents serve its
+  // programs' stores from here.
+  uint32_t max_key_bytes{kStoreKeyBytes};
+  uint32_t max_value_bytes{kStoreValueBytes};
+  // One request's keys and values (a multi_set by its total): with the
+  // envelope, the largest frame after hello. A larger one is refused under
+  // its id and skipped; the connection stays.
+  uint32_t max_request_bytes{kStoreRequestBytes};
+  uint64_t max_total_bytes{128ull << 20};  // keys + values of the whole step
+  std::chrono::milliseconds hello_timeout{5'000};
+  // A rank silent this long while others are heard is dead. Longer than
+  // Slurm's default gang-scheduling time slice (SchedulerTimeSlice=30 s), so
+  // even a suspend or resume that reaches the nodes a slice apart is not taken
+  // for a death; a dead process is found by its dropped connection at once,
+  // so this only bounds how long an unreachable node goes unnoticed. 0: off.
+  // Also the bound of a node's link: an outage shorter than this is survived.
+  std::chrono::milliseconds heartbeat_timeout{
+      std::chrono::seconds(site_defaults().heartbeat_timeout_s)};
+  // Connections before hello beyond one per rank still to come; past that the
+  // oldest is evicted.
+  int max_unauthenticated{64};
+  // No rank made progress this long (hang_watch.hpp's rule, from the node
+  // agents' stacks), or others waited this long in a collective a live libdp
+  // rank does not enter: the step hangs (0: off).
+  std::chrono::milliseconds hang_timeout{120'000};
+  // 1: a hang ends the step (the site's on_hang=end); 0: it is named only.
+  int end_on_hang{0};
+  int max_agents{256};  // authenticated non-rank peers (stepd agents, tools)
+  // Blocking calls (get, wait, barrier) pending at once; 0: 4 per rank + 4096.
+  // Anyone with the step's secret could otherwise grow the daemon without bound.
+  int max_pending_calls{0};
+  // Barriers entered but not yet complete (each holds a byte per rank).
+  int max_open_barriers{1024};
+  // Node agents the step expects (--nodes): connections and the
+  // hello budget then follow nodes, not ranks. 0: ranks connect directly.
+  int nodes{0};
+  // A lost or silent node ends the step through slurmctld (0: only report,
+  // the site's on_failure=keep).
+  int end_lost_steps{1};
+};
+
+}  // namespace dp::daemon
