@@ -33,6 +33,11 @@ std::vector<std::string> format_arguments(const LaunchArgs& a) {
     v.emplace_back(name);
     v.push_back(std::move(value));
   };
+  if (!a.listen_ports.any()) {
+    add("--listen-ports",
+        std::to_string(a.listen_ports.low) + "-" + std::to_string(a.listen_ports.high));
+    if (!a.listen_ports.setting.empty()) add("--listen-ports-from", a.listen_ports.setting);
+  }
   if (a.step_nodes_on_stdin) add("--step-nodes", "-");
   if (a.nodes > 0) add("--nodes", std::to_string(a.nodes));
   if (a.heartbeat_timeout_ms >= 0)

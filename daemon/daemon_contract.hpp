@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dp/daemon_ports.hpp"
 #include "dp/result.hpp"
 
 namespace dp::daemon {
@@ -23,6 +24,7 @@ struct LaunchArgs {
   std::string job_id, step_id;
   int nodes = 0;                      // the step's nodes, one agent each; 0: unknown
   std::string listen = "-";           // "-": the second line of stdin
+  ListenRange listen_ports{};         // unset: a port the OS chooses
   bool step_nodes_on_stdin = true;    // the step's node addresses: the last line of stdin
   int64_t heartbeat_timeout_ms = -1;  // -1: the daemon's default
   int64_t hang_timeout_ms = -1;       // -1: the daemon's default; 0: off

@@ -132,6 +132,33 @@ std::string option_help(const std::string& flag, const std::string& text, const 
   return out + "\n";
 }
 
+// "LOW-HIGH" of --listen-ports.
+Result<void> parse_listen_ports(const std::string& v, ListenRange& r) {
+  const auto dash = v.find('-');
+  auto lo = parse_int("--listen-ports", v.substr(0, dash), 1, 65535);
+  if (!lo) return lo.error();
+  auto hi =
+      dash == std::string::npos ? lo : parse_int("--listen-ports", v.substr(dash + 1), 1, 65535);
+  if (!hi) return hi.error();
+  if (*lo > *hi)
+    return make_error(Errc::invalid_argument, "--listen-ports " + v + ": LOW is above HIGH");
+  r.low = static_cast<int>(*lo);
+  r.high = static_cast<int>(*hi);
+  return {};
+}
+
+// The setting's name goes into the user's message as it is: a word.
+Result<void> parse_listen_ports_from(const std::string& v, ListenRange& r) {
+  const bool word = !v.empty() && v.size() <= 32 && std::all_of(v.begin(), v.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+  if (!word)
+    return make_error(Errc::invalid_argument,
+                      "--listen-ports-from: expected a setting's name (letters, digits, _)");
+  r.setting = v;
+  return {};
+}
+
 std::string default_text(const NumberOption& n, long long def) {
   if (def == 0 && n.zero) return std::string("(default: ") + n.zero + ")";
   std::string text = "(default " + std::to_string(def);
@@ -145,14 +172,22 @@ std::string usage_text() {
   const DaemonOptions defaults;
   std::string out =
       "usage: dp-rendezvousd --world-size N --job-id J --step-id S [options] < secret\n"
-      "  reads the step secret (one line of >= 32 hex digits) from stdin, binds an OS-chosen "
-      "port,\n"
-      "  prints 'READY <port>' on stdout, logs to stderr.\n"
+      "  reads the step secret (one line of >= 32 hex digits) from stdin, binds a port of\n"
+      "  --listen-ports or an OS-chosen one, prints 'READY <port> <report socket>' on stdout,\n"
+      "  logs to stderr.\n"
       "  lives as long as its parent (srun): exits on SIGTERM/SIGINT or when the parent dies.\n";
   out += option_help("--listen ADDR",
                      "address to bind: the one the ranks route to; '-': read it from the second "
                      "line of stdin",
                      "(default " + defaults.listen_addr + ")");
+  out += option_help("--listen-ports LOW-HIGH",
+                     "take a free port of this range, tried from a random one (a firewalled "
+                     "login host's open range: srun passes the site's daemon_ports or Slurm's "
+                     "SrunPortRange); none free: the daemon answers ERROR naming the range",
+                     "(default: a port the OS chooses)");
+  out += option_help("--listen-ports-from NAME",
+                     "the setting the range comes from, as the error names it",
+                     "(default: listen-ports)");
   out += option_help("--step-nodes LIST",
                      "the step's node addresses, comma-separated, or '-': the next line of stdin; "
                      "their connections without hello have a budget of their own",
@@ -190,6 +225,10 @@ Result<DaemonOptions> parse_options(const std::vector<std::string>& args) {
         return make_error(Errc::invalid_argument,
                           "--listen: empty address; give an IPv4/IPv6 address");
       o.listen_addr = v;
+    } else if (a == "--listen-ports") {
+      DP_TRY(parse_listen_ports(v, o.listen_ports));
+    } else if (a == "--listen-ports-from") {
+      DP_TRY(parse_listen_ports_from(v, o.listen_ports));
     } else if (a == "--step-nodes") {
       o.step_nodes = v;
     } else {
@@ -201,6 +240,7 @@ Result<DaemonOptions> parse_options(const std::vector<std::string>& args) {
                       "--world-size is required (the step's number of ranks)");
   if (o.limits.nodes > o.world_size)
     return make_error(Errc::invalid_argument, "--nodes exceeds --world-size (a node has a rank)");
+  if (o.listen_ports.setting.empty()) o.listen_ports.setting = "listen-ports";
   if (o.job_id.empty())
     return make_error(Errc::invalid_argument, "--job-id is required (SLURM_JOB_ID)");
   if (o.step_id.empty())

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "broker.hpp"
+#include "dp/daemon_ports.hpp"
 #include "dp/result.hpp"
 
 namespace dp::daemon {
@@ -17,6 +18,9 @@ struct DaemonOptions {
   std::string step_id;
   // "-": the second line of stdin (srun learns the route while the daemon starts).
   std::string listen_addr = "0.0.0.0";
+  // The ports it may take (srun's SrunPortRange or the site's daemon_ports,
+  // named in the error when all are taken); unset: the OS chooses.
+  ListenRange listen_ports{};
   int max_connections = 0;  // 0: from the (raised) fd limit
   // The step's node addresses, comma-separated; "-": the next line of stdin
   // (srun's, space-separated). Their connections without hello get a budget

@@ -19,6 +19,7 @@
 #include <system_error>
 #include <thread>
 
+#include "dp/random_bytes.hpp"
 #include "dp/sys_error.hpp"
 #include "process_start.hpp"
 #include "slurm_step_end.hpp"
@@ -63,9 +64,35 @@ Result<void> size_budget(DaemonOptions& o) {
   return {};
 }
 
-// Port 0 on `addr` (numeric), listening with backlog SOMAXCONN; `port` is
-// the one the OS chose.
-Result<service::UniqueFd> listen_tcp(const std::string& addr, uint16_t& port) {
+// A listening socket on `addr` (numeric) and `port` (0: the OS chooses),
+// backlog SOMAXCONN; EADDRINUSE comes back as Errc::unavailable, so a range
+// moves on to its next port.
+Result<service::UniqueFd> listen_on(const addrinfo& ai, const std::string& addr, int port) {
+  sockaddr_storage sa{};
+  std::memcpy(&sa, ai.ai_addr, std::min<size_t>(ai.ai_addrlen, sizeof sa));
+  const uint16_t net_port = htons(static_cast<uint16_t>(port));
+  if (sa.ss_family == AF_INET6) reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port = net_port;
+  else reinterpret_cast<sockaddr_in*>(&sa)->sin_port = net_port;
+  service::UniqueFd fd(socket(ai.ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd) return make_error(Errc::connection, "socket: " + errno_text(errno));
+  const int one = 1;
+  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  // Accepted sockets inherit TCP_NODELAY from the listener: one syscall less per rank.
+  setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), ai.ai_addrlen) != 0 ||
+      listen(fd.get(), SOMAXCONN) != 0) {
+    const int e = errno;
+    return make_error(
+        e == EADDRINUSE ? Errc::unavailable : Errc::connection,
+        "cannot listen on " + addr + " port " + std::to_string(port) + ": " + errno_text(e));
+  }
+  return fd;
+}
+
+// A port of `range` on `addr`, tried from a random one (steps started
+// together spread), or the OS's choice; `port` is the one taken.
+Result<service::UniqueFd> listen_tcp(const std::string& addr, const ListenRange& range,
+                                     uint16_t& port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -76,19 +103,24 @@ Result<service::UniqueFd> listen_tcp(const std::string& addr, uint16_t& port) {
                       "--listen " + addr + ": not a numeric IPv4/IPv6 address");
   }
   const std::unique_ptr<addrinfo, void (*)(addrinfo*)> ai(found, freeaddrinfo);
-  service::UniqueFd fd(socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd) return make_error(Errc::connection, "socket: " + errno_text(errno));
-  const int one = 1;
-  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  // Accepted sockets inherit TCP_NODELAY from the listener: one syscall less per rank.
-  setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  if (bind(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd.get(), SOMAXCONN) != 0) {
-    return make_error(Errc::connection,
-                      "cannot listen on " + addr + " port 0: " + errno_text(errno));
+  Result<service::UniqueFd> fd = make_error(Errc::unavailable, listen_range_full(range, addr));
+  if (range.any()) {
+    fd = listen_on(*ai, addr, 0);
+  } else {
+    uint32_t start = 0;
+    if (auto r = random_bytes(sizeof start)) std::memcpy(&start, r->data(), sizeof start);
+    for (int i = 0; i < range.size(); ++i) {
+      auto tried = listen_on(*ai, addr, nth_listen_port(range, start, i));
+      if (tried || tried.error().code != Errc::unavailable) {
+        fd = std::move(tried);
+        break;
+      }
+    }
   }
+  DP_TRY(fd);
   sockaddr_storage sa{};
   socklen_t len = sizeof sa;
-  getsockname(fd.get(), reinterpret_cast<sockaddr*>(&sa), &len);
+  getsockname(fd->get(), reinterpret_cast<sockaddr*>(&sa), &len);
   port = ntohs(sa.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port
                                         : reinterpret_cast<sockaddr_in*>(&sa)->sin_port);
   return fd;
@@ -133,7 +165,7 @@ Result<std::unique_ptr<Server>> Server::create(const DaemonOptions& in, std::str
   DaemonOptions opts = in;
   DP_TRY(size_budget(opts));
   std::unique_ptr<Server> s(new Server(opts, std::move(secret)));
-  auto fd = listen_tcp(opts.listen_addr, s->port_);
+  auto fd = listen_tcp(opts.listen_addr, opts.listen_ports, s->port_);
   DP_TRY(fd);
   // A connection whose data goes unacknowledged for the site's whole bound
   // has lost its peer's host or network (a stopped or suspended process's

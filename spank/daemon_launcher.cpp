@@ -107,6 +107,7 @@ Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string&
   la.end_lost_steps = !req.keep_survivors;
   la.end_on_hang = req.end_on_hang;
   la.notice_fd = kNoticeFd;
+  la.listen_ports = req.listen_ports;
   std::vector<std::string> args = dp::daemon::format_arguments(la);
   args.insert(args.begin(), req.path);
   std::vector<char*> argv;

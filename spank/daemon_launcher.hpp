@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "dp/daemon_ports.hpp"
 #include "dp/result.hpp"
 #include "dp/unique_fd.hpp"
 
@@ -28,6 +29,7 @@ struct DaemonRequest {
   int hang_timeout_s = -1;       // -1: the daemon's default; 0: off
   bool end_on_hang = false;      // on_hang=end / --dp-on-hang=end
   bool keep_survivors = false;   // on_failure=keep: a lost node does not end the step
+  ListenRange listen_ports{};    // the site's daemon_ports or Slurm's SrunPortRange; unset: any
   bool show_stderr = false;
   int ready_timeout_ms = 10'000;
 };

@@ -13,6 +13,7 @@
 
 #include "contexts.hpp"
 #include "daemon_launcher.hpp"
+#include "dp/daemon_ports.hpp"
 #include "dp/env_names.hpp"
 #include "dp/layout.hpp"
 #include "dp/params.hpp"
@@ -21,6 +22,7 @@
 #include "plugin_state.hpp"
 #include "route_address.hpp"  // dp_client
 #include "skipped_step.hpp"
+#include "slurm_headers.hpp"
 #include "slurm_step.hpp"
 #include "step_end.hpp"
 
@@ -251,6 +253,8 @@ DaemonRequest daemon_request(const SiteConfig& site, const Options& opts, const 
   req.keep_survivors = opts.keeps_survivors(site.keep_survivors);
   req.heartbeat_timeout_s = site.heartbeat_timeout_s;
   req.show_stderr = opts.verbose.value_or(false) || debug_enabled();
+  const slurm::PortRange srun_ports = slurm::srun_port_range();
+  req.listen_ports = daemon_listen_range(site, srun_ports.low, srun_ports.high);
   return req;
 }
 
@@ -329,8 +333,8 @@ int srun_local_user_init(spank_t sp) {
   if (opts.verbose.value_or(false))
     std::cerr << "slurm-dp: step " << id->job << "." << id->step << ": world "
               << step->plan.world_size << " on " << step->shape.hosts.size()
-              << " nodes, MASTER_ADDR=" << step->master_addr << ", rendezvous " << rdv << " (pid "
-              << daemon->pid << ")" << std::endl;
+              << " nodes, MASTER_ADDR=" << step->master_addr << ", rendezvous " << rdv << " ("
+              << req.listen_ports.text() << ", pid " << daemon->pid << ")" << std::endl;
   return 0;
 }
 

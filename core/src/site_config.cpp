@@ -23,23 +23,24 @@ namespace {
 struct Value {
   enum Type { number, choice, path, port_range } type;
   long long min = 0, max = 0;                                    // number; each end of a port range
-  int SiteConfig::*count = nullptr;                              // number
+  int SiteConfig::*count = nullptr;                              // number; a port range's low end
+  int SiteConfig::*high = nullptr;                               // a port range's high end
   std::string_view words;                                        // choice: "a|b|c"
   void (*choose)(SiteConfig&, std::string_view word) = nullptr;  // choice
   std::string SiteConfig::*text = nullptr;                       // path
 };
 
 constexpr Value number(int SiteConfig::*field, long long min, long long max) {
-  return {Value::number, min, max, field, {}, nullptr, nullptr};
+  return {Value::number, min, max, field, nullptr, {}, nullptr, nullptr};
 }
 constexpr Value choice(std::string_view words, void (*choose)(SiteConfig&, std::string_view)) {
-  return {Value::choice, 0, 0, nullptr, words, choose, nullptr};
+  return {Value::choice, 0, 0, nullptr, nullptr, words, choose, nullptr};
 }
 constexpr Value path(std::string SiteConfig::*field) {
-  return {Value::path, 0, 0, nullptr, {}, nullptr, field};
+  return {Value::path, 0, 0, nullptr, nullptr, {}, nullptr, field};
 }
-constexpr Value port_range() {
-  return {Value::port_range, 1024, 65535, nullptr, {}, nullptr, nullptr};
+constexpr Value port_range(int SiteConfig::*low, int SiteConfig::*high) {
+  return {Value::port_range, 1024, 65535, low, high, {}, nullptr, nullptr};
 }
 
 // What the choices set; the parser checked the word against the choice's words.
@@ -75,7 +76,7 @@ constexpr Entry kKeys[] = {
      "(needed for kind=rdu); 0: trust Slurm's gres"},
     {"tiles_per_device", "1", number(&SiteConfig::tiles_per_device, 1, 1024),
      "stacks per Intel GPU (kind=ze) or tiles per RDU (kind=rdu); 1 with kind=cuda"},
-    {"ports", "29400-29999", port_range(),
+    {"ports", "29400-29999", port_range(&SiteConfig::port_min, &SiteConfig::port_max),
      "MASTER_PORT range when Slurm reserved no ports for the step; each port is checked free and "
      "leased before use"},
     {"port_fallback", "off", choice("off|os", set_port_fallback),
@@ -84,6 +85,11 @@ constexpr Entry kKeys[] = {
     {"resv_ports", "use", choice("use|ignore", set_resv_ports),
      "use: MASTER_PORT from the ports Slurm reserved for the step (SLURM_STEP_RESV_PORTS), if any; "
      "ignore: always the ports range"},
+    {"daemon_ports", "", port_range(&SiteConfig::daemon_port_min, &SiteConfig::daemon_port_max),
+     "the ports dp-rendezvousd listens on, on srun's host: the one listener there the step's "
+     "nodes connect to, so a range the login host's firewall opens to them; unset: Slurm's "
+     "SrunPortRange when slurm.conf sets one (srun's own listeners use it), else a port the "
+     "kernel picks. A step whose range is all taken fails, naming it"},
     {"default", "off", choice("on|off", set_default),
      "on: every step is a slurm-dp step, as if srun had --dp-world=auto"},
     {"daemon", "", path(&SiteConfig::daemon_path),
@@ -174,19 +180,21 @@ Result<int> site_int(std::string_view word, std::string_view key, std::string_vi
 
 Result<void> read_ports(SiteConfig& c, const Entry& e, std::string_view word,
                         std::string_view value) {
+  const std::string_view example = e.def.empty() ? "61000-61099" : e.def;
   const auto dash = value.find('-');
   if (dash == std::string_view::npos)
     return site_error(word, std::string(e.key) + " must be a range LOW-HIGH, e.g. " +
-                                std::string(e.key) + "=" + std::string(e.def));
+                                std::string(e.key) + "=" + std::string(example));
   const Value& v = e.value;
-  const auto def_dash = e.def.find('-');
-  auto lo = site_int(word, e.key, value.substr(0, dash), v.min, v.max, e.def.substr(0, def_dash));
+  const auto ex_dash = example.find('-');
+  auto lo = site_int(word, e.key, value.substr(0, dash), v.min, v.max, example.substr(0, ex_dash));
   DP_TRY(lo);
-  auto hi = site_int(word, e.key, value.substr(dash + 1), v.min, v.max, e.def.substr(def_dash + 1));
+  auto hi =
+      site_int(word, e.key, value.substr(dash + 1), v.min, v.max, example.substr(ex_dash + 1));
   DP_TRY(hi);
   if (*lo > *hi) return site_error(word, "the range's low end is above its high end");
-  c.port_min = *lo;
-  c.port_max = *hi;
+  c.*v.count = *lo;
+  c.*v.high = *hi;
   return {};
 }
 

@@ -23,6 +23,11 @@ dp_e2e_scripts(PART spank MODES lo TIMEOUT 300
 dp_e2e_scripts(PART spank MODES ns TIMEOUT 300
   SCRIPTS file_limit
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>)
+# A firewalled login host: nodes reach the host on slurmctld's port and
+# SrunPortRange only (nftables in the nodes' own namespaces).
+dp_e2e_scripts(PART spank MODES ns TIMEOUT 300
+  SCRIPTS srun_port_range
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_COMM_WORKER=$<TARGET_FILE:dp_comm_worker>)
 # Slurm starts a requeued job again after the cluster's cred_expire (30 s);
 # a requeue does not depend on the network (the loopback cluster only).
 dp_e2e_test(NAME spank.requeue MODES lo TIMEOUT 600

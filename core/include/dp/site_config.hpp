@@ -28,9 +28,11 @@ struct SiteConfig {
   int devices_per_node{};      // 0: what Slurm tells (gres, visible devices)
   int tiles_per_device{};      // GPU stacks (ze), RDU tiles (rdu)
   int port_min{}, port_max{};  // MASTER_PORT range when Slurm reserved none
-  bool port_fallback_os{};     // the range all held: an OS-chosen port instead of failing
-  bool default_on{};           // every step is a slurm-dp step
-  std::string daemon_path;     // dp-rendezvousd; empty: the installed one
+  // dp-rendezvousd's ports on srun's host (daemon_ports.hpp); 0: unset
+  int daemon_port_min{}, daemon_port_max{};
+  bool port_fallback_os{};  // the range all held: an OS-chosen port instead of failing
+  bool default_on{};        // every step is a slurm-dp step
+  std::string daemon_path;  // dp-rendezvousd; empty: the installed one
   std::string lease_dir;
   // Also the bound of every link's silence (daemon, node agents, ranks): an
   // outage shorter than this is survived. See dp-rendezvousd(8).

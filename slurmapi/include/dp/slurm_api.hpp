@@ -12,6 +12,11 @@
 
 extern "C" {
 #include <slurm/slurm.h>
+// The configuration this process read (srun: its slurm.conf, or the copy a
+// configless cluster sent). Slurm's headers do not declare it, but libslurm
+// and libslurmfull export it under this name in every release from 22.05 to
+// 26.05, and its type is public.
+extern slurm_conf_t slurm_conf;
 }
 
 // 23.11 made hostlist_t the struct itself; the slurm_hostlist_* calls take and
@@ -83,5 +88,21 @@ inline int signal_step(uint32_t job_id, uint32_t step, uint16_t signal) {
   return slurm_kill_job_step(job_id, step, signal);
 #endif
 }
+
+// SrunPortRange as this process read it: where srun's own listeners take
+// their ports, so the range a firewalled login host opens to the nodes.
+// {0, 0}: unset (any port).
+struct PortRange {
+  int low = 0, high = 0;
+};
+inline PortRange srun_port_range() {
+  const uint16_t* r = slurm_conf.srun_port_range;
+  if (r == nullptr || r[0] == 0 || r[1] < r[0]) return {};
+  return {r[0], r[1]};
+}
+// slurm.conf's path (cgroup.conf lies beside it) and its TaskPlugin, as this
+// process read them; empty: unknown.
+inline const char* config_file() { return slurm_conf.slurm_conf ? slurm_conf.slurm_conf : ""; }
+inline const char* task_plugin() { return slurm_conf.task_plugin ? slurm_conf.task_plugin : ""; }
 
 }  // namespace dp::slurm

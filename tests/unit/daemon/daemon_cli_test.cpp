@@ -1,12 +1,16 @@
 // The launch contract of dp-rendezvousd: READY/ERROR on stdout, secret on
 // stdin only, exit on SIGTERM and when its parent dies, and never on its own
 // while the parent (srun) lives.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "daemon_process.hpp"
+#include "dp/unique_fd.hpp"
 #include "options.hpp"
 
 namespace dp::test {
@@ -109,6 +113,49 @@ TEST(DaemonCli, ListenAddressFromTheSecondLineOfStdin) {
       {"--world-size", "1", "--job-id", "1", "--step-id", "0", "--listen", "-"}, kSecret + "\n");
   EXPECT_EQ(line.rfind("ERROR --listen -: no address", 0), 0u) << line;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+}
+
+// A firewalled login host's range (srun's SrunPortRange or the site's
+// daemon_ports): the port is one of it; all taken, the answer names it.
+TEST(DaemonCli, ListensInItsRangeOrSaysTheRangeIsFull) {
+  // Three ports of our own, found free by binding them.
+  std::vector<UniqueFd> held;
+  int low = 0;
+  for (int base = 20500 + static_cast<int>(getpid() % 2000) * 3; held.size() < 3 && base < 30000;) {
+    held.clear();
+    for (int p = base; p < base + 3; ++p) {
+      UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+      sockaddr_in sa{};
+      sa.sin_family = AF_INET;
+      sa.sin_port = htons(static_cast<uint16_t>(p));
+      sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
+          listen(fd.get(), 1) != 0)
+        break;
+      held.push_back(std::move(fd));
+    }
+    if (held.size() < 3) base += 3;
+    else low = base;
+  }
+  ASSERT_EQ(held.size(), 3u) << "no 3 free loopback ports in a row";
+  const std::string range = std::to_string(low) + "-" + std::to_string(low + 2);
+  const std::vector<std::string> args = {
+      "--world-size", "1",         "--job-id",       "1",   "--step-id",           "0",
+      "--listen",     "127.0.0.1", "--listen-ports", range, "--listen-ports-from", "SrunPortRange"};
+  auto [status, line] = run_daemon_once(args, kSecret + "\n");
+  EXPECT_EQ(line.rfind(
+                "ERROR no free port in SrunPortRange=" + range + " on 127.0.0.1 (all 3 in use)", 0),
+            0u)
+      << line;
+  EXPECT_NE(line.find("widen SrunPortRange in slurm.conf"), std::string::npos) << line;
+  EXPECT_NE(line.find("daemon_ports=LOW-HIGH"), std::string::npos) << line;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+  // One port let go: the daemon takes that one.
+  held.erase(held.begin() + 1);
+  DaemonProcess d(
+      1, {"--listen", "127.0.0.1", "--listen-ports", range, "--listen-ports-from", "daemon_ports"});
+  ASSERT_TRUE(d.ready()) << d.first_line();
+  EXPECT_EQ(d.port(), low + 1);
 }
 
 TEST(DaemonCli, AHardFileLimitTooLowForTheStepFailsBeforeItStarts) {

@@ -19,6 +19,7 @@ TEST(DaemonContract, TheArgumentsSrunWritesAreTheOnesTheDaemonReads) {
   a.heartbeat_timeout_ms = 30'000;
   a.hang_timeout_ms = 0;
   a.end_lost_steps = false;
+  a.listen_ports = ListenRange{61000, 61099, "SrunPortRange"};
   auto o = parse_options(format_arguments(a));
   ASSERT_TRUE(o) << o.error().message;
   EXPECT_EQ(o->world_size, 8);
@@ -30,6 +31,7 @@ TEST(DaemonContract, TheArgumentsSrunWritesAreTheOnesTheDaemonReads) {
   EXPECT_EQ(o->limits.heartbeat_timeout, std::chrono::milliseconds(30'000));
   EXPECT_EQ(o->limits.hang_timeout, std::chrono::milliseconds(0));
   EXPECT_EQ(o->limits.end_lost_steps, 0);
+  EXPECT_EQ(o->listen_ports.text(), "SrunPortRange=61000-61099");
   // Unset values are left to the daemon's defaults.
   LaunchArgs plain{4, "1", "0"};
   plain.listen = "127.0.0.1";
@@ -39,6 +41,7 @@ TEST(DaemonContract, TheArgumentsSrunWritesAreTheOnesTheDaemonReads) {
   EXPECT_EQ(d->listen_addr, "127.0.0.1");
   EXPECT_TRUE(d->step_nodes.empty());
   EXPECT_EQ(d->limits.hang_timeout, BrokerLimits{}.hang_timeout);
+  EXPECT_TRUE(d->listen_ports.any());
   EXPECT_EQ(format_addresses("10.0.0.1", {"10.0.0.1", "10.0.0.2"}),
             "10.0.0.1\n10.0.0.1 10.0.0.2 \n");
 }
