@@ -22,6 +22,7 @@ namespace {
 
 const char* kUsage =
     "usage: dp-stacks [--each] [--repeat N] [--time-ms N] PID[:RANK]...\n"
+    "       dp-stacks --help\n"
     "  prints the Python stacks of your own processes, read from outside without stopping\n"
     "  them (CPython 3.13+; other programs by their threads' kernel state), merged: ranks\n"
     "  whose stacks are identical share a line, the smallest groups first. A process's rank\n"
@@ -32,6 +33,7 @@ const char* kUsage =
     "               at once, 2 s for all\n";
 
 struct Args {
+  bool help = false;
   bool each = false;
   int repeat = 1;
   dp::stacks::ReadLimits limits;
@@ -41,6 +43,10 @@ struct Args {
 bool parse_args(int argc, char** argv, Args& a, std::string& error) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      a.help = true;
+      return true;
+    }
     if (arg == "--each") {
       a.each = true;
     } else if (arg == "--repeat" && i + 1 < argc) {
@@ -139,6 +145,10 @@ int main(int argc, char** argv) {
   if (!parse_args(argc, argv, args, error)) {
     std::fprintf(stderr, "dp-stacks: %s\n%s", error.c_str(), kUsage);
     return 2;
+  }
+  if (args.help) {
+    std::fputs(kUsage, stdout);
+    return 0;
   }
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
