@@ -1,6 +1,7 @@
 #include "slurm_step.hpp"
 
 #include <cerrno>
+#include <fstream>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -103,6 +104,18 @@ Result<std::map<std::string, NodeFacts>> load_nodes(const std::vector<std::strin
     if (!out.count(name))
       return make_error(Errc::unavailable, "node " + name + " is not known to slurmctld");
   return out;
+}
+
+bool devices_confined_here() {
+  const std::string conf = slurm::config_file();
+  const auto slash = conf.rfind('/');
+  if (slash == std::string::npos) return false;
+  // Root's or the site's file: bounded all the same.
+  std::ifstream in(conf.substr(0, slash) + "/cgroup.conf");
+  std::string text(64 * 1024, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return slurm_confines_devices(slurm::task_plugin(), text);
 }
 
 }  // namespace dp::spank

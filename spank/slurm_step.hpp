@@ -22,6 +22,11 @@ Result<DeviceRequest> load_step_request(uint32_t job_id, uint32_t step_id);
 // again).
 Result<bool> step_listed(uint32_t job_id, uint32_t step_id);
 
+// Whether Slurm on this host confines each task to the devices it binds to
+// it: TaskPlugin and cgroup.conf (beside slurm.conf) as this process read
+// them, srun's or slurmstepd's (StepFacts::devices_confined).
+bool devices_confined_here();
+
 struct NodeFacts {
   std::string address;  // NodeAddr
   std::string gres;     // configured Gres, e.g. "gpu:4"

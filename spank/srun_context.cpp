@@ -71,6 +71,7 @@ bool print_explain(const LayoutPlan& plan, const SiteConfig& site, const StepSha
     std::cout << "slurm-dp: one task per node: each also gets torchrun's PET_* settings, should "
               << "it start a per-node launcher\n";
   std::cout << "slurm-dp: " << store_line(plan.store) << "\n";
+  if (!plan.device_hint.empty()) std::cout << "slurm-dp: hint: " << plan.device_hint << "\n";
   const bool step_store = plan.store == StoreKind::step;
   std::cout << "slurm-dp: ports on " << first << " (rank 0's node), held from set-up: " << port
             << " (" << (step_store ? "" : "MASTER_PORT, ") << "JAX_COORDINATOR_ADDRESS) "
@@ -186,9 +187,11 @@ Result<CheckedStep> check_step(const SiteConfig& site, const Options& opts, cons
     f.nodes.push_back({it == nodes->end() ? std::nullopt : std::optional(it->second.gres), {}});
     if (it != nodes->end()) node_addrs.push_back(it->second.address);
   }
-  // Without --dp-tiles only --dp-explain shows what the request changes.
+  // Without --dp-tiles only --dp-explain shows what the request changes, or
+  // a site that confines tasks to their GPUs, where a hint may be due.
+  f.devices_confined = devices_confined_here();
   const bool tiles_or_explain = opts.tiles.has_value() || opts.explain.value_or(false);
-  if (tiles_or_explain && device_request_matters(opts, site, command)) {
+  if ((tiles_or_explain || f.devices_confined) && device_request_matters(opts, site, command)) {
     auto req = load_step_request(id.job, id.step);
     DP_TRY(req);
     f.request = *req;
@@ -315,6 +318,8 @@ int srun_local_user_init(spank_t sp) {
   if (!step) return refuse(step.error());
   if (explain) return explain_step(sp, *step, st.site, opts);
   sr.end.srun_layout_ms = clock.ms();
+  if (!step->plan.device_hint.empty())
+    std::cerr << "slurm-dp: hint: " << step->plan.device_hint << std::endl;
   auto host = rendezvous_host(step->master_addr);
   if (!host) return refuse(host.error());
   // The daemon listens only there, not on every address of srun's host.

@@ -30,6 +30,7 @@
 #include "plugin_state.hpp"
 #include "port_lease.hpp"
 #include "skipped_step.hpp"
+#include "slurm_step.hpp"
 #include "socket_tables.hpp"
 #include "step_port_hold.hpp"
 #include "unix_connect.hpp"  // dp_sockets
@@ -126,6 +127,7 @@ Result<StepFacts> node_facts(spank_t sp, const SiteConfig& site) {
   if (spank_get_item(sp, S_JOB_NNODES, &nodes) == ESPANK_SUCCESS)
     f.node_count = static_cast<int>(nodes);
   f.command = task_command(sp);
+  f.devices_confined = devices_confined_here();
   f.nodes = {NodeDevices{std::nullopt, VisibleDevices{job_env(sp, env::kCudaVisibleDevices),
                                                       job_env(sp, env::kZeAffinityMask)}}};
   f.site = site;
@@ -404,7 +406,7 @@ Result<EnvList> task_variables(spank_t sp, const StepdState& st, const TaskPlace
   DP_TRY(plan);
   const VisibleDevices task_visible{job_env(sp, env::kCudaVisibleDevices),
                                     job_env(sp, env::kZeAffinityMask)};
-  auto tiles = task_tiles(*plan, st.site, 0, task_visible);
+  auto tiles = task_tiles(*plan, st.site, 0, task_visible, place.local_rank);
   DP_TRY(tiles);
   const StepMeeting meeting{st.master_addr, std::to_string(st.master_port),
                             std::to_string(st.step_ports.coordinator),

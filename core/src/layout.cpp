@@ -8,6 +8,7 @@
 #include <string>
 
 #include "dp/env_names.hpp"
+#include "dp/params.hpp"
 #include "dp/shown_value.hpp"
 #include "layout_text.hpp"
 
@@ -37,8 +38,9 @@ int gpus_in(std::string_view tres) {
   return gres_count(join(items), "gpu");
 }
 
-// "gpu:per_task:1", "gres/gpu:verbose,per_task:2+gres/nic:closest": GPUs bound per task.
-bool binds_gpus_per_task(std::string_view bind) {
+// "gpu:per_task:1", "gres/gpu:verbose,per_task:2+gres/nic:closest": the GPUs
+// bound to each task (per_task without a count: 1); 0: none bound per task.
+int gpus_bound_per_task(std::string_view bind) {
   size_t pos = 0;
   while (pos <= bind.size()) {
     const size_t end = std::min(bind.find('+', pos), bind.size());
@@ -46,10 +48,13 @@ bool binds_gpus_per_task(std::string_view bind) {
     pos = end + 1;
     if (item.substr(0, 5) == "gres/" || item.substr(0, 5) == "gres:") item.remove_prefix(5);
     if (item.substr(0, 4) != "gpu:") continue;
-    for (const auto& flag : split_list(item.substr(4)))
-      if (flag.rfind("per_task", 0) == 0) return true;
+    for (const auto& flag : split_list(item.substr(4))) {
+      if (flag.rfind("per_task", 0) != 0) continue;
+      auto n = parse_whole_number(flag.size() > 9 ? flag.substr(9) : "1", 1, 1 << 20);
+      return n ? static_cast<int>(*n) : 1;
+    }
   }
-  return false;
+  return 0;
 }
 
 // GPUs the step gets on a node running `tasks_on_node` of its tasks, in a
@@ -99,13 +104,15 @@ NodePlan node_plan(const SiteConfig& site, const NodeDevices& devices) {
 // Where Slurm's gres decides which devices a task sees, the tiles a node
 // offers the step are capped by the GPUs the step asked for: a request that
 // cannot be met is refused before launch, naming the option to add.
-// A launcher's workers without --dp-tiles: one per GPU the step gets on the
-// node, where the request says (srun's view; slurmstepd knows Slurm's list).
-void cap_launcher_by_request(const StepFacts& f, LayoutPlan& plan) {
+// Without --dp-tiles, a launcher's workers (one per GPU) and tasks bound to
+// GPUs of their own see what the step gets on the node, where the request
+// says (srun's view; slurmstepd knows Slurm's list).
+void cap_nodes_by_request(const StepFacts& f, LayoutPlan& plan, bool launcher) {
   const auto& hosts = f.shape.hosts;
   for (size_t i = 0; i < hosts.size(); ++i) {
     if (i < f.nodes.size() && f.nodes[i].given) continue;
-    const int gpus = gpus_on_node(*f.request, 1, static_cast<int>(hosts.size()));
+    const int tasks = launcher ? 1 : static_cast<int>(f.shape.task_ids[i].size());
+    const int gpus = gpus_on_node(*f.request, tasks, static_cast<int>(hosts.size()));
     NodePlan& n = plan.nodes[i];
     if (gpus < 0 || n.tiles < 0) continue;
     n.tiles = std::min(n.tiles, gpus);
@@ -114,9 +121,9 @@ void cap_launcher_by_request(const StepFacts& f, LayoutPlan& plan) {
 }
 
 Result<void> cap_by_request(const StepFacts& f, LayoutPlan& plan) {
-  if (f.request && !f.options.tiles && !plan.launch.launcher.empty() &&
-      device_request_matters(f.options, f.site, f.command)) {
-    cap_launcher_by_request(f, plan);
+  if (f.request && !f.options.tiles && device_request_matters(f.options, f.site, f.command)) {
+    const bool launcher = !plan.launch.launcher.empty();
+    if (launcher || f.request->bind_per_task) cap_nodes_by_request(f, plan, launcher);
     return {};
   }
   if (!f.request || !device_request_matters(f.options, f.site)) return {};
@@ -169,6 +176,33 @@ Result<void> check_node_tiles(const StepShape& shape, const LayoutPlan& plan) {
   return {};
 }
 
+// Per-task GPUs on a CUDA site (LayoutPlan::mask_by_local_rank): every
+// task's mask lists the node's devices with its own first one at index
+// LOCAL_RANK, so scripts that name cuda:LOCAL_RANK (PyTorch's examples, JAX's
+// default local_device_ids) find their own GPU, unless Slurm confines each
+// task to the devices it binds to it: then it sees only its own, as cuda:0.
+void decide_task_masks(const StepFacts& f, LayoutPlan& plan) {
+  if (f.site.kind != AcceleratorKind::cuda || !plan.launch.launcher.empty()) return;
+  if (!f.options.tiles && plan.bound_per_task)
+    plan.bound_tiles = std::max(f.request->bind_count, 1);
+  const int k = f.options.tiles.value_or(plan.bound_tiles);
+  if (k <= 0) return;
+  if (!(plan.bound_per_task && f.devices_confined)) {
+    plan.mask_by_local_rank = true;
+    return;
+  }
+  size_t most = 0;
+  for (const auto& ids : f.shape.task_ids) most = std::max(most, ids.size());
+  if (most <= static_cast<size_t>(k)) return;  // cuda:LOCAL_RANK is one of the task's own
+  plan.device_hint =
+      "--gpus-per-task: Slurm binds each task to its own GPU and this site confines tasks to "
+      "their devices (cgroup.conf ConstrainDevices=yes), so each task sees only its own, "
+      "numbered from cuda:0: a script's cuda:LOCAL_RANK names no device for local ranks " +
+      std::to_string(k) + " and up. Add --gpu-bind=none (or ask --gpus-per-node=N instead " +
+      "of --gpus-per-task) so that CUDA_VISIBLE_DEVICES lists the node's GPUs with cuda:" +
+      "LOCAL_RANK each task's own, or use cuda:0 in the script";
+}
+
 // --dp-world=N must be the step's task count; in a launcher's step that
 // counts the launchers, not torchrun's workers.
 Result<void> check_world(const Options& opts, const LayoutPlan& plan) {
@@ -191,8 +225,8 @@ Result<void> check_world(const Options& opts, const LayoutPlan& plan) {
 
 DeviceRequest parse_device_request(std::string_view per_node, std::string_view per_task,
                                    std::string_view per_step, std::string_view bind) {
-  return DeviceRequest{gpus_in(per_node), gpus_in(per_task), gpus_in(per_step),
-                       binds_gpus_per_task(bind)};
+  const int bound = gpus_bound_per_task(bind);
+  return DeviceRequest{gpus_in(per_node), gpus_in(per_task), gpus_in(per_step), bound > 0, bound};
 }
 
 bool device_request_matters(const Options& opts, const SiteConfig& site) {
@@ -207,7 +241,9 @@ bool device_request_matters(const Options& opts, const SiteConfig& site,
   const Launcher mode = opts.launcher.value_or(Launcher::auto_detect);
   const bool launcher = mode == Launcher::torchrun ||
                         (mode == Launcher::auto_detect && !launcher_in_command(command).empty());
-  return gpus && site.declared_tiles_per_node() == 0 && launcher;
+  // A task per rank on a CUDA site: GPUs bound per task make its mask.
+  const bool per_task = !launcher && site.kind == AcceleratorKind::cuda;
+  return gpus && site.declared_tiles_per_node() == 0 && (launcher || per_task);
 }
 
 Result<LayoutPlan> plan_layout(const StepFacts& f) {
@@ -229,6 +265,7 @@ Result<LayoutPlan> plan_layout(const StepFacts& f) {
   for (size_t i = 0; i < f.shape.hosts.size(); ++i)
     plan.nodes.push_back(node_plan(f.site, i < f.nodes.size() ? f.nodes[i] : NodeDevices{}));
   DP_TRY(cap_by_request(f, plan));
+  decide_task_masks(f, plan);
   const Options& opts = f.options;
   DP_TRY(check_world(opts, plan));
   plan.tiles_per_task = opts.tiles.value_or(0);
@@ -242,18 +279,28 @@ Result<LayoutPlan> plan_layout(const StepFacts& f) {
 }
 
 Result<NodeTiles> task_tiles(const LayoutPlan& plan, const SiteConfig& site, size_t node,
-                             const VisibleDevices& task_visible) {
+                             const VisibleDevices& task_visible, int local_rank) {
+  if (node >= plan.nodes.size())
+    return make_error(Errc::internal, "no node " + std::to_string(node) + " in the step's plan");
+  NodeTiles all = plan.nodes[node].devices;
   const auto& own = site.kind == AcceleratorKind::ze ? task_visible.ze : task_visible.cuda;
   const bool gpus = site.kind == AcceleratorKind::cuda || site.kind == AcceleratorKind::ze;
   if (plan.bound_per_task && gpus && own && !slurm_says_none(*own)) {
     auto t = node_tiles(site, task_visible);
     DP_TRY(t);
+    // Its own share of the node's, in local-rank order, as Slurm binds them:
+    // the node's list, ordered for cuda:LOCAL_RANK (task_environment).
+    const size_t k = t->entries.size(), first = static_cast<size_t>(std::max(local_rank, 0)) * k;
+    if (plan.mask_by_local_rank && local_rank >= 0 && k > 0 && first + k <= all.entries.size() &&
+        std::equal(t->entries.begin(), t->entries.end(), all.entries.begin() + first)) {
+      all.bound = static_cast<int>(k);
+      return all;
+    }
     t->per_task = true;
     return t;
   }
-  if (node >= plan.nodes.size())
-    return make_error(Errc::internal, "no node " + std::to_string(node) + " in the step's plan");
-  return plan.nodes[node].devices;
+  if (plan.bound_tiles > 0) all.bound = plan.bound_tiles;  // srun's view of a bound step
+  return all;
 }
 
 }  // namespace dp

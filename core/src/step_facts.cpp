@@ -1,6 +1,7 @@
 // The step's facts as Slurm states them: tasks per node, gres counts, the
 // devices a node was given, tile masks. The plan is layout.cpp's.
 #include <algorithm>
+#include <cctype>
 #include <string>
 
 #include "dp/env_names.hpp"
@@ -160,6 +161,40 @@ std::string tile_bitmask(const std::vector<int>& tiles) {
   std::string out = "0x";
   for (auto it = nibbles.rbegin(); it != nibbles.rend(); ++it) out += kHex[*it];
   return out;
+}
+
+}  // namespace dp
+
+namespace dp {
+
+namespace {
+
+std::string lower_trimmed(std::string_view v) {
+  while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
+  while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
+  std::string out(v);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+bool slurm_confines_devices(std::string_view task_plugin, std::string_view cgroup_conf) {
+  bool cgroup = false;
+  for (const auto& p : split_list(task_plugin)) cgroup |= p == "task/cgroup" || p == "cgroup";
+  if (!cgroup) return false;
+  // cgroup.conf(5): one Key=value a line, case-insensitive, # to the line's end; the last wins.
+  bool confined = false;
+  for (size_t pos = 0; pos < cgroup_conf.size();) {
+    const size_t end = std::min(cgroup_conf.find('\n', pos), cgroup_conf.size());
+    std::string_view line = cgroup_conf.substr(pos, end - pos);
+    pos = end + 1;
+    line = line.substr(0, line.find('#'));
+    const size_t eq = line.find('=');
+    if (eq != std::string_view::npos && lower_trimmed(line.substr(0, eq)) == "constraindevices")
+      confined = lower_trimmed(line.substr(eq + 1)) == "yes";
+  }
+  return confined;
 }
 
 }  // namespace dp

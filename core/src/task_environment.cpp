@@ -17,7 +17,8 @@ using layout_text::split_list;
 
 namespace {
 
-// The mask variable of the site's kind for `entries`, and DP_TILES.
+// The mask variable of the site's kind for `entries`, and DP_TILES (unless
+// the step gave no --dp-tiles: `indices` empty).
 Result<void> add_mask(EnvList& env, const SiteConfig& site, const std::vector<std::string>& entries,
                       const std::vector<int>& indices) {
   std::vector<std::string> idx_text;
@@ -37,15 +38,14 @@ Result<void> add_mask(EnvList& env, const SiteConfig& site, const std::vector<st
     }
     case AcceleratorKind::none: break;
   }
-  env.emplace_back(env::kTiles, join(idx_text));
+  if (!indices.empty()) env.emplace_back(env::kTiles, join(idx_text));
   return {};
 }
 
 // A task's own K tiles: its first K where Slurm bound devices to it, else
 // its share of the node's.
-Result<void> task_share(const LayoutPlan& plan, const TaskPlace& place, const NodeTiles& tiles,
+Result<void> task_share(int k, const TaskPlace& place, const NodeTiles& tiles,
                         std::vector<std::string>& mine, std::vector<int>& indices) {
-  const int k = plan.tiles_per_task;
   const int have = static_cast<int>(tiles.entries.size());
   if (tiles.per_task) {
     if (have < k)
@@ -108,10 +108,25 @@ Result<EnvList> task_environment(const LayoutPlan& plan, const SiteConfig& site,
   Workers seen;
   seen.count = k > 0 ? k : static_cast<int>(tiles.entries.size());
   for (auto& v : launcher_environment(plan.launch, place.rank, seen)) env.push_back(std::move(v));
-  if (k == 0) return env;
+  // Without --dp-tiles, the GPUs Slurm bound to the task make its mask.
+  const int own = k > 0 ? k : (plan.mask_by_local_rank ? tiles.bound : 0);
+  if (own == 0) return env;
   std::vector<std::string> mine;
   std::vector<int> indices;
-  DP_TRY(task_share(plan, place, tiles, mine, indices));
+  DP_TRY(task_share(own, place, tiles, mine, indices));
+  if (k == 0) indices.clear();
+  if (plan.mask_by_local_rank && !tiles.per_task) {
+    // The node's tasks' devices (no other), every local task's first at its
+    // LOCAL_RANK; its tiles (DP_TILES) are then their CUDA ordinals there.
+    const size_t used =
+        std::min(tiles.entries.size(), static_cast<size_t>(place.local_world_size) * own);
+    auto ordered = plan_workers({tiles.entries.begin(), tiles.entries.begin() + used}, own);
+    DP_TRY(ordered);
+    mine = std::move(ordered->mask);
+    for (int& i : indices)
+      i = static_cast<int>(std::find(ordered->indices.begin(), ordered->indices.end(), i) -
+                           ordered->indices.begin());
+  }
   DP_TRY(add_mask(env, site, mine, indices));
   return env;
 }

@@ -58,6 +58,9 @@ struct NodeTiles {
   // Slurm narrowed this task's view to its own share (--gpus-per-task,
   // --gpu-bind): entries are the task's, not the node's.
   bool per_task = false;
+  // The node's entries, of which Slurm bound `bound` to each task in
+  // local-rank order (--gpus-per-task); 0: none bound, or `per_task`.
+  int bound = 0;
 };
 // Devices of gres `name` in a node's Gres string ("gpu:tesla:4(S:0-1),mps:100"
 // -> 4 for "gpu"); 0 when absent or unreadable; at most 2^20.
@@ -98,6 +101,7 @@ struct DeviceRequest {
   // Slurm narrows each task's devices to its own share (--gpu-bind=per_task,
   // which --gpus-per-task implies).
   bool bind_per_task = false;
+  int bind_count = 0;  // per_task:N's N, the GPUs bound to each task
 };
 
 // The request from Slurm's own strings: the step's TRES per node, task and
@@ -105,6 +109,11 @@ struct DeviceRequest {
 // ("gpu:per_task:1"; slurmstepd's SLURMD_TRES_BIND). Pure.
 DeviceRequest parse_device_request(std::string_view per_node, std::string_view per_task,
                                    std::string_view per_step, std::string_view bind);
+
+// Whether Slurm confines each task to the devices it binds to it, from
+// slurm.conf's TaskPlugin ("task/affinity,task/cgroup") and cgroup.conf's
+// text (ConstrainDevices=yes): StepFacts::devices_confined. Pure.
+bool slurm_confines_devices(std::string_view task_plugin, std::string_view cgroup_conf);
 
 // Whether the step's device request can change its layout (--dp-tiles on a
 // GPU site whose nodes' devices Slurm's gres describes): srun asks
@@ -122,6 +131,10 @@ struct StepFacts {
   std::optional<DeviceRequest> request;  // nullopt: not known (nothing is capped)
   int node_count = 0;                    // the step's nodes when `shape` holds only some; 0: all
   std::vector<std::string> command;      // the tasks' argv (per-node launchers); empty: unknown
+  // Slurm confines each task to the devices it binds to it (TaskPlugin
+  // task/cgroup with cgroup.conf ConstrainDevices=yes): such a task cannot
+  // open the node's other GPUs.
+  bool devices_confined = false;
   Options options;
   SiteConfig site;
 };
@@ -141,6 +154,16 @@ struct LayoutPlan {
   LaunchShape launch;                  // one task per node, per-node launchers
   StoreKind store = StoreKind::rank0;  // where PyTorch's ranks meet (step_store.hpp)
   int dp_port_count = 0;               // --dp-ports: held on rank 0's node (step_ports.hpp)
+  // Per-task GPUs (kind=cuda, a task per rank): --dp-tiles, or the GPUs
+  // Slurm binds to each task (--gpus-per-task) where --dp-tiles is not given
+  // (`bound_tiles`). Each task's CUDA_VISIBLE_DEVICES then lists the node's
+  // devices ordered so that cuda:LOCAL_RANK is its own first one, as a
+  // per-node launcher's workers get them (`mask_by_local_rank`), unless
+  // Slurm confines each task to its own: then `device_hint` says why a
+  // script's cuda:LOCAL_RANK finds no device, and the fix.
+  int bound_tiles = 0;
+  bool mask_by_local_rank = false;
+  std::string device_hint;
 };
 
 // The whole decision, or a refusal that names the option and the fix.
@@ -148,9 +171,11 @@ Result<LayoutPlan> plan_layout(const StepFacts& facts);
 
 // The tiles a task of node `node` picks from: the node's, or where Slurm
 // binds devices per task, the task's own (`task_visible`: what Slurm set in
-// the task; srun knows none and uses the node's).
+// the task; srun knows none and uses the node's). With mask_by_local_rank,
+// a task of local rank `local_rank` whose own devices are its share of the
+// node's (Slurm binds them in local-rank order) picks from the node's.
 Result<NodeTiles> task_tiles(const LayoutPlan& plan, const SiteConfig& site, size_t node,
-                             const VisibleDevices& task_visible);
+                             const VisibleDevices& task_visible, int local_rank = -1);
 
 // Per-task variables: torchrun's names (except MASTER_*), the mask variable
 // of the site's kind and DP_TILES, and in a step of one task per node the

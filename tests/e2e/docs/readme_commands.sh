@@ -58,11 +58,14 @@ run_one() {
         || fail "'$cmd' did not end with learned y = 0.70.. x + 0.30..: $out"
       for r in 0 1 2 3; do grep -qE "^rank $r: " <<<"$out" || fail "'$cmd': no throughput line of rank $r: $out"; done ;;
     'srun --dp-world=auto -N2 --ntasks-per-node=4 --gpus-per-task=1 python train.py')
-      # A torchrun-style script: it reads the variables and nothing else.
+      # A torchrun-style script: it reads the variables and nothing else; its
+      # GPU is cuda:LOCAL_RANK, entry LOCAL_RANK of CUDA_VISIBLE_DEVICES.
       cat >"$WORK/train.py" <<'PY'
 import os
-print("ranks", os.environ["RANK"], os.environ["WORLD_SIZE"], os.environ["LOCAL_RANK"],
-      os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"], os.environ.get("CUDA_VISIBLE_DEVICES", "-"),
+gpus = os.environ.get("CUDA_VISIBLE_DEVICES", "-").split(",")
+local = int(os.environ["LOCAL_RANK"])
+print("ranks", os.environ["RANK"], os.environ["WORLD_SIZE"], local,
+      os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"], gpus[local] if local < len(gpus) else "none",
       os.environ["SLURMD_NODENAME"])
 PY
       ln -sf /usr/bin/python3 "$bin/python"
@@ -71,7 +74,8 @@ PY
       [[ $(awk '/^ranks /{ print $2 }' <<<"$out" | sort -n | tr '\n' ' ') == "0 1 2 3 4 5 6 7 " ]] \
         || fail "'$cmd': RANK 0..7 expected: $out"
       awk '/^ranks /{ if ($3 != 8) exit 1 }' <<<"$out" || fail "'$cmd': WORLD_SIZE 8 expected: $out"
-      # One GPU per task: no two tasks of a node share one.
+      # cuda:LOCAL_RANK is each task's own GPU: none missing, no two tasks of a node on one.
+      ! grep -qE '^ranks .* none ' <<<"$out" || fail "'$cmd': cuda:LOCAL_RANK names no device of a task: $out"
       [[ -z $(awk '/^ranks /{ print $8, $7 }' <<<"$out" | sort | uniq -d) ]] \
         || fail "'$cmd': two tasks of a node share a GPU: $out" ;;
     'sbatch --dp-tiles=4 job.sh')

@@ -18,11 +18,13 @@ echo "$out"
 
 full=$(grep '^full ' <<<"$out" | cut -d' ' -f2-)
 [[ $(wc -l <<<"$full") -eq 4 ]] || fail "full step: 4 tasks expected"
+# Two tasks of 2 tiles on 4 GPUs: every task sees 0,2,1,3 (cuda:LOCAL_RANK its
+# own first tile), its tiles as CUDA ordinals 0,2 (local 0) and 1,3 (local 1).
 while read -r line; do
   l=$(cut -d' ' -f2 <<<"$line")
-  want=$([[ $l == 0 ]] && echo 0,1 || echo 2,3)
-  [[ $(field "$line" CUDA_VISIBLE_DEVICES) == "$want" ]] || fail "sbatch --dp-tiles=2, local $l: want CUDA_VISIBLE_DEVICES=$want: $line"
-  [[ $(field "$line" DP_TILES) == "$want" ]] || fail "DP_TILES: $line"
+  want=$([[ $l == 0 ]] && echo 0,2 || echo 1,3)
+  [[ $(field "$line" CUDA_VISIBLE_DEVICES) == 0,2,1,3 ]] || fail "sbatch --dp-tiles=2, local $l: want CUDA_VISIBLE_DEVICES=0,2,1,3: $line"
+  [[ $(field "$line" DP_TILES) == "$want" ]] || fail "DP_TILES, local $l: want $want: $line"
 done <<<"$full"
 
 subset=$(grep '^subset ' <<<"$out" | cut -d' ' -f2-)
@@ -33,8 +35,9 @@ grep -q 'WORLD_SIZE=4' <<<"$subset" && fail "subset step must count its own task
 uneven=$(grep '^uneven ' <<<"$out" | cut -d' ' -f2-)
 [[ $(wc -l <<<"$uneven") -eq 3 ]] || fail "uneven step: 3 tasks expected"
 grep -q 'WORLD_SIZE=3' <<<"$uneven" || fail "uneven WORLD_SIZE"
-# srun's --dp-tiles=1 wins over sbatch's 2: single devices.
-grep -q 'CUDA_VISIBLE_DEVICES=[0-9],' <<<"$uneven" && fail "srun --dp-tiles=1 must win over sbatch --dp-tiles=2"
+# srun's --dp-tiles=1 wins over sbatch's 2: one tile each (DP_TILES), the
+# node's tasks' devices in the mask (one per task).
+grep -q 'DP_TILES=[0-9],' <<<"$uneven" && fail "srun --dp-tiles=1 must win over sbatch --dp-tiles=2"
 lws=$(awk '{print $3}' <<<"$uneven" | sort | uniq -c | awk '{print $1}' | sort | tr '\n' ' ')
 [[ $lws == "1 2 " ]] || fail "uneven step should be 2+1 tasks per node, got $lws"
 while read -r line; do
@@ -47,6 +50,6 @@ done <<<"$uneven"
 out=$(as_user timeout 60 salloc --dp-tiles=1 -N1 -n2 --gres=gpu:2 srun --dp-world=auto bash -c "$print_task" 2>/dev/null)
 echo "$out"
 [[ $(grep -c 'DP_TILES=' <<<"$out") -eq 2 ]] || fail "salloc: 2 tasks expected"
-[[ $(grep -o 'CUDA_VISIBLE_DEVICES=[^ ]*' <<<"$out" | sort -u | wc -l) -eq 2 ]] || fail "salloc --dp-tiles=1: distinct devices per task"
+[[ $(grep -o 'DP_TILES=[^ ]*' <<<"$out" | sort -u | wc -l) -eq 2 ]] || fail "salloc --dp-tiles=1: distinct tiles per task"
 grep -q 'CUDA_VISIBLE_DEVICES=unset' <<<"$out" && fail "salloc --dp-tiles did not reach the step"
 pass "sbatch, salloc, subset and uneven steps"

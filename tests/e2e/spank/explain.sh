@@ -13,7 +13,8 @@ echo "$out"
 grep -qi 'error' <<<"$out" && fail "error lines after a successful explain"
 [[ ! -e $marker ]] || fail "a task of the explain ran its program"
 [[ $(grep -c '^task [0-3] on n[12]: RANK=' <<<"$out") -eq 4 ]] || fail "4 task lines expected"
-grep -q '^task 1 on n1: RANK=1 LOCAL_RANK=1 .*CUDA_VISIBLE_DEVICES=2,3 DP_TILES=2,3' <<<"$out" || fail "task 1 layout"
+# Its tiles 2,3 are CUDA ordinals 1 and 3 of the node's tasks' GPUs, cuda:LOCAL_RANK first.
+grep -q '^task 1 on n1: RANK=1 LOCAL_RANK=1 .*CUDA_VISIBLE_DEVICES=0,2,1,3 DP_TILES=1,3' <<<"$out" || fail "task 1 layout"
 grep -q '^slurm-dp: --dp-explain: dry run' <<<"$out" || fail "dry-run note missing"
 no_jobs() { [[ -z $(squeue -h -u dptest) ]]; }
 wait_until 30 "srun's own allocation to be released after the explain" no_jobs

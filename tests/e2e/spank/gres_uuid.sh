@@ -33,10 +33,13 @@ expect_eq "$out" "$(uuid 1 0),$(uuid 1 1),$(uuid 1 2),$(uuid 1 3)" "Slurm's own 
 
 out=$(as_user timeout 60 srun --dp-world=auto --dp-tiles=2 -N2 --ntasks-per-node=2 --gres=gpu:4 \
   bash -c "$print_task" 2>&1) || fail "--dp-tiles=2: $out"
-expect_eq "$(masks "$out")" "0 n1 $(uuid 1 0),$(uuid 1 1);1 n1 $(uuid 1 2),$(uuid 1 3);2 n2 $(uuid 2 0),$(uuid 2 1);3 n2 $(uuid 2 2),$(uuid 2 3);" \
-  "--dp-tiles=2: each task's two UUIDs, in Slurm's order"
+# Every task of a node sees its node's four UUIDs, each task's first tile at
+# its LOCAL_RANK (Slurm's 0,1 | 2,3 shares ordered 0,2,1,3).
+n1="$(uuid 1 0),$(uuid 1 2),$(uuid 1 1),$(uuid 1 3)" n2="$(uuid 2 0),$(uuid 2 2),$(uuid 2 1),$(uuid 2 3)"
+expect_eq "$(masks "$out")" "0 n1 $n1;1 n1 $n1;2 n2 $n2;3 n2 $n2;" \
+  "--dp-tiles=2: the node's UUIDs, cuda:LOCAL_RANK each task's first tile"
 expect_eq "$(grep -oE '^[0-9]+ .*DP_TILES=[0-9,]+' <<<"$out" | sed -E 's/^([0-9]+) .*DP_TILES=/\1:/' | sort -n | tr '\n' ' ')" \
-  "0:0,1 1:2,3 2:0,1 3:2,3 " "--dp-tiles=2: each task's DP_TILES (its tiles' indexes on the node)"
+  "0:0,2 1:1,3 2:0,2 3:1,3 " "--dp-tiles=2: each task's DP_TILES (its tiles' CUDA ordinals)"
 
 # srun counts each node's devices from 0 before launch; the nodes, which
 # see Slurm's UUIDs, print each task's real mask.
@@ -44,14 +47,21 @@ out=$(as_user timeout 60 srun --dp-world=auto --dp-tiles=2 -N2 --ntasks-per-node
   fail "--dp-explain: $out"
 launched=$(grep -oE '^slurm-dp: task [0-3] on n[12], as launched: CUDA_VISIBLE_DEVICES=[^ ]+ DP_TILES=[0-9,]+' <<<"$out" |
   sed -E 's/^slurm-dp: task ([0-3]) on (n[12]), as launched: CUDA_VISIBLE_DEVICES=([^ ]+) DP_TILES=.*/\1 \2 \3/' | sort -n | tr '\n' ';')
-expect_eq "$launched" "0 n1 $(uuid 1 0),$(uuid 1 1);1 n1 $(uuid 1 2),$(uuid 1 3);2 n2 $(uuid 2 0),$(uuid 2 1);3 n2 $(uuid 2 2),$(uuid 2 3);" \
-  "--dp-explain: each task's mask as launched"
+expect_eq "$launched" "0 n1 $n1;1 n1 $n1;2 n2 $n2;3 n2 $n2;" "--dp-explain: each task's mask as launched"
 [[ $(grep -c '^task [0-3] on n[12]: RANK=' <<<"$out") -eq 4 ]] || fail "--dp-explain: srun's 4 task lines expected: $out"
 
 out=$(as_user timeout 60 srun --dp-world=auto --dp-tiles=1 -N2 --ntasks-per-node=2 --gpus-per-task=1 \
   bash -c "$print_task" 2>&1) || fail "--gpus-per-task=1: $out"
-[[ $(grep -oE 'CUDA_VISIBLE_DEVICES=GPU-[0-9a-f-]+ ' <<<"$out" | sort -u | wc -l) -eq 4 ]] ||
-  fail "--gpus-per-task=1: four tasks, four distinct UUIDs expected: $out"
+# Each task's own UUID (entry LOCAL_RANK of its mask): four tasks, four UUIDs.
+owns=$(while read -r line; do
+  IFS=, read -r -a m <<<"$(field "$line" CUDA_VISIBLE_DEVICES)"
+  echo "${m[$(field "$line" LOCAL_RANK)]:-none}"
+done < <(grep -E '^[0-9]+ [0-9]+ n[12] ' <<<"$out") | grep -c '^GPU-' || true)
+[[ $(while read -r line; do
+  IFS=, read -r -a m <<<"$(field "$line" CUDA_VISIBLE_DEVICES)"
+  echo "${m[$(field "$line" LOCAL_RANK)]:-none}"
+done < <(grep -E '^[0-9]+ [0-9]+ n[12] ' <<<"$out") | grep '^GPU-' | sort -u | wc -l) -eq 4 && $owns -eq 4 ]] ||
+  fail "--gpus-per-task=1: four tasks, four distinct UUIDs at cuda:LOCAL_RANK expected: $out"
 
 out=$(as_user timeout 60 srun --dp-world=auto -N1 -n2 --gres=gpu:2 bash -c "$print_task" 2>&1) || fail "no --dp-tiles: $out"
 [[ $(grep -c "CUDA_VISIBLE_DEVICES=$(uuid 1 0),$(uuid 1 1) " <<<"$out") -eq 2 ]] ||

@@ -22,5 +22,6 @@ refused 'asks Slurm for 0 GPUs.*add --gpus-per-task=2' -N1 -n2 --dp-world=auto -
 refused 'asks Slurm for 2 GPUs on node n1.*need 4 tiles.*--gpus-per-task=2' -N1 -n2 --dp-world=auto --dp-tiles=2 --gres=gpu:2
 # Enough: starts, and each task sees its two devices.
 out=$(as_user timeout 60 srun -N1 -n2 --dp-world=auto --dp-tiles=2 --gpus-per-task=2 bash -c 'echo "$DP_TILES"' 2>&1)
-[[ $(sort <<<"$out" | tr '\n' ' ') == "0,1 2,3 " ]] || fail "--gpus-per-task=2 --dp-tiles=2: got $out"
+# Each task's 2 GPUs as CUDA ordinals of its mask 0,2,1,3 (cuda:LOCAL_RANK its first).
+[[ $(sort <<<"$out" | tr '\n' ' ') == "0,2 1,3 " ]] || fail "--gpus-per-task=2 --dp-tiles=2: got $out"
 pass "--dp-tiles beyond the step's GPUs is refused in srun with the option to add"

@@ -243,7 +243,10 @@ TEST(LauncherLayout, APlainTaskPerNodeKeepsItsTilesAndNamesThemForALauncher) {
 TEST(LauncherLayout, WorkersFollowTheGpusTheStepAskedFor) {
   dp::StepFacts f = two_nodes({"torchrun", "t.py"}, nullptr);
   EXPECT_TRUE(dp::device_request_matters(f.options, f.site, f.command));
-  EXPECT_FALSE(dp::device_request_matters(f.options, f.site, {"python3", "t.py"}));
+  // A task per rank too, on a CUDA site: GPUs Slurm binds per task make its mask.
+  EXPECT_TRUE(dp::device_request_matters(f.options, f.site, {"python3", "t.py"}));
+  EXPECT_FALSE(dp::device_request_matters(f.options, *dp::parse_site_config({"kind=none"}),
+                                          {"python3", "t.py"}));
   f.request = dp::parse_device_request("gres:gpu:2", "", "", "");
   auto plan = dp::plan_layout(f);
   ASSERT_TRUE(plan.ok()) << plan.error().message;

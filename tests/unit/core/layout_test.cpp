@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 
 namespace {
 
@@ -271,11 +272,110 @@ TEST(Plan, PerTaskBindingTakesTheTasksOwnDevices) {
   Env e = env_of(*p, f.site, {1, 1, 2, 0}, *t);
   EXPECT_EQ(e["CUDA_VISIBLE_DEVICES"], "6,7");
   EXPECT_EQ(e["DP_TILES"], "2,3");
-  // Without per-task binding the node's list is indexed, whatever the task saw.
+  // Without per-task binding the node's list is indexed, whatever the task
+  // saw: its share 6,7, cuda:LOCAL_RANK its first (issue 58).
   p->bound_per_task = false;
   auto node = dp::task_tiles(*p, f.site, 0, {"6,7", {}});
   ASSERT_TRUE(node.ok());
-  EXPECT_EQ(env_of(*p, f.site, {1, 1, 2, 0}, *node)["CUDA_VISIBLE_DEVICES"], "6,7");
+  Env n = env_of(*p, f.site, {1, 1, 2, 0}, *node);
+  EXPECT_EQ(n["CUDA_VISIBLE_DEVICES"], "4,6,5,7");
+  EXPECT_EQ(n["DP_TILES"], "1,3");
+}
+
+// Issue 58: cuda:LOCAL_RANK is each task's own GPU. Slurm bound 6,7 to local
+// task 1 of the node's 4..7 (--gpus-per-task=2): its mask lists the node's
+// tasks' GPUs, its first own at index 1, and DP_TILES its CUDA ordinals there.
+TEST(Plan, BoundTasksSeeTheNodesGpusWithTheirOwnAtLocalRank) {
+  dp::StepFacts f;
+  f.shape = dp::StepShape{{"n1"}, {{0, 1}}};
+  f.options = opts("auto", "2");
+  f.site = site({});
+  f.request = dp::parse_device_request("", "gres:gpu:2", "", "gpu:per_task:2");
+  f.nodes.push_back({std::nullopt, dp::VisibleDevices{"4,5,6,7", {}}});
+  auto p = dp::plan_layout(f);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_TRUE(p->mask_by_local_rank);
+  EXPECT_EQ(p->device_hint, "");
+  for (auto [local, own, tiles] : {std::tuple{0, "4,5", "0,2"}, std::tuple{1, "6,7", "1,3"}}) {
+    auto t = dp::task_tiles(*p, f.site, 0, {own, {}}, local);
+    ASSERT_TRUE(t.ok());
+    Env e = env_of(*p, f.site, {local, local, 2, 0}, *t);
+    EXPECT_EQ(e["CUDA_VISIBLE_DEVICES"], "4,6,5,7") << local;
+    EXPECT_EQ(e["DP_TILES"], tiles) << local;
+  }
+  // Devices Slurm bound out of local-rank order: the task's own, as Slurm set them.
+  auto odd = dp::task_tiles(*p, f.site, 0, {"4,5", {}}, 1);
+  ASSERT_TRUE(odd.ok());
+  EXPECT_EQ(env_of(*p, f.site, {1, 1, 2, 0}, *odd)["CUDA_VISIBLE_DEVICES"], "4,5");
+}
+
+TEST(Plan, GpusPerTaskWithoutTilesMakeTheMaskToo) {
+  // --gpus-per-task=1, no --dp-tiles (the README's first example).
+  dp::StepFacts f;
+  f.shape = dp::StepShape{{"n1"}, {{0, 1, 2}}};
+  f.options = opts("auto");
+  f.site = site({});
+  f.request = dp::parse_device_request("", "gres:gpu:1", "", "gpu:per_task:1");
+  EXPECT_EQ(f.request->bind_count, 1);
+  f.nodes.push_back({std::nullopt, dp::VisibleDevices{"1,2,3", {}}});
+  auto p = dp::plan_layout(f);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->bound_tiles, 1);
+  auto t = dp::task_tiles(*p, f.site, 0, {"3", {}}, 2);
+  ASSERT_TRUE(t.ok());
+  Env e = env_of(*p, f.site, {2, 2, 3, 0}, *t);
+  EXPECT_EQ(e["CUDA_VISIBLE_DEVICES"], "1,2,3");
+  EXPECT_EQ(e.count("DP_TILES"), 0u) << "no --dp-tiles, no DP_TILES";
+  // No binding and no --dp-tiles: Slurm's mask is left alone.
+  f.request = dp::parse_device_request("gres:gpu:3", "", "", "");
+  auto plain = dp::plan_layout(f);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(
+      env_of(*plain, f.site, {2, 2, 3, 0}, *dp::task_tiles(*plain, f.site, 0, {"1,2,3", {}}, 2))
+          .count("CUDA_VISIBLE_DEVICES"),
+      0u);
+}
+
+TEST(Plan, ConfinedTasksKeepTheirOwnGpuAndGetTheHint) {
+  dp::StepFacts f;
+  f.shape = dp::StepShape{{"n1"}, {{0, 1}}};
+  f.options = opts("auto", "1");
+  f.site = site({});
+  f.request = dp::parse_device_request("", "gres:gpu:1", "", "gpu:per_task:1");
+  f.devices_confined = true;
+  f.nodes.push_back({std::nullopt, dp::VisibleDevices{"0,1", {}}});
+  auto p = dp::plan_layout(f);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_FALSE(p->mask_by_local_rank);
+  EXPECT_NE(p->device_hint.find("--gpu-bind=none"), std::string::npos) << p->device_hint;
+  EXPECT_NE(p->device_hint.find("local ranks 1 and up"), std::string::npos) << p->device_hint;
+  auto t = dp::task_tiles(*p, f.site, 0, {"1", {}}, 1);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(env_of(*p, f.site, {1, 1, 2, 0}, *t)["CUDA_VISIBLE_DEVICES"], "1");
+  // One task on the node: cuda:0 is its own, no hint.
+  f.shape = dp::StepShape{{"n1"}, {{0}}};
+  auto one = dp::plan_layout(f);
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  EXPECT_EQ(one->device_hint, "");
+  // Intel GPUs (kind=ze) keep each task's own stacks.
+  f.shape = dp::StepShape{{"n1"}, {{0, 1}}};
+  f.site = site({"kind=ze"});
+  f.devices_confined = false;
+  f.nodes = {{std::nullopt, dp::VisibleDevices{{}, "0.0,1.0"}}};
+  auto ze = dp::plan_layout(f);
+  ASSERT_TRUE(ze.ok()) << ze.error().message;
+  EXPECT_FALSE(ze->mask_by_local_rank);
+}
+
+TEST(Facts, SlurmConfinesDevicesWithTaskCgroupAndConstrainDevices) {
+  EXPECT_TRUE(dp::slurm_confines_devices("task/affinity,task/cgroup", "ConstrainDevices=yes\n"));
+  EXPECT_TRUE(dp::slurm_confines_devices("cgroup", " constraindevices = YES # per task\n"));
+  EXPECT_FALSE(dp::slurm_confines_devices("task/none", "ConstrainDevices=yes\n"));
+  EXPECT_FALSE(dp::slurm_confines_devices("task/cgroup", "ConstrainCores=yes\n"));
+  EXPECT_FALSE(dp::slurm_confines_devices("task/cgroup", "#ConstrainDevices=yes\n"));
+  EXPECT_FALSE(
+      dp::slurm_confines_devices("task/cgroup", "ConstrainDevices=yes\nConstrainDevices=no"));
+  EXPECT_FALSE(dp::slurm_confines_devices("task/cgroup", ""));
 }
 
 TEST(Request, ReadsSlurmsStrings) {
