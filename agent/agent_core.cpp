@@ -76,7 +76,8 @@ void AgentCore::link_response(const proto::Response& r) {
 void AgentCore::daemon_push(const proto::Response& r) {
   if (r.code() == proto::OK && r.has_stacks_ask())
     return out_.read_stacks(r.stacks_ask().ask(),
-                            std::chrono::milliseconds(r.stacks_ask().deadline_ms()));
+                            std::chrono::milliseconds(r.stacks_ask().deadline_ms()),
+                            r.stacks_ask().flight());
   if (r.code() != proto::ABORTED) return;
   const bool first = !abort_;
   if (!abort_) abort_ = r;
@@ -89,7 +90,7 @@ void AgentCore::daemon_push(const proto::Response& r) {
   // its own read; kept survivors run on and can be read by dp-top).
   if (r.has_hang() || cfg_.keep_survivors) return end_tasks(r.message());
   pending_end_ = PendingEnd{r.message(), told_ranks(), std::nullopt};
-  out_.read_stacks(rdv::kStacksAtFailure, kAtFailureRead);
+  out_.read_stacks(rdv::kStacksAtFailure, kAtFailureRead, false);
 }
 
 void AgentCore::stacks_sent(uint64_t ask) {

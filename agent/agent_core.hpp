@@ -81,10 +81,12 @@ class AgentOutbox {
   // The daemon asks for the node's ranks' stacks (dp-top --stacks, the hang
   // watch), or the step failed (ask rdv::kStacksAtFailure): read them off the
   // loop and send a StacksAnswer with this ask within `deadline`, then tell
-  // the core (AgentCore::stacks_sent).
-  virtual void read_stacks(uint64_t ask, std::chrono::milliseconds deadline) {
+  // the core (AgentCore::stacks_sent). flight: also each NCCL rank's flight
+  // recorder (flight_reader.hpp).
+  virtual void read_stacks(uint64_t ask, std::chrono::milliseconds deadline, bool flight) {
     (void)ask;
     (void)deadline;
+    (void)flight;
   }
 };
 

@@ -54,12 +54,16 @@ AgentServer::AgentServer(const AgentSettings& s, std::string socket)
       daemon_reader_(rdv::kHelloFrameLimit),
       store_(core_, *this) {}
 
-Result<std::unique_ptr<AgentServer>> AgentServer::create(
-    const AgentSettings& s, DaemonLink daemon, service::UniqueFd listen_fd, std::string socket,
-    service::StepSignalPipe signals, service::UniqueFd store_fd, PortHolds holds) {
+Result<std::unique_ptr<AgentServer>> AgentServer::create(const AgentSettings& s, DaemonLink daemon,
+                                                         service::UniqueFd listen_fd,
+                                                         std::string socket,
+                                                         service::StepSignalPipe signals,
+                                                         service::UniqueFd store_fd,
+                                                         PortHolds holds, FlightPlaces flight) {
   std::unique_ptr<AgentServer> a(new AgentServer(s, std::move(socket)));
   a->signals_ = std::move(signals);
   a->holds_ = std::move(holds);
+  a->flight_ = std::move(flight);
   a->daemon_fd_ = std::move(daemon.fd);
   a->daemon_reader_ = std::move(daemon.reader);
   DP_TRY(a->start_events(std::move(listen_fd)));
@@ -155,8 +159,9 @@ void AgentServer::on_worker_end(evutil_socket_t, short, void* arg) {
 }
 
 // dp-top --stacks: in a launcher step the workers are the ranks, else the tasks.
-void AgentServer::read_stacks(uint64_t ask, std::chrono::milliseconds deadline) {
-  stacks_.ask(ask, settings_.watch_workers ? workers_.running() : tasks_.running(), deadline);
+void AgentServer::read_stacks(uint64_t ask, std::chrono::milliseconds deadline, bool flight) {
+  stacks_.ask(ask, settings_.watch_workers ? workers_.running() : tasks_.running(), deadline,
+              flight ? flight_.dir() : std::string());
 }
 
 void AgentServer::on_stacks_read(evutil_socket_t, short, void* arg) {
@@ -227,6 +232,8 @@ void AgentServer::answer_root() {
   AgentAnswer a;
   a.socket = socket_;
   a.store_port = store_port_;
+  a.flight_dir = flight_.dir();
+  a.ras_port = flight_.ras_port();
   if (settings_.master != PortsRole::none) {
     if (!got) return;
     if (!*got) return answer(got->error());

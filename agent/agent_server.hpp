@@ -11,6 +11,7 @@
 #include "agent_core.hpp"
 #include "daemon_hello.hpp"
 #include "daemon_relink.hpp"
+#include "flight_reader.hpp"
 #include "frame_codec.hpp"
 #include "frame_conn.hpp"
 #include "handles.hpp"
@@ -36,7 +37,8 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   // program listens on them (rank 0's node).
   static Result<std::unique_ptr<AgentServer>> create(
       const AgentSettings& s, DaemonLink daemon, service::UniqueFd listen_fd, std::string socket,
-      service::StepSignalPipe signals, service::UniqueFd store_fd = {}, PortHolds holds = {});
+      service::StepSignalPipe signals, service::UniqueFd store_fd = {}, PortHolds holds = {},
+      FlightPlaces flight = {});
   ~AgentServer() override;
   AgentServer(const AgentServer&) = delete;
   AgentServer& operator=(const AgentServer&) = delete;
@@ -53,7 +55,7 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   void to_client(ConnId conn, std::string_view bytes) override;
   void close_client(ConnId conn, const std::string& why) override;
   void send_soon() override;
-  void read_stacks(uint64_t ask, std::chrono::milliseconds deadline) override;
+  void read_stacks(uint64_t ask, std::chrono::milliseconds deadline, bool flight) override;
 
  private:
   using Conn = service::FrameConn<AgentServer>;
@@ -115,6 +117,7 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   LauncherWorkers workers_;
   Clock::time_point next_scan_{};
   PortHolds holds_;
+  FlightPlaces flight_;  // the NCCL ranks' dump folder and RAS port (flight_reader.hpp)
   service::StepSignalPipe signals_;
   // Its thread touches nothing of the loop's; destroying it joins the thread.
   DaemonRelink relink_;

@@ -19,6 +19,8 @@ bool socket_char(char c) {
          c == '-' || c == '_';
 }
 
+bool path_char(char c) { return socket_char(c) || c == '/'; }
+
 Result<std::vector<int32_t>> parse_ranks(std::string_view v) {
   std::vector<int32_t> out;
   for (std::string_view item : list_items(v)) {
@@ -251,6 +253,8 @@ std::string format_answer(const Result<AgentAnswer>& a) {
   std::string store;
   if (a->store_port > 0) store = " store=" + std::to_string(a->store_port);
   if (!a->dp_ports.empty()) store += " dp_ports=" + ports_text(a->dp_ports);
+  if (a->ras_port > 0) store += " ras=" + std::to_string(a->ras_port);
+  if (!a->flight_dir.empty()) store += " fr=" + a->flight_dir;
   return "READY " + std::to_string(a->port) + " " + a->socket + store + "\n";
 }
 
@@ -279,6 +283,22 @@ Result<AgentAnswer> parse_answer(std::string_view line) {
   }
   auto port = parse_whole_number(line.substr(0, sp), 0, 65535);
   std::string_view name = line.substr(sp + 1);
+  // " fr=<folder>" and " ras=<port>": the NCCL ranks' flight-recorder folder
+  // (an absolute path of plain characters) and RAS port.
+  std::string_view flight_dir;
+  if (const size_t at = name.find(" fr="); at != std::string_view::npos) {
+    flight_dir = name.substr(at + 4);
+    if (flight_dir.empty() || flight_dir.size() > kMaxSocketName || flight_dir[0] != '/' ||
+        flight_dir.find("..") != std::string_view::npos ||
+        !std::all_of(flight_dir.begin(), flight_dir.end(), path_char))
+      return wrong();
+    name = name.substr(0, at);
+  }
+  Result<long long> ras = 0;
+  if (const size_t at = name.find(" ras="); at != std::string_view::npos) {
+    ras = parse_whole_number(name.substr(at + 5), 1, 65535);
+    name = name.substr(0, at);
+  }
   // " dp_ports=<a,b,...>": the step's --dp-ports, fetched from the master node.
   Result<std::vector<int>> ports = std::vector<int>();
   if (const size_t at = name.find(" dp_ports="); at != std::string_view::npos) {
@@ -292,7 +312,7 @@ Result<AgentAnswer> parse_answer(std::string_view line) {
     store = parse_whole_number(name.substr(at + 7), 1, 65535);
     name = name.substr(0, at);
   }
-  if (!port || !store || !ports || name.size() < 2 || name.size() > kMaxSocketName ||
+  if (!port || !store || !ports || !ras || name.size() < 2 || name.size() > kMaxSocketName ||
       name[0] != '@' || !std::all_of(name.begin() + 1, name.end(), socket_char))
     return wrong();
   AgentAnswer a;
@@ -300,6 +320,8 @@ Result<AgentAnswer> parse_answer(std::string_view line) {
   a.socket = std::string(name);
   a.store_port = static_cast<int>(*store);
   a.dp_ports = std::move(*ports);
+  a.flight_dir = std::string(flight_dir);
+  a.ras_port = static_cast<int>(*ras);
   return a;
 }
 

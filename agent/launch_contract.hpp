@@ -2,9 +2,9 @@
 // over two pipes, never argv or the environment: root writes the settings
 // (key=value lines, then an empty line) and later one control line per task
 // that started (its pid) and per task that ended; the agent answers one line, "READY <port>
-// <socket> [store=<port>] [dp_ports=<a,b,...>]", "MASTER_FAILED <node> <reason>" or "ERROR <text>",
-// and closes its end. Root closing its end ends the agent. Linked into the plugin and the agent, so
-// both sides parse the same way.
+// <socket> [store=<port>] [dp_ports=<a,b,...>] [ras=<port>] [fr=<folder>]", "MASTER_FAILED <node>
+// <reason>" or "ERROR <text>", and closes its end. Root closing its end ends the agent. Linked into
+// the plugin and the agent, so both sides parse the same way.
 #pragma once
 
 #include <chrono>
@@ -69,6 +69,10 @@ struct AgentAnswer {
   int store_port = 0;
   // With a fetched port: the step's --dp-ports, as the master node published them.
   std::vector<int> dp_ports;
+  // The node's NCCL ranks' flight-recorder folder and NCCL RAS port
+  // (flight_reader.hpp; core's nccl_watch.hpp): empty and 0 when none.
+  std::string flight_dir;
+  int ras_port = 0;
   // Instead of all the above ("ERROR <text>"): why the agent cannot serve the
   // step. It stays, to report how the node's tasks end.
   std::string refusal;

@@ -149,9 +149,14 @@ int main() {
   if (!daemon)
     return fail("cannot reach the step's daemon at " + settings->addr + ": " +
                 daemon.error().message);
+  // The NCCL ranks' flight-recorder folder and RAS port: without them only
+  // NCCL hangs go unnamed.
+  notes.clear();
+  auto flight = dp::agent::FlightPlaces::create(settings->job, settings->step, notes);
+  for (const auto& note : notes) std::fprintf(stderr, "dp-nodeagent: %s\n", note.c_str());
   auto server = dp::agent::AgentServer::create(
       *settings, std::move(*daemon), std::move(local->first), std::move(local->second),
-      std::move(*signals), std::move(store), std::move(holds));
+      std::move(*signals), std::move(store), std::move(holds), std::move(flight));
   if (!server) return fail(server.error().message);
   return (*server)->run();
 }

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "dp/stacks/read_many.hpp"
+#include "flight_message.hpp"
 #include "stacks_message.hpp"
 
 namespace dp::agent {
@@ -17,7 +18,7 @@ StacksReader::~StacksReader() {
 }
 
 void StacksReader::ask(uint64_t ask, const std::vector<TaskStart>& ranks,
-                       std::chrono::milliseconds deadline) {
+                       std::chrono::milliseconds deadline, const std::string& flight_dir) {
   if (!done_) return;  // no reader: the daemon names this node
   asks_.push_back(ask);
   if (asks_.size() > 1) return;
@@ -34,20 +35,24 @@ void StacksReader::ask(uint64_t ask, const std::vector<TaskStart>& ranks,
   // Thread creation can fail (EAGAIN at the user's process limit): the ask
   // then goes unanswered and the daemon names this node.
   try {
-    thread_ =
-        std::thread([this, targets = std::move(targets), rank_of = std::move(rank_of), limits, fd] {
-          const auto read = stacks::read_processes(targets, limits);
-          rdv::NodeStacks node;
-          for (size_t i = 0; i < read.size() && i < rank_of.size(); ++i)
-            node.emplace_back(rank_of[i], read[i]);
-          auto answer = rdv::stacks_answer(0, node, rdv::StackCaps{});
-          {
-            std::lock_guard<std::mutex> lock(mu_);
-            result_ = std::move(answer);
-          }
-          const uint64_t one = 1;
-          [[maybe_unused]] const auto n = ::write(fd, &one, sizeof one);
-        });
+    const auto until = std::chrono::steady_clock::now() + deadline;
+    thread_ = std::thread([this, targets = std::move(targets), rank_of = std::move(rank_of), limits,
+                           fd, flight_dir, ranks, until] {
+      const auto read = stacks::read_processes(targets, limits);
+      rdv::NodeStacks node;
+      for (size_t i = 0; i < read.size() && i < rank_of.size(); ++i)
+        node.emplace_back(rank_of[i], read[i]);
+      auto answer = rdv::stacks_answer(0, node, rdv::StackCaps{});
+      if (!flight_dir.empty())
+        for (const auto& r : read_flights(flight_dir, ranks, until, triggers_))
+          *answer.add_flights() = rdv::flight_message(r);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        result_ = std::move(answer);
+      }
+      const uint64_t one = 1;
+      [[maybe_unused]] const auto n = ::write(fd, &one, sizeof one);
+    });
   } catch (const std::system_error&) {
     asks_.clear();
   }

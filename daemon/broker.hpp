@@ -27,6 +27,7 @@
 #include "broker_limits.hpp"
 #include "dp/proto/rendezvous.pb.h"
 #include "dp/result.hpp"
+#include "dp/stacks/flight_recorder.hpp"
 #include "dp/stacks/hang_watch.hpp"
 #include "dp/stacks/merge.hpp"
 #include "hello_budget.hpp"
@@ -237,10 +238,12 @@ class Broker {
   void failure_stacks(const Call& c, const proto::StacksAnswer& m);
   void finish_stacks(Clock::time_point now);
   // Starts a round when none runs; false when no node agent is connected.
-  bool start_stacks_round(Clock::time_point now);
+  // flight: the agents also read their NCCL ranks' flight recorders.
+  bool start_stacks_round(Clock::time_point now, bool flight = false);
   // The hang watch's rounds: one every hang_sample_every(hang_timeout).
   void watch_stacks(Clock::time_point now);
-  void judge_stacks(const std::vector<stacks::RankStacks>& got, bool complete,
+  void judge_stacks(const std::vector<stacks::RankStacks>& got,
+                    const std::vector<stacks::RankFlight>& flights, bool complete,
                     Clock::time_point now);
   // broker_torch_ops.cpp: PyTorch's store operations of SPACE_TORCH.
   // Handles `req` when it is one of them (false: not one of them).
@@ -330,7 +333,8 @@ class Broker {
     Clock::time_point deadline;
     std::map<ConnId, std::string> waiting;  // node agents not yet answered: what they hold
     std::vector<stacks::RankStacks> got;
-    std::vector<std::string> read_on;  // "n1 (ranks 0-1)" for each node that answered
+    std::vector<stacks::RankFlight> flights;  // the NCCL ranks' flight recorders (watch rounds)
+    std::vector<std::string> read_on;         // "n1 (ranks 0-1)" for each node that answered
     std::vector<StacksDone> callers;
     bool for_watch = false;  // the hang watch judges it
   };

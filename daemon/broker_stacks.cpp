@@ -7,17 +7,19 @@
 #include <cstdio>
 
 #include "broker.hpp"
+#include "flight_message.hpp"
 #include "stacks_message.hpp"
 
 namespace dp::daemon {
 
-bool Broker::start_stacks_round(Clock::time_point now) {
+bool Broker::start_stacks_round(Clock::time_point now, bool flight) {
   if (stacks_) return true;
   StacksRound round;
   round.ask = next_stacks_ask_++;
   round.deadline = now + kStacksWait;
   proto::Response push;
   push.mutable_stacks_ask()->set_ask(round.ask);
+  push.mutable_stacks_ask()->set_flight(flight);
   // The agent's own deadline leaves room for its answer to travel.
   push.mutable_stacks_ask()->set_deadline_ms(static_cast<uint32_t>(kStacksWait.count() * 3 / 4));
   for (const auto& [conn, p] : peers_) {
@@ -43,7 +45,7 @@ void Broker::watch_stacks(Clock::time_point now) {
   // A libdp step's collective counters name its hangs: its ranks are not read.
   if (!hang_watch_ || now < next_watch_round_ || report_.counts_collectives()) return;
   next_watch_round_ = now + stacks::hang_sample_every(cfg_.limits.hang_timeout);
-  if (!start_stacks_round(now)) {
+  if (!start_stacks_round(now, true)) {
     stacks_.reset();  // no node agent (ranks that connect themselves): libdp's counters judge
     return;
   }
@@ -60,6 +62,7 @@ void Broker::op_stacks_answer(const Call& c, const proto::StacksAnswer& m) {
     stacks_->got.push_back(rdv::rank_stacks(r, c.peer.host));
     ranks.push_back(r.rank());
   }
+  for (const auto& f : m.flights()) stacks_->flights.push_back(rdv::rank_flight(f, c.peer.host));
   std::sort(ranks.begin(), ranks.end());
   stacks_->read_on.push_back(
       (c.peer.host.empty() ? "?" : c.peer.host) + " (" +
@@ -82,7 +85,8 @@ void Broker::expire_stacks(Clock::time_point now) {
 void Broker::finish_stacks(Clock::time_point now) {
   StacksRound round = std::move(*stacks_);
   stacks_.reset();
-  if (round.for_watch && !abort_) judge_stacks(round.got, round.waiting.empty(), now);
+  if (round.for_watch && !abort_)
+    judge_stacks(round.got, round.flights, round.waiting.empty(), now);
   if (round.callers.empty()) return;
   std::vector<std::string> lines;
   if (round.got.empty() && round.waiting.empty())
@@ -100,17 +104,31 @@ void Broker::finish_stacks(Clock::time_point now) {
   for (auto& done : round.callers) done(lines);
 }
 
-void Broker::judge_stacks(const std::vector<stacks::RankStacks>& got, bool complete,
+// An NCCL rank waiting in a collective spins (its CPU time grows), so the
+// stacks' watch sees work; its flight recorder says where it waits. Its
+// verdict comes first; the stacks' view goes with it.
+void Broker::judge_stacks(const std::vector<stacks::RankStacks>& got,
+                          const std::vector<stacks::RankFlight>& flights, bool complete,
                           Clock::time_point now) {
   auto v = hang_watch_->observe(now, got, complete);
-  if (!v || report_.counts_collectives()) return;
+  if (report_.counts_collectives()) return;
+  const double bound = std::chrono::duration<double>(cfg_.limits.hang_timeout).count();
   AbortCause c;
   c.how = AbortCause::How::hang;
   c.when = now;
+  if (auto f = stacks::flight_hang(flights, cfg_.limits.hang_timeout)) {
+    char tail[96];
+    std::snprintf(tail, sizeof tail, " (flight recorder; hang timeout %g s)", bound);
+    c.rank = f->rank;
+    c.host = f->host;
+    c.message = f->message + tail;
+    return hang_found(std::move(c), "flight " + f->which,
+                      stacks::format_groups(stacks::merge_stacks(got)));
+  }
+  if (!v) return;
   c.rank = v->odd_rank;
   c.host = v->odd_host;
   const double still = std::chrono::duration<double>(v->still).count();
-  const double bound = std::chrono::duration<double>(cfg_.limits.hang_timeout).count();
   char head[160];
   std::snprintf(head, sizeof head,
                 "no rank has made progress for %.0f s (hang timeout %g s): ", still, bound);

@@ -7,6 +7,7 @@
 // default=on), and everything that talks to the step's daemon, whose
 // address the user's srun chose, runs in the node agent (dp-nodeagent, as
 // the job's user; agent_launcher.hpp). Root reads back one validated line.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,6 +23,7 @@
 #include "dp/env_names.hpp"
 #include "dp/layout.hpp"
 #include "dp/master_port.hpp"
+#include "dp/nccl_watch.hpp"
 #include "dp/options.hpp"
 #include "dp/shown_value.hpp"
 #include "dp/step_ports.hpp"
@@ -57,6 +59,7 @@ struct StepdState {
   int master_port = 0;         // likewise
   StepPorts step_ports;        // rank 0's node's: coordinator (JAX's) and DP_PORTS
   StoreKind store = StoreKind::rank0;  // --dp-store=step: MASTER_* name the agent's store
+  NcclWatchPlaces nccl_watch;          // the agent's flight-recorder folder and RAS port
   std::vector<PortLease> leases;  // the master node's leases of the step's ports, released at end
   StepPortHold hold;              // the master node's step ports, bound until rank 0's exec
   std::vector<int> shared_ports;  // of those, the ones the agent holds on (PortHold::to_listen)
@@ -339,6 +342,7 @@ Result<int> start_node_agent(spank_t sp, StepdState& st, const JobStep& id) {
     mine = StepPorts{answer->port, answer->dp_ports};
   }
   st.step_ports = *mine;
+  st.nccl_watch = NcclWatchPlaces{answer->flight_dir, answer->ras_port};
   if (st.store != StoreKind::step) return st.step_ports.coordinator;
   if (answer->store_port < 1)
     return make_error(Errc::protocol, "the node agent gave no port for the step's store");
@@ -519,6 +523,24 @@ int stepd_init_post_opt(spank_t sp) {
   return 0;
 }
 
+// In the task's process, as its user: NCCL ranks' hang evidence (core's
+// nccl_watch.hpp), never over what the user set. The folder only where the
+// task sees the agent's own (a container with a /tmp of its own does not, and
+// PyTorch would fail to make its pipe there).
+static void set_nccl_watch(spank_t sp, const StepdState& st) {
+  NcclWatchPlaces places = st.nccl_watch;
+  struct stat dir {};
+  if (places.dump_dir.empty() || ::stat(places.dump_dir.c_str(), &dir) != 0 ||
+      !S_ISDIR(dir.st_mode) || dir.st_uid != ::getuid())
+    places.dump_dir.clear();
+  auto user_has = [&](std::string_view name) {
+    char one[2];
+    return spank_getenv(sp, std::string(name).c_str(), one, sizeof one) != ESPANK_ENV_NOEXIST;
+  };
+  for (const auto& [name, value] : nccl_watch_environment(places, user_has))
+    spank_setenv(sp, name.c_str(), value.c_str(), 0);
+}
+
 int stepd_task_init(spank_t sp) {
   StepdState& st = stepd();
   if (!st.active) return 0;
@@ -559,6 +581,7 @@ int stepd_task_init(spank_t sp) {
       report_error("cannot set " + name + " for task " + std::to_string(rank));
       return -1;
     }
+  set_nccl_watch(sp, st);
   // Rank 0 keeps its copy of MASTER_PORT's hold through the task prologs
   // (TaskProlog, srun --task-prolog) to its exec, which closes it.
   return 0;

@@ -31,7 +31,7 @@ struct Recorder : AgentOutbox {
     told = told_ranks;
   }
   void relink(Clock::time_point deadline) override { relinks.push_back(deadline); }
-  void read_stacks(uint64_t ask, std::chrono::milliseconds deadline) override {
+  void read_stacks(uint64_t ask, std::chrono::milliseconds deadline, bool) override {
     stacks_asks.emplace_back(ask, deadline);
   }
   std::vector<Clock::time_point> relinks;  // each reconnect asked for, by its deadline

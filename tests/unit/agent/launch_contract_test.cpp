@@ -149,6 +149,35 @@ TEST(LaunchContract, RootValidatesTheAnswer) {
   EXPECT_FALSE(parse_answer("ERROR "));  // a refusal says why
 }
 
+// The NCCL ranks' flight-recorder folder and RAS port (issue 57): an absolute
+// path of plain characters, a port in range.
+TEST(LaunchContract, TheFlightFolderAndRasPortTravelInTheAnswer) {
+  AgentAnswer a;
+  a.socket = "@s";
+  a.store_port = 5;
+  a.dp_ports = {29501};
+  a.port = 29500;
+  a.ras_port = 40123;
+  a.flight_dir = "/tmp/slurm-dp-fr.7.0.Ab3_x-";
+  const std::string line = format_answer(a);
+  EXPECT_EQ(line,
+            "READY 29500 @s store=5 dp_ports=29501 ras=40123 fr=/tmp/slurm-dp-fr.7.0.Ab3_x-\n");
+  auto back = parse_answer(line.substr(0, line.size() - 1));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->ras_port, 40123);
+  EXPECT_EQ(back->flight_dir, "/tmp/slurm-dp-fr.7.0.Ab3_x-");
+  EXPECT_EQ(back->dp_ports, std::vector<int>{29501});
+  EXPECT_EQ(back->store_port, 5);
+  auto plain = parse_answer("READY 0 @s");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->ras_port, 0);
+  EXPECT_TRUE(plain->flight_dir.empty());
+  for (const char* bad :
+       {"READY 0 @s fr=relative", "READY 0 @s fr=/a b", "READY 0 @s fr=/a/../etc",
+        "READY 0 @s fr=", "READY 0 @s ras=0", "READY 0 @s ras=70000", "READY 0 @s fr=/a;rm"})
+    EXPECT_FALSE(parse_answer(bad)) << bad;
+}
+
 TEST(LaunchContract, TheMasterNodesFailureIsAField) {
   AgentAnswer a;
   a.master_failure = MasterFailure{"n1", "no free MASTER_PORT in 29400-29402; widen ports="};

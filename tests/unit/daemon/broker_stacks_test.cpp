@@ -169,7 +169,9 @@ class BrokerWatchTest : public BrokerStacksTest {
     return *other_;
   }
   // The ticks from second `from` to `to`; each round answered by both nodes at once.
-  void run(Broker& b, int from, int to) {
+  // nccl: the ranks spin (CPU time grows: the stacks' watch sees work) and
+  // their flight recorders say where they are: rank 1 never entered #22.
+  void run(Broker& b, int from, int to, bool nccl = false) {
     for (int ms = from * 1000; ms <= to * 1000; ms += 100) {
       const auto t = t0_ + milliseconds(ms);
       b.on_tick(t);
@@ -179,6 +181,7 @@ class BrokerWatchTest : public BrokerStacksTest {
             sent.back().stacks_ask().ask() == last_ask_[c])
           continue;
         last_ask_[c] = sent.back().stacks_ask().ask();
+        flight_asked_ = flight_asked_ || sent.back().stacks_ask().flight();
         proto::Request r;
         r.mutable_stacks_answer()->set_ask(last_ask_[c]);
         for (int rank : c == kNodeA ? std::vector<int>{0, 1} : std::vector<int>{2, 3}) {
@@ -192,13 +195,46 @@ class BrokerWatchTest : public BrokerStacksTest {
           f->set_function(rank == 3 ? "main" : "all_reduce");
           f->set_file(rank == 3 ? "/u/hang.py" : "/t/distributed_c10d.py");
           f->set_line(rank == 3 ? 21 : 3913);
+          if (!nccl) continue;
+          m->set_cpu_ticks(static_cast<uint64_t>(ms));
+          auto* fr = r.mutable_stacks_answer()->add_flights();
+          fr->set_rank(rank);
+          fr->set_pid(100 + rank);
+          auto* g = fr->add_groups();
+          g->set_group("0");
+          g->set_ranks("0-3");
+          g->set_last_enqueued(rank == 1 ? 21 : 22);
+          g->set_last_completed(21);
+          g->set_op(rank == 1 ? "broadcast" : "all_reduce");
+          g->set_pending(rank != 1);
+          g->set_age_ms(ms);
         }
         b.on_frame(c, r.SerializeAsString(), t);
       }
     }
   }
   std::map<ConnId, uint64_t> last_ask_;
+  bool flight_asked_ = false;
 };
+
+// NCCL ranks spin while they wait: the stacks' rule sees work, the flight
+// recorders name the rank that never entered and the collective.
+TEST_F(BrokerWatchTest, SpinningNcclRanksAreNamedFromTheirFlightRecorders) {
+  Broker& b = watched(0);
+  run(b, 0, 7, true);
+  EXPECT_TRUE(other_out_.notices.empty()) << other_out_.notices.front();
+  EXPECT_TRUE(flight_asked_) << "the watch's rounds ask for the flight recorders";
+  run(b, 7, 30, true);
+  ASSERT_EQ(other_out_.notices.size(), 1u);
+  const std::string& line = other_out_.notices[0];
+  EXPECT_EQ(line.rfind("slurm-dp: step 1.0: hang: rank 1 (na, pid 101) never entered all_reduce "
+                       "#22 (process group 0); ranks 0, 2, 3 wait in it for 8 s (rank 1 is at "
+                       "#21) (flight recorder; hang timeout 8 s)",
+                       0),
+            0u)
+      << line;
+  EXPECT_FALSE(b.aborted());
+}
 
 TEST_F(BrokerWatchTest, AStillStepIsNamedOnceAndRunsOn) {
   Broker& b = watched(0);

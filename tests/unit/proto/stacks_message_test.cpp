@@ -2,6 +2,8 @@
 // what the daemon merges, within the caps whatever the ranks hold.
 #include "stacks_message.hpp"
 
+#include "flight_message.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -119,6 +121,30 @@ TEST(StacksMessage, TheAnswerFitsItsBudget) {
   // A budget nothing fits: no ranks rather than over it.
   caps.answer_bytes = 8;
   EXPECT_LE(stacks_answer(9, node, caps).ByteSizeLong(), 8u);
+}
+
+// A rank's flight-recorder places (issue 57): back as they went, capped.
+TEST(FlightMessage, APlaceTravelsAndComesBackCapped) {
+  stacks::RankFlight r;
+  r.rank = 1;
+  r.pid = 4242;
+  r.groups.push_back({"0", "default_pg", {0, 1, 2, 3, 8}, 21, 21, "broadcast", false, 31'000});
+  for (int i = 0; i < 100; ++i)
+    r.arrivals.push_back({"0", i, "all_reduce", 1000LL * i, std::nullopt});
+  r.arrivals.back().duration_ms = 2.5;
+  const auto back = rank_flight(flight_message(r), "n2");
+  EXPECT_EQ(back.host, "n2");
+  EXPECT_EQ(back.pid, 4242);
+  ASSERT_EQ(back.groups.size(), 1u);
+  EXPECT_EQ(back.groups[0].ranks, (std::vector<int>{0, 1, 2, 3, 8}));
+  EXPECT_EQ(back.groups[0].op, "broadcast");
+  EXPECT_EQ(back.groups[0].age_ms, 31'000);
+  ASSERT_EQ(back.arrivals.size(), 64u);  // the newest kept
+  EXPECT_EQ(back.arrivals.front().seq, 36);
+  EXPECT_EQ(back.arrivals.back().duration_ms, 2.5);
+  EXPECT_FALSE(back.arrivals.front().duration_ms);
+  stacks::RankFlight unread{3, "", 7, std::string(1000, 'x'), {}, {}};
+  EXPECT_EQ(rank_flight(flight_message(unread), "n4").unread.size(), 259u);  // 256 and "..."
 }
 
 }  // namespace
