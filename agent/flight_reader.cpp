@@ -15,6 +15,7 @@
 
 #include "dp/bounded_read.hpp"
 #include "dp/nccl_watch.hpp"
+#include "dp/sys_error.hpp"
 
 namespace dp::agent {
 namespace {
@@ -55,9 +56,8 @@ std::string trigger(int dir_fd, const std::string& pipe) {
     return "no pipe (not a PyTorch NCCL program, or its flight recorder is off)";
   const UniqueFd fd(::openat(dir_fd, pipe.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
   if (!fd)
-    return errno == ENXIO ? "its pipe has no reader"
-                          : std::string("its pipe: ") + std::strerror(errno);
-  if (::write(fd.get(), "1\n", 2) != 2) return std::string("its pipe: ") + std::strerror(errno);
+    return errno == ENXIO ? "its pipe has no reader" : std::string("its pipe: ") + errno_text();
+  if (::write(fd.get(), "1\n", 2) != 2) return std::string("its pipe: ") + errno_text();
   return {};
 }
 
@@ -94,13 +94,11 @@ FlightPlaces FlightPlaces::create(uint32_t job, uint32_t step, std::vector<std::
   std::string name =
       "/tmp/slurm-dp-fr." + std::to_string(job) + "." + std::to_string(step) + ".XXXXXX";
   if (::mkdtemp(name.data())) p.dir_ = name;  // 0700
-  else
-    notes.push_back(std::string("no folder for the flight recorders' dumps: ") +
-                    std::strerror(errno));
+  else notes.push_back(std::string("no folder for the flight recorders' dumps: ") + errno_text());
   p.ras_hold_ = hold_loopback_port(p.ras_port_);
   if (!p.ras_hold_) {
     p.ras_port_ = 0;
-    notes.push_back(std::string("no port held for NCCL's RAS: ") + std::strerror(errno));
+    notes.push_back(std::string("no port held for NCCL's RAS: ") + errno_text());
   }
   return p;
 }
@@ -127,11 +125,10 @@ FlightPlaces::~FlightPlaces() { remove(); }
 // deeper: the folder is ours and holds only files).
 void FlightPlaces::remove() {
   if (dir_.empty()) return;
-  if (DIR* d = ::opendir(dir_.c_str())) {
-    while (const dirent* e = ::readdir(d))
+  if (UniqueDir d(dir_.c_str()); d) {
+    while (const dirent* e = d.next())
       if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
-        ::unlinkat(::dirfd(d), e->d_name, 0);
-    ::closedir(d);
+        ::unlinkat(d.fd(), e->d_name, 0);
   }
   ::rmdir(dir_.c_str());
   dir_.clear();

@@ -34,7 +34,7 @@ bool Broker::start_stacks_round(Clock::time_point now, bool flight) {
 }
 
 Clock::time_point Broker::ask_stacks(StacksDone done, Clock::time_point now) {
-  const bool any = start_stacks_round(now);
+  const bool any = start_stacks_round(now, true);
   stacks_->callers.push_back(std::move(done));
   const auto deadline = stacks_->deadline;
   if (!any) finish_stacks(now);
@@ -92,6 +92,11 @@ void Broker::finish_stacks(Clock::time_point now) {
   if (round.got.empty() && round.waiting.empty())
     lines.push_back("no node agent is connected: no rank to read");
   else lines = stacks::format_groups(stacks::merge_stacks(round.got));
+  // NCCL ranks' places (a rank without a pipe is no NCCL program: not listed).
+  std::vector<stacks::RankFlight> nccl;
+  for (const auto& f : round.flights)
+    if (f.unread.rfind("no pipe", 0) != 0) nccl.push_back(f);
+  for (auto& l : stacks::flight_lines(nccl)) lines.push_back(std::move(l));
   if (!round.read_on.empty()) {
     std::sort(round.read_on.begin(), round.read_on.end());  // by host, not by arrival
     std::string line = "read on";

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "dp/list_text.hpp"
 #include "dp/stacks/pickle.hpp"
 
 namespace dp::stacks {
@@ -166,22 +167,19 @@ std::vector<Arrival> recent_arrivals(const FlightDump& dump, size_t most) {
 }
 
 std::optional<std::vector<int>> parse_rank_ranges(std::string_view text, size_t most) {
+  auto number = [](std::string_view s, long long& v) {
+    if (s.empty() || s.size() > 9) return false;
+    v = 0;
+    for (char c : s) {
+      if (c < '0' || c > '9') return false;
+      v = v * 10 + (c - '0');
+    }
+    return true;
+  };
   std::vector<int> out;
-  while (!text.empty()) {
-    const size_t comma = text.find(',');
-    const std::string_view part = text.substr(0, comma);
-    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+  for (std::string_view part : list_items(text)) {
     const size_t dash = part.find('-');
     long long lo = 0, hi = 0;
-    auto number = [](std::string_view s, long long& v) {
-      if (s.empty() || s.size() > 9) return false;
-      v = 0;
-      for (char c : s) {
-        if (c < '0' || c > '9') return false;
-        v = v * 10 + (c - '0');
-      }
-      return true;
-    };
     if (!number(part.substr(0, dash), lo)) return std::nullopt;
     hi = lo;
     if (dash != std::string_view::npos && !number(part.substr(dash + 1), hi)) return std::nullopt;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "dp/stacks/flight_recorder.hpp"
+#include "dp/stacks/merge.hpp"
 
 namespace dp::stacks {
 namespace {
@@ -115,6 +116,44 @@ std::optional<FlightHang> flight_hang(const std::vector<RankFlight>& ranks,
   h.which = "pg " + best->group + " #" + std::to_string(best->top);
   h.message = hang_message(*best, ranks);
   return h;
+}
+
+std::vector<std::string> flight_lines(const std::vector<RankFlight>& ranks) {
+  // group -> place text -> ranks; why -> ranks
+  std::map<std::string, std::map<std::string, std::vector<int>>> places;
+  std::map<std::string, std::vector<int>> unread;
+  for (const auto& r : ranks) {
+    if (!r.unread.empty()) {
+      unread[r.unread].push_back(r.rank);
+      continue;
+    }
+    for (const auto& g : r.groups) {
+      const std::string at = g.pending
+                                 ? "wait in " + g.op + " #" + std::to_string(g.last_enqueued) +
+                                       " for " + std::to_string((g.age_ms + 500) / 1000) + " s"
+                                 : "done #" + std::to_string(g.last_enqueued) + " (" + g.op + ")";
+      places[g.group][at].push_back(r.rank);
+    }
+  }
+  std::vector<std::string> lines;
+  for (auto& [group, at] : places) {
+    std::string line = "flight recorder, process group " + group + ":";
+    bool first = true;
+    for (auto& [text, rs] : at) {
+      std::sort(rs.begin(), rs.end());
+      line += std::string(first ? " " : "; ") + (rs.size() == 1 ? "rank " : "ranks ") +
+              rank_ranges(rs) + " " + text;
+      first = false;
+    }
+    lines.push_back(line);
+  }
+  for (auto& [why, rs] : unread) {
+    std::sort(rs.begin(), rs.end());
+    lines.push_back(
+        "flight recorder not read: " + std::string(rs.size() == 1 ? "rank " : "ranks ") +
+        rank_ranges(rs) + " (" + why + ")");
+  }
+  return lines;
 }
 
 namespace {

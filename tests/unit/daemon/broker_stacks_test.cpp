@@ -234,6 +234,15 @@ TEST_F(BrokerWatchTest, SpinningNcclRanksAreNamedFromTheirFlightRecorders) {
             0u)
       << line;
   EXPECT_FALSE(b.aborted());
+  // dp-top --stacks shows where each NCCL rank is.
+  b.ask_stacks(done(), t0_ + milliseconds(30'050));
+  run(b, 30, 31, true);
+  ASSERT_FALSE(got_.empty());
+  const std::string view = joined(got_.back());
+  EXPECT_NE(view.find("flight recorder, process group 0: rank 1 done #21 (broadcast); ranks "
+                      "0,2-3 wait in all_reduce #22 for 30 s"),
+            std::string::npos)
+      << view;
 }
 
 TEST_F(BrokerWatchTest, AStillStepIsNamedOnceAndRunsOn) {

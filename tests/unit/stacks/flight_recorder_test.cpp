@@ -159,6 +159,19 @@ TEST(FlightRecorder, TheRankTheOthersWaitFor) {
             "in all");
 }
 
+TEST(FlightRecorder, TheViewsLinesGroupRanksByPlace) {
+  std::vector<RankFlight> ranks{
+      read_rank(0, "n1", 1, seconds(31)), read_rank(1, "n2", 2, seconds(31)),
+      read_rank(0, "n3", 3, seconds(31), 2), RankFlight{3, "n4", 4, "no pipe", {}, {}}};
+  const auto lines = flight_lines(ranks);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0],
+            "flight recorder, process group 0: rank 1 done #21 (broadcast); ranks 0,2 wait in "
+            "all_reduce #22 for 31 s");
+  EXPECT_EQ(lines[1], "flight recorder, process group 1: ranks 0-2 done #1 (all_reduce)");
+  EXPECT_EQ(lines[2], "flight recorder not read: rank 3 (no pipe)");
+}
+
 TEST(FlightRecorder, RankRangesBack) {
   EXPECT_EQ(parse_rank_ranges("0-3,8", 100), (std::vector<int>{0, 1, 2, 3, 8}));
   EXPECT_EQ(parse_rank_ranges("", 100), std::vector<int>{});
