@@ -29,8 +29,10 @@ UniqueFd hold_loopback_port(int& port) {
   sa.sin_family = AF_INET;
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof sa;
-  if (!fd || ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-      ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
+  // SO_REUSEPORT alone: the job's user's NCCL shares it (its uid), nobody
+  // else (with SO_REUSEADDR on our side, anyone could bind beside a socket
+  // that does not listen).
+  if (!fd || ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
       ::bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
       ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&sa), &len) != 0)
     return UniqueFd();

@@ -3,9 +3,9 @@
 // with a name nobody can guess, removed with the agent) where PyTorch makes
 // each rank's pipe and writes its dump (core's nccl_watch.hpp names the
 // variables), and holds a loopback port for NCCL's RAS service: bound with
-// SO_REUSEPORT and not listening, so the step's NCCL (which binds a forced
-// port with SO_REUSEADDR and SO_REUSEPORT) can listen on it and another
-// user cannot.
+// SO_REUSEPORT alone and not listening, so the step's NCCL (which binds a
+// forced port with SO_REUSEADDR and SO_REUSEPORT, as the job's user) can
+// listen on it and another user cannot bind it (e2e obs.flight_recorder).
 //
 // A read writes each rank's pipe (non-destructive: PyTorch's monitor thread
 // dumps within about a second and runs on), waits for the dump to be whole,

@@ -128,8 +128,9 @@ std::vector<std::string> flight_lines(const std::vector<RankFlight>& ranks) {
       continue;
     }
     for (const auto& g : r.groups) {
+      // "~" stands for wait or waits, which the count of ranks decides.
       const std::string at = g.pending
-                                 ? "wait in " + g.op + " #" + std::to_string(g.last_enqueued) +
+                                 ? "~ in " + g.op + " #" + std::to_string(g.last_enqueued) +
                                        " for " + std::to_string((g.age_ms + 500) / 1000) + " s"
                                  : "done #" + std::to_string(g.last_enqueued) + " (" + g.op + ")";
       places[g.group][at].push_back(r.rank);
@@ -141,8 +142,10 @@ std::vector<std::string> flight_lines(const std::vector<RankFlight>& ranks) {
     bool first = true;
     for (auto& [text, rs] : at) {
       std::sort(rs.begin(), rs.end());
+      std::string place = text;
+      if (place[0] == '~') place.replace(0, 1, rs.size() == 1 ? "waits" : "wait");
       line += std::string(first ? " " : "; ") + (rs.size() == 1 ? "rank " : "ranks ") +
-              rank_ranges(rs) + " " + text;
+              rank_ranges(rs) + " " + place;
       first = false;
     }
     lines.push_back(line);

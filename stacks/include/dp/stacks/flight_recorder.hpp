@@ -103,8 +103,8 @@ std::optional<FlightHang> flight_hang(const std::vector<RankFlight>& ranks,
                                       std::chrono::milliseconds timeout);
 
 // dp-top --stacks's lines: per process group, the ranks at each place
-// ("process group 0: ranks 0,2-3 wait in all_reduce #22 for 31 s; rank 1 is
-// at #21 (broadcast, done)"), then the ranks not read, by why.
+// ("flight recorder, process group 0: rank 1 done #21 (broadcast); ranks
+// 0,2-3 wait in all_reduce #22 for 31 s"), then the ranks not read, by why.
 std::vector<std::string> flight_lines(const std::vector<RankFlight>& ranks);
 
 // Who the others wait for, over the collectives that several read ranks
