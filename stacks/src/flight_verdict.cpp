@@ -166,23 +166,32 @@ struct Seen {
   const Arrival* a;
 };
 
-// One collective's lateness: who came last and what the others waited.
-void judge_collective(const std::vector<Seen>& seen, std::map<int, LateRank>& by_rank) {
+// Each rank's wait in one collective (ms): its GPU time over the shortest
+// where all were timed, else from its enqueue to the last one's.
+std::vector<double> waits_in(const std::vector<Seen>& seen) {
   const bool timed = std::all_of(seen.begin(), seen.end(),
                                  [](const Seen& s) { return s.a->duration_ms.has_value(); });
+  std::vector<double> out;
+  if (timed) {
+    double least = *seen[0].a->duration_ms;
+    for (const auto& s : seen) least = std::min(least, *s.a->duration_ms);
+    for (const auto& s : seen) out.push_back(*s.a->duration_ms - least);
+  } else {
+    int64_t last = seen[0].a->created_ns;
+    for (const auto& s : seen) last = std::max(last, s.a->created_ns);
+    for (const auto& s : seen) out.push_back(static_cast<double>(last - s.a->created_ns) / 1e6);
+  }
+  return out;
+}
+
+// One collective's lateness: who came last (waited least) and what the others waited.
+void judge_collective(const std::vector<Seen>& seen, std::map<int, LateRank>& by_rank) {
+  const auto waits = waits_in(seen);
   size_t last = 0;
   double late_ms = 0;
-  if (timed) {  // the shortest waited least: it came last; the others waited their excess
-    for (size_t i = 1; i < seen.size(); ++i)
-      if (*seen[i].a->duration_ms < *seen[last].a->duration_ms) last = i;
-    for (const auto& s : seen) late_ms += *s.a->duration_ms - *seen[last].a->duration_ms;
-  } else {
-    int64_t first = seen[0].a->created_ns;
-    for (size_t i = 0; i < seen.size(); ++i) {
-      first = std::min(first, seen[i].a->created_ns);
-      if (seen[i].a->created_ns > seen[last].a->created_ns) last = i;
-    }
-    late_ms = static_cast<double>(seen[last].a->created_ns - first) / 1e6;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    if (waits[i] < waits[last]) last = i;
+    late_ms += waits[i];
   }
   for (const auto& s : seen) by_rank[s.rank].seen++;
   LateRank& l = by_rank[seen[last].rank];
@@ -212,6 +221,37 @@ std::vector<LateRank> late_ranks(const std::vector<RankFlight>& ranks) {
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const LateRank& a, const LateRank& b) { return a.late_ms > b.late_ms; });
+  return out;
+}
+
+std::vector<WaitShare> flight_wait_shares(const std::vector<RankFlight>& ranks, int64_t from_ns,
+                                          int64_t to_ns) {
+  std::map<std::pair<std::string, int64_t>, std::vector<Seen>> collectives;
+  std::map<int, WaitShare> by_rank;
+  for (const auto& r : ranks) {
+    if (!r.unread.empty()) continue;
+    for (const auto& a : r.arrivals)
+      if (a.created_ns >= from_ns && a.created_ns < to_ns)
+        collectives[{a.group, a.seq}].push_back(Seen{r.rank, &a});
+    by_rank[r.rank].host = r.host;
+  }
+  const double span_ms = static_cast<double>(std::max<int64_t>(to_ns - from_ns, 1)) / 1e6;
+  for (const auto& [key, seen] : collectives) {
+    if (seen.size() < 2) continue;
+    const auto waits = waits_in(seen);
+    for (size_t i = 0; i < seen.size(); ++i) {
+      WaitShare& w = by_rank[seen[i].rank];
+      w.waiting += waits[i] / span_ms;
+      w.collectives++;
+    }
+  }
+  std::vector<WaitShare> out;
+  for (auto& [rank, w] : by_rank) {
+    if (w.collectives == 0) continue;
+    w.rank = rank;
+    w.waiting = std::clamp(w.waiting, 0.0, 1.0);
+    out.push_back(w);
+  }
   return out;
 }
 

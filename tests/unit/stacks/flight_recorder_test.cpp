@@ -159,6 +159,36 @@ TEST(FlightRecorder, TheRankTheOthersWaitFor) {
             "in all");
 }
 
+// Issue 55's input: each rank's share of a block spent waiting for the others.
+TEST(FlightRecorder, WaitSharesOfABlock) {
+  // 3 ranks, a collective a second for 10 s; rank 1 enqueues each 200 ms late.
+  std::vector<RankFlight> ranks(3);
+  for (int r = 0; r < 3; ++r) {
+    ranks[static_cast<size_t>(r)] = RankFlight{r, "n" + std::to_string(r), 0, "", {}, {}};
+    for (int seq = 1; seq <= 12; ++seq)
+      ranks[static_cast<size_t>(r)].arrivals.push_back(
+          Arrival{"0", seq, "all_reduce", 1'000'000'000LL * seq + (r == 1 ? 200'000'000 : 0),
+                  std::nullopt});
+  }
+  auto shares = flight_wait_shares(ranks, 1'000'000'000, 11'000'000'000);
+  ASSERT_EQ(shares.size(), 3u);
+  EXPECT_NEAR(shares[0].waiting, 0.2, 1e-9);  // 10 x 200 ms of 10 s
+  EXPECT_NEAR(shares[1].waiting, 0.0, 1e-9);
+  EXPECT_NEAR(shares[2].waiting, 0.2, 1e-9);
+  EXPECT_EQ(shares[0].collectives, 10);
+  EXPECT_EQ(shares[1].host, "n1");
+  // Timed on the GPU: rank 1's collectives take 1 ms, the others' 51 ms.
+  for (auto& r : ranks)
+    for (auto& a : r.arrivals) a.duration_ms = r.rank == 1 ? 1.0 : 51.0;
+  shares = flight_wait_shares(ranks, 1'000'000'000, 11'000'000'000);
+  EXPECT_NEAR(shares[0].waiting, 0.05, 1e-9);  // 10 x 50 ms of 10 s
+  EXPECT_NEAR(shares[1].waiting, 0.0, 1e-9);
+  // An unread rank and a block with no collective: no evidence.
+  ranks[2].unread = "no pipe";
+  EXPECT_EQ(flight_wait_shares(ranks, 1'000'000'000, 11'000'000'000).size(), 2u);
+  EXPECT_TRUE(flight_wait_shares(ranks, 100'000'000'000, 110'000'000'000).empty());
+}
+
 TEST(FlightRecorder, TheViewsLinesGroupRanksByPlace) {
   std::vector<RankFlight> ranks{
       read_rank(0, "n1", 1, seconds(31)), read_rank(1, "n2", 2, seconds(31)),

@@ -121,6 +121,20 @@ struct LateRank {
 };
 // Latest first (the most wait caused); ranks never last are left out.
 std::vector<LateRank> late_ranks(const std::vector<RankFlight>& ranks);
+
+// The straggler verdict's input from the recorders (issue 55's RankShare,
+// looks exact): each read rank's share of [from_ns, to_ns) spent waiting for
+// its peers in the collectives that several read ranks enqueued then, by the
+// rule above (its GPU time over the shortest, else its enqueue before the
+// last). Ranks in no such collective are left out: no evidence.
+struct WaitShare {
+  int rank = -1;
+  std::string host;
+  double waiting = 0;  // 0..1
+  int collectives = 0;
+};
+std::vector<WaitShare> flight_wait_shares(const std::vector<RankFlight>& ranks, int64_t from_ns,
+                                          int64_t to_ns);
 // "rank 1 (n2) entered 40 of 40 collectives last, the others waited 1532.0 ms for it in all".
 std::string late_text(const LateRank& r);
 
