@@ -74,7 +74,7 @@ bool take_dump(int dir_fd, int64_t since_ns, stacks::RankFlight& r, std::string&
     return false;
   }
   if (!S_ISREG(st.st_mode) || st.st_size > static_cast<off_t>(kMostDumpBytes)) {
-    why = "its dump is not a regular file of at most 64 MiB";
+    why = "its dump is not a regular file of at most 16 MiB";
     return false;
   }
   const std::string bytes = read_bounded_at(dir_fd, dump.c_str(), kMostDumpBytes);

@@ -43,8 +43,8 @@ class FlightPlaces {
   UniqueFd ras_hold_;
 };
 
-inline constexpr size_t kMostDumpBytes = 64u << 20;
-inline constexpr size_t kMostArrivals = 64;  // per rank, for stragglers
+inline constexpr size_t kMostDumpBytes = 16u << 20;  // pickle::Limits' bound
+inline constexpr size_t kMostArrivals = 64;          // per rank, for stragglers
 
 // When each rank's pipe was last written (the wall clock, ns): a dump that
 // came after the read that asked for it is taken by the next read.

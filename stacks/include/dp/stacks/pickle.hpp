@@ -29,11 +29,14 @@ struct Node {
   std::vector<uint32_t> items;  // list and tuple: the items; dict: key, value, key, value, ...
 };
 
+// The defaults hold a dump of PyTorch's buffer at ten times its default size
+// (20 000 entries: about 10 MiB, half a million values) in at most about
+// 100 MiB of the reader's memory.
 struct Limits {
-  size_t max_bytes = 64u << 20;  // of the input
-  size_t max_nodes = 4u << 20;   // values made (each costs an opcode of input)
+  size_t max_bytes = 16u << 20;  // of the input
+  size_t max_nodes = 1u << 20;   // values made (each costs an opcode of input), ~80 bytes each
   size_t max_stack = 1u << 20;   // values on the stack and marks
-  size_t max_items = 16u << 20;  // in all containers together (a memo repeats without bytes)
+  size_t max_items = 4u << 20;   // in all containers together (a memo repeats without bytes)
 };
 
 class Document {
