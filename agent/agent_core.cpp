@@ -88,7 +88,7 @@ void AgentCore::daemon_push(const proto::Response& r) {
   // (unmodified frameworks) would otherwise wait in a collective for minutes.
   // First the survivors are read for the report (a hang's verdict carries
   // its own read; kept survivors run on and can be read by dp-top).
-  if (r.has_hang() || cfg_.keep_survivors) return end_tasks(r.message());
+  if (r.has_hang() || cfg_.on_failure == OnFailure::keep) return end_tasks(r.message());
   pending_end_ = PendingEnd{r.message(), told_ranks(), std::nullopt};
   out_.read_stacks(rdv::kStacksAtFailure, kAtFailureRead, false);
 }
@@ -194,7 +194,7 @@ void AgentCore::on_daemon_lost(const std::string& why) {
 }
 
 void AgentCore::end_tasks(const std::string& why) {
-  if (!cfg_.keep_survivors) out_.end_tasks(why, told_ranks());
+  if (cfg_.on_failure == OnFailure::end) out_.end_tasks(why, told_ranks());
 }
 
 std::set<int> AgentCore::told_ranks() const {

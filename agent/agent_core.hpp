@@ -52,8 +52,8 @@ struct AgentConfig {
   // A rank's connection dropped: slurmstepd's exit status usually follows
   // within milliseconds, and makes the first failure say how the rank died.
   std::chrono::milliseconds exit_status_grace{250};
-  // on_failure=keep: a failed step's survivors run on (the agent never ends them).
-  bool keep_survivors = false;
+  // keep: a failed step's survivors run on (the agent never ends them).
+  OnFailure on_failure = OnFailure::end;
   size_t max_cache_bytes = 64u << 20;
   uint32_t max_frame_bytes = rdv::kMaxFrameBytes;   // after hello
   std::function<Result<std::string>()> make_nonce;  // tests and the fuzzer pin it

@@ -40,7 +40,7 @@ AgentConfig core_config(const AgentSettings& s) {
   c.daemon_addr = s.addr;
   c.world_size = s.world_size;
   c.node_ranks = s.ranks;
-  c.keep_survivors = s.keep_survivors;
+  c.on_failure = s.on_failure;
   c.daemon_silence = s.heartbeat_timeout;
   return c;
 }

@@ -186,10 +186,13 @@ const Setting kSettings[] = {
     {"heartbeat_timeout_ms", set_number<&AgentSettings::heartbeat_timeout, 0, kDayMs>,
      get_number<&AgentSettings::heartbeat_timeout>},
     {"on_failure",
-     [](AgentSettings& s, std::string_view key, std::string_view v) {
-       return set_word(s.keep_survivors, key, v, "keep", "end");
+     [](AgentSettings& s, std::string_view key, std::string_view v) -> Result<void> {
+       const auto f = on_failure_named(v);
+       if (!f) return bad(std::string(key) + ": end|keep");
+       s.on_failure = *f;
+       return {};
      },
-     [](const AgentSettings& s) -> Line { return s.keep_survivors ? "keep" : "end"; }},
+     [](const AgentSettings& s) -> Line { return on_failure_name(s.on_failure); }},
     {"workers",
      [](AgentSettings& s, std::string_view key, std::string_view v) {
        return set_word(s.watch_workers, key, v, "watch", "none");

@@ -36,9 +36,9 @@ struct AgentSettings {
   MasterPortValue published;           // with publish
   std::chrono::milliseconds port_wait{std::chrono::seconds(site_defaults().port_wait_s)};
   // When the step fails: SIGTERM to the node's tasks, SIGKILL this much later
-  // (site key kill_grace); keep_survivors (on_failure=keep): signal none.
+  // (site key kill_grace); with on_failure=keep: signal none.
   std::chrono::milliseconds kill_grace{std::chrono::seconds(site_defaults().kill_grace_s)};
-  bool keep_survivors = false;
+  OnFailure on_failure = OnFailure::end;
   // The site's heartbeat_timeout: the daemon silent this long is gone; a
   // shorter outage is survived (the agent reconnects). 0: no bound.
   std::chrono::milliseconds heartbeat_timeout{

@@ -15,7 +15,8 @@ Broker::Broker(BrokerConfig cfg, Outbox& out, Clock::time_point now)
     : cfg_(std::move(cfg)),
       out_(out),
       phases_(now, "job " + cfg_.job_id + " step " + cfg_.step_id),
-      report_(now, cfg_.job_id, cfg_.step_id, cfg_.world_size, cfg_.limits.hang_timeout),
+      report_(now, cfg_.job_id, cfg_.step_id, cfg_.world_size, cfg_.limits.hang_timeout,
+              cfg_.limits.hang_timeout_by_user),
       live_(cfg_.world_size, cfg_.limits.heartbeat_timeout, now),
       store_(cfg_.limits) {
   if (!cfg_.make_nonce) cfg_.make_nonce = rdv::random_nonce;
@@ -337,7 +338,7 @@ void Broker::abort_job(AbortCause cause) {
   }
   const bool unreachable =
       abort_->how == AbortCause::How::node_lost || abort_->how == AbortCause::How::node_silent;
-  if (unreachable && cfg_.limits.end_lost_steps) out_.end_step_in_slurm(*abort_);
+  if (unreachable && cfg_.limits.on_failure == OnFailure::end) out_.end_step_in_slurm(*abort_);
 }
 
 void Broker::on_disconnect(ConnId conn, Clock::time_point now) {

@@ -36,7 +36,9 @@ struct BrokerLimits {
   // No rank made progress this long (hang_watch.hpp's rule, from the node
   // agents' stacks), or others waited this long in a collective a live libdp
   // rank does not enter: the step hangs (0: off).
-  std::chrono::milliseconds hang_timeout{120'000};
+  std::chrono::milliseconds hang_timeout{std::chrono::seconds(site_defaults().hang_timeout_s)};
+  // The user's --dp-hang-timeout set hang_timeout; else the site's hang_timeout.
+  bool hang_timeout_by_user{false};
   // 1: a hang ends the step (the site's on_hang=end); 0: it is named only.
   int end_on_hang{0};
   int max_agents{256};  // authenticated non-rank peers (stepd agents, tools)
@@ -48,9 +50,9 @@ struct BrokerLimits {
   // Node agents the step expects (--nodes): connections and the
   // hello budget then follow nodes, not ranks. 0: ranks connect directly.
   int nodes{0};
-  // A lost or silent node ends the step through slurmctld (0: only report,
-  // the site's on_failure=keep).
-  int end_lost_steps{1};
+  // end: a lost or silent node ends the step through slurmctld; keep: the
+  // failure is only reported (on_failure=keep).
+  OnFailure on_failure{OnFailure::end};
 };
 
 }  // namespace dp::daemon

@@ -117,16 +117,15 @@ void Broker::judge_stacks(const std::vector<stacks::RankStacks>& got,
                           Clock::time_point now) {
   auto v = hang_watch_->observe(now, got, complete);
   if (report_.counts_collectives()) return;
-  const double bound = std::chrono::duration<double>(cfg_.limits.hang_timeout).count();
+  const std::string bound =
+      hang_bound_text(cfg_.limits.hang_timeout, cfg_.limits.hang_timeout_by_user);
   AbortCause c;
   c.how = AbortCause::How::hang;
   c.when = now;
   if (auto f = stacks::flight_hang(flights, cfg_.limits.hang_timeout)) {
-    char tail[96];
-    std::snprintf(tail, sizeof tail, " (flight recorder; hang timeout %g s)", bound);
     c.rank = f->rank;
     c.host = f->host;
-    c.message = f->message + tail;
+    c.message = f->message + " (flight recorder; " + bound + ")";
     return hang_found(std::move(c), "flight " + f->which,
                       stacks::format_groups(stacks::merge_stacks(got)));
   }
@@ -134,10 +133,9 @@ void Broker::judge_stacks(const std::vector<stacks::RankStacks>& got,
   c.rank = v->odd_rank;
   c.host = v->odd_host;
   const double still = std::chrono::duration<double>(v->still).count();
-  char head[160];
-  std::snprintf(head, sizeof head,
-                "no rank has made progress for %.0f s (hang timeout %g s): ", still, bound);
-  c.message = head + v->summary;
+  char head[80];
+  std::snprintf(head, sizeof head, "no rank has made progress for %.0f s (", still);
+  c.message = head + bound + "): " + v->summary;
   hang_found(std::move(c), "stacks #" + std::to_string(++stack_hangs_), v->lines);
 }
 

@@ -43,7 +43,8 @@ std::vector<std::string> format_arguments(const LaunchArgs& a) {
   if (a.heartbeat_timeout_ms >= 0)
     add("--heartbeat-timeout-ms", std::to_string(a.heartbeat_timeout_ms));
   if (a.hang_timeout_ms >= 0) add("--hang-timeout-ms", std::to_string(a.hang_timeout_ms));
-  if (!a.end_lost_steps) add("--end-lost-steps", "0");
+  if (a.hang_timeout_by_user) add("--hang-timeout-by", "user");
+  if (a.on_failure != OnFailure::end) add("--on-failure", on_failure_name(a.on_failure));
   if (a.end_on_hang) add("--end-on-hang", "1");
   if (a.notice_fd >= 0) add("--notice-fd", std::to_string(a.notice_fd));
   return v;

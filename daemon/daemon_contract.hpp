@@ -16,9 +16,13 @@
 
 #include "dp/daemon_ports.hpp"
 #include "dp/result.hpp"
+#include "dp/site_config.hpp"  // OnFailure
 
 namespace dp::daemon {
 
+// The daemon's contract, as srun fills it from the step's options and the
+// site's settings; a field left as it is, the daemon's default (the site
+// defaults' own, dp/site_config.hpp).
 struct LaunchArgs {
   int world_size = 0;
   std::string job_id, step_id;
@@ -28,9 +32,12 @@ struct LaunchArgs {
   bool step_nodes_on_stdin = true;    // the step's node addresses: the last line of stdin
   int64_t heartbeat_timeout_ms = -1;  // -1: the daemon's default
   int64_t hang_timeout_ms = -1;       // -1: the daemon's default; 0: off
-  bool end_lost_steps = true;         // false with on_failure=keep
-  bool end_on_hang = false;           // on_hang=end
-  int notice_fd = -1;                 // srun's stderr in the daemon; -1: none
+  // The user's --dp-hang-timeout set it (not the site's hang_timeout): the
+  // hang verdict names the option the user can change.
+  bool hang_timeout_by_user = false;
+  OnFailure on_failure = OnFailure::end;  // keep: a lost node does not end the step
+  bool end_on_hang = false;               // on_hang=end / --dp-on-hang=end
+  int notice_fd = -1;                     // srun's stderr in the daemon; -1: none
 };
 
 // The daemon's arguments after its path.

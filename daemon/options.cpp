@@ -81,10 +81,6 @@ constexpr NumberOption kNumberOptions[] = {
      "a rank silent this long while others are heard aborts the job; all ranks silent: "
      "suspended, not dead",
      "off"},
-    {"--end-lost-steps", "0|1", 0, 1, DP_FIELD(limits.end_lost_steps),
-     "1: a node lost or silent ends the step through slurmctld (srun need not wait for Slurm's "
-     "node timeout); 0: the failure is only reported (the site's on_failure=keep)",
-     nullptr},
     {"--hang-timeout-ms", "MS", 0, 24 * kHourMs, DP_FIELD(limits.hang_timeout),
      "no rank made progress for MS (the node agents' stacks: no rank computes, no rank's "
      "Python frames move), or a live libdp rank does not enter a collective the others have "
@@ -196,6 +192,15 @@ std::string usage_text() {
     if (n.help == nullptr) continue;
     out += option_help(std::string(n.name) + " " + n.arg, n.help, default_text(n, n.get(defaults)));
   }
+  out += option_help("--on-failure end|keep",
+                     "end: a node lost or silent ends the step through slurmctld (srun need not "
+                     "wait for Slurm's node timeout); keep: the failure is only reported (the "
+                     "site's or the user's on_failure=keep)",
+                     "(default end)");
+  out += option_help("--hang-timeout-by site|user",
+                     "who set --hang-timeout-ms: the hang verdict names the site's hang_timeout "
+                     "or the user's own option",
+                     "(default site)");
   return out;
 }
 
@@ -231,6 +236,16 @@ Result<DaemonOptions> parse_options(const std::vector<std::string>& args) {
       DP_TRY(parse_listen_ports_from(v, o.listen_ports));
     } else if (a == "--step-nodes") {
       o.step_nodes = v;
+    } else if (a == "--on-failure") {
+      const auto f = on_failure_named(v);
+      if (!f)
+        return make_error(Errc::invalid_argument, "--on-failure: end or keep, got '" + v + "'");
+      o.limits.on_failure = *f;
+    } else if (a == "--hang-timeout-by") {
+      if (v != "user" && v != "site")
+        return make_error(Errc::invalid_argument,
+                          "--hang-timeout-by: user or site, got '" + v + "'");
+      o.limits.hang_timeout_by_user = v == "user";
     } else {
       return make_error(Errc::invalid_argument, "unknown option " + a + "; see --help");
     }

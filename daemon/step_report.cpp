@@ -41,6 +41,11 @@ std::string seconds_text(std::chrono::steady_clock::duration d) {
   return num(std::chrono::duration<double>(d).count()) + " s";
 }
 
+std::string hang_bound_text(std::chrono::milliseconds bound, bool by_user) {
+  const std::string s = num(std::chrono::duration<double>(bound).count(), "%g");
+  return by_user ? "--dp-hang-timeout=" + s + "s" : "the site's hang_timeout=" + s + " s";
+}
+
 std::string rank_list(const std::vector<int>& ranks) {
   std::string s;
   for (size_t i = 0; i < ranks.size() && i < 8; ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
@@ -49,12 +54,13 @@ std::string rank_list(const std::vector<int>& ranks) {
 }
 
 StepReport::StepReport(Clock::time_point start, std::string job, std::string step, int world_size,
-                       std::chrono::milliseconds hang_timeout)
+                       std::chrono::milliseconds hang_timeout, bool hang_timeout_by_user)
     : start_(start),
       job_(std::move(job)),
       step_(std::move(step)),
       world_size_(world_size),
       hang_timeout_(hang_timeout),
+      hang_timeout_by_user_(hang_timeout_by_user),
       ranks_(static_cast<size_t>(std::max(world_size, 0))) {}
 
 double StepReport::since_start_ms(Clock::time_point t) const {
@@ -168,9 +174,8 @@ std::optional<HangVerdict> StepReport::check_hang(Clock::time_point now) {
               " hangs: it is alive (its heartbeats arrive) but has not entered collective #" +
               std::to_string(top) + " (it is at #" + std::to_string(m.p.ops_started()) +
               ") that rank(s) " + rank_list(waiting) + " have waited in for " +
-              num(std::chrono::duration<double>(waited).count()) +
-              " s; the site's bound is hang_timeout=" +
-              num(std::chrono::duration<double>(hang_timeout_).count(), "%g") + " s";
+              num(std::chrono::duration<double>(waited).count()) + " s; the bound is " +
+              hang_bound_text(hang_timeout_, hang_timeout_by_user_);
   if (missing.size() > 1) v.message += " (also not arrived: ranks " + rank_list(missing) + ")";
   return v;
 }

@@ -28,6 +28,9 @@ using Json = nlohmann::ordered_json;
 
 // Ranks for a message: the first 8, then a count ("0,2,... (12 ranks)").
 std::string rank_list(const std::vector<int>& ranks);
+// The hang bound as a verdict names it: the option its setter can change,
+// "--dp-hang-timeout=20s" (the user's) or "the site's hang_timeout=120 s".
+std::string hang_bound_text(std::chrono::milliseconds bound, bool by_user);
 // "12.3 s": how long, as the report's lines say it.
 std::string seconds_text(std::chrono::steady_clock::duration d);
 
@@ -71,7 +74,7 @@ class StepReport {
  public:
   using Clock = std::chrono::steady_clock;
   StepReport(Clock::time_point start, std::string job, std::string step, int world_size,
-             std::chrono::milliseconds hang_timeout);
+             std::chrono::milliseconds hang_timeout, bool hang_timeout_by_user = false);
 
   void on_hello(int rank, const std::string& host, Clock::time_point now);
   void on_agent_set(Clock::time_point now);  // the master node published its port
@@ -153,6 +156,7 @@ class StepReport {
   std::string job_, step_;
   int world_size_;
   std::chrono::milliseconds hang_timeout_;
+  bool hang_timeout_by_user_;
   std::vector<Rank> ranks_;
   double agent_set_ms_ = -1;
   std::optional<StepPorts> ports_;

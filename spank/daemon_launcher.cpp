@@ -12,7 +12,6 @@
 #include <cstring>
 #include <vector>
 
-#include "daemon_contract.hpp"
 #include "dp/hex.hpp"
 #include "dp/params.hpp"
 #include "dp/random_bytes.hpp"
@@ -89,7 +88,7 @@ Result<std::string> make_secret() {
   return hex;
 }
 
-Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string& secret) {
+Result<StartingDaemon> start_daemon(const DaemonLaunch& req, const std::string& secret) {
   if (access(req.path.c_str(), X_OK) != 0)
     return make_error(Errc::unavailable, "rendezvous daemon " + req.path + " is not executable (" +
                                              std::strerror(errno) +
@@ -97,17 +96,8 @@ Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string&
                                              "in plugstack.conf");
   // The address to listen on follows the secret on stdin: srun learns the
   // route to the master node while the daemon starts (send_listen_address).
-  dp::daemon::LaunchArgs la;
-  la.world_size = req.world_size;
-  la.job_id = std::to_string(req.job_id);
-  la.step_id = std::to_string(req.step_id);
-  la.nodes = req.nodes;
-  if (req.heartbeat_timeout_s >= 0) la.heartbeat_timeout_ms = req.heartbeat_timeout_s * 1000LL;
-  if (req.hang_timeout_s >= 0) la.hang_timeout_ms = req.hang_timeout_s * 1000LL;
-  la.end_lost_steps = !req.keep_survivors;
-  la.end_on_hang = req.end_on_hang;
+  dp::daemon::LaunchArgs la = req.args;
   la.notice_fd = kNoticeFd;
-  la.listen_ports = req.listen_ports;
   std::vector<std::string> args = dp::daemon::format_arguments(la);
   args.insert(args.begin(), req.path);
   std::vector<char*> argv;
@@ -174,7 +164,7 @@ Result<RunningDaemon> await_daemon(StartingDaemon& d, int timeout_ms) {
   return RunningDaemon{d.pid, parsed->port, std::move(parsed->report_socket)};
 }
 
-Result<RunningDaemon> launch_daemon(const DaemonRequest& req, const std::string& secret,
+Result<RunningDaemon> launch_daemon(const DaemonLaunch& req, const std::string& secret,
                                     const std::string& listen_address,
                                     const std::vector<std::string>& node_addresses) {
   auto d = start_daemon(req, secret);

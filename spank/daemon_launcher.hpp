@@ -13,23 +13,17 @@
 #include <string>
 #include <vector>
 
-#include "dp/daemon_ports.hpp"
+#include "daemon_contract.hpp"
 #include "dp/result.hpp"
 #include "dp/unique_fd.hpp"
 
 namespace dp::spank {
 
-struct DaemonRequest {
+// The daemon srun starts: its path, its contract as srun fills it (argv:
+// daemon_contract.hpp), and how srun itself runs it.
+struct DaemonLaunch {
   std::string path;
-  int world_size = 0;
-  int nodes = 0;  // the step's nodes, one agent each; 0: unknown
-  uint32_t job_id = 0;
-  uint32_t step_id = 0;
-  int heartbeat_timeout_s = -1;  // site setting heartbeat_timeout; -1: the daemon's default
-  int hang_timeout_s = -1;       // -1: the daemon's default; 0: off
-  bool end_on_hang = false;      // on_hang=end / --dp-on-hang=end
-  bool keep_survivors = false;   // on_failure=keep: a lost node does not end the step
-  ListenRange listen_ports{};    // the site's daemon_ports or Slurm's SrunPortRange; unset: any
+  dp::daemon::LaunchArgs args;  // notice_fd is the launcher's own
   bool show_stderr = false;
   int ready_timeout_ms = 10'000;
 };
@@ -53,7 +47,7 @@ struct StartingDaemon {
 
 // Forks the daemon and hands it the secret; returns at once so the caller
 // can do other work while the daemon starts.
-Result<StartingDaemon> start_daemon(const DaemonRequest& req, const std::string& secret);
+Result<StartingDaemon> start_daemon(const DaemonLaunch& req, const std::string& secret);
 // The address the daemon binds (the one the ranks route to; IPv4 or IPv6,
 // without brackets), then the step's node addresses (Slurm's NodeAddr: their
 // connections without hello get a budget of their own). Closes its stdin; a
@@ -66,7 +60,7 @@ Result<RunningDaemon> await_daemon(StartingDaemon& d, int timeout_ms);
 void abandon_daemon(StartingDaemon& d);
 
 // start_daemon + send_listen_address + await_daemon.
-Result<RunningDaemon> launch_daemon(const DaemonRequest& req, const std::string& secret,
+Result<RunningDaemon> launch_daemon(const DaemonLaunch& req, const std::string& secret,
                                     const std::string& listen_address,
                                     const std::vector<std::string>& node_addresses = {});
 

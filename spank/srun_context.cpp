@@ -244,21 +244,24 @@ void export_step_environment(const StepIds& id, const CheckedStep& c, const Opti
   setenv(std::string(param_spec(Param::rdv_silence_ms).name).c_str(), silence_ms.c_str(), 0);
 }
 
-DaemonRequest daemon_request(const SiteConfig& site, const Options& opts, const StepIds& id) {
-  DaemonRequest req;
-  req.path = daemon_path(site);
-  req.world_size = static_cast<int>(id.tasks);
-  req.nodes = static_cast<int>(id.nodes);
-  req.job_id = id.job;
-  req.step_id = id.step;
-  req.hang_timeout_s = opts.hang_timeout_s.value_or(site.hang_timeout_s);
-  req.end_on_hang = opts.end_on_hang.value_or(site.end_on_hang);
-  req.keep_survivors = opts.keeps_survivors(site.keep_survivors);
-  req.heartbeat_timeout_s = site.heartbeat_timeout_s;
-  req.show_stderr = opts.verbose.value_or(false) || debug_enabled();
+// The daemon's contract, filled from the step's options over the site's.
+DaemonLaunch daemon_launch(const SiteConfig& site, const Options& opts, const StepIds& id) {
+  DaemonLaunch d;
+  d.path = daemon_path(site);
+  dp::daemon::LaunchArgs& a = d.args;
+  a.world_size = static_cast<int>(id.tasks);
+  a.nodes = static_cast<int>(id.nodes);
+  a.job_id = std::to_string(id.job);
+  a.step_id = std::to_string(id.step);
+  a.heartbeat_timeout_ms = site.heartbeat_timeout_s * 1000LL;
+  a.hang_timeout_ms = opts.hang_timeout_s.value_or(site.hang_timeout_s) * 1000LL;
+  a.hang_timeout_by_user = opts.hang_timeout_s.has_value();
+  a.on_failure = opts.on_failure.value_or(site.on_failure);
+  a.end_on_hang = opts.end_on_hang.value_or(site.end_on_hang);
   const slurm::PortRange srun_ports = slurm::srun_port_range();
-  req.listen_ports = daemon_listen_range(site, srun_ports.low, srun_ports.high);
-  return req;
+  a.listen_ports = daemon_listen_range(site, srun_ports.low, srun_ports.high);
+  d.show_stderr = opts.verbose.value_or(false) || debug_enabled();
+  return d;
 }
 
 // The daemon's address as the tasks reach it: srun's own address on the
@@ -302,10 +305,10 @@ int srun_local_user_init(spank_t sp) {
   auto secret = make_secret();
   if (!secret) return fail(sp, secret.error());
   sr.end.srun_check_ms = clock.ms();
-  DaemonRequest req = daemon_request(st.site, opts, *id);
+  const DaemonLaunch launch = daemon_launch(st.site, opts, *id);
   std::optional<StartingDaemon> starting;
   if (!explain) {
-    auto s = start_daemon(req, *secret);
+    auto s = start_daemon(launch, *secret);
     if (!s) return fail(sp, s.error());
     starting = std::move(*s);
   }
@@ -325,7 +328,7 @@ int srun_local_user_init(spank_t sp) {
   // The daemon listens only there, not on every address of srun's host.
   const bool v6 = host->size() > 2 && host->front() == '[';
   send_listen_address(*starting, v6 ? host->substr(1, host->size() - 2) : *host, step->node_addrs);
-  auto daemon = await_daemon(*starting, req.ready_timeout_ms);
+  auto daemon = await_daemon(*starting, launch.ready_timeout_ms);
   if (!daemon) return fail(sp, daemon.error());
   sr.daemon_pid = daemon->pid;
   sr.end.srun_daemon_ms = clock.ms();
@@ -339,7 +342,7 @@ int srun_local_user_init(spank_t sp) {
     std::cerr << "slurm-dp: step " << id->job << "." << id->step << ": world "
               << step->plan.world_size << " on " << step->shape.hosts.size()
               << " nodes, MASTER_ADDR=" << step->master_addr << ", rendezvous " << rdv << " ("
-              << req.listen_ports.text() << ", pid " << daemon->pid << ")" << std::endl;
+              << launch.args.listen_ports.text() << ", pid " << daemon->pid << ")" << std::endl;
   return 0;
 }
 

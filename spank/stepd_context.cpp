@@ -160,7 +160,7 @@ Result<AgentStart> agent_start(spank_t sp, const StepdState& st, const JobStep& 
   s.port_wait = std::chrono::seconds(st.site.port_wait_s);
   s.kill_grace = std::chrono::seconds(st.site.kill_grace_s);
   s.heartbeat_timeout = std::chrono::seconds(st.site.heartbeat_timeout_s);
-  s.keep_survivors = st.facts.options.keeps_survivors(st.site.keep_survivors);
+  s.on_failure = st.facts.options.on_failure.value_or(st.site.on_failure);
   // The node's role and the step's store, as the plan decides them: a
   // launcher step's agent watches the workers; with the step's store it
   // serves it. (srun refused a shape the plan refuses.)

@@ -213,10 +213,11 @@ const std::vector<Option>& options() {
       row({"dp-on-failure", "end|keep",
            "[slurm-dp] when the step fails: end every remaining task (end, the site's default) "
            "or keep the survivors running and only name the failure (keep)"},
-          &Options::keep_survivors,
-          words<bool>({{"end", false}, {"keep", true}}, "must be end or keep",
-                      "use --dp-on-failure=end (the default: a failure ends the whole step) or "
-                      "--dp-on-failure=keep (the survivors run on)"),
+          &Options::on_failure,
+          words<OnFailure>(
+              {{"end", OnFailure::end}, {"keep", OnFailure::keep}}, "must be end or keep",
+              "use --dp-on-failure=end (the default: a failure ends the whole step) or "
+              "--dp-on-failure=keep (the survivors run on)"),
           Scope::nodes),
       row({"dp-master-socket", "close|pass|share",
            "[slurm-dp] pass: rank 0 gets MASTER_PORT (and DP_PORTS) already bound and "

@@ -17,6 +17,14 @@ const char* accelerator_kind_name(AcceleratorKind k) noexcept {
   return "?";
 }
 
+const char* on_failure_name(OnFailure f) noexcept { return f == OnFailure::keep ? "keep" : "end"; }
+
+std::optional<OnFailure> on_failure_named(std::string_view word) noexcept {
+  for (OnFailure f : {OnFailure::end, OnFailure::keep})
+    if (word == on_failure_name(f)) return f;
+  return std::nullopt;
+}
+
 namespace {
 
 // How a key's value is read and where it goes.
@@ -51,7 +59,9 @@ void set_kind(SiteConfig& c, std::string_view word) {
 }
 void set_resv_ports(SiteConfig& c, std::string_view word) { c.use_resv_ports = word == "use"; }
 void set_default(SiteConfig& c, std::string_view word) { c.default_on = word == "on"; }
-void set_on_failure(SiteConfig& c, std::string_view word) { c.keep_survivors = word == "keep"; }
+void set_on_failure(SiteConfig& c, std::string_view word) {
+  c.on_failure = on_failure_named(word).value_or(OnFailure::end);
+}
 void set_on_hang(SiteConfig& c, std::string_view word) { c.end_on_hang = word == "end"; }
 void set_store(SiteConfig& c, std::string_view word) { c.step_store = word == "step"; }
 void set_port_fallback(SiteConfig& c, std::string_view word) { c.port_fallback_os = word == "os"; }

@@ -32,14 +32,14 @@ enum class MasterSocket {
 };
 
 struct Options {
-  std::optional<int> world;            // 0: auto (the step's task count)
-  std::optional<int> tiles;            // accelerator tiles per task
-  std::optional<int> master_port;      // 0: auto
-  std::optional<bool> explain;         // print the layout, start nothing
-  std::optional<bool> verbose;         // plan and daemon messages on stderr
-  std::optional<std::string> report;   // step report file (JSON), written by srun at step end
-  std::optional<Launcher> launcher;    // per-node launcher tasks (default: auto_detect)
-  std::optional<bool> keep_survivors;  // --dp-on-failure=keep (true) or end; unset: the site's
+  std::optional<int> world;             // 0: auto (the step's task count)
+  std::optional<int> tiles;             // accelerator tiles per task
+  std::optional<int> master_port;       // 0: auto
+  std::optional<bool> explain;          // print the layout, start nothing
+  std::optional<bool> verbose;          // plan and daemon messages on stderr
+  std::optional<std::string> report;    // step report file (JSON), written by srun at step end
+  std::optional<Launcher> launcher;     // per-node launcher tasks (default: auto_detect)
+  std::optional<OnFailure> on_failure;  // --dp-on-failure; unset: the site's on_failure
   // --dp-master-socket: what becomes of the step's held ports at rank 0's
   // exec (step_ports.hpp, port_hold). Unset: each port's default.
   std::optional<MasterSocket> master_socket;
@@ -57,10 +57,6 @@ struct Options {
 
   // Any option is set (a row of the table in options.cpp).
   bool any() const;
-  // The step's choice: the user's --dp-on-failure, else the site's on_failure.
-  bool keeps_survivors(bool site_keeps) const noexcept {
-    return keep_survivors.value_or(site_keeps);
-  }
   bool passes_master_socket() const noexcept { return master_socket == MasterSocket::pass; }
   bool uses_step_store(bool site_step_store) const noexcept {
     return step_store.value_or(site_step_store);

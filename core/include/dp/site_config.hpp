@@ -7,7 +7,10 @@
 // check the plugstack snippet, the man page and ADMIN.md against it.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dp/result.hpp"
@@ -19,6 +22,14 @@ inline constexpr int kMaxStepPorts = 64;
 
 enum class AcceleratorKind { none, cuda, ze, rdu };
 const char* accelerator_kind_name(AcceleratorKind k) noexcept;
+
+// What a step's failure does to the tasks that survive it: one name from
+// the site's on_failure= and the user's --dp-on-failure to the node agents
+// and the daemon. end: every node ends its remaining tasks (a node that
+// cannot be reached, through slurmctld); keep: they run on, the failure named.
+enum class OnFailure : uint8_t { end, keep };
+const char* on_failure_name(OnFailure f) noexcept;  // "end", "keep"
+std::optional<OnFailure> on_failure_named(std::string_view word) noexcept;
 
 struct SiteConfig {
   // Every field starts at its key's default from the table.
@@ -39,13 +50,13 @@ struct SiteConfig {
   int heartbeat_timeout_s{};
   int port_wait_s{};
   bool use_resv_ports{};
-  int hang_timeout_s{};   // 0: off
-  bool end_on_hang{};     // on_hang=end: a hang ends the step (--dp-on-hang wins)
-  std::string report;     // %j job, %s step; empty: none
-  int kill_grace_s{};     // SIGTERM to SIGKILL when the agents end a failed step's tasks
-  bool keep_survivors{};  // on_failure=keep: a failure is reported, no task is ended
-  bool step_store{};      // store=step: the agents serve PyTorch's store (--dp-store wins)
-  int max_ports{};        // the most --dp-ports a step may ask for
+  int hang_timeout_s{};    // 0: off
+  bool end_on_hang{};      // on_hang=end: a hang ends the step (--dp-on-hang wins)
+  std::string report;      // %j job, %s step; empty: none
+  int kill_grace_s{};      // SIGTERM to SIGKILL when the agents end a failed step's tasks
+  OnFailure on_failure{};  // on_failure=: --dp-on-failure wins
+  bool step_store{};       // store=step: the agents serve PyTorch's store (--dp-store wins)
+  int max_ports{};         // the most --dp-ports a step may ask for
 
   // Words the parser accepted but the site should change (a key that was
   // removed), one message each; the plugin shows them on slurm-dp steps.

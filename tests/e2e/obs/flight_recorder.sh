@@ -62,7 +62,7 @@ line=$(notice)
 echo "$line"
 echo "named $ms ms after rank 1 held back (bound ${bound} s)"
 expect_contains "$line" "rank 1 (n2, pid $pid1) never entered all_reduce #22 (process group 0); rank 0 waits in it" "the hang line"
-expect_contains "$line" "(flight recorder; hang timeout $bound s)" "the hang line"
+expect_contains "$line" "(flight recorder; --dp-hang-timeout=${bound}s)" "the hang line names the user's own bound"
 top=$(as_user "$DP_TOP" --stacks "$job.0" 2>&1) || fail "dp-top --stacks failed: $top"
 echo "$top"
 expect_contains "$top" "flight recorder, process group 0: rank 1 done #21 (broadcast); rank 0 waits in all_reduce #22 for" "dp-top --stacks"

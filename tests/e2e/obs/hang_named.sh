@@ -44,6 +44,7 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 echo "$line"
 echo "named $ms ms after rank 3 stopped (bound ${bound} s)"
 expect_contains "$line" "no rank has made progress for" "the hang line"
+expect_contains "$line" "(--dp-hang-timeout=${bound}s)" "the hang line names the user's own bound"
 expect_contains "$line" "rank 3 (n2, pid $(rank_pid 3))" "the hang line"
 expect_contains "$line" "the step runs on" "the hang line"
 if [[ $new_frames == True ]]; then

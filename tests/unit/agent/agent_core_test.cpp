@@ -399,7 +399,7 @@ TEST_F(AgentCoreTest, LosingTheDaemonEndsTheNodesTasksNamingIt) {
 
 TEST_F(AgentCoreTest, KeepSurvivorsEndsNoTaskButStillRelaysTheAbort) {
   AgentConfig c = config();
-  c.keep_survivors = true;
+  c.on_failure = OnFailure::keep;
   Recorder rec;
   AgentCore keep(c, rec, now);
   proto::Response abort;

@@ -24,7 +24,7 @@ TEST(LaunchContract, SettingsRoundTrip) {
   s.kill_grace = std::chrono::milliseconds(2500);
   EXPECT_EQ(s.heartbeat_timeout, std::chrono::seconds(site_defaults().heartbeat_timeout_s));
   s.heartbeat_timeout = std::chrono::milliseconds(30'000);
-  s.keep_survivors = true;
+  s.on_failure = OnFailure::keep;
   s.watch_workers = true;
   s.serve_store = true;
   s.held_ports = {29401, 29400};
@@ -40,7 +40,7 @@ TEST(LaunchContract, SettingsRoundTrip) {
   EXPECT_EQ(back->port_wait.count(), 1500);
   EXPECT_EQ(back->kill_grace.count(), 2500);
   EXPECT_EQ(back->heartbeat_timeout.count(), 30'000);
-  EXPECT_TRUE(back->keep_survivors);
+  EXPECT_EQ(back->on_failure, OnFailure::keep);
   EXPECT_TRUE(back->watch_workers);
   EXPECT_TRUE(back->serve_store);
   EXPECT_EQ(back->job, 7u);

@@ -86,17 +86,16 @@ TEST(Options, ReportFile) {
 
 TEST(Options, OnFailureIsTheUsersChoiceOverTheSites) {
   dp::Options o;
-  EXPECT_FALSE(o.keeps_survivors(false));
-  EXPECT_TRUE(o.keeps_survivors(true));  // unset: the site's on_failure
+  EXPECT_FALSE(o.on_failure) << "unset: the site's on_failure";
   ASSERT_TRUE(apply(o, "dp-on-failure", "keep").ok());
-  EXPECT_TRUE(o.keeps_survivors(false));
+  EXPECT_EQ(o.on_failure, dp::OnFailure::keep);
   EXPECT_TRUE(o.any());
   auto back = dp::parse_node_options(dp::format_node_options(o), "DP_OPTIONS");
   ASSERT_TRUE(back.ok()) << back.error().message;
-  EXPECT_EQ(back->keep_survivors, true);
+  EXPECT_EQ(back->on_failure, dp::OnFailure::keep);
   dp::Options end;
   ASSERT_TRUE(apply(end, "dp-on-failure", "end").ok());
-  EXPECT_FALSE(dp::overlay(o, end).keeps_survivors(true));
+  EXPECT_EQ(dp::overlay(o, end).on_failure, dp::OnFailure::end);
   auto bad = apply(o, "dp-on-failure", "maybe");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("--dp-on-failure"), std::string::npos) << bad.error().message;

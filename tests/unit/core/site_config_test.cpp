@@ -38,7 +38,7 @@ TEST(SiteConfig, ParsesEveryKey) {
   EXPECT_EQ(c->hang_timeout_s, 10);
   EXPECT_EQ(c->report, "/var/log/dp/%j.%s.json");
   EXPECT_EQ(c->heartbeat_timeout_s, 120);
-  EXPECT_TRUE(c->keep_survivors);
+  EXPECT_EQ(c->on_failure, dp::OnFailure::keep);
   EXPECT_EQ(c->kill_grace_s, 3);
   EXPECT_TRUE(c->port_fallback_os);
   auto fresh = dp::parse_site_config({});
@@ -98,7 +98,7 @@ TEST(SiteConfig, EveryListedKeyIsParsed) {
 auto fields(const dp::SiteConfig& c) {
   return std::tie(c.kind, c.devices_per_node, c.tiles_per_device, c.port_min, c.port_max,
                   c.default_on, c.daemon_path, c.lease_dir, c.heartbeat_timeout_s, c.port_wait_s,
-                  c.use_resv_ports, c.hang_timeout_s, c.report, c.kill_grace_s, c.keep_survivors,
+                  c.use_resv_ports, c.hang_timeout_s, c.report, c.kill_grace_s, c.on_failure,
                   c.port_fallback_os);
 }
 
@@ -120,7 +120,7 @@ TEST(SiteConfig, DefaultsAreTheTablesAndEachIsAValidWord) {
   EXPECT_EQ(fresh.lease_dir, "/run/slurm-dp/ports");
   EXPECT_TRUE(fresh.use_resv_ports);
   EXPECT_EQ(fresh.hang_timeout_s, 120);
-  EXPECT_FALSE(fresh.keep_survivors);  // a failed step ends everywhere
+  EXPECT_EQ(fresh.on_failure, dp::OnFailure::end);  // a failed step ends everywhere
   EXPECT_EQ(fresh.kill_grace_s, 10);
 }
 

@@ -229,7 +229,7 @@ TEST_F(BrokerWatchTest, SpinningNcclRanksAreNamedFromTheirFlightRecorders) {
   const std::string& line = other_out_.notices[0];
   EXPECT_EQ(line.rfind("slurm-dp: step 1.0: hang: rank 1 (na, pid 101) never entered all_reduce "
                        "#22 (process group 0); ranks 0, 2, 3 wait in it for 8 s (rank 1 is at "
-                       "#21) (flight recorder; hang timeout 8 s)",
+                       "#21) (flight recorder; the site's hang_timeout=8 s)",
                        0),
             0u)
       << line;

@@ -18,7 +18,8 @@ TEST(DaemonContract, TheArgumentsSrunWritesAreTheOnesTheDaemonReads) {
   a.nodes = 2;
   a.heartbeat_timeout_ms = 30'000;
   a.hang_timeout_ms = 0;
-  a.end_lost_steps = false;
+  a.hang_timeout_by_user = true;
+  a.on_failure = OnFailure::keep;
   a.listen_ports = ListenRange{61000, 61099, "SrunPortRange"};
   auto o = parse_options(format_arguments(a));
   ASSERT_TRUE(o) << o.error().message;
@@ -30,7 +31,8 @@ TEST(DaemonContract, TheArgumentsSrunWritesAreTheOnesTheDaemonReads) {
   EXPECT_EQ(o->limits.nodes, 2);
   EXPECT_EQ(o->limits.heartbeat_timeout, std::chrono::milliseconds(30'000));
   EXPECT_EQ(o->limits.hang_timeout, std::chrono::milliseconds(0));
-  EXPECT_EQ(o->limits.end_lost_steps, 0);
+  EXPECT_TRUE(o->limits.hang_timeout_by_user);
+  EXPECT_EQ(o->limits.on_failure, OnFailure::keep);
   EXPECT_EQ(o->listen_ports.text(), "SrunPortRange=61000-61099");
   // Unset values are left to the daemon's defaults.
   LaunchArgs plain{4, "1", "0"};
@@ -41,6 +43,12 @@ TEST(DaemonContract, TheArgumentsSrunWritesAreTheOnesTheDaemonReads) {
   EXPECT_EQ(d->listen_addr, "127.0.0.1");
   EXPECT_TRUE(d->step_nodes.empty());
   EXPECT_EQ(d->limits.hang_timeout, BrokerLimits{}.hang_timeout);
+  EXPECT_FALSE(d->limits.hang_timeout_by_user);
+  EXPECT_EQ(d->limits.on_failure, OnFailure::end);
+  // The daemon's defaults are the site's (one table, dp/site_config.hpp).
+  EXPECT_EQ(BrokerLimits{}.hang_timeout, std::chrono::seconds(site_defaults().hang_timeout_s));
+  EXPECT_EQ(BrokerLimits{}.heartbeat_timeout,
+            std::chrono::seconds(site_defaults().heartbeat_timeout_s));
   EXPECT_TRUE(d->listen_ports.any());
   EXPECT_EQ(format_addresses("10.0.0.1", {"10.0.0.1", "10.0.0.2"}),
             "10.0.0.1\n10.0.0.1 10.0.0.2 \n");

@@ -309,7 +309,7 @@ TEST_F(NodeBrokerTest, ATaskVerdictIsLeftToTheAgentsAndKeepEndsNothingInSlurm) {
   ASSERT_TRUE(broker_.aborted());
   EXPECT_TRUE(out_.slurm_ends.empty());  // every node is reachable: its agent ends its tasks
   BrokerConfig keep = config(5);
-  keep.limits.end_lost_steps = 0;
+  keep.limits.on_failure = OnFailure::keep;
   Broker& b = other_broker(keep, node_hello_req({0, 1}, "na"));
   b.on_disconnect(1, t0_);
   ASSERT_TRUE(b.aborted());

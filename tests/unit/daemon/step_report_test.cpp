@@ -76,7 +76,26 @@ TEST_F(StepReportTest, HangNamedAfterTheBound) {
   EXPECT_EQ(v->rank, 1);
   EXPECT_NE(v->message.find("rank 1 (host n2) hangs"), std::string::npos) << v->message;
   EXPECT_NE(v->message.find("rank(s) 0,2"), std::string::npos) << v->message;
-  EXPECT_NE(v->message.find("hang_timeout=10 s"), std::string::npos) << v->message;
+  EXPECT_NE(v->message.find("the site's hang_timeout=10 s"), std::string::npos) << v->message;
+}
+
+// The user's --dp-hang-timeout set the bound: the verdict names that option,
+// the one the user can change, not the site's key.
+TEST(StepReportBound, TheUsersBoundIsNamedAsTheirOption) {
+  EXPECT_EQ(hang_bound_text(milliseconds(20'000), true), "--dp-hang-timeout=20s");
+  EXPECT_EQ(hang_bound_text(milliseconds(120'000), false), "the site's hang_timeout=120 s");
+  const auto t0 = Clock::now();
+  StepReport r(t0, "7", "0", 2, milliseconds(2'000), /*hang_timeout_by_user=*/true);
+  std::optional<HangVerdict> v;
+  for (int s = 1; s <= 4 && !v; ++s) {
+    const auto t = t0 + milliseconds(1000 * s);
+    r.on_progress(0, progress(5, 1000 * s), t);
+    r.on_progress(1, progress(4, 0), t);
+    v = r.check_hang(t);
+  }
+  ASSERT_TRUE(v);
+  EXPECT_NE(v->message.find("the bound is --dp-hang-timeout=2s"), std::string::npos) << v->message;
+  EXPECT_EQ(v->message.find("site"), std::string::npos) << v->message;
 }
 
 TEST_F(StepReportTest, NoHangWhileSuspended) {

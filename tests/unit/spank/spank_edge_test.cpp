@@ -509,13 +509,11 @@ class FakeDaemon : public ::testing::Test {
 };
 
 TEST_F(FakeDaemon, SecretGoesThroughStdinAndPortComesBack) {
-  dp::spank::DaemonRequest req;
+  dp::spank::DaemonLaunch req;
   req.path = script("read s; read a; read n; echo \"$s\" > " + dir_ + "/secret; echo \"$a\" > " +
                     dir_ + "/listen; echo \"$n\" > " + dir_ + "/nodes; echo \"$@\" > " + dir_ +
                     "/args; echo READY 4242; exec sleep 30");
-  req.world_size = 4;
-  req.job_id = 7;
-  req.step_id = 1;
+  req.args = dp::daemon::LaunchArgs{4, "7", "1"};
   auto secret = dp::spank::make_secret();
   ASSERT_TRUE(secret.ok());
   EXPECT_EQ(secret->size(), 64u);
@@ -539,7 +537,7 @@ TEST_F(FakeDaemon, SecretGoesThroughStdinAndPortComesBack) {
 }
 
 TEST_F(FakeDaemon, ErrorLineIsReported) {
-  dp::spank::DaemonRequest req;
+  dp::spank::DaemonLaunch req;
   req.path = script("read s; echo 'ERROR cannot bind'; exit 1");
   auto d = dp::spank::launch_daemon(req, "ab", "127.0.0.1");
   ASSERT_FALSE(d.ok());
@@ -547,7 +545,7 @@ TEST_F(FakeDaemon, ErrorLineIsReported) {
 }
 
 TEST_F(FakeDaemon, SilentDaemonTimesOutAndIsKilled) {
-  dp::spank::DaemonRequest req;
+  dp::spank::DaemonLaunch req;
   req.path = script("echo $$ > " + dir_ + "/pid; exec sleep 30");
   req.ready_timeout_ms = 300;
   auto d = dp::spank::launch_daemon(req, "ab", "127.0.0.1");
@@ -560,7 +558,7 @@ TEST_F(FakeDaemon, SilentDaemonTimesOutAndIsKilled) {
 }
 
 TEST_F(FakeDaemon, MissingBinaryNamesTheSetting) {
-  dp::spank::DaemonRequest req;
+  dp::spank::DaemonLaunch req;
   req.path = dir_ + "/nope";
   auto d = dp::spank::launch_daemon(req, "ab", "127.0.0.1");
   ASSERT_FALSE(d.ok());
