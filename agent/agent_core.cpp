@@ -7,9 +7,9 @@
 #include "dp/duration_text.hpp"
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
-#include "master_port_value.hpp"
 #include "node_hello.hpp"
 #include "stacks_ask.hpp"
+#include "step_ports_value.hpp"
 
 namespace dp::agent {
 AgentCore::AgentCore(AgentConfig cfg, AgentOutbox& out, Clock::time_point now)
@@ -49,8 +49,8 @@ void AgentCore::on_daemon_response(const proto::Response& r, Clock::time_point n
   if (link_ == Link::awaiting_hello_reply) {
     if (r.id() == 0) return daemon_push(r);
     // Refused as late: the step was aborted, maybe by the master node's failure.
-    if (r.has_master_failure() && !master_port_)
-      master_port_ = MasterPortValue{rdv::from_proto(r.master_failure())};
+    if (r.has_master_failure() && !step_ports_)
+      step_ports_ = StepPortsValue{rdv::from_proto(r.master_failure())};
     if (r.code() != proto::OK)
       return on_daemon_lost("the step's daemon refused the node's hello: " +
                             rdv::error_from(r).message);
@@ -176,7 +176,7 @@ void AgentCore::on_daemon_lost(const std::string& why) {
   if (link_ == Link::gone) return;
   link_ = Link::gone;
   end_reason_ = why;
-  if (!master_port_) master_port_ = make_error(Errc::connection, why);
+  if (!step_ports_) step_ports_ = make_error(Errc::connection, why);
   proto::Response push;
   push.set_code(proto::ABORTED);
   push.set_message("slurm-dp: node " + cfg_.host +
@@ -217,14 +217,11 @@ uint64_t AgentCore::upstream(proto::Request req, Upstream what) {
   return id;
 }
 
-void AgentCore::publish_master_port(const MasterPortValue& v) {
-  const std::string value = rdv::encode_master_port(v);
+void AgentCore::publish_step_ports(const StepPortsValue& v) {
   proto::Request req;
-  auto* s = req.mutable_set();
-  s->set_key(kMasterPortKey);
-  s->set_value(value);
-  s->set_once(true);
-  upstream(std::move(req), Upstream{Kind::exchange, 0, 0, kMasterPortKey, value});
+  rdv::to_proto(v, *req.mutable_publish_ports()->mutable_value());
+  upstream(std::move(req),
+           Upstream{Kind::exchange, 0, 0, kStepPortsKey, rdv::encode_step_ports(v)});
   if (!v.failure) return;
   // After the publish on the same connection: nodes waiting for the port get
   // the failure first.
@@ -234,24 +231,24 @@ void AgentCore::publish_master_port(const MasterPortValue& v) {
   upstream(std::move(abort), Upstream{Kind::plain, 0, 0, {}, {}});
 }
 
-void AgentCore::fetch_master_port(std::chrono::milliseconds timeout) {
+void AgentCore::fetch_step_ports(std::chrono::milliseconds timeout) {
   proto::Request req;
   auto* g = req.mutable_get();
-  g->set_key(kMasterPortKey);
+  g->set_key(kStepPortsKey);
   g->set_blocking(true);
   g->set_timeout_ms(static_cast<uint32_t>(std::max<long long>(1, timeout.count())));
-  upstream(std::move(req), Upstream{Kind::exchange, 0, 0, kMasterPortKey, {}});
+  upstream(std::move(req), Upstream{Kind::exchange, 0, 0, kStepPortsKey, {}});
 }
 
 // The published value (the master node's own, or what the daemon holds), or
 // the master node's failure an abort carries, or why the exchange failed.
-void AgentCore::master_port_answered(const Upstream& u, const proto::Response& r) {
+void AgentCore::step_ports_answered(const Upstream& u, const proto::Response& r) {
   if (r.has_master_failure()) {
-    master_port_ = MasterPortValue{rdv::from_proto(r.master_failure())};
+    step_ports_ = StepPortsValue{rdv::from_proto(r.master_failure())};
   } else if (r.code() != proto::OK) {
-    master_port_ = rdv::error_from(r);
+    step_ports_ = rdv::error_from(r);
   } else {
-    master_port_ = rdv::decode_master_port(r.value().empty() ? u.value : r.value());
+    step_ports_ = rdv::decode_step_ports(r.value().empty() ? u.value : r.value());
   }
 }
 

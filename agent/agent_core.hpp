@@ -132,9 +132,9 @@ class AgentCore {
   // others fetch it. Its outcome, once known: the master node's port or
   // failure (also when the daemon refused this node for the master's
   // abort), or why the exchange failed.
-  void publish_master_port(const MasterPortValue& v);
-  void fetch_master_port(std::chrono::milliseconds timeout);
-  const std::optional<Result<MasterPortValue>>& master_port() const { return master_port_; }
+  void publish_step_ports(const StepPortsValue& v);
+  void fetch_step_ports(std::chrono::milliseconds timeout);
+  const std::optional<Result<StepPortsValue>>& step_ports() const { return step_ports_; }
 
   // Another user's connection to the node's PyTorch store was closed unread;
   // the count goes to the daemon with each heartbeat (the step report,
@@ -238,7 +238,7 @@ class AgentCore {
   void link_response(const proto::Response& r);
   void send_hello(const std::string& nonce);
   void daemon_push(const proto::Response& r);
-  void master_port_answered(const Upstream& u, const proto::Response& r);
+  void step_ports_answered(const Upstream& u, const proto::Response& r);
   void report_lost(int rank, RankState& s, Clock::time_point now, const std::string& detail,
                    std::optional<int> worker_rank = {}, std::optional<int> worker_status = {});
   std::optional<ReceivedSignal> received_signal(Clock::time_point now) const;
@@ -277,7 +277,7 @@ class AgentCore {
     std::optional<Clock::time_point> deadline;  // set at the first tick
   };
   std::optional<PendingEnd> pending_end_;
-  std::optional<Result<MasterPortValue>> master_port_;
+  std::optional<Result<StepPortsValue>> step_ports_;
   std::vector<proto::Request> queued_;  // requests made before the link was ready
 
   std::unordered_map<ConnId, Local> locals_;

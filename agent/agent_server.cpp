@@ -87,8 +87,8 @@ Result<std::unique_ptr<AgentServer>> AgentServer::create(const AgentSettings& s,
   for (auto r = a->daemon_reader_.next(); r && *r; r = a->daemon_reader_.next())
     a->core_.on_daemon_response(**r, now);
   a->answer_by_ = Clock::now() + s.port_wait + std::chrono::seconds(2);
-  if (s.master == PortsRole::publish) a->core_.publish_master_port(s.published);
-  if (s.master == PortsRole::fetch) a->core_.fetch_master_port(s.port_wait);
+  if (s.master == PortsRole::publish) a->core_.publish_step_ports(s.published);
+  if (s.master == PortsRole::fetch) a->core_.fetch_step_ports(s.port_wait);
   return a;
 }
 
@@ -220,7 +220,7 @@ void AgentServer::tick() {
 // the master node's failure. A lost daemon is answered by the callers' stop().
 void AgentServer::answer_root() {
   if (answered_) return;
-  const auto& got = core_.master_port();
+  const auto& got = core_.step_ports();
   const MasterFailure* failed = got && *got && (*got)->failure ? &*(*got)->failure : nullptr;
   // Known even when the daemon refused this node (its hello came after the abort).
   if (failed && settings_.master == PortsRole::fetch) {
@@ -239,7 +239,7 @@ void AgentServer::answer_root() {
     if (!*got) return answer(got->error());
     // The master node publishes its own lease: root knows it, failure included.
     if (settings_.master == PortsRole::fetch) {
-      a.port = (*got)->port;
+      a.port = (*got)->coordinator;
       a.dp_ports = (*got)->dp_ports;
     }
   }

@@ -112,7 +112,7 @@ void AgentCore::answered(const Upstream& u, const proto::Response& r) {
     case Kind::sink: return u.sink->on_upstream(r.id(), r);
     case Kind::get: return answer_get(u.key, r);
     case Kind::barrier: return answer_barrier(u.key, r);
-    case Kind::exchange: return master_port_answered(u, r);
+    case Kind::exchange: return step_ports_answered(u, r);
     case Kind::set_once:
       if (r.code() == proto::OK) remember(u.key, u.value);
       break;

@@ -161,12 +161,12 @@ const Setting kSettings[] = {
      [](AgentSettings& s, std::string_view key, std::string_view v) -> Result<void> {
        auto n = parse_whole_number(v, 1, 65535);
        if (!n) return bad(std::string(key) + ": " + n.error().message);
-       s.published.port = static_cast<int>(*n);
+       s.published.coordinator = static_cast<int>(*n);
        return {};
      },
      [](const AgentSettings& s) -> Line {
        if (!publishes(s, false)) return std::nullopt;
-       return std::to_string(s.published.port);
+       return std::to_string(s.published.coordinator);
      }},
     {"dp_ports",
      [](AgentSettings& s, std::string_view key, std::string_view v) -> Result<void> {
@@ -239,7 +239,7 @@ Result<AgentSettings> parse_settings(std::string_view text) {
   if (s.ranks.back() >= s.world_size) return bad("a rank outside the world");
   if (s.master == PortsRole::publish) {
     const auto& f = s.published.failure;
-    if (f ? f->node.empty() : s.published.port < 1)
+    if (f ? f->node.empty() : s.published.coordinator < 1)
       return bad("master=publish needs master_port, or master_failure_node and its reason");
   }
   return s;

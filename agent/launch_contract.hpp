@@ -33,7 +33,7 @@ struct AgentSettings {
   int world_size = 0;
   std::vector<int32_t> ranks;          // this node's global ranks
   PortsRole master = PortsRole::none;  // the core's decision (step_ports.hpp)
-  MasterPortValue published;           // with publish
+  StepPortsValue published;            // with publish
   std::chrono::milliseconds port_wait{std::chrono::seconds(site_defaults().port_wait_s)};
   // When the step fails: SIGTERM to the node's tasks, SIGKILL this much later
   // (site key kill_grace); with on_failure=keep: signal none.
@@ -99,7 +99,7 @@ struct TaskStart {
 std::string format_task_start(const TaskStart& t);
 std::optional<TaskStart> parse_task_start(std::string_view line);
 
-using ::dp::kMasterPortKey;
+using ::dp::kStepPortsKey;
 using ::dp::read_start_ticks;  // a TaskStart's start time (dp/proc_stat.hpp)
 
 }  // namespace dp::agent

@@ -7,7 +7,7 @@
 
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
-#include "master_port_value.hpp"
+#include "step_ports_value.hpp"
 
 namespace dp::daemon {
 
@@ -254,6 +254,7 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
     case proto::Request::kAbort: return op_abort(c, req.abort());
     case proto::Request::kRankLost: return op_rank_lost(c, req.rank_lost());
     case proto::Request::kCancelCall: return op_cancel_call(c, req.cancel_call());
+    case proto::Request::kPublishPorts: return op_publish_ports(c, req.publish_ports());
     default:
       return reply_error(
           conn, c.id, proto::PROTOCOL,

@@ -204,6 +204,7 @@ class Broker {
   void op_wait(const Call& c, const proto::Wait& m);
   void op_barrier(const Call& c, const proto::Barrier& m);
   void op_abort(const Call& c, const proto::Abort& m);
+  void op_publish_ports(const Call& c, const proto::PublishPorts& m);
   bool store_value(const Call& c, const std::string& key, const std::string& value,
                    bool once = false);
   void mark_fetched(ConnId conn, const Peer& p, Clock::time_point now);

@@ -4,7 +4,7 @@
 #include "broker.hpp"
 #include "dp/master_port.hpp"
 #include "dp/torchstore/store_model.hpp"
-#include "master_port_value.hpp"
+#include "step_ports_value.hpp"
 
 namespace dp::daemon {
 namespace {
@@ -55,14 +55,26 @@ void Broker::op_set(const Call& c, const proto::Set& m) {
   if (c.space != proto::SPACE_STEP) return reply_ok(c.conn, c.id);
   if (c.peer.rank == 0 || (c.peer.role == proto::ROLE_NODE && holds(c.conn, 0)))
     phases_.reached(Phase::id_published, c.now);
-  // The master port's publisher: a tool's agent, or the master node's agent.
-  if (c.peer.role == proto::ROLE_AGENT ||
-      (c.peer.role == proto::ROLE_NODE && m.key() == kMasterPortKey))
-    report_.on_agent_set(c.now);
-  // Only the node holding rank 0 speaks for the step's ports.
-  if (c.peer.role == proto::ROLE_NODE && m.key() == kMasterPortKey && holds(c.conn, 0))
-    if (auto v = rdv::decode_master_port(m.value()); v && !v->failure)
-      report_.on_step_ports(StepPorts{v->port, v->dp_ports});
+  // A tool's agent (no node agents) publishes the master port with a set.
+  if (c.peer.role == proto::ROLE_AGENT) report_.on_agent_set(c.now);
+  reply_ok(c.conn, c.id);
+}
+
+// The master node's agent publishes the step's ports (or why it has none)
+// once: kept write-once under kStepPortsKey for the other nodes' agents, and
+// named in the report. Only the node holding rank 0 speaks for them.
+void Broker::op_publish_ports(const Call& c, const proto::PublishPorts& m) {
+  if (c.peer.role != proto::ROLE_NODE || !holds(c.conn, 0))
+    return reply_error(c.conn, c.id, proto::UNAUTHORIZED,
+                       "publish_ports: only the node agent holding rank 0 publishes the step's "
+                       "ports");
+  auto v = rdv::from_proto(m.value());
+  if (!v) return reply_error(c.conn, c.id, v.error());
+  const Call step{c.conn, c.peer, c.id, c.now, proto::SPACE_STEP};
+  if (!store_value(step, kStepPortsKey, m.value().SerializeAsString(), /*once=*/true)) return;
+  key_changed(proto::SPACE_STEP, kStepPortsKey, c.now);
+  report_.on_agent_set(c.now);
+  if (!v->failure) report_.on_step_ports(StepPorts{v->coordinator, v->dp_ports});
   reply_ok(c.conn, c.id);
 }
 

@@ -69,6 +69,7 @@ bool Broker::torch_op(const Call& c, const proto::Request& req) {
     case R::kStoreRefused:
     case R::kStacks:
     case R::kStacksAnswer:
+    case R::kPublishPorts:
     case R::OP_NOT_SET: return false;
   }
   return false;

@@ -14,22 +14,24 @@
 
 namespace dp {
 
-// The store key the master node's agent publishes MASTER_PORT under; the
-// daemon times the step's master-port phase by it.
-inline constexpr const char* kMasterPortKey = "dp/master_port";
+// The store key under which the daemon keeps the step's ports as the master
+// node's agent published them (a PublishPorts request): the other nodes'
+// agents fetch them there.
+inline constexpr const char* kStepPortsKey = "dp/step_ports";
 
 // Why the master node (the one holding rank 0) has no MASTER_PORT.
 struct MasterFailure {
   std::string node;    // its name
   std::string reason;  // its own message ("no free MASTER_PORT in ...")
 };
-// The master node's outcome, what its agent publishes under kMasterPortKey:
-// its port, or its failure (proto/master_port_value.hpp is the codec).
-struct MasterPortValue {
-  MasterPortValue(int p = 0) : port(p) {}                      // NOLINT: implicit by design
-  MasterPortValue(MasterFailure f) : failure(std::move(f)) {}  // NOLINT
-  int port = 0;                          // 1..65535 when the master node has one
-  std::vector<int> dp_ports;             // with a port: the step's --dp-ports (DP_PORTS)
+// The master node's outcome, what its agent publishes: the step's ports
+// (the coordinator port and --dp-ports', as StepPorts), or its failure
+// (proto/step_ports_value.hpp is the codec).
+struct StepPortsValue {
+  StepPortsValue(int coordinator_port = 0) : coordinator(coordinator_port) {}  // NOLINT: implicit
+  StepPortsValue(MasterFailure f) : failure(std::move(f)) {}                   // NOLINT
+  int coordinator = 0;                   // 1..65535 when the master node has one
+  std::vector<int> dp_ports;             // with a coordinator: the step's --dp-ports (DP_PORTS)
   std::optional<MasterFailure> failure;  // set: it has none, and why
 };
 

@@ -10,8 +10,8 @@
 
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
-#include "master_port_value.hpp"
 #include "stacks_ask.hpp"
+#include "step_ports_value.hpp"
 
 namespace dp::agent {
 namespace {
@@ -435,11 +435,11 @@ TEST_F(AgentCoreTest, TheHeartbeatVouchesForRunningTasksThatNeverConnect) {
 
 TEST_F(AgentCoreTest, TheMasterNodesFailureIsPublishedThenAbortsTheStep) {
   const size_t before = out.to_daemon_.size();
-  core.publish_master_port(MasterFailure{"n1", "no free MASTER_PORT"});
+  core.publish_step_ports(MasterFailure{"n1", "no free MASTER_PORT"});
   ASSERT_EQ(out.to_daemon_.size(), before + 2);
-  const proto::Request& set = out.to_daemon_[before];
-  EXPECT_TRUE(set.set().once());
-  auto value = rdv::decode_master_port(set.set().value());
+  const proto::Request& publish = out.to_daemon_[before];
+  ASSERT_TRUE(publish.has_publish_ports()) << "the ports are published, not set under a key";
+  auto value = rdv::from_proto(publish.publish_ports().value());
   ASSERT_TRUE(value.ok());
   EXPECT_EQ(value->failure.value().reason, "no free MASTER_PORT");
   const proto::Request& abort = out.to_daemon_[before + 1];
@@ -448,55 +448,55 @@ TEST_F(AgentCoreTest, TheMasterNodesFailureIsPublishedThenAbortsTheStep) {
   EXPECT_EQ(abort.abort().master_failure().node(), "n1");
   EXPECT_EQ(abort.abort().reason(),
             "the master node could not set up the step: node n1: no free MASTER_PORT");
-  answer(set, proto::Response{});
-  ASSERT_TRUE(core.master_port() && *core.master_port());
-  EXPECT_TRUE((*core.master_port())->failure);
+  answer(publish, proto::Response{});
+  ASSERT_TRUE(core.step_ports() && *core.step_ports());
+  EXPECT_TRUE((*core.step_ports())->failure);
 }
 
 TEST_F(AgentCoreTest, AFetchedPortIsTyped) {
-  core.fetch_master_port(std::chrono::seconds(5));
+  core.fetch_step_ports(std::chrono::seconds(5));
   const proto::Request get = out.to_daemon_.back();
-  EXPECT_EQ(get.get().key(), kMasterPortKey);
+  EXPECT_EQ(get.get().key(), kStepPortsKey);
   proto::Response r;
-  r.set_value(rdv::encode_master_port(29512));
+  r.set_value(rdv::encode_step_ports(29512));
   answer(get, r);
-  ASSERT_TRUE(core.master_port() && *core.master_port());
-  EXPECT_EQ((*core.master_port())->port, 29512);
+  ASSERT_TRUE(core.step_ports() && *core.step_ports());
+  EXPECT_EQ((*core.step_ports())->coordinator, 29512);
 }
 
 TEST_F(AgentCoreTest, TheDaemonsAbortCarriesTheMasterNodesFailure) {
-  core.fetch_master_port(std::chrono::seconds(5));
+  core.fetch_step_ports(std::chrono::seconds(5));
   proto::Response aborted;
   aborted.set_code(proto::ABORTED);
   aborted.set_message("job aborted by node n0 (ranks 0): whatever the words");
   rdv::to_proto(MasterFailure{"n0", "no free MASTER_PORT"}, *aborted.mutable_master_failure());
   answer(out.to_daemon_.back(), aborted);
-  ASSERT_TRUE(core.master_port() && *core.master_port());
-  const auto& f = (*core.master_port())->failure.value();
+  ASSERT_TRUE(core.step_ports() && *core.step_ports());
+  const auto& f = (*core.step_ports())->failure.value();
   EXPECT_EQ(f.node, "n0");
   EXPECT_EQ(f.reason, "no free MASTER_PORT");
   // Any other abort is an error of the exchange.
   AgentCore other(config(), out, now);
-  other.fetch_master_port(std::chrono::seconds(5));
+  other.fetch_step_ports(std::chrono::seconds(5));
   proto::Response refused;
   refused.set_code(proto::ABORTED);
   refused.set_message("rank 3 lost");
   hello_answered(other, refused);
-  ASSERT_TRUE(other.master_port());
-  EXPECT_FALSE(*other.master_port());
+  ASSERT_TRUE(other.step_ports());
+  EXPECT_FALSE(*other.step_ports());
 }
 
 TEST_F(AgentCoreTest, ANodeRefusedAsLateStillLearnsTheMasterNodesFailure) {
   AgentCore late(config(), out, now);
-  late.fetch_master_port(std::chrono::seconds(5));
+  late.fetch_step_ports(std::chrono::seconds(5));
   proto::Response refused;
   refused.set_code(proto::ABORTED);
   refused.set_message("job aborted by node n0 (ranks 0): ...");
   rdv::to_proto(MasterFailure{"n0", "no free MASTER_PORT"}, *refused.mutable_master_failure());
   hello_answered(late, refused);
   EXPECT_TRUE(late.finished());
-  ASSERT_TRUE(late.master_port() && *late.master_port());
-  EXPECT_EQ((*late.master_port())->failure.value().node, "n0");
+  ASSERT_TRUE(late.step_ports() && *late.step_ports());
+  EXPECT_EQ((*late.step_ports())->failure.value().node, "n0");
 }
 
 // ---- an outage of the daemon's link (the site's heartbeat_timeout bounds it) ----

@@ -26,7 +26,7 @@ using namespace std::chrono_literals;
 class AgentProcess {
  public:
   AgentProcess(uint16_t daemon_port, std::vector<int32_t> ranks, PortsRole master,
-               MasterPortValue value = 0, bool store = false) {
+               StepPortsValue value = 0, bool store = false) {
     int in[2], out[2];
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return;
     pid_ = fork();

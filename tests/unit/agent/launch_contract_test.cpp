@@ -48,7 +48,7 @@ TEST(LaunchContract, SettingsRoundTrip) {
   s.published.dp_ports = {29502, 29503};
   auto port = parse_settings(format_settings(s));
   ASSERT_TRUE(port) << port.error().message;
-  EXPECT_EQ(port->published.port, 29501);
+  EXPECT_EQ(port->published.coordinator, 29501);
   EXPECT_EQ(port->published.dp_ports, (std::vector<int>{29502, 29503}));
   EXPECT_FALSE(port->published.failure);
   EXPECT_FALSE(

@@ -4,7 +4,7 @@
 
 #include "broker_fixture.hpp"
 #include "dp/master_port.hpp"
-#include "master_port_value.hpp"
+#include "step_ports_value.hpp"
 #include "step_report.hpp"  // Json
 
 #include <signal.h>
@@ -539,7 +539,7 @@ TEST_F(NodeBrokerTest, TheMasterNodesFailureTravelsTypedWithEveryAbortedReply) {
   step();
   proto::Request get;
   get.set_id(60);
-  get.mutable_get()->set_key(kMasterPortKey);
+  get.mutable_get()->set_key(kStepPortsKey);
   get.mutable_get()->set_blocking(true);
   get.mutable_get()->set_timeout_ms(5000);
   frame(kNodeB, get, t0_);
@@ -571,6 +571,13 @@ TEST_F(NodeBrokerTest, OnlyTheMasterNodeNamesAMasterFailure) {
   EXPECT_EQ(out_.last(kRank4).code(), proto::ABORTED);
 }
 
+proto::Request publish(const StepPortsValue& v, uint64_t id = 70) {
+  proto::Request r;
+  r.set_id(id);
+  rdv::to_proto(v, *r.mutable_publish_ports()->mutable_value());
+  return r;
+}
+
 TEST_F(NodeBrokerTest, TheMasterNodesPortTimesTheMasterPortPhase) {
   step();
   proto::Request s;
@@ -580,36 +587,45 @@ TEST_F(NodeBrokerTest, TheMasterNodesPortTimesTheMasterPortPhase) {
   frame(kNodeB, s, t0_ + std::chrono::milliseconds(5));
   EXPECT_NE(broker_.startup_line().find("master_port none"), std::string::npos)
       << broker_.startup_line();
-  s.mutable_set()->set_key(kMasterPortKey);
-  s.mutable_set()->set_value("29500");
-  frame(kNodeA, s, t0_ + std::chrono::milliseconds(20));
+  frame(kNodeA, publish(StepPortsValue{29500}), t0_ + std::chrono::milliseconds(20));
   EXPECT_EQ(out_.last(kNodeA).code(), proto::OK);
   EXPECT_NE(broker_.startup_line().find("master_port +20.0ms"), std::string::npos)
       << broker_.startup_line();
 }
 
 // --dp-ports: the master node's published value names the step's ports in
-// dp-top's text and the report; only the node holding rank 0 speaks for them.
+// dp-top's text and the report, and the other nodes fetch it; only the node
+// holding rank 0 publishes, and a set of the key is no publish.
 TEST_F(NodeBrokerTest, TheMasterNodesPublishedPortsAreTheStepsPorts) {
   step();
+  StepPortsValue other{1234};
+  other.dp_ports = {1235};
+  frame(kNodeB, publish(other), t0_);
+  EXPECT_EQ(out_.last(kNodeB).code(), proto::UNAUTHORIZED) << "not the master node";
   proto::Request s;
   s.set_id(71);
-  s.mutable_set()->set_key(kMasterPortKey);
-  MasterPortValue other{1234};
-  other.dp_ports = {1235};
-  s.mutable_set()->set_value(rdv::encode_master_port(other));
-  frame(kNodeB, s, t0_);
-  EXPECT_NE(broker_.stats().text().find("ports -\n"), std::string::npos) << broker_.stats().text();
-  MasterPortValue v{29500};
-  v.dp_ports = {29501, 29502};
-  s.mutable_set()->set_value(rdv::encode_master_port(v));
+  s.mutable_set()->set_key("dp/any");
+  s.mutable_set()->set_value(rdv::encode_step_ports(other));
   frame(kNodeA, s, t0_);
+  EXPECT_NE(broker_.stats().text().find("ports -\n"), std::string::npos) << broker_.stats().text();
+  StepPortsValue v{29500};
+  v.dp_ports = {29501, 29502};
+  frame(kNodeA, publish(v), t0_);
+  EXPECT_EQ(out_.last(kNodeA).code(), proto::OK);
   EXPECT_NE(broker_.stats().text().find("ports 29500 (coordinator), DP_PORTS 29501,29502\n"),
             std::string::npos)
       << broker_.stats().text();
   const Json j = Json::parse(broker_.report_json(t0_));
   EXPECT_EQ(j["ports"]["coordinator"], 29500);
   EXPECT_EQ(j["ports"]["dp_ports"], Json::array({29501, 29502}));
+  proto::Request get;
+  get.set_id(72);
+  get.mutable_get()->set_key(kStepPortsKey);
+  frame(kNodeB, get, t0_);
+  auto fetched = rdv::decode_step_ports(out_.last(kNodeB).value());
+  ASSERT_TRUE(fetched) << fetched.error().message;
+  EXPECT_EQ(fetched->coordinator, 29500);
+  EXPECT_EQ(fetched->dp_ports, (std::vector<int>{29501, 29502}));
 }
 
 }  // namespace
