@@ -5,9 +5,9 @@
 // socket, another network namespace, a wrong secret).
 #pragma once
 
+#include "client_options.hpp"
 #include "dp/result.hpp"
 #include "dp/unique_fd.hpp"
-#include "rendezvous_client.hpp"
 #include "reply_reader.hpp"
 
 namespace dp {
