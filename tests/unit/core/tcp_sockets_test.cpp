@@ -1,6 +1,6 @@
 // Who owns a TCP socket, from the kernel's socket table (dp/tcp_sockets.hpp).
-// The owner of a local TCP connection's other end: this user, another user (a child that dropped to nobody), and a peer
-// in another network namespace (no socket here to own it). Only the peer's own
+// The owner of a local TCP connection's other end: this user, another user (a child that dropped to
+// nobody), and a peer in another network namespace (no socket here to own it). Only the peer's own
 // ESTABLISHED connection counts: a listener the kernel answers with instead
 // (on the peer's port) and a TIME_WAIT socket (uid 0) are refused, both as
 // the kernel answers and as pure decisions; a dual-stack client (PyTorch's)
