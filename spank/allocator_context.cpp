@@ -1,6 +1,7 @@
-// sbatch and salloc: option values were checked by the callbacks already;
-// here the job-level request is checked as a whole. Slurm itself carries
-// the values to every step of the job (see job_options.hpp).
+// sbatch and salloc: each option's value was checked by its callback; here
+// a bad one fails the command. Nothing checks the options together before a
+// step: srun does (srun_context.cpp). Slurm carries the values to every
+// step of the job (see job_options.hpp).
 #include "contexts.hpp"
 #include "plugin_state.hpp"
 

@@ -34,7 +34,10 @@ set -euo pipefail
 TEST_NAME=$(basename "$0" .sh)
 TEST_PART=$(basename "$(dirname "$0")")
 fail() { echo "FAIL [$TEST_NAME]: $*" >&2; exit 1; }
-pass() { echo "ok [$TEST_NAME]: $*"; }
+pass() {
+  echo "ok [$TEST_NAME]: $*"
+  record_lines
+}
 # In the Debian 13 and testing lanes (scripts/test-debian-lane sets
 # DP_E2E_LANE), a test leaves out the parts that prove slurm-dp's own logic,
 # which the Debian 12 lane runs on the same code; what the lane's Slurm,
@@ -157,6 +160,24 @@ chmod 777 "$WORK"
 export WORK
 cleanup_work() { [[ -n ${DP_E2E_KEEP:-} ]] || rm -rf "$WORK"; }
 trap cleanup_work EXIT
+
+# The slurm-dp: lines this test printed, for the docs' check
+# (tests/e2e/docs/doc_lines.py): its own output is kept in $WORK/.output
+# beside the files its steps wrote there, and when it passes their lines
+# replace its rows of the corpus DP_LINES_CORPUS (the source tree's
+# tests/fixtures/slurm-dp-lines.txt; empty: none kept).
+: "${DP_LINES_CORPUS=${DP_SOURCE_DIR:+$DP_SOURCE_DIR/tests/fixtures/slurm-dp-lines.txt}}"
+if [[ -n $DP_LINES_CORPUS ]]; then
+  exec > >(tee -a "$WORK/.output") 2> >(tee -a "$WORK/.output" >&2)
+fi
+record_lines() {
+  [[ -n $DP_LINES_CORPUS && -w $(dirname "$DP_LINES_CORPUS") ]] || return 0
+  local files
+  mapfile -t files < <(find "$WORK" -type f -size -4M 2>/dev/null)
+  python3 "$(dirname "${BASH_SOURCE[0]}")/docs/doc_lines.py" record "$DP_LINES_CORPUS" \
+    "e2e.${DP_CLUSTER_MODE:-own}.$TEST_PART.$TEST_NAME" "${DP_E2E_LANE:-host}" "${files[@]}" ||
+    echo "lines of $TEST_NAME not recorded in $DP_LINES_CORPUS" >&2
+}
 
 # Runs a command as dptest in $WORK; stdin, stdout and stderr pass through. A
 # clean environment, only what a login would give, so anything found in a task

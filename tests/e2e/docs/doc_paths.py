@@ -27,7 +27,9 @@ import os
 import re
 import sys
 
-DOCS = ["ARCHITECTURE.md", "packaging/ADMIN.md", "tests/README.md"]
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from doc_files import DOCS, report  # noqa: E402
+
 # Files of other projects that a document names by their bare file name.
 FOREIGN = {
     "TCPStore.cpp",  # PyTorch (torchstore/README.md)
@@ -216,11 +218,8 @@ def main(argv):
         if words > n:
             problems.append(f"{name}: {words} words, more than {n}; move the detail to the part's "
                             "README.md")
-    for p in problems:
-        print(p)
-    print(f"doc_paths.py: {len(docs)} documents, {len(limits)} word limit(s), "
-          f"{len(problems)} problem(s)")
-    return 1 if problems else 0
+    return report("doc_paths.py", problems,
+                  f"{len(docs)} documents, {len(limits)} word limit(s)")
 
 
 if __name__ == "__main__":

@@ -63,6 +63,7 @@ err=$(as_user timeout 60 srun -N2 --ntasks-per-node=1 --dp-world=auto "${task[@]
 [[ -e $marker ]] || fail "no task ran with idle_timeout=600 on the plugin line"
 warning="slurm-dp: warning: plugstack.conf setting 'idle_timeout=600' was removed"
 [[ $(grep -c "^$warning" <<<"$err") -eq 1 ]] || fail "srun should warn once about idle_timeout=600: $err"
+echo "$err"  # the warning, for the docs' corpus of lines (lib.sh record_lines)
 for node in n1 n2; do
   tail -n "+${log_from[$node]}" "$DP_CLUSTER_DIR/log/slurmd-$node.log" | grep -q "$warning" \
     || fail "$node's log does not name the removed key"

@@ -100,4 +100,5 @@ set -e
 expect_contains "$full_out" "no free port in daemon_ports=$full on $host (all 3 in use)" "srun's refusal"
 expect_contains "$full_out" "widen daemon_ports" "the fix"
 [[ ! -e $WORK/ran ]] || fail "a task ran the program although the daemon had no port"
+echo "$full_out"  # srun's refusal, for the docs' corpus of lines (lib.sh record_lines)
 pass "through a firewall open to $base and $lo-$hi only: 4 ranks ran, the daemon on $port (SrunPortRange); daemon_ports=$full held: srun exit $rc, '$(grep -m1 -o 'no free port[^;]*' <<<"$full_out")'"
