@@ -1,15 +1,12 @@
 #include "flight_message.hpp"
 
 #include "dp/stacks/merge.hpp"
+#include "stacks_message.hpp"
 
 namespace dp::rdv {
 namespace {
 
 constexpr size_t kMostRanks = 1u << 22;
-
-std::string capped(const std::string& s, size_t most) {
-  return s.size() <= most ? s : s.substr(0, most) + "...";
-}
 
 }  // namespace
 
@@ -17,17 +14,17 @@ proto::RankFlight flight_message(const stacks::RankFlight& r, const FlightCaps& 
   proto::RankFlight m;
   m.set_rank(r.rank);
   m.set_pid(r.pid);
-  m.set_unread(capped(r.unread, caps.text_bytes));
+  m.set_unread(capped_text(r.unread, caps.text_bytes));
   for (size_t i = 0; i < r.groups.size() && i < caps.groups; ++i) {
     const auto& g = r.groups[i];
     auto* p = m.add_groups();
-    p->set_group(capped(g.group, caps.text_bytes));
-    p->set_desc(capped(g.desc, caps.text_bytes));
+    p->set_group(capped_text(g.group, caps.text_bytes));
+    p->set_desc(capped_text(g.desc, caps.text_bytes));
     if (std::string ranks = stacks::rank_ranges(g.ranks); ranks.size() <= caps.ranks_bytes)
       p->set_ranks(std::move(ranks));
     p->set_last_enqueued(g.last_enqueued);
     p->set_last_completed(g.last_completed);
-    p->set_op(capped(g.op, caps.text_bytes));
+    p->set_op(capped_text(g.op, caps.text_bytes));
     p->set_pending(g.pending);
     p->set_age_ms(g.age_ms);
   }
@@ -35,9 +32,9 @@ proto::RankFlight flight_message(const stacks::RankFlight& r, const FlightCaps& 
   for (size_t i = skip; i < r.arrivals.size(); ++i) {
     const auto& a = r.arrivals[i];
     auto* p = m.add_arrivals();
-    p->set_group(capped(a.group, caps.text_bytes));
+    p->set_group(capped_text(a.group, caps.text_bytes));
     p->set_seq(a.seq);
-    p->set_op(capped(a.op, caps.text_bytes));
+    p->set_op(capped_text(a.op, caps.text_bytes));
     p->set_created_ns(a.created_ns);
     if (a.duration_ms) p->set_duration_ms(*a.duration_ms);
   }

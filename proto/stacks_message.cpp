@@ -8,15 +8,11 @@ namespace {
 
 using stacks::NoPython;
 
-std::string capped(const std::string& s, size_t n) {
-  return s.size() <= n ? s : s.substr(0, n) + "...";
-}
-
 void fill_kernel(const stacks::KernelThread& k, proto::KernelThread& m, const StackCaps& caps) {
-  m.set_name(capped(k.name, caps.text_bytes));
+  m.set_name(capped_text(k.name, caps.text_bytes));
   m.set_state(static_cast<unsigned char>(k.state));
   m.set_cpu_ticks(k.cpu_ticks);
-  m.set_wchan(capped(k.wchan, caps.text_bytes));
+  m.set_wchan(capped_text(k.wchan, caps.text_bytes));
   m.set_syscall(k.syscall);
 }
 
@@ -25,12 +21,12 @@ void fill_thread(const stacks::ThreadStack& t, proto::ThreadStack& m, const Stac
   const size_t n = std::min(t.frames.size(), caps.frames_per_thread);
   for (size_t i = 0; i < n; ++i) {
     auto* f = m.add_frames();
-    f->set_function(capped(t.frames[i].function, caps.text_bytes));
-    f->set_file(capped(t.frames[i].file, caps.text_bytes));
+    f->set_function(capped_text(t.frames[i].function, caps.text_bytes));
+    f->set_file(capped_text(t.frames[i].file, caps.text_bytes));
     f->set_line(t.frames[i].line);
   }
   m.set_truncated(t.truncated || n < t.frames.size());
-  if (n > 0) m.set_call(capped(t.call, caps.text_bytes));
+  if (n > 0) m.set_call(capped_text(t.call, caps.text_bytes));
   if (t.kernel) fill_kernel(*t.kernel, *m.mutable_kernel(), caps);
 }
 
@@ -43,19 +39,23 @@ constexpr std::array kReasons{NoPython::not_allowed,      NoPython::gone,
 stacks::NoStacks reason_of(const std::string& name, const std::string& detail) {
   for (NoPython why : kReasons)
     if (name == stacks::no_python_name(why)) return {why, detail};
-  return {NoPython::inconsistent, "unknown reason \"" + capped(name, 64) + "\": " + detail};
+  return {NoPython::inconsistent, "unknown reason \"" + capped_text(name, 64) + "\": " + detail};
 }
 
 }  // namespace
+
+std::string capped_text(const std::string& s, size_t most) {
+  return s.size() <= most ? s : s.substr(0, most) + "...";
+}
 
 proto::RankStacks rank_message(int rank, const stacks::ProcessStacks& p, const StackCaps& caps) {
   proto::RankStacks m;
   m.set_rank(rank);
   m.set_pid(p.pid);
-  m.set_python(capped(p.python, caps.text_bytes));
+  m.set_python(capped_text(p.python, caps.text_bytes));
   if (p.no_python) {
     m.set_no_python(stacks::no_python_name(p.no_python->why));
-    m.set_no_python_detail(capped(p.no_python->detail, 4 * caps.text_bytes));
+    m.set_no_python_detail(capped_text(p.no_python->detail, 4 * caps.text_bytes));
   }
   const size_t n = std::min(p.threads.size(), caps.threads_per_rank);
   for (size_t i = 0; i < n; ++i) fill_thread(p.threads[i], *m.add_threads(), caps);

@@ -26,6 +26,10 @@ struct StackCaps {
   size_t answer_bytes = 8u << 20;  // the whole answer: frames per thread halved until it fits
 };
 
+// A rank's text cut to at most `most` bytes, marked "..." when cut: one rule
+// for every text a node's answer carries (stacks and flight recorders).
+std::string capped_text(const std::string& s, size_t most);
+
 using NodeStacks = std::vector<std::pair<int, stacks::ProcessStacks>>;  // (rank, stacks)
 
 proto::RankStacks rank_message(int rank, const stacks::ProcessStacks& p, const StackCaps& caps);
