@@ -21,10 +21,12 @@
 #include <thread>
 #include <vector>
 
+#include "dp/bounded_read.hpp"
 #include "dp/master_port.hpp"
 #include "dp/params.hpp"
 #include "dp/port_holders.hpp"
 #include "dp/random_bytes.hpp"
+#include "dp/slurm_reservation.hpp"
 #include "proc_stat.hpp"
 #include "socket_tables.hpp"
 
@@ -159,6 +161,7 @@ LeaseRequest lease_request(const SiteConfig& site, uid_t owner, std::string tag)
   req.tag = std::move(tag);
   req.owner = owner;
   req.max_steps_per_user = std::max(4, (site.port_max - site.port_min + 1) / 4);
+  req.unprivileged_start = unprivileged_port_start();
   return req;
 }
 
@@ -314,6 +317,14 @@ Result<UniqueFd> open_lease_dir(const std::string& path) {
   return fd;
 }
 
+int unprivileged_port_start() {
+  const std::string text =
+      read_bounded_at(AT_FDCWD, "/proc/sys/net/ipv4/ip_unprivileged_port_start", 32);
+  const std::string_view line = std::string_view(text).substr(0, text.find('\n'));
+  auto start = parse_whole_number(line, 0, 65536);
+  return start ? static_cast<int>(*start) : kUnprivilegedPortStart;
+}
+
 bool port_binds(int port) {
   return static_cast<bool>(bind_port(port, true));  // the way servers bind: TIME_WAIT ok
 }
@@ -333,7 +344,8 @@ namespace {
 
 // The site allows it (port_fallback=os): a port the OS chooses, bound, and
 // leased like one of the range so the step's end releases it.
-std::optional<std::pair<int, UniqueFd>> lease_os_port(int dir, const std::string& content) {
+std::optional<std::pair<int, UniqueFd>> lease_os_port(int dir, const std::string& content,
+                                                      int unprivileged_start) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     UniqueFd hold = bind_port(0, false);
     if (!hold) return std::nullopt;
@@ -343,7 +355,8 @@ std::optional<std::pair<int, UniqueFd>> lease_os_port(int dir, const std::string
     const int port =
         ntohs(sa.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port
                                        : reinterpret_cast<sockaddr_in*>(&sa)->sin_port);
-    if (new_lease_file(dir, std::to_string(port), content) == 1)
+    if (!privileged_port(port, unprivileged_start) &&
+        new_lease_file(dir, std::to_string(port), content) == 1)
       return std::pair(port, std::move(hold));
   }
   return std::nullopt;
@@ -412,12 +425,13 @@ Result<PortLease> lease_master_port(const SiteConfig& site, const LeaseRequest& 
                               std::to_string(req.owner) + " " + req.tag + "\n";
   UniqueFd hold;
   auto port = pick_port(site.port_min, site.port_max, req.seed, [&](int p) {
+    if (privileged_port(p, req.unprivileged_start)) return false;
     hold = try_lease(dir->get(), p, content);
     return static_cast<bool>(hold);
   });
   lock->reset();  // releases the flock
   if (!port && site.port_fallback_os) {
-    if (auto os = lease_os_port(dir->get(), content))
+    if (auto os = lease_os_port(dir->get(), content, req.unprivileged_start))
       return PortLease(os->first, std::move(*dir), std::to_string(os->first),
                        std::move(os->second));
   }

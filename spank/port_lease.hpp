@@ -36,6 +36,10 @@ struct LeaseRequest {
   std::chrono::milliseconds lock_wait{5'000};  // bound on waiting for the folder's lock
   int dp_port_count = 0;      // the step's --dp-ports, which it leases besides MASTER_PORT
   bool master_fixed = false;  // --dp-master-port: MASTER_PORT is not leased
+  // Ports below it are never leased (dp/slurm_reservation.hpp: root binds
+  // and hands over no privileged port); the site's range may start lower
+  // where an admin raised the kernel's setting.
+  int unprivileged_start = 1024;
 };
 
 // A step's request under the site's policy: a random start, and no user's
@@ -99,6 +103,11 @@ UniqueFd hold_port(int port);
 // True when a TCP listener could bind `port` on every address now (IPv6
 // dual-stack where the node has IPv6, else IPv4), the way servers bind.
 bool port_binds(int port);
+
+// net.ipv4.ip_unprivileged_port_start of this node's network namespace (root
+// reads its own /proc/sys, bounded); the kernel's default 1024 where it cannot
+// be read (kernels before 4.11 have no such setting).
+int unprivileged_port_start();
 
 // A start offset from getrandom(): nobody can predict which port a step gets.
 uint64_t random_seed();

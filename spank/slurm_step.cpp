@@ -71,6 +71,23 @@ Result<DeviceRequest> load_step_request(uint32_t job_id, uint32_t step_id) {
   return *req;
 }
 
+Result<std::string> load_step_resv_ports(uint32_t job_id, uint32_t step_id) {
+  job_step_info_response_msg_t* resp = nullptr;
+  if (slurm::get_step_info(job_id, step_id, &resp) != SLURM_SUCCESS || resp == nullptr)
+    return step_unreadable(job_id, step_id);
+  std::optional<std::string> ports;
+  for (uint32_t i = 0; i < resp->job_step_count; ++i) {
+    const job_step_info_t& s = resp->job_steps[i];
+    if (s.step_id.job_id == job_id && s.step_id.step_id == step_id)
+      ports = s.resv_ports ? s.resv_ports : "";
+  }
+  slurm_free_job_step_info_response_msg(resp);
+  if (!ports)
+    return make_error(Errc::unavailable, "slurmctld does not know step " + std::to_string(job_id) +
+                                             "." + std::to_string(step_id));
+  return *ports;
+}
+
 Result<bool> step_listed(uint32_t job_id, uint32_t step_id) {
   job_step_info_response_msg_t* resp = nullptr;
   if (slurm::get_step_info(job_id, step_id, &resp) != SLURM_SUCCESS || resp == nullptr)

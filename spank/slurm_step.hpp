@@ -1,4 +1,5 @@
-// What srun learns from slurmctld about the step it just created.
+// What srun, and slurmstepd on rank 0's node, learn from slurmctld about the
+// step it just created; and what slurmstepd's own slurm.conf says.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,11 @@ Result<bool> step_listed(uint32_t job_id, uint32_t step_id);
 // it: TaskPlugin and cgroup.conf (beside slurm.conf) as this process read
 // them, srun's or slurmstepd's (StepFacts::devices_confined).
 bool devices_confined_here();
+
+// The ports Slurm reserved for the step, as slurmctld's step record holds
+// them ("12000-12003"; "" where it reserved none): Slurm's word, unlike the
+// job's SLURM_STEP_RESV_PORTS (dp/slurm_reservation.hpp).
+Result<std::string> load_step_resv_ports(uint32_t job_id, uint32_t step_id);
 
 struct NodeFacts {
   std::string address;  // NodeAddr

@@ -88,7 +88,7 @@ Result<StepPorts> ports_from_reservation(const std::vector<int>& reserved, int d
 }
 
 Result<KnownPorts> known_ports(const Options& opts, const SiteConfig& site,
-                               const std::optional<std::string>& resv) {
+                               const std::optional<std::string>& resv, int dp_port_count) {
   KnownPorts k;
   if (opts.master_port.value_or(0) > 0) {
     k.fixed = *opts.master_port;
@@ -98,7 +98,7 @@ Result<KnownPorts> known_ports(const Options& opts, const SiteConfig& site,
   auto reserved = reserved_ports(*resv);
   DP_TRY(reserved);
   if (reserved->empty()) return k;
-  auto mine = ports_from_reservation(*reserved, opts.dp_port_count.value_or(0), *resv);
+  auto mine = ports_from_reservation(*reserved, dp_port_count, *resv);
   DP_TRY(mine);
   k.reserved = std::move(*mine);
   return k;
@@ -113,9 +113,9 @@ NodePorts node_ports(const Result<KnownPorts>& known, bool master, int node_coun
     return n;
   }
   if (!known) return n;  // the master node publishes the refusal
-  if (known->reserved) {
-    n.known = known->reserved;
-  } else if (known->fixed && (dp_port_count == 0 || node_count < 2)) {
+  // Slurm's reservation is the master node's to check (slurm_reservation.hpp):
+  // another node fetches what it took.
+  if (known->fixed && (dp_port_count == 0 || node_count < 2)) {
     n.known = StepPorts{*known->fixed, {}};
   } else {
     n.role = PortsRole::fetch;

@@ -6,7 +6,7 @@
 dp_e2e_scripts(PART spank MODES lo ns TIMEOUT 300
   SCRIPTS env_vars untouched batch_alloc batch_master_port gres_masks explain
           concurrent_ports tenant_leases master_failure hostile_env overlap_ports tiles_request
-          unlaunched_step master_socket step_ports jax_coordinator
+          unlaunched_step master_socket step_ports jax_coordinator forged_resv_ports
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>)
 # 40 steps against another user's bind loop on the master node, in its own
 # network namespace (the agents watch that namespace's listeners): the

@@ -86,14 +86,19 @@ struct KnownPorts {
   std::optional<StepPorts> reserved;  // Slurm's reservation (without --dp-master-port)
 };
 
-// From --dp-master-port, the site's resv_ports= and SLURM_STEP_RESV_PORTS
-// (nullopt: unset). A reservation too small for the step is a refusal.
+// From --dp-master-port, the site's resv_ports= and the reservation Slurm
+// made for the step (slurm_reservation.hpp: slurmctld's record, never the
+// job's SLURM_STEP_RESV_PORTS as such; nullopt or "": none), for a step of
+// `dp_port_count` more ports (the plan's checked count). A reservation too
+// small for the step is a refusal.
 Result<KnownPorts> known_ports(const Options& opts, const SiteConfig& site,
-                               const std::optional<std::string>& resv);
+                               const std::optional<std::string>& resv, int dp_port_count);
 
 // This node's part. The master node always publishes (the step report shows
 // the ports, and a failure becomes the step's first); another node fetches
-// unless it knows them. A refusal of known_ports: the master node publishes it.
+// unless it knows them (the plugin reads Slurm's reservation on the master
+// node alone, so another node knows only a --dp-master-port without
+// --dp-ports). A refusal of known_ports: the master node publishes it.
 struct NodePorts {
   PortsRole role = PortsRole::none;
   bool take = false;               // the master node takes and holds them (the plugin)

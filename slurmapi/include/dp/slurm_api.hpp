@@ -104,5 +104,8 @@ inline PortRange srun_port_range() {
 // process read them; empty: unknown.
 inline const char* config_file() { return slurm_conf.slurm_conf ? slurm_conf.slurm_conf : ""; }
 inline const char* task_plugin() { return slurm_conf.task_plugin ? slurm_conf.task_plugin : ""; }
+// MpiParams (its ports= bound what Slurm can reserve for a step), as this
+// process read slurm.conf (slurmd hands it to slurmstepd); empty: unset.
+inline const char* mpi_params() { return slurm_conf.mpi_params ? slurm_conf.mpi_params : ""; }
 
 }  // namespace dp::slurm

@@ -214,13 +214,13 @@ TEST(NodePorts, TheMasterNodeAlwaysTakesAndPublishes) {
   const auto s = site();
   for (int nodes : {1, 3}) {
     auto part =
-        dp::node_ports(dp::known_ports(with_ports(nullptr), s, std::nullopt), true, nodes, 0);
+        dp::node_ports(dp::known_ports(with_ports(nullptr), s, std::nullopt, 0), true, nodes, 0);
     EXPECT_EQ(part.role, dp::PortsRole::publish) << nodes;
     EXPECT_TRUE(part.take);
     EXPECT_FALSE(part.known);
   }
   // Its refusal (a reservation too small) is published, nothing taken.
-  auto small = dp::known_ports(with_ports("3"), s, std::string("12000-12001"));
+  auto small = dp::known_ports(with_ports("3"), s, std::string("12000-12001"), 3);
   ASSERT_FALSE(small.ok());
   EXPECT_NE(small.error().message.find("--resv-ports=4"), std::string::npos);
   auto part = dp::node_ports(small, true, 2, 3);
@@ -229,16 +229,19 @@ TEST(NodePorts, TheMasterNodeAlwaysTakesAndPublishes) {
   EXPECT_EQ(dp::node_ports(small, false, 2, 3).role, dp::PortsRole::none) << "fails on its own";
 }
 
-TEST(NodePorts, AnotherNodeKnowsSlurmsReservationOrAFixedPortAlone) {
+TEST(NodePorts, AnotherNodeFetchesSlurmsReservationAndKnowsAFixedPortAlone) {
   const auto s = site();
-  auto resv = dp::known_ports(with_ports("2"), s, std::string("12000-12002"));
+  auto resv = dp::known_ports(with_ports("2"), s, std::string("12000-12002"), 2);
   ASSERT_TRUE(resv.ok()) << resv.error().message;
+  ASSERT_TRUE(resv->reserved);
+  EXPECT_EQ(resv->reserved->coordinator, 12000);
+  EXPECT_EQ(resv->reserved->dp_ports, (std::vector<int>{12001, 12002}));
+  // The master node checks the reservation against slurmctld; another node
+  // takes what it published.
   auto part = dp::node_ports(resv, false, 2, 2);
-  EXPECT_EQ(part.role, dp::PortsRole::none);
-  ASSERT_TRUE(part.known);
-  EXPECT_EQ(part.known->coordinator, 12000);
-  EXPECT_EQ(part.known->dp_ports, (std::vector<int>{12001, 12002}));
-  auto fixed = dp::known_ports(fixed_port(29500, nullptr), s, std::string("12000-12002"));
+  EXPECT_EQ(part.role, dp::PortsRole::fetch);
+  EXPECT_FALSE(part.known);
+  auto fixed = dp::known_ports(fixed_port(29500, nullptr), s, std::string("12000-12002"), 0);
   ASSERT_TRUE(fixed.ok());
   EXPECT_FALSE(fixed->reserved) << "--dp-master-port wins over Slurm's reservation";
   part = dp::node_ports(fixed, false, 2, 0);
@@ -250,21 +253,21 @@ TEST(NodePorts, AnotherNodeKnowsSlurmsReservationOrAFixedPortAlone) {
 
 TEST(NodePorts, AnotherNodeFetchesLeasedPortsAndAFixedPortsDpPorts) {
   const auto s = site();
-  auto leased = dp::known_ports(with_ports(nullptr), s, std::nullopt);
+  auto leased = dp::known_ports(with_ports(nullptr), s, std::nullopt, 0);
   ASSERT_TRUE(leased.ok());
   EXPECT_EQ(dp::node_ports(leased, false, 2, 0).role, dp::PortsRole::fetch);
-  auto fixed = dp::known_ports(fixed_port(29500, "2"), s, std::nullopt);
+  auto fixed = dp::known_ports(fixed_port(29500, "2"), s, std::nullopt, 2);
   ASSERT_TRUE(fixed.ok());
   auto part = dp::node_ports(fixed, false, 2, 2);
   EXPECT_EQ(part.role, dp::PortsRole::fetch) << "the --dp-ports are leased on the master node";
   EXPECT_FALSE(part.known);
   // resv_ports=ignore: Slurm's reservation is not the step's.
-  auto ignored =
-      dp::known_ports(with_ports(nullptr), site({"resv_ports=ignore"}), std::string("12000-12002"));
+  auto ignored = dp::known_ports(with_ports(nullptr), site({"resv_ports=ignore"}),
+                                 std::string("12000-12002"), 0);
   ASSERT_TRUE(ignored.ok());
   EXPECT_FALSE(ignored->reserved);
   EXPECT_EQ(dp::node_ports(ignored, false, 2, 0).role, dp::PortsRole::fetch);
-  EXPECT_FALSE(dp::known_ports(with_ports(nullptr), s, std::string("12000-x")).ok());
+  EXPECT_FALSE(dp::known_ports(with_ports(nullptr), s, std::string("12000-x"), 0).ok());
 }
 
 // The task's whole environment: what slurmstepd sets, nothing added after.
