@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -87,27 +88,50 @@ struct DirCloser {
   void operator()(DIR* d) const noexcept { closedir(d); }
 };
 
-// The steps of `owner` holding live leases, by tag (a lease without one
-// counts as its process's); stale leases met on the way are removed (the
-// caller holds the folder's lock).
-std::set<std::string> live_steps_of(int dir, uid_t owner) {
-  std::set<std::string> steps;
+// Who holds the folder's live leases: ports per uid, and the owner's per
+// step (a lease without a tag counts as its process's). Stale leases met on
+// the way are removed (the caller holds the folder's lock).
+struct LeaseCounts {
+  std::map<long, int> by_uid;              // -1: a lease of a release that did not record it
+  std::map<std::string, int> owner_steps;  // the requesting user's, by tag
+};
+
+LeaseCounts count_leases(int dir, uid_t owner) {
+  LeaseCounts counts;
   UniqueFd copy(dup(dir));
-  if (!copy) return steps;
+  if (!copy) return counts;
   std::unique_ptr<DIR, DirCloser> d(fdopendir(copy.get()));
-  if (!d) return steps;
-  copy.release();  // the DIR owns it now
+  if (!d) return counts;
+  copy.release();      // the DIR owns it now
+  rewinddir(d.get());  // a copy shares the folder's offset with every earlier scan
   std::vector<std::string> stale;
   while (dirent* e = readdir(d.get())) {
     if (!all_digits(e->d_name)) continue;
     auto f = read_lease(dir, e->d_name);
     if (!f) continue;
-    if (is_stale(*f)) stale.emplace_back(e->d_name);
-    else if (f->uid == static_cast<long>(owner))
-      steps.insert(f->tag.empty() ? "pid " + std::to_string(f->pid) : f->tag);
+    if (is_stale(*f)) {
+      stale.emplace_back(e->d_name);
+      continue;
+    }
+    ++counts.by_uid[f->uid];
+    if (f->uid == static_cast<long>(owner))
+      ++counts.owner_steps[f->tag.empty() ? "pid " + std::to_string(f->pid) : f->tag];
   }
   for (const auto& name : stale) unlinkat(dir, name.c_str(), 0);
-  return steps;
+  return counts;
+}
+
+// "uid 1001 (9 ports), uid 1002 (1 port)", most ports first.
+std::string lease_holders_text(const LeaseCounts& c) {
+  std::vector<std::pair<int, long>> order;
+  for (const auto& [uid, n] : c.by_uid) order.emplace_back(-n, uid);
+  std::sort(order.begin(), order.end());
+  std::string out;
+  for (const auto& [minus_n, uid] : order)
+    out += (out.empty() ? "" : ", ") +
+           (uid < 0 ? std::string("an older release") : "uid " + std::to_string(uid)) + " (" +
+           std::to_string(-minus_n) + (minus_n == -1 ? " port)" : " ports)");
+  return out;
 }
 
 // A socket bound to the port on every address and not listening: while we
@@ -160,7 +184,7 @@ LeaseRequest lease_request(const SiteConfig& site, uid_t owner, std::string tag)
   req.seed = random_seed();
   req.tag = std::move(tag);
   req.owner = owner;
-  req.max_steps_per_user = std::max(4, (site.port_max - site.port_min + 1) / 4);
+  req.share_ports = site.lease_share_ports();
   req.unprivileged_start = unprivileged_port_start();
   return req;
 }
@@ -370,24 +394,26 @@ std::string range_fix(const LeaseRequest& req) {
   return fix + "end some steps on this node, or ask the admin to widen ports= in plugstack.conf";
 }
 
-// Every port of the range taken: by whom (root reads every socket's uid,
-// bounded: socket_tables.hpp). slurm-dp's own holds do not listen, so they
-// are not in the tables: a range leased to steps names nobody.
-Error held_range_error(const SiteConfig& site, const LeaseRequest& req) {
+// Every port of the range taken: by whom. slurm-dp's own holds do not
+// listen, so the kernel's tables (socket_tables.hpp, bounded) name only other
+// binders; the lease files name the steps' users.
+Error held_range_error(const SiteConfig& site, const LeaseRequest& req, const LeaseCounts& leased) {
   const std::string range = std::to_string(site.port_min) + "-" + std::to_string(site.port_max);
   const PortHolders h = port_holders_here(site.port_min, site.port_max);
   const std::string who = holders_text(h);
+  const std::string leases =
+      leased.by_uid.empty() ? std::string() : "; leased: " + lease_holders_text(leased);
   if (who.empty() || (h.by_uid.size() == 1 && h.by_uid.begin()->first == req.owner)) {
     const std::string what =
         req.dp_port_count == 0 ? "no free MASTER_PORT in " + range + " on the master node"
                                : "no free ports in " + range +
                                      " on the master node for this step's " + lease_need_text(req);
-    return make_error(Errc::unavailable,
-                      what + " (each port is leased to a step or bound); " + range_fix(req));
+    return make_error(Errc::unavailable, what + " (each port is leased to a step or bound" +
+                                             leases + "); " + range_fix(req));
   }
   return make_error(
       Errc::unavailable,
-      "every port of " + range + " on the master node is held (bound by " + who +
+      "every port of " + range + " on the master node is held (bound by " + who + leases +
           "), none left for " +
           (req.dp_port_count == 0 ? "MASTER_PORT" : "the step's " + lease_need_text(req)) +
           "; another user's process may be squatting the range: an admin can end "
@@ -396,58 +422,79 @@ Error held_range_error(const SiteConfig& site, const LeaseRequest& req) {
           range_fix(req));
 }
 
-// The per-user cap, in steps: this step's own earlier leases do not count.
-Result<void> check_step_cap(int dir, const LeaseRequest& req) {
-  if (req.max_steps_per_user <= 0) return {};
-  std::set<std::string> steps = live_steps_of(dir, req.owner);
-  steps.erase(req.tag);
-  if (static_cast<int>(steps.size()) < req.max_steps_per_user) return {};
+// The user's share of the range, in ports: this step's `count` more beside
+// what the user's other steps hold (this step's own earlier leases aside).
+Result<void> check_share(const LeaseCounts& leased, const LeaseRequest& req, int count) {
+  if (req.share_ports <= 0) return {};
+  int others = 0;
+  std::string steps;
+  for (const auto& [tag, n] : leased.owner_steps) {
+    if (tag == req.tag) continue;
+    others += n;
+    steps += (steps.empty() ? "" : ", ") + tag + " (" + std::to_string(n) + ")";
+  }
+  if (others + count <= req.share_ports) return {};
+  const std::string share = "a user may hold " + std::to_string(req.share_ports) +
+                            " leased ports on a node (lease_share= in plugstack.conf; by default "
+                            "a quarter of the ports= range)";
+  const std::string need = "this step needs " + lease_need_text(req);
+  if (others == 0)
+    return make_error(Errc::unavailable, share + " and " + need +
+                                             ": ask for fewer with --dp-ports, or ask the admin "
+                                             "to raise lease_share=");
   return make_error(Errc::unavailable,
-                    "uid " + std::to_string(req.owner) + " already holds leased ports for " +
-                        std::to_string(steps.size()) + " other steps on this node (at most " +
-                        std::to_string(req.max_steps_per_user) +
-                        " steps per user: a quarter of the site's ports= range, at least 4; a "
-                        "step's MASTER_PORT and --dp-ports count as one); this step needs " +
-                        lease_need_text(req) +
-                        ": end one of those steps first, or run this one on another node");
+                    "uid " + std::to_string(req.owner) + " already holds " +
+                        std::to_string(others) + " leased ports on this node (steps " + steps +
+                        "), and " + share + "; " + need +
+                        ": end one of those steps first, ask for fewer with --dp-ports, or run "
+                        "this one on another node");
+}
+
+// `count` leases for the step, under one hold of the folder's lock.
+Result<std::vector<PortLease>> take_leases(const SiteConfig& site, const LeaseRequest& req,
+                                           int count) {
+  if (count == 0) return std::vector<PortLease>{};
+  auto dir = open_lease_dir(site.lease_dir);
+  DP_TRY(dir);
+  auto lock = lock_folder(dir->get(), site.lease_dir, req.lock_wait);
+  DP_TRY(lock);
+  const LeaseCounts leased = count_leases(dir->get(), req.owner);
+  DP_TRY(check_share(leased, req, count));
+  const pid_t self = getpid();
+  const std::string content = std::to_string(self) + " " + start_time_of(self) + " " +
+                              std::to_string(req.owner) + " " + req.tag + "\n";
+  std::vector<PortLease> leases;
+  while (static_cast<int>(leases.size()) < count) {
+    UniqueFd hold;
+    // The same start: the step's ports lie together.
+    auto port = pick_port(site.port_min, site.port_max, req.seed, [&](int p) {
+      if (privileged_port(p, req.unprivileged_start)) return false;
+      hold = try_lease(dir->get(), p, content);
+      return static_cast<bool>(hold);
+    });
+    if (!port && site.port_fallback_os)
+      if (auto os = lease_os_port(dir->get(), content, req.unprivileged_start)) {
+        port = os->first;
+        hold = std::move(os->second);
+      }
+    if (!port) return held_range_error(site, req, count_leases(dir->get(), req.owner));
+    UniqueFd own(dup(dir->get()));
+    if (!own) return dir_error(site.lease_dir, std::string("dup: ") + std::strerror(errno));
+    leases.emplace_back(*port, std::move(own), std::to_string(*port), std::move(hold));
+  }
+  return leases;
 }
 
 }  // namespace
 
 Result<PortLease> lease_master_port(const SiteConfig& site, const LeaseRequest& req) {
-  auto dir = open_lease_dir(site.lease_dir);
-  DP_TRY(dir);
-  auto lock = lock_folder(dir->get(), site.lease_dir, req.lock_wait);
-  DP_TRY(lock);
-  DP_TRY(check_step_cap(dir->get(), req));
-  const pid_t self = getpid();
-  const std::string content = std::to_string(self) + " " + start_time_of(self) + " " +
-                              std::to_string(req.owner) + " " + req.tag + "\n";
-  UniqueFd hold;
-  auto port = pick_port(site.port_min, site.port_max, req.seed, [&](int p) {
-    if (privileged_port(p, req.unprivileged_start)) return false;
-    hold = try_lease(dir->get(), p, content);
-    return static_cast<bool>(hold);
-  });
-  lock->reset();  // releases the flock
-  if (!port && site.port_fallback_os) {
-    if (auto os = lease_os_port(dir->get(), content, req.unprivileged_start))
-      return PortLease(os->first, std::move(*dir), std::to_string(os->first),
-                       std::move(os->second));
-  }
-  if (!port) return held_range_error(site, req);
-  return PortLease(*port, std::move(*dir), std::to_string(*port), std::move(hold));
+  auto one = take_leases(site, req, 1);
+  DP_TRY(one);
+  return std::move(one->front());
 }
 
 Result<std::vector<PortLease>> lease_ports(const SiteConfig& site, const LeaseRequest& req) {
-  std::vector<PortLease> leases;
-  const int count = req.dp_port_count + (req.master_fixed ? 0 : 1);
-  for (int i = 0; i < count; ++i) {
-    auto lease = lease_master_port(site, req);  // the same start: the step's ports lie together
-    DP_TRY(lease);
-    leases.push_back(std::move(*lease));
-  }
-  return leases;
+  return take_leases(site, req, req.dp_port_count + (req.master_fixed ? 0 : 1));
 }
 
 }  // namespace dp::spank

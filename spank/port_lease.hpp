@@ -29,10 +29,10 @@ namespace dp::spank {
 struct LeaseRequest {
   uint64_t seed = 0;  // where the search starts (random per step)
   std::string tag;    // "<job>.<step>": names the step in its lease files
-  uid_t owner = 0;    // the job's user, whose steps max_steps_per_user counts
-  // Steps of one user that may hold leases on the node at once (a step's
-  // MASTER_PORT and --dp-ports count as one); 0: no cap.
-  int max_steps_per_user = 0;
+  uid_t owner = 0;    // the job's user, whose leased ports share_ports counts
+  // Ports of the range one user's steps may hold leased on the node at once
+  // (MASTER_PORT and --dp-ports alike, counted from the lease files); 0: no cap.
+  int share_ports = 0;
   std::chrono::milliseconds lock_wait{5'000};  // bound on waiting for the folder's lock
   int dp_port_count = 0;      // the step's --dp-ports, which it leases besides MASTER_PORT
   bool master_fixed = false;  // --dp-master-port: MASTER_PORT is not leased
@@ -42,9 +42,9 @@ struct LeaseRequest {
   int unprivileged_start = 1024;
 };
 
-// A step's request under the site's policy: a random start, and no user's
-// steps holding leases in more than a quarter as many steps as the range has
-// ports (at least 4 steps).
+// A step's request under the site's policy: a random start, and no user
+// holding more leased ports than the site's lease_share (a quarter of the
+// range by default).
 LeaseRequest lease_request(const SiteConfig& site, uid_t owner, std::string tag);
 
 // What the step leases, for a message: "MASTER_PORT", "MASTER_PORT and
@@ -83,11 +83,15 @@ class PortLease {
   UniqueFd hold_;
 };
 
-// Takes a lease. Messages say what failed and what to do.
+// Takes one lease. Messages say what failed and what to do.
 Result<PortLease> lease_master_port(const SiteConfig& site, const LeaseRequest& req);
 
 // The step's leases (MASTER_PORT unless req.master_fixed, then its
-// req.dp_port_count), all or none: a failure releases those taken before it.
+// req.dp_port_count), all or none under one hold of the folder's lock: the
+// user's share is checked once for all of them, and a failure releases those
+// taken before it. A refusal names who holds the range's ports, counted from
+// the lease files (slurm-dp's holds do not listen: the kernel's tables cannot
+// name them).
 Result<std::vector<PortLease>> lease_ports(const SiteConfig& site, const LeaseRequest& req);
 
 // Opens (creating as needed) the lease folder: every component without

@@ -93,8 +93,9 @@ constexpr Entry kKeys[] = {
      "os: when every port of the ports range is held (another user may squat it), MASTER_PORT is "
      "a port the OS chooses instead of failing the step; off: the step fails naming the holders"},
     {"resv_ports", "use", choice("use|ignore", set_resv_ports),
-     "use: MASTER_PORT from the ports Slurm reserved for the step (SLURM_STEP_RESV_PORTS), if any; "
-     "ignore: always the ports range"},
+     "use: MASTER_PORT from the ports Slurm reserved for the step, if any (slurmctld's record of "
+     "the step; the job's SLURM_STEP_RESV_PORTS is only compared with it); ignore: always the "
+     "ports range"},
     {"daemon_ports", "", port_range(&SiteConfig::daemon_port_min, &SiteConfig::daemon_port_max),
      "the ports dp-rendezvousd listens on, on srun's host: the one listener there the step's "
      "nodes connect to, so a range the login host's firewall opens to them; unset: Slurm's "
@@ -145,6 +146,9 @@ constexpr Entry kKeys[] = {
      "the most ports a step may take with --dp-ports=N besides MASTER_PORT, chosen and held on "
      "rank 0's node like MASTER_PORT (Slurm's reserved ports, else leases of ports=); 0: "
      "--dp-ports is refused"},
+    {"lease_share", "0", number(&SiteConfig::lease_share, 0, 65535),
+     "the most ports of the ports range one user's steps may hold leased on a node at once, "
+     "MASTER_PORT and --dp-ports alike, whatever --dp-ports asks; 0: a quarter of the range"},
 };
 
 // Keys of earlier releases, and why they went.

@@ -81,7 +81,7 @@ set(DP_E2E_DEBIAN_TESTING
   spank.step_ports@ns             # --dp-ports: leased, passed and Slurm-reserved
   spank.jax_coordinator@lo        # JAX's variables
   spank.late_bind@ns              # a late JAX coordinator and --dp-ports against a stranger's probe
-  spank.lease_cap@lo              # the lease share counts steps; --dp-ports named in a refusal
+  spank.lease_cap@lo              # the lease share counts ports; holders' uids named in a refusal
   spank.forged_resv_ports@lo      # the step's reservation from 26.05's slurmctld, asked by slurmstepd
   apps.accelerate@ns              # accelerate launch per node, Accelerator() per task
   apps.transformers_trainer@lo    # a transformers Trainer, 2x2 against one node's torchrun

@@ -7,6 +7,7 @@
 // check the plugstack snippet, the man page and ADMIN.md against it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -57,6 +58,12 @@ struct SiteConfig {
   OnFailure on_failure{};  // on_failure=: --dp-on-failure wins
   bool step_store{};       // store=step: the agents serve PyTorch's store (--dp-store wins)
   int max_ports{};         // the most --dp-ports a step may ask for
+  int lease_share{};       // leased ports one user may hold on a node; 0: a quarter of the range
+
+  // lease_share as it applies: the site's, or a quarter of the range (at least 1).
+  int lease_share_ports() const noexcept {
+    return lease_share > 0 ? lease_share : std::max(1, (port_max - port_min + 1) / 4);
+  }
 
   // Words the parser accepted but the site should change (a key that was
   // removed), one message each; the plugin shows them on slurm-dp steps.

@@ -1,53 +1,72 @@
 #!/usr/bin/env bash
-# The per-user share of the lease range counts steps, not ports, and a step
-# whose ports do not fit is refused naming --dp-ports and the fix:
-#  - a 20-port range (a share of 5 steps per user): two steps of dptest's with
-#    --dp-ports=2 (3 leases each) run at once on n1, each binding its ports;
-#    counted per port, the share (5) would have refused the second;
-#  - a 4-port range: the first such step runs, the second is refused before
-#    its program starts, naming "--dp-ports=2 (3 ports)" and "ask for fewer
-#    with --dp-ports", not "MASTER_PORT leases" or --dp-master-port;
+# The per-user share of the lease range counts ports, whatever --dp-ports
+# asks, and a refusal names the holder's uid and counts from the lease files
+# (issue 53; before, one user's three --dp-ports=8, 8 and 1 steps held all
+# of a 20-port range and another user's step failed naming nobody):
+#  - a 20-port range, lease_share=10: dptest's --dp-ports=8 step (9 ports)
+#    runs on n1; its second --dp-ports=8 step and a --dp-ports=1 step are
+#    refused before their programs start, naming dptest's uid, the step
+#    holding the ports and the share; dptest2's --dp-ports=8 step starts
+#    beside them; at most 10 of the range's ports are ever dptest's leases;
+#  - the default share, a quarter of the range (5 ports): a --dp-ports=8
+#    step is refused alone, naming lease_share=;
 #  - no lease is left.
 . "$(dirname "$0")/../lib.sh"
-trap 'site; cleanup_work' EXIT
+trap 'touch "$WORK/release"; site; cleanup_work' EXIT
 cp "$(dirname "$0")/step_ports.py" "$WORK/"
 range=$(test_port_range)
-lo=${range%-*}
 
-start() {  # start TAG: a 1-task step on n1 with --dp-ports=2 that binds its ports until $WORK/release
-  as_user timeout 60 srun -w n1 -N1 -n1 --resv-ports=0 --dp-world=auto --dp-ports=2 \
+# start TAG USER N: a 1-task step on n1 with --dp-ports=N that binds its ports until $WORK/release
+start() {
+  local run=as_user
+  [[ $2 == dptest2 ]] && run=as_other
+  $run timeout 60 srun -w n1 -N1 -n1 --resv-ports=0 --dp-world=auto --dp-ports="$3" \
     /usr/bin/python3 "$WORK/step_ports.py" "$WORK" "$1" >"$WORK/$1.log" 2>&1
 }
+leases_of() {  # leases_of UID: how many lease files name it
+  local n=0 f
+  for f in "$leases"/[0-9]*; do
+    [[ -e $f ]] || continue
+    read -r _ _ uid _ <"$f" && [[ $uid == "$1" ]] && n=$((n + 1))
+  done
+  echo "$n"
+}
+refused() {  # refused TAG USER N: the step fails before its program, naming the share
+  local rc=0
+  start "$@" || rc=$?
+  ((rc != 0)) || fail "$1: a --dp-ports=$3 step of $2's ran beyond the share: $(cat "$WORK/$1.log")"
+  [[ ! -e $WORK/$1.bound ]] || fail "$1: its program started"
+  grep -m1 'slurm-dp:' "$WORK/$1.log" || fail "$1: no slurm-dp: line: $(cat "$WORK/$1.log")"
+}
 
-use_port_leases lease_cap "ports=$range"
-start a &
+use_port_leases lease_cap "ports=$range" lease_share=10
+me=$(id -u dptest) other=$(id -u dptest2)
+start a dptest 8 &
 a=$!
-start b &
-b=$!
-both_bound() { [[ -s $WORK/a.bound && -s $WORK/b.bound ]]; }
-wait_until 60 "both --dp-ports=2 steps to bind their ports" both_bound
+wait_until 60 "dptest's --dp-ports=8 step to bind its 9 ports" test -s "$WORK/a.bound"
+[[ $(leases_of "$me") == 9 ]] || fail "dptest's step holds $(leases_of "$me") leases, not 9"
+line=$(refused b dptest 8)
+echo "b: $line"
+expect_contains "$line" "uid $me already holds 9 leased ports on this node (steps" "the second step's refusal"
+expect_contains "$line" "a user may hold 10 leased ports on a node" "the second step's refusal"
+expect_contains "$line" "MASTER_PORT and --dp-ports=8 (9 ports)" "the second step's refusal"
+line=$(refused c dptest 1)
+expect_contains "$line" "uid $me already holds 9 leased ports" "the --dp-ports=1 step's refusal"
+start d dptest2 8 &
+d=$!
+wait_until 60 "dptest2's --dp-ports=8 step to bind its ports beside dptest's" test -s "$WORK/d.bound"
+echo "leases now: uid $me $(leases_of "$me"), uid $other $(leases_of "$other") of $range"
+(($(leases_of "$me") <= 10)) || fail "dptest holds $(leases_of "$me") leases, above the share of 10"
 touch "$WORK/release"
 wait "$a" || fail "step a failed: $(cat "$WORK/a.log")"
-wait "$b" || fail "step b failed: $(cat "$WORK/b.log")"
-echo "range $range: step a MASTER_PORT DP_PORTS $(cut -d' ' -f1,2 "$WORK/a.0"), step b $(cut -d' ' -f1,2 "$WORK/b.0")"
-expect_no_leases "after the two steps"
+wait "$d" || fail "dptest2's step failed: $(cat "$WORK/d.log")"
+expect_no_leases "after the steps"
 
 rm -f "$WORK/release" "$WORK"/*.bound
-use_port_leases lease_cap "ports=$lo-$((lo + 3))"
-start c &
-c=$!
-wait_until 60 "the first step to bind its ports" test -s "$WORK/c.bound"
-rc=0
-start d || rc=$?
-touch "$WORK/release"
-((rc != 0)) || fail "a second --dp-ports=2 step in a 4-port range ended 0: $(cat "$WORK/d.log")"
-wait "$c" || fail "step c failed: $(cat "$WORK/c.log")"
-[[ ! -e $WORK/d.bound ]] || fail "a second --dp-ports=2 step started in a 4-port range"
-refusal=$(grep -m1 'slurm-dp:' "$WORK/d.log") || fail "the second step's refusal has no slurm-dp: line: $(cat "$WORK/d.log")"
-echo "$refusal"
-[[ $refusal == *"--dp-ports=2 (3 ports)"* && $refusal == *"ask for fewer with --dp-ports"* ]] ||
-  fail "the refusal does not name --dp-ports and the fix: $refusal"
-[[ $refusal != *"MASTER_PORT leases"* && $refusal != *"--dp-master-port"* ]] ||
-  fail "the refusal speaks of MASTER_PORT alone: $refusal"
+use_port_leases lease_cap "ports=$range"
+line=$(refused e dptest 8)
+echo "e: $line"
+expect_contains "$line" "a user may hold 5 leased ports on a node" "the default share's refusal"
+expect_contains "$line" "raise lease_share=" "the default share's refusal"
 expect_no_leases "after the refusal"
-pass "two --dp-ports=2 steps shared n1 in a 20-port range (the share counts steps); in a 4-port range the second was refused naming --dp-ports and the fix"
+pass "leases counted in ports: dptest held 9 of a 20-port range under lease_share=10, its next --dp-ports=8 and --dp-ports=1 steps were refused naming uid $me and its 9 ports, dptest2's --dp-ports=8 step started beside it; the default share (5) refused a --dp-ports=8 step alone"

@@ -197,48 +197,76 @@ TEST_F(LeaseDir, HeldLockFailsWithinItsBoundNamingTheLock) {
       << "free again once the holder is gone";
 }
 
-// The cap counts steps: one step's MASTER_PORT and --dp-ports are one, so
-// two steps with --dp-ports=1 fill the 4-port range under a cap of 2 steps.
-TEST_F(LeaseDir, OneUserHoldsLeasesForAtMostTheCapInSteps) {
+// The share counts ports, from the lease files: one user's steps hold at
+// most share_ports of the range, whatever --dp-ports asks; the refusal names
+// the holder's uid, its steps and the counts.
+TEST_F(LeaseDir, OneUserHoldsAtMostTheShareInPorts) {
   auto req = request("1.0", 4242);
-  req.max_steps_per_user = 2;
+  req.share_ports = 3;
   req.dp_port_count = 1;
   auto a = dp::spank::lease_ports(site_, req);
   ASSERT_TRUE(a.ok()) << a.error().message;
   EXPECT_EQ(a->size(), 2u) << "MASTER_PORT and 1 more";
   req.tag = "2.0";
   auto b = dp::spank::lease_ports(site_, req);
-  ASSERT_TRUE(b.ok()) << "a second step of 2 ports was refused: " << b.error().message;
-  req.tag = "3.0";
-  auto c = dp::spank::lease_ports(site_, req);
-  ASSERT_FALSE(c.ok());
-  const std::string& m = c.error().message;
-  EXPECT_NE(m.find("uid 4242 already holds leased ports for 2 other steps"), std::string::npos)
+  ASSERT_FALSE(b.ok()) << "2 + 2 ports leased under a share of 3";
+  const std::string& m = b.error().message;
+  EXPECT_NE(m.find("uid 4242 already holds 2 leased ports on this node (steps 1.0 (2))"),
+            std::string::npos)
       << m;
-  EXPECT_NE(m.find("at most 2 steps per user"), std::string::npos) << m;
+  EXPECT_NE(m.find("a user may hold 3 leased ports on a node"), std::string::npos) << m;
   EXPECT_NE(m.find("MASTER_PORT and --dp-ports=1 (2 ports)"), std::string::npos) << m;
-  EXPECT_EQ(m.find("MASTER_PORT leases"), std::string::npos) << m;
+  req.dp_port_count = 0;
+  auto c = dp::spank::lease_ports(site_, req);
+  ASSERT_TRUE(c.ok()) << "2 + 1 ports fit a share of 3: " << c.error().message;
+  // A step that alone asks for more than the share: refused, naming the fix.
+  auto big = request("3.0", 4244);
+  big.share_ports = 3;
+  big.dp_port_count = 3;
+  auto d = dp::spank::lease_ports(site_, big);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error().message.find("raise lease_share="), std::string::npos) << d.error().message;
   a->clear();  // releases each
   auto other = request("4.0", 4243);
-  other.max_steps_per_user = 1;
+  other.share_ports = 1;
   EXPECT_TRUE(dp::spank::lease_master_port(site_, other).ok())  // released at once
       << "another user is not affected";
-  EXPECT_TRUE(dp::spank::lease_ports(site_, req).ok()) << "a released step no longer counts";
+  req.tag = "5.0";
+  EXPECT_TRUE(dp::spank::lease_ports(site_, req).ok()) << "released leases no longer count";
 }
 
-TEST_F(LeaseDir, TheCapCountsEachUidWhole) {
+// Every port of the range leased: the refusal counts each holder's leases
+// from the files (holds do not listen: the kernel's tables cannot name them).
+TEST_F(LeaseDir, AFullRangeNamesTheLeaseHoldersUids) {
+  auto mine = request("1.0", 4242);
+  mine.dp_port_count = 2;
+  auto a = dp::spank::lease_ports(site_, mine);
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  auto theirs = request("2.0", 4243);
+  auto b = dp::spank::lease_ports(site_, theirs);
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  auto late = request("3.0", 4244);
+  late.dp_port_count = 1;
+  auto c = dp::spank::lease_ports(site_, late);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message.find("leased: uid 4242 (3 ports), uid 4243 (1 port)"),
+            std::string::npos)
+      << c.error().message;
+}
+
+TEST_F(LeaseDir, TheShareCountsEachUidWhole) {
   // uids take ten digits: a lease of uid 1234567890 is not one of uid
   // 123456789's (the first nine digits), and counts for its own.
   auto big = request("1.0", 1'234'567'890u);
-  big.max_steps_per_user = 1;
+  big.share_ports = 1;
   auto a = dp::spank::lease_master_port(site_, big);
   ASSERT_TRUE(a.ok()) << a.error().message;
   auto nine = request("2.0", 123'456'789u);
-  nine.max_steps_per_user = 1;
+  nine.share_ports = 1;
   EXPECT_TRUE(dp::spank::lease_master_port(site_, nine).ok()) << "another user's lease counted";
   big.tag = "3.0";
   auto again = dp::spank::lease_master_port(site_, big);
-  ASSERT_FALSE(again.ok()) << "the cap missed uid 1234567890's own lease";
+  ASSERT_FALSE(again.ok()) << "the share missed uid 1234567890's own lease";
   EXPECT_NE(again.error().message.find("uid 1234567890"), std::string::npos)
       << again.error().message;
 }
@@ -327,18 +355,20 @@ TEST(MasterSocket, APortWithConnectionsInTimeWaitIsPassedListening) {
   EXPECT_EQ(listening, 1);
 }
 
-// The site's policy, written once in port_lease: a random start, and a
-// quarter as many steps per user as the range has ports, at least 4.
+// The site's policy, written once: a random start, and a quarter of the
+// range's ports per user (at least 1), or the site's lease_share.
 TEST(LeasePolicy, AQuarterOfTheRangePerUserAndARandomStart) {
   dp::SiteConfig site;
   site.port_min = 29400;
   site.port_max = 29999;
   auto req = dp::spank::lease_request(site, 1002, "7.0");
-  EXPECT_EQ(req.max_steps_per_user, 150);
+  EXPECT_EQ(req.share_ports, 150);
   EXPECT_EQ(req.owner, 1002u);
   EXPECT_EQ(req.tag, "7.0");
-  site.port_max = 29409;
-  EXPECT_EQ(dp::spank::lease_request(site, 1002, "7.0").max_steps_per_user, 4);
+  site.port_max = 29402;
+  EXPECT_EQ(dp::spank::lease_request(site, 1002, "7.0").share_ports, 1);
+  site.lease_share = 10;
+  EXPECT_EQ(dp::spank::lease_request(site, 1002, "7.0").share_ports, 10);
   EXPECT_NE(req.seed, dp::spank::lease_request(site, 1002, "7.0").seed);
 }
 
