@@ -10,11 +10,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dp/shown_value.hpp"
 #include "report_file.hpp"
 #include "step_socket.hpp"  // dp_client
 
 namespace dp::spank {
 namespace {
+
+// The daemon's texts (the user's process, carrying what ranks named: a
+// function, a file, a host) as srun prints them: one printable line each,
+// already escaped where the daemon merged them; a forged "slurm-dp:" line
+// stays inside its own.
+constexpr size_t kShownReportLine = 16384;
+std::string line_of(const std::string& text) { return shown_value(text, kShownReportLine); }
 
 // A phase's time in srun's start-up line ("12.3ms"; "-": srun had none).
 std::string phase_ms_text(double ms) {
@@ -76,8 +84,9 @@ void report_step_end(const StepEndFacts& st) {
                                 phase_ms_text(st.srun_ready_ms) + ", store " + st.store;
   if (st.verbose) {
     std::fprintf(stderr, "slurm-dp: %s start-up: %s; %s\n", label.c_str(), srun_part.c_str(),
-                 stats ? stats->startup_line().c_str()
-                       : ("daemon report unavailable: " + stats.error().message).c_str());
+                 line_of(stats ? stats->startup_line()
+                               : "daemon report unavailable: " + stats.error().message)
+                     .c_str());
   }
   if (!st.report_file.empty()) {
     if (auto w = write_report_file(st.report_file, report_file_text(st, stats)); !w)
@@ -88,15 +97,16 @@ void report_step_end(const StepEndFacts& st) {
   // key, the keys a failed step waited for and who never set them.
   if (stats) {
     for (const auto& line : stats->store_refusals())
-      std::fprintf(stderr, "slurm-dp: %s: %s\n", label.c_str(), line.c_str());
+      std::fprintf(stderr, "slurm-dp: %s: %s\n", label.c_str(), line_of(line).c_str());
     for (const auto& line : stats->store_waits_unset())
-      std::fprintf(stderr, "slurm-dp: %s: %s\n", label.c_str(), line.c_str());
+      std::fprintf(stderr, "slurm-dp: %s: %s\n", label.c_str(), line_of(line).c_str());
   }
   // Last, so it is srun's last line: who failed first, how, when; or that
   // the user ended the step (scancel, srun's Ctrl-C), which is no failure.
   if (stats && !stats->first_failure().empty())
     std::fprintf(stderr, "slurm-dp: %s %s: %s\n", label.c_str(),
-                 stats->ended_by_user() ? "ended" : "failed", stats->first_failure().c_str());
+                 stats->ended_by_user() ? "ended" : "failed",
+                 line_of(stats->first_failure()).c_str());
   std::fflush(stderr);
 }
 

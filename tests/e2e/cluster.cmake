@@ -86,6 +86,7 @@ set(DP_E2E_DEBIAN_TESTING
   apps.accelerate@ns              # accelerate launch per node, Accelerator() per task
   apps.transformers_trainer@lo    # a transformers Trainer, 2x2 against one node's torchrun
   obs.stacks_top@lo               # dp-top --stacks: Python 3.14's frames of every rank
+  obs.forged_names@lo             # a forged co_qualname (3.14's frames) shown escaped
   obs.hang_named@ns               # a stalled DDP step named by its ranks' Python 3.14 frames, per task and torchrun's workers
   obs.hang_healthy@lo             # no verdict on healthy steps judged by 3.14's frames (compute, slow saves)
 )

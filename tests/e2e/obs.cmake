@@ -18,6 +18,8 @@ if(COMMAND dp_e2e_test)
   dp_e2e_scripts(PART obs MODES lo TIMEOUT 300 SCRIPTS stacks_top ENVIRONMENT ${_obs_env})
   # An NCCL hang named from PyTorch's flight recorder, a stand-in recorder on CPUs (issue 57).
   dp_e2e_scripts(PART obs MODES lo TIMEOUT 300 SCRIPTS flight_recorder ENVIRONMENT ${_obs_env})
+  # A rank's own text (its functions' names, its mapped paths) shown escaped.
+  dp_e2e_scripts(PART obs MODES lo TIMEOUT 300 SCRIPTS forged_names ENVIRONMENT ${_obs_env})
   # Its controls: healthy steps with long computes and slow saves get no verdict.
   dp_e2e_scripts(PART obs MODES lo TIMEOUT 300 SCRIPTS hang_healthy ENVIRONMENT ${_obs_env})
   # A stalled unmodified DDP step named from its ranks' stacks (and ended with --dp-on-hang=end).

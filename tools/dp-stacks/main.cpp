@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dp/params.hpp"
+#include "dp/shown_value.hpp"
 #include "dp/stacks/call_site.hpp"
 #include "dp/stacks/kernel_view.hpp"
 #include "dp/stacks/merge.hpp"
@@ -71,28 +72,33 @@ bool parse_args(int argc, char** argv, Args& a, std::string& error) {
   return true;
 }
 
+// The process's own text (its thread names, functions, files), escaped as
+// the merged view shows it (dp/shown_value.hpp).
+std::string text(const std::string& s) { return dp::shown_value(s, 4096); }
+std::string name(const std::string& s) { return dp::shown_name(s, 256); }
+
 void print_each(const dp::stacks::ProcessStacks& p, double read_ms) {
   using namespace dp::stacks;
   if (p.no_python) {
     std::printf("pid %d: no Python frames (%s): %s, %.2f ms per read\n", p.pid,
-                no_python_name(p.no_python->why), p.no_python->detail.c_str(), read_ms);
+                no_python_name(p.no_python->why), text(p.no_python->detail).c_str(), read_ms);
   } else {
     std::printf("pid %d: Python %s, %llu bytes in %llu reads, %.2f ms per read\n", p.pid,
-                p.python.c_str(), static_cast<unsigned long long>(p.bytes_read),
+                text(p.python).c_str(), static_cast<unsigned long long>(p.bytes_read),
                 static_cast<unsigned long long>(p.reads), read_ms);
   }
   const double tick = static_cast<double>(::sysconf(_SC_CLK_TCK));
   for (const auto& t : p.threads) {
     std::printf("  thread %d", t.tid);
     if (t.kernel) {
-      std::printf(" (%s) %s, cpu %.2f s", t.kernel->name.c_str(),
-                  describe_kernel_thread(*t.kernel).c_str(),
+      std::printf(" (%s) %s, cpu %.2f s", text(t.kernel->name).c_str(),
+                  text(describe_kernel_thread(*t.kernel)).c_str(),
                   static_cast<double>(t.kernel->cpu_ticks) / tick);
     }
     std::printf("\n");
-    if (!t.call.empty()) std::printf("      calls %s\n", t.call.c_str());
+    if (!t.call.empty()) std::printf("      calls %s\n", name(t.call).c_str());
     for (const auto& f : t.frames) {
-      std::printf("      %s %s:%d\n", f.function.c_str(), f.file.c_str(), f.line);
+      std::printf("      %s %s:%d\n", name(f.function).c_str(), text(f.file).c_str(), f.line);
     }
     if (t.truncated) std::printf("      ...\n");
   }

@@ -1,4 +1,5 @@
-// The one way untrusted text is shown: printable ASCII, cut with its length.
+// The one way untrusted text is shown: printable ASCII, every other byte an
+// escape, cut with its length.
 #include "dp/shown_value.hpp"
 
 #include <gtest/gtest.h>
@@ -9,9 +10,24 @@ namespace dp {
 namespace {
 
 TEST(ShownValue, OnlyPrintableAsciiReachesALogOrATerminal) {
-  EXPECT_EQ(shown_value("ok\x1b[31m\nred\xff\x7f~"), "ok?[31m?red??~");
-  EXPECT_EQ(shown_value("caf\xc3\xa9"), "caf??");  // bytes above 0x7e, UTF-8 too
-  EXPECT_EQ(shown_value(std::string("a\0b", 3)), "a?b");
+  EXPECT_EQ(shown_value("ok\x1b[31m\nred\xff\x7f~\t\r"), "ok\\x1b[31m\\nred\\xff\\x7f~\\t\\r");
+  EXPECT_EQ(shown_value("caf\xc3\xa9"), "caf\\xc3\\xa9");  // bytes above 0x7e, UTF-8 too
+  EXPECT_EQ(shown_value(std::string("a\0b", 3)), "a\\x00b");
+}
+
+// A rank can name a function anything (co_qualname): a line of slurm-dp's
+// forged inside it stays inside the one value, and showing it again (the
+// agent, the daemon, srun and dp-top each may) changes nothing.
+TEST(ShownValue, AForgedLineStaysOneValueAndShowingAgainChangesNothing) {
+  const std::string forged = "x\nslurm-dp: step 7.0 failed: \x1b]0;owned\x07";
+  const std::string once = shown_value(forged, 200);
+  EXPECT_EQ(once, "x\\nslurm-dp: step 7.0 failed: \\x1b]0;owned\\x07");
+  EXPECT_EQ(once.find('\n'), std::string::npos);
+  EXPECT_EQ(shown_value(once, 200), once);
+  for (unsigned c = 0; c < 256; ++c) {
+    const std::string shown = shown_value(std::string(1, static_cast<char>(c)));
+    for (char s : shown) EXPECT_TRUE(s >= 0x20 && s <= 0x7e) << c;
+  }
 }
 
 TEST(ShownValue, ALongValueIsCutSayingHowLongItWas) {

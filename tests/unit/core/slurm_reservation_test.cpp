@@ -80,7 +80,7 @@ TEST(SlurmReservation, TheUsersOwnListIsRefusedNamingVariablePortAndWhy) {
   EXPECT_TRUE(has(r.refusal, "port 111 is below")) << r.refusal;
   r = dp::slurm_reservation(from_slurmctld("x\n\x1b[2J", ""));
   EXPECT_EQ(r.ports, "");
-  EXPECT_TRUE(has(r.refusal, "SLURM_STEP_RESV_PORTS=x??[2J: not a port list")) << r.refusal;
+  EXPECT_TRUE(has(r.refusal, "SLURM_STEP_RESV_PORTS=x\\n\\x1b[2J: not a port list")) << r.refusal;
 }
 
 TEST(SlurmReservation, APrivilegedReservationOfSlurmsIsRefusedToo) {

@@ -174,7 +174,7 @@ TEST(Hello, AFakeDaemonsTextIsSanitized) {
         << c.error().message;
   }
   EXPECT_LT(c.error().message.size(), 1100u);
-  EXPECT_EQ(c.error().message.rfind("owned?]0;title??", 0), 0u) << c.error().message;
+  EXPECT_EQ(c.error().message.rfind("owned\\x1b]0;title\\x07\\n", 0), 0u) << c.error().message;
 }
 
 TEST(Hello, OutOfMemoryInTheIoThreadIsAnErrorNotACrash) {
@@ -265,7 +265,7 @@ TEST(ReplyReader, BoundsValidatesAndSanitizes) {
   EXPECT_EQ((*a)->id(), 1u);
   auto b = r4.next();
   ASSERT_TRUE(b.ok() && b->has_value());
-  EXPECT_EQ((*b)->message(), "a?b");
+  EXPECT_EQ((*b)->message(), "a\\x01b");
   auto none = r4.next();
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());

@@ -115,7 +115,7 @@ TEST_F(NodeBrokerTest, StoreRequestsTheAgentsRefusedAreCountedAndNamed) {
   EXPECT_EQ(s.store_refusals(0),
             "PyTorch's store on host na: refused rank 1 (pid 42): SET of key '/huge' ...");
   EXPECT_EQ(s.store_refusals(1),
-            "PyTorch's store on host nb: refused rank 2 (pid 43): bad?[2Jbytes");
+            "PyTorch's store on host nb: refused rank 2 (pid 43): bad\\x1b[2Jbytes");
   EXPECT_FALSE(broker_.aborted());
 }
 

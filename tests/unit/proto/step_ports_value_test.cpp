@@ -73,7 +73,7 @@ TEST(StepPortsValue, FailureTextsArePrintableAndBounded) {
   p.set_node("n\x1b[31m1");
   p.set_reason(std::string(5000, 'x') + "\n");
   const MasterFailure f = from_proto(p);
-  EXPECT_EQ(f.node, "n?[31m1");
+  EXPECT_EQ(f.node, "n\\x1b[31m1");
   EXPECT_EQ(f.reason, std::string(1024, 'x') + "...(5001 bytes)");
 }
 

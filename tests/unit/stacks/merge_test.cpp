@@ -167,6 +167,33 @@ TEST(Merge, CutChainsAndUnknownLinesAreMarked) {
             "rank 0 (h, pid 9): main thread without Python frames, running");
 }
 
+// A rank's own text cannot forge a line of ours: a function named
+// "x\nslurm-dp: FORGED" with escape sequences (Python 3.13+'s co_qualname is
+// the program's to set), a file and a call named so, a path in a reason.
+TEST(Merge, ARanksOwnTextIsShownEscaped) {
+  const Frame forged{"x\nslurm-dp: step 7.0 failed: FORGED\x1b]0;owned\x07", "/tmp/\x1b[2Jevil.py",
+                     3};
+  auto r0 = python_rank(0, "n1", 100, {forged, kMain}, SYS_futex, "time.\nsleep");
+  auto r1 = python_rank(1, "n\x1b[31m2", 200, {kMain});
+  r1.stacks.no_python = NoStacks{NoPython::not_python, "mapped /opt/\x1b[2J\npython"};
+  const auto lines = format_groups(merge_stacks({r0, r1}));
+  ASSERT_FALSE(lines.empty());
+  std::string all;
+  for (const auto& l : lines) {
+    for (char c : l) ASSERT_TRUE(c >= 0x20 && c <= 0x7e) << l;
+    all += l + "|";
+  }
+  EXPECT_NE(all.find("x\\nslurm\\x2ddp\\x3a\\x20step\\x207."
+                     "0\\x20failed\\x3a\\x20FORGED\\x1b\\x5d0\\x3bowned\\x07"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("\\x1b[2Jevil.py:3"), std::string::npos) << all;
+  EXPECT_NE(all.find("time.\\nsleep <- "), std::string::npos) << all;
+  EXPECT_NE(all.find("n\\x1b[31m2"), std::string::npos) << all;
+  EXPECT_NE(all.find("/opt/\\x1b[2J\\npython"), std::string::npos) << all;
+  for (const auto& l : lines) EXPECT_NE(l.rfind("slurm-dp:", 0), 0u) << l;
+}
+
 TEST(Merge, RankRanges) {
   EXPECT_EQ(rank_ranges({}), "");
   EXPECT_EQ(rank_ranges({4}), "4");
