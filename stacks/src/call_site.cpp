@@ -145,14 +145,19 @@ void name_calls(ProcessStacks& p, const SourceLimits& limits) {
     }
     auto it = sources.find(file);
     if (it == sources.end() || it->second.lines < span.end_line) {
+      size_t max = limits.max_file_bytes;
+      if (SourceBudget* b = limits.budget) {  // the round's bytes and time
+        const long long left = b->bytes.load();
+        if (left <= 0 || std::chrono::steady_clock::now() >= b->deadline) return;
+        max = std::min(max, static_cast<size_t>(left));
+      }
       if (waiting.fetch_add(1) >= kMaxWaiting) {
         --waiting;
         return;
       }
-      it = sources
-               .insert_or_assign(file, source_of(p.pid, file, span.end_line, limits.max_file_bytes))
-               .first;
+      it = sources.insert_or_assign(file, source_of(p.pid, file, span.end_line, max)).first;
       --waiting;
+      if (limits.budget) limits.budget->bytes -= static_cast<long long>(it->second.text.size());
     }
     const std::string_view text = it->second.text;
     const size_t at = line_start(text, span.line - 1L);

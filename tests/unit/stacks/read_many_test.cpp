@@ -1,6 +1,7 @@
 // A node's processes read at once: one answer per target in order, whatever
-// each one is (a native program, an ended pid, this test), and the deadline
-// kept when there is no time to read them.
+// each one is (a native program, an ended pid, this test), the deadline kept
+// when there is no time to read them, and a target whose read blocks never
+// holds more than one thread, round after round.
 #include "dp/stacks/read_many.hpp"
 
 #include <gtest/gtest.h>
@@ -8,7 +9,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include "process_group.hpp"
@@ -78,6 +83,75 @@ TEST(ReadMany, NoTimeLeftIsOverTimeForEach) {
 }
 
 TEST(ReadMany, NoTargetsNoAnswers) { EXPECT_TRUE(read_processes({}, {}).empty()); }
+
+// Polls `done` every millisecond for at most 5 s (readers end on their own).
+template <class F>
+bool soon(F done) {
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+// A read that blocks where the kernel waits for a target's memory map lock
+// (a dead file system under its mappings) cannot be interrupted. Its thread
+// is left, but the target is not read again while it blocks: ten rounds
+// later it still holds one thread, and the others are read every round.
+TEST(ReadMany, ABlockedTargetStaysOneThreadAcrossTenRounds) {
+  struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool open = false;
+    std::atomic<int> reads{0};  // of the blocked target
+  };
+  auto gate = std::make_shared<Gate>();
+  constexpr int kBlocked = 2'000'000'001;  // targets of this test alone (no real pid)
+  ManyLimits limits;
+  limits.deadline = 100ms;
+  limits.threads = 4;
+  limits.read = [gate](const Target& t, const ReadLimits&) {
+    if (t.pid == kBlocked) {
+      ++gate->reads;
+      std::unique_lock lock(gate->mu);
+      gate->cv.wait(lock, [&] { return gate->open; });
+    }
+    ProcessStacks p;
+    p.pid = t.pid;
+    p.no_python = NoStacks{NoPython::not_python, "read"};
+    return p;
+  };
+  const std::vector<Target> targets{{kBlocked, 7, 0}, {kBlocked + 1, 7, 0}, {kBlocked + 2, 7, 0}};
+  ASSERT_TRUE(soon([] { return live_readers() == 0; })) << "readers of earlier tests";
+  for (int round = 0; round < 10; ++round) {
+    const auto answers = read_processes(targets, limits);
+    ASSERT_EQ(answers.size(), 3u);
+    ASSERT_TRUE(answers[0].no_python);
+    EXPECT_EQ(answers[0].no_python->why, NoPython::over_time) << round;
+    for (size_t i = 1; i < 3; ++i) {
+      ASSERT_TRUE(answers[i].no_python);
+      EXPECT_EQ(answers[i].no_python->why, NoPython::not_python) << round;
+    }
+    EXPECT_TRUE(soon([] { return live_readers() == 1; }))
+        << "round " << round << ": " << live_readers() << " reader threads alive";
+  }
+  EXPECT_EQ(gate->reads.load(), 1) << "the blocked target was read again";
+  const auto later = read_processes(targets, limits);
+  EXPECT_NE(later[0].no_python->detail.find("an earlier read of it still waits"), std::string::npos)
+      << later[0].no_python->detail;
+  {
+    std::lock_guard lock(gate->mu);
+    gate->open = true;
+  }
+  gate->cv.notify_all();
+  EXPECT_TRUE(soon([] { return live_readers() == 0; })) << live_readers();
+  // Its read returned: it is read again.
+  const auto again = read_processes(targets, limits);
+  EXPECT_EQ(again[0].no_python->why, NoPython::not_python);
+  EXPECT_EQ(gate->reads.load(), 2);
+  EXPECT_TRUE(soon([] { return live_readers() == 0; }));
+}
 
 }  // namespace
 }  // namespace dp::stacks

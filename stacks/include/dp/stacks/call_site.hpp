@@ -5,6 +5,8 @@
 // source names the callee: `time.sleep(600)` is a call of `time.sleep`.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -21,9 +23,17 @@ namespace dp::stacks {
 // expression, a call of a call's result, a span outside the text).
 std::optional<std::string> callee_of(std::string_view text, const SourceSpan& span);
 
+// What reading sources may cost one round of reads (read_many), all its
+// targets together: bytes left, and a time after which no read starts.
+struct SourceBudget {
+  std::atomic<long long> bytes{0};
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+};
+
 struct SourceLimits {
   size_t max_file_bytes = 4 << 20;  // a source file is read this far, no further
   int max_span_lines = 64;          // a call's span over more lines is not named
+  SourceBudget* budget = nullptr;   // the round's; nullptr: no bound but the above
 };
 
 // Sets each thread's `call` from its innermost frame's span and the file the
@@ -32,7 +42,8 @@ struct SourceLimits {
 // files, opened without blocking on a FIFO; a file changed since the process
 // read it gives no name or, rarely, its new text's. Blocks only where the
 // file system does: callers with a deadline call it after they kept the
-// frames, and at most a few calls wait in it at once (the rest name nothing).
+// frames, at most a few calls wait in it at once (the rest name nothing), and
+// with a budget no read starts once its bytes or time are spent.
 void name_calls(ProcessStacks& p, const SourceLimits& limits = {});
 
 }  // namespace dp::stacks
