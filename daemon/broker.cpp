@@ -415,15 +415,18 @@ void Broker::judge_hang(Clock::time_point now) {
 }
 
 void Broker::hang_found(AbortCause cause, const std::string& which,
-                        const std::vector<std::string>& view) {
+                        const std::vector<std::string>& view, bool may_end) {
+  const bool ends = cfg_.limits.end_on_hang && may_end;
   if (report_.note_hang(which, cause.message, view, cause.when)) {
     out_.notice("slurm-dp: step " + cfg_.job_id + "." + cfg_.step_id + ": hang: " + cause.message +
-                (cfg_.limits.end_on_hang ? "; the step is ended (--dp-on-hang=end)"
-                                         : "; the step runs on (--dp-on-hang=end ends it)"));
+                (ends      ? "; the step is ended (--dp-on-hang=end)"
+                 : may_end ? "; the step runs on (--dp-on-hang=end ends it)"
+                           : "; the step runs on (a rank that cannot be read is never judged "
+                             "stuck)"));
     std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
                  cfg_.step_id.c_str(), cause.message.c_str());
   }
-  if (cfg_.limits.end_on_hang) abort_job(std::move(cause));
+  if (ends) abort_job(std::move(cause));
 }
 
 void Broker::on_tick(Clock::time_point now) {

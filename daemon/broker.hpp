@@ -187,7 +187,9 @@ class Broker {
   // A hang found (libdp's counters or the stacks): named on srun's stderr,
   // in the report and dp-top; the step ended too with end_on_hang.
   // `which`: the same hang, however long it lasts, is named once.
-  void hang_found(AbortCause cause, const std::string& which, const std::vector<std::string>& view);
+  // may_end false: ranks could not be read (unknown is not stuck): named, never ended.
+  void hang_found(AbortCause cause, const std::string& which, const std::vector<std::string>& view,
+                  bool may_end = true);
   uint64_t stack_hangs_ = 0;  // hangs the stacks' watch named
   // broker_hello.cpp
   void set_up_hello_budget();

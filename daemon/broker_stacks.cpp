@@ -133,10 +133,12 @@ void Broker::judge_stacks(const std::vector<stacks::RankStacks>& got,
   c.rank = v->odd_rank;
   c.host = v->odd_host;
   const double still = std::chrono::duration<double>(v->still).count();
-  char head[80];
-  std::snprintf(head, sizeof head, "no rank has made progress for %.0f s (", still);
+  char head[120];
+  std::snprintf(head, sizeof head, "no rank %shas made progress for %.0f s (",
+                v->unknown() ? "that could be read " : "", still);
   c.message = head + bound + "): " + v->summary;
-  hang_found(std::move(c), "stacks #" + std::to_string(++stack_hangs_), v->lines);
+  // Ranks that could not be read are named, never judged stuck: the step runs on.
+  hang_found(std::move(c), "stacks #" + std::to_string(++stack_hangs_), v->lines, !v->unknown());
 }
 
 }  // namespace dp::daemon

@@ -46,8 +46,17 @@ std::optional<HangVerdict> HangWatch::observe(Clock::time_point now,
   const double seconds =
       last_round_ ? std::chrono::duration<double>(now - *last_round_).count() : 0.0;
   bool progress = !last_round_ || ranks.empty();
-  std::map<int, Seen> next = complete ? std::map<int, Seen>{} : seen_;
+  // A rank not read this round keeps its last state (no evidence either way).
+  std::map<int, Seen> next = seen_;
+  std::set<int> unknown;
+  if (!complete)
+    for (const auto& [r, s] : seen_) unknown.insert(r);
   for (const auto& r : ranks) {
+    unknown.erase(r.rank);
+    if (r.stacks.no_python && r.stacks.no_python->why == NoPython::over_time) {
+      unknown.insert(r.rank);
+      continue;
+    }
     // A rank that exited is the step ending (or failing), not hanging.
     if (r.stacks.no_python && r.stacks.no_python->why == NoPython::gone) progress = true;
     const ThreadStack* main = main_of(r.stacks);
@@ -59,21 +68,43 @@ std::optional<HangVerdict> HangWatch::observe(Clock::time_point now,
     if (before == seen_.end() || progressed(before->second, s, seconds)) progress = true;
     next[r.rank] = std::move(s);
   }
+  if (complete)  // the step's ranks are this round's: one that left is forgotten
+    for (auto it = next.begin(); it != next.end();)
+      it = std::any_of(ranks.begin(), ranks.end(),
+                       [&](const RankStacks& r) { return r.rank == it->first; })
+               ? std::next(it)
+               : next.erase(it);
   seen_ = std::move(next);
   last_round_ = now;
   if (progress) {
     still_since_ = now;
-    named_ = false;
+    named_ = Named::none;
     return std::nullopt;
   }
   const auto still = std::chrono::duration_cast<std::chrono::milliseconds>(now - *still_since_);
-  if (named_ || still < timeout_) return std::nullopt;
-  named_ = true;
+  return verdict(still, ranks, {unknown.begin(), unknown.end()});
+}
+
+std::optional<HangVerdict> HangWatch::verdict(std::chrono::milliseconds still,
+                                              const std::vector<RankStacks>& ranks,
+                                              std::vector<int> unknown) {
+  // A hang needs every rank read; unknown ranks are named after two bounds.
+  if (named_ == Named::hang || still < timeout_) return std::nullopt;
+  if (!unknown.empty() && (named_ == Named::unknown || still < 2 * timeout_)) return std::nullopt;
+  named_ = unknown.empty() ? Named::hang : Named::unknown;
   HangVerdict v;
   v.still = still;
+  v.unknown_ranks = std::move(unknown);
   const auto groups = merge_stacks(ranks);
   v.lines = format_groups(groups);
   v.summary = hang_summary(groups, ranks);
+  if (v.unknown()) {
+    v.summary = "ranks " + rank_ranges(v.unknown_ranks) +
+                " could not be read (their node did not answer, or their read did not end in "
+                "time), so this is no hang verdict; the others: " +
+                v.summary;
+    return v;
+  }
   if (groups.size() > 1 && groups.front().ranks.size() == 1) {
     v.odd_rank = groups.front().ranks.front();
     v.odd_host = groups.front().host;

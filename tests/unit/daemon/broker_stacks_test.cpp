@@ -168,14 +168,17 @@ class BrokerWatchTest : public BrokerStacksTest {
     }
     return *other_;
   }
-  // The ticks from second `from` to `to`; each round answered by both nodes at once.
+  // The ticks from second `from` to `to`; each round answered by both nodes
+  // at once, or by node A alone (b_answers false).
   // nccl: the ranks spin (CPU time grows: the stacks' watch sees work) and
   // their flight recorders say where they are: rank 1 never entered #22.
-  void run(Broker& b, int from, int to, bool nccl = false) {
+  void run(Broker& b, int from, int to, bool nccl = false, bool b_answers = true) {
     for (int ms = from * 1000; ms <= to * 1000; ms += 100) {
       const auto t = t0_ + milliseconds(ms);
       b.on_tick(t);
+      b.expire_stacks(t);  // the server's tick does so too
       for (ConnId c : {kNodeA, kNodeB}) {
+        if (c == kNodeB && !b_answers) continue;
         const auto& sent = other_out_.sent[c];
         if (sent.empty() || !sent.back().has_stacks_ask() ||
             sent.back().stacks_ask().ask() == last_ask_[c])
@@ -270,6 +273,25 @@ TEST_F(BrokerWatchTest, EndOnHangEndsTheStepNamingTheOddRank) {
   EXPECT_EQ(b.abort_cause()->rank, 3);
   EXPECT_EQ(b.abort_cause()->host, "nb");
   EXPECT_NE(b.report().failure()->message.find("verdict hang"), std::string::npos);
+}
+
+// Unknown is not stuck: node B never answers, so its ranks are unknown; the
+// step is named after twice the timeout as one whose ranks could not be
+// read, and even with end_on_hang it runs on.
+TEST_F(BrokerWatchTest, RanksThatCannotBeReadAreNamedNeverEnded) {
+  Broker& b = watched(1);
+  run(b, 0, 1);
+  run(b, 1, 14, false, false);
+  EXPECT_TRUE(other_out_.notices.empty()) << other_out_.notices.front();
+  run(b, 14, 40, false, false);
+  ASSERT_EQ(other_out_.notices.size(), 1u);
+  const std::string& line = other_out_.notices[0];
+  EXPECT_NE(line.find("hang: no rank that could be read has made progress for "), std::string::npos)
+      << line;
+  EXPECT_NE(line.find("ranks 2-3 could not be read"), std::string::npos) << line;
+  EXPECT_NE(line.find("a rank that cannot be read is never judged stuck"), std::string::npos)
+      << line;
+  EXPECT_FALSE(b.aborted());
 }
 
 }  // namespace

@@ -139,14 +139,46 @@ TEST(HangWatch, ASuspendedStepIsNotAHang) {
     EXPECT_FALSE(w.observe(Clock::time_point{} + seconds(i), stopped, true));
 }
 
-TEST(HangWatch, AnUnreadNodeKeepsItsRanksLastRound) {
+// Unknown is not stuck: a rank the round could not read (its node did not
+// answer, its read was not done in time) gives no hang verdict; after twice
+// the timeout the step is named as one whose ranks could not be read.
+TEST(HangWatch, AnUnreadNodeIsUnknownNotStuck) {
   HangWatch w(seconds(10), 100);
   const auto t0 = Clock::time_point{};
   EXPECT_FALSE(w.observe(t0, hung(), true));
   auto half = hung();
   half.resize(2);  // n2 did not answer: no evidence, and no progress either
-  for (int i = 1; i < 10; ++i) EXPECT_FALSE(w.observe(t0 + seconds(i), half, false));
-  EXPECT_TRUE(w.observe(t0 + seconds(10), half, false));
+  for (int i = 1; i < 20; ++i) EXPECT_FALSE(w.observe(t0 + seconds(i), half, false)) << i;
+  auto v = w.observe(t0 + seconds(20), half, false);
+  ASSERT_TRUE(v);
+  EXPECT_TRUE(v->unknown());
+  EXPECT_EQ(v->unknown_ranks, (std::vector<int>{2, 3}));
+  EXPECT_EQ(v->summary.rfind("ranks 2-3 could not be read", 0), 0u) << v->summary;
+  EXPECT_EQ(v->odd_rank, -1);
+  EXPECT_FALSE(w.observe(t0 + seconds(21), half, false)) << "named once";
+  // Every rank read again, none moved: now it is a hang.
+  v = w.observe(t0 + seconds(22), hung(), true);
+  ASSERT_TRUE(v);
+  EXPECT_FALSE(v->unknown());
+  EXPECT_EQ(v->odd_rank, 3);
+}
+
+TEST(HangWatch, ARankReadTooLateIsUnknownNotStuck) {
+  HangWatch w(seconds(10), 100);
+  const auto t0 = Clock::time_point{};
+  auto late = [] {
+    auto r = hung();
+    r[3].stacks.threads.clear();
+    r[3].stacks.no_python = NoStacks{NoPython::over_time, "pid 1003 was not read within 1500 ms"};
+    return r;
+  };
+  EXPECT_FALSE(w.observe(t0, hung(), true));
+  for (int i = 1; i < 20; ++i) EXPECT_FALSE(w.observe(t0 + seconds(i), late(), true)) << i;
+  auto v = w.observe(t0 + seconds(20), late(), true);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->unknown_ranks, (std::vector<int>{3}));
+  // Read at last, having computed meanwhile: progress, not a hang.
+  EXPECT_FALSE(w.observe(t0 + seconds(21), hung(5'000), true));
 }
 
 TEST(HangWatch, RanksWithoutPythonFramesAreJudgedByCpuAndSayWhy) {

@@ -10,15 +10,17 @@
 //    sleeps or waits for I/O; a main thread blocked in a collective, a
 //    lock or a sleep uses none), or
 //  - its main thread's Python frames changed (function, file or line).
-// The step made progress when one of its ranks did; a rank the round did not
-// read (its node did not answer) counts as no evidence either way; a rank
-// that exited or is stopped (a suspended job: state T) is not judged, and
-// the clock starts again. When no
-// rank made progress for the timeout, the step hangs: one verdict, named
-// once, until a rank makes progress again. So a rank computing for minutes
-// between collectives is progress (CPU), ranks all waiting in a collective
-// or asleep are not; a spinning wait (NCCL's proxy threads) looks like work
-// and is never named by this watch.
+// The step made progress when one of its ranks did; a rank that exited or is
+// stopped (a suspended job: state T) is not judged, and the clock starts
+// again. A rank the round could not read (its node did not answer, or its read
+// was not done in time: over_time) is unknown, never stuck: it keeps its last
+// round's state, and a hang verdict needs every rank read and not
+// progressing. When no rank made progress for the timeout and every rank was
+// read, the step hangs: one verdict, named once, until a rank makes progress
+// again. Where ranks stay unknown, the step is named after twice the timeout
+// as one whose ranks could not be read (`unknown`), which never ends it. So a rank computing for
+// minutes between collectives is progress (CPU), ranks all waiting in a collective or asleep are
+// not; a spinning wait (NCCL's proxy threads) looks like work and is never named by this watch.
 #pragma once
 
 #include <chrono>
@@ -44,6 +46,10 @@ struct HangVerdict {
   // The odd one out: a lone rank among groups that agree (-1: none).
   int odd_rank = -1;
   std::string odd_host;
+  // Not a hang: ranks could not be read for twice the timeout while the
+  // others made no progress. Named, never a reason to end the step.
+  std::vector<int> unknown_ranks;  // ascending; empty: every rank read (a hang)
+  bool unknown() const { return !unknown_ranks.empty(); }
 };
 
 class HangWatch {
@@ -51,8 +57,8 @@ class HangWatch {
   using Clock = std::chrono::steady_clock;
   HangWatch(std::chrono::milliseconds timeout, long ticks_per_second);
 
-  // One round's ranks, read at `now`. `complete`: every rank of the step was
-  // read (a node that did not answer leaves its ranks out).
+  // One round's ranks, read at `now`. `complete`: every node answered (a node
+  // that did not leaves its ranks out: they are unknown this round).
   std::optional<HangVerdict> observe(Clock::time_point now, const std::vector<RankStacks>& ranks,
                                      bool complete);
 
@@ -64,12 +70,16 @@ class HangWatch {
     std::string main_frames;                           // empty: no Python frames read
   };
   bool progressed(const Seen& before, const Seen& now, double seconds) const;
+  std::optional<HangVerdict> verdict(std::chrono::milliseconds still,
+                                     const std::vector<RankStacks>& ranks,
+                                     std::vector<int> unknown);
 
+  enum class Named { none, unknown, hang };
   std::chrono::milliseconds timeout_;
   long ticks_per_second_;
-  std::map<int, Seen> seen_;  // by rank, at the last round
+  std::map<int, Seen> seen_;  // by rank, at the last round it was read
   std::optional<Clock::time_point> last_round_, still_since_;
-  bool named_ = false;
+  Named named_ = Named::none;
 };
 
 // The verdict's one line from a round's merged groups.
