@@ -104,7 +104,7 @@ Result<proto::Stats> query(const std::string& path, std::chrono::milliseconds ti
 }
 
 Result<proto::Response> ask(const std::string& path, const proto::Request& req,
-                            std::chrono::milliseconds timeout) {
+                            std::chrono::milliseconds timeout, uid_t owner) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + timeout;
   auto addr = unix_address(path);
@@ -130,12 +130,14 @@ Result<proto::Response> ask(const std::string& path, const proto::Request& req,
                                            std::to_string(timeout.count()) + " ms (backlog full)");
     poll(nullptr, 0, std::min(10, left_ms()));
   }
-  // Anyone may bind an abstract name: ask only a daemon of our own uid.
+  // Anyone may bind an abstract name: ask only a daemon of the step's user.
   const auto uid = peer_uid(fd);
-  if (!uid || *uid != getuid())
-    return make_error(Errc::unauthorized, path + " is served by " +
-                                              (uid ? user_text(*uid) : "an unknown user") +
-                                              ", not by a step daemon of yours: not asked");
+  if (!uid || *uid != owner)
+    return make_error(Errc::unauthorized,
+                      path + " is served by " + (uid ? user_text(*uid) : "an unknown user") +
+                          ", not by a step daemon of " +
+                          (owner == getuid() ? std::string("yours") : user_text(owner)) +
+                          ": not asked");
   std::string frame;
   rdv::append_frame(req, frame);
   // A request of a few bytes fits any fresh socket's buffer: one send.

@@ -19,7 +19,9 @@
 namespace dp::obs {
 namespace {
 
-std::string abstract_prefix() { return "@slurm-dp-" + std::to_string(getuid()) + "/"; }
+std::string abstract_prefix(uid_t owner = getuid()) {
+  return "@slurm-dp-" + std::to_string(owner) + "/";
+}
 
 bool all_digits(const std::string& s) {
   return !s.empty() &&
@@ -31,13 +33,13 @@ constexpr size_t kMostSockets = 64;
 constexpr size_t kUnixTableBytes = 4u << 20;  // /proc/net/unix, without sock_diag
 
 // Abstract names in this network namespace that start with prefix: the
-// caller's own listeners; without sock_diag, every one /proc/net/unix shows
+// owner's listeners; without sock_diag, every one /proc/net/unix shows
 // (query still checks the uid, within its deadline).
-std::vector<std::string> abstract_names(const std::string& prefix) {
+std::vector<std::string> abstract_names(const std::string& prefix, uid_t owner) {
   std::vector<std::string> out;
   if (auto found = abstract_listeners(prefix, kMostSockets); found) {
     for (auto& l : *found)
-      if (!l.uid || *l.uid == getuid()) out.push_back(std::move(l.name));
+      if (!l.uid || *l.uid == owner) out.push_back(std::move(l.name));
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
@@ -67,22 +69,27 @@ Result<std::string> abstract_socket_name(const std::string& job, const std::stri
          to_hex({reinterpret_cast<const unsigned char*>(raw->data()), raw->size()});
 }
 
-std::vector<std::string> step_sockets(const std::string& job, const std::string& step) {
+std::vector<std::string> step_sockets(const std::string& job, const std::string& step,
+                                      uid_t owner) {
   std::vector<std::string> out;
-  if (auto p = socket_path(job, step, false); p && access(p->c_str(), F_OK) == 0) out.push_back(*p);
-  for (auto& n : abstract_names(abstract_prefix() + socket_name(job, step) + "."))
+  // The caller's own folder; root asking for a user goes by the abstract
+  // sockets alone and never walks a user's folder.
+  if (auto p = socket_path(job, step, false);
+      owner == getuid() && p && access(p->c_str(), F_OK) == 0)
+    out.push_back(*p);
+  for (auto& n : abstract_names(abstract_prefix(owner) + socket_name(job, step) + ".", owner))
     out.push_back(std::move(n));
   return out;
 }
 
-std::vector<std::string> running_steps(const std::string& job) {
+std::vector<std::string> running_steps(const std::string& job, uid_t owner) {
   std::set<std::string> steps;
-  const std::string prefix = abstract_prefix() + job + ".";
-  for (const auto& n : abstract_names(prefix)) {
+  const std::string prefix = abstract_prefix(owner) + job + ".";
+  for (const auto& n : abstract_names(prefix, owner)) {
     const size_t a = prefix.size(), b = n.find('.', a);
     if (b == std::string::npos) continue;
     const std::string step = n.substr(a, b - a);
-    if (all_digits(step) && n.rfind(abstract_prefix() + socket_name(job, step) + ".", 0) == 0)
+    if (all_digits(step) && n.rfind(abstract_prefix(owner) + socket_name(job, step) + ".", 0) == 0)
       steps.insert(step);
   }
   return {steps.begin(), steps.end()};
@@ -96,25 +103,29 @@ Result<proto::Stats> query_step(const std::string& job, const std::string& step,
 }
 
 Result<proto::Response> ask_step(const std::string& job, const std::string& step,
-                                 const proto::Request& req, std::chrono::milliseconds timeout) {
+                                 const proto::Request& req, std::chrono::milliseconds timeout,
+                                 uid_t owner) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + timeout;
   std::string why;
-  for (const auto& s : step_sockets(job, step)) {
+  for (const auto& s : step_sockets(job, step, owner)) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
       if (why.empty()) why = "no answer within " + std::to_string(timeout.count()) + " ms";
       break;
     }
-    auto st = ask(s, req, left);
+    auto st = ask(s, req, left, owner);
     if (st) return st;
     if (why.empty()) why = st.error().message;
   }
   auto dir = user_dir(false);
   if (!dir && dir.error().code == Errc::unauthorized)
     why += (why.empty() ? "" : "; ") + dir.error().message;
-  if (why.empty()) why = "no running step daemon of yours for step " + job + "." + step;
+  if (why.empty())
+    why = "no running step daemon of " +
+          (owner == getuid() ? std::string("yours") : "uid " + std::to_string(owner)) +
+          " for step " + job + "." + step;
   return make_error(Errc::not_found, why);
 }
 

@@ -4,6 +4,9 @@
 // ($XDG_RUNTIME_DIR/slurm-dp or /tmp/slurm-dp-<uid>, on the host where srun
 // runs) or its abstract socket, served by your own uid only, so it sees only
 // your steps; a job of another user is refused by name before any look.
+// Root (an admin helping a user) sees any user's step, read-only: the job's
+// user from slurmctld's record, that user's abstract sockets, and only a
+// daemon of that uid; what it prints is the user's text, shown escaped.
 #include <dirent.h>
 
 #include <sys/types.h>
@@ -20,7 +23,10 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "dp/params.hpp"
+#include "dp/shown_value.hpp"
 #include "dp/slurm_api.hpp"
 #include "dp/unique_fd.hpp"
 #include "step_socket.hpp"
@@ -37,7 +43,8 @@ const char* kUsage =
     "  --once          print the view once instead of refreshing it\n"
     "  --interval SEC  seconds between refreshes (default 2)\n"
     "  --stacks        print once where every rank is now: each thread's Python frames\n"
-    "                  (CPython 3.13+) or kernel state, ranks with identical stacks merged\n";
+    "                  (CPython 3.13+) or kernel state, ranks with identical stacks merged\n"
+    "  As root, shows any user's step (read-only), from the host of its srun.\n";
 
 int usage_error(const std::string& msg) {
   std::fprintf(stderr, "dp-top: %s\n%s", msg.c_str(), kUsage);
@@ -52,30 +59,63 @@ bool all_digits(const std::string& s) {
   return true;
 }
 
-// Refuses another user's job by name (root may look at any). A job Slurm no
-// longer knows passes: the socket folder is the real boundary.
-bool job_is_ours(uint32_t job, std::string& why) {
-  if (getuid() == 0) return true;
+// A Slurm configuration libslurm would read: SLURM_CONF, the default file,
+// or slurmd's configless cache.
+bool slurm_config_visible() {
+  const char* conf = std::getenv("SLURM_CONF");
+  for (const char* path : {conf ? conf : "", "/etc/slurm/slurm.conf", "/run/slurm/conf/slurm.conf"})
+    if (*path && access(path, R_OK) == 0) return true;
+  return false;
+}
+
+// Whose step it is: the caller's own, another user's job refused by name;
+// for root, the job's user as slurmctld records it (a job Slurm no longer
+// knows has no step to show). A job Slurm no longer knows passes for a user:
+// the socket folder is the real boundary.
+bool job_owner(uint32_t job, uid_t& owner, std::string& why) {
+  owner = getuid();
+  // Without a configuration libslurm cannot start (it exits): root then sees
+  // its own steps only, as a user without one would see nothing.
+  if (owner == 0 && !slurm_config_visible()) return true;
   slurm_init(nullptr);
   job_info_msg_t* info = nullptr;
-  if (dp::slurm::load_job(job, &info) != 0 || !info) return true;
-  bool ours = true;
+  if (dp::slurm::load_job(job, &info) != 0 || !info) {
+    if (owner != 0) return true;
+    why = "job " + std::to_string(job) + " is not known to slurmctld: no step to show";
+    return false;
+  }
+  bool ok = true;
   for (uint32_t i = 0; i < info->record_count; ++i) {
     const uint32_t uid = info->job_array[i].user_id;
-    if (uid != getuid()) {
-      ours = false;
+    if (getuid() == 0) {
+      owner = uid;
+    } else if (uid != getuid()) {
+      ok = false;
       why = "job " + std::to_string(job) + " belongs to uid " + std::to_string(uid) +
             ", not to you (uid " + std::to_string(getuid()) + "): dp-top shows only your own steps";
     }
   }
   slurm_free_job_info_msg(info);
-  return ours;
+  return ok;
 }
 
-// The steps of job that have a daemon here, from the socket names.
-std::vector<std::string> steps_of(const std::string& dir, const std::string& job) {
-  std::vector<std::string> steps = dp::obs::running_steps(job);
-  if (dir.empty()) return steps;
+// The daemon's text (the user's process, carrying what ranks named), as a
+// terminal may show it: one line of printable ASCII.
+std::string shown(const std::string& line) { return dp::shown_value(line, 16384); }
+
+// The step report for scripts, re-encoded: valid JSON, ASCII only (every
+// control character and non-ASCII letter a \u escape), whatever the daemon sent.
+std::string shown_json(const std::string& json) {
+  const auto parsed = nlohmann::json::parse(json, nullptr, false);
+  if (parsed.is_discarded()) return "{\"error\": \"the daemon's report is not JSON\"}";
+  return parsed.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+}
+
+// The steps of job that have a daemon here, from the socket names (the
+// caller's own folder too).
+std::vector<std::string> steps_of(const std::string& dir, const std::string& job, uid_t owner) {
+  std::vector<std::string> steps = dp::obs::running_steps(job, owner);
+  if (dir.empty() || owner != getuid()) return steps;
   dp::UniqueDir d(dir.c_str());
   while (const dirent* e = d ? d.next() : nullptr) {
     const std::string n = e->d_name;
@@ -94,6 +134,7 @@ struct Args {
   bool json = false, once = false, stacks = false;
   double interval = 2;
   uint32_t job_id = 0;
+  uid_t owner = 0;        // whose step: the caller's, or for root the job's user
   std::string job, step;  // as Slurm writes them; step empty: the job's one running step
 };
 
@@ -150,7 +191,7 @@ std::optional<int> parse_args(int argc, char** argv, Args& args) {
 // main's exit code (none, or several to choose from).
 std::optional<int> pick_step(const std::string& dir, Args& args) {
   if (!args.step.empty()) return std::nullopt;
-  const auto steps = steps_of(dir, args.job);
+  const auto steps = steps_of(dir, args.job, args.owner);
   if (steps.empty()) {
     std::fprintf(stderr,
                  "dp-top: job %s has no running slurm-dp step on this host (run dp-top where its "
@@ -169,12 +210,25 @@ std::optional<int> pick_step(const std::string& dir, Args& args) {
   return std::nullopt;
 }
 
+// Each line of the daemon's `text`, shown escaped, behind `indent`.
+void print_lines(const std::string& text, const char* indent) {
+  for (size_t a = 0; a < text.size();) {
+    const size_t b = text.find('\n', a);
+    std::printf("%s%s\n", indent, shown(text.substr(a, b - a)).c_str());
+    if (b == std::string::npos) break;
+    a = b + 1;
+  }
+}
+
 // Shows the step (its report socket, query_step): once (--json, --once, not a terminal) or every
 // interval until it ends. Returns main's exit code.
 int watch(const Args& args) {
   const bool refresh = !args.json && !args.once && isatty(STDOUT_FILENO);
   for (bool first = true;; first = false) {
-    auto st = dp::obs::query_step(args.job, args.step, std::chrono::milliseconds(3'000));
+    auto r = dp::obs::ask_step(args.job, args.step, dp::obs::stats_request(),
+                               std::chrono::milliseconds(3'000), args.owner);
+    auto st =
+        r ? dp::Result<dp::proto::Stats>(r->stats()) : dp::Result<dp::proto::Stats>(r.error());
     if (!st) {
       if (!first) return 0;  // the step ended while we watched
       std::fprintf(stderr,
@@ -183,21 +237,15 @@ int watch(const Args& args) {
       return 1;
     }
     if (args.json) {
-      std::printf("%s\n", st->report_json().c_str());
+      std::printf("%s\n", shown_json(st->report_json()).c_str());
       return 0;
     }
     if (refresh) std::fputs("\033[H\033[2J", stdout);
-    std::printf("dp-top: step %s.%s\n%s", args.job.c_str(), args.step.c_str(),
-                st->rank_table().c_str());
-    std::printf("start-up: %s\n", st->startup_line().c_str());
-    std::string daemon = st->text();
+    std::printf("dp-top: step %s.%s\n", args.job.c_str(), args.step.c_str());
+    print_lines(st->rank_table(), "");
+    std::printf("start-up: %s\n", shown(st->startup_line()).c_str());
     std::printf("daemon:\n");
-    for (size_t a = 0; a < daemon.size();) {
-      const size_t b = daemon.find('\n', a);
-      std::printf("  %s\n", daemon.substr(a, b - a).c_str());
-      if (b == std::string::npos) break;
-      a = b + 1;
-    }
+    print_lines(st->text(), "  ");
     std::fflush(stdout);
     if (!refresh) return 0;
     std::this_thread::sleep_for(std::chrono::duration<double>(args.interval));
@@ -210,7 +258,8 @@ int print_stacks(const Args& args) {
   dp::proto::Request req;
   req.set_id(1);
   req.mutable_stacks();
-  auto r = dp::obs::ask_step(args.job, args.step, req, std::chrono::milliseconds(5'000));
+  auto r =
+      dp::obs::ask_step(args.job, args.step, req, std::chrono::milliseconds(5'000), args.owner);
   if (!r) {
     std::fprintf(stderr,
                  "dp-top: step %s.%s: no stacks: %s (is it running, and is this the host of its "
@@ -224,7 +273,7 @@ int print_stacks(const Args& args) {
     return 1;
   }
   std::printf("dp-top: step %s.%s: stacks\n", args.job.c_str(), args.step.c_str());
-  for (const auto& line : r->stacks_view().lines()) std::printf("%s\n", line.c_str());
+  for (const auto& line : r->stacks_view().lines()) std::printf("%s\n", shown(line).c_str());
   return 0;
 }
 
@@ -234,7 +283,7 @@ int main(int argc, char** argv) {
   Args args;
   if (auto rc = parse_args(argc, argv, args)) return *rc;
   std::string why;
-  if (!job_is_ours(args.job_id, why)) {
+  if (!job_owner(args.job_id, args.owner, why)) {
     std::fprintf(stderr, "dp-top: %s\n", why.c_str());
     return 1;
   }

@@ -5,7 +5,8 @@
 # host's Python (Debian 12: 3.11) publishes no debug offsets, so each rank
 # shows its threads' kernel state and says why there are no Python frames
 # (no_debug_offsets); on the Debian testing lane (3.14) its Python frames. Another user is refused by name before any look: no
-# agent is asked, so no memory is read.
+# agent is asked, so no memory is read. Root (an admin helping the user) gets
+# the step (dp-top --once and --stacks), read-only, from dptest's daemon only.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../agent/ddp_common.sh"
 : "${DP_TOP:?set DP_TOP to the built dp-top}"
@@ -67,6 +68,17 @@ echo "as dptest2: $other"
 expect_contains "$other" "belongs to uid $(id -u "$DP_TEST_USER"), not to you" "the refusal"
 [[ $other != *"no stacks"* && $other != *"rank "* ]] || fail "the refusal shows stacks: $other"
 
+# Root: any user's step, from slurmctld's record of whose job it is.
+root_stacks=$("$DP_TOP" --stacks "$job.0" 2>&1) || fail "root's dp-top --stacks failed: $root_stacks"
+echo "as root: $(head -n1 <<<"$root_stacks")"
+expect_contains "$root_stacks" "read on n1 (ranks 0-1), n2 (ranks 2-3)" "root's dp-top --stacks"
+root_once=$("$DP_TOP" --once "$job.0" 2>&1) || fail "root's dp-top --once failed: $root_once"
+expect_contains "$root_once" "dp-top: step $job.0" "root's dp-top --once"
+"$DP_TOP" --json "$job.0" | /usr/bin/python3 -c 'import json, sys; assert json.load(sys.stdin)' ||
+  fail "root's dp-top --json is not a JSON report"
+root_pick=$("$DP_TOP" --once "$job" 2>&1) || fail "root's dp-top JOBID failed: $root_pick"
+expect_contains "$root_pick" "dp-top: step $job.0" "root's dp-top with the job's id alone"
+
 scancel "$job"
 wait_job_end "$job" 60 >/dev/null
-pass "dp-top --stacks showed ranks 0-3 merged in $ms ms ($((ms - once_ms)) ms past dp-top --once); another user was refused"
+pass "dp-top --stacks showed ranks 0-3 merged in $ms ms ($((ms - once_ms)) ms past dp-top --once); another user was refused; root saw the step"
