@@ -450,16 +450,33 @@ Result<void> check_share(const LeaseCounts& leased, const LeaseRequest& req, int
                         "this one on another node");
 }
 
+// The folder's lock, once the user's share has room for `count` more ports.
+// A user's previous step may hold its leases a moment past its end (its
+// slurmstepd releases them as it exits, while the next srun's starts): the
+// share is looked at again for up to kShareGrace before it refuses.
+constexpr std::chrono::milliseconds kShareGrace{1'000};
+Result<UniqueFd> lock_share(const UniqueFd& dir, const SiteConfig& site, const LeaseRequest& req,
+                            int count) {
+  const auto until = Clock::now() + kShareGrace;
+  for (;;) {
+    auto lock = lock_folder(dir.get(), site.lease_dir, req.lock_wait);
+    DP_TRY(lock);
+    auto room = check_share(count_leases(dir.get(), req.owner), req, count);
+    if (room) return lock;
+    if (Clock::now() >= until) return room.error();
+    lock->reset();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // bounded by kShareGrace
+  }
+}
+
 // `count` leases for the step, under one hold of the folder's lock.
 Result<std::vector<PortLease>> take_leases(const SiteConfig& site, const LeaseRequest& req,
                                            int count) {
   if (count == 0) return std::vector<PortLease>{};
   auto dir = open_lease_dir(site.lease_dir);
   DP_TRY(dir);
-  auto lock = lock_folder(dir->get(), site.lease_dir, req.lock_wait);
+  auto lock = lock_share(*dir, site, req, count);
   DP_TRY(lock);
-  const LeaseCounts leased = count_leases(dir->get(), req.owner);
-  DP_TRY(check_share(leased, req, count));
   const pid_t self = getpid();
   const std::string content = std::to_string(self) + " " + start_time_of(self) + " " +
                               std::to_string(req.owner) + " " + req.tag + "\n";

@@ -37,7 +37,7 @@ echo "$out"
 
 # --dp-ports: one more port in the range, free, takes MASTER_PORT; the step's
 # next port finds the rest held, and the step fails as quickly, naming them.
-use_port_leases held "ports=$lo-$((hi + 1))"
+use_port_leases held "ports=$lo-$((hi + 1))" lease_share=3  # (the share is lease_cap's subject)
 start=$(date +%s%N)
 rc=0
 with_ports=$(as_user timeout 60 srun -w n1 -N1 -n2 --dp-world=auto --dp-ports=2 true 2>&1) || rc=$?
@@ -50,7 +50,7 @@ echo "$with_ports"
 expect_no_leases "after the --dp-ports step failed"
 
 # Where the site allows it, the step starts on ports the OS chose instead.
-use_port_leases held "ports=$lo-$hi" port_fallback=os
+use_port_leases held "ports=$lo-$hi" port_fallback=os lease_share=3
 ports=$(as_user timeout 60 srun -w n1 -N1 -n1 --dp-world=auto --dp-ports=2 \
   sh -c 'echo "$MASTER_PORT,$DP_PORTS"' 2>&1) || fail "with port_fallback=os the step failed: $ports"
 port=${ports%%,*}

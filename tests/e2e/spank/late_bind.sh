@@ -33,7 +33,9 @@ cp "$(dirname "$0")/late_bind.py" "$(dirname "$0")/squatter.py" "$WORK/"
 range=$(test_port_range)
 resv=$(scontrol show config | sed -n 's/^MpiParams *= *ports=//p')
 [[ $resv =~ ^[0-9]+-[0-9]+$ ]] || fail "the cluster has no MpiParams=ports range: '$resv'"
-use_port_leases late_bind "ports=$range"
+# Five steps of 3 ports at once: more than the default share of the range (a
+# quarter, 5 ports; the share is lease_cap's subject).
+use_port_leases late_bind "ports=$range" lease_share=20
 if /usr/bin/python3 -c 'import grpc' 2>/dev/null; then coordinator="a gRPC server"; else
   coordinator="a socket with SO_REUSEPORT (no python3-grpcio here)"
 fi
