@@ -60,6 +60,13 @@ dp_e2e_test(NAME spank.container_env MODES lo ns TIMEOUT 300
 dp_e2e_test(NAME spank.held_range MODES lo ns TIMEOUT 300
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
   COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/held_range.sh)
+# Its own cluster without MpiParams=ports= (Slurm reserves no port), 50 ports
+# after the shared lo cluster's base: a user's SLURM_STEP_RESV_PORTS refused.
+add_test(NAME e2e.own.spank.forged_resv_ports_no_mpi
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/forged_resv_ports_no_mpi.sh)
+set_tests_properties(e2e.own.spank.forged_resv_ports_no_mpi PROPERTIES
+  LABELS "e2e" TIMEOUT 300
+  ENVIRONMENT "DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>;DP_CLUSTER_PLUGIN=$<TARGET_FILE:spank_dp>;DP_BUILD_DIR=${CMAKE_BINARY_DIR};DP_CLUSTER_PORT_BASE=${DP_CLUSTER_PORT_BASE};DP_SOURCE_DIR=${PROJECT_SOURCE_DIR};DP_CLUSTER=${DP_CLUSTER}")
 # Its own cluster (GPU UUIDs need slurmd started so), 75 ports after the
 # shared lo cluster's base; skipped before Slurm 26.05.
 add_test(NAME e2e.own.spank.gres_uuid COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/gres_uuid.sh)

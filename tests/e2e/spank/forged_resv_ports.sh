@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Ports from Slurm only (issue 53): a user who sets SLURM_STEP_RESV_PORTS
-# in srun's environment, where Slurm reserved nothing for the step (srun
-# --resv-ports=0: as on a site without MpiParams=ports=), gets no port of it:
+# in srun's environment, where Slurm reserved nothing for the step, gets no
+# port of it. On the shared clusters (MpiParams=ports=) with srun
+# --resv-ports=0; on a site without MpiParams (forged_resv_ports_no_mpi.sh
+# runs this on a cluster of its own) with plain srun:
 #  - 879, and a list of 9 ports (111, 1023, 6 ports outside the lease range and
-#    one of MpiParams=ports= that Slurm did not reserve for the step), with
-#    --dp-master-socket=pass, share and --dp-store=step on 2 nodes: while the
-#    step runs no process of the user holds a socket below 1024 (each
-#    descriptor of dptest's processes, copied with pidfd_getfd, and ss in the
-#    master node's network namespace), root holds none of the named ports
-#    (each binds), srun's stderr has one slurm-dp: line naming the variable,
-#    the port and why, every task has the same leased MASTER_PORT (rank 0's
-#    passed socket is on it) and the step ends 0;
+#    one of MpiParams=ports= that Slurm did not reserve for the step, or one
+#    more outside), with --dp-master-socket=pass, share and --dp-store=step
+#    on 2 nodes: while the step runs no process of the user holds a socket
+#    below 1024 (each descriptor of dptest's processes, copied with
+#    pidfd_getfd, and ss in the master node's network namespace), root holds
+#    none of the named ports (each binds), srun's stderr has one slurm-dp:
+#    line naming the variable, the port and why, every task has the same
+#    leased coordinator port (rank 0's passed socket is on it) and the step
+#    ends 0;
 #  - with Slurm's own reservation (MpiParams=ports=, srun's default) the step
 #    takes the ports Slurm reserved, as before, and names nothing.
 . "$(dirname "$0")/../lib.sh"
@@ -20,8 +23,16 @@ cp "$here/resv_rank.py" "$here/user_sockets.py" "$here/unheld_ports.py" "$WORK/"
 range=$(test_port_range)
 lo=${range%-*}
 mpi=$(scontrol show config | sed -n 's/^MpiParams *= *ports=//p')
-[[ $mpi =~ ^([0-9]+)-([0-9]+)$ ]] || fail "the cluster has no MpiParams=ports range: '$mpi'"
-mpi_lo=${BASH_REMATCH[1]} mpi_hi=${BASH_REMATCH[2]}
+if [[ $mpi =~ ^([0-9]+)-([0-9]+)$ ]]; then
+  mpi_lo=${BASH_REMATCH[1]} mpi_hi=${BASH_REMATCH[2]} no_reservation=(--resv-ports=0)
+  site_kind="MpiParams=ports=$mpi" taken="; Slurm's own reservation still taken"
+  echo "a site with MpiParams=ports=$mpi: srun --resv-ports=0"
+else
+  [[ -z $mpi ]] || fail "MpiParams=ports is neither a range nor unset: '$mpi'"
+  mpi_lo="" mpi_hi=$((lo + 18)) no_reservation=()
+  site_kind="no MpiParams" taken=""
+  echo "a site without MpiParams=ports=: plain srun"
+fi
 leases=$DP_CLUSTER_DIR/spank-leases-forged
 site "lease_dir=$leases" "ports=$lo-$((lo + 9))"
 uid=$(id -u dptest)
@@ -41,7 +52,7 @@ forged() {
   free_before=$(in_master python3 "$WORK/unheld_ports.py" $named)
   rm -f "$WORK/release" "$WORK/$tag".*
   as_user env SLURM_STEP_RESV_PORTS="$list" timeout 90 srun -w n1,n2 -N2 --ntasks-per-node=1 \
-    --resv-ports=0 --dp-world=auto "$@" /usr/bin/python3 "$WORK/resv_rank.py" "$WORK" "$tag" \
+    "${no_reservation[@]}" --dp-world=auto "$@" /usr/bin/python3 "$WORK/resv_rank.py" "$WORK" "$tag" \
     >"$WORK/$tag.out" 2>"$WORK/$tag.err" &
   local srun=$! rc=0
   wait_until 60 "step $tag's two tasks to start" test -s "$WORK/$tag.0" -a -s "$WORK/$tag.1"
@@ -89,17 +100,19 @@ done
 
 # Slurm's own reservation: the user's 879 is overwritten by srun and the step
 # takes what Slurm reserved.
-out=$(as_user env SLURM_STEP_RESV_PORTS=879 timeout 60 srun -w n1,n2 -N2 --ntasks-per-node=1 \
-  --resv-ports=2 --dp-world=auto --dp-master-socket=pass \
-  sh -c 'echo "$SLURM_PROCID $SLURM_STEP_RESV_PORTS $MASTER_PORT ${DP_MASTER_LISTEN_FD:+fd}"' 2>&1) ||
-  fail "the step with Slurm's reservation failed: $out"
-[[ $out != *slurm-dp:* ]] || fail "a step with Slurm's reservation named a refusal: $out"
-while read -r rank resv master fd; do
-  [[ $resv =~ ^([0-9]+)-[0-9]+$ ]] || fail "task $rank: SLURM_STEP_RESV_PORTS=$resv"
-  first=${BASH_REMATCH[1]}
-  ((first >= mpi_lo && first <= mpi_hi)) || fail "task $rank: $resv is not in MpiParams=ports=$mpi"
-  [[ $master == "$first" ]] || fail "task $rank: MASTER_PORT $master, Slurm reserved $resv"
-  [[ $rank != 0 || $fd == fd ]] || fail "rank 0 got no passed socket: $out"
-done <<<"$out"
-echo "Slurm's reservation: $(tr '\n' ';' <<<"$out")"
-pass "SLURM_STEP_RESV_PORTS from the user (879; 9 ports with 111 and 1023) with pass, share and the step's store: no socket below 1024 reached dptest, root held none of them, srun named the refusal, the steps ran on leased ports and ended 0; Slurm's own reservation still taken"
+if [[ -n $mpi_lo ]]; then
+  out=$(as_user env SLURM_STEP_RESV_PORTS=879 timeout 60 srun -w n1,n2 -N2 --ntasks-per-node=1 \
+    --resv-ports=2 --dp-world=auto --dp-master-socket=pass \
+    sh -c 'echo "$SLURM_PROCID $SLURM_STEP_RESV_PORTS $MASTER_PORT ${DP_MASTER_LISTEN_FD:+fd}"' 2>&1) ||
+    fail "the step with Slurm's reservation failed: $out"
+  [[ $out != *slurm-dp:* ]] || fail "a step with Slurm's reservation named a refusal: $out"
+  while read -r rank resv master fd; do
+    [[ $resv =~ ^([0-9]+)-[0-9]+$ ]] || fail "task $rank: SLURM_STEP_RESV_PORTS=$resv"
+    first=${BASH_REMATCH[1]}
+    ((first >= mpi_lo && first <= mpi_hi)) || fail "task $rank: $resv is not in MpiParams=ports=$mpi"
+    [[ $master == "$first" ]] || fail "task $rank: MASTER_PORT $master, Slurm reserved $resv"
+    [[ $rank != 0 || $fd == fd ]] || fail "rank 0 got no passed socket: $out"
+  done <<<"$out"
+  echo "Slurm's reservation: $(tr '\n' ';' <<<"$out")"
+fi
+pass "SLURM_STEP_RESV_PORTS from the user (879; 9 ports with 111 and 1023) with pass, share and the step's store, $site_kind: no socket below 1024 reached dptest, root held none of them, srun named the refusal, the steps ran on leased ports and ended 0$taken"
