@@ -5,11 +5,18 @@
 #include <map>
 #include <set>
 
+#include "dp/shown_value.hpp"
 #include "dp/stacks/flight_recorder.hpp"
 #include "dp/stacks/merge.hpp"
 
 namespace dp::stacks {
 namespace {
+
+// A dump is the rank's own text (its collectives' and groups' names): shown
+// escaped wherever it becomes a line of ours (dp/shown_value.hpp), an op as
+// an identifier holds it, so no dump can forge a slurm-dp: line.
+std::string op_text(const std::string& op) { return shown_name(op, kShownNameBytes); }
+std::string group_text(const std::string& group) { return shown_value(group, kShownNameBytes); }
 
 struct Member {
   const RankFlight* rank;
@@ -75,10 +82,10 @@ std::optional<Candidate> judge_group(const std::string& name, const std::vector<
 }
 
 std::string hang_message(const Candidate& c, const std::vector<RankFlight>& ranks) {
-  std::string m = named(c.behind) + " never entered " + c.op + " #" + std::to_string(c.top) +
-                  " (process group " + c.group + "); " + numbers(c.waiting) +
-                  (c.waiting.size() == 1 ? " waits" : " wait") + " in it for " +
-                  std::to_string((c.waited_ms + 500) / 1000) + " s";
+  std::string m = named(c.behind) + " never entered " + op_text(c.op) + " #" +
+                  std::to_string(c.top) + " (process group " + group_text(c.group) + "); " +
+                  numbers(c.waiting) + (c.waiting.size() == 1 ? " waits" : " wait") +
+                  " in it for " + std::to_string((c.waited_ms + 500) / 1000) + " s";
   std::string at;
   for (size_t i = 0; i < c.behind.size() && i < 8; ++i)
     at += (i ? ", rank " : "rank ") + std::to_string(c.behind[i]->rank) + " is at #" +
@@ -90,7 +97,7 @@ std::string hang_message(const Candidate& c, const std::vector<RankFlight>& rank
       if (r.rank == c.unread.front() && !r.unread.empty()) why = ": " + r.unread;
     m += "; " + numbers(c.unread) + " not read (no flight recorder" + why + ")";
   }
-  return m;
+  return shown_value(m, kShownLineBytes);
 }
 
 }  // namespace
@@ -113,7 +120,7 @@ std::optional<FlightHang> flight_hang(const std::vector<RankFlight>& ranks,
   FlightHang h;
   h.rank = best->behind.front()->rank;
   h.host = best->behind.front()->host;
-  h.which = "pg " + best->group + " #" + std::to_string(best->top);
+  h.which = "pg " + group_text(best->group) + " #" + std::to_string(best->top);
   h.message = hang_message(*best, ranks);
   return h;
 }
@@ -129,16 +136,16 @@ std::vector<std::string> flight_lines(const std::vector<RankFlight>& ranks) {
     }
     for (const auto& g : r.groups) {
       // "~" stands for wait or waits, which the count of ranks decides.
-      const std::string at = g.pending
-                                 ? "~ in " + g.op + " #" + std::to_string(g.last_enqueued) +
-                                       " for " + std::to_string((g.age_ms + 500) / 1000) + " s"
-                                 : "done #" + std::to_string(g.last_enqueued) + " (" + g.op + ")";
+      const std::string at =
+          g.pending ? "~ in " + op_text(g.op) + " #" + std::to_string(g.last_enqueued) + " for " +
+                          std::to_string((g.age_ms + 500) / 1000) + " s"
+                    : "done #" + std::to_string(g.last_enqueued) + " (" + op_text(g.op) + ")";
       places[g.group][at].push_back(r.rank);
     }
   }
   std::vector<std::string> lines;
   for (auto& [group, at] : places) {
-    std::string line = "flight recorder, process group " + group + ":";
+    std::string line = "flight recorder, process group " + group_text(group) + ":";
     bool first = true;
     for (auto& [text, rs] : at) {
       std::sort(rs.begin(), rs.end());
@@ -148,13 +155,14 @@ std::vector<std::string> flight_lines(const std::vector<RankFlight>& ranks) {
               rank_ranges(rs) + " " + place;
       first = false;
     }
-    lines.push_back(line);
+    lines.push_back(shown_value(line, kShownLineBytes));
   }
   for (auto& [why, rs] : unread) {
     std::sort(rs.begin(), rs.end());
-    lines.push_back(
+    lines.push_back(shown_value(
         "flight recorder not read: " + std::string(rs.size() == 1 ? "rank " : "ranks ") +
-        rank_ranges(rs) + " (" + why + ")");
+            rank_ranges(rs) + " (" + why + ")",
+        kShownLineBytes));
   }
   return lines;
 }

@@ -15,8 +15,6 @@ namespace {
 // ours: names as an identifier holds them, every line printable ASCII
 // (dp/shown_value.hpp), so a process cannot forge a slurm-dp: line or send
 // a terminal escape to whoever reads its stacks.
-constexpr size_t kShownName = 256;
-constexpr size_t kShownLine = 4096;
 
 std::string base_name(const std::string& path) {
   const size_t slash = path.rfind('/');
@@ -46,7 +44,7 @@ void append_counted(const std::map<std::string, int>& counts, std::vector<std::s
 // (a C function has no Python frame): "time.sleep <- main hang.py:21".
 std::string thread_text(const ThreadStack& t) {
   std::string s = frames_text(t.frames, t.truncated);
-  return t.call.empty() ? s : shown_name(t.call, kShownName) + " <- " + s;
+  return t.call.empty() ? s : shown_name(t.call, kShownNameBytes) + " <- " + s;
 }
 
 // The main thread's, behind the system call it sleeps in: [clock_nanosleep]
@@ -98,8 +96,9 @@ std::string frames_text(const std::vector<Frame>& frames, bool truncated) {
   std::string s;
   for (const auto& f : frames) {
     if (!s.empty()) s += " <- ";
-    s += shown_name(f.function, kShownName) + " " + shown_value(base_name(f.file), kShownName) +
-         ":" + (f.line < 0 ? "?" : std::to_string(f.line));
+    s += shown_name(f.function, kShownNameBytes) + " " +
+         shown_value(base_name(f.file), kShownNameBytes) + ":" +
+         (f.line < 0 ? "?" : std::to_string(f.line));
   }
   if (truncated) s += s.empty() ? "..." : " <- ...";
   return s;
@@ -146,9 +145,9 @@ std::vector<std::string> format_groups(const std::vector<StackGroup>& groups) {
     } else {
       who = "ranks " + rank_ranges(g.ranks) + ": ";
     }
-    out.push_back(shown_value(who + g.lines.front(), kShownLine));
+    out.push_back(shown_value(who + g.lines.front(), kShownLineBytes));
     for (size_t i = 1; i < g.lines.size(); ++i)
-      out.push_back(shown_value("    " + g.lines[i], kShownLine));
+      out.push_back(shown_value("    " + g.lines[i], kShownLineBytes));
   }
   return out;
 }

@@ -109,6 +109,29 @@ TEST(FlightRecorder, NamesItInAWorldOfFour) {
       << unread->message;
 }
 
+// A dump is the program's own text: a collective or group named to forge a
+// slurm-dp: line, with terminal escapes, is shown escaped (issue 53).
+TEST(FlightRecorder, ADumpsOwnNamesAreShownEscaped) {
+  std::vector<RankFlight> ranks{read_rank(0, "n1", 4100, seconds(30)),
+                                read_rank(1, "n2", 4242, seconds(30))};
+  for (auto& r : ranks)
+    for (auto& g : r.groups) {
+      g.op = "all_reduce\nslurm-dp: FORGED \x1b[2J";
+      g.group = "0\n\x1b]0;owned\x07";
+    }
+  const auto h = flight_hang(ranks, seconds(20));
+  ASSERT_TRUE(h);
+  EXPECT_NE(h->message.find("never entered all_reduce\\nslurm\\x2ddp\\x3a\\x20FORGED"),
+            std::string::npos)
+      << h->message;
+  EXPECT_NE(h->message.find("(process group 0\\n\\x1b]0;owned\\x07)"), std::string::npos)
+      << h->message;
+  std::vector<std::string> lines = flight_lines(ranks);
+  lines.push_back(h->message);
+  for (const auto& l : lines)
+    for (char c : l) ASSERT_TRUE(c >= 0x20 && c <= 0x7e) << l;
+}
+
 TEST(FlightRecorder, NoVerdictBeforeTheTimeoutNorWhileARankMoves) {
   EXPECT_FALSE(flight_hang({read_rank(0, "n1", 1, seconds(10)), read_rank(1, "n2", 2, seconds(10))},
                            seconds(20)));

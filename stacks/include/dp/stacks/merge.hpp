@@ -18,12 +18,18 @@
 // where the chain was cut.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
 #include "dp/stacks/stacks.hpp"
 
 namespace dp::stacks {
+
+// How much of a rank's own text (its names, its paths) a line of ours shows,
+// escaped (dp/shown_value.hpp): a name, and a whole line.
+inline constexpr size_t kShownNameBytes = 256;
+inline constexpr size_t kShownLineBytes = 4096;
 
 struct RankStacks {
   int rank = -1;
