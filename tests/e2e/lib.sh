@@ -109,6 +109,18 @@ wait_job_end() {
   job_state "$1"
 }
 
+# Tests of one cluster run one at a time (RESOURCE_LOCK), so a job in its queue
+# now was left by a test that ran past its ctest TIMEOUT and was killed before
+# its EXIT trap: it would hold nodes and ports of this test. It goes first.
+left_jobs() { squeue -h -o %i 2>/dev/null || true; }
+no_left_jobs() { [[ -z $(left_jobs) ]]; }
+if [[ -n $(left_jobs) ]]; then
+  echo "jobs an earlier test left on this cluster, cancelled: $(left_jobs | tr '\n' ' ')" >&2
+  # shellcheck disable=SC2046
+  scancel $(left_jobs)
+  wait_until 60 "the jobs an earlier test left to end" no_left_jobs
+fi
+
 job_done() { [[ -z $(squeue -h -j "$1" 2>/dev/null) ]]; }
 
 # srun_says_killed TASK: srun's stderr has "n2: task 3: Killed" or

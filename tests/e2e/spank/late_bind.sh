@@ -57,12 +57,14 @@ step() {  # step TAG DELAY WHICH HOW SRUN-ARGS...: one step of the job; "TAG STA
 no_steps() { [[ -z $(squeue -h -s -j "$job" -o %i | grep -v '\.\(batch\|extern\)$') ]]; }
 no_leases() { [[ -z $(find "$leases" -name '[0-9]*' 2>/dev/null) ]]; }
 waves() {  # waves NAME AT-ONCE WHICH HOW SRUN-ARGS...: 10 steps on n1 and n2, AT-ONCE at a time
-  local name=$1 at_once=$2 i n=0
+  local name=$1 at_once=$2 i n=0 pids
   shift 2
   local t0=$SECONDS
   while ((n < 10)); do
-    for ((i = 0; i < at_once; i++)); do step "$name.$((n + i))" 1 "$@" -N2 --ntasks-per-node=1 & done
-    wait
+    pids=()
+    for ((i = 0; i < at_once; i++)); do step "$name.$((n + i))" 1 "$@" -N2 --ntasks-per-node=1 & pids+=($!); done
+    # By PID: a bare wait also waits for lib.sh's output tee, which never ends.
+    wait "${pids[@]}"
     n=$((n + at_once))
     # Their leases and Slurm's reserved ports are free for the next ones.
     wait_until 60 "the steps of $name to end" no_steps
