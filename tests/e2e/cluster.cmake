@@ -89,6 +89,8 @@ set(DP_E2E_DEBIAN_TESTING
   obs.forged_names@lo             # a forged co_qualname (3.14's frames) shown escaped
   obs.hang_named@ns               # a stalled DDP step named by its ranks' Python 3.14 frames, per task and torchrun's workers
   obs.hang_healthy@lo             # no verdict on healthy steps judged by 3.14's frames (compute, slow saves)
+  docs.exit_status@lo             # srun's exit status per case: the README's 26.05 column
+  docs.plugin_load_errors@lo      # 26.05's messages for an unloadable plugin line, and where they land
 )
 set(DP_E2E_DEBIAN13
   spank.env_vars@lo               # the wiring: every variable of every task
@@ -101,6 +103,8 @@ set(DP_E2E_DEBIAN13
   agent.store_requests@lo         # the store's limits and a timed-out wait: torch 2.6's clients
   spank.step_ports@lo             # 24.11's --resv-ports (the hold to the listen: testing's late_bind)
   obs.hang_named@ns               # a stalled DDP step named by its ranks' Python 3.13 frames
+  docs.exit_status@lo             # srun's exit status per case: the README's 24.11 column
+  docs.plugin_load_errors@lo      # 24.11's messages for an unloadable plugin line, and where they land
 )
 
 function(dp_e2e_test)

@@ -12,8 +12,21 @@ add_test(NAME docs.architecture_fits_1400_words
                  --words-only --max-words ARCHITECTURE.md=1400)
 add_test(NAME docs.slurm_dp_lines_shown
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/docs/doc_lines.py check ${PROJECT_SOURCE_DIR})
+# A user under pressure reads the README through: 2 000 words at most; no
+# table cell of the README or the admin guide runs past 40 words.
+add_test(NAME docs.readme_fits_2000_words
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/docs/doc_paths.py ${PROJECT_SOURCE_DIR}
+                 --words-only --max-words README.md=2000)
+add_test(NAME docs.table_cells_fit
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/docs/doc_paths.py ${PROJECT_SOURCE_DIR}
+                 --words-only --max-cell-words README.md=40 --max-cell-words packaging/ADMIN.md=40)
+# The README's example output is the one its job script printed on the test
+# cluster (e2e.ns.docs.readme_commands records it there).
+add_test(NAME docs.readme_example_output
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/docs/readme_example.py check ${PROJECT_SOURCE_DIR})
 set_tests_properties(docs.named_paths_exist docs.architecture_fits_1400_words
-                     docs.slurm_dp_lines_shown PROPERTIES LABELS unit)
+                     docs.slurm_dp_lines_shown docs.readme_fits_2000_words
+                     docs.table_cells_fit docs.readme_example_output PROPERTIES LABELS unit)
 if(DP_UNIT_TESTS)
   add_test(NAME docs.named_tests_exist
            COMMAND ${CMAKE_CURRENT_LIST_DIR}/docs/doc_tests.py ${PROJECT_SOURCE_DIR}
@@ -33,4 +46,13 @@ if(COMMAND dp_e2e_test)
   dp_e2e_test(NAME docs.demo_hint MODES lo ns TIMEOUT 120
     ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/docs/demo_hint.sh)
+  # The README's and ADMIN.md's Troubleshooting against this lane's Slurm:
+  # srun's exit status per case (the README's table, its column for this
+  # series) and where Slurm writes a plugin line's load errors.
+  dp_e2e_test(NAME docs.exit_status MODES lo TIMEOUT 300
+    ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/docs/exit_status.sh)
+  dp_e2e_test(NAME docs.plugin_load_errors MODES lo TIMEOUT 180
+    ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/docs/plugin_load_errors.sh)
 endif()

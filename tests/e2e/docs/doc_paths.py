@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Every repository path the documentation names exists.
 
-    doc_paths.py SOURCE_DIR [--max-words FILE=N ...] [--words-only]
+    doc_paths.py SOURCE_DIR [--max-words FILE=N ...] [--max-cell-words FILE=N ...]
+                 [--words-only]
 
 Reads ARCHITECTURE.md, every README.md of the tree, packaging/ADMIN.md and
 tests/README.md, and checks each path they name in backticks or links (and,
@@ -20,6 +21,8 @@ and line that name it; exits 1 if any.
 
 --max-words FILE=N: FILE (from the top of the tree) has at most N words,
 as `wc -w` counts them (ARCHITECTURE.md's promise of a short read).
+--max-cell-words FILE=N: no cell of FILE's Markdown tables has more than N
+words (a table is read across; its detail belongs below it).
 --words-only: only the word counts.
 """
 import fnmatch
@@ -191,21 +194,39 @@ def word_count(path):
         return len(f.read().split())
 
 
+def long_cells(path, most):
+    """(line number, words, cell's start) of each table cell over `most` words."""
+    found = []
+    fenced = False
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if line.strip().startswith(("```", "~~~")):
+                fenced = not fenced
+            if fenced or not line.startswith("|"):
+                continue
+            for cell in re.split(r"(?<!\\)\|", line.strip().strip("|")):
+                words = len(cell.split())
+                if words > most:
+                    found.append((lineno, words, " ".join(cell.split()[:6])))
+    return found
+
+
 def main(argv):
     if len(argv) < 2:
         print(__doc__.strip(), file=sys.stderr)
         return 2
     root = argv[1]
-    limits = []
+    limits, cell_limits = [], []
     args = argv[2:]
     words_only = "--words-only" in args
     args = [a for a in args if a != "--words-only"]
     while args:
-        if args[0] != "--max-words" or len(args) < 2 or "=" not in args[1]:
+        if args[0] not in ("--max-words", "--max-cell-words") or len(args) < 2 \
+                or "=" not in args[1]:
             print(f"doc_paths.py: unknown argument {args[0]}", file=sys.stderr)
             return 2
         name, n = args[1].rsplit("=", 1)
-        limits.append((name, int(n)))
+        (limits if args[0] == "--max-words" else cell_limits).append((name, int(n)))
         args = args[2:]
     docs, problems = [], []
     if not words_only:
@@ -218,8 +239,12 @@ def main(argv):
         if words > n:
             problems.append(f"{name}: {words} words, more than {n}; move the detail to the part's "
                             "README.md")
+    for name, n in cell_limits:
+        for lineno, words, start in long_cells(os.path.join(root, name), n):
+            problems.append(f"{name}:{lineno}: a table cell of {words} words, more than {n} "
+                            f"('{start} ...'); move the detail below the table")
     return report("doc_paths.py", problems,
-                  f"{len(docs)} documents, {len(limits)} word limit(s)")
+                  f"{len(docs)} documents, {len(limits) + len(cell_limits)} word limit(s)")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ commands=$(awk '/^```sh$/ { on = 1; next } /^```/ { on = 0 } on' $readme |
 declare -A covered=(
   ['./scripts/demo']='installs and builds first; its srun is e2e.lo.trainer.demo, its closing hint e2e.<mode>.docs.demo_hint'
   ['./scripts/test']='is the whole suite this test belongs to (CI runs it)'
-  ['srun --dp-world=auto -N2 --ntasks-per-node=1 --gpus-per-node=4 torchrun train.py']='e2e.<mode>.spank.launcher_torchrun (torchrun on ddp.py, workers from the GPUs Slurm gave the step)'
   ['apt install ./slurm-dp_<version>-1+slurm<series>_amd64.deb']='e2e.own.packaging.install_run_purge_deb'
   ['apt install ./slurm-dp-cuda_<version>-1+slurm<series>_amd64.deb']='needs NVIDIA'"'"'s repository; e2e.own.packaging.install_run_purge_deb shows apt refuses it without one and packaging.deb_metadata checks its Depends'
   ['dnf install ./slurm-dp-<version>-1.slurm<series>.x86_64.rpm']='needs an RPM distribution; packaging/tests/compare-deb-rpm checks the rpm holds the same files'
@@ -57,42 +56,22 @@ run_one() {
       awk '/^learned y = /{ ok = ($4 >= 0.695 && $4 < 0.705 && $7 >= 0.295 && $7 < 0.305) } END { exit !ok }' <<<"$out" \
         || fail "'$cmd' did not end with learned y = 0.70.. x + 0.30..: $out"
       for r in 0 1 2 3; do grep -qE "^rank $r: " <<<"$out" || fail "'$cmd': no throughput line of rank $r: $out"; done ;;
-    'srun --dp-world=auto -N2 --ntasks-per-node=4 --gpus-per-task=1 python train.py')
-      # A torchrun-style script: it reads the variables and nothing else; its
-      # GPU is cuda:LOCAL_RANK, entry LOCAL_RANK of CUDA_VISIBLE_DEVICES.
-      cat >"$WORK/train.py" <<'PY'
-import os
-gpus = os.environ.get("CUDA_VISIBLE_DEVICES", "-").split(",")
-local = int(os.environ["LOCAL_RANK"])
-print("ranks", os.environ["RANK"], os.environ["WORLD_SIZE"], local,
-      os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"], gpus[local] if local < len(gpus) else "none",
-      os.environ["SLURMD_NODENAME"])
-PY
-      ln -sf /usr/bin/python3 "$bin/python"
-      out=$(user_sh "timeout 60 $cmd" 2>&1) || fail "'$cmd' failed: $out"
-      [[ $(grep -c '^ranks ' <<<"$out") -eq 8 ]] || fail "'$cmd': 8 tasks expected: $out"
-      [[ $(awk '/^ranks /{ print $2 }' <<<"$out" | sort -n | tr '\n' ' ') == "0 1 2 3 4 5 6 7 " ]] \
-        || fail "'$cmd': RANK 0..7 expected: $out"
-      awk '/^ranks /{ if ($3 != 8) exit 1 }' <<<"$out" || fail "'$cmd': WORLD_SIZE 8 expected: $out"
-      # cuda:LOCAL_RANK is each task's own GPU: none missing, no two tasks of a node on one.
-      ! grep -qE '^ranks .* none ' <<<"$out" || fail "'$cmd': cuda:LOCAL_RANK names no device of a task: $out"
-      [[ -z $(awk '/^ranks /{ print $8, $7 }' <<<"$out" | sort | uniq -d) ]] \
-        || fail "'$cmd': two tasks of a node share a GPU: $out" ;;
-    'sbatch --dp-tiles=4 job.sh')
-      cat >"$WORK/job.sh" <<'SH'
-#!/bin/bash
-#SBATCH -N1 -n1 --gpus=4 -o job.out
-srun --dp-world=auto printenv DP_OPTIONS DP_TILES CUDA_VISIBLE_DEVICES
-SH
-      chmod a+rx "$WORK/job.sh"
+    'sbatch job.sh')
+      # The README's first example: its job script and program as shown,
+      # submitted as the user; the job's output must be the README's (lines in
+      # any order), which readme_example.py then records for
+      # docs.readme_example_output (DP_LINES_CORPUS empty: not recorded).
+      python3 "$DP_SOURCE_DIR/tests/e2e/docs/readme_example.py" extract "$DP_SOURCE_DIR" "$WORK"
       out=$(user_sh "$cmd") || fail "'$cmd' was refused: $out"
       local job
       job=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' <<<"$out")
       [[ -n $job ]] || fail "'$cmd': no job id in: $out"
-      wait_until 60 "job $job to end" job_done "$job"
-      out=$(cat "$WORK/job.out" 2>/dev/null || true)
-      [[ $out == $'--dp-world=auto --dp-tiles=4\n0,1,2,3\n0,1,2,3' ]] \
-        || fail "'$cmd': the step inside did not get 4 tiles (DP_OPTIONS, DP_TILES, CUDA_VISIBLE_DEVICES): $out" ;;
+      wait_until 120 "job $job to end" job_done "$job"
+      [[ -s $WORK/slurm-$job.out ]] || fail "'$cmd': no slurm-$job.out in $WORK"
+      cat "$WORK/slurm-$job.out"
+      RECORD=${DP_LINES_CORPUS:+$DP_SOURCE_DIR/tests/fixtures/readme-example-output.txt} \
+        python3 "$DP_SOURCE_DIR/tests/e2e/docs/readme_example.py" record "$DP_SOURCE_DIR" "$WORK/slurm-$job.out" \
+        || fail "'$cmd': the job's output is not the README's (above)" ;;
     *) return 1 ;;
   esac
 }

@@ -7,7 +7,9 @@
 #    pid, and where each rank is (Python 3.13+: the script's lines and the
 #    calls they wait in, rank 3's time.sleep; Debian 12's 3.11: each rank's
 #    kernel state, and why there are no Python frames);
-#    dp-top shows it; the step runs on (every rank alive 3 s later).
+#    dp-top shows it (its table: every rank "computing", as an unmodified
+#    program reports no collectives); the step runs on (every rank alive 3 s
+#    later).
 #  - --dp-on-hang=end: the same line within the bound + 10 s, and the step
 #    ends within 10 s of it, non-zero, its last line the hang (verdict hang),
 #    and no task survives.
@@ -55,7 +57,14 @@ else
   expect_contains "$line" "no Python frames (no_debug_offsets)" "why Python 3.11 shows no frames"
 fi
 top=$(as_user "$DP_TOP" --once "$job.0" 2>&1) || fail "dp-top --once failed: $top"
+echo "$top"
 expect_contains "$top" "hang at " "dp-top's view"
+# An unmodified program's ranks report no collectives of their own: dp-top's
+# table shows every one, blocked or asleep, as computing (the README says so
+# and points at --stacks, which the hang line above is).
+for r in 0 1 2 3; do
+  grep -qE "^$r +n$((r / 2 + 1)) +computing " <<<"$top" || fail "dp-top's table does not show rank $r as computing: $top"
+done
 until_s=$((SECONDS + 3))  # the step runs on: srun checked for 3 s
 while ((SECONDS < until_s)); do
   kill -0 "$srun_pid" 2>/dev/null || fail "srun ended under --dp-on-hang=name: $(cat "$WORK/srun.log")"
