@@ -44,7 +44,7 @@ explain_ok() {  # the layout of 4 tasks on n1,n2 and no task started
 }
 
 run_one() {
-  local cmd=$1 out rc=0
+  local cmd=$1 out
   case $cmd in
     'srun --dp-world=auto -N2 --ntasks-per-node=2 --dp-explain true' | \
     'srun -N2 --ntasks-per-node=2 --dp-world=auto --dp-explain true')
