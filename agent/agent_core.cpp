@@ -72,12 +72,14 @@ void AgentCore::link_response(const proto::Response& r) {
 }
 
 // Pushes: the keepalive needs nothing; an abort goes to every local rank; an
-// ask for stacks to the I/O layer, which reads them off the loop.
+// ask for stacks, or to sample, to the I/O layer, which reads them off the loop.
 void AgentCore::daemon_push(const proto::Response& r) {
   if (r.code() == proto::OK && r.has_stacks_ask())
     return out_.read_stacks(r.stacks_ask().ask(),
                             std::chrono::milliseconds(r.stacks_ask().deadline_ms()),
                             r.stacks_ask().flight());
+  if (r.code() == proto::OK && r.has_sample_ask())
+    return out_.sample_ranks(std::chrono::milliseconds(r.sample_ask().every_ms()));
   if (r.code() != proto::ABORTED) return;
   const bool first = !abort_;
   if (!abort_) abort_ = r;
@@ -523,6 +525,7 @@ void AgentCore::beat(Clock::time_point now) {
   }
   heard_.clear();
   hb->set_store_strangers(store_strangers_);
+  out_.add_samples(*hb);
   out_.to_daemon(req);
 }
 

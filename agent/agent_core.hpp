@@ -88,6 +88,11 @@ class AgentOutbox {
     (void)deadline;
     (void)flight;
   }
+  // The step's straggler watch is on (SampleAsk): look at the node's ranks
+  // every `every` off the loop (rank_sampler.hpp), and put their counts so
+  // far into each heartbeat (add_samples).
+  virtual void sample_ranks(std::chrono::milliseconds every) { (void)every; }
+  virtual void add_samples(proto::Heartbeat& hb) { (void)hb; }
 };
 
 // Another part of the agent that sends requests over the node's one daemon

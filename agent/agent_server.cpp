@@ -164,6 +164,15 @@ void AgentServer::read_stacks(uint64_t ask, std::chrono::milliseconds deadline, 
               flight ? flight_.dir() : std::string());
 }
 
+void AgentServer::sample_ranks(std::chrono::milliseconds every) {
+  sampler_.set_ranks(settings_.watch_workers ? workers_.running() : tasks_.running());
+  sampler_.start(every);
+}
+
+void AgentServer::add_samples(proto::Heartbeat& hb) {
+  for (auto& s : sampler_.counts()) *hb.add_samples() = std::move(s);
+}
+
 void AgentServer::on_stacks_read(evutil_socket_t, short, void* arg) {
   auto* a = static_cast<AgentServer*>(arg);
   for (auto& answer : a->stacks_.take()) {
@@ -203,6 +212,7 @@ void AgentServer::tick() {
   if (now >= next_scan_) {
     next_scan_ = now + std::chrono::seconds(1);
     workers_.scan();
+    sampler_.set_ranks(settings_.watch_workers ? workers_.running() : tasks_.running());
   }
   if (auto link = relink_.take()) adopt_link(std::move(*link));
   for (int port : holds_.release_listened(now, getuid()))

@@ -20,6 +20,7 @@
 #include "listener.hpp"
 #include "local_tasks.hpp"
 #include "port_holds.hpp"
+#include "rank_sampler.hpp"
 #include "reply_reader.hpp"
 #include "stacks_reader.hpp"
 #include "step_signals.hpp"
@@ -56,6 +57,8 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   void close_client(ConnId conn, const std::string& why) override;
   void send_soon() override;
   void read_stacks(uint64_t ask, std::chrono::milliseconds deadline, bool flight) override;
+  void sample_ranks(std::chrono::milliseconds every) override;
+  void add_samples(proto::Heartbeat& hb) override;
 
  private:
   using Conn = service::FrameConn<AgentServer>;
@@ -128,6 +131,7 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   // dp-top --stacks: its reads run on the reader's thread; stacks_ev_ watches its fd.
   StacksReader stacks_;
   service::EventPtr stacks_ev_;
+  RankSampler sampler_;  // the straggler watch's looks, on its own thread
   service::Listener listener_;
   rdv::ReplyReader daemon_reader_;
   std::string daemon_out_;

@@ -1,5 +1,6 @@
 # Sourced by the benchmarks that need a Slurm cluster (srun_overhead,
-# hang_watch, hang_watch/wide_step): their cluster and their median.
+# hang_watch, hang_watch/wide_step, straggler): their cluster, their median
+# and the watches' A/B.
 
 bench_src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cluster=$bench_src/tests/cluster/dp-cluster
@@ -30,4 +31,62 @@ bench_cluster_down() {
     "$cluster" down >/dev/null 2>&1 || true
     rm -rf "$DP_CLUSTER_DIR"
   fi
+}
+
+# bench_ab TRAINER WORK SMOKE RUNS OPTION OFF ON: a watch's cost as the watch
+# benchmarks measure it (hang_watch, straggler), on the running bench_cluster.
+# Unmodified PyTorch DDP (bench/trainer/ddp_mlp.py, gloo, env://) and
+# dp-trainer, the same MLP, 2 nodes x DP_BENCH_TASKS (1: one rank per core of
+# this 2-core machine; at 2 x 2 the ranks share cores and a run's rate swings
+# by 15 %, which hides 1 %), DP_BENCH_EPOCHS (3) a run, srun's OPTION=OFF
+# against OPTION=ON in pairs, in turn off-on and on-off (a run after a run,
+# the last job's teardown and caches, is not always the same side). One line
+# each: the medians of RUNS, on/off as their ratio and as the median of the
+# pairs' ratios. SMOKE: 1 epoch of 4 096 samples, figures meaningless.
+bench_ab() {
+  local trainer=$1 work=$2 smoke=$3 runs=$4 option=$5 off_value=$6 on_value=$7
+  local limit=0 tasks=${DP_BENCH_TASKS:-1} epochs=${DP_BENCH_EPOCHS:-3} impl mo mn pair name i
+  ((smoke)) && limit=4096 tasks=1 epochs=1
+  cp "$bench_src/bench/trainer/ddp_mlp.py" "$work/"
+  local common=(--export=ALL,EPOCHS=$epochs,GLOBAL_BATCH=256,THREADS=1,OMP_NUM_THREADS=1,OPENBLAS_NUM_THREADS=1,TRAIN_LIMIT=$limit,USE_LIBUV=0)
+  ab_run_torch() {  # ab_run_torch VALUE: rank 0's samples per second
+    srun -Q --dp-world=auto "$option=$1" -N2 --ntasks-per-node="$tasks" "${common[@]}" \
+      /usr/bin/python3 "$work/ddp_mlp.py" |
+      /usr/bin/python3 -c 'import json, sys
+for l in sys.stdin:
+    if l.startswith("{"):
+        j = json.loads(l)
+        if j["rank"] == 0: print(j["samples"] * j["world"] / j["seconds"])'
+  }
+  ab_run_dp() {  # ab_run_dp VALUE: samples per second, as dp-trainer reports them
+    local lim=()
+    ((smoke)) && lim=(--train-limit 4096)
+    srun -Q --dp-world=auto "$option=$1" -N2 --ntasks-per-node="$tasks" "${common[@]}" \
+      "$trainer" --hidden 512,256 --global-batch 256 --epochs "$epochs" --no-eval "${lim[@]}" 2>&1 |
+      grep -oE '[0-9.]+ samples/s' | tail -1 | awk '{print $1}'
+  }
+  for impl in torch dp; do
+    local off=() on=()
+    ((smoke)) || "ab_run_$impl" "$off_value" >/dev/null  # warm-up: cold caches
+    for ((i = 0; i < runs; i++)); do
+      if ((i % 2 == 0)); then
+        off+=("$("ab_run_$impl" "$off_value")")
+        on+=("$("ab_run_$impl" "$on_value")")
+      else
+        on+=("$("ab_run_$impl" "$on_value")")
+        off+=("$("ab_run_$impl" "$off_value")")
+      fi
+    done
+    mo=$(printf '%s\n' "${off[@]}" | median)
+    mn=$(printf '%s\n' "${on[@]}" | median)
+    # Each pair ran back to back: the median of its ratios leaves out the drift
+    # that moves both sides of a pair alike (this machine's rates drift by 20 %).
+    pair=$(paste <(printf '%s\n' "${off[@]}") <(printf '%s\n' "${on[@]}") | awk '{print $2 / $1}' | median)
+    name=$([[ $impl == torch ]] && echo "unmodified PyTorch DDP (gloo)" || echo "dp-trainer")
+    printf "%s, 2x%d, MLP 784-512-256-10, %d epochs, median of %d: %s=%s %.0f samples/s, =%s %.0f samples/s, on/off %.4f, median of the pairs' on/off %.4f (target >= 0.99)\n" \
+      "$name" "$tasks" "$epochs" "$runs" "$option" "$off_value" "$mo" "$on_value" "$mn" \
+      "$(awk "BEGIN { print $mn / $mo }")" "$pair"
+    echo "  off: ${off[*]}"
+    echo "  on:  ${on[*]}"
+  done
 }

@@ -24,9 +24,15 @@ Broker::Broker(BrokerConfig cfg, Outbox& out, Clock::time_point now)
   // table does not rehash while a large world arrives.
   store_.reserve(static_cast<size_t>(std::max(cfg_.world_size, 1)));
   set_up_hello_budget();
-  if (cfg_.limits.hang_timeout.count() > 0) {
+  if (cfg_.limits.hang_timeout.count() > 0)
     hang_watch_.emplace(cfg_.limits.hang_timeout, ::sysconf(_SC_CLK_TCK));
-    next_watch_round_ = now + stacks::hang_sample_every(cfg_.limits.hang_timeout);
+  last_watch_round_ = last_hang_round_ = now;
+  if (cfg_.limits.straggler_pct > 0) {
+    straggler::Settings s;
+    s.threshold = cfg_.limits.straggler_pct / 100.0;
+    report_.watch_stragglers(s, ::sysconf(_SC_CLK_TCK));
+    last_block_ = now;
+    next_block_ = now + StragglerReport::kBlock;
   }
 }
 
@@ -199,6 +205,7 @@ void Broker::handle_hello(ConnId conn, Peer& p, uint64_t id, const proto::Hello&
   if (predecessor != 0) take_over_node(predecessor, conn, now);
   else register_ranks(conn, p, now);
   reply_ok(conn, id);
+  if (p.role == proto::ROLE_NODE) ask_samples(conn);
 }
 
 void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
@@ -446,6 +453,7 @@ void Broker::on_tick(Clock::time_point now) {
   if (!abort_) judge_silence(now);
   if (!abort_) judge_hang(now);
   if (!abort_) watch_stacks(now);
+  if (!abort_) watch_stragglers(now);
 }
 
 void Broker::ping_all(const std::function<bool(ConnId)>& quiet) {

@@ -248,6 +248,11 @@ class Broker {
   void judge_stacks(const std::vector<stacks::RankStacks>& got,
                     const std::vector<stacks::RankFlight>& flights, bool complete,
                     Clock::time_point now);
+  // broker_straggler.cpp: the straggler watch's blocks and its lines.
+  void ask_samples(ConnId conn);
+  void watch_stragglers(Clock::time_point now);
+  Clock::time_point next_block_{}, last_block_{};
+  Clock::time_point last_watch_round_{}, last_hang_round_{};  // a round of any kind; the hang watch's
   // broker_torch_ops.cpp: PyTorch's store operations of SPACE_TORCH.
   // Handles `req` when it is one of them (false: not one of them).
   bool torch_op(const Call& c, const proto::Request& req);
@@ -347,7 +352,6 @@ class Broker {
   std::set<ConnId> failure_read_;
   uint64_t next_stacks_ask_ = 1;
   std::optional<stacks::HangWatch> hang_watch_;  // while hang_timeout is on
-  Clock::time_point next_watch_round_{};
 };
 
 }  // namespace dp::daemon

@@ -41,6 +41,9 @@ struct BrokerLimits {
   bool hang_timeout_by_user{false};
   // 1: a hang ends the step (the site's on_hang=end); 0: it is named only.
   int end_on_hang{0};
+  // The straggler watch's threshold, a percentage of the time the others
+  // wait for a rank (dp/straggler.hpp); 0: off.
+  int straggler_pct{site_defaults().straggler_pct};
   int max_agents{256};  // authenticated non-rank peers (stepd agents, tools)
   // Blocking calls (get, wait, barrier) pending at once; 0: 4 per rank + 4096.
   // Anyone with the step's secret could otherwise grow the daemon without bound.

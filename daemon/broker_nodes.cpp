@@ -175,6 +175,10 @@ void Broker::node_heartbeat(const Call& c, const proto::Heartbeat& m) {
     live_.heard(rp.rank(), c.now);
     if (rp.has_progress()) report_.on_progress(rp.rank(), rp.progress(), c.now);
   }
+  // The straggler watch's looks: ranks as the agent reads them (a launcher's
+  // workers carry torch's), like its stacks answers.
+  if (auto* s = report_.stragglers())
+    for (const proto::RankSamples& rs : m.samples()) s->on_looks(rs, c.peer.host);
 }
 
 void Broker::rank_goodbye(ConnId conn, int rank, const proto::Progress* final_counters,

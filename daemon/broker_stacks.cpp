@@ -1,4 +1,5 @@
-// Stacks rounds: dp-top --stacks, and the hang watch. The node agents read
+// Stacks rounds: dp-top --stacks, the hang watch, and where the others wait
+// for a straggler. The node agents read
 // their own ranks (only they run as the job's user beside them), the daemon
 // merges. Nothing here blocks: the ask is a push, answers are requests
 // without reply, and a round ends when the last node answered or at its
@@ -8,6 +9,7 @@
 
 #include "broker.hpp"
 #include "flight_message.hpp"
+#include "dp/stacks/straggler_samples.hpp"
 #include "stacks_message.hpp"
 
 namespace dp::daemon {
@@ -43,9 +45,18 @@ Clock::time_point Broker::ask_stacks(StacksDone done, Clock::time_point now) {
 
 void Broker::watch_stacks(Clock::time_point now) {
   // A libdp step's collective counters name its hangs: its ranks are not read.
-  if (!hang_watch_ || now < next_watch_round_ || report_.counts_collectives()) return;
-  next_watch_round_ = now + stacks::hang_sample_every(cfg_.limits.hang_timeout);
-  if (!start_stacks_round(now, true)) {
+  if (report_.counts_collectives()) return;
+  // A straggler suspected or named: a round every second says where the
+  // others wait. The flight recorders are read for the hang watch's rounds.
+  const StragglerReport* s = report_.stragglers();
+  const bool where =
+      s && s->wants_where() && now >= last_watch_round_ + StragglerReport::kWhereEvery;
+  const bool hang =
+      hang_watch_ && now >= last_hang_round_ + stacks::hang_sample_every(cfg_.limits.hang_timeout);
+  if (!where && !hang) return;
+  last_watch_round_ = now;
+  if (hang) last_hang_round_ = now;
+  if (!start_stacks_round(now, hang)) {
     stacks_.reset();  // no node agent (ranks that connect themselves): libdp's counters judge
     return;
   }
@@ -115,6 +126,9 @@ void Broker::finish_stacks(Clock::time_point now) {
 void Broker::judge_stacks(const std::vector<stacks::RankStacks>& got,
                           const std::vector<stacks::RankFlight>& flights, bool complete,
                           Clock::time_point now) {
+  if (auto* s = report_.stragglers())
+    for (const auto& r : got) s->on_where(r.rank, stacks::wait_site(r.stacks));
+  if (!hang_watch_) return;
   auto v = hang_watch_->observe(now, got, complete);
   if (report_.counts_collectives()) return;
   const std::string bound =

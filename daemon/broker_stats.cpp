@@ -48,6 +48,8 @@ proto::Stats Broker::stats() const {
   t += "startup " + phases_.summary() + "\n";
   t += "ports " + report_.ports_text() + "\n";
   for (const auto& l : report_.hang_lines()) t += l + "\n";
+  if (const auto* st = report_.stragglers())
+    for (const auto& l : st->lines(report_.counts_collectives())) t += l + "\n";
   if (report_.failure() && !report_.failure()->stacks.empty()) {
     t += "at the first failure:\n";
     for (const auto& l : report_.failure()->stacks) t += "  " + l + "\n";

@@ -46,6 +46,7 @@ std::vector<std::string> format_arguments(const LaunchArgs& a) {
   if (a.hang_timeout_by_user) add("--hang-timeout-by", "user");
   if (a.on_failure != OnFailure::end) add("--on-failure", on_failure_name(a.on_failure));
   if (a.end_on_hang) add("--end-on-hang", "1");
+  if (a.straggler_pct >= 0) add("--straggler-pct", std::to_string(a.straggler_pct));
   if (a.notice_fd >= 0) add("--notice-fd", std::to_string(a.notice_fd));
   return v;
 }

@@ -88,6 +88,10 @@ constexpr NumberOption kNumberOptions[] = {
      "off"},
     {"--end-on-hang", "0|1", 0, 1, DP_FIELD(limits.end_on_hang),
      "1: a hang ends the step as a failure (the site's on_hang=end); 0: it is only named", nullptr},
+    {"--straggler-pct", "PCT", 0, 90, DP_FIELD(limits.straggler_pct),
+     "name the rank (or node's ranks) the others wait for PCT % of the time, consistently over "
+     "30 s (the node agents' looks at every rank; libdp's counters), and its recovery",
+     "off"},
     {"--notice-fd", "FD", 3, 1 << 20, DP_FIELD(notice_fd),
      "srun's stderr, inherited: the lines the user sees while the step runs (a hang named)",
      nullptr},

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "dp/step_signals.hpp"
+#include "report_figure.hpp"
 
 namespace dp::daemon {
 namespace {
@@ -19,13 +20,6 @@ std::string num(double v, const char* fmt = "%.1f") {
   char b[48];
   std::snprintf(b, sizeof b, fmt, v);
   return b;
-}
-
-// A figure in the report: rounded to `places` decimals (what a person or a
-// script compares), printed by the JSON library as the shortest exact text.
-double rounded(double v, int places = 3) {
-  const double scale = std::pow(10.0, places);
-  return std::round(v * scale) / scale;
 }
 
 // A figure the step may not know yet: null until it does.
@@ -98,6 +92,11 @@ void StepReport::on_progress(int rank, const proto::Progress& p, Clock::time_poi
   r.p = p;
   r.p_at = now;
   r.has_progress = true;
+  if (stragglers_) stragglers_->on_counters(rank, r.host, p);
+}
+
+void StepReport::watch_stragglers(straggler::Settings s, long ticks_per_second) {
+  stragglers_.emplace(s, ticks_per_second, world_size_);
 }
 
 void StepReport::on_goodbye(int rank) {
@@ -363,6 +362,7 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
                        : Json(nullptr)},
       {"failure", failure_json()},
       {"hang", hang_json()},
+      {"straggler", stragglers_ ? stragglers_->json(counts_collectives()) : Json(nullptr)},
       {"store_waits_unset", unset_waits()},
       {"store_refusals", store_refusals_},
       {"ranks", std::move(ranks)},

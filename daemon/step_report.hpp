@@ -20,6 +20,7 @@
 #include "dp/proto/rendezvous.pb.h"
 #include "dp/step_ports.hpp"
 #include "startup_phases.hpp"
+#include "straggler_report.hpp"
 
 namespace dp::daemon {
 
@@ -121,6 +122,14 @@ class StepReport {
   // "hang at 41.2 s: ..." and the view's lines: dp-top's; empty: none named.
   std::vector<std::string> hang_lines() const;
 
+  // The straggler watch (issue 55), on when the step's threshold is set:
+  // libdp's counters reach it through on_progress, the rest from the broker.
+  void watch_stragglers(straggler::Settings s, long ticks_per_second);
+  StragglerReport* stragglers() { return stragglers_ ? &*stragglers_ : nullptr; }
+  const StragglerReport* stragglers() const { return stragglers_ ? &*stragglers_ : nullptr; }
+  // The verdict's seconds: since the daemon started, as every figure of the report.
+  double step_seconds(Clock::time_point t) const { return since_start_ms(t) / 1000.0; }
+
   std::string json(const StartupPhases& phases, const DaemonCounters& c,
                    Clock::time_point now) const;
   // "hello 2.1ms (rank 3 on n2), ..." for srun --dp-verbose.
@@ -171,6 +180,7 @@ class StepReport {
     std::vector<std::string> view;
   };
   std::optional<HangRecord> hang_;  // the latest hang named
+  std::optional<StragglerReport> stragglers_;
   Json hang_json() const;
   uint64_t hang_op_ = 0;  // the collective a hang is suspected in (0: none)
   Clock::time_point hang_since_{};

@@ -258,6 +258,7 @@ DaemonLaunch daemon_launch(const SiteConfig& site, const Options& opts, const St
   a.hang_timeout_by_user = opts.hang_timeout_s.has_value();
   a.on_failure = opts.on_failure.value_or(site.on_failure);
   a.end_on_hang = opts.end_on_hang.value_or(site.end_on_hang);
+  a.straggler_pct = opts.straggler.value_or(site.straggler_on) ? site.straggler_pct : 0;
   const slurm::PortRange srun_ports = slurm::srun_port_range();
   a.listen_ports = daemon_listen_range(site, srun_ports.low, srun_ports.high);
   d.show_stderr = opts.verbose.value_or(false) || debug_enabled();

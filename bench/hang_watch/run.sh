@@ -94,52 +94,6 @@ wait 2>/dev/null || true
 pids=()
 ((reader)) && exit 0
 
-# 2. A/B on the cluster.
+# 2. A/B on the cluster: a round every second (8 s), the watch's highest rate.
 bench_cluster "$plugin" "$daemon" "$mode"
-cp "$bench_src/bench/trainer/ddp_mlp.py" "$work/"
-# One rank per node by default: 2 ranks on this machine's 2 cores. At 2 x 2
-# the ranks share cores and a run's rate swings by 15 %, which hides 1 %.
-limit=0 tasks=${DP_BENCH_TASKS:-1} epochs=${DP_BENCH_EPOCHS:-3}
-((smoke)) && limit=4096 tasks=1 epochs=1
-common=(--export=ALL,EPOCHS=$epochs,GLOBAL_BATCH=256,THREADS=1,OMP_NUM_THREADS=1,OPENBLAS_NUM_THREADS=1,TRAIN_LIMIT=$limit,USE_LIBUV=0)
-run_torch() {  # run_torch HANG: rank 0's samples per second
-  srun -Q --dp-world=auto --dp-hang-timeout="$1" -N2 --ntasks-per-node="$tasks" "${common[@]}" \
-    /usr/bin/python3 "$work/ddp_mlp.py" |
-    /usr/bin/python3 -c 'import json, sys
-for l in sys.stdin:
-    if l.startswith("{"):
-        j = json.loads(l)
-        if j["rank"] == 0: print(j["samples"] * j["world"] / j["seconds"])'
-}
-run_dp() {  # run_dp HANG: samples per second, as dp-trainer reports them
-  local lim=()
-  ((smoke)) && lim=(--train-limit 4096)
-  srun -Q --dp-world=auto --dp-hang-timeout="$1" -N2 --ntasks-per-node="$tasks" "${common[@]}" \
-    "$trainer" --hidden 512,256 --global-batch 256 --epochs "$epochs" --no-eval "${lim[@]}" 2>&1 |
-    grep -oE '[0-9.]+ samples/s' | tail -1 | awk '{print $1}'
-}
-for impl in torch dp; do
-  off=() on=()
-  ((smoke)) || "run_$impl" off >/dev/null  # warm-up: cold caches
-  # Pairs in turn off-on and on-off: a run after a run (the last job's
-  # teardown, caches) is not always the watched one.
-  for ((i = 0; i < runs; i++)); do
-    if ((i % 2 == 0)); then
-      off+=("$("run_$impl" off)")
-      on+=("$("run_$impl" 8s)")
-    else
-      on+=("$("run_$impl" 8s)")
-      off+=("$("run_$impl" off)")
-    fi
-  done
-  mo=$(printf '%s\n' "${off[@]}" | median)
-  mn=$(printf '%s\n' "${on[@]}" | median)
-  # Each pair ran back to back: the median of its ratios leaves out the drift
-  # that moves both sides of a pair alike (this machine's rates drift by 20 %).
-  pair=$(paste <(printf '%s\n' "${off[@]}") <(printf '%s\n' "${on[@]}") | awk '{print $2 / $1}' | median)
-  name=$([[ $impl == torch ]] && echo "unmodified PyTorch DDP (gloo)" || echo "dp-trainer")
-  printf "%s, 2x$tasks, MLP 784-512-256-10, %d epochs, median of %d: off %.0f samples/s, --dp-hang-timeout=8s %.0f samples/s, on/off %.4f, median of the pairs' on/off %.4f (target >= 0.99)\n" \
-    "$name" "$epochs" "$runs" "$mo" "$mn" "$(calc "$mn / $mo")" "$pair"
-  echo "  off: ${off[*]}"
-  echo "  on:  ${on[*]}"
-done
+bench_ab "$trainer" "$work" "$smoke" "$runs" --dp-hang-timeout off 8s

@@ -179,11 +179,9 @@ Option row(OptionSpec spec, std::optional<T> Options::*field, Codec<T> codec, Sc
           [=](const Options& o) { return codec.spell(*(o.*field)); }};
 }
 
-// The one list of slurm-dp's options, in --help order. A new option is one
-// row here, its field in Options, and its meaning in README.md and slurm-dp(8)
-// (packaging/tests checks both against this table).
-const std::vector<Option>& options() {
-  static const std::vector<Option> table = {
+// What the step is: its layout, ports, store, launcher, failure and report.
+std::vector<Option> step_rows() {
+  return {
       row({"dp-world", "auto|N",
            "[slurm-dp] data-parallel step: auto = the step's task count, or N (must equal it)"},
           &Options::world, auto_or(1, std::numeric_limits<int>::max(), "4"), Scope::nodes, "auto"),
@@ -250,6 +248,12 @@ const std::vector<Option>& options() {
            "step's other services (DP_PORTS, comma-separated; with --dp-master-socket=pass rank "
            "0 gets them listening, DP_PORTS_LISTEN_FDS)"},
           &Options::dp_port_count, number(0, kMaxStepPorts, "3"), Scope::nodes),
+  };
+}
+
+// What watches the running step: hangs and stragglers.
+std::vector<Option> watch_rows() {
+  return {
       row({"dp-hang-timeout", "DURATION|off",
            "[slurm-dp] name the step as hanging when no rank has made progress for DURATION "
            "(20s, 5m): no rank computes and no rank's Python frames move; srun's stderr, the "
@@ -263,7 +267,27 @@ const std::vector<Option>& options() {
                       "use --dp-on-hang=name (the hang is named, the step runs on) or "
                       "--dp-on-hang=end (the hang ends the step, named)"),
           Scope::srun),
+      row({"dp-straggler", "name|off",
+           "[slurm-dp] name the rank (or node) the others wait for, and its recovery, on srun's "
+           "stderr, in the step report and dp-top (name), or watch nothing (off); default: the "
+           "site's straggler"},
+          &Options::straggler,
+          words<bool>({{"name", true}, {"off", false}}, "must be name or off",
+                      "use --dp-straggler=name (a straggler is named) or --dp-straggler=off "
+                      "(no watch)"),
+          Scope::srun),
   };
+}
+
+// The one list of slurm-dp's options, in --help order. A new option is one
+// row in step_rows or watch_rows, its field in Options, and its meaning in
+// README.md and slurm-dp(8) (packaging/tests checks both against this table).
+const std::vector<Option>& options() {
+  static const std::vector<Option> table = [] {
+    std::vector<Option> t = step_rows();
+    for (auto& w : watch_rows()) t.push_back(std::move(w));
+    return t;
+  }();
   return table;
 }
 

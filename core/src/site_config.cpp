@@ -63,6 +63,7 @@ void set_on_failure(SiteConfig& c, std::string_view word) {
   c.on_failure = on_failure_named(word).value_or(OnFailure::end);
 }
 void set_on_hang(SiteConfig& c, std::string_view word) { c.end_on_hang = word == "end"; }
+void set_straggler(SiteConfig& c, std::string_view word) { c.straggler_on = word == "name"; }
 void set_store(SiteConfig& c, std::string_view word) { c.step_store = word == "step"; }
 void set_port_fallback(SiteConfig& c, std::string_view word) { c.port_fallback_os = word == "os"; }
 
@@ -125,6 +126,14 @@ constexpr Entry kKeys[] = {
      "name: a hang is named on srun's stderr, in the step report and in dp-top, and the step "
      "runs on; end: it is also ended as a failure (on_failure's way); --dp-on-hang overrides "
      "it per step"},
+    {"straggler", "name", choice("name|off", set_straggler),
+     "name: the rank (or the node's ranks) the others wait for is named on srun's stderr, in "
+     "the step report and in dp-top, and its recovery too (any program: the node agents look "
+     "at every rank's main thread ten times a second; libdp programs by their collective "
+     "counters); off: not watched, nothing read; --dp-straggler overrides it per step"},
+    {"straggler_threshold", "10", number(&SiteConfig::straggler_pct, 1, 90),
+     "the percentage of the time the others must wait for a rank, over 30 s and in all but one "
+     "5 s block of them, before it is named a straggler (README.md, Stragglers)"},
     {"report", "", path(&SiteConfig::report),
      "a step report (JSON) srun writes at every step's end, as the user, 0600 (%j job id, %s step "
      "id, %u user name; use a folder per user); unset: only --dp-report"},

@@ -92,28 +92,18 @@ std::vector<std::string> identity(const ProcessStacks& p) {
 
 }  // namespace
 
+std::string frame_place(const Frame& f) {
+  return shown_value(base_name(f.file), kShownNameBytes) + ":" +
+         (f.line < 0 ? "?" : std::to_string(f.line));
+}
+
 std::string frames_text(const std::vector<Frame>& frames, bool truncated) {
   std::string s;
   for (const auto& f : frames) {
     if (!s.empty()) s += " <- ";
-    s += shown_name(f.function, kShownNameBytes) + " " +
-         shown_value(base_name(f.file), kShownNameBytes) + ":" +
-         (f.line < 0 ? "?" : std::to_string(f.line));
+    s += shown_name(f.function, kShownNameBytes) + " " + frame_place(f);
   }
   if (truncated) s += s.empty() ? "..." : " <- ...";
-  return s;
-}
-
-std::string rank_ranges(const std::vector<int>& ranks) {
-  std::string s;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!s.empty()) s += ",";
-    s += std::to_string(ranks[i]);
-    if (j > i) s += "-" + std::to_string(ranks[j]);
-    i = j + 1;
-  }
   return s;
 }
 

@@ -1,7 +1,8 @@
 # The benchmarks that need a Slurm cluster, once each in their smoke mode on
 # the lo cluster (labels e2e and bench; the others are bench.* in bench/).
 foreach(entry srun_overhead/run.sh:srun_overhead trainer/accuracy.sh:trainer_accuracy
-              hang_watch/run.sh:hang_watch hang_watch/wide_step.sh:wide_step)
+              hang_watch/run.sh:hang_watch hang_watch/wide_step.sh:wide_step
+              straggler/run.sh:straggler)
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 script)
   list(GET parts 1 name)

@@ -91,6 +91,7 @@ set(DP_E2E_DEBIAN_TESTING
   obs.hang_healthy@lo             # no verdict on healthy steps judged by 3.14's frames (compute, slow saves)
   docs.exit_status@lo             # srun's exit status per case: the README's 26.05 column
   docs.plugin_load_errors@lo      # 26.05's messages for an unloadable plugin line, and where they land
+  obs.straggler_named@ns          # a slow rank named, where the others wait from 3.14's frames
 )
 set(DP_E2E_DEBIAN13
   spank.env_vars@lo               # the wiring: every variable of every task

@@ -1,7 +1,9 @@
 # Seeing the job, on the real cluster (label e2e): the start-up
 # timing line of a 2x2 --dp-verbose step, the first failure named on every
 # rank and in srun's last line, a hanging rank named within the site's bound,
-# a straggler in dp-top and in the --dp-report file, dp-top refused for
+# a straggler in dp-top and in the --dp-report file (libdp's counters and
+# the node agents' looks agreeing), a slow rank of an unmodified program
+# named and its recovery, healthy steps never named, dp-top refused for
 # another user's step. dp_obs_worker is a small training loop linking libdp.
 add_executable(dp_obs_worker ${CMAKE_CURRENT_LIST_DIR}/obs/obs_worker.cpp)
 target_link_libraries(dp_obs_worker PRIVATE dp_comm)
@@ -25,4 +27,9 @@ if(COMMAND dp_e2e_test)
   # A stalled unmodified DDP step named from its ranks' stacks (and ended with --dp-on-hang=end).
   dp_e2e_scripts(PART obs MODES ns TIMEOUT 420 SCRIPTS hang_named ENVIRONMENT ${_obs_env})
   dp_e2e_scripts(PART obs MODES ns TIMEOUT 300 SCRIPTS straggler_top ENVIRONMENT ${_obs_env})
+  # A slow rank of an unmodified DDP step named from its node agents' looks,
+  # and its recovery (an extra sleep, a busy process on its CPU, torchrun's
+  # worker); and the controls: healthy, jittery and checkpointing steps unnamed.
+  dp_e2e_scripts(PART obs MODES ns TIMEOUT 420 SCRIPTS straggler_named ENVIRONMENT ${_obs_env})
+  dp_e2e_scripts(PART obs MODES lo TIMEOUT 420 SCRIPTS straggler_healthy ENVIRONMENT ${_obs_env})
 endif()

@@ -54,6 +54,8 @@ struct Options {
   std::optional<int> hang_timeout_s;
   // --dp-on-hang=end (true) or name; unset: the site's on_hang.
   std::optional<bool> end_on_hang;
+  // --dp-straggler=name (true) or off; unset: the site's straggler.
+  std::optional<bool> straggler;
 
   // Any option is set (a row of the table in options.cpp).
   bool any() const;

@@ -53,6 +53,8 @@ struct SiteConfig {
   bool use_resv_ports{};
   int hang_timeout_s{};    // 0: off
   bool end_on_hang{};      // on_hang=end: a hang ends the step (--dp-on-hang wins)
+  bool straggler_on{};     // straggler=name: the straggler watch (--dp-straggler wins)
+  int straggler_pct{};     // straggler_threshold: the others' wait share that names a rank
   std::string report;      // %j job, %s step; empty: none
   int kill_grace_s{};      // SIGTERM to SIGKILL when the agents end a failed step's tasks
   OnFailure on_failure{};  // on_failure=: --dp-on-failure wins

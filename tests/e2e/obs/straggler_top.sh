@@ -2,14 +2,17 @@
 # A rank slowed on purpose (40 ms more "compute" per step) is the straggler:
 # dp-top (text and --json), run by the step's user against the running step,
 # puts it first among the slowest ranks, and so does the --dp-report file at
-# the step's end. Another user's dp-top is refused, and cannot even reach the
-# step's socket.
+# the step's end. The straggler watch names it on srun's stderr by libdp's
+# collective counters, and the node agents' looks at the same ranks name the
+# same rank (the report's straggler.collectives and straggler.looks: the two
+# sources agree on one step; 900 steps, about 40 s, for their 30 s window).
+# Another user's dp-top is refused, and cannot even reach the step's socket.
 . "$(dirname "$0")/common.sh"
 site
 
 slow=2
-as_user timeout 120 srun --dp-world=auto -N2 --ntasks-per-node=2 --dp-report=report-%j.%s.json \
-  -o "$WORK/rank%t.log" "$DP_OBS_WORKER" 300 --slow $slow 40 >"$WORK/srun.log" 2>&1 &
+as_user timeout 180 srun --dp-world=auto -N2 --ntasks-per-node=2 --dp-report=report-%j.%s.json \
+  -o "$WORK/rank%t.log" "$DP_OBS_WORKER" 900 --slow $slow 40 >"$WORK/srun.log" 2>&1 &
 srun_pid=$!
 trap 'kill "$srun_pid" 2>/dev/null || true; cleanup_work' EXIT
 # 50 steps, then at least one heartbeat (1 s) carries them.
@@ -60,6 +63,15 @@ d = json.load(open(sys.argv[1]))
 assert d["stragglers"][0]["rank"] == int(sys.argv[2]), d["stragglers"]
 assert d["failure"] is None, d["failure"]
 assert d["srun"]["daemon_up_ms"] > 0 and d["startup"]["slowest"]["comm_ready"]["host"] in ("n1", "n2"), d
-assert all(r["state"] == "done" and r["ops_done"] >= 300 for r in d["ranks"]), d["ranks"]
+assert all(r["state"] == "done" and r["ops_done"] >= 900 for r in d["ranks"]), d["ranks"]
+s = d["straggler"]
+assert s["judged_by"] == "collectives", s["judged_by"]
+for source in ("collectives", "looks"):
+    first = s[source]["verdicts"][0]
+    assert first["change"] == "named" and first["ranks"] == [int(sys.argv[2])], (source, first)
+    assert first["hosts"] == ["n2"], (source, first)
+    print("%s: %s (at %.1f s)" % (source, first["line"], first["at_s"]))
 PY
-pass "rank $slow is the straggler in dp-top, dp-top --json and the report; another user is refused"
+line=$(grep -m1 'slurm-dp: step .*: straggler: ' "$WORK/srun.log") || fail "no straggler line on srun's stderr: $(cat "$WORK/srun.log")"
+expect_contains "$line" "straggler: rank $slow (n2) — ranks 0-1,3 wait for it " "srun's straggler line"
+pass "rank $slow is the straggler in dp-top, dp-top --json and the report, named on srun's stderr by libdp's counters and the node agents' looks alike; another user is refused"

@@ -26,12 +26,29 @@ program never talks to slurm-dp:
                      forward pass: a long stretch between collectives (0)
   --save-every N     every N steps rank 0 sleeps --save-sleep-ms, then saves the
   --save-sleep-ms MS model (torch.save) while the others wait in the next all-reduce
+  --work MS          every rank computes for MS of its own CPU time per step: the same
+                     work on every rank, which a competing process slows (--compute-ms
+                     is wall time)
+  --jitter PCT       each rank's --step-ms varies by up to +-PCT % at random, every
+                     step and every rank alike (0)
+  --slow-rank R      rank R (or ranks R,S,...) sleeps --slow-ms more in each step,
+  --slow-ms MS       or --slow-pct of its own step's time more (its step before,
+  --slow-pct P       without the extra: P % slower whatever the machine's speed) ...
+  --slow-file P      ... while P exists (default: always)
+  --hog-file P       while P exists, rank --slow-rank runs a competing busy process
+                     pinned with it to one CPU (its child: the two share its scheduling
+                     group, and the other ranks' groups are untouched)
+  --own-group        each rank leaves its task's session, so that each has a scheduling
+                     group (autogroup) of its own, as if it had its own cores (the
+                     first task of a node leads the group and keeps it, alone)
 """
 import argparse
 import hashlib
 import os
+import random
 import signal
 import socket
+import subprocess
 import sys
 import time
 
@@ -49,6 +66,14 @@ def parse_args():
     p.add_argument("--compute-ms", type=int, default=0)
     p.add_argument("--save-every", type=int, default=0)
     p.add_argument("--save-sleep-ms", type=int, default=0)
+    p.add_argument("--work", type=int, default=0)
+    p.add_argument("--jitter", type=float, default=0)
+    p.add_argument("--slow-rank", type=lambda v: [int(r) for r in v.split(",")], default=[])
+    p.add_argument("--slow-ms", type=int, default=0)
+    p.add_argument("--slow-pct", type=float, default=0)
+    p.add_argument("--slow-file", default="")
+    p.add_argument("--hog-file", default="")
+    p.add_argument("--own-group", action="store_true")
     return p.parse_args()
 
 
@@ -91,6 +116,45 @@ def compute(ms):
         a = torch.tanh(a @ a)
 
 
+def work(ms):
+    """ms of this process's CPU time: the same on every rank, however long it takes."""
+    a = torch.randn(64, 64)
+    end = time.process_time() + ms / 1000.0
+    while time.process_time() < end:
+        a = torch.tanh(a @ a)
+
+
+HOG = "while True: pass"
+
+
+class Hog:
+    """A busy process on this rank's CPU while the file exists."""
+    def __init__(self, path):
+        self.path, self.proc, self.cpus = path, None, os.sched_getaffinity(0)
+
+    def check(self):
+        want = os.path.exists(self.path)
+        if want and not self.proc:
+            cpu = {max(self.cpus)}
+            os.sched_setaffinity(0, cpu)
+            self.proc = subprocess.Popen([sys.executable, "-c", HOG],
+                                         preexec_fn=lambda: os.sched_setaffinity(0, cpu))
+        elif not want and self.proc:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+            os.sched_setaffinity(0, self.cpus)
+
+
+def step_seconds(args, rank, jitter, last):
+    """The step's sleep and a slow rank's extra (last: its step before, without the extra)."""
+    ms = args.step_ms * (1 + jitter.uniform(-args.jitter, args.jitter) / 100.0)
+    extra = 0.0
+    if rank in args.slow_rank and (not args.slow_file or os.path.exists(args.slow_file)):
+        extra = args.slow_ms / 1000.0 + args.slow_pct / 100.0 * last
+    return ms / 1000.0, extra
+
+
 def save(model, rank, sleep_ms):
     """Rank 0's slow checkpoint: the others wait for it in the next all-reduce."""
     time.sleep(sleep_ms / 1000.0)
@@ -103,19 +167,29 @@ def main():
     args, wanted, seen = ARGS, WANTED, SEEN
     torch.manual_seed(0)
     torch.set_num_threads(1)
+    if args.own_group and os.getpgrp() != os.getpid():
+        os.setsid()
     dist.init_process_group("gloo", init_method="env://")
     rank, world = dist.get_rank(), dist.get_world_size()
     model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 1))
     ddp = nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
     gen = torch.Generator().manual_seed(1000 + rank)  # each rank its own shard
+    jitter = random.Random(2000 + rank)
+    hog = Hog(args.hog_file) if args.hog_file and rank in args.slow_rank else None
+    last = 0.0  # the step before's seconds, without a slow rank's extra
     for step in range(args.steps):
+        began = time.monotonic()
         if rank == args.hang_rank and step == args.hang_at:
             print(f"ddp rank={rank} hangs at step {step}", flush=True)
             while True:
                 time.sleep(3600)
+        if hog:
+            hog.check()
         if args.compute_ms:
             compute(args.compute_ms)
+        if args.work:
+            work(args.work)
         x = torch.randn(8, 16, generator=gen)
         y = x.sum(dim=1, keepdim=True)
         opt.zero_grad()
@@ -123,8 +197,9 @@ def main():
         opt.step()
         if step == 0 and args.ready_file:
             open(f"{args.ready_file}.{rank}", "w").close()
-        if args.step_ms:
-            time.sleep(args.step_ms / 1000.0)
+        sleep, extra = step_seconds(args, rank, jitter, last)
+        if sleep + extra > 0:
+            time.sleep(sleep + extra)
         if args.save_every and rank == 0 and (step + 1) % args.save_every == 0:
             save(model, rank, args.save_sleep_ms)
         if wanted or args.until_file:
@@ -132,6 +207,7 @@ def main():
                 not args.until_file or os.path.exists(args.until_file))
             if all_done(done):
                 break
+        last = time.monotonic() - began - extra
     digest = hashlib.sha256()
     for p in model.parameters():
         digest.update(p.detach().numpy().tobytes())

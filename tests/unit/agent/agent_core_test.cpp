@@ -34,6 +34,14 @@ struct Recorder : AgentOutbox {
   void read_stacks(uint64_t ask, std::chrono::milliseconds deadline, bool) override {
     stacks_asks.emplace_back(ask, deadline);
   }
+  void sample_ranks(std::chrono::milliseconds every) override { sample_every.push_back(every); }
+  void add_samples(proto::Heartbeat& hb) override {
+    auto* s = hb.add_samples();
+    s->set_rank(1);
+    s->set_looks(++looks);
+  }
+  std::vector<std::chrono::milliseconds> sample_every;  // each SampleAsk
+  uint64_t looks = 0;
   std::vector<Clock::time_point> relinks;  // each reconnect asked for, by its deadline
   std::vector<std::pair<uint64_t, std::chrono::milliseconds>> stacks_asks;  // each read asked for
   std::vector<std::string> ended;  // each end_tasks verdict
@@ -408,6 +416,24 @@ TEST_F(AgentCoreTest, KeepSurvivorsEndsNoTaskButStillRelaysTheAbort) {
   keep.on_daemon_response(abort, now);
   keep.on_daemon_lost("the connection closed");
   EXPECT_TRUE(rec.ended.empty());
+}
+
+// The straggler watch: the daemon's SampleAsk starts the I/O layer's looks,
+// and every heartbeat carries its counts so far.
+TEST_F(AgentCoreTest, TheDaemonsSampleAskStartsTheLooksEveryHeartbeatCarries) {
+  proto::Response ask;  // id 0: a push
+  ask.mutable_sample_ask()->set_every_ms(100);
+  core.on_daemon_response(ask, now);
+  ASSERT_EQ(out.sample_every.size(), 1u);
+  EXPECT_EQ(out.sample_every[0], std::chrono::milliseconds(100));
+  for (uint64_t beat = 1; beat <= 2; ++beat) {
+    now += std::chrono::milliseconds(1'000);
+    core.on_tick(now);
+    const proto::Request& hb = out.to_daemon_.back();
+    ASSERT_TRUE(hb.has_heartbeat());
+    ASSERT_EQ(hb.heartbeat().samples_size(), 1);
+    EXPECT_EQ(hb.heartbeat().samples(0).looks(), beat);
+  }
 }
 
 // Tasks that never talk to slurm-dp are still running as far as the agent

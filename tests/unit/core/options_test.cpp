@@ -198,14 +198,29 @@ TEST(Options, HangTimeoutTakesADurationOrOff) {
   EXPECT_FALSE(apply(o, "dp-on-hang", "kill").ok());
 }
 
+TEST(Options, StragglerIsNameOrOff) {
+  dp::Options o;
+  EXPECT_FALSE(o.straggler.has_value()) << "unset: the site's straggler";
+  ASSERT_TRUE(apply(o, "dp-straggler", "off").ok());
+  EXPECT_EQ(o.straggler, false);
+  ASSERT_TRUE(apply(o, "dp-straggler", "name").ok());
+  EXPECT_EQ(o.straggler, true);
+  auto r = apply(o, "dp-straggler", "on");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("--dp-straggler=name"), std::string::npos)
+      << "says the fix: " << r.error().message;
+  // srun's own, like the hang watch's: the daemon judges, nothing travels to the nodes.
+  EXPECT_EQ(dp::format_node_options(o).find("straggler"), std::string::npos);
+}
+
 TEST(Options, SpecsCoverEveryOptionOnce) {
   const auto& specs = dp::option_specs();
   std::set<std::string> names;
   // A valid value of each option whose values are words (others take a number or auto).
   const std::map<std::string, const char*> sample = {
-      {"dp-tiles", "1"},    {"dp-on-failure", "keep"}, {"dp-master-socket", "pass"},
-      {"dp-store", "step"}, {"dp-ports", "3"},         {"dp-hang-timeout", "20s"},
-      {"dp-on-hang", "end"}};
+      {"dp-tiles", "1"},     {"dp-on-failure", "keep"}, {"dp-master-socket", "pass"},
+      {"dp-store", "step"},  {"dp-ports", "3"},         {"dp-hang-timeout", "20s"},
+      {"dp-on-hang", "end"}, {"dp-straggler", "off"}};
   for (const auto& s : specs) {
     EXPECT_TRUE(names.insert(s.name).second) << s.name << " twice";
     EXPECT_EQ(std::string(s.usage).rfind("[slurm-dp]", 0), 0u) << s.name;

@@ -20,11 +20,12 @@ TEST(SiteConfig, DefaultsWhenEmpty) {
 }
 
 TEST(SiteConfig, ParsesEveryKey) {
-  auto c = dp::parse_site_config(
-      {"kind=rdu", "devices_per_node=8", "tiles_per_device=8", "ports=20000-20099", "default=on",
-       "daemon=/opt/dp/bin/d", "lease_dir=/var/run/x", "port_wait=5", "resv_ports=ignore",
-       "hang_timeout=10", "report=/var/log/dp/%j.%s.json", "heartbeat_timeout=120",
-       "on_failure=keep", "kill_grace=3", "port_fallback=os"});
+  auto c = dp::parse_site_config({"kind=rdu", "devices_per_node=8", "tiles_per_device=8",
+                                  "ports=20000-20099", "default=on", "daemon=/opt/dp/bin/d",
+                                  "lease_dir=/var/run/x", "port_wait=5", "resv_ports=ignore",
+                                  "hang_timeout=10", "report=/var/log/dp/%j.%s.json",
+                                  "heartbeat_timeout=120", "on_failure=keep", "kill_grace=3",
+                                  "port_fallback=os", "straggler=off", "straggler_threshold=25"});
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->kind, dp::AcceleratorKind::rdu);
   EXPECT_EQ(c->declared_tiles_per_node(), 64);
@@ -41,6 +42,8 @@ TEST(SiteConfig, ParsesEveryKey) {
   EXPECT_EQ(c->on_failure, dp::OnFailure::keep);
   EXPECT_EQ(c->kill_grace_s, 3);
   EXPECT_TRUE(c->port_fallback_os);
+  EXPECT_FALSE(c->straggler_on);
+  EXPECT_EQ(c->straggler_pct, 25);
   auto fresh = dp::parse_site_config({});
   ASSERT_TRUE(fresh.ok());
   EXPECT_FALSE(fresh->port_fallback_os) << "off by default";
@@ -76,7 +79,9 @@ INSTANTIATE_TEST_SUITE_P(
         std::pair{"port_wait=soon", "not a whole number"},
         std::pair{"heartbeat_timeout=-1", "heartbeat_timeout"}, std::pair{"port_wait=0", "zero"},
         std::pair{"resv_ports=maybe", "use or ignore"}, std::pair{"hang_timeout=-1", "negative"},
-        std::pair{"hang_timeout=100000", "out of range"},
+        std::pair{"hang_timeout=100000", "out of range"}, std::pair{"straggler=on", "name or off"},
+        std::pair{"straggler_threshold=0", "zero"},
+        std::pair{"straggler_threshold=95", "out of range"},
         std::pair{"report=step.json", "absolute path"}));
 
 TEST(SiteConfig, EveryListedKeyIsParsed) {
@@ -99,7 +104,7 @@ auto fields(const dp::SiteConfig& c) {
   return std::tie(c.kind, c.devices_per_node, c.tiles_per_device, c.port_min, c.port_max,
                   c.default_on, c.daemon_path, c.lease_dir, c.heartbeat_timeout_s, c.port_wait_s,
                   c.use_resv_ports, c.hang_timeout_s, c.report, c.kill_grace_s, c.on_failure,
-                  c.port_fallback_os);
+                  c.port_fallback_os, c.straggler_on, c.straggler_pct);
 }
 
 TEST(SiteConfig, DefaultsAreTheTablesAndEachIsAValidWord) {
@@ -122,6 +127,8 @@ TEST(SiteConfig, DefaultsAreTheTablesAndEachIsAValidWord) {
   EXPECT_EQ(fresh.hang_timeout_s, 120);
   EXPECT_EQ(fresh.on_failure, dp::OnFailure::end);  // a failed step ends everywhere
   EXPECT_EQ(fresh.kill_grace_s, 10);
+  EXPECT_TRUE(fresh.straggler_on);  // named by default: its cost allows it (bench/straggler)
+  EXPECT_EQ(fresh.straggler_pct, 10);
 }
 
 TEST(SiteConfig, EachKeyShowsTheValuesItTakes) {

@@ -106,6 +106,17 @@ class BrokerTest : public ::testing::Test {
     other_->on_frame(1, hello.SerializeAsString(), t0_);
     return *other_;
   }
+  // A broker of its own config whose nodes 1 ("na", ranks 0-1) and 2 ("nb",
+  // ranks 2-3) said hello as node agents; its replies go to other_out_.
+  Broker& two_node_broker(const BrokerConfig& c) {
+    other_.emplace(c, other_out_, t0_);
+    for (auto [conn, host, ranks] : {std::tuple{ConnId{1}, "na", std::vector<int32_t>{0, 1}},
+                                     std::tuple{ConnId{2}, "nb", std::vector<int32_t>{2, 3}}}) {
+      other_->on_connect(conn, t0_);
+      other_->on_frame(conn, node_hello_req(ranks, host).SerializeAsString(), t0_);
+    }
+    return *other_;
+  }
   Clock::time_point t0_ = Clock::now();
   Recorder out_;
   Broker broker_;

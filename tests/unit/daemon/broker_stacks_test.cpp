@@ -160,13 +160,7 @@ class BrokerWatchTest : public BrokerStacksTest {
     c.limits.heartbeat_timeout = milliseconds(0);
     c.limits.hang_timeout = milliseconds(8'000);
     c.limits.end_on_hang = end_on_hang;
-    other_.emplace(c, other_out_, t0_);
-    for (auto [conn, host, ranks] : {std::tuple{kNodeA, "na", std::vector<int32_t>{0, 1}},
-                                     std::tuple{kNodeB, "nb", std::vector<int32_t>{2, 3}}}) {
-      other_->on_connect(conn, t0_);
-      other_->on_frame(conn, node_hello_req(ranks, host).SerializeAsString(), t0_);
-    }
-    return *other_;
+    return two_node_broker(c);
   }
   // The ticks from second `from` to `to`; each round answered by both nodes
   // at once, or by node A alone (b_answers false).

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "dp/rank_ranges.hpp"
 #include "dp/stacks/stacks.hpp"
 
 namespace dp::stacks {
@@ -50,8 +51,12 @@ std::vector<StackGroup> merge_stacks(const std::vector<RankStacks>& ranks);
 // indented below.
 std::vector<std::string> format_groups(const std::vector<StackGroup>& groups);
 
-// "0-2,5,7-9" from ascending ranks.
-std::string rank_ranges(const std::vector<int>& ranks);
+// "0-2,5,7-9" from ascending ranks (core's, one spelling for every verdict).
+using dp::rank_ranges;
+
+// "a.py:1": the frame's file's last path component (shown escaped) and its
+// line ("?": unknown).
+std::string frame_place(const Frame& f);
 
 // "f a.py:1 <- g b.py:2", innermost first.
 std::string frames_text(const std::vector<Frame>& frames, bool truncated);

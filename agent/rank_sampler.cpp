@@ -1,0 +1,96 @@
+#include "rank_sampler.hpp"
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <string>
+#include <system_error>
+
+namespace dp::agent {
+
+RankSampler::~RankSampler() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void RankSampler::start(std::chrono::milliseconds every) {
+  std::lock_guard<std::mutex> lock(mu_);
+  every_ = std::max(every, std::chrono::milliseconds(10));
+  if (thread_.joinable()) return;
+  try {
+    thread_ = std::thread([this] { run(); });
+  } catch (const std::system_error&) {
+    every_ = std::chrono::milliseconds(0);
+  }
+}
+
+void RankSampler::set_ranks(const std::vector<TaskStart>& ranks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ranks_ = ranks;
+}
+
+std::vector<proto::RankSamples> RankSampler::counts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return published_;
+}
+
+void RankSampler::run() {
+  std::map<int, Watched> watched;  // by pid: this thread's own
+  auto next = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    next += every_;
+    if (wake_.wait_until(lock, next, [this] { return stop_; })) break;
+    const std::vector<TaskStart> ranks = ranks_;
+    lock.unlock();
+    look(watched, ranks);
+    const auto at = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now().time_since_epoch());
+    std::vector<proto::RankSamples> out;
+    for (const auto& [pid, w] : watched) {
+      proto::RankSamples s;
+      s.set_rank(w.rank);
+      s.set_pid(pid);
+      s.set_looks(w.counts.looks);
+      s.set_waiting(w.counts.waiting);
+      s.set_running(w.counts.running);
+      s.set_cpu_ticks(w.counts.cpu_ticks);
+      s.set_at_ms(static_cast<uint64_t>(at.count()));
+      out.push_back(std::move(s));
+    }
+    lock.lock();
+    published_ = std::move(out);
+    // A late wake (the machine was busy, the agent stopped) does not catch up in a burst.
+    next = std::max(next, std::chrono::steady_clock::now() - every_);
+  }
+}
+
+// One look at each rank; a rank gone or a pid now another process's is dropped.
+void RankSampler::look(std::map<int, Watched>& watched, const std::vector<TaskStart>& ranks) {
+  std::map<int, Watched> next;
+  for (const TaskStart& t : ranks) {
+    auto it = watched.find(t.pid);
+    Watched w;
+    if (it != watched.end() && it->second.start_ticks == t.start_ticks) {
+      w = std::move(it->second);
+    } else {
+      w.rank = t.rank;
+      w.start_ticks = t.start_ticks;
+      const UniqueFd dir(
+          ::open(("/proc/" + std::to_string(t.pid)).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (dir) w.files.emplace(dir.get());
+    }
+    if (!w.files || !*w.files) continue;
+    const auto l = w.files->look();
+    if (!l || l->start_ticks != t.start_ticks) continue;
+    w.counts.add(*l);
+    next.emplace(t.pid, std::move(w));
+  }
+  watched = std::move(next);
+}
+
+}  // namespace dp::agent

@@ -1,0 +1,59 @@
+// The straggler watch on a node (issue 55): once the daemon asks
+// (SampleAsk), a thread of its own looks at every rank's main thread every
+// `every` ms (stacks/straggler_samples.hpp: two short /proc reads a rank)
+// and keeps each rank's counts; each heartbeat carries them. Off the loop, as
+// the stacks reader is: a /proc read that waits on a rank never holds the
+// node's heartbeats.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "dp/proto/rendezvous.pb.h"
+#include "dp/stacks/straggler_samples.hpp"
+#include "dp/unique_fd.hpp"
+#include "launch_contract.hpp"
+
+namespace dp::agent {
+
+class RankSampler {
+ public:
+  RankSampler() = default;
+  ~RankSampler();  // stops and joins the thread
+  RankSampler(const RankSampler&) = delete;
+  RankSampler& operator=(const RankSampler&) = delete;
+
+  // Starts looking every `every` (a later call changes the period). Without
+  // a thread (the user's process limit) nothing is counted: the daemon then
+  // has no evidence from this node, never a wrong one.
+  void start(std::chrono::milliseconds every);
+  // The node's ranks now (its tasks, or a launcher's workers).
+  void set_ranks(const std::vector<TaskStart>& ranks);
+  // Each rank's counts so far, for the heartbeat; empty until started.
+  std::vector<proto::RankSamples> counts() const;
+
+ private:
+  struct Watched {
+    int rank = 0;
+    unsigned long long start_ticks = 0;
+    std::optional<stacks::LookFiles> files;  // bound to this process, never to a reused pid
+    stacks::LookCounts counts;
+  };
+  void run();
+  void look(std::map<int, Watched>& watched, const std::vector<TaskStart>& ranks);
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::chrono::milliseconds every_{0};
+  std::vector<TaskStart> ranks_;               // guarded by mu_
+  std::vector<proto::RankSamples> published_;  // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace dp::agent

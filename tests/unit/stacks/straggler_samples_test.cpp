@@ -1,0 +1,146 @@
+// The straggler watch's looks (dp/stacks/straggler_samples.hpp): what a
+// look counts, from the kernel's state and call; live children blocked in
+// futex, asleep in pause and running, looked at from outside; and where a
+// read with Python frames says the others wait.
+#include "dp/stacks/straggler_samples.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "dp/stacks/kernel_view.hpp"
+#include "dp/unique_fd.hpp"
+
+// Its own namespace: the unity build puts this file beside others of the suite.
+namespace dp::stacks::straggler_samples_test {
+namespace {
+
+TEST(StragglerLooks, WhatALookCounts) {
+  EXPECT_EQ(classify_look('S', SYS_futex), Look::waiting);
+  EXPECT_EQ(classify_look('R', kNotInSyscall), Look::running);
+  EXPECT_EQ(classify_look('S', SYS_clock_nanosleep), Look::elsewhere);  // time.sleep
+  EXPECT_EQ(classify_look('S', SYS_poll), Look::elsewhere);             // a data loader's pipe
+  EXPECT_EQ(classify_look('D', SYS_read), Look::elsewhere);             // a slow disk
+  EXPECT_EQ(classify_look('S', kSyscallUnknown), Look::elsewhere);
+  EXPECT_EQ(classify_look('T', SYS_futex), Look::none);  // a suspended job
+  EXPECT_EQ(classify_look('t', SYS_futex), Look::none);
+  EXPECT_EQ(classify_look('Z', kNotInSyscall), Look::none);
+  LookCounts c;
+  c.add({'S', SYS_futex, 10, 1});
+  c.add({'R', kNotInSyscall, 12, 1});
+  c.add({'S', SYS_clock_nanosleep, 12, 1});
+  c.add({'T', SYS_futex, 13, 1});
+  EXPECT_EQ(c.looks, 3u);
+  EXPECT_EQ(c.waiting, 1u);
+  EXPECT_EQ(c.running, 1u);
+  EXPECT_EQ(c.cpu_ticks, 13u);
+}
+
+// A child that does `what` until killed.
+pid_t child(void (*what)()) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    what();
+    ::_exit(0);
+  }
+  return pid;
+}
+
+void futex_wait() {
+  int word = 0;
+  for (;;) ::syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, nullptr, nullptr, 0);
+}
+void pause_forever() {
+  for (;;) ::pause();
+}
+void spin() {
+  for (;;) asm volatile("" ::: "memory");  // a loop the compiler keeps
+}
+
+// Looks at pid until it shows `want` (a child needs a moment to get there), at most 5 s.
+Look look_until(pid_t pid, Look want, ProcessLook* last) {
+  const UniqueFd dir(::open(("/proc/" + std::to_string(pid)).c_str(), O_RDONLY | O_DIRECTORY));
+  const LookFiles files(dir.get());
+  Look seen = Look::none;
+  for (int i = 0; i < 500 && seen != want; ++i) {
+    const auto l = files.look();
+    if (l) {
+      *last = *l;
+      seen = classify_look(l->state, l->syscall);
+    }
+    if (seen != want) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return seen;
+}
+
+TEST(StragglerLooks, LiveChildrenFromOutside) {
+  const struct {
+    void (*what)();
+    Look want;
+  } cases[] = {
+      {futex_wait, Look::waiting}, {pause_forever, Look::elsewhere}, {spin, Look::running}};
+  for (const auto& c : cases) {
+    const pid_t pid = child(c.what);
+    ASSERT_GT(pid, 0);
+    ProcessLook last;
+    EXPECT_EQ(look_until(pid, c.want, &last), c.want)
+        << "state " << last.state << " syscall " << last.syscall;
+    EXPECT_GT(last.start_ticks, 0u);
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  // Gone: the files stay bound to the dead process, never to a reused pid.
+  const pid_t pid = child(pause_forever);
+  const UniqueFd dir(::open(("/proc/" + std::to_string(pid)).c_str(), O_RDONLY | O_DIRECTORY));
+  const LookFiles files(dir.get());
+  ASSERT_TRUE(files);
+  ASSERT_TRUE(files.look().has_value());
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  EXPECT_FALSE(files.look().has_value());
+}
+
+ProcessStacks waiting_rank(std::vector<Frame> frames, std::string call, char state = 'S',
+                           int syscall = SYS_futex) {
+  ProcessStacks p;
+  p.pid = 42;
+  ThreadStack t;
+  t.tid = 42;
+  t.frames = std::move(frames);
+  t.call = std::move(call);
+  t.kernel = KernelThread{42, "python3", state, 0, "futex_do_wait", syscall};
+  p.threads.push_back(std::move(t));
+  return p;
+}
+
+TEST(StragglerLooks, WhereTheOthersWait) {
+  const Frame c10d{"all_reduce",
+                   "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", 2501};
+  const Frame engine{"_engine_run_backward",
+                     "/usr/lib/python3/dist-packages/torch/autograd/graph.py", 768};
+  const Frame script{"main", "/home/u/train.py", 122};
+  EXPECT_EQ(wait_site(waiting_rank({c10d, script}, "")), "all_reduce at train.py:122");
+  EXPECT_EQ(wait_site(waiting_rank({engine, script}, "Variable._execution_engine.run_backward")),
+            "Variable._execution_engine.run_backward at train.py:122");
+  EXPECT_EQ(wait_site(waiting_rank({script}, "work.wait")), "work.wait at train.py:122");
+  // Every frame a library's: the innermost.
+  EXPECT_EQ(wait_site(waiting_rank({c10d}, "")), "all_reduce at distributed_c10d.py:2501");
+  // Not waiting, or no frames: nothing to say.
+  EXPECT_EQ(wait_site(waiting_rank({script}, "time.sleep", 'S', SYS_clock_nanosleep)), "");
+  EXPECT_EQ(wait_site(waiting_rank({script}, "", 'R', kNotInSyscall)), "");
+  EXPECT_EQ(wait_site(waiting_rank({}, "")), "");
+  ProcessStacks none;
+  none.pid = 7;
+  EXPECT_EQ(wait_site(none), "");
+}
+
+}  // namespace
+}  // namespace dp::stacks::straggler_samples_test
