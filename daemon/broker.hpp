@@ -252,7 +252,8 @@ class Broker {
   void ask_samples(ConnId conn);
   void watch_stragglers(Clock::time_point now);
   Clock::time_point next_block_{}, last_block_{};
-  Clock::time_point last_watch_round_{}, last_hang_round_{};  // a round of any kind; the hang watch's
+  // The latest stacks round of any kind, and the hang watch's latest.
+  Clock::time_point last_watch_round_{}, last_hang_round_{};
   // broker_torch_ops.cpp: PyTorch's store operations of SPACE_TORCH.
   // Handles `req` when it is one of them (false: not one of them).
   bool torch_op(const Call& c, const proto::Request& req);

@@ -8,8 +8,8 @@
 #include <cstdio>
 
 #include "broker.hpp"
-#include "flight_message.hpp"
 #include "dp/stacks/straggler_samples.hpp"
+#include "flight_message.hpp"
 #include "stacks_message.hpp"
 
 namespace dp::daemon {

@@ -37,8 +37,8 @@ struct LaunchArgs {
   bool hang_timeout_by_user = false;
   OnFailure on_failure = OnFailure::end;  // keep: a lost node does not end the step
   bool end_on_hang = false;               // on_hang=end / --dp-on-hang=end
-  int straggler_pct = -1;  // the straggler threshold; -1: the daemon's default; 0: off
   int notice_fd = -1;                     // srun's stderr in the daemon; -1: none
+  int straggler_pct = -1;  // the straggler threshold (%); -1: the daemon's default; 0: off
 };
 
 // The daemon's arguments after its path.
