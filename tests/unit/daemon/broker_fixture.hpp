@@ -17,6 +17,9 @@ namespace dp::daemon::test {
 
 using std::chrono::milliseconds;
 
+// Two node agents' connections, the tests' node "na" and node "nb".
+inline constexpr ConnId kNodeA = 1, kNodeB = 2;
+
 struct Recorder : Outbox {
   std::map<ConnId, std::vector<proto::Response>> sent;
   std::vector<ConnId> closed;

@@ -12,8 +12,6 @@ namespace {
 
 using namespace test;  // NOLINT: the shared fixture
 
-constexpr ConnId kNodeA = 1, kNodeB = 2;
-
 class BrokerStacksTest : public BrokerTest {
  protected:
   BrokerStacksTest() : BrokerTest(4) {}

@@ -20,7 +20,6 @@ namespace {
 
 using namespace test;  // NOLINT: the shared fixture
 
-constexpr ConnId kNodeA = 1, kNodeB = 2;
 using std::chrono::seconds;
 
 // Each rank's share of waiting looks in second `s`.

@@ -14,7 +14,7 @@ namespace {
 
 using namespace test;  // NOLINT: the shared fixture
 
-constexpr ConnId kNodeA = 1, kNodeB = 2, kRank4 = 3;
+constexpr ConnId kRank4 = 3;
 
 class NodeBrokerTest : public BrokerTest {
  protected:
