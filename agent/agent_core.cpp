@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "dp/duration_text.hpp"
 #include "frame_codec.hpp"
@@ -24,8 +25,10 @@ AgentCore::AgentCore(AgentConfig cfg, AgentOutbox& out, Clock::time_point now)
 // ---- the daemon link ----
 
 void AgentCore::send_hello(const std::string& nonce) {
-  const proto::Request req = node_hello_request(
-      NodeHello{cfg_.daemon_addr, cfg_.secret, cfg_.host, cfg_.world_size, cfg_.node_ranks}, nonce);
+  const proto::Request req =
+      node_hello_request(NodeHello{cfg_.daemon_addr, cfg_.secret, cfg_.host, cfg_.world_size,
+                                   cfg_.node_ranks, cfg_.node},
+                         nonce);
   if (req.hello().proof().empty())  // sent empty, it would be refused as a wrong secret
     return on_daemon_lost("cannot compute the hello proof: libcrypto's HMAC failed");
   out_.to_daemon(req);
@@ -80,6 +83,7 @@ void AgentCore::daemon_push(const proto::Response& r) {
                             r.stacks_ask().flight());
   if (r.code() == proto::OK && r.has_sample_ask())
     return out_.sample_ranks(std::chrono::milliseconds(r.sample_ask().every_ms()));
+  if (r.code() == proto::OK && r.has_restart()) return on_restart(r.restart());
   if (r.code() != proto::ABORTED) return;
   const bool first = !abort_;
   if (!abort_) abort_ = r;
@@ -93,6 +97,38 @@ void AgentCore::daemon_push(const proto::Response& r) {
   if (r.has_hang() || cfg_.on_failure == OnFailure::keep) return end_tasks(r.message());
   pending_end_ = PendingEnd{r.message(), told_ranks(), std::nullopt};
   out_.read_stacks(rdv::kStacksAtFailure, kAtFailureRead, false);
+}
+
+// STOP: the node's programs end (their ranks' connections with them, and
+// what they waited for); START: the node holds its (maybe new) ranks afresh,
+// nothing cached of the old programs' keys (the daemon cleared them).
+void AgentCore::on_restart(const proto::Restart& r) {
+  if (abort_) return;
+  if (r.phase() == proto::Restart::STOP) {
+    restarting_ = true;
+    for (auto& [conn, l] : locals_) out_.close_rank(conn);
+    locals_.clear();
+    gets_.clear();
+    barriers_.clear();
+    for (auto it = pending_.begin(); it != pending_.end();)
+      it = it->second.conn != 0 ? pending_.erase(it) : std::next(it);
+  } else if (r.phase() == proto::Restart::START) {
+    restarting_ = false;
+    cfg_.node_ranks.assign(r.node_ranks().begin(), r.node_ranks().end());
+    ranks_.clear();
+    for (int32_t rank : cfg_.node_ranks) ranks_[rank];
+    heard_.clear();
+    cache_.clear();
+    cache_bytes_ = 0;
+  }
+  out_.restart(r);
+}
+
+void AgentCore::restart_ready(uint64_t generation, proto::Restart::Phase phase) {
+  proto::Request req;
+  req.mutable_restart_ready()->set_generation(generation);
+  req.mutable_restart_ready()->set_phase(phase);
+  notify(std::move(req));
 }
 
 void AgentCore::stacks_sent(uint64_t ask) {
@@ -365,8 +401,10 @@ void AgentCore::dispatch(ConnId conn, int rank, const proto::Request& req, Clock
     case proto::Request::kRankLost:
     case proto::Request::kStepSignal:
     case proto::Request::kStacksAnswer:
+    case proto::Request::kRestartReady:
       return reply(conn, req.id(), proto::INVALID_ARGUMENT,
-                   "RankLost, StepSignal and StacksAnswer are the agent's own reports");
+                   "RankLost, StepSignal, StacksAnswer and RestartReady are the agent's own "
+                   "reports");
     case proto::Request::OP_NOT_SET:
       return reply(conn, req.id(), proto::INVALID_ARGUMENT, "request without an operation");
     default: return forward(conn, rank, req);
@@ -389,7 +427,7 @@ void AgentCore::on_rank_disconnect(ConnId conn, Clock::time_point now) {
 
 void AgentCore::on_task_exit(int rank, int wait_status, Clock::time_point now) {
   auto it = ranks_.find(rank);
-  if (it == ranks_.end()) return;
+  if (it == ranks_.end() || restarting_) return;
   RankState& s = it->second;
   s.wait_status = wait_status;
   if (s.goodbye || s.lost) return;
@@ -404,6 +442,13 @@ void AgentCore::on_task_exit(int rank, int wait_status, Clock::time_point now) {
   upstream(std::move(bye), Upstream{Kind::plain, 0, 0, {}, {}});
 }
 
+void AgentCore::on_task_gone(int rank, const std::string& detail, Clock::time_point now) {
+  auto it = ranks_.find(rank);
+  if (it == ranks_.end() || abort_ || link_ == Link::gone) return;
+  it->second.goodbye = false;  // a finished program's rank too: it could not run again
+  report_lost(rank, it->second, now, detail, std::nullopt, std::nullopt, true);
+}
+
 void AgentCore::on_worker_exit(int rank, int worker_rank, int wait_status, Clock::time_point now) {
   auto it = ranks_.find(rank);
   if (it == ranks_.end() || abort_) return;
@@ -416,7 +461,7 @@ void AgentCore::on_worker_exit(int rank, int worker_rank, int wait_status, Clock
 // The status is the task's, or with worker_rank its failed worker's.
 void AgentCore::report_lost(int rank, RankState& s, Clock::time_point now,
                             const std::string& detail, std::optional<int> worker_rank,
-                            std::optional<int> worker_status) {
+                            std::optional<int> worker_status, bool task_gone) {
   s.lost = true;
   s.dropped_at.reset();
   proto::Request req;
@@ -425,6 +470,7 @@ void AgentCore::report_lost(int rank, RankState& s, Clock::time_point now,
   m->set_detail(detail);
   const std::optional<int> st = worker_rank ? worker_status : s.wait_status;
   if (worker_rank) m->set_worker_rank(*worker_rank);
+  m->set_task_gone(task_gone);
   if (st && WIFEXITED(*st)) m->set_exit_code(WEXITSTATUS(*st));
   if (st && WIFSIGNALED(*st)) m->set_signal(WTERMSIG(*st));
   if (auto by = user_signal_cause(received_signal(now),

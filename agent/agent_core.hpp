@@ -37,7 +37,8 @@ struct AgentConfig {
   std::string host;         // this node, as the daemon's messages name it
   std::string daemon_addr;  // host:port, for messages
   int world_size = 0;
-  std::vector<int32_t> node_ranks;  // this node's global ranks, ascending
+  std::vector<int32_t> node_ranks;  // this node's global ranks, ascending (a spare's: none)
+  int node = -1;                    // this node's index in the step (SLURM_NODEID)
   std::chrono::milliseconds heartbeat_every{1'000};
   std::chrono::milliseconds ping_every{1'000};  // clients watch a silent agent (DP_RDV_SILENCE_MS)
   // Nothing from the daemon this long (of the agent's own running time): it
@@ -93,6 +94,10 @@ class AgentOutbox {
   // far into each heartbeat (add_samples).
   virtual void sample_ranks(std::chrono::milliseconds every) { (void)every; }
   virtual void add_samples(proto::Heartbeat& hb) { (void)hb; }
+  // The step restarts in place (the daemon's STOP, START, DONE): the node's
+  // task keepers stop, start or release their programs; the answer to STOP
+  // and START goes back through AgentCore::restart_ready.
+  virtual void restart(const proto::Restart& r) { (void)r; }
 };
 
 // Another part of the agent that sends requests over the node's one daemon
@@ -159,6 +164,9 @@ class AgentCore {
   void on_rank_disconnect(ConnId conn, Clock::time_point now);
   // slurmstepd saw a task of this node end (wait status as waitpid gives it).
   void on_task_exit(int rank, int wait_status, Clock::time_point now);
+  // A step that restarts in place: the task holding `rank` ended for good (its
+  // keeper, which Slurm never starts again), so the node cannot hold its ranks.
+  void on_task_gone(int rank, const std::string& detail, Clock::time_point now);
   // A worker of the launcher task `rank` (launcher_workers.hpp) ended before
   // the launcher: a non-zero exit or a signal is the node's failure, named
   // with the worker's own rank, ahead of the launcher's exit.
@@ -185,6 +193,16 @@ class AgentCore {
   // The blocking call `id` of send_for is no longer wanted: the daemon drops
   // it and its answer, if one is already on its way, is not delivered.
   void cancel_for(uint64_t id);
+
+  // The node's programs stopped (STOP) or started again (START) for the
+  // daemon's restart `generation`.
+  void restart_ready(uint64_t generation, proto::Restart::Phase phase);
+  // Between the daemon's STOP and START: a program that ends is no loss.
+  bool restarting() const { return restarting_; }
+  // The ranks this node holds now (a spare's change when it takes a place).
+  const std::vector<int32_t>& node_ranks() const { return cfg_.node_ranks; }
+  // The daemon's abort came: the node's part of the step is over.
+  bool aborted() const { return abort_.has_value(); }
 
   uint32_t max_frame_bytes(ConnId conn) const;
   bool knows(ConnId conn) const { return locals_.count(conn) != 0; }
@@ -243,9 +261,11 @@ class AgentCore {
   void link_response(const proto::Response& r);
   void send_hello(const std::string& nonce);
   void daemon_push(const proto::Response& r);
+  void on_restart(const proto::Restart& r);
   void step_ports_answered(const Upstream& u, const proto::Response& r);
   void report_lost(int rank, RankState& s, Clock::time_point now, const std::string& detail,
-                   std::optional<int> worker_rank = {}, std::optional<int> worker_status = {});
+                   std::optional<int> worker_rank = {}, std::optional<int> worker_status = {},
+                   bool task_gone = false);
   std::optional<ReceivedSignal> received_signal(Clock::time_point now) const;
   void beat(Clock::time_point now);
   // A request the daemon answers nothing (id 0): sent now, or once the link is up.
@@ -301,6 +321,7 @@ class AgentCore {
   uint64_t store_refused_ = 0;
   Clock::time_point next_beat_, next_ping_;
   std::optional<std::pair<int, Clock::time_point>> signal_;  // the last step signal, when
+  bool restarting_ = false;
 };
 
 }  // namespace dp::agent

@@ -41,6 +41,7 @@ AgentConfig core_config(const AgentSettings& s) {
   c.world_size = s.world_size;
   c.node_ranks = s.ranks;
   c.on_failure = s.on_failure;
+  c.node = s.node;
   c.daemon_silence = s.heartbeat_timeout;
   return c;
 }
@@ -59,7 +60,8 @@ Result<std::unique_ptr<AgentServer>> AgentServer::create(const AgentSettings& s,
                                                          std::string socket,
                                                          service::StepSignalPipe signals,
                                                          service::UniqueFd store_fd,
-                                                         PortHolds holds, FlightPlaces flight) {
+                                                         PortHolds holds, FlightPlaces flight,
+    service::UniqueFd keeper_fd) {
   std::unique_ptr<AgentServer> a(new AgentServer(s, std::move(socket)));
   a->signals_ = std::move(signals);
   a->holds_ = std::move(holds);
@@ -80,6 +82,10 @@ Result<std::unique_ptr<AgentServer>> AgentServer::create(const AgentSettings& s,
         a->base_.get(), std::move(store_fd), kAcceptBatch, "dp-nodeagent (PyTorch store)",
         [p = a.get()](service::UniqueFd c) { p->admit_store(std::move(c)); }));
   }
+  if (keeper_fd)
+    DP_TRY(a->keeper_listener_.start(
+        a->base_.get(), std::move(keeper_fd), kAcceptBatch, "dp-nodeagent (task keepers)",
+        [p = a.get()](service::UniqueFd c) { p->admit_keeper(std::move(c)); }));
   const auto now = Clock::now();
   a->core_.hello_answered(daemon.reply, now);
   if (a->core_.daemon_ready()) a->daemon_reader_.set_max_frame_bytes(rdv::kMaxFrameBytes);
@@ -277,6 +283,14 @@ void AgentServer::read_control() {
   drain_signals();
   for (size_t nl; (nl = control_buf_.find('\n')) != std::string::npos;) {
     const std::string_view line = std::string_view(control_buf_).substr(0, nl);
+    // With keepers root's tasks are the keepers; their programs are the ranks.
+    if (auto t = parse_task_start(line); t && settings_.keepers) keeper_task_started(*t);
+    if (auto e = parse_task_exit(line); e && settings_.keepers)
+      keeper_task_exited(e->first, e->second);
+    if (settings_.keepers) {
+      control_buf_.erase(0, nl + 1);
+      continue;
+    }
     // Only a launcher's workers are watched: a plain task's children cost no scans.
     if (auto t = parse_task_start(line); t && tasks_.started(*t) && settings_.watch_workers)
       workers_.watch(*t);
@@ -345,8 +359,9 @@ void AgentServer::relink(Clock::time_point deadline) {
                "(%s): reconnecting for at most %lld ms (site key heartbeat_timeout)\n",
                settings_.job, settings_.step, settings_.host.c_str(), core_.doubt().c_str(),
                static_cast<long long>(left.count()));
+  // The ranks the node holds now: a spare's change when it takes a lost node's place.
   relink_.start(NodeHello{settings_.addr, settings_.secret, settings_.host, settings_.world_size,
-                          settings_.ranks},
+                          core_.node_ranks(), settings_.node},
                 retry);
 }
 
@@ -386,6 +401,7 @@ void AgentServer::finish() {
 void AgentServer::end_tasks(const std::string& why, const std::set<int>& told) {
   const auto grace = settings_.kill_grace;
   const int n = tasks_.end_all(Clock::now(), grace, told);
+  if (settings_.keepers) release_idle_keepers();
   std::fprintf(stderr,
                "dp-nodeagent: job %u step %u node %s: the step failed (%s): SIGTERM to %d task(s) "
                "(%zu told through libdp), SIGKILL after %lld ms (site key kill_grace)\n",

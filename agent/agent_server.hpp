@@ -15,6 +15,7 @@
 #include "frame_codec.hpp"
 #include "frame_conn.hpp"
 #include "handles.hpp"
+#include "keeper_contract.hpp"
 #include "launch_contract.hpp"
 #include "launcher_workers.hpp"
 #include "listener.hpp"
@@ -35,11 +36,12 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   // signals: the step's signals as they arrive (main installs it first).
   // store_fd: the TCP listener of the step's PyTorch store (--dp-store=step;
   // store_listen.hpp), or none. holds: the step's ports held until its
-  // program listens on them (rank 0's node).
+  // program listens on them (rank 0's node). keeper_fd: the task keepers'
+  // listener (settings keepers=keep: the socket's name + kKeeperSuffix), or none.
   static Result<std::unique_ptr<AgentServer>> create(
       const AgentSettings& s, DaemonLink daemon, service::UniqueFd listen_fd, std::string socket,
       service::StepSignalPipe signals, service::UniqueFd store_fd = {}, PortHolds holds = {},
-      FlightPlaces flight = {});
+      FlightPlaces flight = {}, service::UniqueFd keeper_fd = {});
   ~AgentServer() override;
   AgentServer(const AgentServer&) = delete;
   AgentServer& operator=(const AgentServer&) = delete;
@@ -59,6 +61,7 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   void read_stacks(uint64_t ask, std::chrono::milliseconds deadline, bool flight) override;
   void sample_ranks(std::chrono::milliseconds every) override;
   void add_samples(proto::Heartbeat& hb) override;
+  void restart(const proto::Restart& r) override;
 
  private:
   using Conn = service::FrameConn<AgentServer>;
@@ -76,6 +79,21 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
     bool closing = false;
   };
 
+  // A task's keeper (agent_keepers.cpp): lines, not frames.
+  struct KeeperConn {
+    AgentServer* server = nullptr;
+    service::UniqueFd fd;
+    uint64_t id = 0;
+    service::EventPtr rd, wr;  // after fd: freed before it is closed
+    std::string in;
+    pid_t pid = 0;              // SO_PEERCRED's
+    int local = -1;             // its task's local index, once it said so
+    bool running = false;       // its program runs
+    bool exit_told = false;     // its program's end went to the core
+    bool stop_pending = false;  // told to stop; not yet stopped
+    bool started = false;       // its program started since the last START
+  };
+
   AgentServer(const AgentSettings& s, std::string socket);
   Result<void> start_events(service::UniqueFd listen_fd);
   static void on_daemon_read(evutil_socket_t, short, void* arg);
@@ -88,6 +106,19 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   static void on_stacks_read(evutil_socket_t, short, void* arg);
 
   void admit(service::UniqueFd fd);
+  // agent_keepers.cpp
+  void admit_keeper(service::UniqueFd fd);
+  void read_keeper(KeeperConn& k);
+  bool identify_keeper(KeeperConn& k, const KeeperLine& l);
+  void keeper_line(KeeperConn& k, const KeeperLine& l);
+  void send_keeper(KeeperConn& k, const KeeperLine& l);
+  void tell_keeper(KeeperConn& k, const proto::Restart& r);
+  int keeper_rank(int local) const;
+  void check_restart_ready();
+  void keeper_task_started(const TaskStart& t);
+  void keeper_task_exited(int task_id, int wait_status);
+  void keeper_gone(uint64_t id, const std::string& why);
+  void release_idle_keepers();
   void read_rank(Conn& c);
   bool flush(int fd, std::string& out, size_t& pos, event* wr);
   void flush_rank(Conn& c);
@@ -147,6 +178,13 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   bool hold_daemon_writes_ = false;  // to_daemon queues; the caller flushes once
   int store_port_ = 0;               // 0: no store served
   uint64_t store_refusals_ = 0;      // store clients closed for a refused request
+  // The task keepers (settings keepers=keep) and the restart they carry out.
+  service::Listener keeper_listener_;
+  std::unordered_map<uint64_t, std::unique_ptr<KeeperConn>> keepers_;
+  std::map<int, TaskStart> keeper_tasks_;  // root's: each keeper's pid, by local index
+  std::optional<proto::Restart> restart_;  // the daemon's latest order
+  bool restart_told_ = false;              // its answer went to the daemon
+  bool released_ = false;                  // DONE: every keeper ends
   ConnId next_id_ = 1;
   bool answered_ = false;
   Clock::time_point answer_by_;

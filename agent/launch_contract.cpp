@@ -140,7 +140,21 @@ const Setting kSettings[] = {
     {"step", set_number<&AgentSettings::step, 0, UINT32_MAX>, get_number<&AgentSettings::step>},
     {"world", set_number<&AgentSettings::world_size, 1, INT32_MAX>,
      get_number<&AgentSettings::world_size>},
-    {"ranks", set_list<&AgentSettings::ranks, parse_ranks>, get_list<&AgentSettings::ranks>},
+    // A spare node (--dp-spares) holds no ranks until it takes a lost node's place.
+    {"ranks", set_list<&AgentSettings::ranks, parse_ranks>,
+     [](const AgentSettings& s) -> Line {
+       return s.ranks.empty() ? std::nullopt : get_list<&AgentSettings::ranks>(s);
+     }},
+    {"node", set_number<&AgentSettings::node, -1, INT32_MAX>, get_number<&AgentSettings::node>},
+    {"tasks", set_list<&AgentSettings::task_ids, parse_ranks>,
+     [](const AgentSettings& s) -> Line {
+       return s.task_ids.empty() ? std::nullopt : get_list<&AgentSettings::task_ids>(s);
+     }},
+    {"keepers",
+     [](AgentSettings& s, std::string_view key, std::string_view v) {
+       return set_word(s.keepers, key, v, "keep", "none");
+     },
+     [](const AgentSettings& s) -> Line { return s.keepers ? "keep" : "none"; }},
     {"master",
      [](AgentSettings& s, std::string_view, std::string_view v) -> Result<void> {
        if (v == "none") s.master = PortsRole::none;
@@ -234,9 +248,11 @@ Result<AgentSettings> parse_settings(std::string_view text) {
     if (eq == std::string_view::npos) return bad("a line without '='");
     DP_TRY(set_field(s, line.substr(0, eq), line.substr(eq + 1)));
   }
-  if (s.addr.empty() || s.secret.empty() || s.host.empty() || s.ranks.empty() || s.world_size < 1)
-    return bad("addr, secret, host, world and ranks are required");
-  if (s.ranks.back() >= s.world_size) return bad("a rank outside the world");
+  // A spare node (tasks but no ranks yet) is the one node without ranks.
+  if (s.addr.empty() || s.secret.empty() || s.host.empty() ||
+      (s.ranks.empty() && s.task_ids.empty()) || s.world_size < 1)
+    return bad("addr, secret, host, world and ranks (or a spare's tasks) are required");
+  if (!s.ranks.empty() && s.ranks.back() >= s.world_size) return bad("a rank outside the world");
   if (s.master == PortsRole::publish) {
     const auto& f = s.published.failure;
     if (f ? f->node.empty() : s.published.coordinator < 1)

@@ -31,7 +31,14 @@ struct AgentSettings {
   std::string host;    // this node's name
   uint32_t job = 0, step = 0;
   int world_size = 0;
-  std::vector<int32_t> ranks;          // this node's global ranks
+  std::vector<int32_t> ranks;  // this node's global ranks (a spare's: none)
+  int node = -1;               // this node's index in the step (SLURM_NODEID)
+  // A step that restarts in place (--dp-spares, --dp-max-restarts): each task
+  // is a keeper of its program (spank/task_keeper.hpp, keeper_contract.hpp),
+  // and task_ids are Slurm's ids of the node's tasks, in local order (root's
+  // control lines name them; ranks follow the node rank the node holds).
+  bool keepers = false;
+  std::vector<int32_t> task_ids;
   PortsRole master = PortsRole::none;  // the core's decision (step_ports.hpp)
   StepPortsValue published;            // with publish
   std::chrono::milliseconds port_wait{std::chrono::seconds(site_defaults().port_wait_s)};

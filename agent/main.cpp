@@ -66,6 +66,16 @@ dp::Result<std::string> read_settings() {
   return dp::make_error(dp::Errc::protocol, "settings too long");
 }
 
+dp::Result<dp::service::UniqueFd> listen_abstract(const std::string& name) {
+  auto addr = dp::unix_address(name);
+  DP_TRY(addr);
+  dp::service::UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd || bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr->sa), addr->len) != 0 ||
+      listen(fd.get(), 4096) != 0)
+    return dp::sys_error(dp::Errc::connection, "cannot listen on " + name);
+  return fd;
+}
+
 // An abstract name nobody can guess (so another user cannot take it first).
 dp::Result<std::pair<dp::service::UniqueFd, std::string>> listen_local(
     const dp::agent::AgentSettings& s) {
@@ -74,13 +84,9 @@ dp::Result<std::pair<dp::service::UniqueFd, std::string>> listen_local(
   const std::string name =
       "@slurm-dp-" + std::to_string(s.job) + "." + std::to_string(s.step) + "-" +
       dp::to_hex({reinterpret_cast<const unsigned char*>(raw->data()), raw->size()});
-  auto addr = dp::unix_address(name);
-  DP_TRY(addr);
-  dp::service::UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd || bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr->sa), addr->len) != 0 ||
-      listen(fd.get(), 4096) != 0)
-    return dp::sys_error(dp::Errc::connection, "cannot listen on " + name);
-  return std::pair(std::move(fd), name);
+  auto fd = listen_abstract(name);
+  DP_TRY(fd);
+  return std::pair(std::move(*fd), name);
 }
 
 // The step's PyTorch store (--dp-store=step): loopback only, so no other host
@@ -103,7 +109,7 @@ dp::Result<dp::service::UniqueFd> listen_store() {
 // The daemon is READY before srun starts the step; retries cover a busy host
 // and a stranger flooding the daemon's port, until the port wait runs out.
 dp::Result<dp::agent::DaemonLink> reach_daemon(const dp::agent::AgentSettings& s) {
-  const dp::agent::NodeHello h{s.addr, s.secret, s.host, s.world_size, s.ranks};
+  const dp::agent::NodeHello h{s.addr, s.secret, s.host, s.world_size, s.ranks, s.node};
   dp::agent::HelloRetry retry;
   retry.deadline = Clock::now() + std::max<Clock::duration>(s.port_wait, kLeastDaemonWait);
   return dp::agent::hello_daemon(h, retry);
@@ -145,6 +151,13 @@ int main() {
     if (!s) return fail(s.error().message);
     store = std::move(*s);
   }
+  // The task keepers of a step that restarts in place, beside the ranks' socket.
+  dp::service::UniqueFd keepers;
+  if (settings->keepers) {
+    auto k = listen_abstract(local->second + dp::agent::kKeeperSuffix);
+    if (!k) return fail(k.error().message);
+    keepers = std::move(*k);
+  }
   auto daemon = reach_daemon(*settings);
   if (!daemon)
     return fail("cannot reach the step's daemon at " + settings->addr + ": " +
@@ -156,7 +169,8 @@ int main() {
   for (const auto& note : notes) std::fprintf(stderr, "dp-nodeagent: %s\n", note.c_str());
   auto server = dp::agent::AgentServer::create(
       *settings, std::move(*daemon), std::move(local->first), std::move(local->second),
-      std::move(*signals), std::move(store), std::move(holds), std::move(flight));
+      std::move(*signals), std::move(store), std::move(holds), std::move(flight),
+      std::move(keepers));
   if (!server) return fail(server.error().message);
   return (*server)->run();
 }

@@ -11,12 +11,12 @@ proto::Request node_hello_request(const NodeHello& n, const std::string& nonce) 
   auto* h = req.mutable_hello();
   h->set_protocol_version(rdv::kProtocolVersion);
   h->set_role(proto::ROLE_NODE);
-  h->set_rank(-1);
+  h->set_rank(n.node);  // a node agent's rank field is its node's index
   h->set_world_size(n.world_size);
   h->set_host(n.host);
   for (int32_t r : n.ranks) h->add_node_ranks(r);
   h->set_proof(
-      rdv::hello_proof(n.secret, nonce, proto::ROLE_NODE, -1, n.world_size, n.host, n.ranks));
+      rdv::hello_proof(n.secret, nonce, proto::ROLE_NODE, n.node, n.world_size, n.host, n.ranks));
   return req;
 }
 

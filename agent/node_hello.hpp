@@ -16,6 +16,7 @@ struct NodeHello {
   std::string host;
   int world_size = 0;
   std::vector<int32_t> ranks;  // ascending
+  int node = -1;               // its index in the step (SLURM_NODEID); -1: not said
 };
 
 inline constexpr uint64_t kNodeHelloId = 1;

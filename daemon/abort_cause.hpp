@@ -36,6 +36,7 @@ struct AbortCause {
   std::optional<int> user_signal;  // user_signal: the signal Slurm delivered
   Clock::time_point when{};
   std::string message;  // the full text every peer gets
+  int node = -1;        // the node agent's node index (SLURM_NODEID) it concerns; -1: none
   // The master node's agent aborted because it could not set up the step:
   // every ABORTED reply carries it, so each node names the cause typed.
   std::optional<MasterFailure> master_failure;

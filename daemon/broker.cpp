@@ -24,6 +24,16 @@ Broker::Broker(BrokerConfig cfg, Outbox& out, Clock::time_point now)
   // table does not rehash while a large world arrives.
   store_.reserve(static_cast<size_t>(std::max(cfg_.world_size, 1)));
   set_up_hello_budget();
+  if (cfg_.limits.restarts()) {
+    restarts_.emplace();
+    // Per-node launchers all run (torchrun keeps the spares waiting): no
+    // roster spares, and each lost node one of torchrun's restarts.
+    const bool programs = cfg_.limits.restart_programs != 0;
+    restarts_->roster = initial_roster(cfg_.limits.nodes, programs ? cfg_.limits.spares : 0,
+                                       cfg_.limits.tasks_per_node,
+                                       programs ? cfg_.limits.max_restarts : cfg_.limits.spares);
+    if (cfg_.limits.spares > 0) report_.note_restarts({}, cfg_.limits.spares);
+  }
   if (cfg_.limits.hang_timeout.count() > 0)
     hang_watch_.emplace(cfg_.limits.hang_timeout, ::sysconf(_SC_CLK_TCK));
   last_watch_round_ = last_hang_round_ = now;
@@ -89,6 +99,7 @@ void Broker::reject_and_close(ConnId conn, uint64_t id, proto::Code code, std::s
   forget_peer(conn);
   out_.close(conn);
   if (lost) abort_job(std::move(*lost));
+  if (restarts_) restart_answered(conn, Clock::now());  // no answer will come from it
 }
 
 bool Broker::on_oversized_frame(ConnId conn, uint32_t announced, uint32_t limit,
@@ -197,9 +208,10 @@ void Broker::handle_hello(ConnId conn, Peer& p, uint64_t id, const proto::Hello&
   p.state = PeerState::ready;
   p.role = h.role();
   p.rank = h.role() == proto::ROLE_RANK ? h.rank() : -1;
+  p.node = h.role() == proto::ROLE_NODE ? h.rank() : -1;
   p.host = shown_value(h.host(), 255);
   p.nonce.clear();
-  const ConnId predecessor = p.role == proto::ROLE_NODE ? node_predecessor(h) : 0;
+  const ConnId predecessor = p.role == proto::ROLE_NODE ? node_predecessor(h, conn) : 0;
   if (p.role == proto::ROLE_NODE) p.node_ranks.assign(h.node_ranks().begin(), h.node_ranks().end());
   hello_budget_.remove(conn);
   if (predecessor != 0) take_over_node(predecessor, conn, now);
@@ -223,6 +235,7 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
     case proto::Request::kStepSignal: return op_step_signal(c, req.step_signal());
     case proto::Request::kStoreRefused: return torch_refused(c, req.store_refused());
     case proto::Request::kStacksAnswer: return op_stacks_answer(c, req.stacks_answer());
+    case proto::Request::kRestartReady: return op_restart_ready(c, req.restart_ready());
     case proto::Request::kStacks:
       return reply_error(conn, c.id, proto::PROTOCOL,
                          "stacks are asked on the step's report socket (dp-top --stacks)");
@@ -306,12 +319,14 @@ void Broker::forget_peer(ConnId conn, bool goodbye) {
 
 void Broker::abort_job(AbortCause cause) {
   if (abort_) return;
+  if (restart_instead(cause)) return;
   if (cause.when == Clock::time_point{}) cause.when = Clock::now();
   // Every peer's text names the step's first failure (rank, host, how, when).
   cause.message = report_.first_failure(
       cause.rank, cause.host, cause.how, cause.message, cause.when,
       TaskExit{cause.exit_code, cause.signal, cause.worker_rank, cause.user_signal});
   abort_ = std::move(cause);
+  if (restarts_) finish_record(abort_->when);  // a restart under way is told as far as it got
   std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
                cfg_.step_id.c_str(), abort_->message.c_str());
   // Waits given up while the step was healthy were not news until now.
@@ -344,8 +359,10 @@ void Broker::abort_job(AbortCause cause) {
   for (ConnId conn : ready) {
     if (peers_.count(conn)) out_.send(conn, push);
   }
-  const bool unreachable =
-      abort_->how == AbortCause::How::node_lost || abort_->how == AbortCause::How::node_silent;
+  // A node lost earlier (a spare took its place) still holds tasks in Slurm's eyes.
+  const bool unreachable = abort_->how == AbortCause::How::node_lost ||
+                           abort_->how == AbortCause::How::node_silent ||
+                           (restarts_ && restarts_->roster.lost() > 0);
   if (unreachable && cfg_.limits.on_failure == OnFailure::end) out_.end_step_in_slurm(*abort_);
 }
 
@@ -353,8 +370,11 @@ void Broker::on_disconnect(ConnId conn, Clock::time_point now) {
   auto it = peers_.find(conn);
   if (it == peers_.end()) return;
   std::optional<AbortCause> lost = loss_of(conn, it->second, now);
+  const Peer gone = it->second;
   forget_peer(conn);
   if (lost) abort_job(std::move(*lost));
+  else node_gone(gone);
+  if (restarts_) restart_answered(conn, now);  // no answer will come from it
 }
 
 std::optional<AbortCause> Broker::loss_of(ConnId conn, const Peer& p, Clock::time_point now) const {
@@ -398,6 +418,7 @@ void Broker::judge_silence(Clock::time_point now) {
     cause.how = AbortCause::How::silence;
     cause.rank = r;
     cause.host = live_.slot(r).host;
+    cause.node = it->second.node;
     const auto limit = live_.silence_limit();
     reject_and_close(c, 0, proto::TIMEOUT, "no heartbeat for " + ms_text(limit));
     cause.message =
@@ -450,10 +471,13 @@ void Broker::on_tick(Clock::time_point now) {
                      "no hello within " + ms_text(cfg_.limits.hello_timeout) +
                          " of connecting; closing the connection");
   }
-  if (!abort_) judge_silence(now);
-  if (!abort_) judge_hang(now);
-  if (!abort_) watch_stacks(now);
-  if (!abort_) watch_stragglers(now);
+  // While the programs stop and start again, nobody's silence or stillness counts.
+  const bool steady = !restarts_ || restarts_->phase == Restarts::Phase::running;
+  if (!abort_ && steady) judge_silence(now);
+  if (!abort_ && steady) judge_hang(now);
+  if (!abort_ && steady) watch_stacks(now);
+  if (!abort_ && steady) watch_stragglers(now);
+  watch_restarts(now);
 }
 
 void Broker::ping_all(const std::function<bool(ConnId)>& quiet) {

@@ -28,6 +28,7 @@
 #include "dp/proto/rendezvous.pb.h"
 #include "dp/result.hpp"
 #include "dp/stacks/flight_recorder.hpp"
+#include "dp/spares.hpp"
 #include "dp/stacks/hang_watch.hpp"
 #include "dp/stacks/merge.hpp"
 #include "hello_budget.hpp"
@@ -136,6 +137,7 @@ class Broker {
     std::string host;
     std::string nonce;            // the challenge its hello must answer
     std::vector<int> node_ranks;  // ROLE_NODE: the ranks it speaks for, ascending
+    int node = -1;                // ROLE_NODE: its node's index in the step (SLURM_NODEID)
     Clock::time_point connected_at;
     std::vector<uint64_t> waiters;  // pending blocking calls of this peer
   };
@@ -212,7 +214,8 @@ class Broker {
   void mark_fetched(ConnId conn, const Peer& p, Clock::time_point now);
   // broker_nodes.cpp: node agents (ROLE_NODE)
   Result<void> check_node_hello(const proto::Hello& h) const;
-  ConnId node_predecessor(const proto::Hello& h) const;
+  // `self`: the connection saying this hello (never its own predecessor).
+  ConnId node_predecessor(const proto::Hello& h, ConnId self = 0) const;
   void take_over_node(ConnId old, ConnId conn, Clock::time_point now);
   void register_ranks(ConnId conn, Peer& p, Clock::time_point now);
   // conn holds rank (a rank's own connection, or its node agent's) and it has not left.
@@ -236,6 +239,54 @@ class Broker {
   AbortCause node_silence(ConnId conn, const Peer& p) const;
   // Every rank the node agent still holds is silent (a lone stopped libdp rank is not the node).
   bool node_fell_silent(ConnId conn, const Peer& p, const std::vector<int>& silent) const;
+  // broker_restart.cpp: the step restarts in place instead of ending
+  // (--dp-spares, --dp-max-restarts). True when a restart (or nothing: a
+  // spare was lost) follows instead of the abort; otherwise the cause's text
+  // says why there is none.
+  bool restart_instead(AbortCause& cause);
+  // further: a node lost while a restart is under way joins it (no new count).
+  void begin_restart(const AbortCause& cause, const RestartPlan& plan, bool further,
+                     Clock::time_point now);
+  // The same for a per-node launcher's step (torchrun restarts its workers).
+  bool launcher_loss(AbortCause& cause, Setback what, Clock::time_point now);
+  void fence_node(int node);
+  void start_programs(Clock::time_point now);
+  void op_restart_ready(const Call& c, const proto::RestartReady& m);
+  void restart_answered(ConnId conn, Clock::time_point now);
+  // Phase deadlines, the rendezvous and first step timed, the step's end.
+  void watch_restarts(Clock::time_point now);
+  void finish_record(Clock::time_point now);
+  void push_restart(ConnId conn, const proto::Restart& r);
+  ConnId node_conn(int node, ConnId except = 0) const;
+  std::string node_host(int node) const;
+  // A node agent that held no ranks (a spare) left or was lost.
+  void node_gone(const Peer& p);
+  // Every live node agent said goodbye after the step completed: a lost
+  // node's tasks keep srun waiting until slurmctld ends the step.
+  void end_lost_nodes();
+  struct Restarts {
+    enum class Phase : uint8_t { running, stopping, starting };
+    Phase phase = Phase::running;
+    uint64_t generation = 0;
+    Roster roster;
+    std::set<ConnId> waiting;  // node agents whose answer to the phase is due
+    Clock::time_point deadline{};
+    RestartRecord record;  // the restart under way, until its line is out
+    bool record_open = false;
+    Clock::time_point loss_at{}, decided_at{}, stopped_at{}, started_at{}, rendezvous_at{};
+    int64_t torch_inits = 0;         // PyTorch store clients' "init/" adds since the restart
+    std::vector<std::string> lines;  // every restart's line, for the report and srun
+    bool done_pushed = false;        // every rank is done: DONE went to the agents
+    // A launcher step's ranks that will never say goodbye: a lost node's, or
+    // a waiting launcher's that ended once the step's work was done.
+    std::set<int> gone;
+    bool lost_ended = false;  // slurmctld was asked to end the lost nodes' tasks
+  };
+  std::optional<Restarts> restarts_;
+  // PyTorch's store saw a client's "init/" add (broker_torch_ops.cpp): every
+  // rank's client after a restart marks its rendezvous.
+  void note_torch_init(Clock::time_point now);
+
   // broker_stacks.cpp
   void op_stacks_answer(const Call& c, const proto::StacksAnswer& m);
   void failure_stacks(const Call& c, const proto::StacksAnswer& m);

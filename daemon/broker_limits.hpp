@@ -56,6 +56,20 @@ struct BrokerLimits {
   // end: a lost or silent node ends the step through slurmctld; keep: the
   // failure is only reported (on_failure=keep).
   OnFailure on_failure{OnFailure::end};
+  // Restarts in place (--dp-spares, --dp-max-restarts; core's spares.hpp):
+  // `spares` of the `nodes` node agents hold no ranks until a node is lost;
+  // every node runs tasks_per_node ranks. Off while both are 0.
+  int spares{0};
+  int max_restarts{0};
+  int tasks_per_node{0};
+  // How long the node agents may take to stop their programs (the site's
+  // kill_grace and a margin); one that has not by then is lost.
+  std::chrono::milliseconds restart_stop{15'000};
+  // 1: the node agents' task keepers restart the programs; 0: a per-node
+  // launcher (torchrun) restarts its own workers, and only a lost node (a
+  // spare's place) is the daemon's: a launcher that fails ends the step.
+  int restart_programs{1};
+  bool restarts() const noexcept { return (spares > 0 || max_restarts > 0) && tasks_per_node > 0; }
 };
 
 }  // namespace dp::daemon

@@ -28,7 +28,13 @@ std::string or_unknown(const std::string& host) { return host.empty() ? "?" : ho
 // A hello naming exactly the ranks and host of a live node agent is that
 // agent again on a new connection (it doubted its link after an outage): the
 // old connection, 0 when the hello is no such thing.
-ConnId Broker::node_predecessor(const proto::Hello& h) const {
+ConnId Broker::node_predecessor(const proto::Hello& h, ConnId self) const {
+  // A step that restarts knows its node agents by node index: their ranks change.
+  if (restarts_ && h.rank() >= 0) {
+    const ConnId held = node_conn(h.rank(), self);
+    auto it = peers_.find(held);
+    return it != peers_.end() && it->second.host == shown_value(h.host(), 255) ? held : 0;
+  }
   for (int r : h.node_ranks()) {
     if (r < 0 || r >= cfg_.world_size) return 0;
     const ConnId held = live_.slot(r).conn;
@@ -46,11 +52,28 @@ ConnId Broker::node_predecessor(const proto::Hello& h) const {
 
 Result<void> Broker::check_node_hello(const proto::Hello& h) const {
   const ConnId predecessor = node_predecessor(h);
-  if (predecessor == 0 && nodes_ >= cfg_.world_size) {
+  const int most = std::max(cfg_.world_size, cfg_.limits.nodes);
+  if (predecessor == 0 && nodes_ >= most) {
     return make_error(Errc::limit, "too many node agents connected (one per node, at most " +
-                                       std::to_string(cfg_.world_size) + ")");
+                                       std::to_string(most) + ")");
   }
-  if (h.node_ranks().empty())
+  if (restarts_) {
+    const Roster& roster = restarts_->roster;
+    if (h.rank() < 0 || h.rank() >= roster.nodes())
+      return make_error(Errc::invalid_argument, "hello: node index " + std::to_string(h.rank()) +
+                                                    " is not one of the step's " +
+                                                    std::to_string(roster.nodes()) + " nodes");
+    if (roster.node_rank[static_cast<size_t>(h.rank())] == Roster::kLost)
+      return make_error(Errc::aborted,
+                        "node " + shown_value(h.host(), 255) +
+                            " was lost and a spare (or the step's end) took its place; its "
+                            "tasks end");
+    if (h.node_ranks().empty() && roster.node_rank[static_cast<size_t>(h.rank())] >= 0 &&
+        predecessor == 0)
+      return make_error(Errc::invalid_argument,
+                        "hello: node " + std::to_string(h.rank()) + " holds ranks, not a spare");
+  }
+  if (h.node_ranks().empty() && !restarts_)
     return make_error(Errc::invalid_argument, "hello: a node agent must name at least one rank");
   int prev = -1;
   for (int r : h.node_ranks()) {
@@ -245,6 +268,7 @@ void Broker::op_rank_lost(const Call& c, const proto::RankLost& m) {
   cause.how = AbortCause::How::rank_lost;
   cause.rank = r;
   cause.host = c.peer.host;
+  cause.node = c.peer.node;
   cause.when = c.now;
   if (m.has_exit_code()) cause.exit_code = m.exit_code();
   if (m.has_signal()) cause.signal = m.signal();
@@ -256,6 +280,14 @@ void Broker::op_rank_lost(const Call& c, const proto::RankLost& m) {
   }
   cause.message =
       "rank " + std::to_string(r) + " (host " + or_unknown(c.peer.host) + ") " + rank_lost_text(m);
+  // Its task itself ended (a step that restarts: the program's keeper), and
+  // Slurm starts no task again: the node can no longer hold its ranks.
+  if (m.task_gone()) {
+    cause.how = AbortCause::How::node_lost;
+    cause.message = "rank " + std::to_string(r) + " (host " + or_unknown(c.peer.host) +
+                    ")'s task ended for good (" + shown_value(m.detail(), 256) + "), so node " +
+                    or_unknown(c.peer.host) + " can no longer hold its ranks";
+  }
   live_.disconnected(r, c.conn, /*goodbye=*/false);
   abort_job(std::move(cause));
   reply_ok(c.conn, c.id);
@@ -308,6 +340,7 @@ AbortCause Broker::node_loss(ConnId conn, const Peer& p, AbortCause::How how,
   c.how = how;
   c.rank = live.empty() ? -1 : live.front();
   c.host = p.host;
+  c.node = p.node;
   c.message = "the node agent on host " + or_unknown(p.host) + " (ranks " +
               ranks_text(p.node_ranks) + ") " + why + " while rank(s) " + ranks_text(live) +
               " had not said goodbye: the node, its agent or its network failed";

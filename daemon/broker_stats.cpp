@@ -62,6 +62,8 @@ proto::Stats Broker::stats() const {
   s.set_ended_by_user(report_.ended_by_user());
   for (const auto& line : report_.unset_waits()) s.add_store_waits_unset(line);
   for (const auto& line : report_.store_refusals()) s.add_store_refusals(line);
+  for (const auto& line : report_.restarts()) s.add_restarts(line);
+  s.set_spares_left(report_.spares_left());
   return s;
 }
 

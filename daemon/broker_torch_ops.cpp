@@ -70,6 +70,7 @@ bool Broker::torch_op(const Call& c, const proto::Request& req) {
     case R::kStacks:
     case R::kStacksAnswer:
     case R::kPublishPorts:
+    case R::kRestartReady:
     case R::OP_NOT_SET: return false;
   }
   return false;

@@ -48,6 +48,13 @@ std::vector<std::string> format_arguments(const LaunchArgs& a) {
   if (a.end_on_hang) add("--end-on-hang", "1");
   if (a.straggler_pct >= 0) add("--straggler-pct", std::to_string(a.straggler_pct));
   if (a.notice_fd >= 0) add("--notice-fd", std::to_string(a.notice_fd));
+  if (a.spares > 0 || a.max_restarts > 0) {
+    add("--spares", std::to_string(a.spares));
+    add("--max-restarts", std::to_string(a.max_restarts));
+    add("--tasks-per-node", std::to_string(a.tasks_per_node));
+    if (a.restart_stop_ms > 0) add("--restart-stop-ms", std::to_string(a.restart_stop_ms));
+    if (!a.restart_programs) add("--restart-programs", "0");
+  }
   return v;
 }
 

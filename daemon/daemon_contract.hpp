@@ -39,6 +39,10 @@ struct LaunchArgs {
   bool end_on_hang = false;               // on_hang=end / --dp-on-hang=end
   int notice_fd = -1;                     // srun's stderr in the daemon; -1: none
   int straggler_pct = -1;  // the straggler threshold (%); -1: the daemon's default; 0: off
+  // Restarts in place (--dp-spares, --dp-max-restarts): off while both are 0.
+  int spares = 0, max_restarts = 0, tasks_per_node = 0;
+  int64_t restart_stop_ms = -1;  // -1: the daemon's default
+  bool restart_programs = true;  // false: per-node launchers restart their own workers
 };
 
 // The daemon's arguments after its path.

@@ -90,6 +90,17 @@ Result<void> KvStore::erase(Space s, const std::string& key) {
   return {};
 }
 
+void KvStore::clear_programs(const std::string& keep) {
+  std::optional<Entry> kept;
+  if (auto it = maps_[0].find(keep); it != maps_[0].end()) kept = it->second;
+  for (auto& map : maps_) map.clear();
+  queues_.clear();
+  bytes_ = 0;
+  if (!kept) return;
+  bytes_ = keep.size() + kept->value.size();
+  maps_[0].emplace(keep, std::move(*kept));
+}
+
 Result<void> KvStore::push(const std::string& key, const std::string& value) {
   DP_TRY(fits(key, value.size(), 0));
   queues_[key].push_back(value);

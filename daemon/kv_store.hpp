@@ -53,6 +53,10 @@ class KvStore {
   void reserve(size_t keys) { maps_[0].reserve(keys); }
   uint64_t bytes() const { return bytes_; }
 
+  // The step restarts in place: its programs' keys go (PyTorch's queues
+  // too), write-once ones included; `keep` (the agents' own exchange) stays.
+  void clear_programs(const std::string& keep);
+
   // PyTorch's queues (2.8's QUEUE_PUSH/POP/LEN), SPACE_TORCH: items in order.
   Result<void> push(const std::string& key, const std::string& value);
   std::optional<std::string> pop(const std::string& key);

@@ -44,6 +44,21 @@ void Liveness::moved(int rank, ConnId from, ConnId to, Clock::time_point now) {
   heard(rank, now);
 }
 
+void Liveness::restarted(int rank, ConnId conn, const std::string& host, Clock::time_point now) {
+  RankSlot& s = slot(rank);
+  if (s.conn != 0) --connected_;
+  if (s.goodbye) --goodbyes_;
+  s.goodbye = false;
+  s.conn = conn;
+  s.host = host;
+  if (!s.hello) {
+    s.hello = true;
+    ++seen_;
+  }
+  if (conn != 0) ++connected_;
+  heard(rank, now);
+}
+
 bool Liveness::mark_fetched(int rank) {
   RankSlot& s = slot(rank);
   if (s.fetched) return false;

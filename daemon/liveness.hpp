@@ -53,6 +53,9 @@ class Liveness {
   // The rank's connection `from` was replaced by `to` (its node agent
   // reconnected); a rank no longer held by `from` stays as it is.
   void moved(int rank, ConnId from, ConnId to, Clock::time_point now);
+  // The step restarted in place: the rank is held by `conn` (its node's
+  // agent, maybe a spare's), has not left, and is heard now.
+  void restarted(int rank, ConnId conn, const std::string& host, Clock::time_point now);
   // Anything received from the rank (a heartbeat or a request). Ends a suspension.
   void heard(int rank, Clock::time_point now);
   // Once per tick, before anything is judged: notices the daemon's own stop gaps.

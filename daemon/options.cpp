@@ -92,6 +92,22 @@ constexpr NumberOption kNumberOptions[] = {
      "name the rank (or node's ranks) the others wait for PCT % of the time, consistently over "
      "30 s (the node agents' looks at every rank; libdp's counters), and its recovery",
      "off"},
+    {"--spares", "K", 0, 1024, DP_FIELD(limits.spares),
+     "K of the --nodes node agents wait as spares (--dp-spares): a lost node's place is a "
+     "spare's, and the step restarts in place",
+     "0"},
+    {"--max-restarts", "R", 0, 1000, DP_FIELD(limits.max_restarts),
+     "restarts in place the step may make (a lost node replaced, a failed program)", "0"},
+    {"--tasks-per-node", "T", 0, 1 << 20, DP_FIELD(limits.tasks_per_node),
+     "every node's ranks, with --spares or --max-restarts", nullptr},
+    {"--restart-programs", "0|1", 0, 1, DP_FIELD(limits.restart_programs),
+     "1: the node agents restart the programs; 0: per-node launchers restart their own "
+     "workers, and a lost node only gives its place to a spare",
+     nullptr},
+    {"--restart-stop-ms", "MS", 1, kHourMs, DP_FIELD(limits.restart_stop),
+     "how long the node agents may take to stop (or start) their programs in a restart; one "
+     "that has not is lost",
+     nullptr},
     {"--notice-fd", "FD", 3, 1 << 20, DP_FIELD(notice_fd),
      "srun's stderr, inherited: the lines the user sees while the step runs (a hang named)",
      nullptr},
@@ -257,8 +273,19 @@ Result<DaemonOptions> parse_options(const std::vector<std::string>& args) {
   if (o.world_size == 0)
     return make_error(Errc::invalid_argument,
                       "--world-size is required (the step's number of ranks)");
-  if (o.limits.nodes > o.world_size)
-    return make_error(Errc::invalid_argument, "--nodes exceeds --world-size (a node has a rank)");
+  if (o.limits.nodes > o.world_size + o.limits.spares)
+    return make_error(
+        Errc::invalid_argument,
+        "--nodes exceeds --world-size + --spares (a node that is no spare has a rank)");
+  // Per-node launchers (--restart-programs 0) all run: every node holds ranks.
+  const int parked = o.limits.restart_programs ? o.limits.spares : 0;
+  if ((o.limits.spares > 0 || o.limits.max_restarts > 0) &&
+      (o.limits.tasks_per_node <= 0 || o.limits.nodes <= o.limits.spares ||
+       (o.limits.nodes - parked) * static_cast<long long>(o.limits.tasks_per_node) != o.world_size))
+    return make_error(Errc::invalid_argument,
+                      "--spares/--max-restarts need --nodes and --tasks-per-node with (--nodes - "
+                      "--spares) x --tasks-per-node = --world-size (--nodes x --tasks-per-node "
+                      "with --restart-programs 0)");
   if (o.listen_ports.setting.empty()) o.listen_ports.setting = "listen-ports";
   if (o.job_id.empty())
     return make_error(Errc::invalid_argument, "--job-id is required (SLURM_JOB_ID)");

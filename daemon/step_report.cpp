@@ -103,6 +103,31 @@ void StepReport::on_goodbye(int rank) {
   if (rank >= 0 && rank < world_size_) ranks_[static_cast<size_t>(rank)].goodbye = true;
 }
 
+void StepReport::on_restart() {
+  for (Rank& r : ranks_) {
+    r.goodbye = false;
+    r.has_progress = false;
+    r.p = proto::Progress();
+  }
+  hang_op_ = 0;
+}
+
+void StepReport::note_restarts(std::vector<std::string> lines, int spares_left) {
+  restarts_ = std::move(lines);
+  spares_left_ = spares_left;
+}
+
+StepReport::Resumed StepReport::resumed() const {
+  Resumed out;
+  out.initialized = out.stepped = !ranks_.empty();
+  for (const Rank& r : ranks_) {
+    out.reported = out.reported || r.has_progress;
+    out.initialized = out.initialized && r.has_progress && r.p.init_total_us() > 0;
+    out.stepped = out.stepped && r.has_progress && r.p.ops_done() > 0;
+  }
+  return out;
+}
+
 std::string StepReport::first_failure(int rank, const std::string& host, AbortCause::How how,
                                       const std::string& what, Clock::time_point now,
                                       const TaskExit& exit) {
@@ -365,6 +390,8 @@ std::string StepReport::json(const StartupPhases& phases, const DaemonCounters& 
       {"straggler", stragglers_ ? stragglers_->json(counts_collectives()) : Json(nullptr)},
       {"store_waits_unset", unset_waits()},
       {"store_refusals", store_refusals_},
+      {"restarts", restarts_},
+      {"spares_left", spares_left_ < 0 ? Json(nullptr) : Json(spares_left_)},
       {"ranks", std::move(ranks)},
       {"stragglers", std::move(stragglers)},
       {"daemon",

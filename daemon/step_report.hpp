@@ -110,6 +110,21 @@ class StepReport {
   // The step ended by the user's signal (scancel, srun's Ctrl-C), not a failure.
   bool ended_by_user() const { return failure_ && failure_->how == AbortCause::How::user_signal; }
 
+  // The step restarts in place (--dp-spares, --dp-max-restarts): every rank
+  // starts afresh (its progress, its goodbye, a hang suspected).
+  void on_restart();
+  // Every restart's line (spares.hpp's restart_line) and the spares left:
+  // the report's "restarts", srun's and dp-top's.
+  void note_restarts(std::vector<std::string> lines, int spares_left);
+  const std::vector<std::string>& restarts() const { return restarts_; }
+  int spares_left() const { return spares_left_; }
+  // Since the last restart, from libdp's counters: whether any rank reports
+  // them, every rank finished dp::init, every rank completed a collective.
+  struct Resumed {
+    bool reported = false, initialized = false, stepped = false;
+  };
+  Resumed resumed() const;
+
   // A hang that has lasted hang_timeout; call a few times a second.
   std::optional<HangVerdict> check_hang(Clock::time_point now);
   // Every rank reports its collectives (libdp): check_hang names the rank
@@ -183,6 +198,8 @@ class StepReport {
   std::optional<StragglerReport> stragglers_;
   Json hang_json() const;
   uint64_t hang_op_ = 0;  // the collective a hang is suspected in (0: none)
+  std::vector<std::string> restarts_;
+  int spares_left_ = -1;  // -1: the step keeps no spares
   Clock::time_point hang_since_{};
 };
 

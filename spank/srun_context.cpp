@@ -24,6 +24,7 @@
 #include "skipped_step.hpp"
 #include "slurm_headers.hpp"
 #include "slurm_step.hpp"
+#include "srun_no_kill.hpp"
 #include "step_end.hpp"
 
 namespace dp::spank {
@@ -72,6 +73,11 @@ bool print_explain(const LayoutPlan& plan, const SiteConfig& site, const StepSha
               << "it start a per-node launcher\n";
   std::cout << "slurm-dp: " << store_line(plan.store) << "\n";
   if (!plan.device_hint.empty()) std::cout << "slurm-dp: hint: " << plan.device_hint << "\n";
+  if (plan.restarts || plan.spares > 0)
+    std::cout << "slurm-dp: restarts in place: " << plan.spares
+              << " spare node(s) parked (the last " << plan.spares << "), at most "
+              << plan.max_restarts
+              << " restart(s) (a lost node replaced by a spare, or a failed program)\n";
   const bool step_store = plan.store == StoreKind::step;
   std::cout << "slurm-dp: ports on " << first << " (rank 0's node), held from set-up: " << port
             << " (" << (step_store ? "" : "MASTER_PORT, ") << "JAX_COORDINATOR_ADDRESS) "
@@ -201,10 +207,27 @@ Result<CheckedStep> check_step(const SiteConfig& site, const Options& opts, cons
   f.command = command;
   auto plan = plan_layout(f);
   DP_TRY(plan);
-  if (plan->world_size != static_cast<int>(id.tasks))
+  const int parked = plan->restarts ? plan->spares * plan->tasks_per_node : 0;
+  if (plan->world_size + parked != static_cast<int>(id.tasks))
     return make_error(Errc::internal, "srun and slurmctld disagree on the step's task count");
   return CheckedStep{std::move(f.shape), std::move(*plan), nodes->at(master_host).address,
                      std::move(node_addrs)};
+}
+
+// --dp-spares needs Slurm to keep the step's other nodes running when one is
+// lost: the step's --no-kill, srun's own word. The job needs it too, which
+// no client can read back from slurmctld (job_info_t has no kill_on_node_fail):
+// an allocation srun makes takes srun's flag; sbatch's and salloc's is the
+// user's to give (README.md, "Spare nodes").
+Result<void> check_no_kill(const Options& opts, size_t command_words) {
+  if (opts.spares.value_or(0) == 0 || opts.explain.value_or(false)) return {};
+  if (srun_asks_no_kill(own_command_line(), command_words, std::getenv("SLURM_NO_KILL"))) return {};
+  return make_error(Errc::invalid_argument,
+                    "--dp-spares=" + std::to_string(*opts.spares) +
+                        ": without srun --no-kill a lost node ends the step's tasks on every "
+                        "node, so no spare could take its place; add --no-kill to srun (and to "
+                        "sbatch or salloc for a job of its own), or ask the site for "
+                        "spares_no_kill=set, which makes it srun's default with --dp-spares");
 }
 
 // A dry run: the layout is printed here and no task runs the program; srun
@@ -245,12 +268,28 @@ void export_step_environment(const StepIds& id, const CheckedStep& c, const Opti
 }
 
 // The daemon's contract, filled from the step's options over the site's.
-DaemonLaunch daemon_launch(const SiteConfig& site, const Options& opts, const StepIds& id) {
+DaemonLaunch daemon_launch(const SiteConfig& site, const Options& opts, const StepIds& id,
+                           const std::vector<std::string>& command) {
   DaemonLaunch d;
   d.path = daemon_path(site);
   dp::daemon::LaunchArgs& a = d.args;
   a.world_size = static_cast<int>(id.tasks);
-  a.nodes = static_cast<int>(id.nodes);
+  // Restarts in place: the world is the ranks of the nodes that are not
+  // spares (a shape the layout refuses abandons this daemon).
+  const int nodes = static_cast<int>(id.nodes), k = opts.spares.value_or(0);
+  if (opts.restarts_programs() && nodes > k && id.tasks % id.nodes == 0) {
+    a.tasks_per_node = static_cast<int>(id.tasks / id.nodes);
+    a.spares = k;
+    a.max_restarts = opts.restart_budget(site.max_restarts);
+    a.restart_stop_ms = (site.kill_grace_s + 5) * 1000LL;
+    // torchrun restarts its own workers, and its rendezvous keeps the spare
+    // launchers waiting: every launcher is a rank, a lost node's place torchrun's.
+    const Launcher mode = opts.launcher.value_or(Launcher::auto_detect);
+    a.restart_programs = !(mode == Launcher::torchrun || (mode == Launcher::auto_detect &&
+                                                          !launcher_in_command(command).empty()));
+    if (a.restart_programs) a.world_size = (nodes - k) * a.tasks_per_node;
+  }
+  a.nodes = nodes;
   a.job_id = std::to_string(id.job);
   a.step_id = std::to_string(id.step);
   a.heartbeat_timeout_ms = site.heartbeat_timeout_s * 1000LL;
@@ -281,6 +320,13 @@ Result<std::string> rendezvous_host(const std::string& master_addr) {
 int srun_init(spank_t) {
   // Before srun makes an allocation of its own (and sets SLURM_JOB_ID).
   srun().in_allocation = std::getenv("SLURM_JOB_ID") != nullptr;
+  // The site's spares_no_kill: srun reads SLURM_NO_KILL after this callback
+  // and before its options, so a step (and an allocation srun makes) that
+  // asks for spares gets --no-kill unless the user said otherwise.
+  const char* job_spares = std::getenv(("SLURM_SPANK_" + option_env_name("dp-spares")).c_str());
+  if (state().site.spares_no_kill && std::getenv("SLURM_NO_KILL") == nullptr &&
+      (job_spares != nullptr || words_ask_for_spares(own_command_line())))
+    setenv("SLURM_NO_KILL", "set", 0);
   return 0;
 }
 
@@ -306,7 +352,8 @@ int srun_local_user_init(spank_t sp) {
   auto secret = make_secret();
   if (!secret) return fail(sp, secret.error());
   sr.end.srun_check_ms = clock.ms();
-  const DaemonLaunch launch = daemon_launch(st.site, opts, *id);
+  const std::vector<std::string> command = task_command(sp);
+  const DaemonLaunch launch = daemon_launch(st.site, opts, *id, command);
   std::optional<StartingDaemon> starting;
   if (!explain) {
     auto s = start_daemon(launch, *secret);
@@ -318,7 +365,8 @@ int srun_local_user_init(spank_t sp) {
     return fail(sp, e);
   };
 
-  auto step = check_step(st.site, opts, *id, task_command(sp));
+  if (auto kept = check_no_kill(opts, command.size()); !kept) return refuse(kept.error());
+  auto step = check_step(st.site, opts, *id, command);
   if (!step) return refuse(step.error());
   if (explain) return explain_step(sp, *step, st.site, opts);
   sr.end.srun_layout_ms = clock.ms();

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -102,11 +103,17 @@ void report_step_end(const StepEndFacts& st) {
       std::fprintf(stderr, "slurm-dp: %s: %s\n", label.c_str(), line_of(line).c_str());
   }
   // Last, so it is srun's last line: who failed first, how, when; or that
-  // the user ended the step (scancel, srun's Ctrl-C), which is no failure.
+  // the user ended the step (scancel, srun's Ctrl-C), which is no failure;
+  // or that it completed after restarts in place (Slurm's own exit status
+  // may still count a lost node's tasks: README.md, "Spare nodes").
   if (stats && !stats->first_failure().empty())
     std::fprintf(stderr, "slurm-dp: %s %s: %s\n", label.c_str(),
                  stats->ended_by_user() ? "ended" : "failed",
                  line_of(stats->first_failure()).c_str());
+  else if (stats && stats->restarts_size() > 0)
+    std::fprintf(stderr, "slurm-dp: %s completed after %d restart(s), %d spare(s) left; last: %s\n",
+                 label.c_str(), stats->restarts_size(), std::max(stats->spares_left(), 0),
+                 line_of(stats->restarts(stats->restarts_size() - 1)).c_str());
   std::fflush(stderr);
 }
 

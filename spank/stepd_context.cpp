@@ -28,12 +28,15 @@
 #include "dp/nccl_watch.hpp"
 #include "dp/options.hpp"
 #include "dp/shown_value.hpp"
+#include "dp/spares.hpp"
 #include "dp/step_ports.hpp"
 #include "dp/step_store.hpp"
 #include "job_environment.hpp"
+#include "keeper_contract.hpp"
 #include "plugin_state.hpp"
 #include "stepd_facts.hpp"
 #include "stepd_ports.hpp"
+#include "task_keeper.hpp"
 #include "unix_connect.hpp"  // dp_sockets
 
 namespace dp::spank {
@@ -61,6 +64,7 @@ struct StepdState {
   NcclWatchPlaces nccl_watch;          // the agent's flight-recorder folder and RAS port
   StepdPorts ports;                    // the step's ports, and on the master node their hold
   NodeAgent agent;                     // this node's dp-nodeagent; stopped at step end
+  std::string agent_socket;            // its abstract socket's name (a keeper's is beside it)
   uint32_t tasks_ended = 0;            // task exits told to the agent
 };
 
@@ -100,8 +104,18 @@ AgentStart agent_start(const StepdState& st, const LayoutPlan& plan) {
   s.host = f.node;
   s.job = f.id.job;
   s.step = f.id.step;
-  s.world_size = st.layout.task_count;
+  s.world_size = plan.world_size;
   s.ranks = f.local_ranks;
+  s.node = f.node_index;
+  // A step that restarts in place: each task keeps its program; a spare node
+  // holds no ranks until it takes a lost node's place (spares.hpp).
+  if (plan.restarts) {
+    s.task_ids = s.ranks;
+    s.ranks.clear();
+    if (s.node >= 0 && s.node < plan.active_nodes())
+      for (int r : node_rank_ranks(s.node, plan.tasks_per_node)) s.ranks.push_back(r);
+    s.keepers = plan.restarts;
+  }
   s.port_wait = std::chrono::seconds(st.site.port_wait_s);
   s.kill_grace = std::chrono::seconds(st.site.kill_grace_s);
   s.heartbeat_timeout = std::chrono::seconds(st.site.heartbeat_timeout_s);
@@ -150,6 +164,7 @@ Result<int> start_node_agent(spank_t sp, StepdState& st, const LayoutPlan& plan)
   }
   if (spank_setenv(sp, env::kAgentSocket, answer->socket.c_str(), 1) != ESPANK_SUCCESS)
     return make_error(Errc::internal, "cannot set DP_AGENT_SOCKET for the tasks");
+  st.agent_socket = answer->socket;
   // The agent's abstract socket lives in this network namespace (the agent
   // is our child): a task in another one is told why it cannot reach it.
   const std::string netns = rdv::network_namespace();
@@ -317,6 +332,43 @@ static void set_nccl_watch(spank_t sp, const StepdState& st) {
     spank_setenv(sp, name.c_str(), value.c_str(), 0);
 }
 
+// A plugin earlier in task_init may have set these too: pyxis imports a
+// container image's environment with overwrite, and NGC images carry
+// enroot's MASTER_ADDR/MASTER_PORT. Ours load after it (the snippet's name
+// collates after pyxis.conf), so the step's own values win. `extra` after
+// the plan's (a restart's count).
+static Result<void> set_task_variables(spank_t sp, const StepdState& st, const TaskPlace& place,
+                                       const EnvList& extra = {}) {
+  auto vars = task_variables(sp, st, place);
+  DP_TRY(vars);
+  vars->insert(vars->end(), extra.begin(), extra.end());
+  for (const auto& [name, value] : *vars)
+    if (spank_setenv(sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS)
+      return make_error(Errc::internal,
+                        "cannot set " + name + " for task " + std::to_string(place.rank));
+  set_nccl_watch(sp, st);
+  return {};
+}
+
+// A step that restarts in place (--dp-spares, --dp-max-restarts): the task
+// keeps its program (task_keeper.hpp); each start gets the variables of the
+// node rank its node holds then (a spare's: the lost node's) and the restart
+// count. nullopt: an ordinary task.
+static std::optional<KeeperPlan> keeper_plan(spank_t sp, const StepdState& st, const TaskPlace& slurm) {
+  auto plan = plan_layout(st.layout);
+  if (!plan || !plan->restarts) return std::nullopt;
+  KeeperPlan k;
+  k.socket = st.agent_socket + agent::kKeeperSuffix;
+  k.local = slurm.local_rank;
+  if (slurm.node_rank < plan->active_nodes()) k.node_rank = slurm.node_rank;
+  const int per_node = plan->tasks_per_node;
+  k.prepare = [sp, &st, local = slurm.local_rank, per_node](int node_rank, int count) {
+    return set_task_variables(sp, st, acting_place(node_rank, local, per_node),
+                              restart_environment(count));
+  };
+  return k;
+}
+
 int stepd_task_init(spank_t sp) {
   StepdState& st = stepd();
   if (!st.active) return 0;
@@ -347,21 +399,12 @@ int stepd_task_init(spank_t sp) {
     report_error(ready.error().message + " (node " + st.facts.node + ")");
     return -1;
   }
-  auto vars = task_variables(sp, st, *place);
-  if (!vars) {
-    report_error(vars.error().message + " (node " + st.facts.node + ")");
+  if (auto keeper = keeper_plan(sp, st, *place)) return keep_task(*keeper);
+  auto set = set_task_variables(sp, st, *place);
+  if (!set) {
+    report_error(set.error().message + " (node " + st.facts.node + ")");
     return -1;
   }
-  // A plugin earlier in task_init may have set these too: pyxis imports a
-  // container image's environment with overwrite, and NGC images carry
-  // enroot's MASTER_ADDR/MASTER_PORT. Ours load after it (the snippet's
-  // name collates after pyxis.conf), so the step's own values win.
-  for (const auto& [name, value] : *vars)
-    if (spank_setenv(sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS) {
-      report_error("cannot set " + name + " for task " + std::to_string(rank));
-      return -1;
-    }
-  set_nccl_watch(sp, st);
   // Rank 0 keeps its copy of MASTER_PORT's hold through the task prologs
   // (TaskProlog, srun --task-prolog) to its exec, which closes it.
   return 0;

@@ -62,6 +62,8 @@ Result<StepdFacts> read_stepd_facts(spank_t sp, const JobStep& id) {
   DP_TRY(ranks);
   f.local_ranks = std::move(*ranks);
   if (spank_get_item(sp, S_JOB_NNODES, &f.nodes) != ESPANK_SUCCESS) f.nodes = 1;
+  if (uint32_t node = 0; spank_get_item(sp, S_JOB_NODEID, &node) == ESPANK_SUCCESS)
+    f.node_index = static_cast<int>(node);
   uint32_t local_of_rank0 = 0;
   f.master =
       spank_get_item(sp, S_JOB_GLOBAL_TO_LOCAL_ID, uint32_t{0}, &local_of_rank0) == ESPANK_SUCCESS;

@@ -26,6 +26,7 @@ struct StepdFacts {
   UserIds user;                      // the job's uid and gid
   uint32_t nodes = 1;                // the step's nodes
   uint32_t tasks = 0;                // the step's tasks
+  int node_index = -1;               // this node's place in the step (S_JOB_NODEID); -1: unknown
   std::vector<int32_t> local_ranks;  // this node's tasks' global ranks, by local id
   bool master = false;               // rank 0 runs here: this node takes the step's ports
   std::string node;                  // SLURMD_NODENAME (slurmd's, not the job's), shown safely

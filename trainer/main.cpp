@@ -12,6 +12,8 @@
 
 #include "cuda_loader.hpp"
 #include "dp/communicator.hpp"
+#include "dp/env_names.hpp"
+#include "dp/params.hpp"
 #include "src/cpu_ops.hpp"
 #include "src/options.hpp"
 #include "src/stop_signal.hpp"
@@ -70,6 +72,14 @@ dp::Result<std::unique_ptr<dpt::Ops>> make_ops(bool cuda, const dpt::Options& op
   return dpt::make_cpu_ops();
 }
 
+// slurm-dp's restart count (DP_RESTART_COUNT): > 0 when the step's programs
+// were started again after a lost node or a failed program.
+bool restarted() {
+  const char* v = std::getenv(dp::env::kRestartCount);
+  auto n = v ? dp::parse_whole_number(v, 0, 1'000'000) : dp::Result<long long>(0LL);
+  return n && *n > 0;
+}
+
 // Ranks sharing a node split its cores; oversubscribed BLAS threads cost
 // 2-3x (NOTES). A task Slurm bound to some CPUs already has its share.
 void set_blas_threads(const dpt::Options& opts, const dp::Context& ctx) {
@@ -123,6 +133,9 @@ int main(int argc, char** argv) {
   if (!comm) return fail(-1, comm.error(), 1);
   dp::Communicator& c = **comm;
   dpt::TrainConfig cfg = opts->train;
+  // A step that restarts in place (--dp-spares, --dp-max-restarts) started
+  // this program again: it goes on from its checkpoint, as --resume does.
+  if (restarted() && !cfg.checkpoint.empty()) cfg.resume = true;
   if (opts->global_batch > 0) {
     if (opts->global_batch % c.size() != 0)
       return fail(c.rank(),

@@ -173,6 +173,13 @@ std::vector<std::pair<std::string, std::string>> launcher_environment(const Laun
                                                                       int rank,
                                                                       const Workers& workers) {
   if (!shape.per_node) return {};
+  if (shape.elastic()) {
+    const std::string n = std::to_string(shape.nodes - shape.spares);
+    std::vector<std::pair<std::string, std::string>> env = {{env::kPetNnodes, n + ":" + n}};
+    if (workers.count > 0) env.emplace_back(env::kPetNprocPerNode, std::to_string(workers.count));
+    env.emplace_back(env::kPetRdzvBackend, "c10d");
+    return env;
+  }
   std::vector<std::pair<std::string, std::string>> env = {
       {env::kPetNnodes, std::to_string(shape.nodes)},
       {env::kPetNodeRank, std::to_string(rank)},
@@ -185,6 +192,12 @@ std::vector<std::pair<std::string, std::string>> launcher_environment(const Laun
 std::vector<std::pair<std::string, std::string>> launcher_master_environment(
     const LaunchShape& shape, const std::string& addr, const std::string& port) {
   if (!shape.per_node) return {};
+  if (shape.elastic())
+    return {{env::kPetRdzvEndpoint, "127.0.0.1:" + port},
+            {env::kPetRdzvId, "slurm-dp"},
+            {env::kPetRdzvConf,
+             "is_host=false,join_timeout=86400,keep_alive_interval=1,keep_alive_max_attempt=5"},
+            {env::kTorchDisableShareRdzvStore, "1"}};
   return {{env::kPetMasterAddr, addr}, {env::kPetMasterPort, port}};
 }
 

@@ -276,6 +276,16 @@ std::vector<Option> watch_rows() {
                       "use --dp-straggler=name (a straggler is named) or --dp-straggler=off "
                       "(no watch)"),
           Scope::srun),
+      row({"dp-spares", "K",
+           "[slurm-dp] K of the step's nodes wait as spares (their tasks parked): when a node is "
+           "lost, a spare takes its place (node rank, RANKs, LOCAL_RANKs, tiles) and every "
+           "program starts again; needs srun --no-kill (and a job with --no-kill)"},
+          &Options::spares, number(1, 1024, "1"), Scope::nodes),
+      row({"dp-max-restarts", "R",
+           "[slurm-dp] restart the step's programs in place at most R times (a lost node with a "
+           "spare left, or a program that failed); default: the site's max_restarts with "
+           "--dp-spares, else 0"},
+          &Options::max_restarts, number(0, 1000, "3"), Scope::nodes),
   };
 }
 

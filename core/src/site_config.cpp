@@ -66,6 +66,7 @@ void set_on_hang(SiteConfig& c, std::string_view word) { c.end_on_hang = word ==
 void set_straggler(SiteConfig& c, std::string_view word) { c.straggler_on = word == "name"; }
 void set_store(SiteConfig& c, std::string_view word) { c.step_store = word == "step"; }
 void set_port_fallback(SiteConfig& c, std::string_view word) { c.port_fallback_os = word == "os"; }
+void set_spares_no_kill(SiteConfig& c, std::string_view word) { c.spares_no_kill = word == "set"; }
 
 struct Entry {
   std::string_view key;
@@ -158,6 +159,16 @@ constexpr Entry kKeys[] = {
     {"lease_share", "0", number(&SiteConfig::lease_share, 0, 65535),
      "the most ports of the ports range one user's steps may hold leased on a node at once, "
      "MASTER_PORT and --dp-ports alike, whatever --dp-ports asks; 0: a quarter of the range"},
+    {"max_spares", "4", number(&SiteConfig::max_spares, 0, 1024),
+     "the most spare nodes a step may ask for with --dp-spares=K (they wait, parked, for a lost "
+     "node's place); 0: --dp-spares is refused"},
+    {"max_restarts", "3", number(&SiteConfig::max_restarts, 0, 1000),
+     "how many times a step with --dp-spares may restart its programs (a lost node replaced by a "
+     "spare, or a program that failed on a live node) when it gives no --dp-max-restarts"},
+    {"spares_no_kill", "off", choice("set|off", set_spares_no_kill),
+     "set: srun defaults Slurm's --no-kill (SLURM_NO_KILL=set, before it reads its options) for a "
+     "step or job that asks for --dp-spares, which a lost node would otherwise end; off: the "
+     "user adds --no-kill, and a step with spares without it is refused naming it"},
 };
 
 // Keys of earlier releases, and why they went.

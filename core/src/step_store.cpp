@@ -6,8 +6,17 @@ namespace dp {
 
 Result<StoreKind> store_kind(const Options& opts, const SiteConfig& site,
                              const LaunchShape& shape) {
-  if (!opts.uses_step_store(site.step_store)) return StoreKind::rank0;
-  if (!shape.launcher.empty()) return StoreKind::launcher;
+  // A step that restarts in place meets at the step's store: rank 0's node
+  // (and the store its program hosts) may be the one lost.
+  const bool restarts = shape.launcher.empty() ? opts.restarts_programs() : shape.elastic();
+  if (restarts && opts.step_store == false)
+    return make_error(Errc::invalid_argument,
+                      "--dp-store=rank0: with --dp-spares or --dp-max-restarts the ranks meet at "
+                      "the step's store, which outlives any rank and any node (rank 0's program "
+                      "may be the one restarted); drop --dp-store=rank0");
+  if (!restarts && !opts.uses_step_store(site.step_store)) return StoreKind::rank0;
+  // Spare launchers meet in torchrun's c10d rendezvous, which the step's store serves.
+  if (!shape.launcher.empty()) return shape.elastic() ? StoreKind::step : StoreKind::launcher;
   if (opts.passes_master_socket())
     return make_error(Errc::invalid_argument,
                       std::string("--dp-master-socket=pass: with the step's store (") +

@@ -6,6 +6,7 @@
 #include "dp/env_names.hpp"
 #include "dp/layout.hpp"
 #include "dp/shown_value.hpp"
+#include "dp/spares.hpp"
 #include "dp/step_ports.hpp"
 #include "layout_text.hpp"
 
@@ -161,9 +162,14 @@ Result<std::vector<TaskEnvironment>> step_environment(
         master_addr,
         plan.store == StoreKind::step ? "(" + shape.hosts[h] + "'s agent store)" : master_port,
         master_port, dp_ports};
+    const int node = static_cast<int>(h);
     for (size_t j = 0; j < ids.size(); ++j) {
-      TaskPlace place{ids[j], static_cast<int>(j), static_cast<int>(ids.size()),
-                      static_cast<int>(h)};
+      if (plan.restarts && plan.spares > 0 && node >= plan.active_nodes()) {  // parked until a loss
+        out.push_back({ids[j], shape.hosts[h], {}, std::nullopt, true});
+        continue;
+      }
+      TaskPlace place{ids[j], static_cast<int>(j), static_cast<int>(ids.size()), node};
+      if (plan.restarts) place = acting_place(node, static_cast<int>(j), plan.tasks_per_node);
       auto env = whole_task_environment(plan, site, place, *tiles, meeting);
       if (!env)
         return wrap_error(env.error(), env.error().message + " (node " + shape.hosts[h] + ")");
@@ -173,7 +179,7 @@ Result<std::vector<TaskEnvironment>> step_environment(
         DP_TRY(w);
         workers = std::move(*w);
       }
-      out.push_back({ids[j], shape.hosts[h], std::move(*env), std::move(workers)});
+      out.push_back({ids[j], shape.hosts[h], std::move(*env), std::move(workers), false});
     }
   }
   std::sort(out.begin(), out.end(),
@@ -186,10 +192,16 @@ namespace {
 std::string launcher_line(const TaskEnvironment& t) {
   const Workers& w = *t.workers;
   std::string nodes = "?";
-  for (const auto& [k, v] : t.env)
+  bool elastic = false;
+  for (const auto& [k, v] : t.env) {
     if (k == env::kPetNnodes) nodes = v;
+    if (k == env::kPetRdzvBackend) elastic = v == "c10d";
+  }
   std::string line =
-      "launcher on " + t.host + ": node rank " + std::to_string(t.rank) + " of " + nodes + " nodes";
+      "launcher on " + t.host + ": " +
+      (elastic ? "its node rank from torchrun's c10d rendezvous in the step's store (" + nodes +
+                     " nodes; the launchers beyond them wait there as spares)"
+               : "node rank " + std::to_string(t.rank) + " of " + nodes + " nodes");
   if (w.count == 0)
     return line + ", workers: the launcher's --nproc-per-node (no devices known here)";
   line += ", " + std::to_string(w.count) + " worker(s);";
@@ -204,6 +216,12 @@ std::string launcher_line(const TaskEnvironment& t) {
 std::vector<std::string> explain_lines(const std::vector<TaskEnvironment>& tasks) {
   std::vector<std::string> lines;
   for (const auto& t : tasks) {
+    if (t.spare) {
+      lines.push_back("task " + std::to_string(t.rank) + " on " + t.host +
+                      ": spare: parked, no program runs until a node is lost; then this node "
+                      "takes its place (its node rank, RANKs, LOCAL_RANKs and tiles)");
+      continue;
+    }
     std::string line = "task " + std::to_string(t.rank) + " on " + t.host + ":";
     for (const auto& [k, v] : t.env) line += " " + k + "=" + v;
     lines.push_back(std::move(line));

@@ -26,12 +26,18 @@ Result<UnixAddress> unix_address(const std::string& name) {
   return a;
 }
 
-Result<uid_t> peer_uid(int fd) {
+Result<ucred> peer_cred(int fd) {
   ucred cred{};
   socklen_t len = sizeof cred;
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
     return sys_error(Errc::connection, "SO_PEERCRED");
-  return cred.uid;
+  return cred;
+}
+
+Result<uid_t> peer_uid(int fd) {
+  auto cred = peer_cred(fd);
+  DP_TRY(cred);
+  return cred->uid;
 }
 
 }  // namespace dp

@@ -12,3 +12,12 @@ foreach(entry srun_overhead/run.sh:srun_overhead trainer/accuracy.sh:trainer_acc
             --smoke ${CMAKE_BINARY_DIR})
   set_property(TEST e2e.lo.bench.${name} APPEND PROPERTY LABELS bench)
 endforeach()
+# A lost node, slurm-dp's spare (bench/restart/run.sh --smoke: one run, the
+# torchrun anchor left out): a 3-node cluster of its own, on the ports of the
+# restart tests (their lock).
+math(EXPR _dp_bench_restart_base "${DP_CLUSTER_PORT_BASE} + 75")
+add_test(NAME e2e.own.bench.restart
+         COMMAND ${PROJECT_SOURCE_DIR}/bench/restart/run.sh --smoke ${CMAKE_BINARY_DIR})
+set_tests_properties(e2e.own.bench.restart PROPERTIES
+  LABELS "e2e;bench" TIMEOUT 600 SKIP_RETURN_CODE 77 RESOURCE_LOCK cluster_own75
+  ENVIRONMENT "DP_BENCH_PORT_BASE=${_dp_bench_restart_base}")

@@ -71,5 +71,5 @@ set_tests_properties(e2e.own.spank.forged_resv_ports_no_mpi PROPERTIES
 # shared lo cluster's base; skipped before Slurm 26.05.
 add_test(NAME e2e.own.spank.gres_uuid COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/gres_uuid.sh)
 set_tests_properties(e2e.own.spank.gres_uuid PROPERTIES
-  LABELS "e2e;debian-testing" TIMEOUT 300 SKIP_RETURN_CODE 77
+  LABELS "e2e;debian-testing" TIMEOUT 300 SKIP_RETURN_CODE 77 RESOURCE_LOCK cluster_own75
   ENVIRONMENT "DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>;DP_CLUSTER_PLUGIN=$<TARGET_FILE:spank_dp>;DP_BUILD_DIR=${CMAKE_BINARY_DIR};DP_CLUSTER_PORT_BASE=${DP_CLUSTER_PORT_BASE};DP_SOURCE_DIR=${PROJECT_SOURCE_DIR};DP_CLUSTER=${DP_CLUSTER}")

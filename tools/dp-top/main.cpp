@@ -244,6 +244,12 @@ int watch(const Args& args) {
     std::printf("dp-top: step %s.%s\n", args.job.c_str(), args.step.c_str());
     print_lines(st->rank_table(), "");
     std::printf("start-up: %s\n", shown(st->startup_line()).c_str());
+    // A step that restarts in place (--dp-spares, --dp-max-restarts).
+    if (st->spares_left() >= 0 || st->restarts_size() > 0) {
+      std::printf("restarts: %d, spares left: %d\n", st->restarts_size(),
+                  std::max(st->spares_left(), 0));
+      for (const auto& line : st->restarts()) std::printf("  %s\n", shown(line).c_str());
+    }
     std::printf("daemon:\n");
     print_lines(st->text(), "  ");
     std::fflush(stdout);

@@ -86,7 +86,8 @@ Data-parallel training on Fashion-MNIST or a synthetic regression task.
   --log-every N                 progress line every N steps (default 100; 0: none)
   --checkpoint FILE             rank 0 writes training state here (atomically)
   --checkpoint-every N          ... every N steps (also on SIGTERM/SIGUSR1 and at the end)
-  --resume                      continue from --checkpoint if it exists
+  --resume                      continue from --checkpoint if it exists (also without it
+                                when slurm-dp started the program again: DP_RESTART_COUNT > 0)
   --metrics FILE                JSON lines: progress, per-rank and final figures
   --baseline S                  world-1 samples/s, prints scaling efficiency
   --no-eval                     skip the test-set evaluation

@@ -29,12 +29,23 @@ inline constexpr const char* kJaxCoordinatorAddress = "JAX_COORDINATOR_ADDRESS";
 inline constexpr const char* kTorchelasticUseAgentStore = "TORCHELASTIC_USE_AGENT_STORE";
 inline constexpr const char* kTorchelasticRestartCount = "TORCHELASTIC_RESTART_COUNT";
 inline constexpr const char* kStore = "DP_STORE";  // step: MASTER_* name the node's agent store
+// --dp-spares, --dp-max-restarts: how many restarts in place came before this
+// start of the program (as TORCHELASTIC_RESTART_COUNT): 0 at the step's start.
+inline constexpr const char* kRestartCount = "DP_RESTART_COUNT";
 inline constexpr const char* kPetNnodes = "PET_NNODES";
 inline constexpr const char* kPetNodeRank = "PET_NODE_RANK";
 inline constexpr const char* kPetNprocPerNode = "PET_NPROC_PER_NODE";
 inline constexpr const char* kPetMasterAddr = "PET_MASTER_ADDR";
 inline constexpr const char* kPetMasterPort = "PET_MASTER_PORT";
 inline constexpr const char* kPetRdzvBackend = "PET_RDZV_BACKEND";
+// --dp-spares in a launcher's step: torchrun's c10d rendezvous in the step's store.
+inline constexpr const char* kPetRdzvEndpoint = "PET_RDZV_ENDPOINT";
+inline constexpr const char* kPetRdzvId = "PET_RDZV_ID";
+inline constexpr const char* kPetRdzvConf = "PET_RDZV_CONF";
+// PyTorch 2.6+ shares one worker store per rendezvous and keeps its address
+// on a launcher that is not node rank 0 again: after a lost node it names the
+// lost node. "1": every round publishes its own (older PyTorch ignores it).
+inline constexpr const char* kTorchDisableShareRdzvStore = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE";
 
 // The accelerator mask, one of them by the site's kind.
 inline constexpr const char* kCudaVisibleDevices = "CUDA_VISIBLE_DEVICES";

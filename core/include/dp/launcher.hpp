@@ -26,6 +26,11 @@ struct LaunchShape {
   bool per_node = false;  // one task per node: it gets the PET_* variables
   std::string launcher;   // not empty: the tasks are launchers; --dp-tiles counts per worker
   int nodes = 0;
+  // --dp-spares in a launcher's step: the launchers meet in torchrun's c10d
+  // rendezvous, served by the step's store, and `spares` of them wait on its
+  // redundancy list (elastic(); layout.hpp's plan_restarts sets it).
+  int spares = 0;
+  bool elastic() const noexcept { return spares > 0 && !launcher.empty(); }
 };
 
 // The shape of a step of `tasks` tasks on `nodes` nodes whose tasks run
@@ -53,11 +58,18 @@ Result<Workers> plan_workers(const std::vector<std::string>& tiles, int tiles_pe
 
 // PET_NNODES, PET_NODE_RANK (the task's rank: with one task per node it is
 // the node's place in Slurm's order, and node rank 0 holds MASTER_ADDR),
-// PET_RDZV_BACKEND=static and, when known, PET_NPROC_PER_NODE.
+// PET_RDZV_BACKEND=static and, when known, PET_NPROC_PER_NODE. An elastic
+// step's: PET_NNODES=N:N (N: the nodes that are no spares; the rendezvous
+// gives each launcher its node rank) and PET_RDZV_BACKEND=c10d.
 std::vector<std::pair<std::string, std::string>> launcher_environment(const LaunchShape& shape,
                                                                       int rank,
                                                                       const Workers& workers);
-// PET_MASTER_ADDR and PET_MASTER_PORT, for a per-node step.
+// PET_MASTER_ADDR and PET_MASTER_PORT, for a per-node step. An elastic
+// step's instead: PET_RDZV_ENDPOINT (the node agent's store on 127.0.0.1,
+// `port`), PET_RDZV_ID and PET_RDZV_CONF (every launcher a client,
+// is_host=false; a keep-alive of 1 s x 5, so a lost node's place is free
+// within 5 s; a join timeout of a day, so a spare waits as long as the step),
+// and TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 (env_names.hpp says why).
 std::vector<std::pair<std::string, std::string>> launcher_master_environment(
     const LaunchShape& shape, const std::string& addr, const std::string& port);
 

@@ -164,6 +164,14 @@ struct LayoutPlan {
   int bound_tiles = 0;
   bool mask_by_local_rank = false;
   std::string device_hint;
+  // --dp-spares / --dp-max-restarts (spares.hpp): the last `spares` nodes
+  // wait, and world_size counts the ranks of the others (a launcher step's
+  // every launcher runs: torchrun's rendezvous keeps `spares` waiting).
+  int spares = 0;
+  int max_restarts = 0;    // the step's restart budget
+  int tasks_per_node = 0;  // with spares or restarts: every node's, the same
+  bool restarts = false;   // each task keeps its program (and may start it again)
+  int active_nodes() const noexcept { return launch.nodes - spares; }
 };
 
 // The whole decision, or a refusal that names the option and the fix.
@@ -203,10 +211,11 @@ Result<EnvList> whole_task_environment(const LayoutPlan& plan, const SiteConfig&
 // Every task of a step, in rank order (whole_task_environment, `dp_ports`
 // empty: none): what --dp-explain prints and what the unit tests replay.
 struct TaskEnvironment {
-  int rank = 0;
+  int rank = 0;  // a spare's task: its Slurm task id
   std::string host;
   EnvList env;
   std::optional<Workers> workers;  // the task is a per-node launcher: its workers
+  bool spare = false;              // parked until a lost node's place is its
 };
 Result<std::vector<TaskEnvironment>> step_environment(const LayoutPlan& plan,
                                                       const SiteConfig& site,

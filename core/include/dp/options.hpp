@@ -56,12 +56,28 @@ struct Options {
   std::optional<bool> end_on_hang;
   // --dp-straggler=name (true) or off; unset: the site's straggler.
   std::optional<bool> straggler;
+  // --dp-spares=K: K of the step's nodes wait as spares; one takes a lost
+  // node's place and the step restarts in place (spares.hpp).
+  std::optional<int> spares;
+  // --dp-max-restarts=R: restarts the step may make (a loss or a failed
+  // program); unset: the site's max_restarts with --dp-spares, else none.
+  std::optional<int> max_restarts;
 
   // Any option is set (a row of the table in options.cpp).
   bool any() const;
   bool passes_master_socket() const noexcept { return master_socket == MasterSocket::pass; }
   bool uses_step_store(bool site_step_store) const noexcept {
     return step_store.value_or(site_step_store);
+  }
+  // The step's restart budget: --dp-max-restarts, else with --dp-spares the
+  // site's max_restarts, else 0 (a failure ends the step, as ever).
+  int restart_budget(int site_max_restarts) const noexcept {
+    if (max_restarts) return *max_restarts;
+    return spares.value_or(0) > 0 ? site_max_restarts : 0;
+  }
+  // The step's programs may be started again: each task is a keeper (spares.hpp).
+  bool restarts_programs() const noexcept {
+    return spares.value_or(0) > 0 || max_restarts.value_or(0) > 0;
   }
 };
 

@@ -75,6 +75,8 @@ Result<long long> parse_env_integer(std::string_view name, std::string_view text
     "set by the plugin for rank 0 with --dp-ports and --dp-master-socket=pass: their sockets")     \
   T(env::kStore, "step",                                                                           \
     "set by the plugin with --dp-store=step: MASTER_ADDR:MASTER_PORT is the node agent's store")   \
+  T(env::kRestartCount, "N",                                                                       \
+    "set by the plugin with --dp-spares or --dp-max-restarts: restarts before this start")         \
   T(env::kOptions, "--dp-NAME=VALUE...",                                                           \
     "set by the plugin: the step's --dp-* options as srun resolved them")                          \
   T(env::kSkipStep, "JOB.STEP",                                                                    \

@@ -66,6 +66,9 @@ struct SiteConfig {
   int lease_share_ports() const noexcept {
     return lease_share > 0 ? lease_share : std::max(1, (port_max - port_min + 1) / 4);
   }
+  int max_spares{};       // the most --dp-spares a step may ask for (0: none)
+  int max_restarts{};     // a step's restart budget with --dp-spares and no --dp-max-restarts
+  bool spares_no_kill{};  // spares_no_kill=set: srun defaults --no-kill for --dp-spares
 
   // Words the parser accepted but the site should change (a key that was
   // removed), one message each; the plugin shows them on slurm-dp steps.

@@ -27,7 +27,9 @@ struct UnixAddress {
 // name is empty or longer than sun_path holds.
 Result<UnixAddress> unix_address(const std::string& name);
 
-// The uid of the process at the other end of a connected unix socket.
+// The process at the other end of a connected unix socket (its pid, uid and
+// gid when it connected), and its uid alone.
+Result<ucred> peer_cred(int fd);
 Result<uid_t> peer_uid(int fd);
 
 }  // namespace dp

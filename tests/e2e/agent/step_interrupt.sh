@@ -7,18 +7,20 @@
 #     slurm-dp does the same);
 #   two within a second: the step ends and srun's last line says the user
 #     ended it (SIGINT), not a failure blaming a rank or a node;
-#   plain scancel of the job: srun's last line says cancelled by the user.
+#   plain scancel of the job: srun's last line says cancelled by the user;
+#     the same with --dp-max-restarts=1, each task its program's keeper: a
+#     cancelled step is ended, never restarted (issue 54).
 . "$(dirname "$0")/../lib.sh"
 site
 # shellcheck disable=SC2034 # read by signal_common.sh
 JOB_PREFIX=int SESSION=1
 . "$(dirname "$0")/signal_common.sh"
-train() {  # train NAME [--dp-world=auto]: until $WORK/NAME.stop exists
+train() {  # train NAME [--dp-world=auto [SRUN FLAGS...]]: until $WORK/NAME.stop exists
   local name=$1 args
   shift
   args=(--steps 100000 --step-ms 100 --until-file "$WORK/$name.stop" --ready-file "$WORK/$name")
   if [[ ${1:-} == --dp-world=auto ]]; then
-    start_job "$name" --dp-world=auto -N2 --ntasks-per-node=2 "$PY" ddp.py "${args[@]}"
+    start_job "$name" "$@" -N2 --ntasks-per-node=2 "$PY" ddp.py "${args[@]}"
   else
     plain_ddp "${args[@]}"
     start_job "$name" -N2 --ntasks-per-node=2 "${plain[@]}"
@@ -58,8 +60,10 @@ done
 # Two Ctrl-C within a second, and a plain scancel, at once.
 train twice --dp-world=auto
 train cancel --dp-world=auto
-for c in twice cancel; do wait_until 150 "$c: every rank's first all-reduce ($(tail -3 "$WORK/$c.log"))" ready "$c"; done
+train cancelk --dp-world=auto --dp-max-restarts=1
+for c in twice cancel cancelk; do wait_until 150 "$c: every rank's first all-reduce ($(tail -3 "$WORK/$c.log"))" ready "$c"; done
 scancel "$(squeue -h -o %i -n "int-cancel-$$" | head -n1)"
+scancel "$(squeue -h -o %i -n "int-cancelk-$$" | head -n1)"
 # The second within a second of srun's answer to the first (a loaded host may
 # take longer: then srun counts it as a first one, and we try again).
 for _ in 1 2 3; do
@@ -70,7 +74,7 @@ for _ in 1 2 3; do
   # shellcheck disable=SC2016 # expanded by the inner shell
   if timeout 10 bash -c 'until grep -q "sending Ctrl-C" "$0"; do sleep 0.05; done' "$WORK/twice.log"; then break; fi
 done
-for c in twice cancel; do
+for c in twice cancel cancelk; do
   wait_until 60 "$c: srun to end" ended "$c"
   status_of "$c"
   ((rc != 0)) || fail "$c: srun exited 0: $(cat "$WORK/$c.log")"
@@ -80,5 +84,7 @@ want='^slurm-dp: step [0-9]+\.[0-9]+ ended: ended by the user \(SIGINT: Ctrl-C t
 [[ $(last_dp_line twice) =~ $want ]] || fail "twice: slurm-dp's last line does not say the user ended the step: $(cat "$WORK/twice.log")"
 want='^slurm-dp: step [0-9]+\.[0-9]+ ended: cancelled by the user \(SIGTERM'
 [[ $(last_dp_line cancel) =~ $want ]] || fail "cancel: slurm-dp's last line does not say the user cancelled the step: $(cat "$WORK/cancel.log")"
-grep -q 'first failure' "$WORK/twice.log" "$WORK/cancel.log" && fail "a first failure was named: $(grep -h 'first failure' "$WORK"/*.log)"
+[[ $(last_dp_line cancelk) =~ $want ]] || fail "cancelk: with task keepers, slurm-dp's last line does not say the user cancelled the step: $(cat "$WORK/cancelk.log")"
+grep -q 'restart' "$WORK/cancelk.log" && fail "cancelk: a cancelled step was restarted: $(cat "$WORK/cancelk.log")"
+grep -q 'first failure' "$WORK/twice.log" "$WORK/cancel.log" "$WORK/cancelk.log" && fail "a first failure was named: $(grep -h 'first failure' "$WORK"/*.log)"
 pass "one Ctrl-C: rc 0 (as without slurm-dp); two: $(last_dp_line twice | cut -c1-90)...; scancel: $(last_dp_line cancel | cut -c1-80)..."

@@ -10,7 +10,10 @@
 # --signal=USR1@90 of a three-minute job: slurmctld sends it once, on a pass
 # over time limits, up to 60 s early (srun(1)), so 30 to 90 s in, when the
 # step runs (one sent at once finds no step yet, with or without slurm-dp,
-# and is lost). The four steps run at once.
+# and is lost). The same per task with --dp-max-restarts=1: each task is then
+# its program's keeper (spank/task_keeper.hpp), which must neither die of the
+# notices nor pass Slurm's own on a second time (issue 54). The five steps run
+# at once.
 . "$(dirname "$0")/../lib.sh"
 site
 pytorch_launcher_env
@@ -25,22 +28,24 @@ start_job pertask --dp-world=auto -N2 --ntasks-per-node=2 \
   "$PY" "${train[@]}" --until-signals USR1,USR2 --ready-file "$WORK/pertask"
 plain_ddp "${train[@]:1}" --until-signals USR1,USR2 --ready-file "$WORK/control"
 start_job control -N2 --ntasks-per-node=2 "${plain[@]}"
+start_job keeper --dp-world=auto --dp-max-restarts=1 -N2 --ntasks-per-node=2 \
+  "$PY" "${train[@]}" --until-signals USR1,USR2 --ready-file "$WORK/keeper"
 start_job launcher --dp-world=auto -N2 --ntasks-per-node=1 bash -c \
   "trap '' USR1 USR2; exec torchrun --nproc_per_node=2 ${train[*]} --until-signals USR1,USR2 --ready-file $WORK/launcher"
 
 ready() { [[ -f $WORK/$1.0 && -f $WORK/$1.1 && -f $WORK/$1.2 && -f $WORK/$1.3 ]]; }
 saw() { [[ -f $WORK/$1.0.$2 && -f $WORK/$1.1.$2 && -f $WORK/$1.2.$2 && -f $WORK/$1.3.$2 ]]; }
 job_of() { squeue -h -o %i -n "sig-$1-$$" | head -n1; }
-for c in pertask control launcher; do
+for c in pertask control launcher keeper; do
   wait_until 150 "$c: every rank's first all-reduce ($(tail -3 "$WORK/$c.log"))" ready "$c"
 done
 for sig in USR1 USR2; do
-  for c in pertask control launcher; do
+  for c in pertask control launcher keeper; do
     job=$(job_of "$c")
     [[ -n $job ]] || fail "$c: its job is gone before SIG$sig: $(tail -5 "$WORK/$c.log")"
     scancel --signal="$sig" "$job"
   done
-  for c in pertask control launcher; do wait_until 60 "$c: every rank to see SIG$sig" saw "$c" "$sig"; done
+  for c in pertask control launcher keeper; do wait_until 60 "$c: every rank to see SIG$sig" saw "$c" "$sig"; done
 done
 
 # Every rank ran to its end having seen the signals; the step's status is 0.
@@ -54,8 +59,10 @@ finished() {  # finished NAME SIGNALS
 finished pertask USR1,USR2
 finished control USR1,USR2
 finished launcher USR1,USR2
+finished keeper USR1,USR2
+grep -q 'restart' "$WORK/keeper.log" && fail "keeper: the notices made a restart: $(cat "$WORK/keeper.log")"
 wait_until 120 "timed: every rank to see SIGUSR1 from --signal=USR1@90" saw timed USR1
 finished timed USR1
-grep -q 'slurm-dp' "$WORK/pertask.log" "$WORK/launcher.log" "$WORK/timed.log" &&
+grep -q 'slurm-dp' "$WORK/pertask.log" "$WORK/launcher.log" "$WORK/timed.log" "$WORK/keeper.log" &&
   fail "slurm-dp had something to say: $(grep -h slurm-dp "$WORK"/*.log)"
-pass "scancel --signal=USR1/USR2 and --signal=USR1@90 reach every rank; rc 0 per task, under torchrun and without slurm-dp"
+pass "scancel --signal=USR1/USR2 and --signal=USR1@90 reach every rank; rc 0 per task, with task keepers (--dp-max-restarts), under torchrun and without slurm-dp"

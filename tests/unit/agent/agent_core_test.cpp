@@ -42,6 +42,8 @@ struct Recorder : AgentOutbox {
   }
   std::vector<std::chrono::milliseconds> sample_every;  // each SampleAsk
   uint64_t looks = 0;
+  void restart(const proto::Restart& r) override { restarts.push_back(r); }
+  std::vector<proto::Restart> restarts;    // the daemon's restart orders, passed on
   std::vector<Clock::time_point> relinks;  // each reconnect asked for, by its deadline
   std::vector<std::pair<uint64_t, std::chrono::milliseconds>> stacks_asks;  // each read asked for
   std::vector<std::string> ended;  // each end_tasks verdict
@@ -677,6 +679,51 @@ TEST_F(AgentRelinkTest, TheDoubtComesAtHalfAShortBound) {
     short_bound.on_tick(now);
   }
   EXPECT_EQ(short_out.relinks.size(), 1u);
+}
+
+// A step that restarts in place (--dp-spares): the daemon's orders reach the
+// keepers (the I/O layer), the node answers each, a program stopped on the
+// daemon's word is no loss, and START gives the node its new ranks afresh.
+proto::Response restart_push(proto::Restart::Phase phase, int node_rank,
+                             std::vector<int32_t> ranks) {
+  proto::Response push;
+  auto* r = push.mutable_restart();
+  r->set_phase(phase);
+  r->set_generation(1);
+  r->set_node_rank(node_rank);
+  for (int32_t x : ranks) r->add_node_ranks(x);
+  r->set_restart_count(1);
+  return push;
+}
+
+TEST_F(AgentCoreTest, ARestartStopsTheProgramsQuietlyAndStartsThemWithTheNewRanks) {
+  join(10, 1);
+  core.on_daemon_response(restart_push(proto::Restart::STOP, -1, {}), now);
+  ASSERT_EQ(out.restarts.size(), 1u);
+  EXPECT_EQ(out.restarts[0].phase(), proto::Restart::STOP);
+  EXPECT_TRUE(core.restarting());
+  EXPECT_EQ(out.closed, std::vector<ConnId>{10});  // the old program's connection goes
+  const size_t sent = out.to_daemon_.size();
+  core.on_task_exit(1, SIGTERM, now);  // stopped on the daemon's word: no RankLost
+  EXPECT_EQ(out.to_daemon_.size(), sent);
+  core.restart_ready(1, proto::Restart::STOP);
+  ASSERT_TRUE(out.to_daemon_.back().has_restart_ready());
+  EXPECT_EQ(out.to_daemon_.back().restart_ready().phase(), proto::Restart::STOP);
+  core.on_daemon_response(restart_push(proto::Restart::START, 0, {0, 1}), now);
+  EXPECT_FALSE(core.restarting());
+  EXPECT_EQ(core.node_ranks(), (std::vector<int32_t>{0, 1}));
+  join(11, 0);                        // a rank of the node's new place may now say hello
+  core.on_task_exit(0, 3 << 8, now);  // exited with code 3: a failure again
+  ASSERT_TRUE(out.to_daemon_.back().has_rank_lost());
+  EXPECT_EQ(out.to_daemon_.back().rank_lost().rank(), 0);
+  EXPECT_FALSE(out.to_daemon_.back().rank_lost().task_gone());
+}
+
+TEST_F(AgentCoreTest, ATaskThatEndedForGoodIsTheNodesLoss) {
+  core.on_task_gone(2, "its task (the program's keeper) ended", now);
+  ASSERT_TRUE(out.to_daemon_.back().has_rank_lost());
+  EXPECT_TRUE(out.to_daemon_.back().rank_lost().task_gone());
+  EXPECT_EQ(out.to_daemon_.back().rank_lost().rank(), 2);
 }
 
 }  // namespace

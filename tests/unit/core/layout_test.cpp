@@ -432,4 +432,85 @@ TEST(Explain, OneLinePerTaskInRankOrder) {
   EXPECT_NE(lines[1].find("MASTER_ADDR=10.0.0.1"), std::string::npos);
 }
 
+dp::Options spare_opts(const char* spares, const char* max_restarts = nullptr) {
+  dp::Options o = opts("auto");
+  if (spares) {
+    EXPECT_TRUE(dp::apply_option(o, "dp-spares", spares).ok());
+  }
+  if (max_restarts) {
+    EXPECT_TRUE(dp::apply_option(o, "dp-max-restarts", max_restarts).ok());
+  }
+  return o;
+}
+
+TEST(Spares, TheWorldCountsTheNodesThatAreNoSpares) {
+  auto p = plan(spare_opts("1"), site({}), shape({"n1", "n2", "n3"}, "2(x3)"));
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->world_size, 4);
+  EXPECT_EQ(p->spares, 1);
+  EXPECT_EQ(p->tasks_per_node, 2);
+  EXPECT_EQ(p->active_nodes(), 2);
+  EXPECT_TRUE(p->restarts);
+  EXPECT_EQ(p->max_restarts, 3);  // the site's max_restarts
+  // A restarting step meets at the step's store, whatever the site's default.
+  EXPECT_EQ(p->store, dp::StoreKind::step);
+  EXPECT_EQ(plan(spare_opts("1", "5"), site({}), shape({"n1", "n2"}, "1(x2)"))->max_restarts, 5);
+}
+
+TEST(Spares, ASlurmstepdOfOneNodeSeesTheSameWorld) {
+  dp::StepFacts f;
+  f.shape = dp::StepShape{{"n3"}, {{4, 5}}};
+  f.task_count = 6;
+  f.node_count = 3;
+  f.options = spare_opts("1");
+  f.site = site({});
+  auto p = dp::plan_layout(f);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->world_size, 4);
+  EXPECT_EQ(p->active_nodes(), 2);
+}
+
+TEST(Spares, RefusedWhereNoRankWouldBeLeftOrTheSiteKeepsNone) {
+  auto all = plan(spare_opts("2"), site({}), shape({"n1", "n2"}, "1(x2)"));
+  ASSERT_FALSE(all.ok());
+  EXPECT_NE(all.error().message.find("-N 3 or more"), std::string::npos) << all.error().message;
+  auto none = plan(spare_opts("1"), site({"max_spares=0"}), shape({"n1", "n2"}, "1(x2)"));
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("max_spares=0"), std::string::npos);
+  auto many = plan(spare_opts("3"), site({"max_spares=2"}), shape({"a", "b", "c", "d"}, "1(x4)"));
+  ASSERT_FALSE(many.ok());
+  EXPECT_NE(many.error().message.find("at most 2 spare nodes"), std::string::npos);
+  auto uneven = plan(spare_opts("1"), site({}), shape({"n1", "n2", "n3"}, "2,1,1"));
+  ASSERT_FALSE(uneven.ok());
+  EXPECT_NE(uneven.error().message.find("--ntasks-per-node"), std::string::npos);
+  dp::Options rank0 = spare_opts("1");
+  EXPECT_TRUE(dp::apply_option(rank0, "dp-store", "rank0").ok());
+  auto store = plan(rank0, site({}), shape({"n1", "n2"}, "1(x2)"));
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.error().message.find("--dp-store=rank0"), std::string::npos);
+}
+
+TEST(Spares, RestartsInPlaceNeedNoSpare) {
+  auto p = plan(spare_opts(nullptr, "2"), site({}), shape({"n1", "n2"}, "2(x2)"));
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->world_size, 4);
+  EXPECT_EQ(p->spares, 0);
+  EXPECT_TRUE(p->restarts);
+  EXPECT_EQ(p->max_restarts, 2);
+}
+
+TEST(Spares, ExplainShowsTheSparesParked) {
+  auto s = site({});
+  auto sh = shape({"n1", "n2", "n3"}, "2(x3)");
+  auto p = plan(spare_opts("1"), s, sh);
+  ASSERT_TRUE(p.ok());
+  auto tasks = dp::step_environment(*p, s, sh, "10.0.0.1", "29500");
+  ASSERT_TRUE(tasks.ok()) << tasks.error().message;
+  auto lines = dp::explain_lines(*tasks);
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines[3].rfind("task 3 on n2: RANK=3 LOCAL_RANK=1 WORLD_SIZE=4", 0), 0u) << lines[3];
+  EXPECT_EQ(lines[4].rfind("task 4 on n3: spare: parked", 0), 0u) << lines[4];
+  EXPECT_EQ(lines[5].rfind("task 5 on n3: spare: parked", 0), 0u) << lines[5];
+}
+
 }  // namespace

@@ -220,7 +220,8 @@ TEST(Options, SpecsCoverEveryOptionOnce) {
   const std::map<std::string, const char*> sample = {
       {"dp-tiles", "1"},     {"dp-on-failure", "keep"}, {"dp-master-socket", "pass"},
       {"dp-store", "step"},  {"dp-ports", "3"},         {"dp-hang-timeout", "20s"},
-      {"dp-on-hang", "end"}, {"dp-straggler", "off"}};
+      {"dp-on-hang", "end"}, {"dp-straggler", "off"},
+      {"dp-spares", "1"},    {"dp-max-restarts", "2"}};
   for (const auto& s : specs) {
     EXPECT_TRUE(names.insert(s.name).second) << s.name << " twice";
     EXPECT_EQ(std::string(s.usage).rfind("[slurm-dp]", 0), 0u) << s.name;
@@ -230,6 +231,27 @@ TEST(Options, SpecsCoverEveryOptionOnce) {
     auto r = apply(o, s.name, s.arginfo ? (it != sample.end() ? it->second : "auto") : nullptr);
     EXPECT_TRUE(r.ok()) << s.name << ": " << (r.ok() ? "" : r.error().message);
   }
+}
+
+TEST(Options, SparesAndRestartsSetTheBudget) {
+  dp::Options o;
+  EXPECT_FALSE(o.restarts_programs());
+  EXPECT_EQ(o.restart_budget(3), 0);
+  ASSERT_TRUE(apply(o, "dp-spares", "2").ok());
+  EXPECT_TRUE(o.restarts_programs());
+  EXPECT_EQ(o.restart_budget(3), 3);  // the site's max_restarts
+  ASSERT_TRUE(apply(o, "dp-max-restarts", "1").ok());
+  EXPECT_EQ(o.restart_budget(3), 1);
+  dp::Options in_place;
+  ASSERT_TRUE(apply(in_place, "dp-max-restarts", "2").ok());
+  EXPECT_TRUE(in_place.restarts_programs());
+  EXPECT_EQ(in_place.restart_budget(5), 2);
+  EXPECT_FALSE(apply(o, "dp-spares", "0").ok());
+  EXPECT_FALSE(apply(o, "dp-max-restarts", "-1").ok());
+  const auto back = dp::parse_node_options(dp::format_node_options(o), "DP_OPTIONS");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->spares, 2);
+  EXPECT_EQ(back->max_restarts, 1);
 }
 
 TEST(NodeOptions, RoundTripThroughTheOneValue) {

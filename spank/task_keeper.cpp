@@ -1,0 +1,301 @@
+#include "task_keeper.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "dp/step_signals.hpp"
+#include "dp/unique_fd.hpp"
+#include "keeper_contract.hpp"
+#include "proc_stat.hpp"
+#include "unix_connect.hpp"  // dp_sockets
+
+namespace dp::spank {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using agent::KeeperLine;
+
+// The handler's pipe: a signal and its sender, read by the keeper's loop.
+int g_signal_write = -1;
+struct SignalNote {
+  int sig;
+  pid_t from;
+};
+
+void note_signal(int sig, siginfo_t* info, void*) {
+  const int saved = errno;
+  const SignalNote n{sig, info != nullptr ? info->si_pid : 0};
+  [[maybe_unused]] const ssize_t w = ::write(g_signal_write, &n, sizeof n);
+  errno = saved;
+}
+
+// What the program's process must find as slurmstepd left it: every
+// disposition and the mask, before the keeper changed them.
+struct SignalState {
+  struct sigaction act[NSIG];
+  sigset_t mask;
+};
+
+void save_signals(SignalState& s) {
+  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, nullptr, &s.act[sig]);
+  sigprocmask(SIG_SETMASK, nullptr, &s.mask);
+}
+
+void restore_signals(const SignalState& s) {
+  for (int sig = 1; sig < NSIG; ++sig)
+    if (is_step_signal(sig)) sigaction(sig, &s.act[sig], nullptr);
+  sigprocmask(SIG_SETMASK, &s.mask, nullptr);
+}
+
+// The task process was slurmstepd a moment ago and never execs: its
+// descriptors a exec would have closed are closed now (a pipe of another
+// task's output must not wait for this one), as are never its 0-2.
+void close_exec_descriptors() {
+  std::vector<int> fds;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(d)) {
+      const int fd = std::atoi(e->d_name);
+      if (fd > 2 && fd != dirfd(d) && (fcntl(fd, F_GETFD) & FD_CLOEXEC)) fds.push_back(fd);
+    }
+    closedir(d);
+  }
+  for (int fd : fds) ::close(fd);
+}
+
+[[noreturn]] void end_as(int status) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    const rlimit no_core{0, 0};  // the program dumped its own core, if any
+    setrlimit(RLIMIT_CORE, &no_core);
+    signal(sig, SIG_DFL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    sigprocmask(SIG_UNBLOCK, &one, nullptr);
+    raise(sig);
+    std::_Exit(128 + sig);
+  }
+  std::_Exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}
+
+class Keeper {
+ public:
+  Keeper(const KeeperPlan& plan, UniqueFd signals) : plan_(plan), signals_(std::move(signals)) {}
+  void connect();
+  // Runs the keeper; true only in a newly forked program's process.
+  bool run(const SignalState& saved);
+
+ private:
+  bool start(int node_rank, int count, const SignalState& saved);
+  void on_signals();
+  void on_child_end();
+  void on_agent(const KeeperLine& l, bool& forked, const SignalState& saved);
+  bool read_agent(bool& forked, const SignalState& saved);
+  void say(const KeeperLine& l);
+  [[noreturn]] void finish() { end_as(last_status_); }
+
+  const KeeperPlan& plan_;
+  UniqueFd signals_;
+  UniqueFd agent_;
+  std::string in_;
+  pid_t child_ = -1;
+  UniqueFd child_fd_;  // a pidfd: readable once the program ended
+  int last_status_ = 0;
+  bool stop_reply_due_ = false;
+  std::optional<Clock::time_point> kill_at_;
+};
+
+void Keeper::connect() {
+  auto fd = rdv::unix_connect_once(plan_.socket);
+  if (!fd) return;  // no agent: the program runs once, as without restarts
+  agent_.reset(*fd);
+  const int flags = fcntl(agent_.get(), F_GETFL);
+  fcntl(agent_.get(), F_SETFL, flags & ~O_NONBLOCK);
+  say({KeeperLine::Kind::keeper, plan_.local, getpid()});
+}
+
+void Keeper::say(const KeeperLine& l) {
+  if (!agent_) return;
+  const std::string line = agent::format_keeper_line(l);
+  if (::send(agent_.get(), line.data(), line.size(), MSG_NOSIGNAL) != ssize_t(line.size()))
+    agent_.reset();
+}
+
+// The program's process returns true from here and goes on to exec.
+bool Keeper::start(int node_rank, int count, const SignalState& saved) {
+  if (child_ > 0) {  // already running (an order that crossed the first start)
+    say({KeeperLine::Kind::started, child_,
+         static_cast<long long>(agent::read_start_ticks(child_).value_or(0))});
+    return false;
+  }
+  if (auto ok = plan_.prepare(node_rank, count); !ok) {
+    std::fprintf(stderr, "slurm-dp: task keeper: %s\n", ok.error().message.c_str());
+    last_status_ = 1 << 8;  // exited 1
+    say({KeeperLine::Kind::exited, last_status_});
+    return false;
+  }
+  const pid_t keeper = getpid();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    agent_.reset();
+    signals_.reset();
+    child_fd_.reset();
+    restore_signals(saved);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != keeper) std::_Exit(1);
+    return true;
+  }
+  if (pid < 0) {
+    last_status_ = 1 << 8;
+    say({KeeperLine::Kind::exited, last_status_});
+    return false;
+  }
+  child_ = pid;
+  child_fd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  say({KeeperLine::Kind::started, pid,
+       static_cast<long long>(agent::read_start_ticks(pid).value_or(0))});
+  return false;
+}
+
+void Keeper::on_signals() {
+  SignalNote n{};
+  while (::read(signals_.get(), &n, sizeof n) == sizeof n) {
+    // Slurm's (from slurmstepd, the task's parent) reached the program as
+    // well; anyone else's was meant for the task's pid, the program.
+    if (child_ > 0) {
+      if (n.from != getppid()) kill(child_, n.sig);
+    } else if (signal_ends_step(n.sig)) {
+      end_as(n.sig & 0x7f);  // a wait status of "killed by n.sig": as a bare task dies of it
+    }
+  }
+}
+
+void Keeper::on_child_end() {
+  int status = 0;
+  if (waitpid(child_, &status, WNOHANG) != child_) return;
+  child_ = -1;
+  child_fd_.reset();
+  kill_at_.reset();
+  last_status_ = status;
+  say({KeeperLine::Kind::exited, status});
+  if (stop_reply_due_) say({KeeperLine::Kind::stopped});
+  stop_reply_due_ = false;
+  if (!agent_) finish();
+}
+
+void Keeper::on_agent(const KeeperLine& l, bool& forked, const SignalState& saved) {
+  switch (l.kind) {
+    case KeeperLine::Kind::start:
+      forked = start(static_cast<int>(l.a), static_cast<int>(l.b), saved);
+      return;
+    case KeeperLine::Kind::stop:
+      if (child_ <= 0) return say({KeeperLine::Kind::stopped});
+      kill(child_, SIGTERM);
+      kill(child_, SIGCONT);  // a stopped program sees its SIGTERM only once continued
+      kill_at_ = Clock::now() + std::chrono::milliseconds(l.a);
+      stop_reply_due_ = true;
+      return;
+    case KeeperLine::Kind::exit:
+      if (child_ <= 0) finish();
+      return;
+    default: return;
+  }
+}
+
+bool Keeper::read_agent(bool& forked, const SignalState& saved) {
+  char buf[256];
+  const ssize_t n = ::recv(agent_.get(), buf, sizeof buf, 0);
+  if (n <= 0) {
+    agent_.reset();
+    if (child_ <= 0) finish();  // the agent is gone: so is the step on this node
+    return false;
+  }
+  in_.append(buf, static_cast<size_t>(n));
+  for (size_t nl; !forked && (nl = in_.find('\n')) != std::string::npos;) {
+    const auto line = agent::parse_keeper_line(std::string_view(in_).substr(0, nl));
+    in_.erase(0, nl + 1);
+    if (line) on_agent(*line, forked, saved);
+  }
+  return forked;
+}
+
+bool Keeper::run(const SignalState& saved) {
+  if (plan_.node_rank && start(*plan_.node_rank, 0, saved)) return true;
+  if (!agent_ && child_ <= 0) finish();  // a spare without its agent has nothing to wait for
+  for (;;) {
+    pollfd p[3] = {
+        {signals_.get(), POLLIN, 0}, {agent_.get(), POLLIN, 0}, {child_fd_.get(), POLLIN, 0}};
+    // Without a pidfd (a kernel before 5.3) the program's end is polled for.
+    int timeout = child_ > 0 && !child_fd_ ? 100 : -1;
+    if (kill_at_)
+      timeout = static_cast<int>(std::max<long long>(
+          0,
+          std::chrono::duration_cast<std::chrono::milliseconds>(*kill_at_ - Clock::now()).count()));
+    if (::poll(p, 3, timeout) < 0 && errno != EINTR) finish();
+    if (p[0].revents) on_signals();
+    if (child_ > 0 && (p[2].revents || child_fd_.get() < 0)) on_child_end();
+    if (kill_at_ && Clock::now() >= *kill_at_ && child_ > 0) {
+      kill(child_, SIGKILL);
+      kill_at_.reset();
+    }
+    bool forked = false;
+    if (p[1].revents && agent_ && read_agent(forked, saved)) return true;
+  }
+}
+
+// The keeper's own handling of the step's signals, recorded with their sender.
+Result<UniqueFd> install_signal_notes() {
+  int fds[2];
+  if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0)
+    return make_error(Errc::internal, std::string("pipe2: ") + std::strerror(errno));
+  UniqueFd read_end(fds[0]);
+  g_signal_write = fds[1];
+  struct sigaction sa {};
+  sa.sa_sigaction = note_signal;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigset_t steps;
+  sigemptyset(&steps);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (!is_step_signal(sig)) continue;
+    sigaction(sig, &sa, nullptr);
+    sigaddset(&steps, sig);
+  }
+  sigprocmask(SIG_UNBLOCK, &steps, nullptr);
+  return read_end;
+}
+
+}  // namespace
+
+int keep_task(const KeeperPlan& plan) {
+  SignalState saved;
+  save_signals(saved);
+  // ps and a test walking up from the program tell the keeper from slurmstepd.
+  prctl(PR_SET_NAME, "dp-task-keeper");
+  close_exec_descriptors();
+  auto signals = install_signal_notes();
+  if (!signals) {
+    std::fprintf(stderr, "slurm-dp: task keeper: %s\n", signals.error().message.c_str());
+    return -1;
+  }
+  Keeper keeper(plan, std::move(*signals));
+  keeper.connect();
+  if (keeper.run(saved)) return 0;  // the program's process
+  std::_Exit(1);                    // not reached: the keeper ends as its program did
+}
+
+}  // namespace dp::spank

@@ -1,0 +1,113 @@
+# shellcheck shell=bash
+# Shared by the restart tests (--dp-spares, --dp-max-restarts; issue 54): a
+# cluster of their own, 3 nodes in network namespaces (a lost node's slurmd is
+# killed with it, and started again after), 75 ports after the shared lo
+# cluster's base; an unmodified PyTorch DDP program that resumes from its
+# checkpoint (pytorch/resume.py). Sourced first (it sources lib.sh).
+#   start_resume NAME NODES [srun flags...] -- [resume.py args...]
+#                         srun --dp-world=auto -N NODES --ntasks-per-node=2 in the background:
+#                         srun_pid, job; each task's output in $WORK/task<T>.log (Slurm's
+#                         task id: a spare's tasks are 4 and 5), srun's in $WORK/srun.log
+#   wait_ready SECS       every rank completed a step; the checkpoint exists
+#   node_pids NODE        every process of NODE: its slurmd, the step's slurmstepd and below
+#   lose_node NODE        SIGKILL to all of them at once (t0: the loss, ns since the epoch)
+#   freeze_node NODE      SIGSTOP to all of them (thawed by thaw_all, also on exit)
+#   revive                the lost nodes' slurmd again, every node idle
+#   done_params           the one parameter digest every rank ended with (fails if not one)
+#   last_end_ns           when the last rank's program printed its done line
+#   first_after NS        the earliest first-step time of a restarted start after NS, minus
+#                         its checkpoint load: "<ms since NS> <load ms>"
+set -euo pipefail
+: "${DP_BUILD_DIR:?run through ctest}" "${DP_CLUSTER_PORT_BASE:?run through ctest}"
+DP_CLUSTER=${DP_CLUSTER:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../cluster" && pwd)/dp-cluster}
+export DP_CLUSTER_DIR=$DP_BUILD_DIR/e2e-cluster-spares DP_CLUSTER_MODE=ns DP_CLUSTER_NODES=3 \
+  DP_CLUSTER_PORT_BASE=$((DP_CLUSTER_PORT_BASE + 75)) DP_CLUSTER
+"$DP_CLUSTER" up >"$DP_BUILD_DIR/e2e-cluster-spares.up.log" 2>&1 ||
+  { cat "$DP_BUILD_DIR/e2e-cluster-spares.up.log" >&2; echo "FAIL: dp-cluster up (spares) failed" >&2; exit 1; }
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/node_loss.sh"
+PYTHON=/usr/bin/python3
+cp "$(dirname "${BASH_SOURCE[0]}")/../pytorch/resume.py" "$WORK/"
+spares_cleanup() {
+  thaw_all
+  [[ -z ${srun_pid:-} ]] || kill "$srun_pid" 2>/dev/null || true
+  cleanup_work
+  "$DP_CLUSTER" down >/dev/null 2>&1 || true
+}
+trap spares_cleanup EXIT
+pytorch_launcher_env
+
+start_resume() {
+  local name=$1-$$ nodes=$2
+  shift 2
+  local -a flags=()
+  while (($#)) && [[ $1 != -- ]]; do flags+=("$1"); shift; done
+  (($#)) && shift
+  rm -f "$WORK"/ready.* "$WORK"/task*.log "$WORK/ckpt.pt"
+  # USE_LIBUV=0: Debian 13's torch 2.6 has no libuv TCPStore but asks for it.
+  as_user env "${pet[@]}" srun --dp-world=auto "${flags[@]}" -N "$nodes" --ntasks-per-node=2 \
+    -J "$name" -o "$WORK/task%t.log" --export=ALL,USE_LIBUV=0 \
+    "$PYTHON" "$WORK/resume.py" --ckpt "$WORK/ckpt.pt" --ready-file "$WORK/ready" "$@" \
+    >"$WORK/srun.log" 2>&1 &
+  srun_pid=$!
+  local deadline=$((SECONDS + 30))
+  until job=$(squeue -h -o %i -n "$name" | head -n1) && [[ -n $job ]]; do
+    ((SECONDS < deadline)) || fail "no job named $name in the queue: $(cat "$WORK/srun.log")"
+    sleep 0.1
+  done
+}
+
+ranks_ready() { [[ -f $WORK/ready.0 && -f $WORK/ready.1 && -f $WORK/ready.2 && -f $WORK/ready.3 && -f $WORK/ckpt.pt ]]; }
+wait_ready() {
+  wait_until "$1" "every rank's first step and a checkpoint ($(tail -3 "$WORK/srun.log" "$WORK"/task*.log 2>/dev/null))" ranks_ready
+}
+
+revive() { "$DP_CLUSTER" revive >/dev/null 2>&1 || fail "the lost node's slurmd did not come back"; }
+
+done_params() {
+  local params
+  params=$(sed -n 's/^done .*params=\([0-9a-f]*\).*/\1/p' "$WORK"/task*.log | sort -u)
+  [[ $(wc -l <<<"$params") == 1 && -n $params ]] || fail "the ranks end with different or no parameters: $params"
+  [[ $(grep -h '^done ' "$WORK"/task*.log | wc -l) == 4 ]] || fail "not 4 ranks ended: $(grep -h '^done ' "$WORK"/task*.log)"
+  echo "$params"
+}
+
+# The srun wait: rc and ms since t0 (set by the caller), or ms=-1 after SECS.
+wait_srun() {
+  local deadline=$((SECONDS + $1))
+  rc=0
+  while kill -0 "$srun_pid" 2>/dev/null; do
+    ((SECONDS < deadline)) || { ms=-1; return 0; }
+    sleep 0.02
+  done
+  wait "$srun_pid" || rc=$?
+  srun_end=$(date +%s%N)
+  ms=$(((srun_end - t0) / 1000000))
+}
+
+# When each task's log was last written: the last rank's done line.
+last_end_ns() {
+  local f newest=0 t
+  for f in "$WORK"/task*.log; do
+    grep -q '^done ' "$f" || continue
+    t=$(stat -c %.9Y "$f" | tr -d .)
+    ((t > newest)) && newest=$t
+  done
+  echo "$newest"
+}
+
+# The restarted programs' first completed step: the latest rank's, in ms
+# since NS, and the longest checkpoint load before it: "<ms> <load ms>".
+first_after() {
+  local worst=-1 load=0 line at r l
+  while read -r line; do
+    at=$(sed -n 's/.* at=\([0-9]*\).*/\1/p' <<<"$line")
+    r=$(sed -n 's/^first rank=\([0-9]*\) .*/\1/p' <<<"$line")
+    ((at > $1)) || continue
+    (((at - $1) / 1000000 > worst)) && worst=$(((at - $1) / 1000000))
+    l=$(grep -h "^resume rank=$r .*restart=[1-9]" "$WORK"/task*.log | tail -n1 |
+      sed -n 's/.*load_ms=\([0-9]*\).*/\1/p')
+    ((${l:-0} > load)) && load=${l:-0}
+  done < <(grep -h '^first rank=.* restart=[1-9]' "$WORK"/task*.log)
+  echo "$worst $load"
+}

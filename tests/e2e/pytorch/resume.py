@@ -1,0 +1,112 @@
+#!/usr/bin/python3
+"""An unmodified PyTorch DDP program that resumes from its checkpoint, as
+programs written for torchrun's restarts do: gloo, env://, no libdp.
+
+The data of step s on rank r depends only on (s, r), and rank 0 saves model,
+optimizer and step every --save-every steps, atomically (write, then rename),
+so a run that loses a node and starts again from its last checkpoint ends
+with bit-for-bit the parameters of a run that never stopped (gloo's
+all_reduce is deterministic for a fixed world). It reads only torchrun's
+variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_*, TORCHELASTIC_RESTART_COUNT),
+so it runs per task and under torchrun alike. Lines it prints:
+
+  resume rank=R step=S load_ms=M restart=C     it loaded the checkpoint of step S
+  first rank=R step=S restart=C at=NS          its first step of this start completed
+                                               (CLOCK_REALTIME ns, the test's clock)
+  done rank=R world=W restart=C params=<sha256 prefix of the parameters>
+
+  --steps N        training steps (40)
+  --step-ms MS     sleep per step, so a test can act mid-run (0)
+  --save-every K   rank 0 checkpoints after every K steps (5)
+  --ckpt PATH      the checkpoint (a shared folder); required
+  --ready-file F   each rank touches F.<rank> once a step completed
+  --fail-always    raise after the first step of every start (a program that cannot recover)
+"""
+import argparse
+import hashlib
+import os
+import socket
+import sys
+import time
+
+
+def parse_args():
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--step-ms", type=int, default=0)
+    p.add_argument("--save-every", type=int, default=5)
+    p.add_argument("--ckpt", required=True)
+    p.add_argument("--ready-file", default="")
+    p.add_argument("--fail-always", action="store_true")
+    return p.parse_args()
+
+
+ARGS = parse_args()
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.nn as nn  # noqa: E402
+
+
+def save(path, model, opt, step):
+    tmp = f"{path}.tmp.{os.getpid()}"
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step}, tmp)
+    os.rename(tmp, path)
+
+
+def main():
+    args = ARGS
+    restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    start = 0
+    if os.path.exists(args.ckpt):
+        t = time.monotonic()
+        state = torch.load(args.ckpt)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        start = state["step"]
+        load_ms = (time.monotonic() - t) * 1000.0
+        print(f"resume rank={os.environ['RANK']} step={start} load_ms={load_ms:.1f} "
+              f"restart={restart}", flush=True)
+    dist.init_process_group("gloo", init_method="env://")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    ddp = nn.parallel.DistributedDataParallel(model)
+    # DDP regroups its gradient buckets after a start's first backward pass,
+    # and gloo's sums round by an element's place in its bucket: one backward
+    # pass that changes nothing (the optimizer never sees it) makes every real
+    # step, the first after a resume too, use the regrouped buckets.
+    ddp(torch.zeros(1, 16)).sum().backward()
+    opt.zero_grad()
+    for step in range(start, args.steps):
+        gen = torch.Generator().manual_seed(1000 * step + rank)
+        x = torch.randn(8, 16, generator=gen)
+        y = x.sum(dim=1, keepdim=True)
+        opt.zero_grad()
+        nn.functional.mse_loss(ddp(x), y).backward()
+        opt.step()
+        if step == start:
+            print(f"first rank={rank} step={step} restart={restart} at={time.time_ns()}", flush=True)
+            if args.ready_file:
+                open(f"{args.ready_file}.{rank}", "w").close()
+            if args.fail_always:
+                raise RuntimeError(f"rank {rank} cannot go on (--fail-always)")
+        if rank == 0 and (step + 1) % args.save_every == 0:
+            save(args.ckpt, model, opt, step + 1)
+        if args.step_ms:
+            time.sleep(args.step_ms / 1000.0)
+    digest = hashlib.sha256()
+    for p in model.parameters():
+        digest.update(p.detach().numpy().tobytes())
+    line = (f"done rank={rank} world={world} restart={restart} host={socket.gethostname()} "
+            f"params={digest.hexdigest()[:16]}\n")
+    sys.stdout.flush()
+    os.write(1, line.encode())
+    # gloo can deadlock at interpreter exit; a finished rank has nothing left to do.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,199 @@
+// The broker's restarts in place (--dp-spares, --dp-max-restarts): a lost
+// node's place goes to the spare, every node agent stops, then starts its
+// programs again with its (new) ranks; budgets and spares that run out end
+// the step as before, naming why; at the end the spares are released and a
+// lost node's tasks ended in Slurm.
+#include <gtest/gtest.h>
+
+#include "broker_fixture.hpp"
+#include "dp/master_port.hpp"
+#include "step_ports_value.hpp"
+
+namespace dp::daemon::test {
+namespace {
+
+constexpr ConnId kA = 1, kB = 2, kSpare = 3;
+
+class RestartBrokerTest : public BrokerTest {
+ protected:
+  RestartBrokerTest() : BrokerTest(4) {}
+  void SetUp() override {
+    BrokerConfig c = config(4);
+    c.limits.nodes = 3;
+    c.limits.spares = 1;
+    c.limits.tasks_per_node = 2;
+    c.limits.max_restarts = max_restarts_;
+    b_.emplace(c, out_, t0_);
+    ASSERT_EQ(node(kA, 0, {0, 1}, "na").code(), proto::OK);
+    ASSERT_EQ(node(kB, 1, {2, 3}, "nb").code(), proto::OK);
+    ASSERT_EQ(node(kSpare, 2, {}, "nc").code(), proto::OK);
+  }
+  // A node agent's hello: its node index in the rank field, its ranks.
+  proto::Response node(ConnId c, int index, const std::vector<int32_t>& ranks,
+                       const std::string& host) {
+    proto::Request r;
+    r.set_id(1);
+    auto* h = r.mutable_hello();
+    h->set_protocol_version(rdv::kProtocolVersion);
+    h->set_role(proto::ROLE_NODE);
+    h->set_rank(index);
+    h->set_host(host);
+    for (int32_t x : ranks) h->add_node_ranks(x);
+    h->set_proof(rdv::hello_proof(kSecret, kNonce, proto::ROLE_NODE, index, 0, host,
+                                  std::span<const int32_t>(ranks)));
+    b_->on_connect(c, t0_);
+    send(c, r);
+    return out_.last(c);
+  }
+  void send(ConnId c, const proto::Request& r) { b_->on_frame(c, r.SerializeAsString(), t0_); }
+  // The last restart push a node agent got, or none.
+  std::optional<proto::Restart> restart_push(ConnId c) {
+    for (auto it = out_.sent[c].rbegin(); it != out_.sent[c].rend(); ++it)
+      if (it->id() == 0 && it->has_restart()) return it->restart();
+    return std::nullopt;
+  }
+  void ready(ConnId c, proto::Restart::Phase phase, uint64_t generation = 1) {
+    proto::Request r;
+    r.mutable_restart_ready()->set_generation(generation);
+    r.mutable_restart_ready()->set_phase(phase);
+    send(c, r);
+  }
+  void goodbye(ConnId c, std::optional<int> rank) {
+    proto::Request r;
+    r.set_id(9);
+    if (rank) r.mutable_goodbye()->set_rank(*rank);
+    else r.mutable_goodbye();
+    send(c, r);
+  }
+  void rank_lost(ConnId c, int rank, int exit_code) {
+    proto::Request r;
+    r.set_id(8);
+    r.mutable_rank_lost()->set_rank(rank);
+    r.mutable_rank_lost()->set_exit_code(exit_code);
+    send(c, r);
+  }
+  void tick(int ms) { b_->on_tick(t0_ + milliseconds(ms)); }
+  int max_restarts_ = 3;
+  std::optional<Broker> b_;
+};
+
+TEST_F(RestartBrokerTest, ALostNodesPlaceGoesToTheSpareAndEveryProgramStartsAgain) {
+  b_->on_disconnect(kB, t0_);
+  EXPECT_FALSE(b_->aborted());
+  ASSERT_TRUE(restart_push(kA));
+  EXPECT_EQ(restart_push(kA)->phase(), proto::Restart::STOP);
+  EXPECT_EQ(restart_push(kA)->generation(), 1u);
+  ASSERT_TRUE(restart_push(kSpare));
+  EXPECT_EQ(restart_push(kSpare)->phase(), proto::Restart::STOP);
+  ready(kA, proto::Restart::STOP);
+  EXPECT_EQ(restart_push(kA)->phase(), proto::Restart::STOP);  // the spare has not answered
+  ready(kSpare, proto::Restart::STOP);
+  const auto a = restart_push(kA), spare = restart_push(kSpare);
+  ASSERT_TRUE(a && spare);
+  EXPECT_EQ(a->phase(), proto::Restart::START);
+  EXPECT_EQ(a->node_rank(), 0);
+  EXPECT_EQ(a->restart_count(), 1u);
+  EXPECT_EQ(spare->phase(), proto::Restart::START);
+  EXPECT_EQ(spare->node_rank(), 1);
+  EXPECT_EQ(std::vector<int32_t>(spare->node_ranks().begin(), spare->node_ranks().end()),
+            (std::vector<int32_t>{2, 3}));
+  ready(kA, proto::Restart::START);
+  ready(kSpare, proto::Restart::START);
+  // The spare now speaks for ranks 2 and 3: their goodbyes count.
+  for (int r : {0, 1}) goodbye(kA, r);
+  for (int r : {2, 3}) goodbye(kSpare, r);
+  tick(100);
+  ASSERT_TRUE(restart_push(kSpare));
+  EXPECT_EQ(restart_push(kSpare)->phase(), proto::Restart::DONE);
+  ASSERT_EQ(out_.notices.size(), 1u);
+  EXPECT_NE(out_.notices[0].find("restart 1 of 3: node nb lost"), std::string::npos)
+      << out_.notices[0];
+  EXPECT_NE(out_.notices[0].find("spare nc takes node rank 1 (ranks 2-3), 0 spare(s) left"),
+            std::string::npos)
+      << out_.notices[0];
+  // Every live node left: the lost node's tasks still hold srun, so Slurm ends them.
+  EXPECT_TRUE(out_.slurm_ends.empty());
+  goodbye(kA, std::nullopt);
+  goodbye(kSpare, std::nullopt);
+  tick(200);
+  ASSERT_EQ(out_.slurm_ends.size(), 1u);
+  EXPECT_FALSE(b_->aborted());
+  EXPECT_EQ(b_->report().restarts().size(), 1u);
+  EXPECT_EQ(b_->report().spares_left(), 0);
+}
+
+TEST_F(RestartBrokerTest, TheLostNodesAgentIsRefusedWhenItComesBack) {
+  b_->on_disconnect(kB, t0_);
+  EXPECT_EQ(node(20, 1, {2, 3}, "nb").code(), proto::ABORTED);
+}
+
+TEST_F(RestartBrokerTest, ASecondLossWithoutASpareEndsTheStepNamingWhy) {
+  b_->on_disconnect(kB, t0_);
+  ready(kA, proto::Restart::STOP);
+  ready(kSpare, proto::Restart::STOP);
+  ready(kA, proto::Restart::START);
+  ready(kSpare, proto::Restart::START);
+  b_->on_disconnect(kA, t0_);
+  ASSERT_TRUE(b_->aborted());
+  EXPECT_NE(b_->abort_cause()->message.find("no spare node is left"), std::string::npos)
+      << b_->abort_cause()->message;
+}
+
+TEST_F(RestartBrokerTest, ALossWhileProgramsStopTakesAnotherSpareOrEnds) {
+  b_->on_disconnect(kB, t0_);
+  b_->on_disconnect(kSpare, t0_);  // the spare itself, before it started anything
+  ASSERT_TRUE(b_->aborted());
+  EXPECT_NE(b_->abort_cause()->message.find("no spare node is left"), std::string::npos);
+}
+
+TEST_F(RestartBrokerTest, AFailedProgramRestartsInPlaceWithinTheBudget) {
+  rank_lost(kA, 1, 3);
+  EXPECT_FALSE(b_->aborted());
+  ASSERT_TRUE(restart_push(kB));
+  EXPECT_EQ(restart_push(kB)->phase(), proto::Restart::STOP);
+  for (ConnId c : {kA, kB, kSpare}) ready(c, proto::Restart::STOP);
+  ASSERT_EQ(restart_push(kB)->phase(), proto::Restart::START);
+  EXPECT_EQ(restart_push(kB)->node_rank(), 1);  // in place: every node keeps its ranks
+  EXPECT_FALSE(restart_push(kSpare) && restart_push(kSpare)->phase() == proto::Restart::START);
+  // A failure while the programs stop is the stop's own doing.
+  for (ConnId c : {kA, kB}) ready(c, proto::Restart::START);
+  rank_lost(kA, 0, 3);
+  EXPECT_FALSE(b_->aborted());
+}
+
+TEST_F(RestartBrokerTest, TheProgramsKeysGoAtARestartButTheAgentsExchangeStays) {
+  proto::Request set;
+  set.set_id(5);
+  set.set_space(proto::SPACE_TORCH);
+  set.mutable_set()->set_key("/rank_0");
+  set.mutable_set()->set_value("addr");
+  send(kA, set);
+  proto::Request port;
+  port.set_id(6);
+  rdv::to_proto(StepPortsValue{29500}, *port.mutable_publish_ports()->mutable_value());
+  send(kA, port);
+  EXPECT_EQ(b_->stats().keys(), 2u);
+  b_->on_disconnect(kB, t0_);
+  ready(kA, proto::Restart::STOP);
+  ready(kSpare, proto::Restart::STOP);
+  EXPECT_EQ(b_->stats().keys(), 1u);
+}
+
+class RestartBudgetTest : public RestartBrokerTest {
+ protected:
+  RestartBudgetTest() { max_restarts_ = 1; }
+};
+
+TEST_F(RestartBudgetTest, ASpentBudgetEndsTheStepWithTheFailureAndItsCause) {
+  rank_lost(kA, 1, 3);
+  for (ConnId c : {kA, kB, kSpare}) ready(c, proto::Restart::STOP);
+  for (ConnId c : {kA, kB}) ready(c, proto::Restart::START);
+  rank_lost(kB, 2, 3);
+  ASSERT_TRUE(b_->aborted());
+  const std::string& m = b_->abort_cause()->message;
+  EXPECT_NE(m.find("rank 2 (host nb) exited with code 3"), std::string::npos) << m;
+  EXPECT_NE(m.find("--dp-max-restarts=1"), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace dp::daemon::test
