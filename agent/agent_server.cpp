@@ -55,13 +55,10 @@ AgentServer::AgentServer(const AgentSettings& s, std::string socket)
       daemon_reader_(rdv::kHelloFrameLimit),
       store_(core_, *this) {}
 
-Result<std::unique_ptr<AgentServer>> AgentServer::create(const AgentSettings& s, DaemonLink daemon,
-                                                         service::UniqueFd listen_fd,
-                                                         std::string socket,
-                                                         service::StepSignalPipe signals,
-                                                         service::UniqueFd store_fd,
-                                                         PortHolds holds, FlightPlaces flight,
-    service::UniqueFd keeper_fd) {
+Result<std::unique_ptr<AgentServer>> AgentServer::create(
+    const AgentSettings& s, DaemonLink daemon, service::UniqueFd listen_fd, std::string socket,
+    service::StepSignalPipe signals, service::UniqueFd store_fd, PortHolds holds,
+    FlightPlaces flight, service::UniqueFd keeper_fd) {
   std::unique_ptr<AgentServer> a(new AgentServer(s, std::move(socket)));
   a->signals_ = std::move(signals);
   a->holds_ = std::move(holds);

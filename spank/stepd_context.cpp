@@ -354,7 +354,8 @@ static Result<void> set_task_variables(spank_t sp, const StepdState& st, const T
 // keeps its program (task_keeper.hpp); each start gets the variables of the
 // node rank its node holds then (a spare's: the lost node's) and the restart
 // count. nullopt: an ordinary task.
-static std::optional<KeeperPlan> keeper_plan(spank_t sp, const StepdState& st, const TaskPlace& slurm) {
+static std::optional<KeeperPlan> keeper_plan(spank_t sp, const StepdState& st,
+                                             const TaskPlace& slurm) {
   auto plan = plan_layout(st.layout);
   if (!plan || !plan->restarts) return std::nullopt;
   KeeperPlan k;
