@@ -62,10 +62,14 @@ first_step_ms() {
   done
   echo $((worst - load))
 }
+# The run measured, its job ends: cancelled (srun_pid is as_user's subshell,
+# not srun), the lost node's slurmd started again first (its part of the job
+# stays COMPLETING until its slurmd answers or SlurmdTimeout declares it down).
 end_run() {
+  scancel "$job"
+  "$cluster" revive >/dev/null 2>&1
   wait "$srun_pid" 2>/dev/null || true
   wait_until 120 "job $job to leave the queue" job_done "$job"
-  "$cluster" revive >/dev/null 2>&1
 }
 
 dp_ms=() tr_ms=() phases=()
@@ -77,8 +81,9 @@ for ((i = 1; i <= runs; i++)); do
   wait_until 120 "slurm-dp run $i: the first step after the restart" \
     sh -c "grep -qh '^first rank=.* restart=1' '$WORK'/task*.log"
   dp_ms+=("$(first_step_ms)")
-  phases+=("$(grep -m1 -o 'detect .*' "$WORK/srun.log" || echo '?')")
-  kill "$srun_pid" 2>/dev/null || true
+  # srun prints the restart's line once its rendezvous is timed: maybe after a rank's first step.
+  wait_until 30 "slurm-dp run $i: srun's restart line" grep -q 'restart 1 of .*detect ' "$WORK/srun.log"
+  phases+=("$(grep -m1 -o 'detect .*' "$WORK/srun.log")")
   end_run
   echo "run $i: slurm-dp ${dp_ms[-1]} ms (${phases[-1]})"
   ((smoke)) && continue
@@ -97,7 +102,6 @@ for ((i = 1; i <= runs; i++)); do
     sh -c "grep -qh '^first rank=.* restart=[1-9]' '$WORK'/task*.log"
   sleep 2  # the other ranks' lines of the same step
   tr_ms+=("$(first_step_ms)")
-  kill "$srun_pid" 2>/dev/null || true
   end_run
   echo "run $i: torchrun's own ${tr_ms[-1]} ms (lost $victim)"
 done
