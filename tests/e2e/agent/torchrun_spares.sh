@@ -3,12 +3,13 @@
 # --ntasks-per-node=1 --no-kill --dp-world=auto --dp-spares=1 torchrun
 # --max-restarts=3 resume.py. Every launcher meets in torchrun's c10d
 # rendezvous, served by the step's store (so it survives any node), and the
-# third waits there as a spare. The node holding node rank 0 (whose launcher
-# also hosts the workers' store) is lost whole: torchrun's survivors restart
-# their workers with the waiting launcher in the lost node's place, the
-# workers resume from their checkpoint, and the final parameters equal the
-# control's (the same program on 2 nodes, no spare); from the loss to the
-# first completed step <= 20 s (checkpoint load excluded). PyTorch before 2.3
+# third waits there as a spare. The node holding node rank 1, then the one
+# holding node rank 0 (whose launcher also hosts the workers' store), is lost
+# whole: torchrun's survivors restart their workers with the waiting
+# launcher in the lost node's place, the workers resume from their
+# checkpoint, and the final parameters equal the control's (the same
+# program on 2 nodes, no spare); from the loss to the first completed step
+# <= 20 s (checkpoint load excluded). PyTorch before 2.3
 # has no redundancy list: there a healthy step's waiting launcher ends with
 # RendezvousClosedError (README.md says so); the loss is tested everywhere.
 . "$(dirname "$0")/spares_common.sh"
@@ -37,27 +38,33 @@ wait_srun 240
 ((ms >= 0 && rc == 0)) || fail "the control ended rc=$rc: $(tail -5 "$WORK/srun.log")"
 control=$(done_params)
 
-# The node of node rank 0 lost.
-start_torchrun lose 3 --no-kill --dp-spares=1
-wait_ready 180
-node=""
-for p in $(job_pids "$job" 'python3(\.[0-9]+)?'); do
-  if grep -qzxF GROUP_RANK=0 "/proc/$p/environ" 2>/dev/null; then
-    node=$(tr '\0' '\n' <"/proc/$p/environ" | sed -n 's/^SLURMD_NODENAME=//p')
-  fi
+# A node lost: node rank 1's (not the workers' store host), then node rank 0's.
+said=""
+for group in 1 0; do
+  start_torchrun "lose$group" 3 --no-kill --dp-spares=1
+  wait_ready 180
+  node=""
+  for p in $(job_pids "$job" 'python3(\.[0-9]+)?'); do
+    if grep -qzxF "GROUP_RANK=$group" "/proc/$p/environ" 2>/dev/null; then
+      node=$(tr '\0' '\n' <"/proc/$p/environ" | sed -n 's/^SLURMD_NODENAME=//p')
+    fi
+  done
+  [[ -n $node ]] || fail "no worker of node rank $group"
+  lose_node "$node"  # sets t0
+  wait_srun 240
+  cat "$WORK/srun.log"
+  ((ms >= 0)) || fail "srun still ran 240 s after $node was lost"
+  line=$(grep -m1 'slurm-dp: step .*: restart 1 of 1: node ' "$WORK/srun.log") ||
+    fail "srun's stderr has no restart line"
+  expect_contains "$line" "node $node lost" "the restart line"
+  expect_contains "$line" "a launcher waiting in torchrun's rendezvous takes its place" "the restart line"
+  expect_eq "$(done_params)" "$control" "the parameters after $node (node rank $group) was lost"
+  read -r first load <<<"$(first_after "$t0")"
+  ((first >= 0 && first - load <= 20000)) ||
+    fail "the first step after the loss came $first ms after it (load $load ms); the bound is 20 s"
+  ((rc == 0)) || expect_contains "$(grep -v '^\s*$' "$WORK/srun.log" | tail -n1)" "completed after 1 restart" "srun's last line (rc $rc)"
+  echo "ok: $node (node rank $group) lost: first step $((first - load)) ms after the loss (+ $load ms load); srun rc $rc"
+  said+="node rank $group's $node: $((first - load)) ms, rc $rc; "
+  revive
 done
-[[ -n $node ]] || fail "no worker of node rank 0"
-lose_node "$node"
-wait_srun 240
-cat "$WORK/srun.log"
-((ms >= 0)) || fail "srun still ran 240 s after $node was lost"
-line=$(grep -m1 'slurm-dp: step .*: restart 1 of 1: node ' "$WORK/srun.log") ||
-  fail "srun's stderr has no restart line"
-expect_contains "$line" "node $node lost" "the restart line"
-expect_contains "$line" "a launcher waiting in torchrun's rendezvous takes its place" "the restart line"
-expect_eq "$(done_params)" "$control" "the parameters after $node (node rank 0) was lost"
-read -r first load <<<"$(first_after "$t0")"
-((first >= 0 && first - load <= 20000)) ||
-  fail "the first step after the loss came $first ms after it (load $load ms); the bound is 20 s"
-((rc == 0)) || expect_contains "$(grep -v '^\s*$' "$WORK/srun.log" | tail -n1)" "completed after 1 restart" "srun's last line (rc $rc)"
-pass "torchrun per node: $node (node rank 0) lost, the waiting launcher took its place; equal parameters; first step $((first - load)) ms after the loss (+ $load ms load); srun rc $rc"
+pass "torchrun per node: a lost node (node rank 1's, then node rank 0's) replaced by the waiting launcher; equal parameters; first step after the loss: ${said%; }"
