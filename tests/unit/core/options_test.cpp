@@ -218,10 +218,10 @@ TEST(Options, SpecsCoverEveryOptionOnce) {
   std::set<std::string> names;
   // A valid value of each option whose values are words (others take a number or auto).
   const std::map<std::string, const char*> sample = {
-      {"dp-tiles", "1"},     {"dp-on-failure", "keep"}, {"dp-master-socket", "pass"},
-      {"dp-store", "step"},  {"dp-ports", "3"},         {"dp-hang-timeout", "20s"},
-      {"dp-on-hang", "end"}, {"dp-straggler", "off"},
-      {"dp-spares", "1"},    {"dp-max-restarts", "2"}};
+      {"dp-tiles", "1"},       {"dp-on-failure", "keep"}, {"dp-master-socket", "pass"},
+      {"dp-store", "step"},    {"dp-ports", "3"},         {"dp-hang-timeout", "20s"},
+      {"dp-on-hang", "end"},   {"dp-straggler", "off"},   {"dp-spares", "1"},
+      {"dp-max-restarts", "2"}};
   for (const auto& s : specs) {
     EXPECT_TRUE(names.insert(s.name).second) << s.name << " twice";
     EXPECT_EQ(std::string(s.usage).rfind("[slurm-dp]", 0), 0u) << s.name;
