@@ -294,7 +294,8 @@ class Broker {
   // Starts a round when none runs; false when no node agent is connected.
   // flight: the agents also read their NCCL ranks' flight recorders.
   bool start_stacks_round(Clock::time_point now, bool flight = false);
-  // The hang watch's rounds: one every hang_sample_every(hang_timeout).
+  // The watch rounds: the hang watch's (every hang_sample_every(hang_timeout)),
+  // the straggler watch's (where the others wait; the flight recorders each block).
   void watch_stacks(Clock::time_point now);
   void judge_stacks(const std::vector<stacks::RankStacks>& got,
                     const std::vector<stacks::RankFlight>& flights, bool complete,
@@ -303,8 +304,9 @@ class Broker {
   void ask_samples(ConnId conn);
   void watch_stragglers(Clock::time_point now);
   Clock::time_point next_block_{}, last_block_{};
-  // The latest stacks round of any kind, and the hang watch's latest.
-  Clock::time_point last_watch_round_{}, last_hang_round_{};
+  // The latest stacks round of any kind, the hang watch's latest, and the
+  // latest that read the flight recorders.
+  Clock::time_point last_watch_round_{}, last_hang_round_{}, last_flight_round_{};
   // broker_torch_ops.cpp: PyTorch's store operations of SPACE_TORCH.
   // Handles `req` when it is one of them (false: not one of them).
   bool torch_op(const Call& c, const proto::Request& req);

@@ -47,16 +47,23 @@ void Broker::watch_stacks(Clock::time_point now) {
   // A libdp step's collective counters name its hangs: its ranks are not read.
   if (report_.counts_collectives()) return;
   // A straggler suspected or named: a round every second says where the
-  // others wait. The flight recorders are read for the hang watch's rounds.
+  // others wait. The flight recorders are read for the hang watch's rounds,
+  // and for the straggler watch each block once a rank has one (until then
+  // every kFlightProbeEvery).
   const StragglerReport* s = report_.stragglers();
   const bool where =
       s && s->wants_where() && now >= last_watch_round_ + StragglerReport::kWhereEvery;
   const bool hang =
       hang_watch_ && now >= last_hang_round_ + stacks::hang_sample_every(cfg_.limits.hang_timeout);
-  if (!where && !hang) return;
+  const bool flight =
+      hang ||
+      (s && now >= last_flight_round_ + (s->wants_flights() ? StragglerReport::kBlock
+                                                            : StragglerReport::kFlightProbeEvery));
+  if (!where && !hang && !flight) return;
   last_watch_round_ = now;
   if (hang) last_hang_round_ = now;
-  if (!start_stacks_round(now, hang)) {
+  if (flight) last_flight_round_ = now;
+  if (!start_stacks_round(now, flight)) {
     stacks_.reset();  // no node agent (ranks that connect themselves): libdp's counters judge
     return;
   }
@@ -126,8 +133,10 @@ void Broker::finish_stacks(Clock::time_point now) {
 void Broker::judge_stacks(const std::vector<stacks::RankStacks>& got,
                           const std::vector<stacks::RankFlight>& flights, bool complete,
                           Clock::time_point now) {
-  if (auto* s = report_.stragglers())
+  if (auto* s = report_.stragglers()) {
     for (const auto& r : got) s->on_where(r.rank, stacks::wait_site(r.stacks));
+    s->on_flights(flights);
+  }
   if (!hang_watch_) return;
   auto v = hang_watch_->observe(now, got, complete);
   if (report_.counts_collectives()) return;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "report_figure.hpp"
 
@@ -29,10 +30,35 @@ StragglerReport::Json verdict_json(const straggler::Verdict& v) {
   return j;
 }
 
+// What the looks saw the rank compute over the same block, when its node samples.
+std::optional<double> cpu_of(const straggler::Block& looks, int rank) {
+  for (const auto& s : looks.ranks)
+    if (s.rank == rank) return s.cpu;
+  return std::nullopt;
+}
+
+// A dump starts past the collective after the newest the daemon knows of
+// its group (held from an earlier dump, or judged): some were never seen.
+bool has_gap(const std::vector<stacks::Arrival>& arrivals,
+             const std::map<std::pair<std::string, int64_t>, stacks::Arrival>& held,
+             const std::map<std::string, int64_t>& judged_seq) {
+  std::map<std::string, int64_t> oldest, known;
+  for (const auto& a : arrivals) {
+    auto [it, added] = oldest.try_emplace(a.group, a.seq);
+    if (!added) it->second = std::min(it->second, a.seq);
+  }
+  for (const auto& [g, seq] : judged_seq) known[g] = seq;
+  for (const auto& [key, a] : held) known[key.first] = std::max(known[key.first], key.second);
+  return std::any_of(oldest.begin(), oldest.end(), [&](const auto& o) {
+    const auto k = known.find(o.first);
+    return k != known.end() && o.second > k->second + 1;
+  });
+}
+
 }  // namespace
 
 const char* StragglerReport::source_name(Source s) noexcept {
-  return s == Source::collectives ? "collectives" : "looks";
+  return s == Source::collectives ? "collectives" : s == Source::flight ? "flight" : "looks";
 }
 
 StragglerReport::StragglerReport(straggler::Settings settings, long ticks_per_second,
@@ -40,7 +66,8 @@ StragglerReport::StragglerReport(straggler::Settings settings, long ticks_per_se
     : ticks_per_second_(ticks_per_second > 0 ? ticks_per_second : 100),
       max_ranks_(64 * static_cast<size_t>(std::max(world_size, 1)) + 1024),
       by_looks_(settings),
-      by_counters_(settings) {}
+      by_counters_(settings),
+      by_flight_(settings) {}
 
 void StragglerReport::on_looks(const proto::RankSamples& s, const std::string& host) {
   // A node agent's ranks are its to name (a launcher's workers carry torch's),
@@ -102,31 +129,140 @@ straggler::Block StragglerReport::counters_block(double end_s, double seconds,
     r.waiting = std::clamp(static_cast<double>(z.wait_us() - std::min(z.wait_us(), a.wait_us())) /
                                static_cast<double>(z.since_first_op_us() - a.since_first_op_us()),
                            0.0, 1.0);
-    // What it computes: the looks' CPU figure of the same rank, when its node samples.
-    for (const auto& s : looks.ranks)
-      if (s.rank == rank) r.cpu = s.cpu;
+    r.cpu = cpu_of(looks, rank);
     b.ranks.push_back(std::move(r));
   }
+  return b;
+}
+
+void StragglerReport::on_flights(const std::vector<stacks::RankFlight>& flights) {
+  if (std::none_of(flights.begin(), flights.end(),
+                   [](const stacks::RankFlight& f) { return f.unread.empty(); }))
+    return;
+  ++flight_reads_;
+  for (const auto& f : flights) {
+    if (!f.unread.empty() || f.arrivals.empty() || f.rank < 0) continue;
+    if (flights_.size() >= max_ranks_ && !flights_.count(f.rank)) continue;
+    any_flight_ = true;
+    FlightState& s = flights_[f.rank];
+    if (s.pid != f.pid) s = FlightState{};  // a new process under this rank: its own collectives
+    s.host = f.host;
+    s.pid = f.pid;
+    s.read = flight_reads_;
+    // The rank's first dump, or one after a gap (more were enqueued between
+    // two reads than a dump brings): held from its oldest on.
+    if (s.covered_from == 0 || has_gap(f.arrivals, s.held, judged_seq_)) {
+      s.covered_from = std::min_element(f.arrivals.begin(), f.arrivals.end(),
+                                        [](const stacks::Arrival& a, const stacks::Arrival& b) {
+                                          return a.created_ns < b.created_ns;
+                                        })
+                           ->created_ns;
+      s.held.clear();  // before the gap: never to be seen whole
+    }
+    for (const auto& a : f.arrivals) {
+      const auto judged = judged_seq_.find(a.group);
+      if (judged == judged_seq_.end() || a.seq > judged->second)
+        s.held[{a.group, a.seq}] = a;  // a later state of the same collective wins
+    }
+    while (s.held.size() > kMostHeld) {
+      auto first = std::min_element(s.held.begin(), s.held.end(), [](const auto& a, const auto& b) {
+        return a.second.created_ns < b.second.created_ns;
+      });
+      s.covered_from = std::max(s.covered_from, first->second.created_ns + 1);
+      s.held.erase(first);
+    }
+  }
+}
+
+// The collectives that every rank of the latest read holds whole (with its
+// GPU time where the rank times them), since the last block's: the block
+// ends at the first enqueue of the oldest collective some rank still lacks
+// (a late rank has not enqueued it, or it still runs), which waits for the
+// next; it starts where every rank's dumps hold all it enqueued.
+straggler::Block StragglerReport::flight_block(double end_s, double seconds,
+                                               const straggler::Block& looks) {
+  straggler::Block b{end_s, seconds, {}};
+  struct Collective {
+    int64_t first = INT64_MAX;
+    size_t whole = 0;  // ranks that hold it (timed, where they time)
+  };
+  std::map<std::pair<std::string, int64_t>, Collective> collectives;
+  std::map<std::string, std::set<int>> holders;  // per group, the ranks that hold any of it
+  std::vector<stacks::RankFlight> ranks;
+  int64_t from = flight_judged_to_;
+  for (const auto& [rank, s] : flights_) {
+    if (s.read != flight_reads_ || s.held.empty()) continue;
+    const bool timed = std::any_of(s.held.begin(), s.held.end(),
+                                   [](const auto& h) { return h.second.duration_ms.has_value(); });
+    stacks::RankFlight r{rank, s.host, s.pid, {}, {}, {}};
+    for (const auto& [key, a] : s.held) {
+      Collective& c = collectives[key];
+      c.first = std::min(c.first, a.created_ns);
+      if (a.duration_ms || !timed) c.whole++;
+      holders[key.first].insert(rank);
+      r.arrivals.push_back(a);
+    }
+    from = std::max(from, s.covered_from);
+    ranks.push_back(std::move(r));
+  }
+  int64_t to = INT64_MIN;
+  for (const auto& [key, c] : collectives) to = std::max(to, c.first + 1);
+  for (const auto& [key, c] : collectives)
+    if (c.first >= from && c.whole < holders[key.first].size()) to = std::min(to, c.first);
+  if (ranks.size() < 2 || to <= from) return b;
+  for (const auto& w : stacks::flight_wait_shares(ranks, from, to)) {
+    straggler::RankShare r;
+    r.rank = w.rank;
+    r.host = w.host;
+    r.waiting = w.waiting;
+    r.looks = straggler::kExact;
+    r.cpu = cpu_of(looks, w.rank);
+    if (auto it = where_.find(w.rank); it != where_.end()) r.where = it->second;
+    b.ranks.push_back(std::move(r));
+  }
+  // Judged: each group's collectives up to the newest that began before `to`
+  // (a group's first enqueues rise with its sequence numbers).
+  flight_judged_to_ = to;
+  for (const auto& [key, c] : collectives) {
+    if (c.first >= to || (judged_seq_.size() >= kMostHeld && !judged_seq_.count(key.first)))
+      continue;
+    int64_t& seq = judged_seq_.try_emplace(key.first, key.second).first->second;
+    seq = std::max(seq, key.second);
+  }
+  for (auto& [rank, s] : flights_)
+    for (auto it = s.held.begin(); it != s.held.end();) {
+      const auto j = judged_seq_.find(it->first.first);
+      it = j != judged_seq_.end() && it->first.second <= j->second ? s.held.erase(it)
+                                                                   : std::next(it);
+    }
   return b;
 }
 
 std::vector<StragglerReport::Said> StragglerReport::end_block(double end_s, double seconds,
                                                               bool by_collectives) {
   std::vector<Said> said;
+  const Source heard_by = heard_source(by_collectives);
   const straggler::Block looks = looks_block(end_s, seconds);
+  if (any_flight_) {
+    if (auto v = by_flight_.observe(flight_block(end_s, seconds, looks)))
+      said.push_back({Source::flight, heard_by == Source::flight, *v});
+  }
   where_.clear();
-  if (auto v = by_looks_.observe(looks)) said.push_back({Source::looks, !by_collectives, *v});
+  if (auto v = by_looks_.observe(looks))
+    said.push_back({Source::looks, heard_by == Source::looks, *v});
   if (any_counters_) {
     if (auto v = by_counters_.observe(counters_block(end_s, seconds, looks)))
-      said.push_back({Source::collectives, by_collectives, *v});
+      said.push_back({Source::collectives, heard_by == Source::collectives, *v});
   }
   return said;
 }
 
-bool StragglerReport::wants_where() const { return by_looks_.named() || by_looks_.suspected(); }
+bool StragglerReport::wants_where() const {
+  return by_looks_.named() || by_looks_.suspected() || by_flight_.named() || by_flight_.suspected();
+}
 
 StragglerReport::Json StragglerReport::source_json(Source s) const {
-  const straggler::Watch& w = s == Source::collectives ? by_counters_ : by_looks_;
+  const straggler::Watch& w = watch(s);
   Json verdicts = Json::array();
   for (const auto& v : w.verdicts()) verdicts.push_back(verdict_json(v));
   Json history = Json::array();
@@ -159,25 +295,26 @@ StragglerReport::Json StragglerReport::source_json(Source s) const {
 
 StragglerReport::Json StragglerReport::json(bool by_collectives) const {
   const straggler::Settings& s = by_looks_.settings();
-  const Source heard_by = by_collectives ? Source::collectives : Source::looks;
-  const straggler::Watch& w = heard(by_collectives);
+  const Source heard_by = heard_source(by_collectives);
+  const straggler::Watch& w = watch(heard_by);
   return Json{{"threshold", rounded(s.threshold)},
               {"block_s", kBlock.count()},
               {"window_blocks", s.window},
               {"judged_by", source_name(heard_by)},
               {"named", w.named() ? Json(w.named()->line) : Json(nullptr)},
               {"looks", source_json(Source::looks)},
-              {"collectives", any_counters_ ? source_json(Source::collectives) : Json(nullptr)}};
+              {"collectives", any_counters_ ? source_json(Source::collectives) : Json(nullptr)},
+              {"flight", any_flight_ ? source_json(Source::flight) : Json(nullptr)}};
 }
 
 std::vector<std::string> StragglerReport::lines(bool by_collectives) const {
-  const straggler::Watch& w = heard(by_collectives);
+  const Source heard_by = heard_source(by_collectives);
+  const straggler::Watch& w = watch(heard_by);
   if (w.verdicts().empty()) return {};
   const straggler::Verdict& v = w.verdicts().back();
   char at[32];
   std::snprintf(at, sizeof at, "%.1f", v.at_s);
-  return {std::string("straggler at ") + at + " s (by " +
-          source_name(by_collectives ? Source::collectives : Source::looks) + "): " + v.line};
+  return {std::string("straggler at ") + at + " s (by " + source_name(heard_by) + "): " + v.line};
 }
 
 }  // namespace dp::daemon

@@ -238,14 +238,18 @@ std::vector<WaitShare> flight_wait_shares(const std::vector<RankFlight>& ranks, 
   std::map<int, WaitShare> by_rank;
   for (const auto& r : ranks) {
     if (!r.unread.empty()) continue;
-    for (const auto& a : r.arrivals)
-      if (a.created_ns >= from_ns && a.created_ns < to_ns)
-        collectives[{a.group, a.seq}].push_back(Seen{r.rank, &a});
+    for (const auto& a : r.arrivals) collectives[{a.group, a.seq}].push_back(Seen{r.rank, &a});
     by_rank[r.rank].host = r.host;
   }
   const double span_ms = static_cast<double>(std::max<int64_t>(to_ns - from_ns, 1)) / 1e6;
   for (const auto& [key, seen] : collectives) {
-    if (seen.size() < 2) continue;
+    // A collective is the block's where its first rank enqueued it: a late
+    // rank's arrival stays with the others' (a collective is never split).
+    const auto first = std::min_element(seen.begin(), seen.end(), [](const Seen& a, const Seen& b) {
+      return a.a->created_ns < b.a->created_ns;
+    });
+    if (seen.size() < 2 || first->a->created_ns < from_ns || first->a->created_ns >= to_ns)
+      continue;
     const auto waits = waits_in(seen);
     for (size_t i = 0; i < seen.size(); ++i) {
       WaitShare& w = by_rank[seen[i].rank];

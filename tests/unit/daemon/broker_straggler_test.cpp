@@ -3,7 +3,8 @@
 // the counts its heartbeats carry become 5 s blocks; a rank the others wait
 // for is named once on srun's stderr, in dp-top's text and in the report
 // (with each block's figures), and so is its recovery. A libdp step is
-// judged by its collective counters, the looks' verdict kept beside it.
+// judged by its collective counters, the looks' verdict kept beside it; a
+// PyTorch NCCL step by its flight recorders.
 #include <sys/syscall.h>
 
 #include <functional>
@@ -67,10 +68,31 @@ class BrokerStragglerTest : public BrokerTest {
       for (int ms = 0; ms < 1000; ms += 100) b.on_tick(t0_ + seconds(s) + milliseconds(ms));
     }
   }
+  // Answers each node's newest stacks ask not answered yet at `t`; `fill`
+  // writes a rank's part. Returns how many of them asked for the flight recorders.
+  using Fill = std::function<void(int rank, proto::StacksAnswer& answer)>;
+  int answer_rounds(Broker& b, Clock::time_point t, const Fill& fill) {
+    int flights = 0;
+    for (ConnId c : {kNodeA, kNodeB}) {
+      const auto& sent = other_out_.sent[c];
+      if (sent.empty() || !sent.back().has_stacks_ask() ||
+          sent.back().stacks_ask().ask() == answered_[c])
+        continue;
+      answered_[c] = sent.back().stacks_ask().ask();
+      flights += sent.back().stacks_ask().flight() ? 1 : 0;
+      proto::Request r;
+      r.mutable_stacks_answer()->set_ask(answered_[c]);
+      for (int rank : c == kNodeA ? std::vector<int>{0, 1} : std::vector<int>{2, 3})
+        fill(rank, *r.mutable_stacks_answer());
+      b.on_frame(c, r.SerializeAsString(), t);
+    }
+    return flights;
+  }
   struct Count {
     uint64_t looks = 0, waiting = 0, wait_us = 0;
   };
   std::map<int, Count> counts_;
+  std::map<ConnId, uint64_t> answered_;
 };
 
 // Rank 3 (nb) is slow from 0 s to `until`: the others wait 30 % of the time, it never does.
@@ -130,42 +152,29 @@ TEST_F(BrokerStragglerTest, ASlowRankIsNamedOnceThenItsRecovery) {
 // where the waiting ranks' main threads are (Python 3.13+ frames) goes into the line.
 TEST_F(BrokerStragglerTest, StacksRoundsSayWhereTheOthersWait) {
   Broker& b = watched(10);
-  std::map<ConnId, uint64_t> answered;
-  auto answer_rounds = [&](Clock::time_point t) {
-    for (ConnId c : {kNodeA, kNodeB}) {
-      const auto& sent = other_out_.sent[c];
-      if (sent.empty() || !sent.back().has_stacks_ask() ||
-          sent.back().stacks_ask().ask() == answered[c])
-        continue;
-      answered[c] = sent.back().stacks_ask().ask();
-      proto::Request r;
-      r.mutable_stacks_answer()->set_ask(answered[c]);
-      for (int rank : c == kNodeA ? std::vector<int>{0, 1} : std::vector<int>{2, 3}) {
-        auto* m = r.mutable_stacks_answer()->add_ranks();
-        m->set_rank(rank);
-        m->set_pid(100 + rank);
-        m->set_python("3.14.8");
-        auto* th = m->add_threads();
-        th->set_tid(100 + rank);
-        th->mutable_kernel()->set_state(rank == 3 ? 'R' : 'S');
-        th->mutable_kernel()->set_syscall(rank == 3 ? -1 : SYS_futex);
-        auto* f = th->add_frames();
-        f->set_function(rank == 3 ? "step" : "main");
-        f->set_file("/home/u/train.py");
-        f->set_line(rank == 3 ? 90 : 122);
-        if (rank != 3) th->set_call("dist.all_reduce");
-      }
-      b.on_frame(c, r.SerializeAsString(), t);
-    }
+  const Fill stacks = [](int rank, proto::StacksAnswer& answer) {
+    auto* m = answer.add_ranks();
+    m->set_rank(rank);
+    m->set_pid(100 + rank);
+    m->set_python("3.14.8");
+    auto* th = m->add_threads();
+    th->set_tid(100 + rank);
+    th->mutable_kernel()->set_state(rank == 3 ? 'R' : 'S');
+    th->mutable_kernel()->set_syscall(rank == 3 ? -1 : SYS_futex);
+    auto* f = th->add_frames();
+    f->set_function(rank == 3 ? "step" : "main");
+    f->set_file("/home/u/train.py");
+    f->set_line(rank == 3 ? 90 : 122);
+    if (rank != 3) th->set_call("dist.all_reduce");
   };
   for (int s = 0; s < 60 && other_out_.notices.empty(); ++s) {
     run(b, s, s + 1, rank3_until(1000));
-    answer_rounds(t0_ + seconds(s + 1));
+    answer_rounds(b, t0_ + seconds(s + 1), stacks);
   }
   ASSERT_EQ(other_out_.notices.size(), 1u);
   EXPECT_NE(other_out_.notices[0].find("(in dist.all_reduce at train.py:122)"), std::string::npos)
       << other_out_.notices[0];
-  EXPECT_GE(answered[kNodeA], 5u) << "a round every second while suspected";
+  EXPECT_GE(answered_[kNodeA], 5u) << "a round every second while suspected";
 }
 
 TEST_F(BrokerStragglerTest, ALibdpStepIsJudgedByItsCountersAndTheLooksAgree) {
@@ -184,6 +193,48 @@ TEST_F(BrokerStragglerTest, ALibdpStepIsJudgedByItsCountersAndTheLooksAgree) {
   EXPECT_EQ(j["collectives"]["verdicts"][0]["ranks"], std::vector<int>{2});
   EXPECT_EQ(j["looks"]["verdicts"][0]["ranks"], std::vector<int>{2});
   EXPECT_EQ(j["collectives"]["history"].back()["ranks"][0]["looks"], nullptr) << "exact";
+}
+
+// A PyTorch NCCL step: its ranks spin while they wait (the looks see four
+// equal ranks), but a stacks round reads their flight recorders, once found
+// every block: rank 3's collectives run 300 ms late on the others' GPUs
+// each second. The recorders' verdict is the one heard, and says so.
+TEST_F(BrokerStragglerTest, AnNcclStepIsJudgedByItsFlightRecorders) {
+  Broker& b = watched(10);
+  constexpr int64_t kWall = 1'795'705'400'000'000'000;
+  int flight_rounds = 0, now_s = 0;
+  const Fill flights = [&](int rank, proto::StacksAnswer& answer) {
+    auto* f = answer.add_flights();
+    f->set_rank(rank);
+    f->set_pid(100 + rank);
+    for (int k = std::max(0, now_s - 8); k < now_s; ++k) {  // one all_reduce a second
+      auto* a = f->add_arrivals();
+      a->set_group("0");
+      a->set_seq(k + 1);
+      a->set_op("all_reduce");
+      a->set_created_ns(kWall + int64_t{k} * 1'000'000'000);
+      a->set_duration_ms(rank == 3 ? 3.0 : 303.0);
+    }
+  };
+  for (int s = 0; s < 60 && other_out_.notices.empty(); ++s) {
+    run(b, s, s + 1, [](int, int) { return 0.0; });
+    now_s = s + 1;
+    flight_rounds += answer_rounds(b, t0_ + seconds(s + 1), flights);
+  }
+  ASSERT_EQ(other_out_.notices.size(), 1u);
+  EXPECT_EQ(other_out_.notices[0].rfind(
+                "slurm-dp: step 1.0: straggler: rank 3 (nb) \u2014 ranks 0-2 wait for it 30 % of "
+                "the time",
+                0),
+            0u)
+      << other_out_.notices[0];
+  EXPECT_NE(other_out_.notices[0].find("; since "), std::string::npos);
+  EXPECT_EQ(other_out_.notices[0].substr(other_out_.notices[0].size() - 18), " (flight recorder)");
+  EXPECT_GE(flight_rounds, 5) << "a dump each block once a recorder is seen";
+  const auto j = nlohmann::json::parse(b.stats().report_json())["straggler"];
+  EXPECT_EQ(j["judged_by"], "flight");
+  EXPECT_EQ(j["flight"]["verdicts"][0]["ranks"], std::vector<int>{3});
+  EXPECT_TRUE(j["looks"]["verdicts"].empty()) << "the looks see four equal ranks";
 }
 
 }  // namespace

@@ -124,9 +124,10 @@ std::vector<LateRank> late_ranks(const std::vector<RankFlight>& ranks);
 
 // The straggler verdict's input from the recorders (issue 55's RankShare,
 // looks exact): each read rank's share of [from_ns, to_ns) spent waiting for
-// its peers in the collectives that several read ranks enqueued then, by the
-// rule above (its GPU time over the shortest, else its enqueue before the
-// last). Ranks in no such collective are left out: no evidence.
+// its peers in the collectives that several read ranks enqueued, the first
+// of them within it, by the rule above (its GPU time over the shortest, else
+// its enqueue before the last). Ranks in no such collective are left out: no
+// evidence.
 struct WaitShare {
   int rank = -1;
   std::string host;
