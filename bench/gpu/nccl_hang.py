@@ -85,8 +85,18 @@ class FakeRecorder:
         threading.Thread(target=self.monitor, daemon=True).start()
 
     def record(self, seq, op, state):
+        created = time.time_ns()
         with self.lock:
-            self.entries.append(entry(seq, op, state, time.time_ns()))
+            self.entries.append(entry(seq, op, state, created))
+            del self.entries[:-2000]  # PyTorch's buffer (TORCH_NCCL_TRACE_BUFFER_SIZE=2000)
+        return created
+
+    def complete(self, seq, duration_ms):
+        """Done, with its time as TORCH_NCCL_ENABLE_TIMING=1 gives it."""
+        with self.lock:
+            e = next(e for e in reversed(self.entries) if e["collective_seq_id"] == seq)
+            e.update(state="completed", retired=True, duration_ms=duration_ms,
+                     time_discovered_completed_ns=time.time_ns())
 
     def monitor(self):
         while True:
@@ -98,8 +108,8 @@ class FakeRecorder:
             if asked:
                 with self.lock:
                     entries = list(self.entries)
-                last = max(e["collective_seq_id"] for e in entries)
-                done = max(e["collective_seq_id"] for e in entries if e["state"] == "completed")
+                last = max((e["collective_seq_id"] for e in entries), default=-1)
+                done = max((e["collective_seq_id"] for e in entries if e["state"] == "completed"), default=-1)
                 d = {"version": "2.10", "comm_lib_version": "fake", "entries": entries,
                      "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}},
                      "pg_status": {"0": {"last_enqueued_collective": last, "last_started_collective": -1,
