@@ -26,9 +26,9 @@
 #include "dp/master_port.hpp"
 #include "dp/params.hpp"
 #include "dp/port_holders.hpp"
+#include "dp/proc_stat.hpp"
 #include "dp/random_bytes.hpp"
 #include "dp/slurm_reservation.hpp"
-#include "proc_stat.hpp"
 #include "socket_tables.hpp"
 
 namespace dp::spank {
@@ -40,7 +40,7 @@ using Clock = std::chrono::steady_clock;
 // Field 22 of /proc/<pid>/stat as written in a lease: tells a live process
 // from a recycled pid ("" when the process is gone).
 std::string start_time_of(pid_t pid) {
-  const auto ticks = agent::read_start_ticks(static_cast<int>(pid));
+  const auto ticks = ::dp::read_start_ticks(static_cast<int>(pid));
   return ticks ? std::to_string(*ticks) : std::string();
 }
 

@@ -17,10 +17,10 @@
 #include <cstring>
 #include <vector>
 
+#include "dp/proc_stat.hpp"
 #include "dp/step_signals.hpp"
 #include "dp/unique_fd.hpp"
 #include "keeper_contract.hpp"
-#include "proc_stat.hpp"
 #include "unix_connect.hpp"  // dp_sockets
 
 namespace dp::spank {
@@ -139,7 +139,7 @@ void Keeper::say(const KeeperLine& l) {
 bool Keeper::start(int node_rank, int count, const SignalState& saved) {
   if (child_ > 0) {  // already running (an order that crossed the first start)
     say({KeeperLine::Kind::started, child_,
-         static_cast<long long>(agent::read_start_ticks(child_).value_or(0))});
+         static_cast<long long>(::dp::read_start_ticks(child_).value_or(0))});
     return false;
   }
   if (auto ok = plan_.prepare(node_rank, count); !ok) {
@@ -167,7 +167,7 @@ bool Keeper::start(int node_rank, int count, const SignalState& saved) {
   child_ = pid;
   child_fd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   say({KeeperLine::Kind::started, pid,
-       static_cast<long long>(agent::read_start_ticks(pid).value_or(0))});
+       static_cast<long long>(::dp::read_start_ticks(pid).value_or(0))});
   return false;
 }
 

@@ -12,7 +12,7 @@
 #include <chrono>
 #include <thread>
 
-#include "proc_stat.hpp"
+#include "dp/proc_stat.hpp"
 
 namespace dp::agent {
 namespace {
