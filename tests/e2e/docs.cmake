@@ -27,7 +27,8 @@ add_test(NAME docs.readme_example_output
 set_tests_properties(docs.named_paths_exist docs.architecture_fits_1400_words
                      docs.slurm_dp_lines_shown docs.readme_fits_2000_words
                      docs.table_cells_fit docs.readme_example_output PROPERTIES LABELS unit)
-if(DP_UNIT_TESTS)
+get_property(_dp_every_unit_test GLOBAL PROPERTY DP_EVERY_UNIT_TEST)
+if(DP_UNIT_TESTS AND _dp_every_unit_test)
   add_test(NAME docs.named_tests_exist
            COMMAND ${CMAKE_CURRENT_LIST_DIR}/docs/doc_tests.py ${PROJECT_SOURCE_DIR}
                    ${CMAKE_BINARY_DIR})

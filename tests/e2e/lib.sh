@@ -112,14 +112,19 @@ wait_job_end() {
 # Tests of one cluster run one at a time (RESOURCE_LOCK), so a job in its queue
 # now was left by a test that ran past its ctest TIMEOUT and was killed before
 # its EXIT trap: it would hold nodes and ports of this test. It goes first.
+# A job the earlier test cancelled as it ended may still be completing: it is
+# waited for too (not failed on: a node's cleanup is Slurm's).
 left_jobs() { squeue -h -o %i 2>/dev/null || true; }
 no_left_jobs() { [[ -z $(left_jobs) ]]; }
-if [[ -n $(left_jobs) ]]; then
-  echo "jobs an earlier test left on this cluster, cancelled: $(left_jobs | tr '\n' ' ')" >&2
-  # shellcheck disable=SC2046
-  scancel $(left_jobs)
-  wait_until 60 "the jobs an earlier test left to end" no_left_jobs
+left=$(left_jobs)
+if [[ -n $left ]]; then
+  echo "jobs an earlier test left on this cluster, cancelled: $(echo $left)" >&2
+  # shellcheck disable=SC2086
+  scancel $left 2>/dev/null || true
+  left_deadline=$((SECONDS + 60))
+  until no_left_jobs || ((SECONDS > left_deadline)); do sleep 0.25; done
 fi
+unset left left_deadline
 
 job_done() { [[ -z $(squeue -h -j "$1" 2>/dev/null) ]]; }
 

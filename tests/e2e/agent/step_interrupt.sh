@@ -12,6 +12,9 @@
 #     cancelled step is ended, never restarted (issue 54).
 . "$(dirname "$0")/../lib.sh"
 site
+# cancelk's task keepers imply the step's store: PyTorch 2.6+ built without
+# libuv needs the no_libuv shim to be its client (agent/step_store.sh says why).
+pytorch_launcher_env
 # shellcheck disable=SC2034 # read by signal_common.sh
 JOB_PREFIX=int SESSION=1
 . "$(dirname "$0")/signal_common.sh"
