@@ -8,7 +8,8 @@
 #  - compute (2 nodes x 1 task, a core each): every rank computes for 3 x
 #    the bound between two collectives (DDP's broadcast of the parameters
 #    and the first all-reduce);
-#  - saves (2 x 2): rank 0 sleeps 3/4 of the bound before each of 3 saves
+#  - saves (2 x 2): rank 0 sleeps 3/4 of the bound (at most the bound less
+#    2 s) before each of 3 saves
 #    while the others wait in the next all-reduce, their stacks unchanged.
 # Both end rc 0, every rank with its line, no hang line on srun's stderr and
 # no "hang" in the report.
@@ -31,7 +32,12 @@ healthy() {  # healthy NAME TASKS-PER-NODE ddp.py-ARGS...: srun in the backgroun
   pids+=($!)
 }
 healthy compute 1 --steps 1 --compute-ms $((bound * 3000))
-healthy saves 2 --steps 30 --step-ms 100 --save-every 10 --save-sleep-ms $((bound * 750))
+# The issue's pause is 3/4 of the bound (15 s of 20 s: rounds every 2.5 s,
+# so 2.5 s to spare). Rounds never come faster than a second, so at a short
+# bound the pause keeps 2 s to spare (6 s: 4 s; 4.5 s left 0.5 s, and a CI
+# machine at load once took it as a hang).
+pause_ms=$((bound * 750 < bound * 1000 - 2000 ? bound * 750 : bound * 1000 - 2000))
+healthy saves 2 --steps 30 --step-ms 100 --save-every 10 --save-sleep-ms "$pause_ms"
 
 i=0
 for name in compute saves; do
@@ -50,4 +56,4 @@ for name in compute saves; do
     "$WORK/$name.json") || fail "the $name step's report is unreadable: $(head -c 300 "$WORK/$name.json")"
   expect_eq "$hang" None "the $name step's report's hang"
 done
-pass "no verdict (bound $bound s): $((bound * 3)) s of compute between two collectives; rank 0 asleep $((bound * 750)) ms before each of 3 saves"
+pass "no verdict (bound $bound s): $((bound * 3)) s of compute between two collectives; rank 0 asleep $pause_ms ms before each of 3 saves"
