@@ -33,6 +33,26 @@ bench_cluster_down() {
   fi
 }
 
+# bench_prepare TAG FILE...: every FILE built, a fresh $work any user may
+# read, and the EXIT trap that ends $job, $srun_pid and the bench's cluster.
+bench_prepare() {
+  local tag=$1 f
+  shift
+  for f in "$@"; do
+    [[ -e $f ]] || { echo "$(basename "$0"): $f is not built" >&2; exit 1; }
+  done
+  work=$(mktemp -d "/tmp/dp-bench-$tag.XXXXXX")
+  chmod 755 "$work"
+  srun_pid=""
+  trap bench_cleanup EXIT
+}
+bench_cleanup() {
+  if [[ -n ${job:-} ]]; then scancel "$job" 2>/dev/null || true; fi
+  if [[ -n ${srun_pid:-} ]]; then kill "$srun_pid" 2>/dev/null || true; wait "$srun_pid" 2>/dev/null || true; fi
+  bench_cluster_down
+  rm -rf "$work"
+}
+
 # bench_ab TRAINER WORK SMOKE RUNS OPTION OFF ON: a watch's cost as the watch
 # benchmarks measure it (hang_watch, straggler), on the running bench_cluster.
 # Unmodified PyTorch DDP (bench/trainer/ddp_mlp.py, gloo, env://) and

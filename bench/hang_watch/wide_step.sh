@@ -25,19 +25,7 @@ mode=${3:-lo}
 ranks=64
 . "$(dirname "$0")/../cluster.sh"
 plugin=$build/spank/spank_dp.so daemon=$build/daemon/dp-rendezvousd top=$build/tools/dp-top
-for f in "$plugin" "$daemon" "$top"; do
-  [[ -e $f ]] || { echo "wide_step.sh: $f is not built" >&2; exit 1; }
-done
-work=$(mktemp -d /tmp/dp-bench-wide.XXXXXX)
-chmod 755 "$work"
-srun_pid=""
-cleanup() {
-  if [[ -n ${job:-} ]]; then scancel "$job" 2>/dev/null || true; fi
-  if [[ -n $srun_pid ]]; then kill "$srun_pid" 2>/dev/null || true; wait "$srun_pid" 2>/dev/null || true; fi
-  bench_cluster_down
-  rm -rf "$work"
-}
-trap cleanup EXIT
+bench_prepare wide "$plugin" "$daemon" "$top"
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 bench_cluster "$plugin" "$daemon" "$mode" 8

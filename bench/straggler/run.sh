@@ -31,19 +31,7 @@ secs=${DP_BENCH_SECONDS:-30}
 ((smoke)) && runs=1 secs=5
 . "$(dirname "$0")/../cluster.sh"
 plugin=$build/spank/spank_dp.so daemon=$build/daemon/dp-rendezvousd trainer=$build/trainer/dp-trainer
-for f in "$plugin" "$daemon" "$trainer"; do
-  [[ -e $f ]] || { echo "run.sh: $f is not built" >&2; exit 1; }
-done
-work=$(mktemp -d /tmp/dp-bench-straggler.XXXXXX)
-chmod 755 "$work"
-srun_pid=""
-cleanup() {
-  if [[ -n ${job:-} ]]; then scancel "$job" 2>/dev/null || true; fi
-  if [[ -n $srun_pid ]]; then kill "$srun_pid" 2>/dev/null || true; wait "$srun_pid" 2>/dev/null || true; fi
-  bench_cluster_down
-  rm -rf "$work"
-}
-trap cleanup EXIT
+bench_prepare straggler "$plugin" "$daemon" "$trainer"
 calc() { awk "BEGIN { print $1 }"; }  # no bc in the testing lane's root
 bench_cluster "$plugin" "$daemon" "$mode"
 
