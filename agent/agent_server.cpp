@@ -269,6 +269,10 @@ void AgentServer::read_control() {
   const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
   if (n <= 0) {
+    // slurmstepd died (killed with its node, say): its pipe closes before the
+    // kernel's death signal reaches us, and a goodbye now would tell the
+    // daemon that the node's ranks finished. Its link's drop says it is lost.
+    if (!step_ended_) return stop(1, "slurmstepd ended without ending the step on this node");
     // The step ended on this node: the node leaves the daemon cleanly.
     proto::Request bye;
     bye.set_id(0);
@@ -280,6 +284,7 @@ void AgentServer::read_control() {
   drain_signals();
   for (size_t nl; (nl = control_buf_.find('\n')) != std::string::npos;) {
     const std::string_view line = std::string_view(control_buf_).substr(0, nl);
+    if (line == kStepEndLine) step_ended_ = true;
     // With keepers root's tasks are the keepers; their programs are the ranks.
     if (auto t = parse_task_start(line); t && settings_.keepers) keeper_task_started(*t);
     if (auto e = parse_task_exit(line); e && settings_.keepers)

@@ -187,6 +187,7 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   bool released_ = false;                  // DONE: every keeper ends
   ConnId next_id_ = 1;
   bool answered_ = false;
+  bool step_ended_ = false;  // root said "step end" before closing the control pipe
   Clock::time_point answer_by_;
   int status_ = 0;
 };

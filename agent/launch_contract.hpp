@@ -94,6 +94,11 @@ Result<AgentAnswer> parse_answer(std::string_view line);
 std::string format_task_exit(int rank, int wait_status);
 std::optional<std::pair<int, int>> parse_task_exit(std::string_view line);
 
+// "step end": root ends the agent (the step's end on this node, or its
+// refusal) and then closes the control pipe. A close without it is
+// slurmstepd's death (killed, its node failing): no clean goodbye.
+inline constexpr std::string_view kStepEndLine = "step end";
+
 // "rank R pid P start T": a task of the node was forked (T: its start time
 // in clock ticks since boot, /proc/P/stat's 22nd field, read by root while
 // the task cannot yet have been reaped), so the agent can tell it from a

@@ -253,6 +253,11 @@ class Broker {
   void start_programs(Clock::time_point now);
   void op_restart_ready(const Call& c, const proto::RestartReady& m);
   void restart_answered(ConnId conn, Clock::time_point now);
+  // Every node agent due answered (or left): the next phase.
+  void restart_phase_done(Clock::time_point now);
+  // A node that holds a node rank but has no agent now (its drop unheard):
+  // lost, as if heard; false when every such node has one.
+  bool lose_unheard_node(Clock::time_point now);
   // Phase deadlines, the rendezvous and first step timed, the step's end.
   void watch_restarts(Clock::time_point now);
   void finish_record(Clock::time_point now);
@@ -281,6 +286,7 @@ class Broker {
     // a waiting launcher's that ended once the step's work was done.
     std::set<int> gone;
     bool lost_ended = false;  // slurmctld was asked to end the lost nodes' tasks
+    std::map<int, std::string> hosts;  // each node index's host, from its agent's hello
   };
   std::optional<Restarts> restarts_;
   // PyTorch's store saw a client's "init/" add (broker_torch_ops.cpp): every

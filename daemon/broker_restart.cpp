@@ -180,8 +180,12 @@ void Broker::begin_restart(const AbortCause& cause, const RestartPlan& plan, boo
         rs.loss_at = std::min(rs.loss_at, live_.slot(r).last_heard);
     rs.stopped_at = rs.started_at = rs.rendezvous_at = Clock::time_point{};
   }
-  if (*setback_of(cause) == Setback::node_lost)
+  if (*setback_of(cause) == Setback::node_lost) {
+    // A program that failed first only felt this loss (rank 0's node lost,
+    // and a peer's collective failed before its link's drop was heard).
+    if (rs.record.lost_host.empty()) rs.record.why = short_why(cause, live_.silence_limit());
     rs.record.lost_host += (rs.record.lost_host.empty() ? "" : ", ") + cause.host;
+  }
   if (plan.spare >= 0) {
     rs.record.spare_host += (rs.record.spare_host.empty() ? "" : ", ") + node_host(plan.spare);
     rs.record.node_rank = plan.node_rank;
@@ -214,6 +218,9 @@ void Broker::begin_restart(const AbortCause& cause, const RestartPlan& plan, boo
 // held by its node's agent (the spare's for the lost node's), START.
 void Broker::start_programs(Clock::time_point now) {
   Restarts& rs = *restarts_;
+  // Never a START to a world one of whose nodes cannot come: its ranks
+  // would be waited for until the rendezvous' timeout.
+  if (lose_unheard_node(now)) return;
   rs.stopped_at = now;
   store_.clear_programs(kStepPortsKey);
   std::vector<uint64_t> ids;
@@ -255,6 +262,29 @@ void Broker::start_programs(Clock::time_point now) {
   rs.deadline = now + cfg_.limits.restart_stop;
 }
 
+bool Broker::lose_unheard_node(Clock::time_point now) {
+  const Restarts& rs = *restarts_;
+  for (int node = 0; node < rs.roster.nodes(); ++node) {
+    if (rs.roster.node_rank[static_cast<size_t>(node)] < 0 || node_conn(node) != 0) continue;
+    AbortCause lost;
+    lost.how = AbortCause::How::node_lost;
+    lost.node = node;
+    lost.when = now;
+    const auto host = rs.hosts.find(node);
+    lost.host = host == rs.hosts.end() ? "node " + std::to_string(node) : host->second;
+    const auto ranks = node_rank_ranks(rs.roster.node_rank[static_cast<size_t>(node)],
+                                       rs.roster.tasks_per_node);
+    lost.rank = ranks.empty() ? -1 : ranks.front();
+    lost.message = "the node agent on host " + lost.host +
+                   " left without its loss being heard, and its ranks cannot start again";
+    std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
+                 cfg_.step_id.c_str(), lost.message.c_str());
+    abort_job(std::move(lost));  // a further loss: a spare's restart, or the step's end
+    return true;
+  }
+  return false;
+}
+
 void Broker::op_restart_ready(const Call& c, const proto::RestartReady& m) {
   if (!restarts_ || c.peer.role != proto::ROLE_NODE) return;
   Restarts& rs = *restarts_;
@@ -267,6 +297,11 @@ void Broker::op_restart_ready(const Call& c, const proto::RestartReady& m) {
 void Broker::restart_answered(ConnId conn, Clock::time_point now) {
   Restarts& rs = *restarts_;
   if (rs.waiting.erase(conn) == 0 || !rs.waiting.empty() || abort_) return;
+  restart_phase_done(now);
+}
+
+void Broker::restart_phase_done(Clock::time_point now) {
+  Restarts& rs = *restarts_;
   if (rs.phase == Restarts::Phase::stopping) return start_programs(now);
   if (rs.phase != Restarts::Phase::starting) return;
   rs.phase = Restarts::Phase::running;
@@ -309,6 +344,10 @@ void Broker::watch_restarts(Clock::time_point now) {
   if (!restarts_ || abort_) return;
   Restarts& rs = *restarts_;
   if (rs.phase != Restarts::Phase::running) {
+    // An agent that left with no drop heard (its goodbye, a fence) answers nothing.
+    const size_t due = rs.waiting.size();
+    std::erase_if(rs.waiting, [&](ConnId c) { return peers_.count(c) == 0; });
+    if (due > 0 && rs.waiting.empty()) return restart_phase_done(now);
     if (now < rs.deadline) return;
     // A node agent that neither stopped nor started its programs in time is lost.
     const std::string what = rs.phase == Restarts::Phase::stopping ? "stop" : "start";

@@ -161,6 +161,7 @@ void stop_agent(NodeAgent& agent, int grace_ms) {
   // tasks' exits and say the node's goodbye: killed while stopped, it would
   // be a lost node to the daemon although every task ended well.
   if (agent.pidfd) syscall(SYS_pidfd_send_signal, agent.pidfd.get(), SIGCONT, nullptr, 0);
+  tell(agent, std::string(agent::kStepEndLine) + "\n");
   agent.control.reset();
   if (!agent.pidfd) return;
   pollfd p{agent.pidfd.get(), POLLIN, 0};  // readable once the process has exited

@@ -48,12 +48,16 @@ lost_run() {  # lost_run NODE RANKS
   wait_ready 180
   lose_node "$node"
   # While the restarted step runs, dp-top lists the restart and the spares left.
-  wait_until 60 "the restart line on srun's stderr" grep -q 'restart 1 of ' "$WORK/srun.log"
+  local deadline=$((SECONDS + 60))
+  until grep -q 'restart 1 of ' "$WORK/srun.log"; do
+    ((SECONDS < deadline)) || spares_fail "no restart line on srun's stderr within 60 s of the loss"
+    sleep 0.1
+  done
   top=$(as_user "${DP_TOP:?set DP_TOP to the built dp-top}" --once "$job.0" 2>&1) || true
   expect_contains "$top" "restarts: 1, spares left: 0" "dp-top during the restarted step"
   wait_srun 240
   cat "$WORK/srun.log"
-  ((ms >= 0)) || fail "srun still ran 240 s after $node was lost"
+  ((ms >= 0)) || spares_fail "srun still ran 240 s after $node was lost"
   line=$(grep -m1 'slurm-dp: step .*: restart 1 of ' "$WORK/srun.log") ||
     fail "srun's stderr has no restart line"
   expect_contains "$line" "node $node lost" "the restart line"
@@ -70,7 +74,7 @@ lost_run() {  # lost_run NODE RANKS
   ((end_ms <= (kill_wait + 5) * 1000)) ||
     fail "srun returned $end_ms ms after the last rank's end; the bound is KillWait + 5 s"
   if ((rc != 0)); then
-    expect_contains "$(grep -v '^\s*$' "$WORK/srun.log" | tail -n1)" "completed after 1 restart" \
+    expect_contains "$(srun_last_line)" "completed after 1 restart" \
       "srun's last line (rc $rc)"
   fi
   echo "$node lost: first step $((first - load)) ms after the loss (+ $load ms load), srun rc $rc" \

@@ -65,7 +65,7 @@ wait_srun 120
 cat "$WORK/srun.log"
 ((ms >= 0)) || fail "srun still ran 120 s after the second loss"
 ((rc != 0)) || fail "srun exited 0 after a second loss with one spare"
-last=$(grep -v '^\s*$' "$WORK/srun.log" | tail -n1)
+last=$(srun_last_line)
 expect_contains "$last" "the node agent on host n1" "srun's last line"
 expect_contains "$last" "no spare node is left" "srun's last line"
 revive
@@ -95,7 +95,7 @@ cat "$WORK/srun.log"
 ((rc != 0)) || fail "srun exited 0 although every start failed"
 starts=$(grep -ch 'cannot go on (--fail-always)' "$WORK"/task*.log | paste -sd+ | bc)
 ((starts >= 3)) || fail "the failing program started $starts times; 3 (the first and 2 restarts) expected"
-last=$(grep -v '^\s*$' "$WORK/srun.log" | tail -n1)
+last=$(srun_last_line)
 expect_contains "$last" "exited with code 1" "srun's last line"
 expect_contains "$last" "--dp-max-restarts=2" "srun's last line"
 pass "refused without --no-kill; a frozen node replaced within the bound; a second loss named; a crash restarted in place; the budget spent, named"

@@ -17,6 +17,10 @@
 #   last_end_ns           when the last rank's program printed its done line
 #   first_after NS        the earliest first-step time of a restarted start after NS, minus
 #                         its checkpoint load: "<ms since NS> <load ms>"
+#   srun_last_line        srun's last line as a user sees it (not the daemon's own log)
+#   spares_fail MSG       fail, after printing what a CI log needs to tell why: the
+#                         daemon's log (srun runs with --dp-verbose), the tasks' last
+#                         lines, Slurm's view and where every process of the job waits
 set -euo pipefail
 : "${DP_BUILD_DIR:?run through ctest}" "${DP_CLUSTER_PORT_BASE:?run through ctest}"
 DP_CLUSTER=${DP_CLUSTER:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../cluster" && pwd)/dp-cluster}
@@ -45,7 +49,7 @@ start_resume() {
   (($#)) && shift
   rm -f "$WORK"/ready.* "$WORK"/task*.log "$WORK/ckpt.pt"
   # USE_LIBUV=0: Debian 13's torch 2.6 has no libuv TCPStore but asks for it.
-  as_user env "${pet[@]}" srun --dp-world=auto "${flags[@]}" -N "$nodes" --ntasks-per-node=2 \
+  as_user env "${pet[@]}" srun --dp-world=auto --dp-verbose "${flags[@]}" -N "$nodes" --ntasks-per-node=2 \
     -J "$name" -o "$WORK/task%t.log" --export=ALL,USE_LIBUV=0 \
     "$PYTHON" "$WORK/resume.py" --ckpt "$WORK/ckpt.pt" --ready-file "$WORK/ready" "$@" \
     >"$WORK/srun.log" 2>&1 &
@@ -110,4 +114,22 @@ first_after() {
     ((${l:-0} > load)) && load=${l:-0}
   done < <(grep -h '^first rank=.* restart=[1-9]' "$WORK"/task*.log)
   echo "$worst $load"
+}
+
+srun_last_line() { grep -v -e '^\s*$' -e '^dp-rendezvousd: ' "$WORK/srun.log" | tail -n1; }
+
+# A restart that stalls is rare and seen only on a loaded CI machine, where the
+# test's output is all there is: say everything before failing.
+spares_fail() {
+  local p
+  {
+    echo "--- srun's stderr (the daemon's log):"; cat "$WORK/srun.log"
+    for p in "$WORK"/task*.log; do echo "--- the last lines of $p:"; tail -n 15 "$p"; done
+    echo "--- Slurm:"; squeue; scontrol show step "$job" 2>&1 | head -n 20
+    for p in $(job_pids "$job" 'dp-nodeagent|torchrun|pt_elastic|python3(\.[0-9]+)?'); do
+      echo "--- pid $p ($(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-120)):"
+      "$DP_BUILD_DIR/tools/dp-stacks" "$p" 2>&1 | head -n 30
+    done
+  } >&2
+  fail "$@"
 }

@@ -59,7 +59,11 @@ class AgentProcess {
     answer_ = parse_answer(line);
   }
   ~AgentProcess() {
-    if (control_ >= 0) close(control_);  // the step ends: the agent leaves
+    if (control_ >= 0) {  // the step ends: the agent leaves
+      const std::string end = std::string(kStepEndLine) + "\n";
+      (void)!write(control_, end.data(), end.size());
+      close(control_);
+    }
     if (pid_ > 0 &&
         !test::poll_until([&] { return waitpid(pid_, nullptr, WNOHANG) == pid_; }, 5s)) {
       kill(pid_, SIGKILL);
@@ -67,6 +71,11 @@ class AgentProcess {
     }
   }
   const Result<AgentAnswer>& answer() const { return answer_; }
+  // slurmstepd killed: its end of the control pipe closes, no "step end" first.
+  void lose_slurmstepd() {
+    close(control_);
+    control_ = -1;
+  }
 
  private:
   pid_t pid_ = -1;
@@ -160,6 +169,26 @@ TEST(NodeAgent, ARankThatVanishesIsNamedToTheOtherNodeAtOnce) {
   ASSERT_FALSE(got);
   EXPECT_NE(got.error().message.find("rank 1"), std::string::npos) << got.error().message;
   EXPECT_LT(std::chrono::steady_clock::now() - lost_at, 2s);
+}
+
+// slurmstepd killed with its node closes the control pipe a moment before
+// the kernel's death signal kills the agent: never a goodbye that would say
+// the node's ranks finished; the daemon names the node lost.
+TEST(NodeAgent, AControlPipeClosedWithoutTheStepsEndIsALostNodeNotAGoodbye) {
+  test::DaemonProcess daemon(4);
+  ASSERT_TRUE(daemon.ready());
+  AgentProcess n0(daemon.port(), {0, 1}, PortsRole::none);
+  AgentProcess n1(daemon.port(), {2, 3}, PortsRole::none);
+  ASSERT_TRUE(n0.answer() && n1.answer());
+  auto r2 = rank_client(daemon, *n1.answer(), 2);
+  ASSERT_TRUE(r2);
+  n0.lose_slurmstepd();
+  auto got = r2->barrier("never", 10s);
+  ASSERT_FALSE(got);
+  EXPECT_NE(got.error().message.find("node agent on host node0"), std::string::npos)
+      << got.error().message;
+  EXPECT_NE(got.error().message.find("had not said goodbye"), std::string::npos)
+      << got.error().message;
 }
 
 // A PyTorch store client's bytes: VALIDATE, then `more`; the answer read

@@ -161,6 +161,75 @@ TEST_F(RestartBrokerTest, AFailedProgramRestartsInPlaceWithinTheBudget) {
   EXPECT_FALSE(b_->aborted());
 }
 
+// Rank 0's node lost: its peers' collectives fail at once, and one of them
+// may be reported before the daemon hears that node's link drop. The loss
+// then joins the in-place restart under way and the spare takes its place.
+TEST_F(RestartBrokerTest, ANodeLostWhileAFailedProgramStopsTheOthersTakesTheSpare) {
+  rank_lost(kB, 2, 1);
+  ASSERT_TRUE(restart_push(kA));
+  EXPECT_EQ(restart_push(kA)->generation(), 1u);
+  ready(kB, proto::Restart::STOP);
+  ready(kSpare, proto::Restart::STOP);
+  b_->on_disconnect(kA, t0_);
+  EXPECT_FALSE(b_->aborted());
+  ASSERT_TRUE(restart_push(kSpare));
+  EXPECT_EQ(restart_push(kSpare)->phase(), proto::Restart::STOP);
+  EXPECT_EQ(restart_push(kSpare)->generation(), 2u);
+  for (ConnId c : {kB, kSpare}) ready(c, proto::Restart::STOP, 2);
+  const auto b = restart_push(kB), spare = restart_push(kSpare);
+  ASSERT_TRUE(b && spare);
+  EXPECT_EQ(b->phase(), proto::Restart::START);
+  EXPECT_EQ(b->node_rank(), 1);
+  EXPECT_EQ(spare->phase(), proto::Restart::START);
+  EXPECT_EQ(spare->node_rank(), 0);
+  for (ConnId c : {kB, kSpare}) ready(c, proto::Restart::START, 2);
+  tick(61'000);
+  ASSERT_EQ(out_.notices.size(), 1u);
+  EXPECT_NE(out_.notices[0].find("restart 1 of 3: node na lost (node_lost: its agent's link to "
+                                 "srun's host dropped); spare nc takes node rank 0 (ranks 0-1)"),
+            std::string::npos)
+      << out_.notices[0];
+}
+
+// The same node never heard to go (its link silent, not closed): it does not
+// answer the stop, and the stop's bound makes it lost.
+TEST_F(RestartBrokerTest, ANodeThatNeverAnswersTheStopIsLostAndTheSpareTakesItsPlace) {
+  rank_lost(kB, 2, 1);
+  ready(kB, proto::Restart::STOP);
+  ready(kSpare, proto::Restart::STOP);
+  tick(16'000);
+  EXPECT_FALSE(b_->aborted());
+  ASSERT_TRUE(restart_push(kSpare));
+  EXPECT_EQ(restart_push(kSpare)->generation(), 2u);
+  for (ConnId c : {kB, kSpare}) ready(c, proto::Restart::STOP, 2);
+  ASSERT_TRUE(restart_push(kSpare));
+  EXPECT_EQ(restart_push(kSpare)->phase(), proto::Restart::START);
+  EXPECT_EQ(restart_push(kSpare)->node_rank(), 0);
+}
+
+// A node agent that leaves during a restart with no drop heard (here its
+// goodbye) answers nothing: the restart goes on without it at the next tick,
+// and its ranks, which cannot start again there, go to the spare.
+TEST_F(RestartBrokerTest, ANodeThatLeftUnheardDuringARestartIsLostNotWaitedFor) {
+  rank_lost(kB, 2, 1);
+  goodbye(kA, std::nullopt);
+  ready(kB, proto::Restart::STOP);
+  ready(kSpare, proto::Restart::STOP);
+  tick(100);
+  EXPECT_FALSE(b_->aborted());
+  ASSERT_TRUE(restart_push(kSpare));
+  EXPECT_EQ(restart_push(kSpare)->generation(), 2u);
+  EXPECT_EQ(restart_push(kSpare)->phase(), proto::Restart::STOP);
+  for (ConnId c : {kB, kSpare}) ready(c, proto::Restart::STOP, 2);
+  ASSERT_EQ(restart_push(kSpare)->phase(), proto::Restart::START);
+  EXPECT_EQ(restart_push(kSpare)->node_rank(), 0);
+  EXPECT_EQ(restart_push(kB)->node_rank(), 1);
+  for (ConnId c : {kB, kSpare}) ready(c, proto::Restart::START, 2);
+  tick(61'000);
+  ASSERT_EQ(out_.notices.size(), 1u);
+  EXPECT_NE(out_.notices[0].find("node na lost"), std::string::npos) << out_.notices[0];
+}
+
 TEST_F(RestartBrokerTest, TheProgramsKeysGoAtARestartButTheAgentsExchangeStays) {
   proto::Request set;
   set.set_id(5);
