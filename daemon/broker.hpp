@@ -285,7 +285,7 @@ class Broker {
     // A launcher step's ranks that will never say goodbye: a lost node's, or
     // a waiting launcher's that ended once the step's work was done.
     std::set<int> gone;
-    bool lost_ended = false;  // slurmctld was asked to end the lost nodes' tasks
+    bool lost_ended = false;           // slurmctld was asked to end the lost nodes' tasks
     std::map<int, std::string> hosts;  // each node index's host, from its agent's hello
   };
   std::optional<Restarts> restarts_;

@@ -272,8 +272,8 @@ bool Broker::lose_unheard_node(Clock::time_point now) {
     lost.when = now;
     const auto host = rs.hosts.find(node);
     lost.host = host == rs.hosts.end() ? "node " + std::to_string(node) : host->second;
-    const auto ranks = node_rank_ranks(rs.roster.node_rank[static_cast<size_t>(node)],
-                                       rs.roster.tasks_per_node);
+    const auto ranks =
+        node_rank_ranks(rs.roster.node_rank[static_cast<size_t>(node)], rs.roster.tasks_per_node);
     lost.rank = ranks.empty() ? -1 : ranks.front();
     lost.message = "the node agent on host " + lost.host +
                    " left without its loss being heard, and its ranks cannot start again";
