@@ -285,8 +285,7 @@ class Broker {
     // A launcher step's ranks that will never say goodbye: a lost node's, or
     // a waiting launcher's that ended once the step's work was done.
     std::set<int> gone;
-    bool lost_ended = false;           // slurmctld was asked to end the lost nodes' tasks
-    std::map<int, std::string> hosts;  // each node index's host, from its agent's hello
+    bool lost_ended = false;  // slurmctld was asked to end the lost nodes' tasks
   };
   std::optional<Restarts> restarts_;
   // PyTorch's store saw a client's "init/" add (broker_torch_ops.cpp): every

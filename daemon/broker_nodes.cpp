@@ -129,7 +129,6 @@ void Broker::register_ranks(ConnId conn, Peer& p, Clock::time_point now) {
   }
   ++rank_peers_;
   if (p.role == proto::ROLE_NODE) ++nodes_;
-  if (restarts_ && p.role == proto::ROLE_NODE && p.node >= 0) restarts_->hosts[p.node] = p.host;
   const std::vector<int> own{p.rank};
   const std::vector<int>& ranks = p.role == proto::ROLE_NODE ? p.node_ranks : own;
   for (int r : ranks) {

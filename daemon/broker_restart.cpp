@@ -270,11 +270,13 @@ bool Broker::lose_unheard_node(Clock::time_point now) {
     lost.how = AbortCause::How::node_lost;
     lost.node = node;
     lost.when = now;
-    const auto host = rs.hosts.find(node);
-    lost.host = host == rs.hosts.end() ? "node " + std::to_string(node) : host->second;
     const auto ranks =
         node_rank_ranks(rs.roster.node_rank[static_cast<size_t>(node)], rs.roster.tasks_per_node);
     lost.rank = ranks.empty() ? -1 : ranks.front();
+    // Its ranks' slots keep the host its agent last named in its hello.
+    lost.host = ranks.empty() || live_.slot(ranks.front()).host.empty()
+                    ? "node " + std::to_string(node)
+                    : live_.slot(ranks.front()).host;
     lost.message = "the node agent on host " + lost.host +
                    " left without its loss being heard, and its ranks cannot start again";
     std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
