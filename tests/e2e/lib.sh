@@ -22,6 +22,10 @@
 #   end_job_and_site                EXIT trap: cancel $job, give the site back, remove $WORK
 #   daemons_of_job / has_daemon / no_daemon JOBID    the job's dp-rendezvousd processes
 #   job_pids JOBID NAME             the job's task processes named NAME
+#   wait_srun SECS                  waits for the background srun_pid: rc, and ms since
+#                                   t0 (set by the caller; -1 after SECS); srun_end (ns)
+#   srun_last_line                  srun's last line in $WORK/srun.log as a user sees it
+#                                   (not the daemon's own --dp-verbose log)
 #   node_addr NODE | field LINE NAME | TASK_VARS | print_task
 #   kill_and_expect_failures WHAT PID LIMIT_MS LINE_RE NAMES_RE RANK...
 #                                   kill -9 PID in a held step (daemon/hold_ranks.sh); each
@@ -127,6 +131,19 @@ fi
 unset left left_deadline
 
 job_done() { [[ -z $(squeue -h -j "$1" 2>/dev/null) ]]; }
+
+wait_srun() {
+  local deadline=$((SECONDS + $1))
+  rc=0
+  while kill -0 "$srun_pid" 2>/dev/null; do
+    ((SECONDS < deadline)) || { ms=-1; return 0; }
+    sleep 0.02
+  done
+  wait "$srun_pid" || rc=$?
+  srun_end=$(date +%s%N)
+  ms=$(((srun_end - t0) / 1000000))
+}
+srun_last_line() { grep -v -e '^\s*$' -e '^dp-rendezvousd: ' "$WORK/srun.log" | tail -n1; }
 
 # srun_says_killed TASK: srun's stderr has "n2: task 3: Killed" or
 # "n2: tasks 2-3: Killed" for TASK.

@@ -9,8 +9,6 @@
 #   wait_ranks_ready SECS             every rank did its first all-reduce
 #   rank_pid RANK [VAR [NAMES]]       the python process of that rank of $job (VAR=RANK
 #                                     and NAMES='python3(\.[0-9]+)?': torchrun's worker)
-#   wait_srun SECS                    waits for srun; sets rc and ms (since t0, set by the caller)
-#   last_line                         srun's last non-empty line
 #   expect_srun_ok SECS WHAT          srun (t0 set by the caller) exits 0 within SECS
 #   same_params LABEL                 every rank ended with the same parameters
 #   n2_link                           namespace mode: n2's veth in $veth; cut_n2 takes it
@@ -74,19 +72,6 @@ rank_pid() {  # rank_pid RANK [VARIABLE [NAMES]]: by SLURM_PROCID, or a launcher
   return 1
 }
 
-wait_srun() {
-  local secs=$1 deadline
-  deadline=$((SECONDS + secs))
-  rc=0
-  while kill -0 "$srun_pid" 2>/dev/null; do
-    ((SECONDS < deadline)) || { ms=-1; return 0; }
-    sleep 0.02
-  done
-  wait "$srun_pid" || rc=$?
-  ms=$((($(date +%s%N) - t0) / 1000000))
-}
-
-last_line() { grep -v '^\s*$' "$WORK/srun.log" | tail -n1; }
 survivors() { job_pids "$job" python3; }
 
 same_params() {
@@ -103,7 +88,7 @@ expect_node_verdict() {
   ((ms >= 0)) || fail "srun still ran $1 s after $3 was cut off"
   ((rc != 0)) || fail "srun exited 0 although $3 was cut off"
   ((ms <= ($2 + 10) * 1000)) || fail "srun exited $ms ms after the cut; the bound is $2 s + 10 s"
-  last=$(last_line)
+  last=$(srun_last_line)
   expect_contains "$last" "the node agent on host $3 (ranks $4)" "srun's last line"
   [[ $last == *"verdict node_silent"* || $last == *"verdict node_lost"* ]] || fail "srun's last line names no node verdict: $last"
 }
@@ -112,7 +97,7 @@ expect_srun_ok() {
   wait_srun "$1"
   cat "$WORK/srun.log"
   ((ms >= 0)) || fail "srun still ran $1 s after $2"
-  ((rc == 0)) || fail "srun exited $rc after $2: $(last_line)"
+  ((rc == 0)) || fail "srun exited $rc after $2: $(srun_last_line)"
 }
 
 n2_link() {

@@ -12,43 +12,17 @@
 . "$(dirname "$0")/ddp_common.sh"
 bound=10
 site heartbeat_timeout=$bound kill_grace=2
-stopped=()
-thaw() { ((${#stopped[@]} == 0)) || kill -CONT "${stopped[@]}" 2>/dev/null || true; stopped=(); }
-trap 'thaw; kill "$srun_pid" 2>/dev/null || true; cleanup_work' EXIT
-
-# n2's slurmd (the cluster's pid file), the step's slurmstepd there (parent
-# of n2's tasks), and everything under that slurmstepd (agent and tasks).
-descendants() {
-  local c
-  for c in $(pgrep -P "$1"); do
-    echo "$c"
-    descendants "$c"
-  done
-}
-freeze_n2() {
-  local slurmd task stepd p
-  slurmd=$(tr -dc 0-9 <"$DP_CLUSTER_DIR/run/slurmd-n2.pid")
-  [[ -n $slurmd ]] || fail "no pid file of n2's slurmd"
-  for p in $(job_pids "$job" python3); do
-    grep -qzxF "SLURMD_NODENAME=n2" "/proc/$p/environ" && task=$p
-  done
-  [[ -n ${task:-} ]] || fail "no task of job $job on n2"
-  stepd=$(awk '/^PPid:/ {print $2}' "/proc/$task/status")
-  [[ $(cat "/proc/$stepd/comm") == slurmstepd ]] || fail "the parent of n2's task is $(cat "/proc/$stepd/comm"), not slurmstepd"
-  stopped=("$slurmd" "$stepd" $(descendants "$stepd"))
-  kill -STOP "${stopped[@]}"
-  echo "stopped n2: slurmd $slurmd, slurmstepd $stepd, ${#stopped[@]} processes in all"
-}
+. "$(dirname "$0")/node_loss.sh"
+trap 'thaw_all; kill "$srun_pid" 2>/dev/null || true; cleanup_work' EXIT
 
 run_frozen() {  # run_frozen START-FUNCTION LIMIT-S: sets rc and ms
   rm -f "$WORK"/ready.* "$WORK"/rank*.log
   "$1" "freeze$1" --steps 100000 --step-ms 100
   wait_ranks_ready 120
-  freeze_n2
-  t0=$(date +%s%N)
+  freeze_node n2
   wait_srun "$2"
   cat "$WORK/srun.log"
-  thaw
+  thaw_all
   as_user scancel "$job" 2>/dev/null || true  # the run without slurm-dp trains on
   wait_until 120 "job $job to end after n2 was continued" job_done "$job"
 }
@@ -62,7 +36,7 @@ run_frozen start_ddp $((bound + 30))
 ((ms >= 0)) || fail "srun still ran $((bound + 30)) s after n2 froze"
 ((rc != 0)) || fail "srun exited 0 although n2 froze"
 ((ms <= (bound + 10) * 1000)) || fail "srun exited $ms ms after n2 froze; the bound is $bound s + 10 s"
-last=$(last_line)
+last=$(srun_last_line)
 expect_contains "$last" "the node agent on host n2 (ranks 2-3) sent no heartbeat" "srun's last line"
 expect_contains "$last" "verdict node_silent" "srun's last line"
 pass "srun exited $rc $ms ms after every process of n2 was stopped (silence bound $bound s), naming n2"

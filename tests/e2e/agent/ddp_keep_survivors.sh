@@ -42,7 +42,7 @@ keep_run() {  # keep_run HOW SRUN-ARGS...
   cat "$WORK/srun.log"
   ((ms >= 0)) || fail "$how: srun still runs 30 s after the release"
   ((rc != 0)) || fail "$how: srun exited 0 although rank $victim was killed"
-  expect_contains "$(last_line)" "first failure: rank $victim (host n2) was killed by signal 9" \
+  expect_contains "$(srun_last_line)" "first failure: rank $victim (host n2) was killed by signal 9" \
     "$how: srun's last line"
   expect_contains "$(cat "$WORK/report.json")" \
     '"rank":3,"host":"n2","how":"rank_lost","verdict":"task_exit"' "$how: the report's failure"

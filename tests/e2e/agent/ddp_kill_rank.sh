@@ -25,7 +25,7 @@ cat "$WORK/srun.log"
 ((ms >= 0)) || fail "srun still runs 30 s after rank $victim was killed (rank $sleeper sleeps on)"
 ((rc != 0)) || fail "srun exited 0 after rank $victim was killed"
 ((ms <= 2000)) || fail "srun exited $ms ms after the kill; the bound is 2000 ms"
-last=$(last_line)
+last=$(srun_last_line)
 expect_contains "$last" "first failure: rank $victim (host n2) was killed by signal 9" "srun's last line"
 expect_contains "$last" "verdict task_exit" "srun's last line"
 left=$(survivors)

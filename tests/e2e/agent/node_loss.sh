@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # A whole node of a dp-cluster lost or frozen, its processes picked by the job
 # (never by name alone: other clusters run the same programs). Sourced by the
-# restart tests (spares_common.sh) and bench/restart/run.sh; needs $job and
-# DP_CLUSTER_DIR (the cluster's pid files).
+# restart tests (spares_common.sh), ddp_freeze_node.sh and bench/restart/run.sh;
+# needs $job and DP_CLUSTER_DIR (the cluster's pid files).
 #   node_pids NODE     its slurmd, the job's slurmstepd there and below
 #   lose_node NODE     SIGKILL to all of them at once; t0: the loss (ns since the epoch)
 #   freeze_node NODE   SIGSTOP to all of them; their pids in stopped[] (thaw_all)

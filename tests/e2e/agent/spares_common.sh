@@ -17,7 +17,6 @@
 #   last_end_ns           when the last rank's program printed its done line
 #   first_after NS        the earliest first-step time of a restarted start after NS, minus
 #                         its checkpoint load: "<ms since NS> <load ms>"
-#   srun_last_line        srun's last line as a user sees it (not the daemon's own log)
 #   spares_fail MSG       fail, after printing what a CI log needs to tell why: the
 #                         daemon's log (srun runs with --dp-verbose), the tasks' last
 #                         lines, Slurm's view and where every process of the job waits
@@ -76,19 +75,6 @@ done_params() {
   echo "$params"
 }
 
-# The srun wait: rc and ms since t0 (set by the caller), or ms=-1 after SECS.
-wait_srun() {
-  local deadline=$((SECONDS + $1))
-  rc=0
-  while kill -0 "$srun_pid" 2>/dev/null; do
-    ((SECONDS < deadline)) || { ms=-1; return 0; }
-    sleep 0.02
-  done
-  wait "$srun_pid" || rc=$?
-  srun_end=$(date +%s%N)
-  ms=$(((srun_end - t0) / 1000000))
-}
-
 # When each task's log was last written: the last rank's done line.
 last_end_ns() {
   local f newest=0 t
@@ -115,8 +101,6 @@ first_after() {
   done < <(grep -h '^first rank=.* restart=[1-9]' "$WORK"/task*.log)
   echo "$worst $load"
 }
-
-srun_last_line() { grep -v -e '^\s*$' -e '^dp-rendezvousd: ' "$WORK/srun.log" | tail -n1; }
 
 # A restart that stalls is rare and seen only on a loaded CI machine, where the
 # test's output is all there is: say everything before failing.

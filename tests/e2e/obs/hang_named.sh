@@ -82,7 +82,7 @@ wait_srun 10
 cat "$WORK/srun.log"
 ((ms >= 0)) || fail "srun still runs 10 s after the hang line, under --dp-on-hang=end"
 ((rc != 0)) || fail "srun exited 0 after a hang under --dp-on-hang=end"
-last=$(last_line)
+last=$(srun_last_line)
 expect_contains "$last" "no rank has made progress for" "srun's last line"
 expect_contains "$last" "verdict hang" "srun's last line"
 echo "under end: named $named_ms ms after the stall, srun gone $ms ms after it"
@@ -121,5 +121,5 @@ if [[ $new_frames == True ]]; then
 else
   expect_contains "$line" "clock_nanosleep" "worker rank 3's kernel state"
 fi
-expect_contains "$(last_line)" "verdict hang" "srun's last line (torchrun)"
+expect_contains "$(srun_last_line)" "verdict hang" "srun's last line (torchrun)"
 pass "$summary; under torchrun per node, worker rank 3 (pid $worker) named and the step ended in $ms ms"
