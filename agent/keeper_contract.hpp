@@ -11,7 +11,9 @@
 //                    "stopped"  after a stop: no program runs
 //   agent -> keeper: "start <node rank> <restart count>"  (again) as that node rank
 //                    "stop <grace ms>"  SIGTERM to the program, SIGKILL after grace
-//                    "exit"  the task ends as its last program did (0: none ran)
+//                    "exit"  the task ends as its last program did (0: none ran);
+//                            one that still runs (a libdp program's goodbye comes
+//                            before its end) is waited for, not stopped
 #pragma once
 
 #include <cstdint>

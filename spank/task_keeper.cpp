@@ -116,6 +116,9 @@ class Keeper {
   UniqueFd child_fd_;  // a pidfd: readable once the program ended
   int last_status_ = 0;
   bool stop_reply_due_ = false;
+  // The agent's `exit` came while the program ran (a libdp program's
+  // goodbye comes before its process ends): the keeper ends with it.
+  bool exit_due_ = false;
   std::optional<Clock::time_point> kill_at_;
 };
 
@@ -194,7 +197,7 @@ void Keeper::on_child_end() {
   say({KeeperLine::Kind::exited, status});
   if (stop_reply_due_) say({KeeperLine::Kind::stopped});
   stop_reply_due_ = false;
-  if (!agent_) finish();
+  if (!agent_ || exit_due_) finish();
 }
 
 void Keeper::on_agent(const KeeperLine& l, bool& forked, const SignalState& saved) {
@@ -211,6 +214,7 @@ void Keeper::on_agent(const KeeperLine& l, bool& forked, const SignalState& save
       return;
     case KeeperLine::Kind::exit:
       if (child_ <= 0) finish();
+      exit_due_ = true;
       return;
     default: return;
   }

@@ -6,6 +6,12 @@
 dp_e2e_scripts(PART runtime MODES lo ns TIMEOUT 300
   SCRIPTS collectives kill_rank one_node_shm
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_COMM_WORKER=$<TARGET_FILE:dp_comm_worker>)
+# A libdp program that exits after its goodbye, in a step whose tasks keep
+# their programs (--dp-max-restarts): the task ends with it. Not a matter of
+# the network: the loopback cluster only.
+dp_e2e_scripts(PART runtime MODES lo TIMEOUT 200
+  SCRIPTS keeper_linger
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_COMM_WORKER=$<TARGET_FILE:dp_comm_worker>)
 # Shared memory that cannot be had, or a rank killed during its start-up.
 add_library(dp_shm_shim MODULE ${CMAKE_CURRENT_LIST_DIR}/runtime/shm_shim.c)
 target_link_libraries(dp_shm_shim PRIVATE ${CMAKE_DL_LIBS})

@@ -5,11 +5,15 @@
 //   comm_worker long          all-reduce 64 MiB in a loop until it fails
 //   comm_worker stall         rank 0 all-reduces once (and fails when the
 //                             timeout passes); the others never call it
+//   comm_worker linger        all-reduces once, leaves the world (goodbye), and
+//                             only DP_TEST_LINGER_MS later exits (a checkpoint
+//                             written after the communicator is gone)
 // Prints "OK" / "LOOPING pid <pid>" / "ERROR <message>" lines; exit 0 on success.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -229,6 +233,21 @@ int lifetime() {
   return 0;
 }
 
+int linger(std::unique_ptr<dp::Communicator> c) {
+  std::vector<float> v(1024, 1.0f);
+  if (auto r = c->all_reduce(v.data(), v.size(), dp::DType::f32, dp::ReduceOp::sum); !r) {
+    std::printf("ERROR all_reduce: %s\n", r.error().message.c_str());
+    return 3;
+  }
+  const int rank = c->rank();
+  c.reset();  // the goodbye
+  const char* ms = std::getenv("DP_TEST_LINGER_MS");
+  // The wait is the scenario under test (a program that outlives its goodbye).
+  usleep(static_cast<useconds_t>((ms ? std::atoi(ms) : 1500) * 1000));
+  std::printf("OK rank %d left, then exited\n", rank);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -242,6 +261,7 @@ int main(int argc, char** argv) {
   g_rank = (*comm)->rank();
   if (mode == "long") return long_all_reduce(**comm);
   if (mode == "stall") return stall(**comm);
+  if (mode == "linger") return linger(std::move(*comm));
   if (!collectives(**comm)) return 1;
   std::printf("OK rank %d of %d backend %s via %s\n", (*comm)->rank(), (*comm)->size(),
               dp::backend_name((*comm)->backend()), (*comm)->describe().c_str());
