@@ -3,7 +3,7 @@
 namespace dp::spank {
 
 PortHolders port_holders_here(int lo, int hi) {
-  auto table = tcp_sockets(holder_states(), kMaxHolderSockets);
+  auto table = tcp_sockets(holder_states(), kMaxHolderSockets, PortSpan{lo, hi});
   return table ? port_holders(*table, lo, hi) : PortHolders{};
 }
 

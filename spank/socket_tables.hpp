@@ -2,7 +2,7 @@
 // (dp/tcp_sockets.hpp): it names the uid of every listening socket, so a
 // taken MASTER_PORT is said with its holder. Any user can make the table
 // long, and root reads it (only on an error path), so at most
-// kMaxHolderSockets sockets are read; a cut result says so.
+// kMaxHolderSockets sockets of the asked ports are read; a cut result says so.
 #pragma once
 
 #include <string>

@@ -19,13 +19,41 @@ TcpSocket socket_of(const inet_diag_msg& m) {
                    m.idiag_inode};
 }
 
-// One family's sockets in `states`, added to `out` up to `max`.
-Result<void> dump_family(uint8_t family, uint32_t states, size_t max, TcpSockets& out) {
+// A dump request whose sockets the kernel keeps to local ports lo..hi: its
+// filter program (INET_DIAG_REQ_BYTECODE, what `ss sport ge :LO and sport le
+// :HI` sends). Each test jumps `yes` bytes on, else `no`: past the program's
+// end by 4 is a rejection, its exact end an acceptance.
+struct SpanRequest {
+  inet_diag_req_v2 req;
+  nlattr attr;
+  inet_diag_bc_op ops[4];
+};
+static_assert(sizeof(SpanRequest) ==
+              sizeof(inet_diag_req_v2) + sizeof(nlattr) + 4 * sizeof(inet_diag_bc_op));
+
+SpanRequest span_request(const inet_diag_req_v2& r, PortSpan ports) {
+  constexpr uint16_t kLen = sizeof SpanRequest::ops;  // 16: two tests of two ops each
+  SpanRequest s{};
+  s.req = r;
+  s.attr.nla_len = static_cast<uint16_t>(NLA_HDRLEN + kLen);
+  s.attr.nla_type = INET_DIAG_REQ_BYTECODE;
+  s.ops[0] = {INET_DIAG_BC_S_GE, 8, kLen + 4};
+  s.ops[1] = {0, 0, static_cast<uint16_t>(ports.lo)};
+  s.ops[2] = {INET_DIAG_BC_S_LE, 8, kLen - 8 + 4};
+  s.ops[3] = {0, 0, static_cast<uint16_t>(ports.hi)};
+  return s;
+}
+
+// One family's sockets in `states` and `ports`, added to `out` up to `max`.
+Result<void> dump_family(uint8_t family, uint32_t states, size_t max, PortSpan ports,
+                         TcpSockets& out) {
   inet_diag_req_v2 r{};
   r.sdiag_family = family;
   r.sdiag_protocol = IPPROTO_TCP;
   r.idiag_states = states;
-  auto nl = sock_diag_request(r, NLM_F_DUMP);
+  const bool whole = ports.lo <= 0 && ports.hi >= 65535;
+  auto nl = whole ? sock_diag_request(r, NLM_F_DUMP)
+                  : sock_diag_request(span_request(r, ports), NLM_F_DUMP);
   DP_TRY(nl);
   return sock_diag_dump(*nl, [&](const nlmsghdr& h) {
     if (h.nlmsg_len < NLMSG_LENGTH(sizeof(inet_diag_msg))) return true;
@@ -86,17 +114,19 @@ std::array<uint32_t, 4> as_ipv6(uint8_t family, const uint32_t (&addr)[4]) {
 
 }  // namespace
 
-Result<TcpSockets> tcp_sockets(uint32_t states, size_t max) {
+Result<TcpSockets> tcp_sockets(uint32_t states, size_t max, PortSpan ports) {
   TcpSockets out;
-  DP_TRY(dump_family(AF_INET, states, max, out));
-  if (!out.partial) DP_TRY(dump_family(AF_INET6, states, max, out));
+  if (ports.lo > ports.hi) return out;
+  DP_TRY(dump_family(AF_INET, states, max, ports, out));
+  if (!out.partial) DP_TRY(dump_family(AF_INET6, states, max, ports, out));
   return out;
 }
 
 Result<std::set<int>> tcp_ports_listened_by(uid_t uid, const std::set<int>& ports) {
   std::set<int> found;
   if (ports.empty()) return found;
-  auto listeners = tcp_sockets(1u << TCP_LISTEN, kMaxListenersRead);
+  auto listeners =
+      tcp_sockets(1u << TCP_LISTEN, kMaxListenersRead, PortSpan{*ports.begin(), *ports.rbegin()});
   DP_TRY(listeners);
   for (const TcpSocket& s : listeners->sockets)
     if (s.uid == uid && ports.count(s.port) != 0) found.insert(s.port);

@@ -13,8 +13,9 @@
 
 namespace dp {
 
-// At most this many sockets are read: a node's own listeners come first in
-// the kernel's order, and root reads the table only to name who took a port.
+// At most this many sockets of the range are read (the kernel leaves out the
+// rest: a table long with other ports' connections cuts nothing); root reads
+// the table only to name who took a port.
 inline constexpr size_t kMaxHolderSockets = 8'192;
 // The states that tell a hold: listening, bound (closed) and TIME_WAIT.
 uint32_t holder_states();

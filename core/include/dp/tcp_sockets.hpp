@@ -42,10 +42,17 @@ struct TcpSockets {
   bool partial = false;  // more sockets than the caller's bound: some are missing
 };
 
+// Local ports lo..hi, both included.
+struct PortSpan {
+  int lo = 0, hi = 65535;
+};
+
 // Every socket of this namespace in `states` (a bit per TCP state: 1u <<
-// TCP_LISTEN, ...), IPv4 then IPv6, at most `max` of them. Any user can make
-// the table long; Errc::unavailable when the kernel cannot answer.
-Result<TcpSockets> tcp_sockets(uint32_t states, size_t max);
+// TCP_LISTEN, ...) whose local port lies in `ports`, IPv4 then IPv6, at most
+// `max` of them. Any user can make the table long; the kernel leaves out
+// the sockets outside `ports` (a filter in the request), so only the span's
+// own count against `max`. Errc::unavailable when the kernel cannot answer.
+Result<TcpSockets> tcp_sockets(uint32_t states, size_t max, PortSpan ports = {});
 
 // The ports of `ports` on which a socket owned by `uid` listens (IPv4 or
 // IPv6), from at most kMaxListenersRead listeners: a port past the bound is

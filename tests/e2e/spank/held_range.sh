@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Another tenant (dptest2) holds every port of a small MASTER_PORT lease range
 # on the master node: the step fails within 10 s with a line that says the
-# range is held and names the holder's uid, instead of "no free port". The
+# range is held and names the holder's uid, instead of "no free port", and
+# names it whole on a busy node (9000 listeners on other ports, more than the
+# 8192 sockets root reads: the kernel leaves them out of its answer). The
 # same for --dp-ports and for Slurm's reserved ports (the cluster's MpiParams=ports range), which
 # slurm-dp binds on the master node like a leased one.
 . "$(dirname "$0")/../lib.sh"
-job="" resv_job=""
+job="" resv_job="" busy_pid=""
 cleanup() {
+  [[ -z $busy_pid ]] || kill "$busy_pid" 2>/dev/null || true
   if [[ -n $resv_job && ! -s $WORK/resv/held.ready ]]; then  # why the holder never held
     echo "job $resv_job: $(job_state "$resv_job"); $(cat "$WORK/resv/held.out" 2>&1)" >&2
   fi
@@ -24,6 +27,11 @@ use_port_leases held "ports=$lo-$hi"
 job=$(as_other sbatch --parsable -w n1 -N1 -n1 -o "$WORK/held.out" \
   --wrap "exec /usr/bin/python3 $WORK/held_range.py $lo $hi $WORK")
 wait_until 60 "dptest2 to hold ports $lo-$hi on n1" test -s "$WORK/held.ready"
+# n1's network namespace (the host's on the loopback cluster) made busy.
+nsenter --net="/proc/$(tr -dc 0-9 <"$DP_CLUSTER_DIR/run/slurmd-n1.pid")/ns/net" \
+  /usr/bin/python3 "$WORK/held_range.py" --busy 9000 "$WORK" &
+busy_pid=$!
+wait_until 60 "9000 listeners on n1" test -s "$WORK/busy.ready"
 
 start=$(date +%s%N)
 rc=0
@@ -34,6 +42,9 @@ echo "$out"
 ((took_ms < 10000)) || fail "the step took ${took_ms} ms to fail (limit 10 s)"
 [[ $out == *"every port of $lo-$hi on the master node is held"*"uid $(id -u dptest2) (4 ports)"*"none left for MASTER_PORT"* ]] ||
   fail "the failure does not say the range is held by uid $(id -u dptest2)"
+[[ $out != *"too long to read whole"* ]] || fail "9000 listeners outside $lo-$hi cut the read of its holders"
+kill "$busy_pid"
+busy_pid=""
 
 # --dp-ports: one more port in the range, free, takes MASTER_PORT; the step's
 # next port finds the rest held, and the step fails as quickly, naming them.

@@ -18,7 +18,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "dp/unique_fd.hpp"
 #include "loopback.hpp"
@@ -100,6 +102,30 @@ TEST(TcpSockets, ReadsAtMostItsBoundAndSaysWhenPartial) {
   ASSERT_TRUE(one) << one.error().message;
   EXPECT_EQ(one->sockets.size(), 1u);
   EXPECT_TRUE(one->partial);
+}
+
+// A busy node's table is long with other ports' sockets (thousands of
+// TIME_WAIT connections): the kernel leaves out what lies outside the asked
+// ports, so those cut nothing of the span's own.
+TEST(TcpSockets, TheKernelKeepsToTheAskedPorts) {
+  LoopbackListener a, b;
+  const int pa = ntohs(a.sa.sin_port), pb = ntohs(b.sa.sin_port);
+  auto just_a = tcp_sockets(1u << TCP_LISTEN, 1, PortSpan{pa, pa});
+  ASSERT_TRUE(just_a) << just_a.error().message;
+  ASSERT_EQ(just_a->sockets.size(), 1u);
+  EXPECT_EQ(just_a->sockets[0].port, pa);
+  EXPECT_EQ(just_a->sockets[0].uid, getuid());
+  EXPECT_FALSE(just_a->partial) << "b's listener lies outside the span";
+  auto both = tcp_sockets(1u << TCP_LISTEN, 1, PortSpan{std::min(pa, pb), std::max(pa, pb)});
+  ASSERT_TRUE(both) << both.error().message;
+  EXPECT_EQ(both->sockets.size(), 1u);
+  EXPECT_TRUE(both->partial) << "two listeners in the span, a bound of one";
+  auto listened = tcp_ports_listened_by(getuid(), {pb});
+  ASSERT_TRUE(listened) << listened.error().message;
+  EXPECT_EQ(*listened, std::set<int>{pb});
+  auto empty = tcp_sockets(1u << TCP_LISTEN, 1, PortSpan{pa, pa - 1});
+  ASSERT_TRUE(empty) << empty.error().message;
+  EXPECT_TRUE(empty->sockets.empty());
 }
 
 TEST(LocalTcpPeer, TheConnectingProcessesUid) {
