@@ -9,7 +9,10 @@
 # launcher in the lost node's place, the workers resume from their
 # checkpoint, and the final parameters equal the control's (the same
 # program on 2 nodes, no spare); from the loss to the first completed step
-# <= 20 s (checkpoint load excluded). PyTorch before 2.3
+# <= 20 s (checkpoint load excluded); on PyTorch 1.13 and 2.6 the lost
+# launcher's place frees only when torchrun's own keep-alive (5 s x 3, not
+# settable there) lapses, so Debian 12 takes about 15 s (20.0 s once at -j3).
+# PyTorch before 2.3
 # has no redundancy list: there a healthy step's waiting launcher ends with
 # RendezvousClosedError (README.md says so); the loss is tested everywhere.
 . "$(dirname "$0")/spares_common.sh"
