@@ -51,9 +51,7 @@ Result<void> dump_family(uint8_t family, uint32_t states, size_t max, PortSpan p
   r.sdiag_family = family;
   r.sdiag_protocol = IPPROTO_TCP;
   r.idiag_states = states;
-  const bool whole = ports.lo <= 0 && ports.hi >= 65535;
-  auto nl = whole ? sock_diag_request(r, NLM_F_DUMP)
-                  : sock_diag_request(span_request(r, ports), NLM_F_DUMP);
+  auto nl = sock_diag_request(span_request(r, ports), NLM_F_DUMP);
   DP_TRY(nl);
   return sock_diag_dump(*nl, [&](const nlmsghdr& h) {
     if (h.nlmsg_len < NLMSG_LENGTH(sizeof(inet_diag_msg))) return true;
