@@ -14,10 +14,11 @@ needs_modules() {
 # check_world OUTPUT WHAT TAG: one world of 4 from TAG's lines
 # ("TAG rank=R world=W ... host=H ... params=P"): ranks 0..3 once each,
 # ranks 0,1 on n1 (Slurm's first node) and 2,3 on n2, every rank the same
-# params.
+# params. Unanchored: a launcher's workers share one pipe, so another
+# worker's unfinished print may sit before a line (each line is one write).
 check_world() {
   local out=$1 what=$2 tag=$3 lines ranks
-  lines=$(grep -oE "^$tag rank=[0-9]+ world=[0-9]+ .*params=[0-9a-f]{16}" <<<"$out") ||
+  lines=$(grep -oE "$tag rank=[0-9]+ world=[0-9]+ .*params=[0-9a-f]{16}" <<<"$out") ||
     fail "$what: no rank finished: $out"
   [[ $(wc -l <<<"$lines") -eq 4 ]] || fail "$what: 4 ranks expected: $out"
   ranks=$(sed -E 's/.* rank=([0-9]+) .*/\1/' <<<"$lines" | sort -n | tr '\n' ' ')
