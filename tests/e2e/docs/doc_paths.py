@@ -12,7 +12,8 @@ document's own folder), and a bare file name with a source or text
 extension (`layout.cpp`, `run.sh`). A relative path is looked up from the
 top of the tree and from the document's folder; `dp/x.hpp` is an include
 path; a bare name may live anywhere below the document's folder (for the
-top-level documents: anywhere). Globs (`daemon/step_report.*`,
+top-level documents: anywhere), and in the first column of a folder's
+README table (the part's own files) nowhere else. Globs (`daemon/step_report.*`,
 `unit/runtime/{client,shm}`) must match at least one path; a `:LINE` or
 `:FIRST-LAST` suffix must name lines the file has. Ignored: installed paths
 (`/usr/...`), URLs, placeholders (`<part>`, `$VAR`, `%j`) and folders of
@@ -115,8 +116,9 @@ class Checker:
                 self.lines_of[rel] = sum(1 for _ in f)
         return self.lines_of[rel]
 
-    def resolve(self, path, doc_dir, link):
-        """The tree's paths that `path` names (empty: none)."""
+    def resolve(self, path, doc_dir, link, own=False):
+        """The tree's paths that `path` names (empty: none); `own`: a bare name
+        only below doc_dir."""
         bases = [doc_dir] if link else ["", doc_dir]
         found = []
         for alt in expand_braces(path):
@@ -136,13 +138,13 @@ class Checker:
                 below = [p for p in self.paths
                          if fnmatch.fnmatchcase(os.path.basename(p), alt)]
                 near = [p for p in below if not doc_dir or p.startswith(doc_dir + "/")]
-                hits = near or below
+                hits = near if own else near or below
             if not hits:
                 return []
             found += hits
         return found
 
-    def check_word(self, word, doc, doc_dir, lineno, link, problems):
+    def check_word(self, word, doc, doc_dir, lineno, link, problems, own=False):
         path = self.candidate(word, doc_dir)
         if path is None:
             return
@@ -151,9 +153,10 @@ class Checker:
         if m:
             path, first = m.group(1), int(m.group(2))
             last = int(m.group(3)) if m.group(3) else first
-        hits = self.resolve(path, doc_dir, link)
+        hits = self.resolve(path, doc_dir, link, own)
         if not hits:
-            problems.append(f"{doc}:{lineno}: {path}: no such file or folder")
+            where = f" in {doc_dir}/" if own else ""
+            problems.append(f"{doc}:{lineno}: {path}: no such file or folder{where}")
             return
         if first is not None:
             files = [h for h in hits if os.path.isfile(os.path.join(self.root, h))]
@@ -177,15 +180,21 @@ class Checker:
                 indented = line.startswith("    ") and previous_blank
                 previous_blank = stripped == "" or (indented and line.startswith("    "))
                 words = []
-                for span in re.findall(r"`([^`]+)`", line):
+                own_cell = ""
+                if doc_dir and stripped.startswith("|") and not fenced:
+                    own_cell = stripped.split("|")[1]
+                for span in re.findall(r"`([^`]+)`", own_cell):
+                    words += [(w, False, True) for w in span.split()]
+                for span in re.findall(r"`([^`]+)`", line[line.find(own_cell) + len(own_cell):]
+                                       if own_cell else line):
                     words += [(w, False) for w in span.split()]
                 words += [(target.split("#")[0], True) for target in LINK.findall(line)]
                 if fenced or indented:
                     words += [(w, False) for w in re.split(r"[\s`]+", line)
                               if w.lstrip("./").split("/")[0] in self.top and "/" in w]
-                for word, link in words:
+                for word, link, *own in words:
                     if word:
-                        self.check_word(word, doc, doc_dir, lineno, link, problems)
+                        self.check_word(word, doc, doc_dir, lineno, link, problems, bool(own))
         return problems
 
 
