@@ -13,7 +13,7 @@
 # and is lost). The same per task with --dp-max-restarts=1: each task is then
 # its program's keeper (spank/task_keeper.hpp), which must neither die of the
 # notices nor pass Slurm's own on a second time (issue 54). The five steps run
-# at once.
+# at once: `timed` overcommits (one CPU a node), so all five fit a node's 8.
 . "$(dirname "$0")/../lib.sh"
 site
 pytorch_launcher_env
@@ -22,7 +22,7 @@ JOB_PREFIX=sig
 . "$(dirname "$0")/signal_common.sh"
 train=(ddp.py --steps 100000 --step-ms 100)
 
-start_job timed --dp-world=auto -N2 --ntasks-per-node=2 --time=3 --signal=USR1@90 \
+start_job timed --dp-world=auto -N2 --ntasks-per-node=2 --overcommit --time=3 --signal=USR1@90 \
   "$PY" "${train[@]}" --until-signals USR1 --ready-file "$WORK/timed"
 start_job pertask --dp-world=auto -N2 --ntasks-per-node=2 \
   "$PY" "${train[@]}" --until-signals USR1,USR2 --ready-file "$WORK/pertask"
@@ -36,7 +36,7 @@ start_job launcher --dp-world=auto -N2 --ntasks-per-node=1 bash -c \
 ready() { [[ -f $WORK/$1.0 && -f $WORK/$1.1 && -f $WORK/$1.2 && -f $WORK/$1.3 ]]; }
 saw() { [[ -f $WORK/$1.0.$2 && -f $WORK/$1.1.$2 && -f $WORK/$1.2.$2 && -f $WORK/$1.3.$2 ]]; }
 job_of() { squeue -h -o %i -n "sig-$1-$$" | head -n1; }
-for c in pertask control launcher keeper; do
+for c in timed pertask control launcher keeper; do  # all five at once
   wait_until 150 "$c: every rank's first all-reduce ($(tail -3 "$WORK/$c.log"))" ready "$c"
 done
 for sig in USR1 USR2; do

@@ -41,15 +41,20 @@ status() {
   checked=$((checked + 1))
 }
 dp=(srun -N2 --ntasks-per-node=2 --dp-world=auto)
-# Rank 3 fails a second in; the others would sleep on.
-fails() { echo "[ \$RANK = 3 ] && { sleep 1; $1; }; sleep 300"; }
+# fails CMD FOLDER: rank 3 runs CMD once every rank is up (past a trap set
+# before this: a task that started late would otherwise die of SIGTERM); the
+# others would sleep on. FOLDER: a fresh one per step.
+fails() {
+  mkdir -m 777 "$WORK/$2"
+  echo "touch $WORK/$2/\$RANK; [ \$RANK = 3 ] && { until [ \$(ls $WORK/$2 | wc -l) -ge 4 ]; do sleep 0.1; done; $1; }; sleep 300"
+}
 
 status "it ran to its end" "${dp[@]}" true
 status "\`--dp-explain\`" "${dp[@]}" --dp-explain true
 status "a bad \`--dp-*\` value" "${dp[@]}" --dp-hang-timeout=0 true
 status "a request the step cannot hold" srun -N2 --ntasks-per-node=2 --dp-world=5 true
-status "\`task_exit\`: a rank exits 3" "${dp[@]}" bash -c "$(fails 'exit 3')"
-status "\`task_exit\`, the others ignore SIGTERM" "${dp[@]}" bash -c "trap '' TERM; $(fails 'exit 3')"
+status "\`task_exit\`: a rank exits 3" "${dp[@]}" bash -c "$(fails 'exit 3' up1)"
+status "\`task_exit\`, the others ignore SIGTERM" "${dp[@]}" bash -c "trap '' TERM; $(fails 'exit 3' up2)"
 status "\`task_exit\` with \`--dp-on-failure=keep\`" "${dp[@]}" --dp-on-failure=keep \
   bash -c '[ $RANK = 3 ] && exit 3; sleep 2'
 status "\`hang\` with \`--dp-on-hang=end\`" "${dp[@]}" --dp-hang-timeout=2s --dp-on-hang=end sleep 300
