@@ -13,7 +13,7 @@
 # and is lost). The same per task with --dp-max-restarts=1: each task is then
 # its program's keeper (spank/task_keeper.hpp), which must neither die of the
 # notices nor pass Slurm's own on a second time (issue 54). The five steps run
-# at once: `timed` overcommits (one CPU a node), so all five fit a node's 8.
+# at once: `timed` is one rank a node, so all five fit a node's 8 CPUs.
 . "$(dirname "$0")/../lib.sh"
 site
 pytorch_launcher_env
@@ -22,7 +22,7 @@ JOB_PREFIX=sig
 . "$(dirname "$0")/signal_common.sh"
 train=(ddp.py --steps 100000 --step-ms 100)
 
-start_job timed --dp-world=auto -N2 --ntasks-per-node=2 --overcommit --time=3 --signal=USR1@90 \
+start_job timed --dp-world=auto -N2 --ntasks-per-node=1 --time=3 --signal=USR1@90 \
   "$PY" "${train[@]}" --until-signals USR1 --ready-file "$WORK/timed"
 start_job pertask --dp-world=auto -N2 --ntasks-per-node=2 \
   "$PY" "${train[@]}" --until-signals USR1,USR2 --ready-file "$WORK/pertask"
@@ -33,8 +33,10 @@ start_job keeper --dp-world=auto --dp-max-restarts=1 -N2 --ntasks-per-node=2 \
 start_job launcher --dp-world=auto -N2 --ntasks-per-node=1 bash -c \
   "trap '' USR1 USR2; exec torchrun --nproc_per_node=2 ${train[*]} --until-signals USR1,USR2 --ready-file $WORK/launcher"
 
-ready() { [[ -f $WORK/$1.0 && -f $WORK/$1.1 && -f $WORK/$1.2 && -f $WORK/$1.3 ]]; }
-saw() { [[ -f $WORK/$1.0.$2 && -f $WORK/$1.1.$2 && -f $WORK/$1.2.$2 && -f $WORK/$1.3.$2 ]]; }
+ranks() { if [[ $1 == timed ]]; then echo 2; else echo 4; fi; }
+# ready NAME, saw NAME SIG: a file from each of NAME's ranks.
+ready() { [[ $(find "$WORK" -maxdepth 1 -name "$1.[0-9]" | wc -l) == "$(ranks "$1")" ]]; }
+saw() { [[ $(find "$WORK" -maxdepth 1 -name "$1.[0-9].$2" | wc -l) == "$(ranks "$1")" ]]; }
 job_of() { squeue -h -o %i -n "sig-$1-$$" | head -n1; }
 for c in timed pertask control launcher keeper; do  # all five at once
   wait_until 150 "$c: every rank's first all-reduce ($(tail -3 "$WORK/$c.log"))" ready "$c"
@@ -50,11 +52,12 @@ done
 
 # Every rank ran to its end having seen the signals; the step's status is 0.
 finished() {  # finished NAME SIGNALS
-  local name=$1 want=$2 pid="pid_$1" rc=0 lines
+  local name=$1 want=$2 pid="pid_$1" rc=0 lines n
+  n=$(ranks "$name")
   wait "${!pid}" || rc=$?
-  lines=$(grep -oE "ddp rank=[0-3] world=4 .* signals=$want" "$WORK/$name.log" | sort -u)
+  lines=$(grep -oE "ddp rank=[0-9] world=$n .* signals=$want" "$WORK/$name.log" | sort -u)
   ((rc == 0)) || fail "$name: srun exited $rc after the signals: $(tail -15 "$WORK/$name.log")"
-  [[ $(wc -l <<<"$lines") -eq 4 ]] || fail "$name: 4 ranks ending with signals=$want expected: $(cat "$WORK/$name.log")"
+  [[ $(wc -l <<<"$lines") -eq $n ]] || fail "$name: $n ranks ending with signals=$want expected: $(cat "$WORK/$name.log")"
 }
 finished pertask USR1,USR2
 finished control USR1,USR2
