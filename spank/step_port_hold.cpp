@@ -1,11 +1,13 @@
 #include "step_port_hold.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -37,6 +39,11 @@ Result<void> StepPortHold::keep(std::vector<HeldPort> ports) {
   done_.reset(eventfd(0, EFD_CLOEXEC));
   if (!wake_ || !done_)
     return make_error(Errc::internal, std::string("eventfd: ") + std::strerror(errno));
+  int fence[2];
+  if (pipe2(fence, O_CLOEXEC) != 0)
+    return make_error(Errc::internal, std::string("pipe: ") + std::strerror(errno));
+  fence_read_.reset(fence[0]);
+  fence_write_.reset(fence[1]);
   held_ = std::move(ports);
   let_go_ = false;
   if (const int e = pthread_create(&closer_, nullptr, closer_main, this); e != 0) {
@@ -51,6 +58,8 @@ void* StepPortHold::closer_main(void* self) noexcept {
   auto* h = static_cast<StepPortHold*>(self);
   await_event(h->wake_.get(), -1);                // only this plugin signals it
   for (HeldPort& p : h->held_) p.socket.reset();  // in slurmstepd's own descriptor table
+  h->fence_write_.reset();
+  h->fence_read_.reset();
   signal_event(h->done_.get());
   return nullptr;
 }
@@ -71,8 +80,32 @@ int StepPortHold::fd(int port) const noexcept {
 
 void StepPortHold::drop_task_copy() noexcept {
   for (HeldPort& p : held_) p.socket.reset();
+  fence_write_.reset();
+  fence_read_.reset();
   wake_.reset();
   done_.reset();
+}
+
+bool StepPortHold::await_other_copies(int timeout_ms) noexcept {
+  fence_write_.reset();
+  if (!fence_read_) return true;
+  // Nothing is ever written: the end of the pipe is the only event.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          until - std::chrono::steady_clock::now())
+                          .count();
+    if (left < 0) return false;
+    pollfd p{fence_read_.get(), POLLIN, 0};
+    const int r = poll(&p, 1, static_cast<int>(left));
+    if (r < 0 && errno != EINTR) return false;
+    if (r > 0) {
+      char byte;
+      if (read(fence_read_.get(), &byte, 1) == 0) break;
+    }
+  }
+  fence_read_.reset();
+  return true;
 }
 
 void StepPortHold::stop() noexcept {

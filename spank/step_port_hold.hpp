@@ -15,6 +15,10 @@
 //    after its check, or is handed over listening (--dp-master-socket=pass,
 //    master_socket.hpp).
 // So the port is free only from rank 0's exec until its program binds it.
+// The tasks run their task_init at once, so a task that comes late to its
+// own would still hold a copy when rank 0's program binds the port ("address
+// already in use"): every copy of the hold also holds the write end of a
+// pipe, the fence, whose end rank 0 waits for before its exec.
 #pragma once
 
 #include <pthread.h>
@@ -52,6 +56,11 @@ class StepPortHold {
   void let_go_in_stepd() noexcept;
   // A task's process (forked from slurmstepd): its inherited copy goes.
   void drop_task_copy() noexcept;
+  // Rank 0's process, before its exec: waits at most timeout_ms until no
+  // other process holds a copy of the hold (the fence's end: every other
+  // task dropped its copy or ended, slurmstepd let go). False: one still
+  // does. True at once where this process inherited no fence.
+  bool await_other_copies(int timeout_ms) noexcept;
   // slurmstepd at the step's end: lets go and ends the closer. Idempotent.
   void stop() noexcept;
 
@@ -59,7 +68,8 @@ class StepPortHold {
   static void* closer_main(void* self) noexcept;
 
   std::vector<HeldPort> held_;
-  UniqueFd wake_, done_;  // eventfds: "close it now", "closed"
+  UniqueFd fence_read_, fence_write_;  // a pipe: its end, when every write end is closed
+  UniqueFd wake_, done_;               // eventfds: "close it now", "closed"
   pthread_t closer_{};
   pid_t owner_ = 0;  // the process whose thread the closer is (slurmstepd)
   std::atomic<bool> let_go_{false};

@@ -159,7 +159,15 @@ Result<StepPorts> plan_node_ports(const PortsRequest& req, StepdPorts& held,
   return mine;
 }
 
-Result<void> ports_before_exec(spank_t sp, const StepdPorts& held, const Options& options) {
+Result<void> ports_before_exec(spank_t sp, StepdPorts& held, const Options& options) {
+  // A task that has not reached its task_init yet (load, another plugin's
+  // task_init before ours) still holds a copy; past the bound the program
+  // starts anyway, as it would without the hold.
+  if (!held.hold.await_other_copies(kOtherCopiesWaitMs))
+    slurm_info(
+        "slurm-dp: another task of the node still held the step's ports after %d ms; "
+        "rank 0 starts, and its program may find MASTER_PORT in use",
+        kOtherCopiesWaitMs);
   std::vector<int> all{held.ports.coordinator};
   all.insert(all.end(), held.ports.dp_ports.begin(), held.ports.dp_ports.end());
   if (!options.passes_master_socket()) {

@@ -56,7 +56,10 @@ Result<StepPorts> plan_node_ports(const PortsRequest& req, StepdPorts& held,
 // Rank 0, just before exec, with the copies of the hold it inherited (on the
 // master node): with --dp-master-socket=pass each port is handed to the
 // program listening (DP_MASTER_LISTEN_FD, DP_PORTS_LISTEN_FDS), so none is
-// ever free; otherwise each hold is checked to still keep its port.
-Result<void> ports_before_exec(spank_t sp, const StepdPorts& held, const Options& options);
+// ever free; otherwise each hold is checked to still keep its port. First it
+// waits, up to kOtherCopiesWaitMs, for the node's other tasks to drop their
+// copies, which would keep the program from binding the port.
+inline constexpr int kOtherCopiesWaitMs = 5'000;
+Result<void> ports_before_exec(spank_t sp, StepdPorts& held, const Options& options);
 
 }  // namespace dp::spank

@@ -44,17 +44,24 @@ dp_e2e_scripts(PART spank MODES lo ns TIMEOUT 400
 dp_e2e_scripts(PART spank MODES lo TIMEOUT 400
   SCRIPTS launcher_torchrun launcher_overlap
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>)
+# A test's own SPANK plugin, loaded before slurm-dp's, and the test that
+# loads it (SCRIPT.sh, given the plugin's path in VAR).
+function(dp_e2e_plugin_test name var)
+  add_library(dp_test_${name} MODULE ${CMAKE_CURRENT_LIST_DIR}/spank/${name}_plugin.c)
+  set_target_properties(dp_test_${name} PROPERTIES PREFIX "")
+  target_include_directories(dp_test_${name} SYSTEM PRIVATE ${SLURM_INCLUDE_DIR})
+  dp_warnings(dp_test_${name})
+  dp_e2e_test(NAME spank.${name} MODES lo ns TIMEOUT 300
+    ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> ${var}=$<TARGET_FILE:dp_test_${name}>
+    COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/${name}.sh)
+endfunction()
 # A stand-in for pyxis: a SPANK plugin that overwrites MASTER_ADDR, MASTER_PORT,
 # WORLD_SIZE and RANK in task_init, as pyxis's import of a container image's
 # environment does; container_env.sh loads it before slurm-dp.
-add_library(dp_test_container_env MODULE ${CMAKE_CURRENT_LIST_DIR}/spank/container_env_plugin.c)
-set_target_properties(dp_test_container_env PROPERTIES PREFIX "")
-target_include_directories(dp_test_container_env SYSTEM PRIVATE ${SLURM_INCLUDE_DIR})
-dp_warnings(dp_test_container_env)
-dp_e2e_test(NAME spank.container_env MODES lo ns TIMEOUT 300
-  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
-              DP_TEST_CONTAINER_PLUGIN=$<TARGET_FILE:dp_test_container_env>
-  COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/container_env.sh)
+dp_e2e_plugin_test(container_env DP_TEST_CONTAINER_PLUGIN)
+# Tasks 1-3 late to slurm-dp's task_init (a stand-in plugin before it
+# sleeps): rank 0's program still binds MASTER_PORT.
+dp_e2e_plugin_test(late_task DP_TEST_LATE_TASK_PLUGIN)
 # Every port of a small lease range held by another tenant on the master node:
 # the step fails within 10 s saying so and naming the holder's uid.
 dp_e2e_test(NAME spank.held_range MODES lo ns TIMEOUT 300

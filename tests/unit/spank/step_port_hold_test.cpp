@@ -15,6 +15,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -148,6 +149,72 @@ TEST(StepPortHold, AForkedTaskKeepsThePortUntilItDropsItsCopy) {
   EXPECT_TRUE(dp::spank::port_binds(port)) << "free once the task dropped its copy";
   kill(task, SIGKILL);  // ours, by pid, not yet reaped
   waitpid(task, nullptr, 0);
+}
+
+// Tasks run task_init at once: rank 0 waits for a task that comes late to
+// drop its copy before its program binds the port (rank 0's exec is played
+// by closing its copy), and past the bound it goes on, saying so.
+TEST(StepPortHold, RankZeroWaitsForTheOtherTasksCopiesToGo) {
+  for (const int late_ms : {300, 2'000}) {
+    int port = 0;
+    dp::spank::StepPortHold hold;
+    ASSERT_TRUE(hold.keep(held(port)).ok());
+    auto bound = dp::make_pipe(O_CLOEXEC);
+    ASSERT_TRUE(bound.ok());
+    const pid_t late_task = fork();
+    if (late_task == 0) {
+      usleep(late_ms * 1000);
+      hold.drop_task_copy();
+      pause();
+      _exit(0);
+    }
+    ASSERT_GT(late_task, 0);
+    const pid_t rank0 = fork();
+    if (rank0 == 0) {
+      const auto start = Clock::now();
+      const bool all_gone = hold.await_other_copies(1'000);
+      const auto waited = Clock::now() - start;
+      const int own = hold.fd(port);
+      if (own >= 0) close(own);  // its exec
+      const bool binds = dp::spank::port_binds(port);
+      char line[64];
+      const int n =
+          snprintf(line, sizeof line, "%d %d %lld", all_gone ? 1 : 0, binds ? 1 : 0,
+                   static_cast<long long>(
+                       std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()));
+      (void)!write(bound->write.get(), line, static_cast<size_t>(n));
+      _exit(0);
+    }
+    ASSERT_GT(rank0, 0);
+    hold.let_go_in_stepd();
+    waitpid(rank0, nullptr, 0);
+    // One write, done before its exit (the late task shares the pipe's write end).
+    std::string said(64, '\0');
+    const ssize_t n = read(bound->read.get(), said.data(), said.size());
+    said.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    kill(late_task, SIGKILL);  // ours, by pid, not yet reaped
+    waitpid(late_task, nullptr, 0);
+    int all_gone = -1, binds = -1;
+    long long waited_ms = -1;
+    ASSERT_EQ(sscanf(said.c_str(), "%d %d %lld", &all_gone, &binds, &waited_ms), 3) << said;
+    if (late_ms < 1'000) {
+      EXPECT_EQ(all_gone, 1) << "a task " << late_ms << " ms late is waited for";
+      EXPECT_EQ(binds, 1) << "rank 0's program binds the port once the copies are gone";
+    } else {
+      EXPECT_EQ(all_gone, 0) << "past the bound rank 0 goes on and says so";
+      EXPECT_EQ(binds, 0) << "the late task still holds the port";
+      EXPECT_GE(waited_ms, 1'000);
+      EXPECT_LT(waited_ms, late_ms);
+    }
+  }
+}
+
+// Without a fence (a process that inherited no hold) there is nothing to wait for.
+TEST(StepPortHold, NoHoldNoWait) {
+  dp::spank::StepPortHold none;
+  const auto start = Clock::now();
+  EXPECT_TRUE(none.await_other_copies(5'000));
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(1));
 }
 
 // Rank 0's check: a hold taken over TIME_WAIT carries SO_REUSEADDR, so a
