@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -56,10 +55,8 @@ Result<void> StepPortHold::keep(std::vector<HeldPort> ports) {
 
 void* StepPortHold::closer_main(void* self) noexcept {
   auto* h = static_cast<StepPortHold*>(self);
-  await_event(h->wake_.get(), -1);                // only this plugin signals it
-  for (HeldPort& p : h->held_) p.socket.reset();  // in slurmstepd's own descriptor table
-  h->fence_write_.reset();
-  h->fence_read_.reset();
+  await_event(h->wake_.get(), -1);  // only this plugin signals it
+  h->close_copy();                  // in slurmstepd's own descriptor table
   signal_event(h->done_.get());
   return nullptr;
 }
@@ -78,34 +75,24 @@ int StepPortHold::fd(int port) const noexcept {
   return -1;
 }
 
-void StepPortHold::drop_task_copy() noexcept {
+void StepPortHold::close_copy() noexcept {
   for (HeldPort& p : held_) p.socket.reset();
   fence_write_.reset();
   fence_read_.reset();
+}
+
+void StepPortHold::drop_task_copy() noexcept {
+  close_copy();
   wake_.reset();
   done_.reset();
 }
 
 bool StepPortHold::await_other_copies(int timeout_ms) noexcept {
   fence_write_.reset();
-  if (!fence_read_) return true;
-  // Nothing is ever written: the end of the pipe is the only event.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          until - std::chrono::steady_clock::now())
-                          .count();
-    if (left < 0) return false;
-    pollfd p{fence_read_.get(), POLLIN, 0};
-    const int r = poll(&p, 1, static_cast<int>(left));
-    if (r < 0 && errno != EINTR) return false;
-    if (r > 0) {
-      char byte;
-      if (read(fence_read_.get(), &byte, 1) == 0) break;
-    }
-  }
+  // Nothing is ever written: the pipe's end (POLLHUP) is the only event.
+  const bool ended = !fence_read_ || await_event(fence_read_.get(), timeout_ms);
   fence_read_.reset();
-  return true;
+  return ended;
 }
 
 void StepPortHold::stop() noexcept {

@@ -66,6 +66,8 @@ class StepPortHold {
 
  private:
   static void* closer_main(void* self) noexcept;
+  // This process's copies: the ports' sockets and the fence.
+  void close_copy() noexcept;
 
   std::vector<HeldPort> held_;
   UniqueFd fence_read_, fence_write_;  // a pipe: its end, when every write end is closed

@@ -179,22 +179,21 @@ class Checker:
                     continue
                 indented = line.startswith("    ") and previous_blank
                 previous_blank = stripped == "" or (indented and line.startswith("    "))
-                words = []
-                own_cell = ""
-                if doc_dir and stripped.startswith("|") and not fenced:
-                    own_cell = stripped.split("|")[1]
-                for span in re.findall(r"`([^`]+)`", own_cell):
-                    words += [(w, False, True) for w in span.split()]
-                for span in re.findall(r"`([^`]+)`", line[line.find(own_cell) + len(own_cell):]
-                                       if own_cell else line):
-                    words += [(w, False) for w in span.split()]
-                words += [(target.split("#")[0], True) for target in LINK.findall(line)]
+                # (word, link, own): `own` for a folder README table's first cell
+                own_cell, rest = "", line
+                if doc_dir and not fenced and stripped.startswith("|") and stripped.count("|") > 1:
+                    _, own_cell, rest = stripped.split("|", 2)
+                words = [(w, False, True) for span in re.findall(r"`([^`]+)`", own_cell)
+                         for w in span.split()]
+                words += [(w, False, False) for span in re.findall(r"`([^`]+)`", rest)
+                          for w in span.split()]
+                words += [(target.split("#")[0], True, False) for target in LINK.findall(line)]
                 if fenced or indented:
-                    words += [(w, False) for w in re.split(r"[\s`]+", line)
+                    words += [(w, False, False) for w in re.split(r"[\s`]+", line)
                               if w.lstrip("./").split("/")[0] in self.top and "/" in w]
-                for word, link, *own in words:
+                for word, link, own in words:
                     if word:
-                        self.check_word(word, doc, doc_dir, lineno, link, problems, bool(own))
+                        self.check_word(word, doc, doc_dir, lineno, link, problems, own)
         return problems
 
 
