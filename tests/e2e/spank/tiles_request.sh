@@ -18,8 +18,9 @@ refused() {  # $1: what the message must name; rest: srun arguments
 }
 # No GPU asked for at all: the nodes have 4, the step would see none.
 refused 'asks Slurm for 0 GPUs.*add --gpus-per-task=2' -N1 -n2 --dp-world=auto --dp-tiles=2
-# Too few: 2 tasks x 2 tiles need 4, the step asks for 2 per node.
-refused 'asks Slurm for 2 GPUs on node n1.*need 4 tiles.*--gpus-per-task=2' -N1 -n2 --dp-world=auto --dp-tiles=2 --gres=gpu:2
+# Too few: 2 tasks x 2 tiles need 4, the step asks for 2 per node. Either
+# node: the refused job before may still be completing on n1.
+refused 'asks Slurm for 2 GPUs on node n[12],.*need 4 tiles.*--gpus-per-task=2' -N1 -n2 --dp-world=auto --dp-tiles=2 --gres=gpu:2
 # Enough: starts, and each task sees its two devices.
 out=$(as_user timeout 60 srun -N1 -n2 --dp-world=auto --dp-tiles=2 --gpus-per-task=2 bash -c 'echo "$DP_TILES"' 2>&1)
 # Each task's 2 GPUs as CUDA ordinals of its mask 0,2,1,3 (cuda:LOCAL_RANK its first).
