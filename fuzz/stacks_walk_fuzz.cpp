@@ -2,13 +2,15 @@
 // it reads of another process is that process's to write, so no bytes may
 // crash it, loop it or make it read past its bounds.
 // Input: a mode byte, then
-//   mode % 3 == 0 or 1: a synthetic CPython 3.13 or 3.14 process (two threads,
-//     stacks/image) with records written over it: a 2-byte offset into the
-//     image (big-endian, modulo its size), a length byte, that many bytes.
-//     The walk must end within its limits, whatever it then finds.
-//   mode % 3 == 2: the rest as an ELF file (.PyRuntime's place), as the
-//     text of /proc/PID/maps, and as a location table whose spans pick a
-//     callee out of the same bytes read as source.
+//   mode % 8 < 7: a synthetic CPython 3.(8 + mode % 8) process (two threads,
+//     stacks/image: every layout, 3.8 to 3.14) with records written over
+//     it: a 2-byte offset into the image (big-endian, modulo its size), a
+//     length byte, that many bytes. The walk must end within its limits,
+//     whatever it then finds.
+//   mode % 8 == 7: the rest as an ELF file (.PyRuntime's place, symbols, an
+//     interpreter's description), as the text of /proc/PID/maps, as line
+//     tables of all three formats, and as a location table whose spans pick
+//     a callee out of the same bytes read as source.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -33,9 +35,12 @@ const image::SyntheticPython& process(unsigned minor) {
        {{"Condition.wait", "/usr/lib/python3/threading.py", 320, 359},
         {"blocked", "/w/hang.py", 3, 5}}},
   };
-  static const auto p13 = image::build_synthetic_python(13, threads);
-  static const auto p14 = image::build_synthetic_python(14, threads);
-  return minor == 13 ? p13 : p14;
+  static const std::vector<image::SyntheticPython> images = [] {
+    std::vector<image::SyntheticPython> out;
+    for (unsigned m = 8; m <= 14; ++m) out.push_back(image::build_synthetic_python(m, threads));
+    return out;
+  }();
+  return images.at(minor - 8);
 }
 
 void check(bool ok) {
@@ -58,7 +63,7 @@ void walk_over(unsigned minor, const uint8_t* data, size_t size) {
   limits.max_line_table = 4096;
   limits.max_bytes = 256 * 1024;
   limits.max_reads = 4000;
-  const ProcessStacks s = walk_python(p.image, p.runtime, limits);
+  const ProcessStacks s = walk_python(p.image, p.process, limits);
   check(s.bytes_read <= limits.max_bytes && s.reads <= limits.max_reads);
   check(s.threads.size() <= limits.max_threads);
   for (const auto& t : s.threads) {
@@ -77,9 +82,16 @@ void parse_files(const uint8_t* data, size_t size) {
     return true;
   };
   (void)find_elf_section(file, ".PyRuntime");
+  (void)find_elf_symbol(file, "_PyRuntime");
+  (void)describe_interpreter(file);
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   // As a location table, each unit's span; as source, a call's callee.
   const std::span<const uint8_t> table(data, size);
+  for (int64_t byte = -2; byte < 128; ++byte) {
+    (void)line_for_lnotab(table, 1, byte);
+    (void)line_for_pairs(table, 1, byte);
+  }
+  check(!callee_of_line(text, 8) || text.find('(') != text.npos);
   for (uint64_t unit = 0; unit < 64; ++unit) {
     if (auto span = span_for_instruction(table, 1, unit)) {
       auto callee = callee_of(text, *span);
@@ -96,10 +108,10 @@ void parse_files(const uint8_t* data, size_t size) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  switch (data[0] % 3) {
-    case 0: walk_over(13, data + 1, size - 1); break;
-    case 1: walk_over(14, data + 1, size - 1); break;
-    default: parse_files(data + 1, size - 1);
+  if (data[0] % 8 == 7) {
+    parse_files(data + 1, size - 1);
+  } else {
+    walk_over(8 + data[0] % 8, data + 1, size - 1);
   }
   return 0;
 }

@@ -30,11 +30,11 @@ void fill_thread(const stacks::ThreadStack& t, proto::ThreadStack& m, const Stac
   if (t.kernel) fill_kernel(*t.kernel, *m.mutable_kernel(), caps);
 }
 
-constexpr std::array kReasons{NoPython::not_allowed,      NoPython::gone,
-                              NoPython::unreadable,       NoPython::not_python,
-                              NoPython::no_debug_offsets, NoPython::unsupported_python,
-                              NoPython::free_threaded,    NoPython::inconsistent,
-                              NoPython::over_budget,      NoPython::over_time};
+constexpr std::array kReasons{
+    NoPython::not_allowed, NoPython::gone,          NoPython::unreadable,
+    NoPython::not_python,  NoPython::no_runtime,    NoPython::unsupported_python,
+    NoPython::debug_build, NoPython::free_threaded, NoPython::inconsistent,
+    NoPython::over_budget, NoPython::over_time};
 
 stacks::NoStacks reason_of(const std::string& name, const std::string& detail) {
   for (NoPython why : kReasons)

@@ -33,13 +33,13 @@ bool inside(uint64_t offset, uint64_t width, uint64_t size) {
   return offset <= size && width <= size - offset;
 }
 
-bool sizes_hold(const DebugOffsets& o) {
+bool sizes_hold(const PythonLayout& o) {
   return o.runtime.size <= kMaxRuntime && o.interp.size <= kMaxInterp &&
          o.thread.size <= kMaxThread && o.frame.size <= kMaxFrame && o.code.size <= kMaxCode &&
          o.type.size <= kMaxType;
 }
 
-bool fields_inside(const DebugOffsets& o) {
+bool fields_inside(const PythonLayout& o) {
   return inside(o.runtime.interpreters_head, 8, o.runtime.size) &&
          inside(o.interp.next, 8, o.interp.size) &&
          inside(o.interp.threads_head, 8, o.interp.size) &&
@@ -66,8 +66,9 @@ const char* no_python_name(NoPython why) {
     case NoPython::gone: return "gone";
     case NoPython::unreadable: return "unreadable";
     case NoPython::not_python: return "not_python";
-    case NoPython::no_debug_offsets: return "no_debug_offsets";
+    case NoPython::no_runtime: return "no_runtime";
     case NoPython::unsupported_python: return "unsupported_python";
+    case NoPython::debug_build: return "debug_build";
     case NoPython::free_threaded: return "free_threaded";
     case NoPython::inconsistent: return "inconsistent";
     case NoPython::over_budget: return "over_budget";
@@ -96,11 +97,15 @@ std::string python_version_text(uint64_t version) {
   return s + std::to_string(version & 0xf);
 }
 
+bool has_debug_cookie(std::span<const std::byte> header) {
+  return header.size() >= kDebugHeaderBytes &&
+         std::memcmp(header.data(), kDebugCookie, sizeof kDebugCookie) == 0;
+}
+
 std::variant<const DebugLayout*, NoStacks> check_debug_header(std::span<const std::byte> header) {
-  if (header.size() < kDebugHeaderBytes ||
-      std::memcmp(header.data(), kDebugCookie, sizeof kDebugCookie) != 0) {
-    return NoStacks{NoPython::no_debug_offsets,
-                    "_PyRuntime has no debug offsets (Python before 3.13 publishes none)"};
+  if (!has_debug_cookie(header)) {
+    return NoStacks{NoPython::unsupported_python,
+                    "_PyRuntime has no debug offsets (a Python before 3.13 publishes none)"};
   }
   const uint64_t version = u64_at(header, 8);
   if (const DebugLayout* l = layout_for_version(version)) return l;
@@ -109,7 +114,7 @@ std::variant<const DebugLayout*, NoStacks> check_debug_header(std::span<const st
                       ": this reader knows the debug offsets of 3.13 and 3.14 releases"};
 }
 
-std::variant<DebugOffsets, NoStacks> parse_debug_offsets(const DebugLayout& l,
+std::variant<PythonLayout, NoStacks> parse_debug_offsets(const DebugLayout& l,
                                                          std::span<const std::byte> raw) {
   auto header = check_debug_header(raw);
   if (auto* none = std::get_if<NoStacks>(&header)) return *none;
@@ -119,11 +124,15 @@ std::variant<DebugOffsets, NoStacks> parse_debug_offsets(const DebugLayout& l,
                     "a free-threaded Python: its frames' code pointers are not read yet"};
   }
   auto at = [&](size_t field) { return u64_at(raw, field); };
-  DebugOffsets o;
+  PythonLayout o;
   o.version = at(8);
+  // 3.13: owners thread, generator, frame object, C stack; 3.14 adds the
+  // interpreter's own before the C stack's. Neither kind is a Python function.
+  o.owner_max = 4;
+  o.first_skipped_owner = 3;
   o.runtime = {at(l.runtime_size), at(l.interpreters_head)};
   o.interp = {at(l.interp_size), at(l.interp_next), at(l.threads_head)};
-  o.thread = {at(l.thread_size), at(l.thread_next), at(l.current_frame), at(l.native_thread_id)};
+  o.thread = {at(l.thread_size), at(l.thread_next), at(l.current_frame), at(l.native_thread_id), 0};
   o.frame = {at(l.frame_size), at(l.frame_previous), at(l.frame_executable), at(l.frame_instr_ptr),
              at(l.frame_owner)};
   o.code = {at(l.code_size),      at(l.code_filename),    at(l.code_qualname),
@@ -131,7 +140,9 @@ std::variant<DebugOffsets, NoStacks> parse_debug_offsets(const DebugLayout& l,
   o.object = {at(l.object_ob_type)};
   o.type = {at(l.type_size), at(l.type_tp_name)};
   o.bytes = {at(l.bytes_ob_size), at(l.bytes_ob_sval)};
-  o.unicode = {at(l.unicode_state), at(l.unicode_length), at(l.unicode_ascii_size)};
+  // The compact header's two words past PyASCIIObject (utf8_length, utf8) are
+  // not published; 3.12 gave them their place for good.
+  o.unicode = {at(l.unicode_state), at(l.unicode_length), at(l.unicode_ascii_size), 16};
   if (!sizes_hold(o) || !fields_inside(o)) {
     return NoStacks{NoPython::inconsistent, "Python " + python_version_text(o.version) +
                                                 ": its debug offsets point outside their structs"};

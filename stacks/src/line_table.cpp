@@ -145,4 +145,33 @@ std::optional<SourceSpan> span_for_instruction(std::span<const uint8_t> table, i
                     f->e.end_column};
 }
 
+// Each pair advances the address first; the line moves only while the
+// address stays at or below the one asked for.
+int line_for_lnotab(std::span<const uint8_t> table, int first_line, int64_t byte) {
+  long long line = first_line;
+  int64_t address = 0;
+  for (size_t i = 0; i + 1 < table.size(); i += 2) {
+    address += table[i];
+    if (address > byte) break;
+    line += static_cast<int8_t>(table[i + 1]);
+  }
+  return line < 0 || line > INT32_MAX ? -1 : static_cast<int>(line);
+}
+
+// Ranges of zero length fold into the next, whose line they move.
+std::optional<int> line_for_pairs(std::span<const uint8_t> table, int first_line, int64_t byte) {
+  if (byte < 0) return first_line;
+  long long computed = first_line, line = -1;
+  int64_t end = 0;
+  for (size_t i = 0; i + 1 < table.size(); i += 2) {
+    const int64_t start = end;
+    end += table[i];
+    const int delta = static_cast<int8_t>(table[i + 1]);
+    line = delta == -128 ? -1 : (computed += delta);
+    if (start != end && byte < end) break;
+  }
+  if (byte >= end || line < 0 || line > INT32_MAX) return std::nullopt;
+  return static_cast<int>(line);
+}
+
 }  // namespace dp::stacks

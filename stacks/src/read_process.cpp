@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -19,12 +20,13 @@
 #include "dp/stacks/kernel_view.hpp"
 #include "dp/stacks/python_walk.hpp"
 #include "dp/stacks/runtime_address.hpp"
+#include "dp/sys_error.hpp"
 #include "dp/unique_fd.hpp"
 
 namespace dp::stacks {
 namespace {
 
-constexpr size_t kStatusBytes = 16384, kMaxMapsLines = 100'000;
+constexpr size_t kStatusBytes = 16384;
 
 ProcessStacks none(int pid, NoPython why, std::string detail) {
   ProcessStacks p;
@@ -52,8 +54,10 @@ std::optional<std::vector<uid_t>> status_uids(std::string_view status) {
   return uids;
 }
 
-// The process behind `proc_dir` is still the one the caller means, and wholly its uid's.
-std::optional<NoStacks> check_identity(int proc_dir, const Target& t) {
+// The process behind `proc_dir` is still the one the caller means, and
+// wholly its uid's; its CPU time so far in `cpu_ticks`.
+std::optional<NoStacks> check_identity(int proc_dir, const Target& t,
+                                       unsigned long long& cpu_ticks) {
   const std::string pid = "pid " + std::to_string(t.pid);
   auto stat = parse_task_stat(read_bounded_at(proc_dir, "stat", kStatFileBytes));
   if (!stat || stat->state == 'Z' || stat->state == 'X') {
@@ -64,6 +68,7 @@ std::optional<NoStacks> check_identity(int proc_dir, const Target& t) {
                                         std::to_string(stat->start_ticks) + ", not " +
                                         std::to_string(t.start_ticks) + ")"};
   }
+  cpu_ticks = stat->cpu_ticks;
   auto uids = status_uids(read_bounded_at(proc_dir, "status", kStatusBytes));
   if (!uids) return NoStacks{NoPython::gone, pid + " has exited"};
   for (uid_t u : *uids) {
@@ -98,54 +103,40 @@ bool same_file(int fd, const Mapping& m) {
 // /srv/root/usr/bin/python3), else relative to the process's own namespace
 // (a container: /usr/bin/python3, found under /proc/PID/root): both are
 // tried, and a file is taken only when its device and inode are the mapping's.
-UniqueFd open_mapped_file(int proc_dir, const Mapping& m) {
-  if (m.path.empty() || m.path[0] != '/') return UniqueFd();
+MappedFile open_mapped_file(int proc_dir, const Mapping& m) {
+  if (m.path.empty() || m.path[0] != '/') return {};
   for (const std::string& path : {"root" + m.path, m.path}) {
-    UniqueFd fd(::openat(proc_dir, path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd && same_file(fd.get(), m)) return fd;
+    auto fd = std::make_shared<UniqueFd>(::openat(proc_dir, path.c_str(), O_RDONLY | O_CLOEXEC));
+    struct stat st {};
+    if (!*fd || !same_file(fd->get(), m) || ::fstat(fd->get(), &st) != 0) continue;
+    return {[fd](uint64_t at, std::span<std::byte> out) { return pread_all(fd->get(), at, out); },
+            std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
+                std::to_string(st.st_size) + ":" + std::to_string(st.st_ctim.tv_sec) + "." +
+                std::to_string(st.st_ctim.tv_nsec)};
   }
-  return UniqueFd();
+  return {};
 }
 
-// The address of _PyRuntime, from the python file the process maps.
-std::variant<uint64_t, NoStacks> find_runtime(int proc_dir, size_t max_maps_bytes) {
-  const std::string maps = read_bounded_at(proc_dir, "maps", max_maps_bytes);
-  if (maps.empty()) {
-    return NoStacks{NoPython::unreadable, "its memory map is not readable to this user"};
-  }
-  const auto candidates = python_mappings(parse_maps(maps, kMaxMapsLines));
-  if (candidates.empty()) {
-    return NoStacks{NoPython::not_python, "not a Python program: no python or libpython is mapped"};
-  }
-  NoStacks last{NoPython::unreadable, ""};
-  for (const auto& m : candidates) {
-    const UniqueFd file = open_mapped_file(proc_dir, m);
-    if (!file) {
-      last = {NoPython::unreadable, m.path + " cannot be opened as the file the process maps"};
-      continue;
-    }
-    auto place = find_elf_section(
-        [&](uint64_t at, std::span<std::byte> out) { return pread_all(file.get(), at, out); },
-        ".PyRuntime");
-    if (place) return loaded_address(*place, m.start);
-    if (place.error().code == Errc::not_found) {
-      last = {NoPython::no_debug_offsets,
-              m.path + " has no .PyRuntime section (Python before 3.11)"};
-    } else {
-      last = {NoPython::inconsistent, m.path + ": " + place.error().message};
-    }
-  }
-  return last;
+// The interpreters this process has read, for every reader of it.
+InterpreterCache& interpreters() {
+  static auto* cache = new InterpreterCache;
+  return *cache;
 }
 
 ProcessStacks read_python(int proc_dir, int pid, const ReadLimits& limits) {
-  auto runtime = find_runtime(proc_dir, limits.max_maps_bytes);
-  if (auto* no = std::get_if<NoStacks>(&runtime)) return none(pid, no->why, no->detail);
+  const std::string maps = read_bounded_at(proc_dir, "maps", limits.max_maps_bytes);
+  if (maps.empty()) {
+    return none(pid, NoPython::unreadable, "its memory map is not readable to this user");
+  }
+  auto found = find_interpreter(maps, mapped_files(proc_dir), &interpreters());
+  if (auto* no = std::get_if<NoStacks>(&found)) return none(pid, no->why, no->detail);
+  PythonProcess python = std::get<PythonProcess>(found);
+  python.pid = pid;
   ProcessMemory memory(pid);
-  ProcessStacks p = walk_python(memory, std::get<uint64_t>(runtime), limits.walk);
+  ProcessStacks p = walk_python(memory, python, limits.walk);
   p.pid = pid;
   if (p.no_python && p.no_python->why == NoPython::unreadable && memory.first_errno() != 0) {
-    p.no_python->detail += std::string(": ") + std::strerror(memory.first_errno());
+    p.no_python->detail += ": " + errno_text(memory.first_errno());
     if (memory.first_errno() == EPERM) {
       p.no_python->detail += " (not dumpable, or ptrace access to it is denied)";
     }
@@ -184,7 +175,35 @@ void join_threads(ProcessStacks& p, std::vector<KernelThread> kernel) {
 
 }  // namespace
 
+// The page at `start`, read whole the first time; null where it cannot be.
+const std::byte* ProcessMemory::page(uint64_t start) {
+  if (auto it = pages_.find(start); it != pages_.end()) return it->second.data();
+  if (pages_.size() >= kPages) return nullptr;
+  std::vector<std::byte> bytes(kPage);
+  if (!read_now(start, bytes)) return nullptr;
+  return pages_.emplace(start, std::move(bytes)).first->second.data();
+}
+
 bool ProcessMemory::read(uint64_t address, std::span<std::byte> out) {
+  if (out.empty()) return true;
+  if (out.size() - 1 > UINT64_MAX - address) return false;
+  const uint64_t first = address - address % kPage, last = address + (out.size() - 1);
+  // Reads of more than a few pages go straight through, as do pages that
+  // cannot be read whole.
+  if (last - first >= 4 * kPage) return read_now(address, out);
+  size_t got = 0;
+  for (uint64_t start = first; start <= last; start += kPage) {
+    const std::byte* p = page(start);
+    if (p == nullptr) return read_now(address, out);
+    const uint64_t from = std::max(address, start);
+    const size_t n = std::min<uint64_t>(start + kPage, last + 1) - from;
+    std::memcpy(out.data() + got, p + (from - start), n);
+    got += n;
+  }
+  return true;
+}
+
+bool ProcessMemory::read_now(uint64_t address, std::span<std::byte> out) {
   size_t got = 0;
   while (got < out.size()) {
     iovec local{out.data() + got, out.size() - got};
@@ -197,6 +216,10 @@ bool ProcessMemory::read(uint64_t address, std::span<std::byte> out) {
     got += static_cast<size_t>(n);
   }
   return true;
+}
+
+MappedFileOpener mapped_files(int proc_dir) {
+  return [proc_dir](const Mapping& m) { return open_mapped_file(proc_dir, m); };
 }
 
 std::optional<Target> target_now(int pid) {
@@ -220,7 +243,8 @@ ProcessStacks read_process(const Target& t, const ReadLimits& limits) {
   const UniqueFd proc(
       ::open(("/proc/" + std::to_string(t.pid)).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!pidfd || !proc) return none(t.pid, NoPython::gone, "no process " + std::to_string(t.pid));
-  if (auto refused = check_identity(proc.get(), t)) {
+  unsigned long long cpu_ticks = 0;
+  if (auto refused = check_identity(proc.get(), t, cpu_ticks)) {
     return none(t.pid, refused->why, refused->detail);
   }
   auto kernel = read_kernel_threads(proc.get(), limits.max_kernel_threads);
@@ -230,8 +254,7 @@ ProcessStacks read_process(const Target& t, const ReadLimits& limits) {
                 "pid " + std::to_string(t.pid) + " exited while it was read");
   }
   join_threads(p, std::move(kernel));
-  if (auto stat = parse_task_stat(read_bounded_at(proc.get(), "stat", kStatFileBytes)))
-    p.cpu_ticks = stat->cpu_ticks;
+  p.cpu_ticks = cpu_ticks;
   return p;
 }
 

@@ -25,14 +25,14 @@ void append_utf8(std::string& out, uint32_t cp) {
 
 }  // namespace
 
-std::optional<StringShape> compact_string_shape(uint32_t state) {
+std::optional<StringShape> compact_string_shape(uint32_t state, uint64_t compact_extra) {
   const unsigned kind = (state >> 2) & 7u;
   const bool compact = (state >> 5) & 1u;
   const bool ascii = (state >> 6) & 1u;
   if (!compact || (kind != 1 && kind != 2 && kind != 4) || (ascii && kind != 1)) {
     return std::nullopt;
   }
-  return StringShape{kind, ascii ? 0u : 2 * sizeof(uint64_t)};
+  return StringShape{kind, ascii ? 0u : compact_extra};
 }
 
 std::string utf8_of(std::span<const std::byte> data, unsigned kind) {

@@ -2,9 +2,9 @@
 """A rank whose own text tries to forge slurm-dp's lines (issue 53): it
 writes OUT/ready.RANK and sleeps in a function whose qualified name (Python
 3.11+'s co_qualname, which the program may set to anything) holds a newline,
-a "slurm-dp:" line and terminal escapes. On Python before 3.13 no frame is
-read; forged_names.sh then runs this from a path holding ESC instead, and
-the rank removes that file so the reader names the path."""
+a "slurm-dp:" line and terminal escapes. Given a second argument it runs
+from a path holding ESC (forged_names.sh copies the interpreter there) and
+removes that file, so the reader names the path it cannot open."""
 import os
 import sys
 import time

@@ -31,8 +31,8 @@ class BrokerStacksTest : public BrokerTest {
       auto* m = r.mutable_stacks_answer()->add_ranks();
       m->set_rank(rank);
       m->set_pid(100 + rank);
-      m->set_no_python("no_debug_offsets");
-      m->set_no_python_detail("Python 3.11 publishes none");
+      m->set_no_python("debug_build");
+      m->set_no_python_detail("a debug build of Python 3.11");
       auto* t0 = m->add_threads();
       t0->set_tid(100 + rank);
       t0->mutable_kernel()->set_state('S');
@@ -72,7 +72,7 @@ TEST_F(BrokerStacksTest, EveryNodeAnswersAndTheRanksAreMerged) {
   EXPECT_EQ(got_[0], got_[1]);
   const std::string text = joined(got_[0]);
   EXPECT_NE(text.find("ranks 0-3: main thread sleeping"), std::string::npos) << text;
-  EXPECT_NE(text.find("no Python frames (no_debug_offsets): Python 3.11 publishes none"),
+  EXPECT_NE(text.find("no Python frames (debug_build): a debug build of Python 3.11"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("read on na (ranks 0-1), nb (ranks 2-3)"), std::string::npos) << text;

@@ -34,7 +34,7 @@ ProcessStacks python_rank() {
 ProcessStacks no_python_rank() {
   ProcessStacks p;
   p.pid = 77;
-  p.no_python = stacks::NoStacks{NoPython::no_debug_offsets, "Python 3.11 publishes none"};
+  p.no_python = stacks::NoStacks{NoPython::debug_build, "a debug build of Python 3.11"};
   p.threads.emplace_back();
   p.threads.back().tid = 77;
   p.threads.back().kernel = KernelThread{77, "python3", 'R', 5, "", -1};
@@ -71,8 +71,8 @@ TEST(StacksMessage, ARankRoundTripsFrameForFrame) {
 TEST(StacksMessage, WhyThereAreNoFramesTravelsByName) {
   const auto back = rank_stacks(rank_message(0, no_python_rank(), StackCaps{}), "n1");
   ASSERT_TRUE(back.stacks.no_python);
-  EXPECT_EQ(back.stacks.no_python->why, NoPython::no_debug_offsets);
-  EXPECT_EQ(back.stacks.no_python->detail, "Python 3.11 publishes none");
+  EXPECT_EQ(back.stacks.no_python->why, NoPython::debug_build);
+  EXPECT_EQ(back.stacks.no_python->detail, "a debug build of Python 3.11");
   ASSERT_EQ(back.stacks.threads.size(), 1u);
   EXPECT_EQ(back.stacks.threads[0].kernel->syscall, stacks::kNotInSyscall);
   const auto lines = stacks::format_groups(stacks::merge_stacks({back}));

@@ -143,5 +143,41 @@ TEST(LineTable, MalformedTablesGiveNoLine) {
   EXPECT_EQ(line_for_instruction({}, 5, 0), std::nullopt);
 }
 
+// 3.8/3.9's co_lnotab as CPython's PyCode_Addr2Line reads it: each pair moves
+// the address first, the line only while the address stays at or below.
+TEST(LineTable, LnotabAsPython38ReadsIt) {
+  // def f():   (line 10)
+  //     a = 1  (11: bytes 0-3)
+  //     b = 2  (12: bytes 4-7)
+  //            (a jump back to 11 at 8, then 300 lines on at 12, split past 127)
+  const std::vector<uint8_t> t{0, 1, 4, 1, 4, static_cast<uint8_t>(-1), 4, 127, 0, 127, 0, 47};
+  EXPECT_EQ(line_for_lnotab(t, 10, -1), 10);  // not started
+  EXPECT_EQ(line_for_lnotab(t, 10, 0), 11);
+  EXPECT_EQ(line_for_lnotab(t, 10, 3), 11);
+  EXPECT_EQ(line_for_lnotab(t, 10, 4), 12);
+  EXPECT_EQ(line_for_lnotab(t, 10, 8), 11);
+  EXPECT_EQ(line_for_lnotab(t, 10, 12), 312);
+  EXPECT_EQ(line_for_lnotab(t, 10, 400), 312);
+  EXPECT_EQ(line_for_lnotab({}, 7, 20), 7);
+  const std::vector<uint8_t> odd{0, 1, 4};  // a cut pair is not read
+  EXPECT_EQ(line_for_lnotab(odd, 10, 4), 11);
+}
+
+// 3.10's pairs as its PyCode_Addr2Line reads them: ranges of zero length fold
+// into the next, -128 is a range without a line, past the end is none.
+TEST(LineTable, PairsAsPython310ReadsThem) {
+  const std::vector<uint8_t> t{
+      2, 1, 6, 1, 0, 127, 4, 2, 2, static_cast<uint8_t>(-128), 2, static_cast<uint8_t>(-5)};
+  EXPECT_EQ(line_for_pairs(t, 10, -2), 10);
+  EXPECT_EQ(line_for_pairs(t, 10, 0), 11);
+  EXPECT_EQ(line_for_pairs(t, 10, 2), 12);
+  EXPECT_EQ(line_for_pairs(t, 10, 7), 12);
+  EXPECT_EQ(line_for_pairs(t, 10, 8), 141);  // 12 + 127 + 2: the zero-length range folded in
+  EXPECT_EQ(line_for_pairs(t, 10, 12), std::nullopt);  // no line
+  EXPECT_EQ(line_for_pairs(t, 10, 14), 136);
+  EXPECT_EQ(line_for_pairs(t, 10, 16), std::nullopt);  // past the table
+  EXPECT_EQ(line_for_pairs({}, 10, 0), std::nullopt);
+}
+
 }  // namespace
 }  // namespace dp::stacks

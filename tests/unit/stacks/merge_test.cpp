@@ -126,8 +126,7 @@ TEST(Merge, RanksWithoutPythonFramesAreShownByTheirThreadsKernelState) {
   for (int r = 0; r < 3; ++r) {
     ProcessStacks p;
     p.pid = 500 + r;
-    p.no_python = NoStacks{NoPython::no_debug_offsets,
-                           "_PyRuntime has no debug offsets (Python before 3.13 publishes none)"};
+    p.no_python = NoStacks{NoPython::debug_build, "a debug build of Python 3.11 (python3.X-dbg)"};
     const bool stuck = r == 1;
     p.threads.push_back(thread(p.pid, {},
                                kernel(p.pid, stuck ? 'D' : 'S', stuck ? SYS_read : SYS_futex,
@@ -141,8 +140,7 @@ TEST(Merge, RanksWithoutPythonFramesAreShownByTheirThreadsKernelState) {
             "rank 1 (n1, pid 501): main thread disk sleep in read (nfs_wait_bit_killable)");
   EXPECT_EQ(lines[1], "    thread: sleeping in ppoll (do_poll)");
   EXPECT_EQ(lines[2],
-            "    no Python frames (no_debug_offsets): _PyRuntime has no debug offsets "
-            "(Python before 3.13 publishes none)");
+            "    no Python frames (debug_build): a debug build of Python 3.11 (python3.X-dbg)");
   EXPECT_EQ(lines[3], "ranks 0,2: main thread sleeping in futex (futex_wait)");
 }
 

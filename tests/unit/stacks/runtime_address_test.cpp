@@ -3,6 +3,7 @@
 // of garbage.
 #include "dp/stacks/runtime_address.hpp"
 
+#include <elf.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -81,6 +82,142 @@ TEST(RuntimeAddress, SectionsOfRealFiles) {
   }
 }
 
+// The dynamic symbols of a file, read the plain way: every defined one by name.
+std::map<std::string, uint64_t> all_symbols(const std::vector<std::byte>& f) {
+  std::map<std::string, uint64_t> out;
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, f.data(), sizeof eh);
+  std::vector<Elf64_Shdr> sh(eh.e_shnum);
+  std::memcpy(sh.data(), f.data() + eh.e_shoff, sh.size() * sizeof(Elf64_Shdr));
+  for (const auto& s : sh) {
+    if (s.sh_type != SHT_DYNSYM) continue;
+    const char* names = reinterpret_cast<const char*>(f.data() + sh[s.sh_link].sh_offset);
+    for (uint64_t i = 0; i < s.sh_size / sizeof(Elf64_Sym); ++i) {
+      Elf64_Sym sym;
+      std::memcpy(&sym, f.data() + s.sh_offset + i * sizeof sym, sizeof sym);
+      if (sym.st_shndx != SHN_UNDEF) out.emplace(names + sym.st_name, sym.st_value);
+    }
+  }
+  return out;
+}
+
+std::vector<std::byte> libc_bytes() {
+  for (const char* path : {"/lib/x86_64-linux-gnu/libc.so.6", "/lib/aarch64-linux-gnu/libc.so.6",
+                           "/usr/lib/x86_64-linux-gnu/libc.so.6"}) {
+    auto bytes = file_bytes(path, 64 << 20);
+    if (!bytes.empty()) return bytes;
+  }
+  return {};
+}
+
+// Through the GNU hash table, as the dynamic linker looks them up: every
+// symbol a plain read of the table finds, at its address; none that is not there.
+TEST(RuntimeAddress, SymbolsAreFoundThroughTheHashTable) {
+  const auto libc = libc_bytes();
+  if (libc.empty()) GTEST_SKIP() << "no libc.so.6 at a known path";
+  const auto symbols = all_symbols(libc);
+  ASSERT_GT(symbols.size(), 1000u);
+  size_t checked = 0;
+  for (const auto& [name, address] : symbols) {
+    if (checked++ % 7 != 0) continue;
+    auto found = find_elf_symbol(bytes_reader(libc), name);
+    ASSERT_TRUE(found) << name << ": " << found.error().message;
+    EXPECT_EQ(*found, address) << name;
+  }
+  for (const char* absent : {"_PyRuntime", "mallo", "malloc_", ""}) {
+    auto found = find_elf_symbol(bytes_reader(libc), absent);
+    ASSERT_FALSE(found) << absent;
+    EXPECT_EQ(found.error().code, Errc::not_found);
+  }
+  // A file with no hash table: its symbols are read whole, with the same answers.
+  auto unhashed = libc;
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, unhashed.data(), sizeof eh);
+  for (uint16_t i = 0; i < eh.e_shnum; ++i) {
+    Elf64_Shdr sh;
+    std::memcpy(&sh, unhashed.data() + eh.e_shoff + i * sizeof sh, sizeof sh);
+    if (sh.sh_type != SHT_GNU_HASH) continue;
+    sh.sh_type = SHT_PROGBITS;
+    std::memcpy(unhashed.data() + eh.e_shoff + i * sizeof sh, &sh, sizeof sh);
+  }
+  for (const char* name : {"malloc", "free", "pthread_create"}) {
+    auto found = find_elf_symbol(bytes_reader(unhashed), name);
+    ASSERT_TRUE(found) << name;
+    EXPECT_EQ(*found, symbols.at(name));
+  }
+  EXPECT_FALSE(find_elf_symbol(bytes_reader(unhashed), "_PyRuntime"));
+  // Not an interpreter: no _PyRuntime, named not_found.
+  EXPECT_EQ(describe_interpreter(bytes_reader(libc)).error().code, Errc::not_found);
+}
+
+// Debian 12's python3.11 and its debug build, as the reader finds them: the
+// runtime by its symbol (where the section also is), the version's place,
+// and the debug build told apart.
+TEST(RuntimeAddress, AnInterpreterSaysWhereItsRuntimeIsAndWhatItIs) {
+  const auto release = file_bytes("/usr/bin/python3.11", 64 << 20);
+  if (release.empty()) GTEST_SKIP() << "no /usr/bin/python3.11 (Debian 12 has it)";
+  const auto symbols = all_symbols(release);
+  auto python = describe_interpreter(bytes_reader(release));
+  ASSERT_TRUE(python) << python.error().message;
+  EXPECT_EQ(python->runtime, symbols.at("_PyRuntime"));
+  EXPECT_EQ(python->runtime, find_elf_section(bytes_reader(release), ".PyRuntime")->address);
+  EXPECT_EQ(python->py_version, symbols.at("Py_Version"));
+  EXPECT_EQ(python->minor, 0u);  // Py_Version tells it
+  EXPECT_FALSE(python->debug_build);
+  const auto debug = file_bytes("/usr/bin/python3.11d", 64 << 20);
+  if (debug.empty())
+    GTEST_SKIP() << "no /usr/bin/python3.11d (scripts/setup installs python3.11-dbg)";
+  auto dbg = describe_interpreter(bytes_reader(debug));
+  ASSERT_TRUE(dbg) << dbg.error().message;
+  EXPECT_TRUE(dbg->debug_build);
+  EXPECT_NE(dbg->runtime, 0u);
+}
+
+// find_interpreter over a maps text: the first python mapping whose file is
+// an interpreter, at the address it is loaded at; each way there is none, named.
+TEST(RuntimeAddress, TheInterpreterOfAProcessIsItsMappedFiles) {
+  const auto release = file_bytes("/usr/bin/python3.11", 64 << 20);
+  if (release.empty()) GTEST_SKIP() << "no /usr/bin/python3.11 (Debian 12 has it)";
+  const auto libc = libc_bytes();
+  const std::string maps =
+      "7f0000000000-7f0000100000 r--p 00000000 08:01 5 /usr/lib/libpython-helper.so\n"
+      "7f1000000000-7f1000100000 r--p 00000000 08:01 6 /usr/lib/python3-stripped\n"
+      "7f2000000000-7f2000100000 r--p 00000000 08:01 7 /usr/bin/python3.11\n";
+  std::map<std::string, const std::vector<std::byte>*> files = {
+      {"/usr/lib/python3-stripped", &libc}, {"/usr/bin/python3.11", &release}};
+  int opened = 0;
+  const MappedFileOpener open = [&](const Mapping& m) -> MappedFile {
+    auto it = files.find(m.path);
+    if (it == files.end()) return {};
+    ++opened;
+    return {bytes_reader(*it->second), m.path};
+  };
+  auto found = find_interpreter(maps, open);
+  ASSERT_TRUE(std::holds_alternative<PythonProcess>(found));
+  const auto& p = std::get<PythonProcess>(found);
+  const uint64_t base = find_elf_section(bytes_reader(release), ".PyRuntime")->load_base;
+  EXPECT_EQ(p.runtime, 0x7f2000000000 + all_symbols(release).at("_PyRuntime") - base);
+  EXPECT_NE(p.py_version, 0u);
+  files.erase("/usr/bin/python3.11");
+  auto none = find_interpreter(maps, open);
+  ASSERT_TRUE(std::holds_alternative<NoStacks>(none));
+  EXPECT_EQ(std::get<NoStacks>(none).why, NoPython::unreadable);  // the last one tried
+  auto stripped = find_interpreter(maps.substr(0, maps.rfind("7f20")), open);
+  EXPECT_EQ(std::get<NoStacks>(stripped).why, NoPython::no_runtime);
+  EXPECT_EQ(std::get<NoStacks>(find_interpreter("", open)).why, NoPython::not_python);
+  // A cache by the files' identities: each file's tables read once, the same answers after.
+  files["/usr/bin/python3.11"] = &release;
+  InterpreterCache cache;
+  auto first = find_interpreter(maps, open, &cache);
+  const std::vector<std::byte> nothing;
+  files["/usr/bin/python3.11"] = &nothing;  // its bytes gone: only the cache can answer
+  files["/usr/lib/python3-stripped"] = &nothing;
+  auto again = find_interpreter(maps, open, &cache);
+  ASSERT_TRUE(std::holds_alternative<PythonProcess>(again));
+  EXPECT_EQ(std::get<PythonProcess>(again).runtime, std::get<PythonProcess>(first).runtime);
+  EXPECT_GT(opened, 0);
+}
+
 TEST(RuntimeAddress, GarbageIsNoElfFile) {
   const std::vector<std::byte> empty, text(4096, std::byte{'x'});
   EXPECT_EQ(find_elf_section(bytes_reader(empty), ".PyRuntime").error().code, Errc::protocol);
@@ -110,6 +247,8 @@ TEST(RuntimeAddress, GarbageIsNoElfFile) {
     };
     (void)find_elf_section(reader, ".PyRuntime");
     (void)find_elf_section(reader, ".text");
+    (void)find_elf_symbol(reader, "main");
+    (void)describe_interpreter(reader);
   }
 }
 

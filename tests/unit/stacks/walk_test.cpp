@@ -1,6 +1,7 @@
-// The walk over synthetic processes (stacks/image): both layouts of the
-// debug offsets, every bound, and memory that lies, loops or changes while
-// it is read. Whatever the image, the walk ends within its bounds and says why.
+// The walk over synthetic processes (stacks/image): every layout from 3.8
+// to 3.14 (the tables of 3.8-3.12, the debug offsets of 3.13 and 3.14),
+// every bound, and memory that lies, loops or changes while it is read.
+// Whatever the image, the walk ends within its bounds and says why.
 #include "dp/stacks/python_walk.hpp"
 
 #include <gtest/gtest.h>
@@ -13,7 +14,6 @@ namespace dp::stacks {
 namespace {
 
 using image::build_synthetic_python;
-using image::ImageOffsets;
 using image::SyntheticFrame;
 using image::SyntheticPython;
 using image::SyntheticThread;
@@ -36,21 +36,30 @@ std::vector<SyntheticThread> deep_thread(int tid, int depth) {
 }
 
 void put_owner(SyntheticPython& p, uint64_t frame, int owner) {
-  const auto b = static_cast<std::byte>(owner);
-  p.image.put(frame + ImageOffsets::frame_owner, std::span<const std::byte>(&b, 1));
+  p.image.put_u8(frame + p.layout.frame.owner, static_cast<uint8_t>(owner));
 }
 
 ProcessStacks walk(SyntheticPython& p, const WalkLimits& limits = {}) {
-  return walk_python(p.image, p.runtime, limits);
+  return walk_python(p.image, p.process, limits);
 }
 
-class BothLayouts : public testing::TestWithParam<unsigned> {};
+std::string version_of(unsigned minor) {
+  switch (minor) {
+    case 11: return "3.11.2";
+    case 12: return "3.12.3";
+    case 13: return "3.13.5";
+    case 14: return "3.14.8";
+    default: return "3." + std::to_string(minor);  // 3.8-3.10 tell no patch
+  }
+}
 
-TEST_P(BothLayouts, EveryThreadsFramesInnermostFirst) {
+class EveryLayout : public testing::TestWithParam<unsigned> {};
+
+TEST_P(EveryLayout, EveryThreadsFramesInnermostFirst) {
   auto p = build_synthetic_python(GetParam(), two_threads());
   const ProcessStacks s = walk(p);
   ASSERT_FALSE(s.no_python) << s.no_python->detail;
-  EXPECT_EQ(s.python, GetParam() == 13 ? "3.13.5" : "3.14.8");
+  EXPECT_EQ(s.python, version_of(GetParam()));
   ASSERT_EQ(s.threads.size(), 2u);
   EXPECT_EQ(s.threads[0].tid, 4242);  // the oldest, listed last by CPython, comes first
   EXPECT_EQ(s.threads[0].frames, (std::vector<Frame>{{"time_sleep_caller", "/home/u/hang.py", 21},
@@ -64,17 +73,52 @@ TEST_P(BothLayouts, EveryThreadsFramesInnermostFirst) {
   EXPECT_GT(s.bytes_read, 0u);
 }
 
-TEST_P(BothLayouts, AWideFileNameIsReadAsUtf8) {
+TEST_P(EveryLayout, AWideFileNameIsReadAsUtf8) {
   auto p = build_synthetic_python(GetParam(), {{7, {{"f", "/data/run.py", 1, 3, true}}}});
   const ProcessStacks s = walk(p);
   ASSERT_FALSE(s.no_python);
   EXPECT_EQ(s.threads.at(0).frames.at(0).file, "/data/run.py");
 }
 
-TEST_P(BothLayouts, EntryFramesAreSkippedAndTheChainGoesOn) {
+// The innermost frame's line, and a span that says where its call is: the
+// columns from 3.11, the whole line before.
+TEST_P(EveryLayout, TheInnermostFrameHasASpan) {
+  auto p = build_synthetic_python(GetParam(), two_threads());
+  const ProcessStacks s = walk(p);
+  ASSERT_FALSE(s.no_python);
+  ASSERT_TRUE(s.threads[0].innermost_at || GetParam() >= 11);
+  if (GetParam() < 11) {
+    EXPECT_EQ(*s.threads[0].innermost_at, (SourceSpan{21, 21, kNoColumn, kNoColumn}));
+  }
+}
+
+TEST_P(EveryLayout, LineJumpsPastAByteAreRead) {
+  auto p = build_synthetic_python(GetParam(),
+                                  {{9, {{"far", "/f.py", 1, 900}, {"near", "/f.py", 500, 2}}}});
+  const ProcessStacks s = walk(p);
+  ASSERT_FALSE(s.no_python);
+  EXPECT_EQ(s.threads.at(0).frames.at(0).line, 900);
+  EXPECT_EQ(s.threads[0].frames.at(1).line, 2);  // before its first line: the table goes back
+}
+
+TEST_P(EveryLayout, TheThreadsKernelIdsAreRead) {
+  std::vector<SyntheticThread> threads = two_threads();
+  threads.push_back({4261, {{"f", "/f.py", 1, 1}}});
+  auto p = build_synthetic_python(GetParam(), threads);
+  const ProcessStacks s = walk(p);
+  ASSERT_EQ(s.threads.size(), 3u);
+  EXPECT_EQ(s.threads[0].tid, 4242);
+  EXPECT_EQ(s.threads[2].tid, 4261);
+}
+
+INSTANTIATE_TEST_SUITE_P(Python, EveryLayout, testing::Values(8u, 9u, 10u, 11u, 12u, 13u, 14u));
+
+class LayoutsWithEntryFrames : public testing::TestWithParam<unsigned> {};
+
+TEST_P(LayoutsWithEntryFrames, EntryFramesAreSkippedAndTheChainGoesOn) {
   auto p = build_synthetic_python(GetParam(), two_threads());
   // A nested evaluation's entry frame in the middle of the chain (Python called from C).
-  put_owner(p, p.frames[1][1], kFirstNonPythonOwner);
+  put_owner(p, p.frames[1][1], p.layout.first_skipped_owner);
   const ProcessStacks s = walk(p);
   ASSERT_FALSE(s.no_python);
   ASSERT_EQ(s.threads[1].frames.size(), 2u);
@@ -82,7 +126,9 @@ TEST_P(BothLayouts, EntryFramesAreSkippedAndTheChainGoesOn) {
   EXPECT_FALSE(s.threads[1].truncated);
 }
 
-TEST_P(BothLayouts, NoInterpreterYetIsNoThreads) {
+INSTANTIATE_TEST_SUITE_P(Python, LayoutsWithEntryFrames, testing::Values(12u, 13u, 14u));
+
+TEST_P(EveryLayout, NoInterpreterYetIsNoThreads) {
   auto p = build_synthetic_python(GetParam(), two_threads());
   const uint64_t head = p.interpreter;
   for (uint64_t at = p.runtime; at < head; at += 8) {
@@ -95,11 +141,9 @@ TEST_P(BothLayouts, NoInterpreterYetIsNoThreads) {
   EXPECT_TRUE(s.threads.empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(Python, BothLayouts, testing::Values(13u, 14u));
-
 TEST(Walk, AFrameChainThatLoopsIsCut) {
   auto p = build_synthetic_python(14, two_threads());
-  p.image.put_u64(p.frames[1][2] + ImageOffsets::frame_previous, p.frames[1][0]);
+  p.image.put_u64(p.frames[1][2] + p.layout.frame.previous, p.frames[1][0]);
   const ProcessStacks s = walk(p);
   ASSERT_FALSE(s.no_python);
   EXPECT_TRUE(s.threads[1].truncated);
@@ -109,23 +153,28 @@ TEST(Walk, AFrameChainThatLoopsIsCut) {
 
 TEST(Walk, AThreadListThatLoopsIsNamed) {
   auto p = build_synthetic_python(13, two_threads());
-  p.image.put_u64(p.thread_states[0] + ImageOffsets::thread_next, p.thread_states[1]);
+  p.image.put_u64(p.thread_states[0] + p.layout.thread.next, p.thread_states[1]);
   const ProcessStacks s = walk(p);
   ASSERT_TRUE(s.no_python);
   EXPECT_EQ(s.no_python->why, NoPython::inconsistent);
   EXPECT_TRUE(s.threads.empty());
 }
 
-TEST(Walk, AnExecutableThatIsNoCodeObjectEndsThatThreadsFrames) {
-  auto p = build_synthetic_python(14, two_threads());
-  // Point a frame at a thread state: readable, but its "type" is not named "code".
-  p.image.put_u64(p.frames[1][1] + ImageOffsets::frame_executable, p.thread_states[0]);
-  const ProcessStacks s = walk(p);
-  ASSERT_FALSE(s.no_python);
-  EXPECT_TRUE(s.threads[1].truncated);
-  ASSERT_EQ(s.threads[1].frames.size(), 1u);
-  EXPECT_EQ(s.threads[1].frames[0].function, "Condition.wait");
-  EXPECT_EQ(s.threads[0].frames.size(), 2u);
+// Point a field at a thread state: readable, but its "type" is not named
+// what it should be: a frame's code object ("code"), or 3.8-3.10's frame
+// object itself ("frame"). That thread's frames end there.
+TEST(Walk, AnObjectThatIsNotWhatItShouldBeEndsThatThreadsFrames) {
+  for (unsigned minor : {14u, 10u}) {
+    auto p = build_synthetic_python(minor, two_threads());
+    const uint64_t field = minor == 14 ? p.layout.frame.executable : p.layout.object.ob_type;
+    p.image.put_u64(p.frames[1][1] + field, p.thread_states[0]);
+    const ProcessStacks s = walk(p);
+    ASSERT_FALSE(s.no_python);
+    EXPECT_TRUE(s.threads[1].truncated) << minor;
+    ASSERT_EQ(s.threads[1].frames.size(), 1u) << minor;
+    EXPECT_EQ(s.threads[1].frames[0].function, "Condition.wait");
+    EXPECT_EQ(s.threads[0].frames.size(), 2u);
+  }
 }
 
 TEST(Walk, AnOwnerNoFrameHasIsGarbage) {
@@ -138,7 +187,7 @@ TEST(Walk, AnOwnerNoFrameHasIsGarbage) {
 
 TEST(Walk, AnInstructionOutsideItsCodeHasNoLine) {
   auto p = build_synthetic_python(13, two_threads());
-  p.image.put_u64(p.frames[0][0] + ImageOffsets::frame_instr_ptr, 3);
+  p.image.put_u64(p.frames[0][0] + p.layout.frame.instr_ptr, 3);
   const ProcessStacks s = walk(p);
   EXPECT_EQ(s.threads.at(0).frames.at(0).line, -1);
   EXPECT_EQ(s.threads[0].frames[1].line, 30);
@@ -190,13 +239,80 @@ TEST(Walk, SpentBudgetsAndDeadlinesAreNamed) {
 
 TEST(Walk, WhatIsNotPythonIsNamed) {
   auto p = build_synthetic_python(14, two_threads());
-  EXPECT_EQ(walk_python(p.image, p.image.base() + (1 << 30), {}).no_python->why,
-            NoPython::unreadable);
-  p.image.put_u64(p.runtime, 0x6f6c6c6568);  // no cookie
-  EXPECT_EQ(walk(p).no_python->why, NoPython::no_debug_offsets);
+  PythonProcess elsewhere = p.process;
+  elsewhere.runtime = p.image.base() + (1 << 30);
+  EXPECT_EQ(walk_python(p.image, elsewhere, {}).no_python->why, NoPython::unreadable);
+  p.image.put_u64(p.runtime, 0x6f6c6c6568);  // no cookie, and no version said
+  EXPECT_EQ(walk(p).no_python->why, NoPython::unsupported_python);
   auto q = build_synthetic_python(13, two_threads());
   q.image.put_u64(q.runtime + 8, 0x030f00f0);
   EXPECT_EQ(walk(q).no_python->why, NoPython::unsupported_python);
+}
+
+// Versions no table knows, and builds whose objects are shaped otherwise,
+// are named from what the file said, before any of their structs is read.
+TEST(Walk, VersionsAndBuildsNotReadAreNamed) {
+  auto p = build_synthetic_python(10, two_threads());
+  for (unsigned minor : {0u, 7u, 6u}) {
+    p.process.minor = minor;
+    const ProcessStacks s = walk(p);
+    ASSERT_TRUE(s.no_python);
+    EXPECT_EQ(s.no_python->why, NoPython::unsupported_python) << minor;
+    EXPECT_NE(s.no_python->detail.find("3.8 to 3.14"), std::string::npos) << s.no_python->detail;
+  }
+  p.process.minor = 10;
+  p.process.debug_build = true;
+  EXPECT_EQ(walk(p).no_python->why, NoPython::debug_build);
+  EXPECT_LE(walk(p).reads, 1u);
+  auto q = build_synthetic_python(11, two_threads());
+  q.process.debug_build = true;
+  EXPECT_EQ(walk(q).no_python->why, NoPython::debug_build);
+  EXPECT_NE(walk(q).no_python->detail.find("3.11.2"), std::string::npos);
+  // Py_Version of a version that must publish debug offsets, or of no Python 3.
+  for (uint64_t version : {0x030d00f0ull, 0x020700f0ull}) {
+    auto r = build_synthetic_python(12, two_threads());
+    r.image.put_u64(r.process.py_version, version);
+    EXPECT_EQ(walk(r).no_python->why, NoPython::inconsistent) << std::hex << version;
+  }
+}
+
+// 3.8-3.10 keep a pthread_t: the tid is read where glibc keeps it, or where
+// another libc's main thread struct holds the pid; never a wrong one.
+TEST(Walk, APthreadsTidIsFoundWhereTheMainThreadsHoldsThePid) {
+  auto p = build_synthetic_python(9, two_threads());
+  // Another libc: both tids 64 bytes into the struct.
+  for (size_t i = 0; i < p.pthreads.size(); ++i) {
+    p.image.put_u64(p.pthreads[i] + image::kImagePthreadTid, 0);
+    p.image.put_u64(p.pthreads[i] + 64, static_cast<uint64_t>(two_threads()[i].tid));
+  }
+  ProcessStacks s = walk(p);
+  ASSERT_EQ(s.threads.size(), 2u);
+  EXPECT_EQ(s.threads[0].tid, 4242);
+  EXPECT_EQ(s.threads[1].tid, 4250);
+  // A pid in no struct (another pid namespace): tids unknown, frames still read.
+  p.process.pid = 77;
+  s = walk(p);
+  EXPECT_EQ(s.threads[0].tid, 0);
+  EXPECT_EQ(s.threads[1].tid, 0);
+  EXPECT_EQ(s.threads[0].frames.size(), 2u);
+}
+
+
+// A 3.11 or 3.12 frame that has not run (its instruction before its code)
+// is left out, as CPython's own views leave it; the chain goes on.
+TEST(Walk, AFrameThatHasNotStartedIsLeftOut) {
+  for (unsigned minor : {11u, 12u}) {
+    auto p = build_synthetic_python(minor, two_threads());
+    uint64_t code = 0;
+    ASSERT_TRUE(p.image.read(p.frames[1][0] + p.layout.frame.executable,
+                             std::as_writable_bytes(std::span<uint64_t>(&code, 1))));
+    p.image.put_u64(p.frames[1][0] + p.layout.frame.instr_ptr,
+                    code + p.layout.code.code_adaptive - 2);
+    const ProcessStacks s = walk(p);
+    ASSERT_EQ(s.threads[1].frames.size(), 2u) << minor;
+    EXPECT_EQ(s.threads[1].frames[0].function, "Event.wait");
+    EXPECT_FALSE(s.threads[1].truncated);
+  }
 }
 
 // Memory that changes under the walk: after every read one byte of the
@@ -223,10 +339,10 @@ TEST(Walk, MemoryThatChangesWhileReadStaysWithinBounds) {
   limits.max_threads = 8;
   limits.max_string = 100;
   limits.max_bytes = 64 * 1024;
-  for (uint32_t seed = 0; seed < 500; ++seed) {
-    auto p = build_synthetic_python(13 + seed % 2, two_threads());
+  for (uint32_t seed = 0; seed < 700; ++seed) {
+    auto p = build_synthetic_python(8 + seed % 7, two_threads());
     ChangingMemory memory(p.image, seed);
-    const ProcessStacks s = walk_python(memory, p.runtime, limits);
+    const ProcessStacks s = walk_python(memory, p.process, limits);
     EXPECT_LE(s.bytes_read, limits.max_bytes);
     EXPECT_LE(s.threads.size(), limits.max_threads);
     for (const auto& t : s.threads) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <variant>
 
+#include "dp/stacks/python_layout.hpp"
 #include "dp/stacks/stacks.hpp"
 
 namespace dp::stacks {
@@ -20,38 +21,6 @@ namespace dp::stacks {
 inline constexpr char kDebugCookie[8] = {'x', 'd', 'e', 'b', 'u', 'g', 'p', 'y'};
 // Enough of _PyRuntime to read the cookie and the version.
 inline constexpr size_t kDebugHeaderBytes = 16;
-
-// The offsets the walk follows, as the process published them.
-struct DebugOffsets {
-  uint64_t version = 0;  // PY_VERSION_HEX
-  struct {
-    uint64_t size, interpreters_head;
-  } runtime{};
-  struct {
-    uint64_t size, next, threads_head;
-  } interp{};
-  struct {
-    uint64_t size, next, current_frame, native_thread_id;
-  } thread{};
-  struct {
-    uint64_t size, previous, executable, instr_ptr, owner;
-  } frame{};
-  struct {
-    uint64_t size, filename, qualname, linetable, firstlineno, code_adaptive;
-  } code{};
-  struct {
-    uint64_t ob_type;
-  } object{};
-  struct {
-    uint64_t size, tp_name;
-  } type{};
-  struct {
-    uint64_t ob_size, ob_sval;
-  } bytes{};
-  struct {
-    uint64_t state, length, ascii_size;
-  } unicode{};
-};
 
 // Where each field the walk needs sits in one version's _Py_DebugOffsets
 // (byte offsets into it), from CPython's Include/internal/pycore_debug_offsets.h
@@ -76,12 +45,17 @@ const DebugLayout* layout_for_version(uint64_t version);
 // The Python version a header announces, e.g. "3.14.0rc2"; empty without the cookie.
 std::string python_version_text(uint64_t version);
 
+// The first kDebugHeaderBytes of _PyRuntime start with the cookie: a Python
+// 3.13 or later, which publishes its offsets.
+bool has_debug_cookie(std::span<const std::byte> header);
+
 // From the first kDebugHeaderBytes of _PyRuntime: the layout to read next,
 // or why there is none (no cookie: a Python before 3.13; an unknown version).
 std::variant<const DebugLayout*, NoStacks> check_debug_header(std::span<const std::byte> header);
 
-// From the layout->total bytes at the start of _PyRuntime.
-std::variant<DebugOffsets, NoStacks> parse_debug_offsets(const DebugLayout& layout,
+// From the layout->total bytes at the start of _PyRuntime: the offsets the
+// process published, as the walk follows them.
+std::variant<PythonLayout, NoStacks> parse_debug_offsets(const DebugLayout& layout,
                                                          std::span<const std::byte> raw);
 
 }  // namespace dp::stacks

@@ -24,8 +24,11 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <unordered_map>
+#include <vector>
 
 #include "dp/stacks/remote_memory.hpp"
+#include "dp/stacks/runtime_address.hpp"
 #include "dp/stacks/stacks.hpp"
 
 namespace dp::stacks {
@@ -48,17 +51,32 @@ struct ReadLimits {
 
 ProcessStacks read_process(const Target& target, const ReadLimits& limits);
 
+// The files a process maps, from its /proc/PID directory (kept open by the
+// caller): the very file of each mapping, found where the reader sees it or
+// through the process's own root (a container), checked by device and inode.
+MappedFileOpener mapped_files(int proc_dir);
+
 // process_vm_readv from one process: whole reads or false; the first
-// failure's errno is kept (EPERM: not allowed; ESRCH: gone).
+// failure's errno is kept (EPERM: not allowed; ESRCH: gone). Whole pages are
+// read and kept (at most kPages of them, until forget()): a walk reads many
+// small structs close to each other (a thread's frames share its stack
+// chunk), and each system call costs far more than its bytes.
 class ProcessMemory final : public RemoteMemory {
  public:
+  static constexpr uint64_t kPage = 4096;
+  static constexpr size_t kPages = 512;
   explicit ProcessMemory(int pid) : pid_(pid) {}
   bool read(uint64_t address, std::span<std::byte> out) override;
+  void forget() override { pages_.clear(); }
   int first_errno() const { return first_errno_; }
 
  private:
+  bool read_now(uint64_t address, std::span<std::byte> out);
+  const std::byte* page(uint64_t start);
+
   int pid_;
   int first_errno_ = 0;
+  std::unordered_map<uint64_t, std::vector<std::byte>> pages_;
 };
 
 }  // namespace dp::stacks

@@ -17,6 +17,9 @@ class RemoteMemory {
   virtual ~RemoteMemory() = default;
   // Copies out.size() bytes from `address`: all of them, or false.
   virtual bool read(uint64_t address, std::span<std::byte> out) = 0;
+  // What was read may have changed since (a list that changed while read
+  // is read again): a reader that keeps what it read drops it.
+  virtual void forget() {}
 };
 
 // The bounds of one process's walk. The defaults read a 64-rank step's ranks
@@ -42,6 +45,7 @@ class BoundedMemory {
   // False when the read failed or a bound stopped it (stop() says which
   // bound). After a bound stops one read, every later read fails too.
   bool read(uint64_t address, std::span<std::byte> out);
+  void forget() { memory_.forget(); }
   MemoryStop stop() const { return stop_; }
   bool bound_reached() const { return stop_ != MemoryStop::none; }
   uint64_t bytes() const { return bytes_; }

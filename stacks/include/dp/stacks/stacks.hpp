@@ -1,6 +1,6 @@
-// What a reader learns of one process: every thread's Python frames where the
-// process publishes them (CPython 3.13+), every thread's state as the kernel
-// tells it, and when there are no Python frames, a named reason. Plain values:
+// What a reader learns of one process: every thread's Python frames (CPython
+// 3.8 to 3.14), every thread's state as the kernel tells it, and when there
+// are no Python frames, a named reason. Plain values:
 // the node agent fills them, the daemon merges them, tests record them.
 #pragma once
 
@@ -19,7 +19,9 @@ struct Frame {
 };
 
 // Where an instruction's source is (PEP 657): lines from 1, columns in
-// UTF-8 bytes from 0, the end column one past the last byte.
+// UTF-8 bytes from 0, the end column one past the last byte. Before 3.11 a
+// code object knows only lines: both columns are kNoColumn, the whole line.
+inline constexpr int kNoColumn = -1;
 struct SourceSpan {
   int line = 0, end_line = 0, column = 0, end_column = 0;
   bool operator==(const SourceSpan&) const = default;
@@ -32,8 +34,9 @@ enum class NoPython {
   gone,                // it exited, or its pid now names another process
   unreadable,          // the kernel refused the read (not dumpable, no ptrace access)
   not_python,          // no python executable or libpython is mapped
-  no_debug_offsets,    // a Python before 3.13: it publishes no _Py_DebugOffsets
-  unsupported_python,  // debug offsets of a version this reader does not know
+  no_runtime,          // a Python whose _PyRuntime was not found (no symbol, no section)
+  unsupported_python,  // a version this reader does not know (before 3.8, or newer)
+  debug_build,         // a debug build (python3.X-dbg) before 3.13: other object layouts
   free_threaded,       // a free-threaded build: its frames are not read yet
   inconsistent,        // what was read does not hold together (garbage, or changed while read)
   over_budget,         // the bytes or reads one process may take were spent
@@ -64,8 +67,8 @@ struct ThreadStack {
   std::vector<Frame> frames;  // innermost first; empty for a thread without Python frames
   bool truncated = false;     // frames stop early: the frame limit, or a chain that broke
   std::optional<KernelThread> kernel;
-  // The innermost frame's instruction (the walk sets it where the location
-  // table has columns): the source span name_calls reads `call` from.
+  // The innermost frame's instruction (the walk sets it where its line is
+  // known): the source span name_calls reads `call` from.
   std::optional<SourceSpan> innermost_at;
   // What the innermost frame calls, as its source names it ("time.sleep"):
   // a C function has no frame of its own. Empty when not known.
@@ -74,7 +77,7 @@ struct ThreadStack {
 
 struct ProcessStacks {
   int pid = 0;
-  std::string python;  // "3.13.5" once debug offsets were read
+  std::string python;  // "3.13.5" (3.8-3.10: "3.9", no patch) once its layout was found
   std::optional<NoStacks> no_python;
   // Python threads first (the main thread, whose tid is the pid, first of
   // all), then threads the kernel lists that have no Python thread state.
