@@ -1,10 +1,13 @@
 #include "rank_sampler.hpp"
 
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <string>
 #include <system_error>
+
+#include "dp/stacks/read_many.hpp"
 
 namespace dp::agent {
 
@@ -58,6 +61,11 @@ void RankSampler::run() {
       s.set_looks(w.counts.looks);
       s.set_waiting(w.counts.waiting);
       s.set_running(w.counts.running);
+      s.set_own_input(w.counts.input);
+      s.set_own_file(w.counts.file);
+      s.set_own_sleep(w.counts.sleep);
+      s.set_own_other(w.counts.other);
+      s.set_futex(w.counts.futex);
       s.set_cpu_ticks(w.counts.cpu_ticks);
       s.set_at_ms(static_cast<uint64_t>(at.count()));
       out.push_back(std::move(s));
@@ -72,6 +80,7 @@ void RankSampler::run() {
 // One look at each rank; a rank gone or a pid now another process's is dropped.
 void RankSampler::look(std::map<int, Watched>& watched, const std::vector<TaskStart>& ranks) {
   std::map<int, Watched> next;
+  std::map<int, stacks::ProcessLook> looks;  // by pid
   for (const TaskStart& t : ranks) {
     auto it = watched.find(t.pid);
     Watched w;
@@ -87,10 +96,53 @@ void RankSampler::look(std::map<int, Watched>& watched, const std::vector<TaskSt
     if (!w.files || !*w.files) continue;
     const auto l = w.files->look();
     if (!l || l->start_ticks != t.start_ticks) continue;
-    w.counts.add(*l);
+    looks.emplace(t.pid, *l);
     next.emplace(t.pid, std::move(w));
   }
+  read_frames(next, looks);
+  const auto now = Clock::now();
+  for (auto& [pid, w] : next) {
+    const stacks::ProcessLook& l = looks.at(pid);
+    const auto said = w.said.find(l.syscall);
+    const bool fresh = said != w.said.end() && now - said->second.second <= kFramesFresh;
+    w.counts.add(l, fresh ? std::optional(said->second.first) : std::nullopt);
+  }
   watched = std::move(next);
+}
+
+// The frames of the ranks that sleep and were not read for kFramesEvery:
+// what each waits on, kept by the syscall it sleeps in. A rank not read in
+// time, or without Python frames, has the kernel's word in that syscall.
+void RankSampler::read_frames(std::map<int, Watched>& watched,
+                              const std::map<int, stacks::ProcessLook>& looks) {
+  const auto now = Clock::now();
+  std::vector<stacks::Target> targets;
+  for (const auto& [pid, w] : watched) {
+    const auto k = stacks::classify_look(looks.at(pid).state, looks.at(pid).syscall);
+    if (k == stacks::Look::waiting || k == stacks::Look::elsewhere) {
+      if (now - w.read_at >= kFramesEvery) targets.push_back({pid, w.start_ticks, ::geteuid()});
+    }
+  }
+  if (targets.empty()) return;
+  stacks::ManyLimits limits;
+  limits.deadline = std::chrono::milliseconds(50);
+  limits.threads = 2;
+  limits.each.max_kernel_threads = 0;  // the look said where the main thread sleeps
+  limits.each.walk.max_frames = 64;
+  limits.source_bytes = 1 << 20;
+  limits.program_calls_only = true;
+  const auto read = stacks::read_processes(targets, limits);
+  for (size_t i = 0; i < read.size(); ++i) {
+    Watched& w = watched.at(targets[i].pid);
+    const int syscall = looks.at(targets[i].pid).syscall;
+    w.read_at = now;
+    w.said.erase(syscall);  // over time, or no Python: the kernel's word
+    const stacks::ProcessStacks& p = read[i];
+    if (p.no_python) continue;
+    for (const auto& t : p.threads) {
+      if (t.tid == p.pid) w.said[syscall] = {stacks::wait_kind(t.frames, t.call, syscall), now};
+    }
+  }
 }
 
 }  // namespace dp::agent

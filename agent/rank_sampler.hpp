@@ -1,9 +1,15 @@
 // The straggler watch on a node (issue 55): once the daemon asks
 // (SampleAsk), a thread of its own looks at every rank's main thread every
 // `every` ms (stacks/straggler_samples.hpp: two short /proc reads a rank)
-// and keeps each rank's counts; each heartbeat carries them. Off the loop, as
-// the stacks reader is: a /proc read that waits on a rank never holds the
-// node's heartbeats.
+// and keeps each rank's counts; each heartbeat carries them. A rank that
+// sleeps has its frames read too, at most every kFramesEvery (issue 68:
+// stacks::wait_kind, its main thread only, no kernel view, calls named only
+// in the program's own files), so that a wait on its own input is told from
+// a wait in a collective; looks between two reads in the same syscall take
+// the last such read's word while it is fresh (a rank alternates: a sleep,
+// its loader's poll, a collective's futex). Off the loop, as the stacks reader is: a /proc read
+// that waits on a rank never holds the node's heartbeats, and a frames read
+// that blocks is left behind (stacks::read_processes).
 #pragma once
 
 #include <chrono>
@@ -23,6 +29,8 @@ namespace dp::agent {
 
 class RankSampler {
  public:
+  static constexpr std::chrono::milliseconds kFramesEvery{250}, kFramesFresh{1000};
+
   RankSampler() = default;
   ~RankSampler();  // stops and joins the thread
   RankSampler(const RankSampler&) = delete;
@@ -38,14 +46,20 @@ class RankSampler {
   std::vector<proto::RankSamples> counts() const;
 
  private:
+  using Clock = std::chrono::steady_clock;
   struct Watched {
     int rank = 0;
     unsigned long long start_ticks = 0;
     std::optional<stacks::LookFiles> files;  // bound to this process, never to a reused pid
     stacks::LookCounts counts;
+    Clock::time_point read_at{};  // its frames' last read
+    // What its frames said, by the syscall its main thread slept in then.
+    std::map<int, std::pair<stacks::WaitKind, Clock::time_point>> said;
   };
   void run();
   void look(std::map<int, Watched>& watched, const std::vector<TaskStart>& ranks);
+  void read_frames(std::map<int, Watched>& watched,
+                   const std::map<int, stacks::ProcessLook>& looks);
 
   mutable std::mutex mu_;
   std::condition_variable wake_;

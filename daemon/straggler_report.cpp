@@ -25,16 +25,32 @@ StragglerReport::Json verdict_json(const straggler::Verdict& v) {
                           {"cpu_ratio", v.cpu_ratio ? StragglerReport::Json(rounded(*v.cpu_ratio))
                                                     : StragglerReport::Json(nullptr)},
                           {"where", v.where},
+                          {"own_on", v.own_on},
+                          {"own", rounded(v.own)},
                           {"since_s", rounded(v.since_s)},
                           {"line", v.line}};
   return j;
 }
 
-// What the looks saw the rank compute over the same block, when its node samples.
-std::optional<double> cpu_of(const straggler::Block& looks, int rank) {
-  for (const auto& s : looks.ranks)
-    if (s.rank == rank) return s.cpu;
-  return std::nullopt;
+// What the looks saw the rank do over the same block, when its node
+// samples: its CPU, and its waits on its own work (an exact source knows
+// only its waits in collectives).
+void from_looks(const straggler::Block& looks, straggler::RankShare& r) {
+  for (const auto& s : looks.ranks) {
+    if (s.rank != r.rank) continue;
+    r.cpu = s.cpu;
+    r.own = s.own;
+  }
+}
+
+// The shares of the looks between two counts that waited on its own work, by what.
+straggler::OwnWaits own_shares(const proto::RankSamples& a, const proto::RankSamples& z,
+                               double looks) {
+  auto share = [&](uint64_t to, uint64_t from) {
+    return static_cast<double>(to - std::min(to, from)) / looks;
+  };
+  return {share(z.own_input(), a.own_input()), share(z.own_file(), a.own_file()),
+          share(z.own_sleep(), a.own_sleep()), share(z.own_other(), a.own_other())};
 }
 
 // A dump starts past the collective after the newest the daemon knows of
@@ -58,7 +74,13 @@ bool has_gap(const std::vector<stacks::Arrival>& arrivals,
 }  // namespace
 
 const char* StragglerReport::source_name(Source s) noexcept {
-  return s == Source::collectives ? "collectives" : s == Source::flight ? "flight" : "looks";
+  switch (s) {
+    case Source::looks: return "looks";
+    case Source::collectives: return "collectives";
+    case Source::flight: return "flight";
+    case Source::kernel: return "kernel";
+  }
+  return "?";
 }
 
 StragglerReport::StragglerReport(straggler::Settings settings, long ticks_per_second,
@@ -67,7 +89,8 @@ StragglerReport::StragglerReport(straggler::Settings settings, long ticks_per_se
       max_ranks_(64 * static_cast<size_t>(std::max(world_size, 1)) + 1024),
       by_looks_(settings),
       by_counters_(settings),
-      by_flight_(settings) {}
+      by_flight_(settings),
+      by_kernel_(settings) {}
 
 void StragglerReport::on_looks(const proto::RankSamples& s, const std::string& host) {
   // A node agent's ranks are its to name (a launcher's workers carry torch's),
@@ -93,8 +116,11 @@ void StragglerReport::on_where(int rank, std::string where) {
   if (!where.empty()) where_[rank] = std::move(where);
 }
 
-straggler::Block StragglerReport::looks_block(double end_s, double seconds) {
+// The looks' block, and in `kernel` the same looks by the kernel's word alone.
+straggler::Block StragglerReport::looks_block(double end_s, double seconds,
+                                              straggler::Block& kernel) {
   straggler::Block b{end_s, seconds, {}};
+  kernel = b;
   for (auto& [rank, l] : looks_) {
     if (!l.base || !l.last) continue;
     const proto::RankSamples a = *l.base, z = *l.last;
@@ -108,7 +134,16 @@ straggler::Block StragglerReport::looks_block(double end_s, double seconds) {
     r.cpu = static_cast<double>(z.cpu_ticks() - std::min(z.cpu_ticks(), a.cpu_ticks())) /
             static_cast<double>(ticks_per_second_) /
             (static_cast<double>(z.at_ms() - a.at_ms()) / 1000.0);
+    r.own = own_shares(a, z, r.looks);
     if (auto w = where_.find(rank); w != where_.end()) r.where = w->second;
+    straggler::RankShare k = r;
+    const uint64_t futex = z.futex() - std::min(z.futex(), a.futex()),
+                   running = z.running() - std::min(z.running(), a.running());
+    // An agent before the frames' word sends no futex count: its waiting is futex.
+    k.waiting = z.futex() == 0 ? r.waiting : static_cast<double>(futex) / r.looks;
+    k.own = {0, 0, 0, std::max(0.0, 1.0 - k.waiting - static_cast<double>(running) / r.looks)};
+    k.where.clear();
+    kernel.ranks.push_back(std::move(k));
     b.ranks.push_back(std::move(r));
   }
   return b;
@@ -129,7 +164,7 @@ straggler::Block StragglerReport::counters_block(double end_s, double seconds,
     r.waiting = std::clamp(static_cast<double>(z.wait_us() - std::min(z.wait_us(), a.wait_us())) /
                                static_cast<double>(z.since_first_op_us() - a.since_first_op_us()),
                            0.0, 1.0);
-    r.cpu = cpu_of(looks, rank);
+    from_looks(looks, r);
     b.ranks.push_back(std::move(r));
   }
   return b;
@@ -216,7 +251,7 @@ straggler::Block StragglerReport::flight_block(double end_s, double seconds,
     r.host = w.host;
     r.waiting = w.waiting;
     r.looks = straggler::kExact;
-    r.cpu = cpu_of(looks, w.rank);
+    from_looks(looks, r);
     if (auto it = where_.find(w.rank); it != where_.end()) r.where = it->second;
     b.ranks.push_back(std::move(r));
   }
@@ -242,7 +277,8 @@ std::vector<StragglerReport::Said> StragglerReport::end_block(double end_s, doub
                                                               bool by_collectives) {
   std::vector<Said> said;
   const Source heard_by = heard_source(by_collectives);
-  const straggler::Block looks = looks_block(end_s, seconds);
+  straggler::Block kernel;
+  const straggler::Block looks = looks_block(end_s, seconds, kernel);
   if (any_flight_) {
     if (auto v = by_flight_.observe(flight_block(end_s, seconds, looks)))
       said.push_back({Source::flight, heard_by == Source::flight, *v});
@@ -250,6 +286,7 @@ std::vector<StragglerReport::Said> StragglerReport::end_block(double end_s, doub
   where_.clear();
   if (auto v = by_looks_.observe(looks))
     said.push_back({Source::looks, heard_by == Source::looks, *v});
+  if (auto v = by_kernel_.observe(kernel)) said.push_back({Source::kernel, false, *v});
   if (any_counters_) {
     if (auto v = by_counters_.observe(counters_block(end_s, seconds, looks)))
       said.push_back({Source::collectives, heard_by == Source::collectives, *v});
@@ -282,7 +319,11 @@ StragglerReport::Json StragglerReport::source_json(Source s) const {
             {"host", r.host},
             {"waiting", rounded(r.waiting)},
             {"looks", r.looks >= straggler::kExact ? Json(nullptr) : Json(rounded(r.looks, 0))},
-            {"cpu", r.cpu ? Json(rounded(*r.cpu)) : Json(nullptr)}});
+            {"cpu", r.cpu ? Json(rounded(*r.cpu)) : Json(nullptr)},
+            {"own", Json{{"input", rounded(r.own.input)},
+                         {"file", rounded(r.own.file)},
+                         {"sleep", rounded(r.own.sleep)},
+                         {"other", rounded(r.own.other)}}}});
       }
       h["ranks"] = std::move(ranks);
     }
@@ -304,7 +345,8 @@ StragglerReport::Json StragglerReport::json(bool by_collectives) const {
               {"named", w.named() ? Json(w.named()->line) : Json(nullptr)},
               {"looks", source_json(Source::looks)},
               {"collectives", any_counters_ ? source_json(Source::collectives) : Json(nullptr)},
-              {"flight", any_flight_ ? source_json(Source::flight) : Json(nullptr)}};
+              {"flight", any_flight_ ? source_json(Source::flight) : Json(nullptr)},
+              {"kernel", source_json(Source::kernel)}};
 }
 
 std::vector<std::string> StragglerReport::lines(bool by_collectives) const {

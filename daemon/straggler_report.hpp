@@ -42,7 +42,10 @@ class StragglerReport {
   // Collectives kept per rank between blocks (a dump brings at most 64).
   static constexpr size_t kMostHeld = 1024;
 
-  enum class Source { looks, collectives, flight };
+  // kernel: the looks with the kernel's word alone (asleep in futex is
+  // waiting, as before frames told a wait on its own input from a
+  // collective's); never heard, kept in the report to compare.
+  enum class Source { looks, collectives, flight, kernel };
   static const char* source_name(Source s) noexcept;
 
   // world_size bounds the ranks it keeps: 64 a task (a launcher's workers) and 1 024.
@@ -95,17 +98,20 @@ class StragglerReport {
     int64_t covered_from = 0;  // its dumps hold every collective it enqueued since
     uint64_t read = 0;  // the read that brought it last (a rank not in the latest is left out)
   };
-  straggler::Block looks_block(double end_s, double seconds);
+  straggler::Block looks_block(double end_s, double seconds, straggler::Block& kernel);
   straggler::Block counters_block(double end_s, double seconds, const straggler::Block& looks);
   straggler::Block flight_block(double end_s, double seconds, const straggler::Block& looks);
   const straggler::Watch& watch(Source s) const {
-    return s == Source::collectives ? by_counters_ : s == Source::flight ? by_flight_ : by_looks_;
+    return s == Source::collectives ? by_counters_
+           : s == Source::flight    ? by_flight_
+           : s == Source::kernel    ? by_kernel_
+                                    : by_looks_;
   }
   Json source_json(Source s) const;
 
   long ticks_per_second_;
   size_t max_ranks_;
-  straggler::Watch by_looks_, by_counters_, by_flight_;
+  straggler::Watch by_looks_, by_counters_, by_flight_, by_kernel_;
   bool any_counters_ = false, any_flight_ = false;
   std::map<int, LookState> looks_;
   std::map<int, CounterState> counters_;

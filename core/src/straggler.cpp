@@ -51,6 +51,14 @@ std::string seconds_text(double s) {
   return b;
 }
 
+// What keeps a straggler behind when it waits on its own work.
+std::string waits_on(const std::string& on, bool one) {
+  if (on == "input") return one ? "it waits on its DataLoader" : "they wait on their DataLoaders";
+  if (on == "file") return one ? "it waits in file reads" : "they wait in file reads";
+  if (on == "sleep") return one ? "it sleeps" : "they sleep";
+  return one ? "it waits on its own work" : "they wait on their own work";
+}
+
 // "rank 3 (n2)", "ranks 2-3 (n2)", "ranks 1,3 (n1, n2)".
 std::string who(const std::vector<int>& ranks, const std::vector<std::string>& hosts) {
   std::string h;
@@ -86,6 +94,7 @@ Watch::Lead Watch::lead_of(int rank, const std::set<int>& apart) const {
     leads.push_back(*lead);
     const bool near = *lead >= s_.threshold / 2;
     out.near += near ? 1 : 0;
+    out.over += *lead >= s_.threshold ? 1 : 0;
     if (run && near) out.since_s = b->end_s - b->seconds;
     run = run && near;
   }
@@ -138,6 +147,8 @@ Verdict Watch::describe(Change c, const std::vector<int>& ranks, double at_s) co
   const std::set<int> slow(ranks.begin(), ranks.end());
   std::set<std::string> hosts;
   std::map<std::string, int> wheres;
+  // Their own waits and the others', by what.
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> own;
   std::map<int, std::pair<double, double>> cpu;  // rank -> (CPU seconds, seconds)
   for (const auto& b : window_) {
     for (const auto& r : b.ranks) {
@@ -145,6 +156,12 @@ Verdict Watch::describe(Change c, const std::vector<int>& ranks, double at_s) co
         cpu[r.rank].first += *r.cpu * b.seconds;
         cpu[r.rank].second += b.seconds;
       }
+      const std::pair<const char*, double> kinds[] = {{"input", r.own.input},
+                                                      {"file", r.own.file},
+                                                      {"sleep", r.own.sleep},
+                                                      {"other", r.own.other}};
+      for (const auto& [kind, share] : kinds)
+        (slow.count(r.rank) ? own[kind].first : own[kind].second).push_back(share);
       if (slow.count(r.rank)) hosts.insert(r.host);
       else if (!r.where.empty()) ++wheres[r.where];
     }
@@ -170,6 +187,15 @@ Verdict Watch::describe(Change c, const std::vector<int>& ranks, double at_s) co
   if (!slow_cpu.empty() && others_cpu > 1e-3) v.cpu_ratio = median(slow_cpu) / others_cpu;
   for (const auto& [w, n] : wheres)
     if (v.where.empty() || n > wheres[v.where]) v.where = w;
+  // Waiting on their own work more than the others do: that is what keeps them.
+  double most = s_.threshold / 2;
+  for (const auto& [kind, shares] : own) {
+    const double above = median(shares.first) - median(shares.second);
+    if (above < most) continue;
+    most = above;
+    v.own_on = kind;
+    v.own = median(shares.first);
+  }
   // The line: who, who waits for them and how much, where, what they compute, since when.
   const bool one = ranks.size() == 1;
   const std::string waiters = v.others.size() == 1 ? "rank " + rank_ranges(v.others) + " waits"
@@ -183,6 +209,8 @@ Verdict Watch::describe(Change c, const std::vector<int>& ranks, double at_s) co
   }
   v.line = who(ranks, v.hosts) + " \u2014 " + waits;
   if (!v.where.empty()) v.line += " (in " + v.where + ")";
+  if (!v.own_on.empty())
+    v.line += "; " + waits_on(v.own_on, one) + " " + percent(v.own) + " of the time";
   if (v.cpu_ratio)
     v.line += std::string("; ") + (one ? "it computes " : "they compute ") +
               ratio_text(*v.cpu_ratio) + " the median";
@@ -218,16 +246,21 @@ std::optional<Verdict> Watch::observe(const Block& b) {
   if (!named_) {
     if (!slow.empty()) v = describe(Change::named, slow, b.end_s);
   } else {
-    // A named rank this block did not judge is no news either way.
-    bool holds = true;
+    // A named rank this block did not judge is no news either way. One is
+    // still behind until a whole window in which the others' waiting for it
+    // stayed low: the median of its leads under half the threshold, and a
+    // lead of the whole threshold in one block at most (a burst), as naming
+    // it needed the threshold in all blocks but one.
+    bool behind = false;
     for (int r : named_->ranks) {
       if (!find(window_.back(), r)) return std::nullopt;
-      holds = holds && lead_of(r).median >= s_.threshold / 2;
+      const Lead l = lead_of(r);
+      behind = behind || l.blocks < s_.window || l.median >= s_.threshold / 2 || l.over > 1;
     }
     const bool within =
         std::includes(named_->ranks.begin(), named_->ranks.end(), slow.begin(), slow.end());
-    if (slow.empty() && !holds) v = describe(Change::recovered, named_->ranks, b.end_s);
-    else if (!slow.empty() && !(holds && within)) v = describe(Change::changed, slow, b.end_s);
+    if (slow.empty() && !behind) v = describe(Change::recovered, named_->ranks, b.end_s);
+    else if (!slow.empty() && !(behind && within)) v = describe(Change::changed, slow, b.end_s);
   }
   if (!v) return std::nullopt;
   named_ = v->change == Change::recovered ? std::nullopt : v;

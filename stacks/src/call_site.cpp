@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cctype>
 #include <map>
+#include <set>
 
 #include "dp/unique_fd.hpp"
 
@@ -15,6 +16,10 @@ namespace dp::stacks {
 namespace {
 
 constexpr size_t kMaxCallee = 200;
+// Words a '(' may follow that call nothing.
+const std::set<std::string_view> kKeywords = {
+    "and", "as", "assert", "await", "del", "elif",   "else",  "for",  "from",  "if",     "import",
+    "in",  "is", "lambda", "not",   "or",  "return", "while", "with", "yield", "except", "raise"};
 // Source reads waiting at once in this process: a file system that stopped
 // answering holds at most this many reader threads, round after round.
 constexpr int kMaxWaiting = 4;
@@ -111,14 +116,8 @@ Source source_of(int pid, const std::string& path, int lines, size_t max) {
   return out;
 }
 
-}  // namespace
-
-std::optional<std::string> callee_of(std::string_view text, const SourceSpan& span) {
-  if (span.end_line < span.line) return std::nullopt;
-  auto start = offset_of(text, span.line, span.line, span.column);
-  auto end = offset_of(text, span.line, span.end_line, span.end_column);
-  if (!start || !end || *end <= *start) return std::nullopt;
-  const std::string_view call = text.substr(*start, *end - *start);
+// `call` is exactly one call of a dotted name, NAME(.NAME)*(...): that name.
+std::optional<std::string> dotted_call(std::string_view call) {
   size_t i = 0;
   while (i < call.size()) {  // NAME(.NAME)*
     if (!name_start(static_cast<unsigned char>(call[i]))) return std::nullopt;
@@ -134,17 +133,76 @@ std::optional<std::string> callee_of(std::string_view text, const SourceSpan& sp
   return std::string(call.substr(0, name_end));
 }
 
+}  // namespace
+
+std::optional<std::string> callee_of(std::string_view text, const SourceSpan& span) {
+  if (span.end_line < span.line) return std::nullopt;
+  auto start = offset_of(text, span.line, span.line, span.column);
+  auto end = offset_of(text, span.line, span.end_line, span.end_column);
+  if (!start || !end || *end <= *start) return std::nullopt;
+  return dotted_call(text.substr(*start, *end - *start));
+}
+
+std::optional<std::string> callee_of_line(std::string_view text, int max_lines) {
+  // The statement: its first line, and the lines after while a bracket is open.
+  int depth = 0, lines = 1;
+  std::optional<std::string> callee;
+  int calls = 0;
+  for (size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    if (c == '\'' || c == '"') {
+      i = past_string(text, i);
+      if (i == std::string_view::npos) return std::nullopt;
+      continue;
+    }
+    if (c == '#' || (c == '\n' && depth <= 0)) break;
+    if (c == '\n' && ++lines > max_lines) return std::nullopt;
+    if (c == '(' || c == '[' || c == '{') ++depth;
+    if (c == ')' || c == ']' || c == '}') --depth;
+    if (!name_start(static_cast<unsigned char>(c))) {
+      ++i;
+      continue;
+    }
+    // A dotted name; what stands before it says whether it is one of its own.
+    const char before = i == 0 ? ' ' : text[i - 1];
+    const size_t start = i;
+    while (i < text.size() && (name_char(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+      ++i;
+    std::string_view name = text.substr(start, i - start);
+    size_t j = i;
+    while (j < text.size() && (text[j] == ' ' || text[j] == '\t')) ++j;
+    if (j == text.size() || text[j] != '(' || kKeywords.count(name) != 0) continue;
+    ++calls;
+    // A call of what a call, a subscript or a literal gave is no name's.
+    const bool plain = before != '.' && before != ')' && before != ']' && name.back() != '.' &&
+                       name.find("..") == std::string_view::npos && name.size() <= kMaxCallee;
+    callee = plain ? std::optional<std::string>(name) : std::nullopt;
+  }
+  if (calls != 1) return std::nullopt;
+  return callee;
+}
+
+bool library_file(const std::string& f) {
+  return f.empty() || f[0] == '<' || f.find("/site-packages/") != std::string::npos ||
+         f.find("/dist-packages/") != std::string::npos ||
+         f.find("/lib/python3") != std::string::npos;
+}
+
 void name_calls(ProcessStacks& p, const SourceLimits& limits) {
   std::map<std::string, Source> sources;  // read again only when a later span lies further
   for (auto& t : p.threads) {
     if (t.frames.empty() || !t.innermost_at) continue;
     const SourceSpan& span = *t.innermost_at;
+    const bool whole_line = span.column == kNoColumn;
+    // A whole line's call may go on over the lines after it.
+    const int last_line = whole_line ? span.line + limits.max_span_lines : span.end_line;
     const std::string& file = t.frames.front().file;
-    if (file.empty() || file[0] != '/' || span.end_line - span.line >= limits.max_span_lines) {
+    if (file.empty() || file[0] != '/' || span.end_line - span.line >= limits.max_span_lines ||
+        (limits.program_files_only && library_file(file))) {
       continue;
     }
     auto it = sources.find(file);
-    if (it == sources.end() || it->second.lines < span.end_line) {
+    if (it == sources.end() || it->second.lines < last_line) {
       size_t max = limits.max_file_bytes;
       if (SourceBudget* b = limits.budget) {  // the round's bytes and time
         const long long left = b->bytes.load();
@@ -155,14 +213,16 @@ void name_calls(ProcessStacks& p, const SourceLimits& limits) {
         --waiting;
         return;
       }
-      it = sources.insert_or_assign(file, source_of(p.pid, file, span.end_line, max)).first;
+      it = sources.insert_or_assign(file, source_of(p.pid, file, last_line, max)).first;
       --waiting;
       if (limits.budget) limits.budget->bytes -= static_cast<long long>(it->second.text.size());
     }
     const std::string_view text = it->second.text;
     const size_t at = line_start(text, span.line - 1L);
     if (at == std::string_view::npos) continue;
-    if (auto name = callee_of(text.substr(at), span)) t.call = std::move(*name);
+    auto name = whole_line ? callee_of_line(text.substr(at), limits.max_span_lines)
+                           : callee_of(text.substr(at), span);
+    if (name) t.call = std::move(*name);
   }
 }
 

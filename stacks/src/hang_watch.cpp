@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "dp/stacks/straggler_samples.hpp"
+
 namespace dp::stacks {
 namespace {
 
@@ -17,6 +19,27 @@ const ThreadStack* main_of(const ProcessStacks& p) {
 // Stopped by a signal or a debugger (a suspended job): not for this watch to judge.
 bool stopped(const ThreadStack* main) {
   return main && main->kernel && (main->kernel->state == 'T' || main->kernel->state == 't');
+}
+
+// The rank waits on its own work (its input, a file, a sleep), not in a
+// collective: where the others wait for it, the odd one out.
+bool on_its_own(const RankStacks& r) {
+  const ThreadStack* main = main_of(r.stacks);
+  if (!main || !main->kernel) return false;
+  return wait_kind(main->frames, main->call, main->kernel->syscall) != WaitKind::collective;
+}
+
+// The groups whose ranks wait on their own work lead when the others wait in
+// a collective (issue 68): they are what the others wait for, not the
+// smallest group of waiters. The lone such rank is the odd one out.
+int own_work_first(std::vector<StackGroup>& groups, const std::vector<RankStacks>& ranks) {
+  std::set<int> own;
+  for (const auto& r : ranks)
+    if (on_its_own(r)) own.insert(r.rank);
+  if (own.empty() || own.size() == ranks.size()) return -1;
+  std::stable_partition(groups.begin(), groups.end(),
+                        [&](const StackGroup& g) { return own.count(g.ranks.front()) != 0; });
+  return own.size() == 1 ? *own.begin() : -1;
 }
 
 }  // namespace
@@ -95,7 +118,8 @@ std::optional<HangVerdict> HangWatch::verdict(std::chrono::milliseconds still,
   HangVerdict v;
   v.still = still;
   v.unknown_ranks = std::move(unknown);
-  const auto groups = merge_stacks(ranks);
+  auto groups = merge_stacks(ranks);
+  const int odd = own_work_first(groups, ranks);
   v.lines = format_groups(groups);
   v.summary = hang_summary(groups, ranks);
   if (v.unknown()) {
@@ -105,7 +129,7 @@ std::optional<HangVerdict> HangWatch::verdict(std::chrono::milliseconds still,
                 v.summary;
     return v;
   }
-  if (groups.size() > 1 && groups.front().ranks.size() == 1) {
+  if (odd >= 0 || (groups.size() > 1 && groups.front().ranks.size() == 1)) {
     v.odd_rank = groups.front().ranks.front();
     v.odd_host = groups.front().host;
   }

@@ -40,6 +40,7 @@ struct Work {
   ManyLimits::Read read;
   Clock::time_point deadline;
   SourceBudget sources;
+  bool program_calls_only = false;
   std::mutex mu;
   std::condition_variable cv;
   size_t next = 0, done = 0;
@@ -72,6 +73,7 @@ void read_one(Work& w, size_t i) {
     if (!answer.no_python && Clock::now() < w.deadline) {
       SourceLimits sources;
       sources.budget = &w.sources;
+      sources.program_files_only = w.program_calls_only;
       name_calls(answer, sources);
       keep(w, i, answer);
     }
@@ -129,6 +131,7 @@ std::vector<ProcessStacks> read_processes(const std::vector<Target>& targets,
   w->deadline = Clock::now() + limits.deadline;
   w->sources.bytes = static_cast<long long>(limits.source_bytes);
   w->sources.deadline = w->deadline;
+  w->program_calls_only = limits.program_calls_only;
   w->answers.resize(targets.size());
   std::vector<bool> blocked;
   w->todo = readable(targets, blocked);

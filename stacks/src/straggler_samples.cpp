@@ -3,9 +3,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <initializer_list>
+#include <set>
 #include <string_view>
 
 #include "dp/shown_value.hpp"
+#include "dp/stacks/call_site.hpp"
 #include "dp/stacks/kernel_view.hpp"
 #include "dp/stacks/merge.hpp"
 
@@ -33,15 +36,76 @@ std::string_view reread(const UniqueFd& fd, char* buf, size_t size) {
   return n > 0 ? std::string_view(buf, static_cast<size_t>(n)) : std::string_view();
 }
 
-// A library's file, not the program's: the standard library, installed
-// packages, the interpreter's frozen modules.
-bool library_file(const std::string& f) {
-  return f.empty() || f[0] == '<' || f.find("/site-packages/") != std::string::npos ||
-         f.find("/dist-packages/") != std::string::npos ||
-         f.find("/lib/python3") != std::string::npos;
+bool has(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
+
+// The C functions of torch.distributed a program may call itself.
+bool collective_name(std::string_view name) {
+  static const std::set<std::string_view> kNames = {"all_reduce",
+                                                    "broadcast",
+                                                    "barrier",
+                                                    "all_gather",
+                                                    "all_gather_into_tensor",
+                                                    "reduce_scatter",
+                                                    "reduce_scatter_tensor",
+                                                    "all_to_all",
+                                                    "all_to_all_single",
+                                                    "reduce",
+                                                    "gather",
+                                                    "scatter",
+                                                    "send",
+                                                    "recv",
+                                                    "monitored_barrier",
+                                                    "allreduce",
+                                                    "allgather",
+                                                    "run_backward"};
+  return kNames.count(name) != 0;
+}
+
+std::optional<WaitKind> torch_frame(const std::string& file) {
+  if (has(file, "/torch/utils/data/")) return WaitKind::input;
+  if (has(file, "/torch/distributed/") || has(file, "/torch/nn/parallel/") ||
+      has(file, "/torch/autograd/"))
+    return WaitKind::collective;
+  return std::nullopt;
+}
+
+bool syscall_is(int syscall, std::initializer_list<std::string_view> names) {
+  if (syscall < 0) return false;
+  const std::string name = syscall_name(syscall);
+  for (std::string_view n : names)
+    if (name == n) return true;
+  return false;
 }
 
 }  // namespace
+
+const char* wait_kind_name(WaitKind k) noexcept {
+  switch (k) {
+    case WaitKind::collective: return "collective";
+    case WaitKind::input: return "input";
+    case WaitKind::file: return "file";
+    case WaitKind::sleep: return "sleep";
+    case WaitKind::other: return "other";
+  }
+  return "?";
+}
+
+WaitKind wait_kind(const std::vector<Frame>& frames, const std::string& call, int syscall) {
+  for (const auto& f : frames)
+    if (auto k = torch_frame(f.file)) return *k;
+  const std::string_view last = std::string_view(call).substr(call.rfind('.') + 1);
+  if (!frames.empty() && !call.empty()) {
+    // A wait of a C function called from the program's own line: torch's.
+    if (collective_name(last) || (last == "wait" && !library_file(frames.front().file)))
+      return WaitKind::collective;
+    if (call == "time.sleep") return WaitKind::sleep;
+  }
+  if (syscall_is(syscall, {"clock_nanosleep", "nanosleep"})) return WaitKind::sleep;
+  if (syscall_is(syscall, {"read", "pread64", "readv", "preadv", "preadv2", "openat", "statx"}))
+    return WaitKind::file;
+  if (frames.empty() && syscall_is(syscall, {"futex"})) return WaitKind::collective;
+  return WaitKind::other;
+}
 
 LookFiles::LookFiles(int proc_dir)
     : stat_(open_in(proc_dir, "stat")), syscall_(open_in(proc_dir, "syscall")) {}
@@ -61,7 +125,9 @@ std::string wait_site(const ProcessStacks& p) {
   for (const auto& t : p.threads)
     if (t.tid == p.pid) main = &t;
   if (!main || main->frames.empty() || !main->kernel ||
-      classify_look(main->kernel->state, main->kernel->syscall) != Look::waiting)
+      classify_look(main->kernel->state, main->kernel->syscall) == Look::running ||
+      classify_look(main->kernel->state, main->kernel->syscall) == Look::none ||
+      wait_kind(main->frames, main->call, main->kernel->syscall) != WaitKind::collective)
     return "";
   const Frame& inner = main->frames.front();
   const Frame* own = &inner;
@@ -75,13 +141,23 @@ std::string wait_site(const ProcessStacks& p) {
          frame_place(*own);
 }
 
-void LookCounts::add(const ProcessLook& l) {
+void LookCounts::add(const ProcessLook& l, std::optional<WaitKind> frames_say) {
   cpu_ticks = l.cpu_ticks;
   const Look k = classify_look(l.state, l.syscall);
   if (k == Look::none) return;
   ++looks;
-  waiting += k == Look::waiting ? 1 : 0;
-  running += k == Look::running ? 1 : 0;
+  if (k == Look::running) {
+    ++running;
+    return;
+  }
+  futex += k == Look::waiting ? 1 : 0;
+  switch (frames_say.value_or(wait_kind({}, "", l.syscall))) {
+    case WaitKind::collective: ++waiting; break;
+    case WaitKind::input: ++input; break;
+    case WaitKind::file: ++file; break;
+    case WaitKind::sleep: ++sleep; break;
+    case WaitKind::other: ++other; break;
+  }
 }
 
 }  // namespace dp::stacks

@@ -92,6 +92,7 @@ set(DP_E2E_DEBIAN_TESTING
   docs.exit_status@lo             # srun's exit status per case: the README's 26.05 column
   docs.plugin_load_errors@lo      # 26.05's messages for an unloadable plugin line, and where they land
   obs.straggler_named@ns          # a slow rank named, where the others wait from 3.14's frames
+  obs.straggler_input@lo          # a rank behind its DataLoader or its reads named, from 3.14's frames
 )
 set(DP_E2E_DEBIAN13
   spank.env_vars@lo               # the wiring: every variable of every task

@@ -20,6 +20,10 @@ if(COMMAND dp_e2e_test)
   dp_e2e_scripts(PART obs MODES lo TIMEOUT 300 SCRIPTS stacks_top ENVIRONMENT ${_obs_env})
   # An NCCL hang named from PyTorch's flight recorder, a stand-in recorder on CPUs (issue 57).
   dp_e2e_scripts(PART obs MODES lo TIMEOUT 300 SCRIPTS flight_recorder ENVIRONMENT ${_obs_env})
+  # Ranks in containers of their own (a user and mount namespace, Debian 11's
+  # root) read from the host with their frames.
+  dp_e2e_scripts(PART obs MODES lo TIMEOUT 300 SCRIPTS container_stacks ENVIRONMENT ${_obs_env})
+  set_tests_properties(e2e.lo.obs.container_stacks PROPERTIES SKIP_RETURN_CODE 77)
   # A rank's own text (its functions' names, its mapped paths) shown escaped.
   dp_e2e_scripts(PART obs MODES lo TIMEOUT 300 SCRIPTS forged_names ENVIRONMENT ${_obs_env})
   # Its controls: healthy steps with long computes and slow saves get no verdict.
@@ -32,4 +36,7 @@ if(COMMAND dp_e2e_test)
   # worker); and the controls: healthy, jittery and checkpointing steps unnamed.
   dp_e2e_scripts(PART obs MODES ns TIMEOUT 420 SCRIPTS straggler_named ENVIRONMENT ${_obs_env})
   dp_e2e_scripts(PART obs MODES lo TIMEOUT 420 SCRIPTS straggler_healthy ENVIRONMENT ${_obs_env})
+  # A rank behind its own input (a slow DataLoader, slow reads) named, not the
+  # root of the broadcast the others wait in, and not recovered while behind.
+  dp_e2e_scripts(PART obs MODES lo TIMEOUT 420 SCRIPTS straggler_input ENVIRONMENT ${_obs_env})
 endif()

@@ -5,9 +5,10 @@
 //
 // The input is what a source says of each rank over one block of a few
 // seconds: the share of it the rank waited for its peers inside a
-// collective, how many looks that share rests on, its CPU time, and where it
-// waited. Each source fills the same RankShare, so the rule never knows
-// which one spoke:
+// collective, the share it waited on its own work instead (its input
+// pipeline, a file read, a sleep: issue 68) and on what, how many looks
+// those shares rest on, its CPU time, and where it waited. Each source
+// fills the same RankShare, so the rule never knows which one spoke:
 //  - the node agents' samples of every rank's main thread (any program:
 //    asleep in futex is waiting, stacks/straggler_samples.hpp);
 //  - libdp's collective counters (exact: time inside collectives);
@@ -17,16 +18,23 @@
 //    its own; nothing here changes.
 //
 // The rule (README "Stragglers"): in each block, a rank's lead is the
-// others' median wait share minus its own. Over the window (the last
-// `window` blocks), a rank is a straggler when the median of its leads is
+// others' median share of waiting in collectives minus its own. A rank that
+// waits on its own work is not waiting for its peers: the ranks the
+// collectives wait for lead, whatever they do instead (compute, wait on
+// their input, read a file), and a collective's root, in which the others
+// wait, leads no more than they do. Over the window (the last `window`
+// blocks), a rank is a straggler when the median of its leads is
 // at least `threshold` and its lead is at least half the threshold in all
 // but one of its blocks: the others wait for it consistently, not in one
 // burst (a checkpoint, a pause). A straggler's node-mate that meets the same
 // rule at half the threshold, against the ranks that are not stragglers, is
 // named with it (the others wait for the node).
 // Stragglers are a minority (at most half the ranks judged). Named once;
-// named again when the set changes; named recovered when a named rank's
-// median lead falls under half the threshold.
+// named again when the set changes; named recovered only when the others'
+// waiting for every named rank stayed low for a whole window (judged in
+// every block of it, the median of its leads under half the threshold, a
+// lead of the whole threshold in one block at most): a straggler still
+// behind now and then is not recovered.
 #pragma once
 
 #include <deque>
@@ -47,6 +55,16 @@ struct Settings {
 // A share measured, not sampled (libdp's counters, a flight recorder's timings).
 inline constexpr double kExact = 1e9;
 
+// A rank's waits on its own work instead of its peers, by what: shares of a
+// block, 0..1.
+struct OwnWaits {
+  double input = 0;  // its input pipeline (a DataLoader)
+  double file = 0;   // file reads
+  double sleep = 0;  // sleeps
+  double other = 0;  // anything else: a queue, a lock, a socket
+  double total() const { return input + file + sleep + other; }
+};
+
 // What one source says of one rank over one block.
 struct RankShare {
   int rank = -1;
@@ -55,6 +73,7 @@ struct RankShare {
   double looks = 0;           // samples behind `waiting`; kExact for measured time
   std::optional<double> cpu;  // CPU seconds per second over the block; none: not known
   std::string where;  // where a read saw it wait ("all_reduce at train.py:122"); "": unknown
+  OwnWaits own;       // what it waited on instead; none known: all 0
 };
 
 struct Block {
@@ -75,11 +94,18 @@ struct Verdict {
   std::vector<int> others;          // the ranks that wait for them, ascending
   double lead = 0;                  // the others' median wait share minus theirs, over the window
   std::optional<double> cpu_ratio;  // their CPU per second over the others' median
-  std::string where;                // where the others wait, most often seen; "": unknown
-  double since_s = 0;               // named/changed: when it began; recovered: when it was named
-  double at_s = 0;                  // the block that decided it
+  // What keeps them behind, where they wait on their own work more than the
+  // others do (by half the threshold at least, the kind most above the
+  // others'): "input", "file", "sleep" or "other", and their share of it.
+  // "" and 0: they compute (cpu_ratio), or nothing is known.
+  std::string own_on;
+  double own = 0;
+  std::string where;   // where the others wait, most often seen; "": unknown
+  double since_s = 0;  // named/changed: when it began; recovered: when it was named
+  double at_s = 0;     // the block that decided it
   // "rank 3 (n2) — ranks 0-2 wait for it 21 % of the time (in all_reduce at
-  // train.py:122); it computes 1.27x the median; since 40 s"
+  // train.py:122); it computes 1.27x the median; since 40 s", or, for a rank
+  // behind its input, "...; it waits on its DataLoader 38 % of the time; ..."
   std::string line;
 };
 
@@ -115,6 +141,7 @@ class Watch {
     int blocks = 0;      // of the window's blocks in which it was judged beside others
     double median = 0;   // of its leads
     int near = 0;        // blocks with a lead of at least half the threshold
+    int over = 0;        // blocks with a lead of at least the threshold
     double since_s = 0;  // the start of its latest run of such blocks
   };
   Lead lead_of(int rank, const std::set<int>& apart = {}) const;

@@ -41,6 +41,14 @@ program never talks to slurm-dp:
   --own-group        each rank leaves its task's session, so that each has a scheduling
                      group (autogroup) of its own, as if it had its own cores (the
                      first task of a node leads the group and keeps it, alone)
+  --loader-ms MS     each step takes a batch from a DataLoader (2 workers, 2 batches
+                     each prefetched); on --slow-rank, while --slow-file exists, each
+                     batch takes MS in its worker: an input pipeline slower than the step
+  --read-ms MS       each step reads its 4 KiB of input from a pipe a feeder process
+                     fills (a file system's stand-in); on --slow-rank, while
+                     --slow-file exists, the feeder writes a block every MS: slow reads
+  --broadcast        each step ends with rank 0 broadcasting a stop flag (async_op,
+                     then its .wait()), as training loops often do
 """
 import argparse
 import hashlib
@@ -74,6 +82,9 @@ def parse_args():
     p.add_argument("--slow-file", default="")
     p.add_argument("--hog-file", default="")
     p.add_argument("--own-group", action="store_true")
+    p.add_argument("--loader-ms", type=int, default=0)
+    p.add_argument("--read-ms", type=int, default=0)
+    p.add_argument("--broadcast", action="store_true")
     return p.parse_args()
 
 
@@ -146,11 +157,63 @@ class Hog:
             os.sched_setaffinity(0, self.cpus)
 
 
+def slow_now(args, rank):
+    return rank in args.slow_rank and (not args.slow_file or os.path.exists(args.slow_file))
+
+
+class Batches(torch.utils.data.Dataset):
+    """Batches that take --loader-ms each on a slow rank, in the loader's workers."""
+    def __init__(self, args, rank):
+        self.args, self.rank = args, rank
+
+    def __len__(self):
+        return 1 << 30
+
+    def __getitem__(self, i):
+        if slow_now(self.args, self.rank):
+            time.sleep(self.args.loader_ms / 1000.0)
+        return torch.full((8, 16), float(i % 7))
+
+
+def loader(args, rank):
+    return iter(torch.utils.data.DataLoader(
+        Batches(args, rank), batch_size=None, num_workers=2, prefetch_factor=2,
+        persistent_workers=True, multiprocessing_context="fork"))
+
+
+FEED = """
+import os, sys, time
+pipe, slow_file, ms, slow = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
+with open(pipe, "wb", buffering=0) as out:
+    while True:
+        out.write(b"x" * 4096)
+        if slow and (not slow_file or os.path.exists(slow_file)):
+            time.sleep(ms / 1000.0)
+"""
+
+
+def feeder(args, rank):
+    """A pipe its own process fills: reading it is this rank's file read."""
+    pipe = f"/tmp/ddp-feed-{os.getpid()}"
+    os.mkfifo(pipe)
+    subprocess.Popen([sys.executable, "-c", FEED, pipe, args.slow_file, str(args.read_ms),
+                      "1" if rank in args.slow_rank else "0"])
+    source = open(pipe, "rb", buffering=0)
+    os.unlink(pipe)
+    return source
+
+
+def read_input(source):
+    got = 0
+    while got < 4096:
+        got += len(source.read(4096 - got))
+
+
 def step_seconds(args, rank, jitter, last):
     """The step's sleep and a slow rank's extra (last: its step before, without the extra)."""
     ms = args.step_ms * (1 + jitter.uniform(-args.jitter, args.jitter) / 100.0)
     extra = 0.0
-    if rank in args.slow_rank and (not args.slow_file or os.path.exists(args.slow_file)):
+    if slow_now(args, rank):
         extra = args.slow_ms / 1000.0 + args.slow_pct / 100.0 * last
     return ms / 1000.0, extra
 
@@ -177,6 +240,9 @@ def main():
     gen = torch.Generator().manual_seed(1000 + rank)  # each rank its own shard
     jitter = random.Random(2000 + rank)
     hog = Hog(args.hog_file) if args.hog_file and rank in args.slow_rank else None
+    batches = loader(args, rank) if args.loader_ms else None
+    source = feeder(args, rank) if args.read_ms else None
+    flag = torch.zeros(1)
     last = 0.0  # the step before's seconds, without a slow rank's extra
     for step in range(args.steps):
         began = time.monotonic()
@@ -190,6 +256,10 @@ def main():
             compute(args.compute_ms)
         if args.work:
             work(args.work)
+        if batches:
+            next(batches)  # its input: as slow as its loader
+        if source:
+            read_input(source)
         x = torch.randn(8, 16, generator=gen)
         y = x.sum(dim=1, keepdim=True)
         opt.zero_grad()
@@ -202,6 +272,9 @@ def main():
             time.sleep(sleep + extra)
         if args.save_every and rank == 0 and (step + 1) % args.save_every == 0:
             save(model, rank, args.save_sleep_ms)
+        if args.broadcast:
+            pending = dist.broadcast(flag, src=0, async_op=True)
+            pending.wait()
         if wanted or args.until_file:
             done = all(n in seen for n in wanted) and (
                 not args.until_file or os.path.exists(args.until_file))

@@ -53,12 +53,15 @@ Fixture load(const std::filesystem::path& path) {
       words >> b.end_s >> b.seconds;
       f.blocks.push_back(b);
     } else if (!f.blocks.empty()) {
+      // "rank host waiting looks cpu [input file sleep other]": captures
+      // since issue 68 say what a rank waited on besides its collectives.
       RankShare r;
       std::string looks, cpu;
       r.rank = std::stoi(first);
       words >> r.host >> r.waiting >> looks >> cpu;
       r.looks = looks == "exact" ? kExact : std::stod(looks);
       if (cpu != "-") r.cpu = std::stod(cpu);
+      words >> r.own.input >> r.own.file >> r.own.sleep >> r.own.other;
       f.blocks.back().ranks.push_back(r);
     }
   }
@@ -111,14 +114,32 @@ TEST_P(Recorded, TheRecordedVerdictsComeByTheirBounds) {
 INSTANTIATE_TEST_SUITE_P(Straggler, Recorded, ::testing::ValuesIn(all_fixtures()),
                          [](const auto& info) { return info.param.name; });
 
-// The issue's five: a slow rank, a slow node, jitter on every rank alike, a
-// one-off pause, rank 0's checkpoint (and a healthy step).
+// Issue 55's five: a slow rank, a slow node, jitter on every rank alike, a
+// one-off pause, rank 0's checkpoint (and a healthy step); issue 68's: a rank
+// behind its DataLoader and one behind its reads, each step ending with rank
+// 0's broadcast, with frames and by the kernel's word alone.
 TEST(Recorded, EveryScenarioIsRecorded) {
   std::vector<std::string> names;
   for (const auto& f : all_fixtures()) names.push_back(f.name);
   for (const char* want :
-       {"slow_rank_sleep", "slow_rank_busy", "slow_node", "jitter", "pause", "checkpoint", "equal"})
+       {"slow_rank_sleep", "slow_rank_busy", "slow_node", "jitter", "pause", "checkpoint", "equal",
+        "input_loader", "input_loader_kernel", "input_read", "input_read_kernel"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+}
+
+// Where the frames said what each rank waited on: the straggler's line says
+// it (its DataLoader, its file reads), and no rank but it is ever named.
+TEST(Recorded, TheInputRunsNameTheRankAndWhatKeepsIt) {
+  for (const auto& f : all_fixtures()) {
+    if (f.name != "input_loader" && f.name != "input_read") continue;
+    Watch w;
+    std::vector<Verdict> got;
+    for (const auto& b : f.blocks)
+      if (auto v = w.observe(b)) got.push_back(*v);
+    ASSERT_EQ(got.size(), 1u) << f.name;
+    EXPECT_EQ(got[0].ranks, std::vector<int>{2}) << f.name;
+    EXPECT_EQ(got[0].own_on, f.name == "input_loader" ? "input" : "file") << got[0].line;
+  }
 }
 
 }  // namespace

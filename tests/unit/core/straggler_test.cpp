@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <random>
@@ -49,7 +50,7 @@ std::vector<Verdict> simulate(const Work& work, double seconds, unsigned seed,
       if (next_look + 1e-9 < next_block) continue;
       Block b{next_block, kBlockSeconds, {}};
       for (int r = 0; r < kWorld; ++r) {
-        b.ranks.push_back({r, host_of(r), waits[r] / looks[r], looks[r], 0.5, ""});
+        b.ranks.push_back({r, host_of(r), waits[r] / looks[r], looks[r], 0.5, "", {}});
         looks[r] = waits[r] = 0;
       }
       if (auto v = w.observe(b)) out.push_back(*v);
@@ -97,8 +98,13 @@ TEST(StragglerWatch, TheLineSaysWhoWhoWaitsHowMuchWhereAndSince) {
   for (int b = 1; b <= 8 && !v; ++b) {
     Block blk{5.0 * b, 5, {}};
     for (int r = 0; r < 4; ++r)
-      blk.ranks.push_back({r, host_of(r), r == 3 ? 0.0 : 0.21, 50, r == 3 ? 0.635 : 0.5,
-                           r == 3 ? "" : "all_reduce at train.py:122"});
+      blk.ranks.push_back({r,
+                           host_of(r),
+                           r == 3 ? 0.0 : 0.21,
+                           50,
+                           r == 3 ? 0.635 : 0.5,
+                           r == 3 ? "" : "all_reduce at train.py:122",
+                           {}});
     v = w.observe(blk);
   }
   ASSERT_TRUE(v.has_value());
@@ -118,20 +124,43 @@ TEST(StragglerWatch, ASlowNodeIsNamedAsItsRanks) {
   }
 }
 
-TEST(StragglerWatch, AnotherRankTakingOverIsNamedAfterTheFirstsRecovery) {
+// Rank 1 takes rank 3's place at 100 s: rank 1 is named as the change
+// before a whole window without rank 3 has passed (a recovery needs one),
+// and nothing is said of rank 3 in between.
+TEST(StragglerWatch, AnotherRankTakingOverIsNamedAsTheChange) {
   Work w = [](int r, double t, std::mt19937& rng) {
     const int slow = t < 100 ? 3 : 1;
     return jitter(rng, 0.1, 0.05) * (r == slow ? 1.3 : 1.0);
   };
-  const auto v = simulate(w, 200, 7);
-  ASSERT_EQ(v.size(), 3u);
-  EXPECT_EQ(v[0].ranks, std::vector<int>{3});
-  EXPECT_EQ(v[1].change, Change::recovered);
-  EXPECT_EQ(v[1].ranks, std::vector<int>{3});
-  EXPECT_EQ(v[2].change, Change::named);
-  EXPECT_EQ(v[2].ranks, std::vector<int>{1});
-  EXPECT_EQ(v[2].hosts, std::vector<std::string>{"n1"});
-  EXPECT_NEAR(v[2].since_s, 100, 5);
+  for (unsigned seed = 1; seed <= 10; ++seed) {
+    const auto v = simulate(w, 200, seed);
+    ASSERT_EQ(v.size(), 2u) << "seed " << seed << ": " << v.back().line;
+    EXPECT_EQ(v[0].ranks, std::vector<int>{3});
+    EXPECT_EQ(v[1].change, Change::changed);
+    EXPECT_EQ(v[1].ranks, std::vector<int>{1});
+    EXPECT_EQ(v[1].hosts, std::vector<std::string>{"n1"});
+    EXPECT_NEAR(v[1].since_s, 100, 5);
+    EXPECT_LE(v[1].at_s, 160);
+  }
+}
+
+// A straggler that stays behind in bursts (an input pipeline that catches
+// up, then falls behind again): from 120 s rank 2 takes twice as long for 5 s
+// of every 15, the others waiting for it a sixth of the time. The median of
+// its leads over a window is 0 (4 blocks of 6 without), but it is behind in
+// two of every window's blocks: never called recovered.
+TEST(StragglerWatch, AStragglerStillBehindIsNotRecovered) {
+  for (unsigned seed = 1; seed <= 10; ++seed) {
+    Work w = [](int r, double t, std::mt19937& rng) {
+      const double slow = t < 30 ? 1.0 : t < 120 ? 1.3 : std::fmod(t, 15) < 5 ? 2.0 : 1.0;
+      return jitter(rng, 0.1, 0.05) * (r == 2 ? slow : 1.0);
+    };
+    const auto v = simulate(w, 400, seed);
+    ASSERT_FALSE(v.empty()) << "seed " << seed;
+    EXPECT_EQ(v[0].ranks, std::vector<int>{2});
+    for (const auto& x : v)
+      EXPECT_NE(x.change, Change::recovered) << "seed " << seed << ": " << x.line;
+  }
 }
 
 TEST(StragglerWatch, ASecondRankJoiningIsAChange) {
@@ -202,7 +231,7 @@ std::optional<Verdict> slow_ranks(std::vector<int> slow) {
     Block blk{5.0 * b, 5, {}};
     for (int r = 0; r < 4; ++r) {
       const bool is_slow = std::find(slow.begin(), slow.end(), r) != slow.end();
-      blk.ranks.push_back({r, "n" + std::to_string(r + 1), is_slow ? 0.0 : 0.3, 50, {}, ""});
+      blk.ranks.push_back({r, "n" + std::to_string(r + 1), is_slow ? 0.0 : 0.3, 50, {}, "", {}});
     }
     v = w.observe(blk);
   }
@@ -221,8 +250,8 @@ TEST(StragglerWatch, ThinEvidenceAndAbsentRanksAreNoEvidence) {
   Watch w;
   for (int b = 1; b <= 10; ++b) {
     Block blk{5.0 * b, 5, {}};
-    for (int r = 0; r < 3; ++r) blk.ranks.push_back({r, "n1", 0.3, 50, {}, ""});
-    blk.ranks.push_back({3, "n2", 0.0, 5, {}, ""});  // 5 looks: a stopped rank, a late node
+    for (int r = 0; r < 3; ++r) blk.ranks.push_back({r, "n1", 0.3, 50, {}, "", {}});
+    blk.ranks.push_back({3, "n2", 0.0, 5, {}, "", {}});  // 5 looks: a stopped rank, a late node
     EXPECT_FALSE(w.observe(blk)) << "block " << b;
   }
   EXPECT_TRUE(w.history().back().ranks.size() == 3u);
@@ -234,7 +263,7 @@ TEST(StragglerWatch, ExactSharesNeedNoLooks) {
   for (int b = 1; b <= 6 && !v; ++b) {
     Block blk{5.0 * b, 5, {}};
     for (int r = 0; r < 4; ++r)
-      blk.ranks.push_back({r, host_of(r), r == 2 ? 0.05 : 0.4, kExact, {}, ""});
+      blk.ranks.push_back({r, host_of(r), r == 2 ? 0.05 : 0.4, kExact, {}, "", {}});
     v = w.observe(blk);
   }
   ASSERT_TRUE(v.has_value());
@@ -248,14 +277,14 @@ TEST(StragglerWatch, ANamedRankNotJudgedIsNoRecovery) {
   for (int b = 1; b <= 6; ++b) {
     Block blk{5.0 * b, 5, {}};
     for (int r = 0; r < 4; ++r)
-      blk.ranks.push_back({r, host_of(r), r == 3 ? 0.0 : 0.3, 50, {}, ""});
+      blk.ranks.push_back({r, host_of(r), r == 3 ? 0.0 : 0.3, 50, {}, "", {}});
     w.observe(blk);
   }
   ASSERT_TRUE(w.named());
   // Rank 3's node stops answering (or the step ends): no recovery is said.
   for (int b = 7; b <= 20; ++b) {
     Block blk{5.0 * b, 5, {}};
-    for (int r = 0; r < 3; ++r) blk.ranks.push_back({r, host_of(r), 0.0, 50, {}, ""});
+    for (int r = 0; r < 3; ++r) blk.ranks.push_back({r, host_of(r), 0.0, 50, {}, "", {}});
     EXPECT_FALSE(w.observe(blk)) << "block " << b;
   }
   EXPECT_TRUE(w.named());

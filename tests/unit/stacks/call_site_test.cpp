@@ -63,6 +63,28 @@ ProcessStacks at(const std::string& file, SourceSpan span) {
   return p;
 }
 
+// Before 3.11 only the line is known: its statement's one call is named.
+TEST(CalleeOfLine, TheOneCallOfALine) {
+  EXPECT_EQ(callee_of_line("    time.sleep(600)\n", 8), "time.sleep");
+  EXPECT_EQ(callee_of_line("    loss = model.step(x, y)  # the step\nz()\n", 8), "model.step");
+  EXPECT_EQ(callee_of_line("        yield (lambda: time.sleep(3600))()  # SLEEP_LINE\n", 8),
+            "time.sleep");
+  EXPECT_EQ(callee_of_line("    work.wait()\n", 8), "work.wait");
+  EXPECT_EQ(callee_of_line("    dist.all_reduce(\n        t,\n        op=op)\n", 8),
+            "dist.all_reduce");
+  EXPECT_EQ(callee_of_line("    if ready(x):\n", 8), "ready");
+  EXPECT_EQ(callee_of_line("    s = f('a(b)', \"#\")\n", 8), "f");
+  // Several calls: either may be the one it waits in.
+  EXPECT_EQ(callee_of_line("    out = model(batch.to(dev))\n", 8), std::nullopt);
+  EXPECT_EQ(callee_of_line("    x = a.b(1).c(2)\n", 8), std::nullopt);
+  EXPECT_EQ(callee_of_line("    return (yield)\n", 8), std::nullopt);  // no call at all
+  EXPECT_EQ(callee_of_line("    for batch in loader:\n", 8), std::nullopt);
+  EXPECT_EQ(callee_of_line("    x = items[0](y)\n", 8), std::nullopt);  // a subscript's call
+  EXPECT_EQ(callee_of_line("    f(\n1,\n2,\n3)\n", 2), std::nullopt);   // past the lines allowed
+  EXPECT_EQ(callee_of_line("    f('never closed\n", 8), std::nullopt);
+  EXPECT_EQ(callee_of_line("", 8), std::nullopt);
+}
+
 TEST(NameCalls, ReadsTheFileTheProcessSees) {
   test::TempDir dir;
   const std::string file = dir.path() + "/hang.py";

@@ -131,6 +131,10 @@ TEST(StragglerLooks, WhereTheOthersWait) {
   EXPECT_EQ(wait_site(waiting_rank({engine, script}, "Variable._execution_engine.run_backward")),
             "Variable._execution_engine.run_backward at train.py:122");
   EXPECT_EQ(wait_site(waiting_rank({script}, "work.wait")), "work.wait at train.py:122");
+  // Waiting on its own input is no wait for the others.
+  const Frame data{"_get_data", "/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py",
+                   1466};
+  EXPECT_EQ(wait_site(waiting_rank({data, script}, "")), "");
   // Every frame a library's: the innermost.
   EXPECT_EQ(wait_site(waiting_rank({c10d}, "")), "all_reduce at distributed_c10d.py:2501");
   // Not waiting, or no frames: nothing to say.
@@ -140,6 +144,64 @@ TEST(StragglerLooks, WhereTheOthersWait) {
   ProcessStacks none;
   none.pid = 7;
   EXPECT_EQ(wait_site(none), "");
+}
+
+// What a sleeping main thread waits on (issue 68): torch's own frames
+// decide (its DataLoader is the rank's input; torch.distributed, DDP and
+// autograd's backward a collective), then the call, then the syscall; the
+// kernel's word alone counts a futex as a collective.
+TEST(StragglerLooks, WhatAWaitIsOn) {
+  const std::string dist = "/usr/lib/python3/dist-packages/torch/";
+  const Frame c10d{"broadcast", dist + "distributed/distributed_c10d.py", 2730};
+  const Frame data{"_MultiProcessingDataLoaderIter._get_data", dist + "utils/data/dataloader.py",
+                   1466};
+  const Frame queue{"Queue.get", "/usr/lib/python3.11/queue.py", 180};
+  const Frame wait{"Condition.wait", "/usr/lib/python3.11/threading.py", 324};
+  const Frame script{"train", "/home/u/train.py", 22};
+  const Frame backward{"_engine_run_backward", dist + "autograd/graph.py", 768};
+  EXPECT_EQ(wait_kind({c10d, script}, "", SYS_futex), WaitKind::collective);
+  EXPECT_EQ(wait_kind({backward, script}, "Variable._execution_engine.run_backward", SYS_futex),
+            WaitKind::collective);
+  EXPECT_EQ(wait_kind({script}, "work.wait", SYS_futex), WaitKind::collective);  // a Work's wait
+  EXPECT_EQ(wait_kind({script}, "dist.all_reduce", SYS_futex), WaitKind::collective);
+  // A DataLoader's queue waits in futex (its pin-memory thread) or poll: its input.
+  EXPECT_EQ(wait_kind({wait, queue, data, script}, "waiter.acquire", SYS_futex), WaitKind::input);
+  EXPECT_EQ(wait_kind({data, script}, "", SYS_poll), WaitKind::input);
+  // threading's own waits have Python frames: a wait of its own, not a Work's.
+  EXPECT_EQ(wait_kind({wait, queue, script}, "waiter.acquire", SYS_futex), WaitKind::other);
+  EXPECT_EQ(wait_kind({script}, "lock.acquire", SYS_futex), WaitKind::other);
+  EXPECT_EQ(wait_kind({script}, "f.read", SYS_read), WaitKind::file);
+  EXPECT_EQ(wait_kind({script}, "time.sleep", SYS_select), WaitKind::sleep);  // 3.8-3.10's sleep
+  EXPECT_EQ(wait_kind({script}, "time.sleep", SYS_clock_nanosleep), WaitKind::sleep);
+  // The kernel's word alone.
+  EXPECT_EQ(wait_kind({}, "", SYS_futex), WaitKind::collective);
+  EXPECT_EQ(wait_kind({}, "", SYS_clock_nanosleep), WaitKind::sleep);
+  EXPECT_EQ(wait_kind({}, "", SYS_pread64), WaitKind::file);
+  EXPECT_EQ(wait_kind({}, "", SYS_poll), WaitKind::other);
+  EXPECT_STREQ(wait_kind_name(WaitKind::input), "input");
+}
+
+// A look in futex counts as waiting only when the frames say a collective;
+// the kernel's word is kept beside (futex), and a sleep elsewhere is own work.
+TEST(StragglerLooks, FramesSayWhetherAFutexIsWaiting) {
+  LookCounts c;
+  c.add({'S', SYS_futex, 1, 1});                        // no frames: a collective
+  c.add({'S', SYS_futex, 1, 1}, WaitKind::input);       // its DataLoader's queue
+  c.add({'S', SYS_futex, 1, 1}, WaitKind::collective);  // a broadcast
+  c.add({'S', SYS_poll, 1, 1}, WaitKind::input);        // the loader's pipe
+  c.add({'D', SYS_read, 1, 1});                         // a slow disk
+  c.add({'S', SYS_clock_nanosleep, 1, 1});              // time.sleep
+  c.add({'S', SYS_epoll_wait, 1, 1});                   // a socket
+  c.add({'R', kNotInSyscall, 1, 1}, WaitKind::input);   // running: computing, whatever was said
+  EXPECT_EQ(c.looks, 8u);
+  EXPECT_EQ(c.waiting, 2u);
+  EXPECT_EQ(c.input, 2u);
+  EXPECT_EQ(c.file, 1u);
+  EXPECT_EQ(c.sleep, 1u);
+  EXPECT_EQ(c.other, 1u);
+  EXPECT_EQ(c.own(), 5u);
+  EXPECT_EQ(c.running, 1u);
+  EXPECT_EQ(c.futex, 3u);
 }
 
 }  // namespace

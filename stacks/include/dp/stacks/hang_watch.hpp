@@ -43,7 +43,9 @@ struct HangVerdict {
   std::chrono::milliseconds still{0};  // since the last progress seen
   std::vector<std::string> lines;      // the merged view (format_groups)
   std::string summary;  // one line: each group's first line, "; "-joined, why no frames
-  // The odd one out: a lone rank among groups that agree (-1: none).
+  // The odd one out, first in the lines: the one rank that waits on its own
+  // work (its input, a file, a sleep: stacks::wait_kind) while the others
+  // wait in a collective, else a lone rank among groups that agree (-1: none).
   int odd_rank = -1;
   std::string odd_host;
   // Not a hang: ranks could not be read for twice the timeout while the

@@ -22,6 +22,7 @@ struct ManyLimits {
   // Source files read to name calls (name_calls), all targets of the round
   // together; none is started past the deadline.
   size_t source_bytes = 16 << 20;
+  bool program_calls_only = false;  // SourceLimits::program_files_only
   // How one target is read; empty: read_process (tests give one that blocks).
   using Read = std::function<ProcessStacks(const Target&, const ReadLimits&)>;
   Read read;
