@@ -110,18 +110,19 @@ void RankSampler::look(std::map<int, Watched>& watched, const std::vector<TaskSt
   watched = std::move(next);
 }
 
-// The frames of the ranks that sleep and were not read for kFramesEvery:
-// what each waits on, kept by the syscall it sleeps in. A rank not read in
-// time, or without Python frames, has the kernel's word in that syscall.
+// Every kFramesEvery, the frames of the ranks that sleep now: what each
+// waits on, kept by the syscall it sleeps in. A rank not read in time, or
+// without Python frames, has the kernel's word in that syscall.
 void RankSampler::read_frames(std::map<int, Watched>& watched,
                               const std::map<int, stacks::ProcessLook>& looks) {
   const auto now = Clock::now();
+  if (now - frames_at_ < kFramesEvery) return;
+  frames_at_ = now;
   std::vector<stacks::Target> targets;
   for (const auto& [pid, w] : watched) {
     const auto k = stacks::classify_look(looks.at(pid).state, looks.at(pid).syscall);
-    if (k == stacks::Look::waiting || k == stacks::Look::elsewhere) {
-      if (now - w.read_at >= kFramesEvery) targets.push_back({pid, w.start_ticks, ::geteuid()});
-    }
+    if (k == stacks::Look::waiting || k == stacks::Look::elsewhere)
+      targets.push_back({pid, w.start_ticks, ::geteuid()});
   }
   if (targets.empty()) return;
   stacks::ManyLimits limits;
@@ -135,7 +136,6 @@ void RankSampler::read_frames(std::map<int, Watched>& watched,
   for (size_t i = 0; i < read.size(); ++i) {
     Watched& w = watched.at(targets[i].pid);
     const int syscall = looks.at(targets[i].pid).syscall;
-    w.read_at = now;
     w.said.erase(syscall);  // over time, or no Python: the kernel's word
     const stacks::ProcessStacks& p = read[i];
     if (p.no_python) continue;

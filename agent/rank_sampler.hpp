@@ -2,7 +2,7 @@
 // (SampleAsk), a thread of its own looks at every rank's main thread every
 // `every` ms (stacks/straggler_samples.hpp: two short /proc reads a rank)
 // and keeps each rank's counts; each heartbeat carries them. A rank that
-// sleeps has its frames read too, at most every kFramesEvery (issue 68:
+// sleeps has its frames read too, every kFramesEvery (issue 68:
 // stacks::wait_kind, its main thread only, no kernel view, calls named only
 // in the program's own files), so that a wait on its own input is told from
 // a wait in a collective; looks between two reads in the same syscall take
@@ -29,7 +29,7 @@ namespace dp::agent {
 
 class RankSampler {
  public:
-  static constexpr std::chrono::milliseconds kFramesEvery{250}, kFramesFresh{1000};
+  static constexpr std::chrono::milliseconds kFramesEvery{1000}, kFramesFresh{2500};
 
   RankSampler() = default;
   ~RankSampler();  // stops and joins the thread
@@ -52,7 +52,6 @@ class RankSampler {
     unsigned long long start_ticks = 0;
     std::optional<stacks::LookFiles> files;  // bound to this process, never to a reused pid
     stacks::LookCounts counts;
-    Clock::time_point read_at{};  // its frames' last read
     // What its frames said, by the syscall its main thread slept in then.
     std::map<int, std::pair<stacks::WaitKind, Clock::time_point>> said;
   };
@@ -67,6 +66,7 @@ class RankSampler {
   std::chrono::milliseconds every_{0};
   std::vector<TaskStart> ranks_;               // guarded by mu_
   std::vector<proto::RankSamples> published_;  // guarded by mu_
+  Clock::time_point frames_at_{};              // the last frames read; the thread's own
   std::thread thread_;
 };
 
