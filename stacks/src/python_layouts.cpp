@@ -9,7 +9,7 @@
 #include "dp/stacks/python_layout.hpp"
 
 namespace dp::stacks {
-namespace {
+namespace old_layouts {  // its own: a unity build puts debug_offsets.cpp's kLayouts beside it
 
 using enum FrameModel;
 using enum LineFormat;
@@ -97,10 +97,10 @@ constexpr Row kLayouts[] = {
       {32, 16, 40, 16}}},
 };
 
-}  // namespace
+}  // namespace old_layouts
 
 const PythonLayout* layout_before_debug_offsets(unsigned minor) {
-  for (const auto& row : kLayouts) {
+  for (const auto& row : old_layouts::kLayouts) {
     if (minor >= ((row.layout.version >> 16) & 0xff) && minor <= row.last_minor) {
       return &row.layout;
     }
