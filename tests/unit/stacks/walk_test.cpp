@@ -297,7 +297,6 @@ TEST(Walk, APthreadsTidIsFoundWhereTheMainThreadsHoldsThePid) {
   EXPECT_EQ(s.threads[0].frames.size(), 2u);
 }
 
-
 // A 3.11 or 3.12 frame that has not run (its instruction before its code)
 // is left out, as CPython's own views leave it; the chain goes on.
 TEST(Walk, AFrameThatHasNotStartedIsLeftOut) {
