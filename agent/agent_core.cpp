@@ -103,7 +103,12 @@ void AgentCore::daemon_push(const proto::Response& r) {
 // what they waited for); START: the node holds its (maybe new) ranks afresh,
 // nothing cached of the old programs' keys (the daemon cleared them).
 void AgentCore::on_restart(const proto::Restart& r) {
-  if (abort_) return;
+  if (r.phase() == proto::Restart::FENCE) {
+    fence_answer_due_ = r.generation();
+    if (!fenced_) return fence("the step's daemon gave the node's place to a spare (FENCE)");
+    return fenced();  // killed already: the daemon hears it (again) now
+  }
+  if (abort_ || fenced_) return;
   if (r.phase() == proto::Restart::STOP) {
     restarting_ = true;
     for (auto& [conn, l] : locals_) out_.close_rank(conn);
@@ -129,6 +134,22 @@ void AgentCore::restart_ready(uint64_t generation, proto::Restart::Phase phase) 
   req.mutable_restart_ready()->set_generation(generation);
   req.mutable_restart_ready()->set_phase(phase);
   notify(std::move(req));
+}
+
+// A node whose place another may take (the daemon unheard for fence_after,
+// lost, or its FENCE) kills its programs at once, whole trees: what runs on
+// a cut-off or thawed node would otherwise train and write beside its spare.
+void AgentCore::fence(const std::string& why) {
+  if (fenced_) return;
+  fenced_ = why;
+  restarting_ = true;  // the programs' ends are the fence's doing, no loss
+  out_.fence_programs(why);
+}
+
+void AgentCore::fenced() {
+  if (!fence_answer_due_ || link_ == Link::gone) return;
+  restart_ready(*fence_answer_due_, proto::Restart::FENCE);
+  fence_answer_due_.reset();
 }
 
 void AgentCore::stacks_sent(uint64_t ask) {
@@ -214,6 +235,7 @@ void AgentCore::on_daemon_lost(const std::string& why) {
   if (link_ == Link::gone) return;
   link_ = Link::gone;
   end_reason_ = why;
+  if (cfg_.fence_after.count() > 0) fence(why);
   if (!step_ports_) step_ports_ = make_error(Errc::connection, why);
   proto::Response push;
   push.set_code(proto::ABORTED);
@@ -547,6 +569,12 @@ std::string AgentCore::silence_text(Clock::time_point now) const {
 void AgentCore::watch_daemon(Clock::time_point now) {
   const auto silent = daemon_.silent(now);
   if (daemon_.over(now)) return on_daemon_lost(silence_text(now));
+  // With spares the node gives up its place sooner: the daemon replaces a
+  // node silent for spare_timeout, and only once fence_after has passed.
+  if (cfg_.fence_after.count() > 0 && silent >= cfg_.fence_after)
+    return on_daemon_lost(silence_text(now) +
+                          "; the node's programs are killed (site key "
+                          "fence_after): a spare may take its place");
   const auto doubt = daemon_.bounded()
                          ? std::min<Clock::duration>(cfg_.doubt_after, daemon_.limit() / 2)
                          : Clock::duration(cfg_.doubt_after);

@@ -45,6 +45,10 @@ struct AgentConfig {
   // is gone. The site's heartbeat_timeout (launch contract); 0: no bound.
   std::chrono::milliseconds daemon_silence{
       std::chrono::seconds(site_defaults().heartbeat_timeout_s)};
+  // A step with spares: nothing from the daemon this long (the agent's own
+  // stop forgiven), or the daemon's FENCE, or its loss: the node's programs
+  // are killed, whole trees, no grace (fence_programs). 0: never.
+  std::chrono::milliseconds fence_after{0};
   // The daemon pings every second: this long without a frame (or a socket
   // error that is no peer's answer) puts the link in doubt, and a new
   // connection says hello again (at most half the bound).
@@ -67,6 +71,10 @@ class AgentOutbox {
   // Flush, then close; the core has already forgotten conn.
   virtual void close_rank(ConnId conn) = 0;
   virtual void to_daemon(const proto::Request& r) = 0;
+  // The node's place may be another's now (the daemon unheard for
+  // fence_after, its FENCE, its loss): kill its programs now, whole process
+  // trees, no grace. At most once.
+  virtual void fence_programs(const std::string& why) { (void)why; }
   // The step failed (the daemon's abort, or the daemon lost): end the node's
   // remaining tasks. `told`: ranks that heard the verdict through libdp (their
   // polite signal; they fail on their own with its text). Called at most once
@@ -197,6 +205,9 @@ class AgentCore {
   // The node's programs stopped (STOP) or started again (START) for the
   // daemon's restart `generation`.
   void restart_ready(uint64_t generation, proto::Restart::Phase phase);
+  // fence_programs finished: nothing of the node's programs is left. The
+  // daemon's FENCE hears it (its spare may start).
+  void fenced();
   // Between the daemon's STOP and START: a program that ends is no loss.
   bool restarting() const { return restarting_; }
   // The ranks this node holds now (a spare's change when it takes a place).
@@ -322,6 +333,11 @@ class AgentCore {
   Clock::time_point next_beat_, next_ping_;
   std::optional<std::pair<int, Clock::time_point>> signal_;  // the last step signal, when
   bool restarting_ = false;
+  // The node's programs were killed (fence_programs), and why; a FENCE's
+  // generation, answered once they are.
+  std::optional<std::string> fenced_;
+  std::optional<uint64_t> fence_answer_due_;
+  void fence(const std::string& why);
 };
 
 }  // namespace dp::agent

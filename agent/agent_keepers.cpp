@@ -74,16 +74,31 @@ bool AgentServer::identify_keeper(KeeperConn& k, const KeeperLine& l) {
   const auto it = keeper_tasks_.find(static_cast<int>(l.a));
   if (l.b != k.pid || it == keeper_tasks_.end() || it->second.pid != k.pid) return false;
   k.local = static_cast<int>(l.a);
-  // An order that came before the keeper said who it is (a fast first second).
-  if (restart_ && !restart_told_) tell_keeper(k, *restart_);
-  if (released_) send_keeper(k, {KeeperLine::Kind::exit});
+  // Its first order, now: the step's latest (a keeper that comes late starts
+  // as the others run now, with today's restart count), else the start as
+  // the node rank the node holds; a spare's keeper waits for a START.
+  if (released_) {
+    send_keeper(k, {KeeperLine::Kind::exit});
+  } else if (restart_) {
+    tell_keeper(k, *restart_);
+  } else if (!settings_.ranks.empty() && !settings_.task_ids.empty()) {
+    const auto per_node = static_cast<int32_t>(settings_.task_ids.size());
+    send_keeper(k, {KeeperLine::Kind::start, settings_.ranks.front() / per_node, 0});
+  }
   return true;
 }
 
 void AgentServer::keeper_line(KeeperConn& k, const KeeperLine& l) {
   const auto now = Clock::now();
-  if (k.local < 0 && (l.kind != KeeperLine::Kind::keeper || !identify_keeper(k, l)))
-    return (void)keepers_.erase(k.id);  // not one of the node's tasks
+  if (k.local < 0 && (l.kind != KeeperLine::Kind::keeper || !identify_keeper(k, l))) {
+    std::string said = format_keeper_line(l);
+    said.pop_back();
+    std::fprintf(stderr,
+                 "dp-nodeagent: job %u step %u node %s: pid %d on the keeper socket is none of the "
+                 "node's tasks (it said \"%s\"): closed\n",
+                 settings_.job, settings_.step, settings_.host.c_str(), k.pid, said.c_str());
+    return (void)keepers_.erase(k.id);
+  }
   const int rank = keeper_rank(k.local);
   switch (l.kind) {
     case KeeperLine::Kind::keeper: return;
@@ -104,9 +119,13 @@ void AgentServer::keeper_line(KeeperConn& k, const KeeperLine& l) {
       if (rank >= 0) core_.on_task_exit(rank, static_cast<int>(l.a), now);
       if (core_.aborted() || core_.finished()) send_keeper(k, {KeeperLine::Kind::exit});
       return;
-    case KeeperLine::Kind::stopped: k.stop_pending = false; return check_restart_ready();
+    case KeeperLine::Kind::stopped:
+      k.stop_pending = false;
+      check_fenced();
+      return check_restart_ready();
     case KeeperLine::Kind::start:
     case KeeperLine::Kind::stop:
+    case KeeperLine::Kind::fence:
     case KeeperLine::Kind::exit:  // the agent's own words
       return keeper_gone(k.id, "its task's keeper spoke the agent's words");
   }
@@ -189,9 +208,36 @@ void AgentServer::keeper_gone(uint64_t id, const std::string& why) {
   const int rank = keeper_rank(it->second->local);
   const bool stranger = it->second->local < 0;
   keepers_.erase(it);
-  if (!stranger && rank >= 0 && !released_ && !core_.aborted())
+  if (!stranger && rank >= 0 && !released_ && !core_.aborted() && !fencing_)
     core_.on_task_gone(rank, why, Clock::now());
+  check_fenced();
   check_restart_ready();
+}
+
+// The node's programs die now, whole trees (a keeper's "fence"; a task
+// without one: its tree from here, then the task). The core answers the
+// daemon once every keeper said "stopped".
+void AgentServer::fence_programs(const std::string& why) {
+  if (fencing_) return;
+  fencing_ = true;
+  std::fprintf(stderr,
+               "dp-nodeagent: job %u step %u node %s: fencing: SIGKILL to every program's whole "
+               "process tree (%s)\n",
+               settings_.job, settings_.step, settings_.host.c_str(), why.c_str());
+  for (auto& [id, k] : keepers_) {
+    if (k->local < 0) continue;
+    k->stop_pending = true;
+    send_keeper(*k, {KeeperLine::Kind::fence});
+  }
+  if (!settings_.keepers) tasks_.kill_trees();
+  check_fenced();
+}
+
+void AgentServer::check_fenced() {
+  if (!fencing_) return;
+  for (const auto& [id, k] : keepers_)
+    if (k->local >= 0 && k->stop_pending) return;
+  core_.fenced();
 }
 
 // The step failed: running programs get the agents' signals (LocalTasks);

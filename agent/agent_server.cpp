@@ -43,6 +43,7 @@ AgentConfig core_config(const AgentSettings& s) {
   c.on_failure = s.on_failure;
   c.node = s.node;
   c.daemon_silence = s.heartbeat_timeout;
+  c.fence_after = s.fence_after;
   return c;
 }
 

@@ -62,6 +62,7 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   void sample_ranks(std::chrono::milliseconds every) override;
   void add_samples(proto::Heartbeat& hb) override;
   void restart(const proto::Restart& r) override;
+  void fence_programs(const std::string& why) override;
 
  private:
   using Conn = service::FrameConn<AgentServer>;
@@ -115,6 +116,7 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   void tell_keeper(KeeperConn& k, const proto::Restart& r);
   int keeper_rank(int local) const;
   void check_restart_ready();
+  void check_fenced();
   void keeper_task_started(const TaskStart& t);
   void keeper_task_exited(int task_id, int wait_status);
   void keeper_gone(uint64_t id, const std::string& why);
@@ -185,6 +187,7 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   std::optional<proto::Restart> restart_;  // the daemon's latest order
   bool restart_told_ = false;              // its answer went to the daemon
   bool released_ = false;                  // DONE: every keeper ends
+  bool fencing_ = false;                   // fence_programs: "stopped" from every keeper due
   ConnId next_id_ = 1;
   bool answered_ = false;
   bool step_ended_ = false;  // root said "step end" before closing the control pipe

@@ -13,12 +13,13 @@ struct Word {
   const char* word;
   int numbers;
 };
-constexpr std::array<Word, 7> kWords = {{{KeeperLine::Kind::keeper, "keeper", 2},
+constexpr std::array<Word, 8> kWords = {{{KeeperLine::Kind::keeper, "keeper", 2},
                                          {KeeperLine::Kind::started, "started", 2},
                                          {KeeperLine::Kind::exited, "exited", 1},
                                          {KeeperLine::Kind::stopped, "stopped", 0},
                                          {KeeperLine::Kind::start, "start", 2},
                                          {KeeperLine::Kind::stop, "stop", 1},
+                                         {KeeperLine::Kind::fence, "fence", 0},
                                          {KeeperLine::Kind::exit, "exit", 0}}};
 
 }  // namespace

@@ -8,12 +8,19 @@
 //   keeper -> agent: "keeper <local> <pid>"  first: the task's local index and pid
 //                    "started <pid> <start ticks>"  the program runs (its own pid)
 //                    "exited <wait status>"  the program ended
-//                    "stopped"  after a stop: no program runs
-//   agent -> keeper: "start <node rank> <restart count>"  (again) as that node rank
-//                    "stop <grace ms>"  SIGTERM to the program, SIGKILL after grace
+//                    "stopped"  after a stop or fence: nothing of the program's
+//                               process tree is left
+//   agent -> keeper: "start <node rank> <restart count>"  (again) as that node rank;
+//                    also the answer to "keeper" on a node that runs ranks now,
+//                    so a keeper that comes late starts with today's count
+//                    "stop <grace ms>"  SIGTERM to the program's whole tree,
+//                                       SIGKILL to all of it after grace
+//                    "fence"  SIGKILL to the program's whole tree now
 //                    "exit"  the task ends as its last program did (0: none ran);
 //                            one that still runs (a libdp program's goodbye comes
 //                            before its end) is waited for, not stopped
+// A keeper whose agent's connection closes ends its program's tree and
+// itself: no program runs on a node whose agent is gone.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +34,7 @@ inline constexpr const char* kKeeperSuffix = ".keepers";
 inline constexpr size_t kMaxKeeperLine = 128;
 
 struct KeeperLine {
-  enum class Kind : uint8_t { keeper, started, exited, stopped, start, stop, exit };
+  enum class Kind : uint8_t { keeper, started, exited, stopped, start, stop, fence, exit };
   Kind kind = Kind::exit;
   long long a = 0, b = 0;  // keeper: local, pid; started: pid, ticks; exited: status;
                            // start: node rank, count; stop: grace ms

@@ -199,6 +199,8 @@ const Setting kSettings[] = {
      get_number<&AgentSettings::kill_grace>},
     {"heartbeat_timeout_ms", set_number<&AgentSettings::heartbeat_timeout, 0, kDayMs>,
      get_number<&AgentSettings::heartbeat_timeout>},
+    {"fence_after_ms", set_number<&AgentSettings::fence_after, 0, kDayMs>,
+     get_number<&AgentSettings::fence_after>},
     {"on_failure",
      [](AgentSettings& s, std::string_view key, std::string_view v) -> Result<void> {
        const auto f = on_failure_named(v);

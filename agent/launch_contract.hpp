@@ -50,6 +50,10 @@ struct AgentSettings {
   // shorter outage is survived (the agent reconnects). 0: no bound.
   std::chrono::milliseconds heartbeat_timeout{
       std::chrono::seconds(site_defaults().heartbeat_timeout_s)};
+  // A step with spares (site key fence_after): nothing heard of the daemon
+  // this long, the agent kills its node's programs, whole trees, no grace.
+  // 0: never.
+  std::chrono::milliseconds fence_after{0};
   // The node's task is a per-node launcher (the plugin recognised torchrun or
   // --dp-launcher=torchrun): its workers are watched (launcher_workers.hpp).
   bool watch_workers = false;

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "dp/proc_stat.hpp"
+
 namespace dp::agent {
 namespace {
 
@@ -56,6 +58,15 @@ int LocalTasks::end_all(Clock::time_point now, std::chrono::milliseconds grace,
   signal_all(SIGCONT, told);
   if (grace.count() == 0) tick(now);
   return n;
+}
+
+void LocalTasks::kill_trees() {
+  for (const auto& [rank, t] : tasks_) {
+    if (has_exited(t.pidfd.get())) continue;
+    pidfd_signal(t.pidfd.get(), SIGSTOP);  // it forks no more while its tree goes
+    kill_descendants(t.start.pid);
+    pidfd_signal(t.pidfd.get(), SIGKILL);
+  }
 }
 
 void LocalTasks::tick(Clock::time_point now) {

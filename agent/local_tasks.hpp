@@ -30,6 +30,9 @@ class LocalTasks {
   // still running `grace` later. Once per step. Returns how many got SIGTERM.
   int end_all(Clock::time_point now, std::chrono::milliseconds grace,
               const std::set<int>& told = {});
+  // SIGKILL now to every running task's whole process tree, no grace (a
+  // fenced node): the tree first, so nothing is orphaned to init unseen.
+  void kill_trees();
   // Sends the SIGKILL when the grace is over. Call a few times a second.
   void tick(Clock::time_point now);
   // The tasks still running, as root reported them (dp-top --stacks reads them).

@@ -37,6 +37,9 @@ struct AbortCause {
   Clock::time_point when{};
   std::string message;  // the full text every peer gets
   int node = -1;        // the node agent's node index (SLURM_NODEID) it concerns; -1: none
+  // The node's agent closed its link (an end or reset came from its side):
+  // the agent is gone, and its keepers end their programs as theirs close.
+  bool peer_closed = false;
   // The master node's agent aborted because it could not set up the step:
   // every ABORTED reply carries it, so each node names the cause typed.
   std::optional<MasterFailure> master_failure;

@@ -17,7 +17,7 @@ Broker::Broker(BrokerConfig cfg, Outbox& out, Clock::time_point now)
       phases_(now, "job " + cfg_.job_id + " step " + cfg_.step_id),
       report_(now, cfg_.job_id, cfg_.step_id, cfg_.world_size, cfg_.limits.hang_timeout,
               cfg_.limits.hang_timeout_by_user),
-      live_(cfg_.world_size, cfg_.limits.heartbeat_timeout, now),
+      live_(cfg_.world_size, cfg_.limits.silence_limit(), now),
       store_(cfg_.limits) {
   if (!cfg_.make_nonce) cfg_.make_nonce = rdv::random_nonce;
   // Rendezvous code commonly sets a key or two per rank: sized once, the
@@ -122,7 +122,7 @@ bool Broker::on_oversized_frame(ConnId conn, uint32_t announced, uint32_t limit,
 
 void Broker::on_frame(ConnId conn, std::string_view payload, Clock::time_point now) {
   auto it = peers_.find(conn);
-  if (it == peers_.end()) return;
+  if (it == peers_.end()) return (void)fenced_frame(conn, payload, now);
   Peer& p = it->second;
   if (p.rank >= 0) live_.heard(p.rank, now);
   ++requests_;
@@ -368,7 +368,7 @@ void Broker::abort_job(AbortCause cause) {
 
 void Broker::on_disconnect(ConnId conn, Clock::time_point now) {
   auto it = peers_.find(conn);
-  if (it == peers_.end()) return;
+  if (it == peers_.end()) return (void)fenced_drop(conn, now);
   std::optional<AbortCause> lost = loss_of(conn, it->second, now);
   const Peer gone = it->second;
   forget_peer(conn);
@@ -388,6 +388,7 @@ std::optional<AbortCause> Broker::loss_of(ConnId conn, const Peer& p, Clock::tim
                          " lost its connection to the rendezvous daemon without saying goodbye: "
                          "the task exited, crashed or was killed");
   c.when = now;
+  c.peer_closed = p.role == proto::ROLE_NODE;
   explain_by_user_signal(c, now);
   return c;
 }

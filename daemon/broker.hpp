@@ -249,7 +249,16 @@ class Broker {
                      Clock::time_point now);
   // The same for a per-node launcher's step (torchrun restarts its workers).
   bool launcher_loss(AbortCause& cause, Setback what, Clock::time_point now);
-  void fence_node(int node);
+  // A lost node's place is another's: FENCE to its agent (which kills its
+  // programs' trees), and its spare's START waits until they are known dead.
+  void fence_node(const AbortCause& cause, Clock::time_point now);
+  // Fences whose programs are dead by now end (their links closed); the
+  // START that waited for them goes out.
+  void settle_fences(Clock::time_point now);
+  // A frame or the drop of a fenced node's link (no peer any more): true
+  // when `conn` was one.
+  bool fenced_frame(ConnId conn, std::string_view payload, Clock::time_point now);
+  bool fenced_drop(ConnId conn, Clock::time_point now);
   void start_programs(Clock::time_point now);
   void op_restart_ready(const Call& c, const proto::RestartReady& m);
   void restart_answered(ConnId conn, Clock::time_point now);
@@ -266,11 +275,16 @@ class Broker {
   std::string node_host(int node) const;
   // A node agent that held no ranks (a spare) left or was lost.
   void node_gone(const Peer& p);
+  std::set<int> nodes_left_;  // node agents that said goodbye (their programs end with them)
   // Every live node agent said goodbye after the step completed: a lost
   // node's tasks keep srun waiting until slurmctld ends the step.
   void end_lost_nodes();
   struct Restarts {
-    enum class Phase : uint8_t { running, stopping, starting };
+    // running -> stopping (STOP to every live agent) -> fencing (every lost
+    // node's programs known dead) -> starting (START) -> running; a loss
+    // while stopping, fencing or starting goes back to stopping. Changed only
+    // by restart_phase, which logs each change.
+    enum class Phase : uint8_t { running, stopping, fencing, starting };
     Phase phase = Phase::running;
     uint64_t generation = 0;
     Roster roster;
@@ -286,11 +300,26 @@ class Broker {
     // a waiting launcher's that ended once the step's work was done.
     std::set<int> gone;
     bool lost_ended = false;  // slurmctld was asked to end the lost nodes' tasks
+    // Lost nodes whose programs may still run, by node index: dead once
+    // their agent answers FENCE, `dead_by` passes, or (link closed) soon.
+    struct Fence {
+      ConnId conn = 0;        // 0: the link is closed
+      std::string host, how;  // how its programs' end is known
+      Clock::time_point dead_by{};
+    };
+    std::map<int, Fence> fences;
+    // This start's rendezvous (every PyTorch client's init/, or libdp's):
+    // a failure before it or within kAtOnceMs is "at once"; by node index,
+    // each node's failures at once in a row (failure_setback).
+    std::optional<Clock::time_point> met_at;
+    std::map<int, int> early;
   };
   std::optional<Restarts> restarts_;
+  void restart_phase(Restarts::Phase to, const std::string& why);
   // PyTorch's store saw a client's "init/" add (broker_torch_ops.cpp): every
   // rank's client after a restart marks its rendezvous.
   void note_torch_init(Clock::time_point now);
+  void note_met(Clock::time_point now);
 
   // broker_stacks.cpp
   void op_stacks_answer(const Call& c, const proto::StacksAnswer& m);

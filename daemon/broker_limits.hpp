@@ -63,13 +63,25 @@ struct BrokerLimits {
   int max_restarts{0};
   int tasks_per_node{0};
   // How long the node agents may take to stop their programs (the site's
-  // kill_grace and a margin); one that has not by then is lost.
-  std::chrono::milliseconds restart_stop{15'000};
+  // kill_grace and a margin: srun passes it); one that has not by then is lost.
+  std::chrono::milliseconds restart_stop{std::chrono::seconds(site_defaults().restart_stop_s())};
+  // With spares: a node this silent is replaced (site key spare_timeout);
+  // a lost node's programs count as dead once it was silent for `fence`
+  // (site key fence_after: its agent killed them by then).
+  std::chrono::milliseconds spare_silence{std::chrono::seconds(site_defaults().spare_timeout_s)};
+  std::chrono::milliseconds fence{std::chrono::seconds(site_defaults().fence_after_s)};
   // 1: the node agents' task keepers restart the programs; 0: a per-node
   // launcher (torchrun) restarts its own workers, and only a lost node (a
   // spare's place) is the daemon's: a launcher that fails ends the step.
   int restart_programs{1};
   bool restarts() const noexcept { return (spares > 0 || max_restarts > 0) && tasks_per_node > 0; }
+  // How long any rank may be silent: with spares, the shorter bound.
+  std::chrono::milliseconds silence_limit() const noexcept {
+    return spares > 0 && restart_programs && spare_silence.count() > 0 &&
+                   (heartbeat_timeout.count() == 0 || spare_silence < heartbeat_timeout)
+               ? spare_silence
+               : heartbeat_timeout;
+  }
 };
 
 }  // namespace dp::daemon

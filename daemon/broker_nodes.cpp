@@ -228,6 +228,7 @@ void Broker::node_goodbye(const Call& c, const proto::Goodbye& m) {
     if (holds(c.conn, r)) rank_goodbye(c.conn, r, nullptr, c.now);
   }
   reply_ok(c.conn, c.id);
+  if (c.peer.node >= 0) nodes_left_.insert(c.peer.node);  // its agent ends: its keepers too
   forget_peer(c.conn, /*goodbye=*/true);
   out_.close(c.conn);
 }
@@ -360,7 +361,10 @@ AbortCause Broker::node_silence(ConnId conn, const Peer& p) const {
               ranks_text(p.node_ranks) + ") sent no heartbeat for " +
               std::to_string(limit.count()) +
               " ms while other nodes were heard: the node is frozen, stopped alone or cut off "
-              "(the bound is the site's heartbeat_timeout)";
+              "(the bound is the site's " +
+              (limit != cfg_.limits.heartbeat_timeout ? "spare_timeout, a spare waiting"
+                                                      : "heartbeat_timeout") +
+              ")";
   return c;
 }
 

@@ -76,15 +76,28 @@ void Broker::push_restart(ConnId conn, const proto::Restart& r) {
 
 bool Broker::restart_instead(AbortCause& cause) {
   if (!restarts_ || abort_) return false;
-  const std::optional<Setback> what = setback_of(cause);
+  std::optional<Setback> what = setback_of(cause);
   if (!what) return false;
   Restarts& rs = *restarts_;
   const Clock::time_point now = cause.when == Clock::time_point{} ? Clock::now() : cause.when;
   if (!cfg_.limits.restart_programs) return launcher_loss(cause, *what, now);
+  const bool stopped =
+      rs.phase == Restarts::Phase::stopping || rs.phase == Restarts::Phase::fencing;
+  if (*what == Setback::program_failed && !stopped && cause.node >= 0) {
+    const bool at_once = !rs.met_at || now - *rs.met_at < std::chrono::milliseconds(kAtOnceMs);
+    what = failure_setback(rs.roster, rs.early[cause.node], at_once);
+    if (*what == Setback::node_lost) {
+      cause.how = AbortCause::How::node_lost;
+      cause.message = "rank " + std::to_string(cause.rank) + " (host " + cause.host +
+                      ") failed at once again (" + cause.message +
+                      "): its program failed before it could step twice in a row on node " +
+                      cause.host + ", which is retired for a spare";
+    }
+  }
   // While programs stop, one that fails is the stop's own doing; one that
   // fails as they start again is a restart of its own. A node lost while
   // either happens joins the restart under way.
-  if (rs.phase == Restarts::Phase::stopping && *what == Setback::program_failed) return true;
+  if (stopped && *what == Setback::program_failed) return true;
   const bool further = rs.phase != Restarts::Phase::running && *what == Setback::node_lost;
   const RestartPlan plan = further ? plan_further_loss(rs.roster, cause.node)
                                    : plan_restart(rs.roster, *what, cause.node);
@@ -100,7 +113,7 @@ bool Broker::restart_instead(AbortCause& cause) {
       report_.note_restarts(rs.lines, rs.roster.spares_left());
       return true;
     case RestartPlan::Verdict::restart:
-      if (*what == Setback::node_lost) fence_node(cause.node);
+      if (*what == Setback::node_lost) fence_node(cause, now);
       begin_restart(cause, plan, further, now);
       return true;
   }
@@ -129,7 +142,7 @@ bool Broker::launcher_loss(AbortCause& cause, Setback what, Clock::time_point no
     cause.message += "; the step is not restarted: " + plan.why;
   if (plan.verdict != RestartPlan::Verdict::restart)
     return plan.verdict == RestartPlan::Verdict::none;
-  fence_node(cause.node);
+  fence_node(cause, now);
   for (int r : node_rank_ranks(cause.node, rs.roster.tasks_per_node)) rs.gone.insert(r);
   if (rs.record_open) finish_record(now);
   rs.roster = plan.roster;
@@ -149,14 +162,96 @@ bool Broker::launcher_loss(AbortCause& cause, Setback what, Clock::time_point no
   return true;
 }
 
-// A lost node whose agent still speaks (its task ended, or it stopped nothing
-// in time) is one no more: its connection goes, and the agent, hearing that,
-// ends whatever of the node still runs. A hello from it later is refused.
-void Broker::fence_node(int node) {
+// A lost node's programs are known dead when its agent answers FENCE (its
+// keepers saw every tree end), or once it was unheard for the site's
+// fence_after, by when its agent killed them itself, plus a heartbeat (the
+// agent may have heard the daemon up to one after the daemon last heard it)
+// and a tick. A link that closed means its agent is gone: its keepers kill
+// their trees as their own links close, within this reaction time.
+constexpr auto kFenceMargin = std::chrono::seconds(2);
+constexpr auto kKeeperReaction = std::chrono::seconds(1);
+
+void Broker::fence_node(const AbortCause& cause, Clock::time_point now) {
+  const int node = cause.node;
+  Restarts& rs = *restarts_;
+  Restarts::Fence f;
+  f.host = cause.host;
+  // When the node was last heard: its agent fenced itself fence_after later.
+  Clock::time_point heard{};
+  const int held = node >= 0 && node < rs.roster.nodes()
+                       ? rs.roster.node_rank[static_cast<size_t>(node)]
+                       : Roster::kLost;
+  for (int r : node_rank_ranks(held, rs.roster.tasks_per_node))
+    heard = std::max(heard, live_.slot(r).last_heard);
+  if (heard == Clock::time_point{}) heard = now;
+  f.dead_by = heard + cfg_.limits.fence + kFenceMargin;
+  f.how = "unheard for " + ms_text(cfg_.limits.fence) +
+          " (site key fence_after): its agent killed them";
   const ConnId conn = node_conn(node);
-  if (conn == 0) return;
-  forget_peer(conn);
-  out_.close(conn);
+  if (conn == 0) {
+    // Closed by the daemon (silence, a stop not done in time) proves nothing.
+    if (cause.peer_closed && now + kKeeperReaction < f.dead_by) {
+      f.dead_by = now + kKeeperReaction;
+      f.how = "its agent's link closed";
+    }
+  } else {
+    proto::Restart fence;
+    fence.set_phase(proto::Restart::FENCE);
+    fence.set_generation(rs.generation + 1);
+    push_restart(conn, fence);
+    // No peer any more (nothing it says counts), but its link stays open
+    // for the answer; a hello from it later is refused.
+    forget_peer(conn);
+    f.conn = conn;
+  }
+  rs.fences[node] = f;
+  settle_fences(now);
+}
+
+bool Broker::fenced_frame(ConnId conn, std::string_view payload, Clock::time_point now) {
+  if (!restarts_) return false;
+  for (auto& [node, f] : restarts_->fences) {
+    if (f.conn != conn) continue;
+    proto::Request req;
+    if (req.ParseFromArray(payload.data(), static_cast<int>(payload.size())) &&
+        req.has_restart_ready() && req.restart_ready().phase() == proto::Restart::FENCE) {
+      f.dead_by = now;
+      f.how = "its agent said so";
+      settle_fences(now);
+    }
+    return true;
+  }
+  return false;
+}
+
+bool Broker::fenced_drop(ConnId conn, Clock::time_point now) {
+  if (!restarts_) return false;
+  for (auto& [node, f] : restarts_->fences) {
+    if (f.conn != conn) continue;
+    f.conn = 0;
+    if (now + kKeeperReaction < f.dead_by) {
+      f.dead_by = now + kKeeperReaction;
+      f.how = "its agent's link closed";
+    }
+    return true;
+  }
+  return false;
+}
+
+void Broker::settle_fences(Clock::time_point now) {
+  Restarts& rs = *restarts_;
+  for (auto it = rs.fences.begin(); it != rs.fences.end();) {
+    if (now < it->second.dead_by) {
+      ++it;
+      continue;
+    }
+    if (it->second.conn != 0) out_.close(it->second.conn);
+    std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s's programs are dead: %s\n",
+                 cfg_.job_id.c_str(), cfg_.step_id.c_str(), it->second.host.c_str(),
+                 it->second.how.c_str());
+    it = rs.fences.erase(it);
+  }
+  if (rs.phase == Restarts::Phase::fencing && rs.fences.empty() && !abort_) start_programs(now);
 }
 
 // STOP to every live node agent; the spares answer at once. A loss while the
@@ -193,13 +288,9 @@ void Broker::begin_restart(const AbortCause& cause, const RestartPlan& plan, boo
   rs.roster = plan.roster;
   rs.record.spares_left = rs.roster.spares_left();
   rs.record_open = true;
-  rs.phase = Restarts::Phase::stopping;
   ++rs.generation;
-  std::fprintf(stderr,
-               "dp-rendezvousd: job %s step %s: restart %d (generation %llu): %s; stopping every "
-               "program\n",
-               cfg_.job_id.c_str(), cfg_.step_id.c_str(), rs.record.count,
-               static_cast<unsigned long long>(rs.generation), cause.message.c_str());
+  restart_phase(Restarts::Phase::stopping,
+                "restart " + std::to_string(rs.record.count) + ": " + cause.message);
   proto::Restart stop;
   stop.set_phase(proto::Restart::STOP);
   stop.set_generation(rs.generation);
@@ -218,6 +309,14 @@ void Broker::begin_restart(const AbortCause& cause, const RestartPlan& plan, boo
 // held by its node's agent (the spare's for the lost node's), START.
 void Broker::start_programs(Clock::time_point now) {
   Restarts& rs = *restarts_;
+  // Never a START while a lost node's programs may still run (a spare
+  // beside them: two generations, two writers of a checkpoint).
+  if (!rs.fences.empty()) {
+    std::string hosts;
+    for (const auto& [node, f] : rs.fences) hosts += (hosts.empty() ? "" : ", ") + f.host;
+    return restart_phase(Restarts::Phase::fencing,
+                         "every live node stopped; waiting for " + hosts + "'s programs' end");
+  }
   // Never a START to a world one of whose nodes cannot come: its ranks
   // would be waited for until the rendezvous' timeout.
   if (lose_unheard_node(now)) return;
@@ -229,7 +328,8 @@ void Broker::start_programs(Clock::time_point now) {
   barriers_.clear();
   report_.on_restart();
   rs.torch_inits = 0;
-  rs.phase = Restarts::Phase::starting;
+  rs.met_at.reset();
+  restart_phase(Restarts::Phase::starting, "every program stopped");
   rs.waiting.clear();
   proto::Restart start;
   start.set_phase(proto::Restart::START);
@@ -270,6 +370,7 @@ bool Broker::lose_unheard_node(Clock::time_point now) {
     lost.how = AbortCause::How::node_lost;
     lost.node = node;
     lost.when = now;
+    lost.peer_closed = nodes_left_.count(node) > 0;
     const auto ranks =
         node_rank_ranks(rs.roster.node_rank[static_cast<size_t>(node)], rs.roster.tasks_per_node);
     lost.rank = ranks.empty() ? -1 : ranks.front();
@@ -285,6 +386,26 @@ bool Broker::lose_unheard_node(Clock::time_point now) {
     return true;
   }
   return false;
+}
+
+namespace {
+template <typename Phase>
+const char* phase_name(Phase p) {
+  constexpr const char* kNames[] = {"running", "stopping", "fencing", "starting"};
+  const auto i = static_cast<size_t>(p);
+  return i < std::size(kNames) ? kNames[i] : "?";
+}
+}  // namespace
+
+// The only place the restart's phase changes: one line each (srun
+// --dp-verbose shows the daemon's stderr).
+void Broker::restart_phase(Restarts::Phase to, const std::string& why) {
+  Restarts& rs = *restarts_;
+  std::fprintf(stderr, "dp-rendezvousd: job %s step %s: restart generation %llu: %s -> %s (%s)\n",
+               cfg_.job_id.c_str(), cfg_.step_id.c_str(),
+               static_cast<unsigned long long>(rs.generation), phase_name(rs.phase), phase_name(to),
+               why.c_str());
+  rs.phase = to;
 }
 
 void Broker::op_restart_ready(const Call& c, const proto::RestartReady& m) {
@@ -306,18 +427,27 @@ void Broker::restart_phase_done(Clock::time_point now) {
   Restarts& rs = *restarts_;
   if (rs.phase == Restarts::Phase::stopping) return start_programs(now);
   if (rs.phase != Restarts::Phase::starting) return;
-  rs.phase = Restarts::Phase::running;
+  restart_phase(Restarts::Phase::running, "every node started its programs");
   rs.started_at = now;
   // The launchers' own rendezvous and restart are torchrun's, unseen here.
   if (!cfg_.limits.restart_programs) finish_record(now);
 }
 
 void Broker::note_torch_init(Clock::time_point now) {
-  if (!restarts_ || restarts_->phase == Restarts::Phase::stopping) return;
+  if (!restarts_ || restarts_->phase == Restarts::Phase::stopping ||
+      restarts_->phase == Restarts::Phase::fencing)
+    return;
   Restarts& rs = *restarts_;
-  if (++rs.torch_inits >= cfg_.world_size && rs.record_open &&
-      rs.rendezvous_at == Clock::time_point{})
-    rs.rendezvous_at = now;
+  if (++rs.torch_inits < cfg_.world_size) return;
+  note_met(now);
+  if (rs.record_open && rs.rendezvous_at == Clock::time_point{}) rs.rendezvous_at = now;
+}
+
+// This start's programs met: failures from kAtOnceMs on are no node's fault.
+void Broker::note_met(Clock::time_point now) {
+  Restarts& rs = *restarts_;
+  if (rs.met_at) return;
+  rs.met_at = now;
 }
 
 void Broker::finish_record(Clock::time_point now) {
@@ -345,6 +475,8 @@ void Broker::finish_record(Clock::time_point now) {
 void Broker::watch_restarts(Clock::time_point now) {
   if (!restarts_ || abort_) return;
   Restarts& rs = *restarts_;
+  settle_fences(now);
+  if (rs.phase == Restarts::Phase::fencing) return;
   if (rs.phase != Restarts::Phase::running) {
     // An agent that left with no drop heard (its goodbye, a fence) answers nothing.
     const size_t due = rs.waiting.size();
@@ -360,6 +492,8 @@ void Broker::watch_restarts(Clock::time_point now) {
                              ms_text(cfg_.limits.restart_stop) + " of the restart");
     return;
   }
+  if (rs.met_at && now - *rs.met_at >= std::chrono::milliseconds(kAtOnceMs)) rs.early.clear();
+  if (report_.resumed().initialized) note_met(now);
   if (rs.record_open) {
     const auto resumed = report_.resumed();
     if (resumed.initialized && rs.rendezvous_at == Clock::time_point{}) rs.rendezvous_at = now;
@@ -407,6 +541,7 @@ void Broker::node_gone(const Peer& p) {
   lost.how = AbortCause::How::node_lost;
   lost.node = p.node;
   lost.host = p.host;
+  lost.peer_closed = true;  // its link's end, heard
   const auto ranks = node_rank_ranks(held, rs.roster.tasks_per_node);
   lost.rank = ranks.empty() ? -1 : ranks.front();
   lost.message =

@@ -54,6 +54,8 @@ std::vector<std::string> format_arguments(const LaunchArgs& a) {
     add("--tasks-per-node", std::to_string(a.tasks_per_node));
     if (a.restart_stop_ms > 0) add("--restart-stop-ms", std::to_string(a.restart_stop_ms));
     if (!a.restart_programs) add("--restart-programs", "0");
+    if (a.spare_silence_ms > 0) add("--spare-silence-ms", std::to_string(a.spare_silence_ms));
+    if (a.fence_ms > 0) add("--fence-ms", std::to_string(a.fence_ms));
   }
   return v;
 }

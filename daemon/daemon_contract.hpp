@@ -43,6 +43,10 @@ struct LaunchArgs {
   int spares = 0, max_restarts = 0, tasks_per_node = 0;
   int64_t restart_stop_ms = -1;  // -1: the daemon's default
   bool restart_programs = true;  // false: per-node launchers restart their own workers
+  // With spares: a node this silent is replaced, and a lost node's spare
+  // starts only once its programs are dead or fence_ms passed since it was
+  // heard (site keys spare_timeout, fence_after). -1: the daemon's default.
+  int64_t spare_silence_ms = -1, fence_ms = -1;
 };
 
 // The daemon's arguments after its path.

@@ -108,6 +108,14 @@ constexpr NumberOption kNumberOptions[] = {
      "how long the node agents may take to stop (or start) their programs in a restart; one "
      "that has not is lost",
      nullptr},
+    {"--spare-silence-ms", "MS", 1, kHourMs, DP_FIELD(limits.spare_silence),
+     "with spares: a node agent silent this long is lost and replaced (below "
+     "--heartbeat-timeout-ms)",
+     nullptr},
+    {"--fence-ms", "MS", 1, kHourMs, DP_FIELD(limits.fence),
+     "with spares: a lost node's spare starts only once its programs are dead (its link "
+     "closed by its side) or this long after it was last heard, when its agent has killed them",
+     nullptr},
     {"--notice-fd", "FD", 3, 1 << 20, DP_FIELD(notice_fd),
      "srun's stderr, inherited: the lines the user sees while the step runs (a hang named)",
      nullptr},

@@ -281,7 +281,9 @@ DaemonLaunch daemon_launch(const SiteConfig& site, const Options& opts, const St
     a.tasks_per_node = static_cast<int>(id.tasks / id.nodes);
     a.spares = k;
     a.max_restarts = opts.restart_budget(site.max_restarts);
-    a.restart_stop_ms = (site.kill_grace_s + 5) * 1000LL;
+    a.restart_stop_ms = site.restart_stop_s() * 1000LL;
+    a.spare_silence_ms = site.spare_timeout_s * 1000LL;
+    a.fence_ms = site.fence_after_s * 1000LL;
     // torchrun restarts its own workers, and its rendezvous keeps the spare
     // launchers waiting: every launcher is a rank, a lost node's place torchrun's.
     const Launcher mode = opts.launcher.value_or(Launcher::auto_detect);

@@ -119,6 +119,8 @@ AgentStart agent_start(const StepdState& st, const LayoutPlan& plan) {
   s.port_wait = std::chrono::seconds(st.site.port_wait_s);
   s.kill_grace = std::chrono::seconds(st.site.kill_grace_s);
   s.heartbeat_timeout = std::chrono::seconds(st.site.heartbeat_timeout_s);
+  // A spare may take this node's place: unheard this long, the agent kills its programs.
+  if (plan.restarts && plan.spares > 0) s.fence_after = std::chrono::seconds(st.site.fence_after_s);
   s.on_failure = st.layout.options.on_failure.value_or(st.site.on_failure);
   // The node's role and the step's store, as the plan decides them: a
   // launcher step's agent watches the workers; with the step's store it
@@ -361,7 +363,6 @@ static std::optional<KeeperPlan> keeper_plan(spank_t sp, const StepdState& st,
   KeeperPlan k;
   k.socket = st.agent_socket + agent::kKeeperSuffix;
   k.local = slurm.local_rank;
-  if (slurm.node_rank < plan->active_nodes()) k.node_rank = slurm.node_rank;
   const int per_node = plan->tasks_per_node;
   k.prepare = [sp, &st, local = slurm.local_rank, per_node](int node_rank, int count) {
     return set_task_variables(sp, st, acting_place(node_rank, local, per_node),

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "dp/proc_stat.hpp"
@@ -92,21 +93,35 @@ void close_exec_descriptors() {
   std::_Exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }
 
+// How long a keeper tries to reach its node agent (up at the task's fork;
+// a flood of connections on its socket only delays it).
+constexpr auto kConnectFor = std::chrono::seconds(10);
+constexpr auto kConnectEvery = std::chrono::milliseconds(50);
+// While a program stops, its tree is looked at this often: a grandchild's
+// end wakes no one.
+constexpr int kStoppingPollMs = 50;
+
 class Keeper {
  public:
   Keeper(const KeeperPlan& plan, UniqueFd signals) : plan_(plan), signals_(std::move(signals)) {}
-  void connect();
+  Result<void> connect();
   // Runs the keeper; true only in a newly forked program's process.
   bool run(const SignalState& saved);
 
  private:
   bool start(int node_rank, int count, const SignalState& saved);
   void on_signals();
-  void on_child_end();
+  void reap();
+  void program_ended(int status);
+  void stop(std::chrono::milliseconds grace);
+  void check_stopped();
   void on_agent(const KeeperLine& l, bool& forked, const SignalState& saved);
   bool read_agent(bool& forked, const SignalState& saved);
   void say(const KeeperLine& l);
-  [[noreturn]] void finish() { end_as(last_status_); }
+  // Ends as its program's last end did; nothing the program started
+  // outlives it (a generation ends whole).
+  [[noreturn]] void finish() { finish_as(last_status_); }
+  [[noreturn]] void finish_as(int status);
 
   const KeeperPlan& plan_;
   UniqueFd signals_;
@@ -115,20 +130,37 @@ class Keeper {
   pid_t child_ = -1;
   UniqueFd child_fd_;  // a pidfd: readable once the program ended
   int last_status_ = 0;
-  bool stop_reply_due_ = false;
+  // A stop was ordered: "stopped" once nothing of the program's tree is left.
+  bool stopping_ = false;
   // The agent's `exit` came while the program ran (a libdp program's
   // goodbye comes before its process ends): the keeper ends with it.
   bool exit_due_ = false;
   std::optional<Clock::time_point> kill_at_;
 };
 
-void Keeper::connect() {
-  auto fd = rdv::unix_connect_once(plan_.socket);
-  if (!fd) return;  // no agent: the program runs once, as without restarts
-  agent_.reset(*fd);
+// The agent, tried until kConnectFor: a keeper without it would be a plain
+// task whose end the daemon takes for a lost node, so the task fails instead.
+Result<void> Keeper::connect() {
+  const auto until = Clock::now() + kConnectFor;
+  for (;;) {
+    auto fd = rdv::unix_connect_once(plan_.socket);
+    if (fd) {
+      agent_.reset(*fd);
+      break;
+    }
+    if (Clock::now() >= until) {
+      return make_error(Errc::connection,
+                        "local task " + std::to_string(plan_.local) +
+                            " cannot reach its node agent's keeper socket within " +
+                            std::to_string(std::chrono::seconds(kConnectFor).count()) + " s (" +
+                            fd.error().message + "); it fails rather than run without its keeper");
+    }
+    std::this_thread::sleep_for(kConnectEvery);
+  }
   const int flags = fcntl(agent_.get(), F_GETFL);
   fcntl(agent_.get(), F_SETFL, flags & ~O_NONBLOCK);
   say({KeeperLine::Kind::keeper, plan_.local, getpid()});
+  return {};
 }
 
 void Keeper::say(const KeeperLine& l) {
@@ -177,26 +209,55 @@ bool Keeper::start(int node_rank, int count, const SignalState& saved) {
 void Keeper::on_signals() {
   SignalNote n{};
   while (::read(signals_.get(), &n, sizeof n) == sizeof n) {
+    if (n.sig == SIGCHLD) continue;  // a wake-up: reap() looks
     // Slurm's (from slurmstepd, the task's parent) reached the program as
     // well; anyone else's was meant for the task's pid, the program.
     if (child_ > 0) {
       if (n.from != getppid()) kill(child_, n.sig);
     } else if (signal_ends_step(n.sig)) {
-      end_as(n.sig & 0x7f);  // a wait status of "killed by n.sig": as a bare task dies of it
+      finish_as(n.sig & 0x7f);  // a wait status of "killed by n.sig": as a bare task dies of it
     }
   }
 }
 
-void Keeper::on_child_end() {
+// Every child that ended: the program, and what it left behind that came
+// to the keeper (its subreaper) when its parent ended.
+void Keeper::reap() {
   int status = 0;
-  if (waitpid(child_, &status, WNOHANG) != child_) return;
+  for (pid_t pid; (pid = waitpid(-1, &status, WNOHANG)) > 0;)
+    if (pid == child_) program_ended(status);
+}
+
+void Keeper::program_ended(int status) {
   child_ = -1;
   child_fd_.reset();
-  kill_at_.reset();
   last_status_ = status;
   say({KeeperLine::Kind::exited, status});
-  if (stop_reply_due_) say({KeeperLine::Kind::stopped});
-  stop_reply_due_ = false;
+  if (!stopping_ && (!agent_ || exit_due_)) finish();
+}
+
+// SIGTERM to the program's whole tree (a program behind a shell, its
+// DataLoader's workers, what it double-forked), SIGKILL to all of it after
+// the grace; "stopped" once none of it is left.
+void Keeper::stop(std::chrono::milliseconds grace) {
+  stopping_ = true;
+  signal_descendants(getpid(), SIGTERM);
+  signal_descendants(getpid(), SIGCONT);  // a stopped process sees its SIGTERM only once continued
+  kill_at_ = Clock::now() + grace;
+  check_stopped();
+}
+
+void Keeper::check_stopped() {
+  if (!stopping_) return;
+  if (kill_at_ && Clock::now() >= *kill_at_) {
+    kill_descendants(getpid());
+    kill_at_.reset();
+  }
+  reap();
+  if (child_ > 0 || !descendants(getpid()).empty()) return;
+  stopping_ = false;
+  kill_at_.reset();
+  say({KeeperLine::Kind::stopped});
   if (!agent_ || exit_due_) finish();
 }
 
@@ -205,13 +266,8 @@ void Keeper::on_agent(const KeeperLine& l, bool& forked, const SignalState& save
     case KeeperLine::Kind::start:
       forked = start(static_cast<int>(l.a), static_cast<int>(l.b), saved);
       return;
-    case KeeperLine::Kind::stop:
-      if (child_ <= 0) return say({KeeperLine::Kind::stopped});
-      kill(child_, SIGTERM);
-      kill(child_, SIGCONT);  // a stopped program sees its SIGTERM only once continued
-      kill_at_ = Clock::now() + std::chrono::milliseconds(l.a);
-      stop_reply_due_ = true;
-      return;
+    case KeeperLine::Kind::stop: return stop(std::chrono::milliseconds(l.a));
+    case KeeperLine::Kind::fence: return stop(std::chrono::milliseconds(0));
     case KeeperLine::Kind::exit:
       if (child_ <= 0) finish();
       exit_due_ = true;
@@ -225,7 +281,10 @@ bool Keeper::read_agent(bool& forked, const SignalState& saved) {
   const ssize_t n = ::recv(agent_.get(), buf, sizeof buf, 0);
   if (n <= 0) {
     agent_.reset();
-    if (child_ <= 0) finish();  // the agent is gone: so is the step on this node
+    // The agent is gone, so is the step on this node: nothing of its
+    // program may run on unseen (a spare takes its place). A program told
+    // to exit (its goodbye said) is waited for.
+    if (!exit_due_) finish_as(last_status_ != 0 || child_ <= 0 ? last_status_ : SIGKILL);
     return false;
   }
   in_.append(buf, static_cast<size_t>(n));
@@ -237,25 +296,20 @@ bool Keeper::read_agent(bool& forked, const SignalState& saved) {
   return forked;
 }
 
+// The agent's first word (its answer to "keeper") says whether and as
+// which node rank to start, with the step's restart count now: a keeper
+// that comes late starts as the others run, not as they started.
 bool Keeper::run(const SignalState& saved) {
-  if (plan_.node_rank && start(*plan_.node_rank, 0, saved)) return true;
-  if (!agent_ && child_ <= 0) finish();  // a spare without its agent has nothing to wait for
   for (;;) {
     pollfd p[3] = {
         {signals_.get(), POLLIN, 0}, {agent_.get(), POLLIN, 0}, {child_fd_.get(), POLLIN, 0}};
-    // Without a pidfd (a kernel before 5.3) the program's end is polled for.
-    int timeout = child_ > 0 && !child_fd_ ? 100 : -1;
-    if (kill_at_)
-      timeout = static_cast<int>(std::max<long long>(
-          0,
-          std::chrono::duration_cast<std::chrono::milliseconds>(*kill_at_ - Clock::now()).count()));
+    // Without a pidfd (a kernel before 5.3) the program's end is polled for;
+    // while it stops, its tree.
+    int timeout = (child_ > 0 && !child_fd_) || stopping_ ? kStoppingPollMs : -1;
     if (::poll(p, 3, timeout) < 0 && errno != EINTR) finish();
     if (p[0].revents) on_signals();
-    if (child_ > 0 && (p[2].revents || child_fd_.get() < 0)) on_child_end();
-    if (kill_at_ && Clock::now() >= *kill_at_ && child_ > 0) {
-      kill(child_, SIGKILL);
-      kill_at_.reset();
-    }
+    reap();
+    check_stopped();
     bool forked = false;
     if (p[1].revents && agent_ && read_agent(forked, saved)) return true;
   }
@@ -275,12 +329,18 @@ Result<UniqueFd> install_signal_notes() {
   sigset_t steps;
   sigemptyset(&steps);
   for (int sig = 1; sig < NSIG; ++sig) {
-    if (!is_step_signal(sig)) continue;
+    if (!is_step_signal(sig) && sig != SIGCHLD) continue;
     sigaction(sig, &sa, nullptr);
     sigaddset(&steps, sig);
   }
   sigprocmask(SIG_UNBLOCK, &steps, nullptr);
   return read_end;
+}
+
+void Keeper::finish_as(int status) {
+  kill_descendants(getpid());
+  reap();
+  end_as(status);
 }
 
 }  // namespace
@@ -290,6 +350,10 @@ int keep_task(const KeeperPlan& plan) {
   save_signals(saved);
   // ps and a test walking up from the program tell the keeper from slurmstepd.
   prctl(PR_SET_NAME, "dp-task-keeper");
+  // What the program leaves when its parent ends (a shell's python, a
+  // daemon it double-forked) comes to the keeper, which ends it with the
+  // rest of its generation.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   close_exec_descriptors();
   auto signals = install_signal_notes();
   if (!signals) {
@@ -297,7 +361,10 @@ int keep_task(const KeeperPlan& plan) {
     return -1;
   }
   Keeper keeper(plan, std::move(*signals));
-  keeper.connect();
+  if (auto ok = keeper.connect(); !ok) {
+    std::fprintf(stderr, "slurm-dp: task keeper: %s\n", ok.error().message.c_str());
+    return -1;
+  }
   if (keeper.run(saved)) return 0;  // the program's process
   std::_Exit(1);                    // not reached: the keeper ends as its program did
 }

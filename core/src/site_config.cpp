@@ -162,6 +162,17 @@ constexpr Entry kKeys[] = {
     {"max_spares", "4", number(&SiteConfig::max_spares, 0, 1024),
      "the most spare nodes a step may ask for with --dp-spares=K (they wait, parked, for a lost "
      "node's place); 0: --dp-spares is refused"},
+    {"spare_timeout", "20", number(&SiteConfig::spare_timeout_s, 1, kDay),
+     "seconds a node of a step with spares may be silent (frozen, cut off) before a spare takes "
+     "its place, instead of heartbeat_timeout: a spare waits, so a restart costs seconds and "
+     "waiting costs every rank; keep it above the network stalls the site rides out and above "
+     "fence_after"},
+    {"fence_after", "15", number(&SiteConfig::fence_after_s, 1, kDay),
+     "seconds a node agent of a step with spares may hear nothing of the step's daemon before "
+     "it kills its node's programs, their whole process trees, without grace: a node cut off "
+     "or frozen never runs on beside the spare that took its place (the daemon starts the spare "
+     "only once the lost node's programs are dead or this much has passed since it was heard); "
+     "below spare_timeout"},
     {"max_restarts", "3", number(&SiteConfig::max_restarts, 0, 1000),
      "how many times a step with --dp-spares may restart its programs (a lost node replaced by a "
      "spare, or a program that failed on a live node) when it gives no --dp-max-restarts"},
@@ -330,6 +341,10 @@ Result<SiteConfig> parse_site_config(const std::vector<std::string>& words) {
     return site_error("tiles_per_device=" + std::to_string(c.tiles_per_device),
                       "kind=cuda has one tile per GPU (MIG slices are separate Slurm devices); "
                       "remove it or set kind=ze/rdu");
+  if (c.fence_after_s >= c.spare_timeout_s)
+    return site_error("fence_after=" + std::to_string(c.fence_after_s),
+                      "must stay below spare_timeout=" + std::to_string(c.spare_timeout_s) +
+                          ": a lost node's programs are killed before its spare starts");
   return c;
 }
 

@@ -101,6 +101,16 @@ RestartPlan plan_restart(const Roster& r, Setback what, int node) {
   return p;
 }
 
+Setback failure_setback(const Roster& r, int& early, bool at_once) {
+  if (!at_once) {
+    early = 0;
+    return Setback::program_failed;
+  }
+  if (++early < kFailuresToRetire || r.spares_left() == 0) return Setback::program_failed;
+  early = 0;
+  return Setback::node_lost;
+}
+
 RestartPlan plan_further_loss(const Roster& r, int node) {
   if (node < 0 || node >= r.nodes()) {
     RestartPlan p;

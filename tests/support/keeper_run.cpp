@@ -1,14 +1,15 @@
 // A task keeper without Slurm (spank/task_keeper.hpp), for scripts/gpu-check,
 // whose machine has no Slurm: this process is the "task", keeps its program
 // as the plugin's task_init does, and execs it in each child with the
-// variables of the node rank it is told (the core's acting_place) and the
+// variables of the node rank the agent tells it (the core's acting_place:
+// the agent's first rank over TASKS_PER_NODE; none for a spare) and the
 // restart count, as slurmstepd would have.
 //
-//   dp_keeper_run SOCKET LOCAL NODE_RANK TASKS_PER_NODE WORLD -- PROGRAM ARGS...
+//   dp_keeper_run SOCKET LOCAL TASKS_PER_NODE WORLD -- PROGRAM ARGS...
 //
-// SOCKET: the node agent's keeper socket ("@name.keepers"); NODE_RANK -1: a
-// spare. It waits for one line on stdin first: the caller, playing root, has
-// told the agent this pid by then.
+// SOCKET: the node agent's keeper socket ("@name.keepers"). It waits for one
+// line on stdin first: the caller, playing root, has told the agent this pid
+// by then.
 #include <unistd.h>
 
 #include <cstdio>
@@ -24,18 +25,17 @@
 int main(int argc, char** argv) {
   int sep = 1;
   while (sep < argc && std::string(argv[sep]) != "--") ++sep;
-  if (sep != 6 || sep + 1 >= argc) {
+  if (sep != 5 || sep + 1 >= argc) {
     std::fprintf(stderr,
-                 "usage: dp_keeper_run SOCKET LOCAL NODE_RANK TASKS_PER_NODE WORLD -- PROGRAM "
+                 "usage: dp_keeper_run SOCKET LOCAL TASKS_PER_NODE WORLD -- PROGRAM "
                  "ARGS...\n");
     return 2;
   }
   auto local = dp::parse_whole_number(argv[2], 0, 4096);
-  auto node_rank = dp::parse_whole_number(argv[3], -1, 1 << 20);
-  auto per_node = dp::parse_whole_number(argv[4], 1, 4096);
-  auto world = dp::parse_whole_number(argv[5], 1, 1 << 24);
-  if (!local || !node_rank || !per_node || !world) {
-    std::fprintf(stderr, "dp_keeper_run: LOCAL, NODE_RANK, TASKS_PER_NODE, WORLD are numbers\n");
+  auto per_node = dp::parse_whole_number(argv[3], 1, 4096);
+  auto world = dp::parse_whole_number(argv[4], 1, 1 << 24);
+  if (!local || !per_node || !world) {
+    std::fprintf(stderr, "dp_keeper_run: LOCAL, TASKS_PER_NODE, WORLD are numbers\n");
     return 2;
   }
   char go[16];
@@ -43,7 +43,6 @@ int main(int argc, char** argv) {
   dp::spank::KeeperPlan plan;
   plan.socket = argv[1];
   plan.local = static_cast<int>(*local);
-  if (*node_rank >= 0) plan.node_rank = static_cast<int>(*node_rank);
   const int l = plan.local, t = static_cast<int>(*per_node), w = static_cast<int>(*world);
   plan.prepare = [l, t, w](int nr, int count) -> dp::Result<void> {
     const dp::TaskPlace p = dp::acting_place(nr, l, t);

@@ -45,4 +45,21 @@ UniqueFd pin_process(int pid, unsigned long long start_ticks);
 // `max`: one pass, a stat each (no file of another user's is read).
 std::vector<int> processes_of(uid_t uid, size_t max);
 
+// The processes below `pid` (its children, theirs, ...), parents before
+// children, at most `max`: each thread's /proc/PID/task/TID/children (the
+// kernel's own list), else, where the kernel keeps none, every process's
+// parent from one pass over /proc. A process that has exited and not been
+// reaped (a zombie) is listed too: it is ended once its parent reaps it.
+std::vector<int> descendants(int pid, size_t max = 1 << 16);
+
+// `sig` to each of `pid`'s descendants; how many it reached.
+size_t signal_descendants(int pid, int sig);
+
+// Ends every descendant of `pid` for good, also those that fork while it
+// does: each is stopped first (a stopped process forks no more), then
+// killed, the list read again until it holds only zombies or the rounds
+// (a few hundred) are spent. The caller, their subreaper, reaps what comes
+// back to it. Returns how many it killed.
+size_t kill_descendants(int pid);
+
 }  // namespace dp

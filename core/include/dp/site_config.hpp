@@ -66,7 +66,16 @@ struct SiteConfig {
   int lease_share_ports() const noexcept {
     return lease_share > 0 ? lease_share : std::max(1, (port_max - port_min + 1) / 4);
   }
-  int max_spares{};       // the most --dp-spares a step may ask for (0: none)
+  int max_spares{};  // the most --dp-spares a step may ask for (0: none)
+  // A step with spares: a node silent this long is replaced by a spare (a
+  // spare waits: a restart costs seconds, waiting costs every rank); an
+  // agent that heard nothing of the daemon for fence_after kills its node's
+  // programs, so a replaced node never runs on beside its spare.
+  int spare_timeout_s{};
+  int fence_after_s{};
+  // How long the node agents may take to stop their programs in a restart
+  // (kill_grace and a margin for the keepers' word): one that has not is lost.
+  int restart_stop_s() const noexcept { return kill_grace_s + 5; }
   int max_restarts{};     // a step's restart budget with --dp-spares and no --dp-max-restarts
   bool spares_no_kill{};  // spares_no_kill=set: srun defaults --no-kill for --dp-spares
 

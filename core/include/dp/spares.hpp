@@ -54,6 +54,16 @@ struct RestartPlan {
 // `node`: the node index of the lost node, or of the live node whose program failed.
 RestartPlan plan_restart(const Roster& r, Setback what, int node);
 
+// A node on which the program failed at once (before the step's rendezvous
+// of that start, or within kAtOnce of it) twice in a row, say a bad GPU, is
+// retired while a spare is left: the failure counts as the node's loss, and
+// the next spare takes its place instead of the budget being spent there.
+// `early`: that node's failures at once so far, without a start that lasted
+// between (updated); a failure after kAtOnce counts as any other.
+inline constexpr int kFailuresToRetire = 2;
+inline constexpr int64_t kAtOnceMs = 10'000;
+Setback failure_setback(const Roster& r, int& early, bool at_once);
+
 // Another node lost while a restart was under way, before the programs
 // started again: it needs a spare too, but counts no second restart.
 RestartPlan plan_further_loss(const Roster& r, int node);

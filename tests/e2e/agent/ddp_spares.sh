@@ -22,12 +22,7 @@ args=(--steps 60 --step-ms 150 --save-every 5)
 kill_wait=5  # dp-cluster's KillWait
 
 # 1. The control.
-t0=$(date +%s%N)
-start_resume control 2 --dp-store=step -- "${args[@]}"
-wait_srun 240
-((ms >= 0 && rc == 0)) || fail "the control ended rc=$rc after $ms ms: $(tail -5 "$WORK/srun.log")"
-control=$(done_params)
-echo "control: parameters $control"
+run_control "${args[@]}"
 
 # 2. A healthy step with a spare.
 t0=$(date +%s%N)

@@ -30,11 +30,7 @@ out=$(as_user timeout 60 srun --dp-world=auto --dp-spares=1 -N3 --ntasks-per-nod
 site heartbeat_timeout=$bound kill_grace=2
 
 # The control, for the parameters.
-t0=$(date +%s%N)
-start_resume control 2 --dp-store=step -- "${args[@]}"
-wait_srun 240
-((ms >= 0 && rc == 0)) || fail "the control ended rc=$rc after $ms ms: $(tail -5 "$WORK/srun.log")"
-control=$(done_params)
+run_control "${args[@]}"
 
 # 2. A frozen node.
 start_resume freeze 3 --no-kill --dp-spares=1 -- "${args[@]}"

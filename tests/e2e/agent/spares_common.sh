@@ -5,9 +5,12 @@
 # cluster's base; an unmodified PyTorch DDP program that resumes from its
 # checkpoint (pytorch/resume.py). Sourced first (it sources lib.sh).
 #   start_resume NAME NODES [srun flags...] -- [resume.py args...]
-#                         srun --dp-world=auto -N NODES --ntasks-per-node=2 in the background:
+#                         srun --dp-world=auto -N NODES --ntasks-per-node=2 in the background
+#                         (the task's command: program[@], resume.py by default):
 #                         srun_pid, job; each task's output in $WORK/task<T>.log (Slurm's
 #                         task id: a spare's tasks are 4 and 5), srun's in $WORK/srun.log
+#   run_control ARGS...   the same program on 2 nodes, never stopped: its parameters in
+#                         $control (the one digest a restarted run must end with)
 #   wait_ready SECS       every rank completed a step; the checkpoint exists
 #   node_pids NODE        every process of NODE: its slurmd, the step's slurmstepd and below
 #   lose_node NODE        SIGKILL to all of them at once (t0: the loss, ns since the epoch)
@@ -31,6 +34,7 @@ export DP_CLUSTER_DIR=$DP_BUILD_DIR/e2e-cluster-spares DP_CLUSTER_MODE=ns DP_CLU
 . "$(dirname "${BASH_SOURCE[0]}")/node_loss.sh"
 PYTHON=/usr/bin/python3
 cp "$(dirname "${BASH_SOURCE[0]}")/../pytorch/resume.py" "$WORK/"
+program=("$PYTHON" "$WORK/resume.py")
 spares_cleanup() {
   thaw_all
   [[ -z ${srun_pid:-} ]] || kill "$srun_pid" 2>/dev/null || true
@@ -50,7 +54,7 @@ start_resume() {
   # USE_LIBUV=0: Debian 13's torch 2.6 has no libuv TCPStore but asks for it.
   as_user env "${pet[@]}" srun --dp-world=auto --dp-verbose "${flags[@]}" -N "$nodes" --ntasks-per-node=2 \
     -J "$name" -o "$WORK/task%t.log" --export=ALL,USE_LIBUV=0 \
-    "$PYTHON" "$WORK/resume.py" --ckpt "$WORK/ckpt.pt" --ready-file "$WORK/ready" "$@" \
+    "${program[@]}" --ckpt "$WORK/ckpt.pt" --ready-file "$WORK/ready" "$@" \
     >"$WORK/srun.log" 2>&1 &
   srun_pid=$!
   local deadline=$((SECONDS + 30))
@@ -58,6 +62,15 @@ start_resume() {
     ((SECONDS < deadline)) || fail "no job named $name in the queue: $(cat "$WORK/srun.log")"
     sleep 0.1
   done
+}
+
+run_control() {
+  t0=$(date +%s%N)
+  start_resume control 2 --dp-store=step -- "$@"
+  wait_srun 240
+  ((ms >= 0 && rc == 0)) || fail "the control ended rc=$rc after $ms ms: $(tail -5 "$WORK/srun.log")"
+  control=$(done_params)
+  echo "control: parameters $control"
 }
 
 ranks_ready() { [[ -f $WORK/ready.0 && -f $WORK/ready.1 && -f $WORK/ready.2 && -f $WORK/ready.3 && -f $WORK/ckpt.pt ]]; }

@@ -21,6 +21,11 @@ so it runs per task and under torchrun alike. Lines it prints:
   --ckpt PATH      the checkpoint (a shared folder); required
   --ready-file F   each rank touches F.<rank> once a step completed
   --fail-always    raise after the first step of every start (a program that cannot recover)
+  --trace FILE     each completed step appends "step pid=P rank=R step=S at=NS" to FILE,
+                   each checkpoint "save pid=P step=S at=NS" (one O_APPEND write each):
+                   which process did what, when, after a node was cut off or thawed
+  --loader         each step's data comes from a DataLoader (2 worker processes, 2
+                   batches prefetched each): the same data, from a process tree
 """
 import argparse
 import hashlib
@@ -38,6 +43,8 @@ def parse_args():
     p.add_argument("--ckpt", required=True)
     p.add_argument("--ready-file", default="")
     p.add_argument("--fail-always", action="store_true")
+    p.add_argument("--loader", action="store_true")
+    p.add_argument("--trace", default="")
     return p.parse_args()
 
 
@@ -48,10 +55,44 @@ import torch.distributed as dist  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
 
+class Steps(torch.utils.data.Dataset):
+    """Step s's data on this rank, whichever process makes it."""
+    def __init__(self, rank, first, last):
+        self.rank, self.first, self.last = rank, first, last
+
+    def __len__(self):
+        return self.last - self.first
+
+    def __getitem__(self, i):
+        return step_data(self.first + i, self.rank)
+
+
+def step_data(step, rank):
+    gen = torch.Generator().manual_seed(1000 * step + rank)
+    x = torch.randn(8, 16, generator=gen)
+    return x, x.sum(dim=1, keepdim=True)
+
+
+def batches(args, rank, start):
+    if not args.loader:
+        return (step_data(s, rank) for s in range(start, args.steps))
+    return iter(torch.utils.data.DataLoader(
+        Steps(rank, start, args.steps), batch_size=None, num_workers=2, prefetch_factor=2,
+        multiprocessing_context="fork"))
+
+
+def trace(line):
+    if ARGS.trace:
+        fd = os.open(ARGS.trace, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(fd, f"{line} at={time.time_ns()}\n".encode())
+        os.close(fd)
+
+
 def save(path, model, opt, step):
     tmp = f"{path}.tmp.{os.getpid()}"
     torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step}, tmp)
     os.rename(tmp, path)
+    trace(f"save pid={os.getpid()} step={step}")
 
 
 def main():
@@ -80,13 +121,11 @@ def main():
     # step, the first after a resume too, use the regrouped buckets.
     ddp(torch.zeros(1, 16)).sum().backward()
     opt.zero_grad()
-    for step in range(start, args.steps):
-        gen = torch.Generator().manual_seed(1000 * step + rank)
-        x = torch.randn(8, 16, generator=gen)
-        y = x.sum(dim=1, keepdim=True)
+    for step, (x, y) in zip(range(start, args.steps), batches(args, rank, start)):
         opt.zero_grad()
         nn.functional.mse_loss(ddp(x), y).backward()
         opt.step()
+        trace(f"step pid={os.getpid()} rank={rank} step={step}")
         if step == start:
             print(f"first rank={rank} step={step} restart={restart} at={time.time_ns()}", flush=True)
             if args.ready_file:

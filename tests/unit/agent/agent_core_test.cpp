@@ -3,10 +3,12 @@
 #include "agent_core.hpp"
 
 #include <gtest/gtest.h>
+
 #include <signal.h>
 #include <sys/wait.h>
 
 #include <map>
+#include <memory>
 
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
@@ -43,6 +45,8 @@ struct Recorder : AgentOutbox {
   std::vector<std::chrono::milliseconds> sample_every;  // each SampleAsk
   uint64_t looks = 0;
   void restart(const proto::Restart& r) override { restarts.push_back(r); }
+  void fence_programs(const std::string& why) override { fences.push_back(why); }
+  std::vector<std::string> fences;         // each fence_programs, by its reason
   std::vector<proto::Restart> restarts;    // the daemon's restart orders, passed on
   std::vector<Clock::time_point> relinks;  // each reconnect asked for, by its deadline
   std::vector<std::pair<uint64_t, std::chrono::milliseconds>> stacks_asks;  // each read asked for
@@ -527,6 +531,21 @@ TEST_F(AgentCoreTest, ANodeRefusedAsLateStillLearnsTheMasterNodesFailure) {
   EXPECT_EQ((*late.step_ports())->failure.value().node, "n0");
 }
 
+// A step that restarts in place (--dp-spares): the daemon's orders reach the
+// keepers (the I/O layer), the node answers each, a program stopped on the
+// daemon's word is no loss, and START gives the node its new ranks afresh.
+proto::Response restart_push(proto::Restart::Phase phase, int node_rank,
+                             std::vector<int32_t> ranks) {
+  proto::Response push;
+  auto* r = push.mutable_restart();
+  r->set_phase(phase);
+  r->set_generation(1);
+  r->set_node_rank(node_rank);
+  for (int32_t x : ranks) r->add_node_ranks(x);
+  r->set_restart_count(1);
+  return push;
+}
+
 // ---- an outage of the daemon's link (the site's heartbeat_timeout bounds it) ----
 
 class AgentRelinkTest : public AgentCoreTest {
@@ -538,10 +557,18 @@ class AgentRelinkTest : public AgentCoreTest {
     c.daemon_silence = kBound;
     return c;
   }
-  void tick_until(Clock::time_point t) {
+  void tick_until(Clock::time_point t) { tick_until(link, t); }
+  // Another node's core, its link up, with settings of its own.
+  std::unique_ptr<AgentCore> linked(const AgentConfig& c, Recorder& r) {
+    auto core = std::make_unique<AgentCore>(c, r, now);
+    hello_answered(*core, proto::Response());
+    return core;
+  }
+  // Another core's ticks, every 100 ms as the agent's loop runs.
+  void tick_until(AgentCore& c, Clock::time_point t) {
     while (now < t) {
       now += std::chrono::milliseconds(100);
-      link.on_tick(now);
+      c.on_tick(now);
     }
   }
   proto::Request request(uint64_t id) {
@@ -666,12 +693,64 @@ TEST_F(AgentRelinkTest, AStepThatFailedMeanwhileEndsTheNodeWithItsVerdict) {
   EXPECT_EQ(rec.ended, (std::vector<std::string>{refused.message()}));
 }
 
+// A step with spares: the agent gives up its node's place sooner than the
+// heartbeat bound (the daemon replaces a node silent for spare_timeout, and
+// starts its spare once fence_after has passed): its programs die first,
+// whole trees, and the node's part ends; a 10 s stall fences nothing.
+TEST_F(AgentRelinkTest, WithSparesSilenceFencesTheNodesProgramsAtTheFenceBound) {
+  AgentConfig c = relink_config();
+  c.fence_after = std::chrono::seconds(15);
+  Recorder fo;
+  auto core = linked(c, fo);
+  AgentCore& spared = *core;
+  tick_until(spared, now + std::chrono::seconds(10));
+  spared.relinked(proto::Response(), now);  // the stall ends: nothing fenced
+  EXPECT_TRUE(fo.fences.empty());
+  tick_until(spared, now + std::chrono::milliseconds(14'900));
+  EXPECT_TRUE(fo.fences.empty());
+  tick_until(spared, now + std::chrono::milliseconds(100));
+  ASSERT_EQ(fo.fences.size(), 1u);
+  EXPECT_NE(fo.fences[0].find("fence_after"), std::string::npos) << fo.fences[0];
+  EXPECT_TRUE(spared.finished());
+  EXPECT_EQ(fo.ended.size(), 1u);
+  spared.on_daemon_lost("late");
+  EXPECT_EQ(fo.fences.size(), 1u);  // once
+}
+
+TEST_F(AgentRelinkTest, TheDaemonsFenceKillsTheProgramsAndIsAnsweredOnceTheyAreDead) {
+  join(link, rec, 1, 1);
+  proto::Response fence = restart_push(proto::Restart::FENCE, -1, {});
+  fence.mutable_restart()->set_generation(4);
+  link.on_daemon_response(fence, now);
+  ASSERT_EQ(rec.fences.size(), 1u);
+  EXPECT_TRUE(rec.restarts.empty());  // no STOP or START: the keepers hear "fence"
+  EXPECT_TRUE(link.restarting());     // the programs' ends are the fence's doing
+  const size_t sent = rec.to_daemon_.size();
+  link.on_task_exit(1, SIGKILL, now);
+  EXPECT_EQ(rec.to_daemon_.size(), sent);
+  link.fenced();
+  ASSERT_TRUE(rec.to_daemon_.back().has_restart_ready());
+  EXPECT_EQ(rec.to_daemon_.back().restart_ready().phase(), proto::Restart::FENCE);
+  EXPECT_EQ(rec.to_daemon_.back().restart_ready().generation(), 4u);
+  // A START for a fenced node (it cannot come) changes nothing.
+  link.on_daemon_response(restart_push(proto::Restart::START, 0, {0, 1}), now);
+  EXPECT_TRUE(rec.restarts.empty());
+}
+
+// Without spares (no fence bound) a lost daemon fences nothing: the tasks
+// end as before, through SIGTERM and the site's grace.
+TEST_F(AgentRelinkTest, WithoutSparesALostDaemonFencesNothing) {
+  link.on_daemon_lost("the connection closed (srun ended or died)");
+  EXPECT_TRUE(rec.fences.empty());
+  EXPECT_EQ(rec.ended.size(), 1u);
+}
+
 TEST_F(AgentRelinkTest, TheDoubtComesAtHalfAShortBound) {
   AgentConfig c = relink_config();
   c.daemon_silence = std::chrono::seconds(4);
   Recorder short_out;
-  AgentCore short_bound(c, short_out, now);
-  hello_answered(short_bound, proto::Response());
+  auto core = linked(c, short_out);
+  AgentCore& short_bound = *core;
   const auto heard = now;
   while (now < heard + std::chrono::seconds(2)) {
     EXPECT_TRUE(short_out.relinks.empty());
@@ -679,21 +758,6 @@ TEST_F(AgentRelinkTest, TheDoubtComesAtHalfAShortBound) {
     short_bound.on_tick(now);
   }
   EXPECT_EQ(short_out.relinks.size(), 1u);
-}
-
-// A step that restarts in place (--dp-spares): the daemon's orders reach the
-// keepers (the I/O layer), the node answers each, a program stopped on the
-// daemon's word is no loss, and START gives the node its new ranks afresh.
-proto::Response restart_push(proto::Restart::Phase phase, int node_rank,
-                             std::vector<int32_t> ranks) {
-  proto::Response push;
-  auto* r = push.mutable_restart();
-  r->set_phase(phase);
-  r->set_generation(1);
-  r->set_node_rank(node_rank);
-  for (int32_t x : ranks) r->add_node_ranks(x);
-  r->set_restart_count(1);
-  return push;
 }
 
 TEST_F(AgentCoreTest, ARestartStopsTheProgramsQuietlyAndStartsThemWithTheNewRanks) {

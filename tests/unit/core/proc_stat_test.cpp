@@ -3,6 +3,8 @@
 #include "dp/proc_stat.hpp"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -75,6 +77,56 @@ TEST(ProcessesOf, ThisUsersProcessesAndNoOneElses) {
   const auto nobodys = processes_of(65534, 1 << 20);
   EXPECT_EQ(std::find(nobodys.begin(), nobodys.end(), getpid()), nobodys.end());
   EXPECT_LE(processes_of(getuid(), 1).size(), 1u) << "at most its bound";
+}
+
+// What a keeper ends at a restart (issue 63): a tree whose first child
+// ignores SIGTERM, whose grandchild left an orphan behind (the subreaper's
+// now) that ignores SIGTERM too and forks a child every few milliseconds.
+// SIGTERM ends none of it; kill_descendants ends all of it, the forks too.
+TEST(Descendants, AWholeTreeEndsAlsoWhatForksAwayAndIgnoresSigterm) {
+  int report[2];
+  ASSERT_EQ(::pipe(report), 0);
+  const pid_t root = ::fork();
+  ASSERT_GE(root, 0);
+  if (root == 0) {
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    if (::fork() == 0) {
+      ::signal(SIGTERM, SIG_IGN);
+      if (::fork() == 0) {
+        if (::fork() == 0) {  // the orphan, forking on
+          for (;;) {
+            if (::fork() == 0) {
+              for (;;) ::pause();
+            }
+            ::usleep(3000);
+          }
+        }
+        ::_exit(0);
+      }
+      for (;;) ::pause();
+    }
+    size_t grown = 0;
+    for (int i = 0; i < 500 && (grown = descendants(::getpid()).size()) < 6; ++i) ::usleep(10000);
+    signal_descendants(::getpid(), SIGTERM);
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    const size_t after_term = descendants(::getpid()).size();
+    kill_descendants(::getpid());
+    while (::waitpid(-1, nullptr, 0) > 0) {
+    }
+    const size_t left = descendants(::getpid()).size();
+    const size_t out[3] = {grown, after_term, left};
+    [[maybe_unused]] const auto n = ::write(report[1], out, sizeof out);
+    ::_exit(0);
+  }
+  ::close(report[1]);
+  size_t got[3] = {0, 0, 99};
+  ASSERT_EQ(::read(report[0], got, sizeof got), static_cast<ssize_t>(sizeof got));
+  ::waitpid(root, nullptr, 0);
+  ::close(report[0]);
+  EXPECT_GE(got[0], 6u) << "the tree grew";
+  EXPECT_GE(got[1], 3u) << "SIGTERM ended none that ignores it";
+  EXPECT_EQ(got[2], 0u) << "kill_descendants left some";
 }
 
 }  // namespace

@@ -79,6 +79,25 @@ TEST(Spares, AFailedProgramRestartsInPlaceWithinTheBudget) {
   EXPECT_NE(p.why.find("--dp-max-restarts=2"), std::string::npos) << p.why;
 }
 
+// A bad GPU: the program fails at once on the same node, twice in a row;
+// that node is retired for a spare while one is left. A failure after the
+// programs ran a while, or between two at once, resets the count.
+TEST(Spares, ANodeWhoseProgramFailsAtOnceTwiceIsRetiredWhileASpareIsLeft) {
+  const Roster r = initial_roster(2, 1, 2, 3);
+  int early = 0;
+  EXPECT_EQ(failure_setback(r, early, true), Setback::program_failed);
+  EXPECT_EQ(failure_setback(r, early, true), Setback::node_lost);
+  EXPECT_EQ(early, 0);
+  EXPECT_EQ(failure_setback(r, early, true), Setback::program_failed);
+  EXPECT_EQ(failure_setback(r, early, false), Setback::program_failed);
+  EXPECT_EQ(failure_setback(r, early, true), Setback::program_failed);
+  const Roster none = initial_roster(2, 0, 2, 3);
+  early = 0;
+  EXPECT_EQ(failure_setback(none, early, true), Setback::program_failed);
+  EXPECT_EQ(failure_setback(none, early, true), Setback::program_failed)
+      << "without a spare left the budget decides";
+}
+
 TEST(Spares, TheBudgetBoundsLossesToo) {
   const RestartPlan p = plan_restart(initial_roster(3, 1, 2, 0), Setback::node_lost, 1);
   EXPECT_EQ(p.verdict, RestartPlan::Verdict::end);

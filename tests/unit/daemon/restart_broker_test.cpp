@@ -5,6 +5,8 @@
 // lost node's tasks ended in Slurm.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "broker_fixture.hpp"
 #include "dp/master_port.hpp"
 #include "step_ports_value.hpp"
@@ -73,6 +75,10 @@ class RestartBrokerTest : public BrokerTest {
     send(c, r);
   }
   void tick(int ms) { b_->on_tick(t0_ + milliseconds(ms)); }
+  // Every 100 ms, as the daemon does (a jump reads as a stopped daemon).
+  void ticks(int from, int to) {
+    for (int ms = from + 100; ms <= to; ms += 100) tick(ms);
+  }
   int max_restarts_ = 3;
   std::optional<Broker> b_;
 };
@@ -88,6 +94,11 @@ TEST_F(RestartBrokerTest, ALostNodesPlaceGoesToTheSpareAndEveryProgramStartsAgai
   ready(kA, proto::Restart::STOP);
   EXPECT_EQ(restart_push(kA)->phase(), proto::Restart::STOP);  // the spare has not answered
   ready(kSpare, proto::Restart::STOP);
+  // The lost node's keepers end their programs as its agent's link closes:
+  // its spare starts a second after the drop, not before.
+  tick(900);
+  EXPECT_EQ(restart_push(kSpare)->phase(), proto::Restart::STOP);
+  tick(1000);
   const auto a = restart_push(kA), spare = restart_push(kSpare);
   ASSERT_TRUE(a && spare);
   EXPECT_EQ(a->phase(), proto::Restart::START);
@@ -176,6 +187,7 @@ TEST_F(RestartBrokerTest, ANodeLostWhileAFailedProgramStopsTheOthersTakesTheSpar
   EXPECT_EQ(restart_push(kSpare)->phase(), proto::Restart::STOP);
   EXPECT_EQ(restart_push(kSpare)->generation(), 2u);
   for (ConnId c : {kB, kSpare}) ready(c, proto::Restart::STOP, 2);
+  tick(1000);
   const auto b = restart_push(kB), spare = restart_push(kSpare);
   ASSERT_TRUE(b && spare);
   EXPECT_EQ(b->phase(), proto::Restart::START);
@@ -197,11 +209,16 @@ TEST_F(RestartBrokerTest, ANodeThatNeverAnswersTheStopIsLostAndTheSpareTakesItsP
   rank_lost(kB, 2, 1);
   ready(kB, proto::Restart::STOP);
   ready(kSpare, proto::Restart::STOP);
-  tick(16'000);
+  ticks(0, 15'000);  // the stop's bound: na is lost
   EXPECT_FALSE(b_->aborted());
   ASSERT_TRUE(restart_push(kSpare));
   EXPECT_EQ(restart_push(kSpare)->generation(), 2u);
   for (ConnId c : {kB, kSpare}) ready(c, proto::Restart::STOP, 2);
+  // Closed by the daemon, its agent may not know yet: its programs count as
+  // dead once it was unheard for fence_after and a margin (heard at t0).
+  ticks(15'000, 16'900);
+  EXPECT_EQ(restart_push(kSpare)->phase(), proto::Restart::STOP);
+  ticks(16'900, 17'000);
   ASSERT_TRUE(restart_push(kSpare));
   EXPECT_EQ(restart_push(kSpare)->phase(), proto::Restart::START);
   EXPECT_EQ(restart_push(kSpare)->node_rank(), 0);
@@ -221,6 +238,7 @@ TEST_F(RestartBrokerTest, ANodeThatLeftUnheardDuringARestartIsLostNotWaitedFor) 
   EXPECT_EQ(restart_push(kSpare)->generation(), 2u);
   EXPECT_EQ(restart_push(kSpare)->phase(), proto::Restart::STOP);
   for (ConnId c : {kB, kSpare}) ready(c, proto::Restart::STOP, 2);
+  tick(1100);
   ASSERT_EQ(restart_push(kSpare)->phase(), proto::Restart::START);
   EXPECT_EQ(restart_push(kSpare)->node_rank(), 0);
   EXPECT_EQ(restart_push(kB)->node_rank(), 1);
@@ -245,7 +263,94 @@ TEST_F(RestartBrokerTest, TheProgramsKeysGoAtARestartButTheAgentsExchangeStays) 
   b_->on_disconnect(kB, t0_);
   ready(kA, proto::Restart::STOP);
   ready(kSpare, proto::Restart::STOP);
+  tick(1000);
   EXPECT_EQ(b_->stats().keys(), 1u);
+}
+
+// A node whose task ended for good while its agent still speaks: the agent
+// hears FENCE (its programs' trees killed), and the spare starts once it
+// says they are dead; without its answer, once it was unheard for the
+// site's fence_after (and a heartbeat's margin).
+TEST_F(RestartBrokerTest, ALostNodesSpareStartsOnlyOnceItsProgramsAreKnownDead) {
+  for (bool answer : {true, false}) {
+    SCOPED_TRACE(answer ? "the agent answers" : "the agent is silent");
+    b_.reset();
+    out_ = Recorder{};
+    SetUp();
+    proto::Request gone;
+    gone.set_id(8);
+    gone.mutable_rank_lost()->set_rank(2);
+    gone.mutable_rank_lost()->set_exit_code(1);
+    gone.mutable_rank_lost()->set_task_gone(true);
+    send(kB, gone);
+    ASSERT_FALSE(b_->aborted());
+    ASSERT_TRUE(restart_push(kB));
+    EXPECT_EQ(restart_push(kB)->phase(), proto::Restart::FENCE);
+    ready(kA, proto::Restart::STOP);
+    ready(kSpare, proto::Restart::STOP);
+    tick(100);
+    EXPECT_EQ(restart_push(kSpare)->phase(), proto::Restart::STOP);
+    EXPECT_EQ(std::count(out_.closed.begin(), out_.closed.end(), kB), 0);
+    if (answer) {
+      ready(kB, proto::Restart::FENCE, restart_push(kB)->generation());
+    } else {
+      tick(16'900);  // heard at t0: fence_after 15 s and a 2 s margin
+      EXPECT_EQ(restart_push(kSpare)->phase(), proto::Restart::STOP);
+      tick(17'000);
+    }
+    EXPECT_EQ(std::count(out_.closed.begin(), out_.closed.end(), kB), 1);
+    ASSERT_EQ(restart_push(kSpare)->phase(), proto::Restart::START);
+    EXPECT_EQ(restart_push(kSpare)->node_rank(), 1);
+  }
+}
+
+// The spare's program fails at once twice in a row (a bad GPU): the node is
+// retired (FENCE, its place to the next spare) instead of the budget being
+// spent on it; here the first start's node nb, then the spare in its place.
+TEST_F(RestartBrokerTest, ANodeWhoseProgramFailsAtOnceTwiceIsRetiredForTheNextSpare) {
+  rank_lost(kB, 2, 1);
+  for (ConnId c : {kA, kB, kSpare}) ready(c, proto::Restart::STOP);
+  ASSERT_EQ(restart_push(kB)->phase(), proto::Restart::START);
+  EXPECT_EQ(restart_push(kB)->node_rank(), 1);  // in place: the first failure
+  for (ConnId c : {kA, kB}) ready(c, proto::Restart::START);
+  rank_lost(kB, 3, 1);  // at once again, on the same node
+  ASSERT_FALSE(b_->aborted());
+  EXPECT_EQ(restart_push(kB)->phase(), proto::Restart::FENCE);
+  for (ConnId c : {kA, kSpare}) ready(c, proto::Restart::STOP, 2);
+  ready(kB, proto::Restart::FENCE, restart_push(kB)->generation());
+  ASSERT_EQ(restart_push(kSpare)->phase(), proto::Restart::START);
+  EXPECT_EQ(restart_push(kSpare)->node_rank(), 1);
+  EXPECT_EQ(restart_push(kSpare)->restart_count(), 2u);
+}
+
+// The same failures with the programs' rendezvous (every PyTorch client's
+// init/ add) and 10 s of running between them restart in place: no node's fault.
+TEST_F(RestartBrokerTest, AFailureAfterTheProgramsMetAndRanIsNoNodesFault) {
+  rank_lost(kB, 2, 1);
+  for (ConnId c : {kA, kB, kSpare}) ready(c, proto::Restart::STOP);
+  for (ConnId c : {kA, kB}) ready(c, proto::Restart::START);
+  for (int r = 0; r < 4; ++r) {
+    proto::Request add;
+    add.set_id(20 + r);
+    add.set_space(proto::SPACE_TORCH);
+    add.mutable_add()->set_key("/default_pg/0//cuda//init/");
+    add.mutable_add()->set_delta(1);
+    send(r < 2 ? kA : kB, add);
+  }
+  tick(11'000);
+  b_->on_frame(
+      kB,
+      [] {
+        proto::Request r;
+        r.set_id(8);
+        r.mutable_rank_lost()->set_rank(3);
+        r.mutable_rank_lost()->set_exit_code(1);
+        return r.SerializeAsString();
+      }(),
+      t0_ + milliseconds(11'000));
+  ASSERT_FALSE(b_->aborted());
+  EXPECT_EQ(restart_push(kB)->phase(), proto::Restart::STOP);
+  EXPECT_EQ(restart_push(kB)->generation(), 2u);
 }
 
 class RestartBudgetTest : public RestartBrokerTest {
