@@ -20,6 +20,8 @@
 #   last_end_ns           when the last rank's program printed its done line
 #   first_after NS        the earliest first-step time of a restarted start after NS, minus
 #                         its checkpoint load: "<ms since NS> <load ms>"
+#   begun_after NS        ms from NS to the latest begin of a restarted program after NS
+#                         (the launcher or agent has started it; PyTorch's import follows)
 #   spares_fail MSG       fail, after printing what a CI log needs to tell why: the
 #                         daemon's log (srun runs with --dp-verbose), the tasks' last
 #                         lines, Slurm's view and where every process of the job waits
@@ -97,6 +99,15 @@ last_end_ns() {
     ((t > newest)) && newest=$t
   done
   echo "$newest"
+}
+
+# The restarted programs' latest begin, in ms since NS (-1: none).
+begun_after() {
+  local worst=-1 at
+  for at in $(sed -n 's/^begin rank=.* restart=[1-9][0-9]* at=\([0-9]*\)$/\1/p' "$WORK"/task*.log); do
+    if ((at > $1 && (at - $1) / 1000000 > worst)); then worst=$(((at - $1) / 1000000)); fi
+  done
+  echo "$worst"
 }
 
 # The restarted programs' first completed step: the latest rank's, in ms

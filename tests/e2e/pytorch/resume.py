@@ -10,6 +10,7 @@ all_reduce is deterministic for a fixed world). It reads only torchrun's
 variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_*, TORCHELASTIC_RESTART_COUNT),
 so it runs per task and under torchrun alike. Lines it prints:
 
+  begin rank=R restart=C at=NS                 its process began (before PyTorch's import)
   resume rank=R step=S load_ms=M restart=C     it loaded the checkpoint of step S
   first rank=R step=S restart=C at=NS          its first step of this start completed
                                                (CLOCK_REALTIME ns, the test's clock)
@@ -49,6 +50,10 @@ def parse_args():
 
 
 ARGS = parse_args()
+# Before PyTorch's import, which takes seconds on a small machine: a test
+# tells a launcher's restart from the program's own start-up by it.
+print(f"begin rank={os.environ.get('RANK', '-')} "
+      f"restart={os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')} at={time.time_ns()}", flush=True)
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
