@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "dp/shown_value.hpp"
 #include "dp/sys_error.hpp"
 #include "dp/unique_fd.hpp"
 #include "dp/unix_socket.hpp"
@@ -21,6 +22,9 @@
 
 namespace dp::obs {
 namespace {
+
+// A daemon's error answer as shown: one line, at most this many bytes of it.
+constexpr size_t kShownErrorChars = 1024;
 
 uint32_t fnv1a(const std::string& s) {
   uint32_t h = 2166136261u;
@@ -152,7 +156,12 @@ Result<proto::Response> ask(const std::string& path, const proto::Request& req,
       proto::Response r;
       if (!r.ParseFromArray(payload.data(), static_cast<int>(payload.size())))
         return make_error(Errc::protocol, "malformed answer from " + path);
-      if (r.code() != proto::OK) return rdv::error_from(r);
+      // The daemon is the step owner's process: its text is shown escaped
+      // (root's dp-top prints it), never as terminal control.
+      if (r.code() != proto::OK) {
+        auto e = rdv::error_from(r);
+        return make_error(e.code, shown_value(e.message, kShownErrorChars));
+      }
       return r;
     }
     if (st == rdv::FrameDecoder::Status::too_large)

@@ -37,7 +37,7 @@ constexpr size_t kUnixTableBytes = 4u << 20;  // /proc/net/unix, without sock_di
 // (query still checks the uid, within its deadline).
 std::vector<std::string> abstract_names(const std::string& prefix, uid_t owner) {
   std::vector<std::string> out;
-  if (auto found = abstract_listeners(prefix, kMostSockets); found) {
+  if (auto found = abstract_listeners(prefix, owner, kMostSockets); found) {
     for (auto& l : *found)
       if (!l.uid || *l.uid == owner) out.push_back(std::move(l.name));
     std::sort(out.begin(), out.end());

@@ -34,7 +34,8 @@ std::optional<UnixListener> listener_of(const nlmsghdr* h, const std::string& pr
 
 }  // namespace
 
-Result<std::vector<UnixListener>> abstract_listeners(const std::string& prefix, size_t limit) {
+Result<std::vector<UnixListener>> abstract_listeners(const std::string& prefix, uid_t owner,
+                                                     size_t limit) {
   unix_diag_req req{};
   req.sdiag_family = AF_UNIX;
   req.udiag_states = 1u << TCP_LISTEN;
@@ -43,7 +44,9 @@ Result<std::vector<UnixListener>> abstract_listeners(const std::string& prefix, 
   DP_TRY(nl);
   std::vector<UnixListener> out;
   DP_TRY(sock_diag_dump(*nl, [&](const nlmsghdr& h) {
-    if (auto l = listener_of(&h, prefix); l && out.size() < limit) out.push_back(std::move(*l));
+    // The owner's first: another user's names never count towards the limit.
+    if (auto l = listener_of(&h, prefix); l && (!l->uid || *l->uid == owner) && out.size() < limit)
+      out.push_back(std::move(*l));
     return true;
   }));
   return out;

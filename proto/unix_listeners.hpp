@@ -21,8 +21,11 @@ struct UnixListener {
   std::optional<uid_t> uid;  // absent on kernels before 5.3 (no UNIX_DIAG_UID)
 };
 
-// Abstract listeners whose name starts with prefix ("@..."), at most limit of
-// them; an error when sock_diag cannot be asked (the caller falls back).
-Result<std::vector<UnixListener>> abstract_listeners(const std::string& prefix, size_t limit);
+// Abstract listeners whose name starts with prefix ("@...") created by owner
+// (or of unknown uid), at most limit of them, filtered before they are
+// counted: decoys of another user never hide the owner's; an error when
+// sock_diag cannot be asked (the caller falls back).
+Result<std::vector<UnixListener>> abstract_listeners(const std::string& prefix, uid_t owner,
+                                                     size_t limit);
 
 }  // namespace dp::obs

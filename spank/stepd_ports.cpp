@@ -63,7 +63,6 @@ Reservation trusted_reservation(const StepdFacts& f) {
     s.slurmctld = *record;
   } else {
     s.slurmctld_error = record.error().message;
-    s.mpi_ports = mpi_ports_range(slurm::mpi_params());
   }
   return slurm_reservation(s);
 }

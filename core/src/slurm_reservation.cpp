@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "dp/params.hpp"
 #include "dp/shown_value.hpp"
 #include "dp/step_ports.hpp"
 
@@ -11,10 +10,6 @@ namespace dp {
 namespace {
 
 constexpr const char* kVariable = "SLURM_STEP_RESV_PORTS";
-
-std::string range_text(const std::pair<int, int>& r) {
-  return std::to_string(r.first) + "-" + std::to_string(r.second);
-}
 
 std::string privileged_text(int port, int start) {
   return "port " + std::to_string(port) + " is below net.ipv4.ip_unprivileged_port_start (" +
@@ -76,7 +71,9 @@ Reservation from_slurmctld(const ReservationSources& s, const std::string& recor
   return r;  // the same ports, written otherwise
 }
 
-// Where slurmctld could not answer: the job's list, only inside MpiParams=ports=.
+// Where slurmctld could not answer: the job's list is the user's word, and
+// even inside MpiParams=ports= it may name ports Slurm reserved for another
+// step, so none of it is taken; the step leases, and the list is named.
 Reservation from_job_env(const ReservationSources& s) {
   Reservation r;
   if (!s.job_env) return r;
@@ -85,53 +82,19 @@ Reservation from_job_env(const ReservationSources& s) {
     r.refusal = refused(*s.job_env, "not a port list", kLeased);
     return r;
   }
-  const std::string asked = "slurmctld could not be asked for the step's reservation (" +
-                            shown_value(s.slurmctld_error, 200) + ")";
   if (auto p = first_privileged(*named, s.unprivileged_start)) {
     r.refusal = refused(*s.job_env, privileged_text(*p, s.unprivileged_start), kLeased);
     return r;
   }
-  for (int p : *named) {
-    if (!s.mpi_ports) {
-      r.refusal = refused(*s.job_env,
-                          asked + " and this node's slurm.conf sets no MpiParams=ports=, so port " +
-                              std::to_string(p) + " cannot be Slurm's",
-                          kLeased);
-      return r;
-    }
-    if (p < s.mpi_ports->first || p > s.mpi_ports->second) {
-      r.refusal = refused(*s.job_env,
-                          asked + " and port " + std::to_string(p) +
-                              " is outside MpiParams=ports=" + range_text(*s.mpi_ports) +
-                              ", so it cannot be Slurm's",
-                          kLeased);
-      return r;
-    }
-  }
-  r.ports = *s.job_env;
+  r.refusal = refused(*s.job_env,
+                      "slurmctld could not be asked for the step's reservation (" +
+                          shown_value(s.slurmctld_error, 200) +
+                          "), and a list from the job's environment may name another step's ports",
+                      kLeased);
   return r;
 }
 
 }  // namespace
-
-std::optional<std::pair<int, int>> mpi_ports_range(std::string_view mpi_params) {
-  constexpr std::string_view key = "ports=";
-  size_t pos = 0;
-  while (pos <= mpi_params.size()) {
-    const size_t end = std::min(mpi_params.find(',', pos), mpi_params.size());
-    const std::string_view word = mpi_params.substr(pos, end - pos);
-    pos = end + 1;
-    if (word.substr(0, key.size()) != key) continue;
-    const std::string_view range = word.substr(key.size());
-    const size_t dash = range.find('-');
-    if (dash == std::string_view::npos) return std::nullopt;
-    auto lo = parse_whole_number(range.substr(0, dash), 1, 65535);
-    auto hi = parse_whole_number(range.substr(dash + 1), 1, 65535);
-    if (!lo || !hi || *hi < *lo) return std::nullopt;
-    return std::pair{static_cast<int>(*lo), static_cast<int>(*hi)};
-  }
-  return std::nullopt;
-}
 
 Reservation slurm_reservation(const ReservationSources& sources) {
   if (sources.slurmctld) return from_slurmctld(sources, *sources.slurmctld);

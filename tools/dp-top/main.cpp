@@ -103,9 +103,37 @@ bool job_owner(uint32_t job, uid_t& owner, std::string& why) {
 // terminal may show it: one line of printable ASCII.
 std::string shown(const std::string& line) { return dp::shown_value(line, 16384); }
 
+// How deep a report may nest: ours nests 4 deep; re-encoding is recursive, so
+// a report nested a million deep would overflow root's stack.
+constexpr int kMostJsonDepth = 32;
+
+// Whether `json`'s arrays and objects nest at most `limit` deep (strings, with
+// their escapes, skipped); a cheap scan before any parse.
+bool nests_within(std::string_view json, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
+
 // The step report for scripts, re-encoded: valid JSON, ASCII only (every
 // control character and non-ASCII letter a \u escape), whatever the daemon sent.
 std::string shown_json(const std::string& json) {
+  if (!nests_within(json, kMostJsonDepth))
+    return "{\"error\": \"the daemon's report nests deeper than " + std::to_string(kMostJsonDepth) +
+           " levels\"}";
   const auto parsed = nlohmann::json::parse(json, nullptr, false);
   if (parsed.is_discarded()) return "{\"error\": \"the daemon's report is not JSON\"}";
   return parsed.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);

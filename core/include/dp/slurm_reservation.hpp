@@ -10,10 +10,9 @@
 // a privileged port (NFS sec=sys trusts source ports below 1024), or make root
 // hold another step's port. So the master node asks slurmctld for the step's
 // record (its resv_ports: what Slurm itself reserved) and takes only that;
-// where slurmctld cannot answer it accepts the job's list only inside the
-// MpiParams=ports= range of slurmstepd's own slurm.conf (ports Slurm gives to
-// one step at a time, which no lease or other service uses). Pure: the plugin
-// reads the sources, this decides.
+// where slurmctld cannot answer it takes none of the job's list (even inside
+// MpiParams=ports= it may name another step's reserved ports) and the step
+// leases instead. Pure: the plugin reads the sources, this decides.
 #pragma once
 
 #include <optional>
@@ -30,10 +29,6 @@ inline constexpr int kUnprivilegedPortStart = 1024;
 // for a user's step.
 inline bool privileged_port(int port, int unprivileged_start) { return port < unprivileged_start; }
 
-// The ports= range of slurm.conf's MpiParams ("ports=12000-12999", among
-// other comma-separated words); nullopt where it sets none or is malformed.
-std::optional<std::pair<int, int>> mpi_ports_range(std::string_view mpi_params);
-
 // What the master node knows of the step's reservation.
 struct ReservationSources {
   std::optional<std::string> job_env;  // SLURM_STEP_RESV_PORTS in the job's environment
@@ -41,7 +36,6 @@ struct ReservationSources {
   // slurmctld could not be asked (slurmctld_error says why).
   std::optional<std::string> slurmctld;
   std::string slurmctld_error;
-  std::optional<std::pair<int, int>> mpi_ports;  // MpiParams=ports= of slurmstepd's slurm.conf
   int unprivileged_start = kUnprivilegedPortStart;
 };
 

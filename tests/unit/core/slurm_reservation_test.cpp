@@ -1,7 +1,7 @@
 // Which reserved ports a step may take: only what Slurm reserved for it
-// (slurmctld's record, or where slurmctld cannot answer the job's list inside
-// MpiParams=ports=), never a privileged one; a refused list is named with
-// the variable, the port and why.
+// (slurmctld's record; where slurmctld cannot answer, none of the job's
+// list), never a privileged one; a refused list is named with the variable,
+// the port and why.
 #include "dp/slurm_reservation.hpp"
 
 #include <gtest/gtest.h>
@@ -21,11 +21,10 @@ dp::ReservationSources from_slurmctld(const char* job_env, const char* record) {
   return s;
 }
 
-dp::ReservationSources without_slurmctld(const char* job_env, const char* mpi_params) {
+dp::ReservationSources without_slurmctld(const char* job_env) {
   dp::ReservationSources s;
   if (job_env) s.job_env = job_env;
   s.slurmctld_error = "cannot read step 7.0 from slurmctld: Unable to contact slurm controller";
-  if (mpi_params) s.mpi_ports = dp::mpi_ports_range(mpi_params);
   return s;
 }
 
@@ -34,15 +33,6 @@ void expect_taken(const dp::ReservationSources& s, const std::string& ports) {
   auto r = dp::slurm_reservation(s);
   EXPECT_EQ(r.ports, ports);
   EXPECT_EQ(r.refusal, "");
-}
-
-TEST(MpiPortsRange, ReadFromMpiParamsWords) {
-  EXPECT_EQ(dp::mpi_ports_range("ports=12000-12999"), std::pair(12000, 12999));
-  EXPECT_EQ(dp::mpi_ports_range("disable_slurm_hydra_bootstrap,ports=1000-1010"),
-            std::pair(1000, 1010));
-  for (const char* none : {"", "ports=", "ports=12000", "ports=2-1", "ports=0-5", "portsx=1-2",
-                           "ports=1-70000", "ports=a-b"})
-    EXPECT_FALSE(dp::mpi_ports_range(none)) << none;
 }
 
 TEST(SlurmReservation, SlurmctldsRecordIsTheStepsReservation) {
@@ -95,20 +85,23 @@ TEST(SlurmReservation, APrivilegedReservationOfSlurmsIsRefusedToo) {
   EXPECT_EQ(dp::slurm_reservation(low).ports, "800-801");
 }
 
-TEST(SlurmReservation, WithoutSlurmctldOnlyPortsInsideMpiParams) {
-  expect_taken(without_slurmctld("12000-12001", "ports=12000-12999"), "12000-12001");
-  auto r = dp::slurm_reservation(without_slurmctld("29500", "ports=12000-12999"));
-  EXPECT_EQ(r.ports, "");
-  EXPECT_TRUE(has(r.refusal, "port 29500 is outside MpiParams=ports=12000-12999")) << r.refusal;
-  EXPECT_TRUE(has(r.refusal, "Unable to contact slurm controller")) << r.refusal;
-  r = dp::slurm_reservation(without_slurmctld("29500", nullptr));
-  EXPECT_EQ(r.ports, "");
-  EXPECT_TRUE(has(r.refusal, "sets no MpiParams=ports=")) << r.refusal;
-  // Inside a privileged MpiParams range: still refused.
-  r = dp::slurm_reservation(without_slurmctld("879", "ports=800-900"));
+// Without slurmctld's answer the job's list is only the user's word: even a
+// list inside MpiParams=ports= may be another step's reservation (a second
+// user copies it from that step's environment), so none is taken.
+TEST(SlurmReservation, WithoutSlurmctldNoPortOfTheJobsListIsTaken) {
+  for (const char* list : {"12000-12001", "29500", "12000"}) {
+    auto r = dp::slurm_reservation(without_slurmctld(list));
+    EXPECT_EQ(r.ports, "") << list;
+    EXPECT_TRUE(has(r.refusal, std::string("SLURM_STEP_RESV_PORTS=") + list + ": ")) << r.refusal;
+    EXPECT_TRUE(has(r.refusal, "Unable to contact slurm controller")) << r.refusal;
+    EXPECT_TRUE(has(r.refusal, "may name another step's ports")) << r.refusal;
+    EXPECT_TRUE(has(r.refusal, "leased from the site's ports= range instead")) << r.refusal;
+  }
+  // A privileged port is named first, as with slurmctld's answer.
+  auto r = dp::slurm_reservation(without_slurmctld("879"));
   EXPECT_EQ(r.ports, "");
   EXPECT_TRUE(has(r.refusal, "port 879 is below")) << r.refusal;
-  EXPECT_EQ(dp::slurm_reservation(without_slurmctld(nullptr, "ports=1-2")).ports, "");
+  EXPECT_EQ(dp::slurm_reservation(without_slurmctld(nullptr)).ports, "");
 }
 
 }  // namespace

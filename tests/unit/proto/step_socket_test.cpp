@@ -4,6 +4,7 @@
 #include "step_socket.hpp"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -160,6 +161,43 @@ TEST(StepSocket, AnotherUsersDecoyWithAFullBacklogIsNeverConnectedTo) {
   ASSERT_FALSE(st);
   EXPECT_EQ(st.error().code, Errc::not_found) << st.error().message;
   EXPECT_LT(took, 1.0) << "query_step waited on another user's decoy";
+}
+
+// Another user fills the step's prefix with more decoys than a client looks
+// at (64): they are left out before the count, so the owner's step is still
+// found and listed, and no decoy is.
+TEST(StepSocket, ManyDecoysOfAnotherUserNeverHideTheOwnersStep) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to serve a socket as another user";
+  const std::string prefix = "@slurm-dp-" + std::to_string(getuid()) + "/424247.";
+  constexpr int kDecoys = 500;
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    const rlimit files{kDecoys + 64, kDecoys + 64};
+    if (setrlimit(RLIMIT_NOFILE, &files) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(1);
+    int made = 0;
+    for (int i = 0; i < kDecoys; ++i)
+      made += listen_abstract(prefix + std::to_string(i % 7) + ".decoy" + std::to_string(i)) >= 0;
+    [[maybe_unused]] ssize_t n = write(ready[1], made == kDecoys ? "1" : "0", 1);
+    pause();
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  auto name = abstract_socket_name("424247", "3");
+  const int fd = name ? listen_abstract(*name) : -1;
+  const auto listed = step_sockets("424247", "3");
+  const auto steps = running_steps("424247");
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  close(ready[0]);
+  close(ready[1]);
+  if (fd >= 0) close(fd);
+  ASSERT_EQ(c, '1') << "the second user could not make its decoys";
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(listed, std::vector<std::string>{*name});
+  EXPECT_EQ(steps, std::vector<std::string>{"3"});
 }
 
 }  // namespace
