@@ -72,7 +72,7 @@ dp_e2e_test(NAME agent.ddp_late_node MODES lo TIMEOUT 300
 # refused. A cluster of their own (3 nodes in namespaces: a lost node's slurmd
 # is killed and started again), 75 ports after the lo cluster's base: one at
 # a time with gres_uuid's, which uses the same ports.
-foreach(t ddp_spares ddp_spares_more torchrun_spares spares_ghosts spares_fencing)
+foreach(t ddp_spares ddp_spares_more torchrun_spares spares_ghosts spares_fencing spares_bad_node)
   add_test(NAME e2e.own.agent.${t} COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent/${t}.sh)
   set_tests_properties(e2e.own.agent.${t} PROPERTIES
     LABELS e2e TIMEOUT 900 RESOURCE_LOCK cluster_own75

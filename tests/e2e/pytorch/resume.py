@@ -22,6 +22,8 @@ so it runs per task and under torchrun alike. Lines it prints:
   --ckpt PATH      the checkpoint (a shared folder); required
   --ready-file F   each rank touches F.<rank> once a step completed
   --fail-always    raise after the first step of every start (a program that cannot recover)
+  --fail-at-once-on NODE
+                   raise before any step, every start, on Slurm node NODE (a bad GPU there)
   --trace FILE     each completed step appends "step pid=P rank=R step=S at=NS" to FILE,
                    each checkpoint "save pid=P step=S at=NS" (one O_APPEND write each):
                    which process did what, when, after a node was cut off or thawed
@@ -44,6 +46,7 @@ def parse_args():
     p.add_argument("--ckpt", required=True)
     p.add_argument("--ready-file", default="")
     p.add_argument("--fail-always", action="store_true")
+    p.add_argument("--fail-at-once-on", default="")
     p.add_argument("--loader", action="store_true")
     p.add_argument("--trace", default="")
     return p.parse_args()
@@ -117,6 +120,9 @@ def main():
         load_ms = (time.monotonic() - t) * 1000.0
         print(f"resume rank={os.environ['RANK']} step={start} load_ms={load_ms:.1f} "
               f"restart={restart}", flush=True)
+    node = os.environ.get("SLURMD_NODENAME", "")
+    if args.fail_at_once_on and node == args.fail_at_once_on:
+        raise RuntimeError(f"rank {os.environ['RANK']} fails at once on {node} (--fail-at-once-on)")
     dist.init_process_group("gloo", init_method="env://")
     rank, world = dist.get_rank(), dist.get_world_size()
     ddp = nn.parallel.DistributedDataParallel(model)
