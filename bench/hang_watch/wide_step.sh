@@ -13,7 +13,7 @@
 # its nodes with --overcommit (one reserved port per node: the 2-node e2e
 # cluster has 15 for 32 tasks a node). --smoke: 1 run, and the merged answer must
 # hold all 64 ranks (ctest e2e.lo.bench.wide_step). Debian 12's Python 3.11
-# has no debug offsets (the kernel's view); for 3.14's frames:
+# is read by its layout table; for 3.14's frames:
 #   scripts/debian-root debian-testing run bench/hang_watch/wide_step.sh build-debian-testing
 set -euo pipefail
 smoke=0
