@@ -136,8 +136,13 @@ void RankSampler::read_frames(std::map<int, Watched>& watched,
   for (size_t i = 0; i < read.size(); ++i) {
     Watched& w = watched.at(targets[i].pid);
     const int syscall = looks.at(targets[i].pid).syscall;
-    w.said.erase(syscall);  // over time, or no Python: the kernel's word
     const stacks::ProcessStacks& p = read[i];
+    // A read cut short (a busy node) tells nothing new: the last word stands
+    // while it is fresh. A rank read whole without Python has the kernel's.
+    if (p.no_python && (p.no_python->why == stacks::NoPython::over_time ||
+                        p.no_python->why == stacks::NoPython::over_budget))
+      continue;
+    w.said.erase(syscall);
     if (p.no_python) continue;
     for (const auto& t : p.threads) {
       if (t.tid == p.pid) w.said[syscall] = {stacks::wait_kind(t.frames, t.call, syscall), now};

@@ -122,7 +122,8 @@ def main():
               f"restart={restart}", flush=True)
     node = os.environ.get("SLURMD_NODENAME", "")
     if args.fail_at_once_on and node == args.fail_at_once_on:
-        raise RuntimeError(f"rank {os.environ['RANK']} fails at once on {node} (--fail-at-once-on)")
+        raise RuntimeError(f"rank {os.environ['RANK']} fails at once on {node} in start "
+                           f"{restart} (--fail-at-once-on)")
     dist.init_process_group("gloo", init_method="env://")
     rank, world = dist.get_rank(), dist.get_world_size()
     ddp = nn.parallel.DistributedDataParallel(model)
