@@ -27,10 +27,14 @@ lines() { grep 'slurm-dp: step .*: straggler: ' "$WORK/srun.log" || true; }
 # quiet SECS WHAT: for SECS s the step says nothing but what it said (one
 # check a second), and runs on.
 quiet() {
-  local said until=$((SECONDS + $1))
+  local said now until=$((SECONDS + $1))
   said=$(lines)
   while ((SECONDS < until)); do
-    [[ $(lines) == "$said" ]] || fail "$2: $(lines)"
+    now=$(lines)
+    # Both sides, byte for byte (od -c): a run in CI once failed here with
+    # the same line printed on both.
+    [[ $now == "$said" ]] ||
+      fail "$2: said before: $(od -c <<<"$said" | tail -n 4); now: $(od -c <<<"$now" | tail -n 4); all: $(lines)"
     kill -0 "$srun_pid" 2>/dev/null || fail "the step ended: $(cat "$WORK/srun.log")"
     sleep 1
   done
