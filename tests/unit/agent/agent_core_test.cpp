@@ -701,19 +701,18 @@ TEST_F(AgentRelinkTest, WithSparesSilenceFencesTheNodesProgramsAtTheFenceBound) 
   AgentConfig c = relink_config();
   c.fence_after = std::chrono::seconds(15);
   Recorder fo;
-  auto core = linked(c, fo);
-  AgentCore& spared = *core;
-  tick_until(spared, now + std::chrono::seconds(10));
-  spared.relinked(proto::Response(), now);  // the stall ends: nothing fenced
+  auto spared = linked(c, fo);
+  tick_until(*spared, now + std::chrono::seconds(10));
+  spared->relinked(proto::Response(), now);  // the stall ends: nothing fenced
   EXPECT_TRUE(fo.fences.empty());
-  tick_until(spared, now + std::chrono::milliseconds(14'900));
+  tick_until(*spared, now + std::chrono::milliseconds(14'900));
   EXPECT_TRUE(fo.fences.empty());
-  tick_until(spared, now + std::chrono::milliseconds(100));
+  tick_until(*spared, now + std::chrono::milliseconds(100));
   ASSERT_EQ(fo.fences.size(), 1u);
   EXPECT_NE(fo.fences[0].find("fence_after"), std::string::npos) << fo.fences[0];
-  EXPECT_TRUE(spared.finished());
+  EXPECT_TRUE(spared->finished());
   EXPECT_EQ(fo.ended.size(), 1u);
-  spared.on_daemon_lost("late");
+  spared->on_daemon_lost("late");
   EXPECT_EQ(fo.fences.size(), 1u);  // once
 }
 
