@@ -111,39 +111,47 @@ void RankSampler::look(std::map<int, Watched>& watched, const std::vector<TaskSt
 }
 
 // Every kFramesEvery, the frames of the ranks that sleep now: what each
-// waits on, kept by the syscall it sleeps in. A rank not read in time, or
-// without Python frames, has the kernel's word in that syscall.
+// waits on, kept by the syscall it sleeps in. Each read sits between two
+// close looks: only a rank that slept through it, in one syscall, has its
+// word taken (stacks::slept_through). A rank not read in time, or without
+// Python frames, has the kernel's word in that syscall.
 void RankSampler::read_frames(std::map<int, Watched>& watched,
                               const std::map<int, stacks::ProcessLook>& looks) {
   const auto now = Clock::now();
   if (now - frames_at_ < kFramesEvery) return;
   frames_at_ = now;
   std::vector<stacks::Target> targets;
+  std::vector<stacks::ProcessLook> before;
   for (const auto& [pid, w] : watched) {
     const auto k = stacks::classify_look(looks.at(pid).state, looks.at(pid).syscall);
-    if (k == stacks::Look::waiting || k == stacks::Look::elsewhere)
-      targets.push_back({pid, w.start_ticks, ::geteuid()});
+    if (k != stacks::Look::waiting && k != stacks::Look::elsewhere) continue;
+    const auto l = w.files->look_closely();
+    if (!l) continue;
+    targets.push_back({pid, w.start_ticks, ::geteuid()});
+    before.push_back(*l);
   }
   if (targets.empty()) return;
   stacks::ManyLimits limits;
   limits.deadline = std::chrono::milliseconds(50);
   limits.threads = 2;
-  limits.each.max_kernel_threads = 0;  // the look said where the main thread sleeps
+  limits.each.max_kernel_threads = 0;  // the looks around the read say where the main thread sleeps
   limits.each.walk.max_frames = 64;
   limits.source_bytes = 1 << 20;
   limits.program_calls_only = true;
   const auto read = stacks::read_processes(targets, limits);
   for (size_t i = 0; i < read.size(); ++i) {
     Watched& w = watched.at(targets[i].pid);
-    const int syscall = looks.at(targets[i].pid).syscall;
     const stacks::ProcessStacks& p = read[i];
-    // A read cut short (a busy node) tells nothing new: the last word stands
-    // while it is fresh. A rank read whole without Python has the kernel's.
+    const auto after = w.files->look_closely();
+    // A read cut short (a busy node), or one the rank did not sleep through,
+    // tells nothing new: the last word stands while it is fresh.
+    if (!after || !stacks::slept_through(before[i], *after)) continue;
     if (p.no_python && (p.no_python->why == stacks::NoPython::over_time ||
                         p.no_python->why == stacks::NoPython::over_budget))
       continue;
+    const int syscall = after->syscall;
     w.said.erase(syscall);
-    if (p.no_python) continue;
+    if (p.no_python) continue;  // read whole, without Python: the kernel's word
     for (const auto& t : p.threads) {
       if (t.tid == p.pid) w.said[syscall] = {stacks::wait_kind(t.frames, t.call, syscall), now};
     }

@@ -7,9 +7,10 @@
 // in the program's own files), so that a wait on its own input is told from
 // a wait in a collective; looks between two reads in the same syscall take
 // the last such read's word while it is fresh (a rank alternates: a sleep,
-// its loader's poll, a collective's futex). Off the loop, as the stacks reader is: a /proc read
-// that waits on a rank never holds the node's heartbeats, and a frames read
-// that blocks is left behind (stacks::read_processes).
+// its loader's poll, a collective's futex), and a read counts only where
+// the rank slept through it (stacks::slept_through). Off the loop, as the stacks reader is: a /proc
+// read that waits on a rank never holds the node's heartbeats, and a frames read that blocks is
+// left behind (stacks::read_processes).
 #pragma once
 
 #include <chrono>

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <initializer_list>
 #include <memory>
 #include <utility>
 
@@ -146,6 +147,21 @@ int parse_syscall(std::string_view text) {
   int nr = 0;
   if (!number(first, nr) || nr < kNotInSyscall) return kSyscallUnknown;
   return nr;
+}
+
+std::optional<unsigned long long> parse_context_switches(std::string_view status) {
+  unsigned long long sum = 0;
+  for (std::string_view key : {"\nvoluntary_ctxt_switches:", "\nnonvoluntary_ctxt_switches:"}) {
+    const size_t at = status.find(key);
+    if (at == std::string_view::npos) return std::nullopt;
+    std::string_view v = status.substr(at + key.size());
+    v = v.substr(0, v.find('\n'));
+    while (!v.empty() && (v.front() == '\t' || v.front() == ' ')) v.remove_prefix(1);
+    unsigned long long n = 0;
+    if (!number(v, n)) return std::nullopt;
+    sum += n;
+  }
+  return sum;
 }
 
 std::string syscall_name(int nr) {

@@ -26,6 +26,10 @@ Look classify_look(char state, int syscall) {
 
 namespace {
 
+// More than any /proc/PID/status (about 1.5 KiB; its lists of CPUs and
+// groups grow with the machine).
+constexpr size_t kStatusFileBytes = 16384;
+
 UniqueFd open_in(int dir, const char* name) {
   return UniqueFd(::openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
 }
@@ -108,7 +112,9 @@ WaitKind wait_kind(const std::vector<Frame>& frames, const std::string& call, in
 }
 
 LookFiles::LookFiles(int proc_dir)
-    : stat_(open_in(proc_dir, "stat")), syscall_(open_in(proc_dir, "syscall")) {}
+    : stat_(open_in(proc_dir, "stat")),
+      syscall_(open_in(proc_dir, "syscall")),
+      status_(open_in(proc_dir, "status")) {}
 
 std::optional<ProcessLook> LookFiles::look() const {
   char buf[kStatFileBytes];
@@ -118,6 +124,21 @@ std::optional<ProcessLook> LookFiles::look() const {
   // "running" while on a CPU; a thread asleep says its call.
   if (l.state != 'R') l.syscall = parse_syscall(reread(syscall_, buf, 512));
   return l;
+}
+
+std::optional<ProcessLook> LookFiles::look_closely() const {
+  auto l = look();
+  if (!l) return l;
+  char buf[kStatusFileBytes];
+  l->switches = parse_context_switches(reread(status_, buf, sizeof buf));
+  return l;
+}
+
+bool slept_through(const ProcessLook& before, const ProcessLook& after) {
+  const Look k = classify_look(after.state, after.syscall);
+  return (k == Look::waiting || k == Look::elsewhere) && before.syscall == after.syscall &&
+         before.start_ticks == after.start_ticks && before.switches && after.switches &&
+         *before.switches == *after.switches && classify_look(before.state, before.syscall) == k;
 }
 
 std::string wait_site(const ProcessStacks& p) {

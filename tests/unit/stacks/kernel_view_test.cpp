@@ -44,6 +44,17 @@ TEST(KernelView, SyscallLines) {
   EXPECT_EQ(syscall_name(9999), "syscall 9999");
 }
 
+TEST(KernelView, ContextSwitchesOfTheMainThread) {
+  EXPECT_EQ(parse_context_switches("Name:\tpython3\nvoluntary_ctxt_switches:\t120\n"
+                                   "nonvoluntary_ctxt_switches:\t7\n"),
+            127u);
+  EXPECT_FALSE(parse_context_switches("Name:\tx\nvoluntary_ctxt_switches:\t1\n"));
+  EXPECT_FALSE(
+      parse_context_switches("Name:\tx\nvoluntary_ctxt_switches:\tmany\n"
+                             "nonvoluntary_ctxt_switches:\t1\n"));
+  EXPECT_FALSE(parse_context_switches(""));
+}
+
 TEST(KernelView, Descriptions) {
   EXPECT_EQ(describe_kernel_thread({1, "x", 'S', 0, "futex_wait_queue", SYS_futex}),
             "sleeping in futex (futex_wait_queue)");

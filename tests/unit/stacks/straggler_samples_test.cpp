@@ -108,6 +108,64 @@ TEST(StragglerLooks, LiveChildrenFromOutside) {
   EXPECT_FALSE(files.look().has_value());
 }
 
+// A frames read counts only if the rank slept through it: asleep at both
+// looks, in one syscall, never woken between (a rank that left its
+// collective's futex for its sleep during the read would lend the sleep's
+// frames to its futex).
+TEST(StragglerLooks, AReadCountsOnlyIfTheRankSleptThroughIt) {
+  const ProcessLook futex{'S', SYS_futex, 5, 9, 100};
+  EXPECT_TRUE(slept_through(futex, futex));
+  EXPECT_FALSE(slept_through(futex, {'S', SYS_clock_nanosleep, 5, 9, 101}))
+      << "moved on to its sleep";
+  EXPECT_FALSE(slept_through(futex, {'S', SYS_futex, 5, 9, 102})) << "woke, waits again";
+  EXPECT_FALSE(slept_through(futex, {'R', kNotInSyscall, 6, 9, 101})) << "running";
+  EXPECT_FALSE(slept_through(futex, {'S', SYS_futex, 5, 8, 100})) << "another process";
+  EXPECT_FALSE(slept_through(futex, {'T', SYS_futex, 5, 9, 100})) << "stopped";
+  EXPECT_FALSE(slept_through({'S', SYS_futex, 5, 9, std::nullopt}, futex)) << "no count: no proof";
+}
+
+int g_woken_pipe = -1;
+void on_usr1(int) {
+  const char c = 'w';
+  (void)!::write(g_woken_pipe, &c, 1);
+}
+
+// Live: a child asleep in pause sleeps through two close looks; woken by a
+// signal in between and back in pause, it did not.
+TEST(StragglerLooks, CloseLooksSeeAWakeBetween) {
+  int woken[2];
+  ASSERT_EQ(::pipe(woken), 0);
+  g_woken_pipe = woken[1];
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::signal(SIGUSR1, on_usr1);
+    const char c = 'r';
+    (void)!::write(woken[1], &c, 1);
+    pause_forever();
+  }
+  ASSERT_GT(pid, 0);
+  char c = 0;
+  ASSERT_EQ(::read(woken[0], &c, 1), 1);  // its handler is in
+  ProcessLook last;
+  ASSERT_EQ(look_until(pid, Look::elsewhere, &last), Look::elsewhere);
+  const UniqueFd dir(::open(("/proc/" + std::to_string(pid)).c_str(), O_RDONLY | O_DIRECTORY));
+  const LookFiles files(dir.get());
+  const auto a = files.look_closely(), b = files.look_closely();
+  ASSERT_TRUE(a && b && a->switches);
+  EXPECT_TRUE(slept_through(*a, *b));
+  ::kill(pid, SIGUSR1);
+  ASSERT_EQ(::read(woken[0], &c, 1), 1);
+  ASSERT_EQ(look_until(pid, Look::elsewhere, &last), Look::elsewhere);
+  const auto after = files.look_closely();
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->syscall, a->syscall) << "back in pause";
+  EXPECT_FALSE(slept_through(*a, *after)) << "woken between the looks";
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  ::close(woken[0]);
+  ::close(woken[1]);
+}
+
 ProcessStacks waiting_rank(std::vector<Frame> frames, std::string call, char state = 'S',
                            int syscall = SYS_futex) {
   ProcessStacks p;

@@ -29,6 +29,11 @@ std::optional<TaskStat> parse_task_stat(std::string_view text);
 // outside one, "running" on a CPU; kSyscallUnknown when unreadable.
 int parse_syscall(std::string_view text);
 
+// /proc/PID/status's voluntary_ctxt_switches + nonvoluntary_ctxt_switches:
+// the main thread's own (not its process's). Unchanged between two reads,
+// the thread never woke between them. None when either line is missing.
+std::optional<unsigned long long> parse_context_switches(std::string_view status);
+
 // The syscall's name on this machine's architecture for the calls a stuck
 // thread usually sits in (futex, poll, read, nanosleep, ...), else "syscall N".
 std::string syscall_name(int nr);

@@ -62,7 +62,17 @@ struct ProcessLook {
   int syscall = -2;                    // kernel_view.hpp's numbers: kNotInSyscall, kSyscallUnknown
   unsigned long long cpu_ticks = 0;    // the whole process's utime + stime
   unsigned long long start_ticks = 0;  // with the pid, the process
+  // The main thread's context switches so far (LookFiles::look_closely); none: not read.
+  std::optional<unsigned long long> switches = std::nullopt;
 };
+
+// A frames read made between two close looks tells what the main thread
+// waits on in `after`'s syscall only when the thread slept through it:
+// asleep at both, in the same syscall, and never woken between. Under load
+// a read can come tens of ms after the look: a rank that has left its
+// collective's futex for its sleep would have its sleep's frames taken for
+// its futex's word, and its waits counted as its own (issue 68).
+bool slept_through(const ProcessLook& before, const ProcessLook& after);
 // A process's two files, opened once from its /proc/PID directory and read
 // again at each look (a pread each): bound to that process, never to a pid
 // reused after it.
@@ -72,9 +82,12 @@ class LookFiles {
   explicit operator bool() const { return stat_ && syscall_; }
   // None when the process is gone.
   std::optional<ProcessLook> look() const;
+  // A look with the main thread's context switches (a third, longer file):
+  // around a frames read only.
+  std::optional<ProcessLook> look_closely() const;
 
  private:
-  UniqueFd stat_, syscall_;
+  UniqueFd stat_, syscall_, status_;
 };
 
 // One rank's looks so far, cumulative (what the heartbeat carries).
