@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "dp/params.hpp"
+#include "dp/sys_error.hpp"
 #include "dp/unique_fd.hpp"
 #include "unix_connect.hpp"
 
@@ -71,7 +72,7 @@ Result<std::unique_ptr<AgentServer>> AgentServer::create(
     sockaddr_in sa{};
     socklen_t len = sizeof sa;
     if (getsockname(store_fd.get(), reinterpret_cast<sockaddr*>(&sa), &len) != 0)
-      return make_error(Errc::internal, std::string("getsockname: ") + std::strerror(errno));
+      return make_error(Errc::internal, std::string("getsockname: ") + dp::errno_text());
     a->store_port_ = ntohs(sa.sin_port);
     a->store_due_ev_ = service::make_event(a->base_.get(), -1, 0, &on_store_due, a.get());
     if (!a->store_due_ev_)
@@ -344,7 +345,7 @@ void AgentServer::daemon_failed(int err, const std::string& what) {
     return;
   }
   if (err == 0) return core_.on_daemon_lost(what + " closed (srun ended or died)");
-  const std::string why = what + ": " + std::strerror(err);
+  const std::string why = what + ": " + dp::errno_text(err);
   if (err == ECONNRESET || err == EPIPE || err == ECONNABORTED) return core_.on_daemon_lost(why);
   core_.on_daemon_doubt(why, Clock::now());
 }

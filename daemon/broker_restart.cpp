@@ -49,8 +49,14 @@ std::string short_why(const AbortCause& c, std::chrono::milliseconds silence) {
     case AbortCause::How::node_silent:
       return "node_silent: no heartbeat for " + ms_text(silence) + ", frozen or cut off";
     case AbortCause::How::refused: return "its agent was disconnected";
-    default: return c.message;
+    case AbortCause::How::lost_connection:
+    case AbortCause::How::silence:
+    case AbortCause::How::explicit_abort:
+    case AbortCause::How::hang:
+    case AbortCause::How::rank_lost:
+    case AbortCause::How::user_signal: return c.message;
   }
+  return c.message;
 }
 
 }  // namespace

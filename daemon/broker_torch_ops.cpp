@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdio>
 
+#include "dp/duration_text.hpp"
 #include "dp/shown_value.hpp"
 
 namespace dp::daemon {
@@ -90,7 +91,7 @@ void Broker::torch_note_unset(const Peer& p, const Waiter& w, Clock::time_point 
       p.role == proto::ROLE_NODE
           ? "the clients on host " + p.host + " (ranks " + rank_list(p.node_ranks) + ")"
           : describe_peer(p);
-  const std::string waited = seconds_text(now - w.since);
+  const std::string waited = seconds_text(now - w.since, 1);
   const std::string why =
       abort_ ? abort_->message
              : "no rank of the step has failed: the one that sets it has not got there "

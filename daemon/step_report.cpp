@@ -31,10 +31,6 @@ double us_to_ms(uint64_t us) { return static_cast<double>(us) / 1000.0; }
 
 }  // namespace
 
-std::string seconds_text(std::chrono::steady_clock::duration d) {
-  return num(std::chrono::duration<double>(d).count()) + " s";
-}
-
 std::string hang_bound_text(std::chrono::milliseconds bound, bool by_user) {
   const std::string s = num(std::chrono::duration<double>(bound).count(), "%g");
   return by_user ? "--dp-hang-timeout=" + s + "s" : "the site's hang_timeout=" + s + " s";

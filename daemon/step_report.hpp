@@ -32,8 +32,6 @@ std::string rank_list(const std::vector<int>& ranks);
 // The hang bound as a verdict names it: the option its setter can change,
 // "--dp-hang-timeout=20s" (the user's) or "the site's hang_timeout=120 s".
 std::string hang_bound_text(std::chrono::milliseconds bound, bool by_user);
-// "12.3 s": how long, as the report's lines say it.
-std::string seconds_text(std::chrono::steady_clock::duration d);
 
 // How a task ended, when a node agent knew it (RankLost); for a per-node
 // launcher, how its first failed worker (torch RANK worker_rank) ended.

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "dp/step_signals.hpp"
+#include "dp/sys_error.hpp"
 
 namespace dp::service {
 namespace {
@@ -34,7 +35,7 @@ void ignore_step_signals(int keep) noexcept {
 Result<StepSignalPipe> StepSignalPipe::install() {
   int fds[2];
   if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0)
-    return make_error(Errc::internal, std::string("pipe2: ") + std::strerror(errno));
+    return make_error(Errc::internal, std::string("pipe2: ") + dp::errno_text());
   StepSignalPipe p;
   p.read_.reset(fds[0]);
   p.write_.reset(fds[1]);
@@ -47,8 +48,7 @@ Result<StepSignalPipe> StepSignalPipe::install() {
     // A peer's close is an error value, not a signal to record.
     if (s == SIGPIPE) signal(s, SIG_IGN);
     else if (is_step_signal(s) && sigaction(s, &sa, nullptr) != 0)
-      return make_error(Errc::internal,
-                        "sigaction(" + signal_name(s) + "): " + std::strerror(errno));
+      return make_error(Errc::internal, "sigaction(" + signal_name(s) + "): " + dp::errno_text());
   }
   return p;
 }

@@ -15,6 +15,7 @@
 
 #include "dp/shown_value.hpp"
 #include "dp/step_signals.hpp"
+#include "dp/sys_error.hpp"
 #include "spawn.hpp"
 
 namespace dp::spank {
@@ -92,7 +93,7 @@ Result<agent::AgentAnswer> start_agent(const std::string& path, const UserIds& i
                                        const std::vector<int>& held_fds) {
   if (access(path.c_str(), X_OK) != 0)
     return make_error(Errc::unavailable, "node agent " + path + " is not executable (" +
-                                             std::strerror(errno) +
+                                             dp::errno_text() +
                                              "); it is installed beside dp-rendezvousd");
   if (held_fds.size() != settings.held_ports.size() || held_fds.size() > agent::kMaxHeldPorts)
     return make_error(Errc::internal, "the held ports and their sockets do not match");
@@ -107,7 +108,7 @@ Result<agent::AgentAnswer> start_agent(const std::string& path, const UserIds& i
   a.pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, child->pid, 0)));
   if (!a.pidfd)  // the pipes close on return: the agent reads no settings and exits
     return make_error(Errc::unavailable, std::string("cannot pin the node agent (pidfd_open: ") +
-                                             std::strerror(errno) +
+                                             dp::errno_text() +
                                              "); slurm-dp needs Linux 5.3 or later");
   a.control = std::move(child->input);
   // Never blocks on the user's process: a fresh pipe holds 64 KiB, the

@@ -15,6 +15,7 @@
 #include "dp/hex.hpp"
 #include "dp/params.hpp"
 #include "dp/random_bytes.hpp"
+#include "dp/sys_error.hpp"
 #include "spawn.hpp"
 
 namespace dp::spank {
@@ -91,7 +92,7 @@ Result<std::string> make_secret() {
 Result<StartingDaemon> start_daemon(const DaemonLaunch& req, const std::string& secret) {
   if (access(req.path.c_str(), X_OK) != 0)
     return make_error(Errc::unavailable, "rendezvous daemon " + req.path + " is not executable (" +
-                                             std::strerror(errno) +
+                                             dp::errno_text() +
                                              "); ask the site to install it or set daemon= "
                                              "in plugstack.conf");
   // The address to listen on follows the secret on stdin: srun learns the

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "dp/sys_error.hpp"
 #include "dp/unique_fd.hpp"
 #include "port_lease.hpp"
 #include "socket_tables.hpp"
@@ -28,7 +29,7 @@ Result<UniqueFd> master_listen_socket(int held, int port) {
                           "(MpiParams=ports=)");
   // F_DUPFD leaves close-on-exec off: the copy is the program's.
   UniqueFd fd(fcntl(bound, F_DUPFD, 3));
-  if (!fd) return make_error(Errc::internal, "cannot pass " + what + ": " + std::strerror(errno));
+  if (!fd) return make_error(Errc::internal, "cannot pass " + what + ": " + dp::errno_text());
 
   int rc = listen(fd.get(), SOMAXCONN);
   if (rc != 0 && errno == EADDRINUSE) {
@@ -40,7 +41,7 @@ Result<UniqueFd> master_listen_socket(int held, int port) {
     rc = listen(fd.get(), SOMAXCONN);
   }
   if (rc != 0)
-    return make_error(Errc::internal, "cannot listen on " + what + ": " + std::strerror(errno) +
+    return make_error(Errc::internal, "cannot listen on " + what + ": " + dp::errno_text() +
                                           (errno == EADDRINUSE ? " (" + port_holder_text(port) + ")"
                                                                : std::string()));
   // As servers listen: the connections it accepts (and closes first) then

@@ -29,6 +29,7 @@
 #include "dp/proc_stat.hpp"
 #include "dp/random_bytes.hpp"
 #include "dp/slurm_reservation.hpp"
+#include "dp/sys_error.hpp"
 #include "socket_tables.hpp"
 
 namespace dp::spank {
@@ -84,10 +85,6 @@ bool all_digits(const char* s) {
   return true;
 }
 
-struct DirCloser {
-  void operator()(DIR* d) const noexcept { closedir(d); }
-};
-
 // Who holds the folder's live leases: ports per uid, and the owner's per
 // step (a lease without a tag counts as its process's). Stale leases met on
 // the way are removed (the caller holds the folder's lock).
@@ -100,12 +97,11 @@ LeaseCounts count_leases(int dir, uid_t owner) {
   LeaseCounts counts;
   UniqueFd copy(dup(dir));
   if (!copy) return counts;
-  std::unique_ptr<DIR, DirCloser> d(fdopendir(copy.get()));
+  UniqueDir d(std::move(copy));
   if (!d) return counts;
-  copy.release();      // the DIR owns it now
-  rewinddir(d.get());  // a copy shares the folder's offset with every earlier scan
+  ::lseek(d.fd(), 0, SEEK_SET);  // a copy shares the folder's offset with every earlier scan
   std::vector<std::string> stale;
-  while (dirent* e = readdir(d.get())) {
+  while (const dirent* e = d.next()) {
     if (!all_digits(e->d_name)) continue;
     auto f = read_lease(dir, e->d_name);
     if (!f) continue;
@@ -239,12 +235,12 @@ Error dir_error(const std::string& path, const std::string& what) {
 // slurmstepd must not hang on a lock, whoever holds it.
 Result<UniqueFd> lock_folder(int dir, const std::string& path, std::chrono::milliseconds wait) {
   UniqueFd fd(openat(dir, ".lock", O_CREAT | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!fd) return dir_error(path, std::string("cannot open .lock: ") + std::strerror(errno));
+  if (!fd) return dir_error(path, std::string("cannot open .lock: ") + dp::errno_text());
   const auto deadline = Clock::now() + wait;
   for (;;) {
     if (flock(fd.get(), LOCK_EX | LOCK_NB) == 0) return fd;
     if (errno != EWOULDBLOCK && errno != EINTR)
-      return dir_error(path, std::string("cannot lock .lock: ") + std::strerror(errno));
+      return dir_error(path, std::string("cannot lock .lock: ") + dp::errno_text());
     if (Clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));  // bounded retry
   }
@@ -290,7 +286,7 @@ Result<void> check_component(int fd, const std::string& path, const std::string&
     return dir_error(path, "owned by uid " + std::to_string(st.st_uid) + ", not by root");
   // An older release created it 0755; it is ours, so tighten it.
   if ((st.st_mode & 077) != 0 && fchmod(fd, 0700) != 0)
-    return dir_error(path, std::string("cannot make it private (0700): ") + std::strerror(errno));
+    return dir_error(path, std::string("cannot make it private (0700): ") + dp::errno_text());
   return {};
 }
 
@@ -320,20 +316,19 @@ Result<UniqueFd> open_lease_dir(const std::string& path) {
   auto parts = path_parts(path);
   DP_TRY(parts);
   UniqueFd fd(open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd) return dir_error(path, std::string("cannot open /: ") + std::strerror(errno));
+  if (!fd) return dir_error(path, std::string("cannot open /: ") + dp::errno_text());
   std::string shown;
   for (size_t i = 0; i < parts->size(); ++i) {
     const bool last = i + 1 == parts->size();
     const std::string& part = (*parts)[i];
     shown += "/" + part;
     if (mkdirat(fd.get(), part.c_str(), last ? 0700 : 0755) != 0 && errno != EEXIST)
-      return dir_error(path, "cannot create " + shown + ": " + std::strerror(errno));
+      return dir_error(path, "cannot create " + shown + ": " + dp::errno_text());
     UniqueFd next(openat(fd.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     const int e = errno;
     if (!next)
-      return dir_error(path,
-                       shown + (e == ELOOP || e == ENOTDIR ? " is a symlink or not a folder"
-                                                           : ": " + std::string(std::strerror(e))));
+      return dir_error(path, shown + (e == ELOOP || e == ENOTDIR ? " is a symlink or not a folder"
+                                                                 : ": " + dp::errno_text(e)));
     fd = std::move(next);
     auto ok = check_component(fd.get(), path, shown, last);
     DP_TRY(ok);
@@ -496,7 +491,7 @@ Result<std::vector<PortLease>> take_leases(const SiteConfig& site, const LeaseRe
       }
     if (!port) return held_range_error(site, req, count_leases(dir->get(), req.owner));
     UniqueFd own(dup(dir->get()));
-    if (!own) return dir_error(site.lease_dir, std::string("dup: ") + std::strerror(errno));
+    if (!own) return dir_error(site.lease_dir, std::string("dup: ") + dp::errno_text());
     leases.emplace_back(*port, std::move(own), std::to_string(*port), std::move(hold));
   }
   return leases;

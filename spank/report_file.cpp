@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "dp/shown_value.hpp"
+#include "dp/sys_error.hpp"
 #include "dp/unique_fd.hpp"
 #include "dp/user_text.hpp"
 
@@ -31,8 +32,8 @@ Result<void> write_all(int fd, const std::string& path, const std::string& text)
     const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0)
-      return make_error(Errc::unavailable, "cannot write the step report " + shown(path) + ": " +
-                                               std::strerror(errno));
+      return make_error(Errc::unavailable,
+                        "cannot write the step report " + shown(path) + ": " + dp::errno_text());
     off += static_cast<size_t>(n);
   }
   return {};
@@ -78,11 +79,11 @@ Result<void> write_report_file(const std::string& path, const std::string& text)
     return refused(path, "belongs to " + user_text(other.st_uid) + ", not to you");
   if (!fd)
     return make_error(Errc::unavailable,
-                      "cannot write the step report " + shown(path) + ": " + std::strerror(errno));
+                      "cannot write the step report " + shown(path) + ": " + dp::errno_text());
   struct stat st {};
   if (fstat(fd.get(), &st) != 0)
     return make_error(Errc::unavailable,
-                      "cannot check the step report " + shown(path) + ": " + std::strerror(errno));
+                      "cannot check the step report " + shown(path) + ": " + dp::errno_text());
   if (!S_ISREG(st.st_mode)) return refused(path, "is not a regular file");
   if (st.st_uid != geteuid())
     return refused(path, "belongs to " + user_text(st.st_uid) + ", not to you");
@@ -90,7 +91,7 @@ Result<void> write_report_file(const std::string& path, const std::string& text)
     return refused(path, "has " + std::to_string(st.st_nlink) + " names (a hard link)");
   if (ftruncate(fd.get(), 0) != 0)
     return make_error(Errc::unavailable,
-                      "cannot write the step report " + shown(path) + ": " + std::strerror(errno));
+                      "cannot write the step report " + shown(path) + ": " + dp::errno_text());
   return write_all(fd.get(), path, text);
 }
 

@@ -8,3 +8,16 @@
 extern "C" {
 #include <slurm/spank.h>
 }
+
+#include <string>
+
+namespace dp::spank {
+
+// A failed SPANK call's code in Slurm's words: the plugin's messages say
+// why Slurm refused, not only what failed.
+inline std::string spank_text(spank_err_t rc) {
+  const char* text = spank_strerror(rc);
+  return text ? text : "SPANK error " + std::to_string(static_cast<int>(rc));
+}
+
+}  // namespace dp::spank

@@ -75,8 +75,9 @@ int register_options(spank_t sp) {
     opt.val = static_cast<int>(i);
     opt.cb = on_option;
     // Slurm copies the struct; the strings are static.
-    if (spank_option_register(sp, &opt) != ESPANK_SUCCESS) {
-      report_error(std::string("cannot register --") + specs[i].name);
+    if (const spank_err_t rc = spank_option_register(sp, &opt); rc != ESPANK_SUCCESS) {
+      report_error(std::string("cannot register --") + specs[i].name + ": " +
+                   dp::spank::spank_text(rc));
       return -1;
     }
   }

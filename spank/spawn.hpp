@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "dp/result.hpp"
+#include "dp/sys_error.hpp"
 #include "dp/unique_fd.hpp"
 
 namespace dp::spank {
@@ -35,7 +36,7 @@ Result<PipedChild> spawn_piped(Child&& child) {
   DP_TRY(out);
   const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid < 0) return make_error(Errc::internal, std::string("fork: ") + std::strerror(errno));
+  if (pid < 0) return make_error(Errc::internal, std::string("fork: ") + dp::errno_text());
   if (pid == 0) {
     child(in->read.get(), out->write.get(), parent);
     _exit(127);  // never reached: the child execs or exits

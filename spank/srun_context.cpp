@@ -97,9 +97,11 @@ bool print_explain(const LayoutPlan& plan, const SiteConfig& site, const StepSha
 // the step ends on its nodes, giving its CPUs back to the job's next step.
 int skip_step(spank_t sp, int status) {
   uint32_t job = 0, step = 0;
-  if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS) {
-    report_error("cannot read the step's ids from srun; the step ends with its job");
+  spank_err_t rc{};  // ESPANK_SUCCESS until a call fails
+  if ((rc = spank_get_item(sp, S_JOB_ID, &job)) != ESPANK_SUCCESS ||
+      (rc = spank_get_item(sp, S_JOB_STEPID, &step)) != ESPANK_SUCCESS) {
+    report_error("cannot read the step's ids from srun (" + spank_text(rc) +
+                 "); the step ends with its job");
     return -1;
   }
   setenv(env::kSkipStep, format_skipped_step(job, step, status).c_str(), 1);
@@ -141,11 +143,14 @@ struct StepIds {
 
 Result<StepIds> step_ids(spank_t sp) {
   StepIds id;
-  if (spank_get_item(sp, S_JOB_ID, &id.job) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_STEPID, &id.step) != ESPANK_SUCCESS)
-    return make_error(Errc::internal, "cannot read the job and step ids from srun");
-  if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &id.tasks) != ESPANK_SUCCESS)
-    return make_error(Errc::internal, "cannot read the step's task count from srun");
+  spank_err_t rc{};  // ESPANK_SUCCESS until a call fails
+  if ((rc = spank_get_item(sp, S_JOB_ID, &id.job)) != ESPANK_SUCCESS ||
+      (rc = spank_get_item(sp, S_JOB_STEPID, &id.step)) != ESPANK_SUCCESS)
+    return make_error(Errc::internal,
+                      "cannot read the job and step ids from srun: " + spank_text(rc));
+  if ((rc = spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &id.tasks)) != ESPANK_SUCCESS)
+    return make_error(Errc::internal,
+                      "cannot read the step's task count from srun: " + spank_text(rc));
   // Known before launch: the daemon sizes its descriptors by node agents.
   if (spank_get_item(sp, S_JOB_NNODES, &id.nodes) != ESPANK_SUCCESS || id.nodes > id.tasks)
     id.nodes = 0;

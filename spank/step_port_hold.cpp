@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 
+#include "dp/sys_error.hpp"
 #include "socket_tables.hpp"
 
 namespace dp::spank {
@@ -37,17 +38,17 @@ Result<void> StepPortHold::keep(std::vector<HeldPort> ports) {
   wake_.reset(eventfd(0, EFD_CLOEXEC));
   done_.reset(eventfd(0, EFD_CLOEXEC));
   if (!wake_ || !done_)
-    return make_error(Errc::internal, std::string("eventfd: ") + std::strerror(errno));
+    return make_error(Errc::internal, std::string("eventfd: ") + dp::errno_text());
   int fence[2];
   if (pipe2(fence, O_CLOEXEC) != 0)
-    return make_error(Errc::internal, std::string("pipe: ") + std::strerror(errno));
+    return make_error(Errc::internal, std::string("pipe: ") + dp::errno_text());
   fence_read_.reset(fence[0]);
   fence_write_.reset(fence[1]);
   held_ = std::move(ports);
   let_go_ = false;
   if (const int e = pthread_create(&closer_, nullptr, closer_main, this); e != 0) {
     held_.clear();
-    return make_error(Errc::internal, std::string("cannot start a thread: ") + std::strerror(e));
+    return make_error(Errc::internal, std::string("cannot start a thread: ") + dp::errno_text(e));
   }
   owner_ = getpid();
   return {};
@@ -111,7 +112,7 @@ Result<void> share_hold_with_user(int fd, uid_t uid) {
       fchown(fd, uid, static_cast<gid_t>(-1)) != 0)
     return make_error(
         Errc::internal,
-        std::string("cannot share a held port with the job's user: ") + std::strerror(errno));
+        std::string("cannot share a held port with the job's user: ") + dp::errno_text());
   return {};
 }
 

@@ -164,8 +164,10 @@ Result<int> start_node_agent(spank_t sp, StepdState& st, const LayoutPlan& plan)
                       "(waiting at most port_wait=" +
                           std::to_string(st.site.port_wait_s) + " s): " + answer.error().message);
   }
-  if (spank_setenv(sp, env::kAgentSocket, answer->socket.c_str(), 1) != ESPANK_SUCCESS)
-    return make_error(Errc::internal, "cannot set DP_AGENT_SOCKET for the tasks");
+  if (const spank_err_t rc = spank_setenv(sp, env::kAgentSocket, answer->socket.c_str(), 1);
+      rc != ESPANK_SUCCESS)
+    return make_error(Errc::internal,
+                      "cannot set DP_AGENT_SOCKET for the tasks: " + spank_text(rc));
   st.agent_socket = answer->socket;
   // The agent's abstract socket lives in this network namespace (the agent
   // is our child): a task in another one is told why it cannot reach it.
@@ -211,8 +213,9 @@ Result<void> set_up_node(spank_t sp, StepdState& st) {
   st.store = plan->store;
   auto port = start_node_agent(sp, st, *plan);
   DP_TRY(port);
-  if (spank_setenv(sp, env::kMasterPort, std::to_string(*port).c_str(), 1) != ESPANK_SUCCESS)
-    return make_error(Errc::internal, "cannot set MASTER_PORT for the tasks");
+  if (const spank_err_t rc = spank_setenv(sp, env::kMasterPort, std::to_string(*port).c_str(), 1);
+      rc != ESPANK_SUCCESS)
+    return make_error(Errc::internal, "cannot set MASTER_PORT for the tasks: " + spank_text(rc));
   st.master_port = *port;
   st.master_addr = env.master_addr.value_or("");  // srun's, for the tasks
   return {};
@@ -242,11 +245,13 @@ Result<EnvList> task_variables(spank_t sp, const StepdState& st, const TaskPlace
 Result<TaskPlace> task_place(spank_t sp) {
   uint32_t rank = 0, local_count = 0, node_id = 0;
   int local_rank = 0;
-  if (spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_TASK_ID, &local_rank) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_count) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_NODEID, &node_id) != ESPANK_SUCCESS)
-    return make_error(Errc::internal, "cannot read this task's place from slurmstepd");
+  spank_err_t rc{};  // ESPANK_SUCCESS until a call fails
+  if ((rc = spank_get_item(sp, S_TASK_GLOBAL_ID, &rank)) != ESPANK_SUCCESS ||
+      (rc = spank_get_item(sp, S_TASK_ID, &local_rank)) != ESPANK_SUCCESS ||
+      (rc = spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_count)) != ESPANK_SUCCESS ||
+      (rc = spank_get_item(sp, S_JOB_NODEID, &node_id)) != ESPANK_SUCCESS)
+    return make_error(Errc::internal,
+                      "cannot read this task's place from slurmstepd: " + spank_text(rc));
   return TaskPlace{static_cast<int>(rank), local_rank, static_cast<int>(local_count),
                    static_cast<int>(node_id)};
 }
@@ -345,9 +350,10 @@ static Result<void> set_task_variables(spank_t sp, const StepdState& st, const T
   DP_TRY(vars);
   vars->insert(vars->end(), extra.begin(), extra.end());
   for (const auto& [name, value] : *vars)
-    if (spank_setenv(sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS)
-      return make_error(Errc::internal,
-                        "cannot set " + name + " for task " + std::to_string(place.rank));
+    if (const spank_err_t rc = spank_setenv(sp, name.c_str(), value.c_str(), 1);
+        rc != ESPANK_SUCCESS)
+      return make_error(Errc::internal, "cannot set " + name + " for task " +
+                                            std::to_string(place.rank) + ": " + spank_text(rc));
   set_nccl_watch(sp, st);
   return {};
 }

@@ -35,14 +35,18 @@ namespace {
 
 Result<std::vector<int32_t>> local_ranks(spank_t sp) {
   uint32_t count = 0;
-  if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &count) != ESPANK_SUCCESS || count == 0)
-    return make_error(Errc::internal, "cannot read this node's task count from slurmstepd");
+  if (const spank_err_t rc = spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &count);
+      rc != ESPANK_SUCCESS || count == 0)
+    return make_error(Errc::internal, "cannot read this node's task count from slurmstepd: " +
+                                          (rc != ESPANK_SUCCESS ? spank_text(rc) : "none"));
   std::vector<int32_t> ranks;
   for (uint32_t local = 0; local < count; ++local) {
     uint32_t global = 0;
-    if (spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, local, &global) != ESPANK_SUCCESS)
+    if (const spank_err_t rc = spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, local, &global);
+        rc != ESPANK_SUCCESS)
       return make_error(Errc::internal, "cannot read the global rank of local task " +
-                                            std::to_string(local) + " from slurmstepd");
+                                            std::to_string(local) +
+                                            " from slurmstepd: " + spank_text(rc));
     ranks.push_back(static_cast<int32_t>(global));
   }
   return ranks;
@@ -53,11 +57,14 @@ Result<std::vector<int32_t>> local_ranks(spank_t sp) {
 Result<StepdFacts> read_stepd_facts(spank_t sp, const JobStep& id) {
   StepdFacts f;
   f.id = id;
-  if (spank_get_item(sp, S_JOB_UID, &f.user.uid) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_GID, &f.user.gid) != ESPANK_SUCCESS)
-    return make_error(Errc::internal, "cannot read the job's uid/gid from slurmstepd");
-  if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &f.tasks) != ESPANK_SUCCESS)
-    return make_error(Errc::internal, "cannot read the step's task count from slurmstepd");
+  spank_err_t rc{};  // ESPANK_SUCCESS until a call fails
+  if ((rc = spank_get_item(sp, S_JOB_UID, &f.user.uid)) != ESPANK_SUCCESS ||
+      (rc = spank_get_item(sp, S_JOB_GID, &f.user.gid)) != ESPANK_SUCCESS)
+    return make_error(Errc::internal,
+                      "cannot read the job's uid/gid from slurmstepd: " + spank_text(rc));
+  if ((rc = spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &f.tasks)) != ESPANK_SUCCESS)
+    return make_error(Errc::internal,
+                      "cannot read the step's task count from slurmstepd: " + spank_text(rc));
   auto ranks = local_ranks(sp);
   DP_TRY(ranks);
   f.local_ranks = std::move(*ranks);

@@ -181,12 +181,14 @@ Result<void> ports_before_exec(spank_t sp, StepdPorts& held, const Options& opti
   }
   std::vector<int> ports_fds;
   for (size_t i = 1; i < fds.size(); ++i) ports_fds.push_back(fds[i].get());
-  if (spank_setenv(sp, env::kMasterListenFd, std::to_string(fds[0].get()).c_str(), 1) !=
+  spank_err_t rc{};  // ESPANK_SUCCESS until a call fails
+  if ((rc = spank_setenv(sp, env::kMasterListenFd, std::to_string(fds[0].get()).c_str(), 1)) !=
           ESPANK_SUCCESS ||
       (!ports_fds.empty() &&
-       spank_setenv(sp, env::kPortsListenFds, ports_text(ports_fds).c_str(), 1) != ESPANK_SUCCESS))
+       (rc = spank_setenv(sp, env::kPortsListenFds, ports_text(ports_fds).c_str(), 1)) !=
+           ESPANK_SUCCESS))
     return make_error(Errc::internal, std::string("cannot set ") + env::kMasterListenFd + " or " +
-                                          env::kPortsListenFds);
+                                          env::kPortsListenFds + ": " + spank_text(rc));
   for (UniqueFd& fd : fds) fd.release();  // the program's from here (not close-on-exec)
   return {};
 }

@@ -20,6 +20,7 @@
 
 #include "dp/proc_stat.hpp"
 #include "dp/step_signals.hpp"
+#include "dp/sys_error.hpp"
 #include "dp/unique_fd.hpp"
 #include "keeper_contract.hpp"
 #include "unix_connect.hpp"  // dp_sockets
@@ -67,12 +68,12 @@ void restore_signals(const SignalState& s) {
 // task's output must not wait for this one), as are never its 0-2.
 void close_exec_descriptors() {
   std::vector<int> fds;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (dirent* e = readdir(d)) {
+  {
+    UniqueDir d("/proc/self/fd");
+    while (const dirent* e = d ? d.next() : nullptr) {
       const int fd = std::atoi(e->d_name);
-      if (fd > 2 && fd != dirfd(d) && (fcntl(fd, F_GETFD) & FD_CLOEXEC)) fds.push_back(fd);
+      if (fd > 2 && fd != d.fd() && (fcntl(fd, F_GETFD) & FD_CLOEXEC)) fds.push_back(fd);
     }
-    closedir(d);
   }
   for (int fd : fds) ::close(fd);
 }
@@ -272,7 +273,10 @@ void Keeper::on_agent(const KeeperLine& l, bool& forked, const SignalState& save
       if (child_ <= 0) finish();
       exit_due_ = true;
       return;
-    default: return;
+    case KeeperLine::Kind::keeper:  // the keeper's own lines, never the agent's
+    case KeeperLine::Kind::started:
+    case KeeperLine::Kind::exited:
+    case KeeperLine::Kind::stopped: return;
   }
 }
 
@@ -319,7 +323,7 @@ bool Keeper::run(const SignalState& saved) {
 Result<UniqueFd> install_signal_notes() {
   int fds[2];
   if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0)
-    return make_error(Errc::internal, std::string("pipe2: ") + std::strerror(errno));
+    return make_error(Errc::internal, std::string("pipe2: ") + dp::errno_text());
   UniqueFd read_end(fds[0]);
   g_signal_write = fds[1];
   struct sigaction sa {};

@@ -43,6 +43,7 @@
 #include "agent_core.hpp"
 #include "bench_daemon.hpp"
 #include "dp/params.hpp"
+#include "dp/sys_error.hpp"
 #include "dp/torchstore/opcodes.hpp"
 #include "dp/torchstore/request.hpp"
 #include "frame_codec.hpp"
@@ -199,7 +200,7 @@ std::unique_ptr<Node> open_node(Run& run, int ep, int i, int per_node, uint16_t 
   for (int32_t r : ranks) n->clients.push_back(Client{r, 0, {}});
   n->fd = connect_from(i, true, port);
   if (n->fd < 0) {
-    std::fprintf(stderr, "node %d: socket: %s\n", i, std::strerror(errno));
+    std::fprintf(stderr, "node %d: socket: %s\n", i, dp::errno_text().c_str());
     std::exit(1);
   }
   // The daemon, stopped first, closes first; the worker's exit then resets

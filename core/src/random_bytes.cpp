@@ -1,4 +1,5 @@
 #include "dp/random_bytes.hpp"
+#include "dp/sys_error.hpp"
 
 #include <sys/random.h>
 
@@ -13,7 +14,7 @@ namespace {
 constexpr int kMaxInterrupts = 16;
 
 std::string cause(int e) {
-  std::string why = std::strerror(e);
+  std::string why = dp::errno_text(e);
   if (e == ENOSYS) why += " (ENOSYS: a kernel older than 3.17, or a seccomp filter that hides it)";
   if (e == EPERM) why += " (EPERM: a seccomp filter forbids it)";
   return why;

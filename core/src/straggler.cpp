@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "dp/duration_text.hpp"
 #include "dp/rank_ranges.hpp"
 
 namespace dp::straggler {
@@ -42,12 +43,6 @@ std::string percent(double share) {
 std::string ratio_text(double r) {
   char b[32];
   std::snprintf(b, sizeof b, "%.2fx", r);
-  return b;
-}
-
-std::string seconds_text(double s) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.0f s", std::max(0.0, s));
   return b;
 }
 

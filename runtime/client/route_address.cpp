@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include "dp/sys_error.hpp"
 #include "dp/unique_fd.hpp"
 
 namespace dp::net {
@@ -29,7 +30,7 @@ Result<std::string> local_address_towards(const std::string& host) {
     if (!sock) continue;
     // connect() on a datagram socket only selects the route and source address.
     if (::connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-      failure = std::strerror(errno);
+      failure = dp::errno_text();
       continue;
     }
     sockaddr_storage local{};

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include "dp/sys_error.hpp"
 #include "dp/unique_fd.hpp"
 
 namespace dp::rdv {
@@ -39,7 +40,7 @@ Result<int> tcp_connect_once(const std::string& host, uint16_t port, Deadline de
     UniqueFd sock(socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     const int fd = sock.get();
     if (!sock) {
-      last = std::strerror(errno);
+      last = dp::errno_text();
       continue;
     }
     int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
@@ -61,7 +62,7 @@ Result<int> tcp_connect_once(const std::string& host, uint16_t port, Deadline de
       errno = err;
     }
     if (rc != 0) {
-      last = std::strerror(errno);
+      last = dp::errno_text();
       continue;
     }
     const int one = 1;
@@ -90,7 +91,7 @@ Result<void> write_all(int fd, const char* data, size_t n, Deadline deadline) {
       continue;
     }
     return make_error(Errc::connection,
-                      std::string("sending to dp-rendezvousd failed: ") + std::strerror(errno));
+                      std::string("sending to dp-rendezvousd failed: ") + dp::errno_text());
   }
   return {};
 }

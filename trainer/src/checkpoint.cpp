@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "dp/sys_error.hpp"
 #include "dp/unique_fd.hpp"
 
 namespace dpt {
@@ -57,7 +58,7 @@ class Reader {
 
 dp::Error io_error(const std::string& what, const std::string& path) {
   return dp::make_error(dp::Errc::internal, "checkpoint: " + what + " " + path + ": " +
-                                                std::strerror(errno) +
+                                                dp::errno_text() +
                                                 "; check --checkpoint points at a writable folder");
 }
 

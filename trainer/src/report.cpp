@@ -1,4 +1,5 @@
 #include "report.hpp"
+#include "dp/sys_error.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -14,7 +15,7 @@ dp::Result<void> MetricsLog::open(const std::string& path) {
   f_ = std::fopen(path.c_str(), "w");
   if (!f_)
     return dp::make_error(dp::Errc::invalid_argument,
-                          "--metrics: cannot write " + path + ": " + std::strerror(errno));
+                          "--metrics: cannot write " + path + ": " + dp::errno_text());
   return {};
 }
 
