@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "dp/bounded_read.hpp"
+#include "dp/lease_share.hpp"
 #include "dp/master_port.hpp"
 #include "dp/params.hpp"
 #include "dp/port_holders.hpp"
@@ -88,13 +89,8 @@ bool all_digits(const char* s) {
 // Who holds the folder's live leases: ports per uid, and the owner's per
 // step (a lease without a tag counts as its process's). Stale leases met on
 // the way are removed (the caller holds the folder's lock).
-struct LeaseCounts {
-  std::map<long, int> by_uid;              // -1: a lease of a release that did not record it
-  std::map<std::string, int> owner_steps;  // the requesting user's, by tag
-};
-
-LeaseCounts count_leases(int dir, uid_t owner) {
-  LeaseCounts counts;
+LeaseHolders count_leases(int dir, uid_t owner) {
+  LeaseHolders counts;
   UniqueFd copy(dup(dir));
   if (!copy) return counts;
   UniqueDir d(std::move(copy));
@@ -115,19 +111,6 @@ LeaseCounts count_leases(int dir, uid_t owner) {
   }
   for (const auto& name : stale) unlinkat(dir, name.c_str(), 0);
   return counts;
-}
-
-// "uid 1001 (9 ports), uid 1002 (1 port)", most ports first.
-std::string lease_holders_text(const LeaseCounts& c) {
-  std::vector<std::pair<int, long>> order;
-  for (const auto& [uid, n] : c.by_uid) order.emplace_back(-n, uid);
-  std::sort(order.begin(), order.end());
-  std::string out;
-  for (const auto& [minus_n, uid] : order)
-    out += (out.empty() ? "" : ", ") +
-           (uid < 0 ? std::string("an older release") : "uid " + std::to_string(uid)) + " (" +
-           std::to_string(-minus_n) + (minus_n == -1 ? " port)" : " ports)");
-  return out;
 }
 
 // A socket bound to the port on every address and not listening: while we
@@ -392,7 +375,8 @@ std::string range_fix(const LeaseRequest& req) {
 // Every port of the range taken: by whom. slurm-dp's own holds do not
 // listen, so the kernel's tables (socket_tables.hpp, bounded) name only other
 // binders; the lease files name the steps' users.
-Error held_range_error(const SiteConfig& site, const LeaseRequest& req, const LeaseCounts& leased) {
+Error held_range_error(const SiteConfig& site, const LeaseRequest& req,
+                       const LeaseHolders& leased) {
   const std::string range = std::to_string(site.port_min) + "-" + std::to_string(site.port_max);
   const PortHolders h = port_holders_here(site.port_min, site.port_max);
   const std::string who = holders_text(h);
@@ -417,34 +401,6 @@ Error held_range_error(const SiteConfig& site, const LeaseRequest& req, const Le
           range_fix(req));
 }
 
-// The user's share of the range, in ports: this step's `count` more beside
-// what the user's other steps hold (this step's own earlier leases aside).
-Result<void> check_share(const LeaseCounts& leased, const LeaseRequest& req, int count) {
-  if (req.share_ports <= 0) return {};
-  int others = 0;
-  std::string steps;
-  for (const auto& [tag, n] : leased.owner_steps) {
-    if (tag == req.tag) continue;
-    others += n;
-    steps += (steps.empty() ? "" : ", ") + tag + " (" + std::to_string(n) + ")";
-  }
-  if (others + count <= req.share_ports) return {};
-  const std::string share = "a user may hold " + std::to_string(req.share_ports) +
-                            " leased ports on a node (lease_share= in plugstack.conf; by default "
-                            "a quarter of the ports= range)";
-  const std::string need = "this step needs " + lease_need_text(req);
-  if (others == 0)
-    return make_error(Errc::unavailable, share + " and " + need +
-                                             ": ask for fewer with --dp-ports, or ask the admin "
-                                             "to raise lease_share=");
-  return make_error(Errc::unavailable,
-                    "uid " + std::to_string(req.owner) + " already holds " +
-                        std::to_string(others) + " leased ports on this node (steps " + steps +
-                        "), and " + share + "; " + need +
-                        ": end one of those steps first, ask for fewer with --dp-ports, or run "
-                        "this one on another node");
-}
-
 // The folder's lock, once the user's share has room for `count` more ports.
 // A user's previous step may hold its leases a moment past its end (its
 // slurmstepd releases them as it exits, while the next srun's starts): the
@@ -456,7 +412,9 @@ Result<UniqueFd> lock_share(const UniqueFd& dir, const SiteConfig& site, const L
   for (;;) {
     auto lock = lock_folder(dir.get(), site.lease_dir, req.lock_wait);
     DP_TRY(lock);
-    auto room = check_share(count_leases(dir.get(), req.owner), req, count);
+    auto room =
+        check_lease_share(count_leases(dir.get(), req.owner),
+                          {req.owner, req.tag, req.share_ports, count, lease_need_text(req)});
     if (room) return lock;
     if (Clock::now() >= until) return room.error();
     lock->reset();
