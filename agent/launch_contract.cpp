@@ -279,6 +279,26 @@ std::string format_answer(const Result<AgentAnswer>& a) {
   return "READY " + std::to_string(a->port) + " " + a->socket + store + "\n";
 }
 
+namespace {
+
+// The value of the field " KEY=<value>" that ends `rest`, cut off it; none:
+// absent. The fields come in a fixed order, so the last is cut first.
+std::optional<std::string_view> cut_field(std::string_view& rest, std::string_view key) {
+  const size_t at = rest.find(key);
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::string_view value = rest.substr(at + key.size());
+  rest = rest.substr(0, at);
+  return value;
+}
+
+// The NCCL ranks' flight-recorder folder: an absolute path of plain characters.
+bool flight_dir_ok(std::string_view d) {
+  return !d.empty() && d.size() <= kMaxSocketName && d[0] == '/' &&
+         d.find("..") == std::string_view::npos && std::all_of(d.begin(), d.end(), path_char);
+}
+
+}  // namespace
+
 Result<AgentAnswer> parse_answer(std::string_view line) {
   if (line.rfind("ERROR ", 0) == 0 && line.size() > 6) {
     AgentAnswer refused;
@@ -291,57 +311,39 @@ Result<AgentAnswer> parse_answer(std::string_view line) {
   };
   const bool failed = line.rfind("MASTER_FAILED ", 0) == 0;
   if (!failed && line.rfind("READY ", 0) != 0) return wrong();
-  line.remove_prefix(failed ? 14 : 6);
-  const size_t sp = line.find(' ');
+  std::string_view rest = line.substr(failed ? 14 : 6);
+  const size_t sp = rest.find(' ');
   if (sp == std::string_view::npos) return wrong();
+  AgentAnswer a;
   if (failed) {
-    const std::string_view node = line.substr(0, sp), reason = line.substr(sp + 1);
-    if (node.empty() || node.size() > 255 || !std::all_of(line.begin(), line.end(), printable))
+    const std::string_view node = rest.substr(0, sp), reason = rest.substr(sp + 1);
+    if (node.empty() || node.size() > 255 || !std::all_of(rest.begin(), rest.end(), printable))
       return wrong();
-    AgentAnswer a;
     a.master_failure = MasterFailure{std::string(node), std::string(reason)};
     return a;
   }
-  auto port = parse_whole_number(line.substr(0, sp), 0, 65535);
-  std::string_view name = line.substr(sp + 1);
-  // " fr=<folder>" and " ras=<port>": the NCCL ranks' flight-recorder folder
-  // (an absolute path of plain characters) and RAS port.
-  std::string_view flight_dir;
-  if (const size_t at = name.find(" fr="); at != std::string_view::npos) {
-    flight_dir = name.substr(at + 4);
-    if (flight_dir.empty() || flight_dir.size() > kMaxSocketName || flight_dir[0] != '/' ||
-        flight_dir.find("..") != std::string_view::npos ||
-        !std::all_of(flight_dir.begin(), flight_dir.end(), path_char))
-      return wrong();
-    name = name.substr(0, at);
-  }
-  Result<long long> ras = 0;
-  if (const size_t at = name.find(" ras="); at != std::string_view::npos) {
-    ras = parse_whole_number(name.substr(at + 5), 1, 65535);
-    name = name.substr(0, at);
-  }
-  // " dp_ports=<a,b,...>": the step's --dp-ports, fetched from the master node.
+  auto port = parse_whole_number(rest.substr(0, sp), 0, 65535);
+  std::string_view name = rest.substr(sp + 1);
+  const auto flight_dir = cut_field(name, " fr=");
+  if (flight_dir && !flight_dir_ok(*flight_dir)) return wrong();
+  Result<long long> ras = 0, store = 0;
+  if (auto v = cut_field(name, " ras=")) ras = parse_whole_number(*v, 1, 65535);
+  // The step's --dp-ports, fetched from the master node.
   Result<std::vector<int>> ports = std::vector<int>();
-  if (const size_t at = name.find(" dp_ports="); at != std::string_view::npos) {
-    ports = parse_ports_text(name.substr(at + 10), "dp_ports");
+  if (auto v = cut_field(name, " dp_ports=")) {
+    ports = parse_ports_text(*v, "dp_ports");
     if (ports && ports->empty()) return wrong();
-    name = name.substr(0, at);
   }
-  // " store=<port>": the node's PyTorch store (settings store=step).
-  Result<long long> store = 0;
-  if (const size_t at = name.find(" store="); at != std::string_view::npos) {
-    store = parse_whole_number(name.substr(at + 7), 1, 65535);
-    name = name.substr(0, at);
-  }
+  // The node's PyTorch store (settings store=step).
+  if (auto v = cut_field(name, " store=")) store = parse_whole_number(*v, 1, 65535);
   if (!port || !store || !ports || !ras || name.size() < 2 || name.size() > kMaxSocketName ||
       name[0] != '@' || !std::all_of(name.begin() + 1, name.end(), socket_char))
     return wrong();
-  AgentAnswer a;
   a.port = static_cast<int>(*port);
   a.socket = std::string(name);
   a.store_port = static_cast<int>(*store);
   a.dp_ports = std::move(*ports);
-  a.flight_dir = std::string(flight_dir);
+  a.flight_dir = std::string(flight_dir.value_or(""));
   a.ras_port = static_cast<int>(*ras);
   return a;
 }

@@ -243,8 +243,7 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
       proto::Response r;
       r.set_id(c.id);
       *r.mutable_stats() = stats();
-      out_.send(conn, r);
-      return;
+      return out_.send(conn, r);
     }
     default: break;
   }
@@ -253,12 +252,11 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
   // cancel only drops a call (a survivor's given-up PyTorch wait among them).
   if (abort_ && c.space != proto::SPACE_TORCH && req.op_case() != proto::Request::kCancelCall)
     return reply_error(conn, c.id, proto::ABORTED, abort_->message);
-  if (!proto::Space_IsValid(c.space)) {
+  if (!proto::Space_IsValid(c.space))
     return reply_error(conn, c.id, proto::PROTOCOL,
                        "unknown key space " + std::to_string(static_cast<int>(c.space)) +
                            ": the client is newer than dp-rendezvousd; use the same slurm-dp "
                            "release for both");
-  }
   if (torch_op(c, req)) return;
   switch (req.op_case()) {
     case proto::Request::kHello:

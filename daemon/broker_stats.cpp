@@ -3,6 +3,23 @@
 
 namespace dp::daemon {
 
+namespace {
+
+// What the watches said: hangs, stragglers, and the stacks at the first failure.
+std::string verdict_lines(const StepReport& report) {
+  std::string t;
+  for (const auto& l : report.hang_lines()) t += l + "\n";
+  if (const auto* st = report.stragglers())
+    for (const auto& l : st->lines(report.counts_collectives())) t += l + "\n";
+  if (report.failure() && !report.failure()->stacks.empty()) {
+    t += "at the first failure:\n";
+    for (const auto& l : report.failure()->stacks) t += "  " + l + "\n";
+  }
+  return t;
+}
+
+}  // namespace
+
 proto::Stats Broker::stats() const {
   proto::Stats s;
   s.set_connections(peers_.size());
@@ -47,13 +64,7 @@ proto::Stats Broker::stats() const {
   }
   t += "startup " + phases_.summary() + "\n";
   t += "ports " + report_.ports_text() + "\n";
-  for (const auto& l : report_.hang_lines()) t += l + "\n";
-  if (const auto* st = report_.stragglers())
-    for (const auto& l : st->lines(report_.counts_collectives())) t += l + "\n";
-  if (report_.failure() && !report_.failure()->stacks.empty()) {
-    t += "at the first failure:\n";
-    for (const auto& l : report_.failure()->stacks) t += "  " + l + "\n";
-  }
+  t += verdict_lines(report_);
   s.set_text(std::move(t));
   s.set_startup_line(startup_line());
   s.set_report_json(report_json(Clock::now()));

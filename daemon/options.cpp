@@ -232,6 +232,67 @@ std::string usage_text() {
   return out;
 }
 
+namespace {
+
+// One option of text (not a number): set, or an error naming it; false:
+// not such an option.
+Result<bool> set_text_option(DaemonOptions& o, const std::string& a, const std::string& v) {
+  if (a == "--job-id") {
+    o.job_id = v;
+  } else if (a == "--step-id") {
+    o.step_id = v;
+  } else if (a == "--listen") {
+    if (v.empty())
+      return make_error(Errc::invalid_argument,
+                        "--listen: empty address; give an IPv4/IPv6 address");
+    o.listen_addr = v;
+  } else if (a == "--listen-ports") {
+    DP_TRY(parse_listen_ports(v, o.listen_ports));
+  } else if (a == "--listen-ports-from") {
+    DP_TRY(parse_listen_ports_from(v, o.listen_ports));
+  } else if (a == "--step-nodes") {
+    o.step_nodes = v;
+  } else if (a == "--on-failure") {
+    const auto f = on_failure_named(v);
+    if (!f) return make_error(Errc::invalid_argument, "--on-failure: end or keep, got '" + v + "'");
+    o.limits.on_failure = *f;
+  } else if (a == "--hang-timeout-by") {
+    if (v != "user" && v != "site")
+      return make_error(Errc::invalid_argument, "--hang-timeout-by: user or site, got '" + v + "'");
+    o.limits.hang_timeout_by_user = v == "user";
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// The options together: what is required, and a step shape that adds up.
+Result<void> check_together(const DaemonOptions& o) {
+  if (o.world_size == 0)
+    return make_error(Errc::invalid_argument,
+                      "--world-size is required (the step's number of ranks)");
+  if (o.limits.nodes > o.world_size + o.limits.spares)
+    return make_error(
+        Errc::invalid_argument,
+        "--nodes exceeds --world-size + --spares (a node that is no spare has a rank)");
+  // Per-node launchers (--restart-programs 0) all run: every node holds ranks.
+  const int parked = o.limits.restart_programs ? o.limits.spares : 0;
+  if ((o.limits.spares > 0 || o.limits.max_restarts > 0) &&
+      (o.limits.tasks_per_node <= 0 || o.limits.nodes <= o.limits.spares ||
+       (o.limits.nodes - parked) * static_cast<long long>(o.limits.tasks_per_node) != o.world_size))
+    return make_error(Errc::invalid_argument,
+                      "--spares/--max-restarts need --nodes and --tasks-per-node with (--nodes - "
+                      "--spares) x --tasks-per-node = --world-size (--nodes x --tasks-per-node "
+                      "with --restart-programs 0)");
+  if (o.job_id.empty())
+    return make_error(Errc::invalid_argument, "--job-id is required (SLURM_JOB_ID)");
+  if (o.step_id.empty())
+    return make_error(Errc::invalid_argument, "--step-id is required (SLURM_STEP_ID)");
+  return {};
+}
+
+}  // namespace
+
 Result<DaemonOptions> parse_options(const std::vector<std::string>& args) {
   DaemonOptions o;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -249,56 +310,14 @@ Result<DaemonOptions> parse_options(const std::vector<std::string>& args) {
       auto value = parse_int(a, v, n->lo, n->hi);
       if (!value) return value.error();
       n->set(o, *value);
-    } else if (a == "--job-id") {
-      o.job_id = v;
-    } else if (a == "--step-id") {
-      o.step_id = v;
-    } else if (a == "--listen") {
-      if (v.empty())
-        return make_error(Errc::invalid_argument,
-                          "--listen: empty address; give an IPv4/IPv6 address");
-      o.listen_addr = v;
-    } else if (a == "--listen-ports") {
-      DP_TRY(parse_listen_ports(v, o.listen_ports));
-    } else if (a == "--listen-ports-from") {
-      DP_TRY(parse_listen_ports_from(v, o.listen_ports));
-    } else if (a == "--step-nodes") {
-      o.step_nodes = v;
-    } else if (a == "--on-failure") {
-      const auto f = on_failure_named(v);
-      if (!f)
-        return make_error(Errc::invalid_argument, "--on-failure: end or keep, got '" + v + "'");
-      o.limits.on_failure = *f;
-    } else if (a == "--hang-timeout-by") {
-      if (v != "user" && v != "site")
-        return make_error(Errc::invalid_argument,
-                          "--hang-timeout-by: user or site, got '" + v + "'");
-      o.limits.hang_timeout_by_user = v == "user";
-    } else {
-      return make_error(Errc::invalid_argument, "unknown option " + a + "; see --help");
+      continue;
     }
+    auto known = set_text_option(o, a, v);
+    DP_TRY(known);
+    if (!*known) return make_error(Errc::invalid_argument, "unknown option " + a + "; see --help");
   }
-  if (o.world_size == 0)
-    return make_error(Errc::invalid_argument,
-                      "--world-size is required (the step's number of ranks)");
-  if (o.limits.nodes > o.world_size + o.limits.spares)
-    return make_error(
-        Errc::invalid_argument,
-        "--nodes exceeds --world-size + --spares (a node that is no spare has a rank)");
-  // Per-node launchers (--restart-programs 0) all run: every node holds ranks.
-  const int parked = o.limits.restart_programs ? o.limits.spares : 0;
-  if ((o.limits.spares > 0 || o.limits.max_restarts > 0) &&
-      (o.limits.tasks_per_node <= 0 || o.limits.nodes <= o.limits.spares ||
-       (o.limits.nodes - parked) * static_cast<long long>(o.limits.tasks_per_node) != o.world_size))
-    return make_error(Errc::invalid_argument,
-                      "--spares/--max-restarts need --nodes and --tasks-per-node with (--nodes - "
-                      "--spares) x --tasks-per-node = --world-size (--nodes x --tasks-per-node "
-                      "with --restart-programs 0)");
+  DP_TRY(check_together(o));
   if (o.listen_ports.setting.empty()) o.listen_ports.setting = "listen-ports";
-  if (o.job_id.empty())
-    return make_error(Errc::invalid_argument, "--job-id is required (SLURM_JOB_ID)");
-  if (o.step_id.empty())
-    return make_error(Errc::invalid_argument, "--step-id is required (SLURM_STEP_ID)");
   return o;
 }
 

@@ -107,46 +107,50 @@ Result<proto::Stats> query(const std::string& path, std::chrono::milliseconds ti
   return r->stats();
 }
 
-Result<proto::Response> ask(const std::string& path, const proto::Request& req,
-                            std::chrono::milliseconds timeout, uid_t owner) {
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + timeout;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int ms_left(Clock::time_point deadline) {
+  return static_cast<int>(std::max<int64_t>(
+      0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
+}
+
+// A connection to the daemon at `path`, served by `owner`'s process.
+Result<UniqueFd> connect_owned(const std::string& path, Clock::time_point deadline,
+                               std::chrono::milliseconds timeout, uid_t owner) {
   auto addr = unix_address(path);
   DP_TRY(addr);
   UniqueFd sock(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!sock) return make_error(Errc::connection, "socket: " + errno_text(errno));
-  const int fd = sock.get();
-  auto left_ms = [&] {
-    return static_cast<int>(std::max<int64_t>(
-        0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
-  };
   // Non-blocking, so a listener with a full backlog (EAGAIN) costs this
   // query's deadline, never a hang that not even SIGTERM ends.
-  while (connect(fd, reinterpret_cast<const sockaddr*>(&addr->sa), addr->len) != 0) {
+  while (connect(sock.get(), reinterpret_cast<const sockaddr*>(&addr->sa), addr->len) != 0) {
     const int e = errno;
     if (e == ENOENT || e == ECONNREFUSED)
       return make_error(Errc::not_found,
                         "no running step daemon at " + path + " (" + errno_text(e) + ")");
     if (e != EAGAIN && e != EINTR)
       return make_error(Errc::connection, "cannot connect to " + path + ": " + errno_text(e));
-    if (left_ms() == 0)
+    if (ms_left(deadline) == 0)
       return make_error(Errc::timeout, path + " accepted no connection within " +
                                            std::to_string(timeout.count()) + " ms (backlog full)");
-    poll(nullptr, 0, std::min(10, left_ms()));
+    poll(nullptr, 0, std::min(10, ms_left(deadline)));
   }
   // Anyone may bind an abstract name: ask only a daemon of the step's user.
-  const auto uid = peer_uid(fd);
+  const auto uid = peer_uid(sock.get());
   if (!uid || *uid != owner)
     return make_error(Errc::unauthorized,
                       path + " is served by " + (uid ? user_text(*uid) : "an unknown user") +
                           ", not by a step daemon of " +
                           (owner == getuid() ? std::string("yours") : user_text(owner)) +
                           ": not asked");
-  std::string frame;
-  rdv::append_frame(req, frame);
-  // A request of a few bytes fits any fresh socket's buffer: one send.
-  if (::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(frame.size()))
-    return make_error(Errc::connection, "cannot send to " + path + ": " + errno_text(errno));
+  return sock;
+}
+
+// The first whole answer frame, or why none came by the deadline.
+Result<proto::Response> read_answer(int fd, const std::string& path, Clock::time_point deadline,
+                                    std::chrono::milliseconds timeout) {
   rdv::FrameDecoder dec(64u << 20);
   char buf[65536];
   while (true) {
@@ -166,7 +170,7 @@ Result<proto::Response> ask(const std::string& path, const proto::Request& req,
     }
     if (st == rdv::FrameDecoder::Status::too_large)
       return make_error(Errc::limit, "answer from " + path + " too large");
-    const int left = left_ms();
+    const int left = ms_left(deadline);
     if (left == 0)
       return make_error(Errc::timeout, "no answer from " + path + " within " +
                                            std::to_string(timeout.count()) + " ms");
@@ -182,6 +186,22 @@ Result<proto::Response> ask(const std::string& path, const proto::Request& req,
     }
     dec.feed(buf, static_cast<size_t>(n));
   }
+}
+
+}  // namespace
+
+Result<proto::Response> ask(const std::string& path, const proto::Request& req,
+                            std::chrono::milliseconds timeout, uid_t owner) {
+  const auto deadline = Clock::now() + timeout;
+  auto sock = connect_owned(path, deadline, timeout, owner);
+  DP_TRY(sock);
+  std::string frame;
+  rdv::append_frame(req, frame);
+  // A request of a few bytes fits any fresh socket's buffer: one send.
+  if (::send(sock->get(), frame.data(), frame.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(frame.size()))
+    return make_error(Errc::connection, "cannot send to " + path + ": " + errno_text(errno));
+  return read_answer(sock->get(), path, deadline, timeout);
 }
 
 }  // namespace dp::obs

@@ -337,6 +337,15 @@ int srun_init(spank_t) {
   return 0;
 }
 
+// --dp-verbose: the step as srun started it.
+void say_started(const StepIds& id, const CheckedStep& step, const std::string& rdv,
+                 const DaemonLaunch& launch, const RunningDaemon& daemon) {
+  std::cerr << "slurm-dp: step " << id.job << "." << id.step << ": world " << step.plan.world_size
+            << " on " << step.shape.hosts.size() << " nodes, MASTER_ADDR=" << step.master_addr
+            << ", rendezvous " << rdv << " (" << launch.args.listen_ports.text() << ", pid "
+            << daemon.pid << ")" << std::endl;
+}
+
 int srun_local_user_init(spank_t sp) {
   const StepClock clock;  // srun's side of the start-up timings
   const PluginState& st = state();
@@ -394,11 +403,7 @@ int srun_local_user_init(spank_t sp) {
   remember_step(sr.end, id->job, id->step, opts, st.site.report, clock.ms());
   sr.end.report_socket = daemon->report_socket;
   sr.end.store = store_kind_name(step->plan.store);
-  if (opts.verbose.value_or(false))
-    std::cerr << "slurm-dp: step " << id->job << "." << id->step << ": world "
-              << step->plan.world_size << " on " << step->shape.hosts.size()
-              << " nodes, MASTER_ADDR=" << step->master_addr << ", rendezvous " << rdv << " ("
-              << launch.args.listen_ports.text() << ", pid " << daemon->pid << ")" << std::endl;
+  if (opts.verbose.value_or(false)) say_started(*id, *step, rdv, launch, *daemon);
   return 0;
 }
 

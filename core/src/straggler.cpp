@@ -134,18 +134,21 @@ std::vector<int> Watch::stragglers(size_t judged) const {
   return out;
 }
 
-Verdict Watch::describe(Change c, const std::vector<int>& ranks, double at_s) const {
-  Verdict v;
-  v.change = c;
-  v.ranks = ranks;
-  v.at_s = at_s;
-  const std::set<int> slow(ranks.begin(), ranks.end());
-  std::set<std::string> hosts;
-  std::map<std::string, int> wheres;
-  // Their own waits and the others', by what.
+namespace {
+
+// The window's figures, the named ranks' apart from the others'.
+struct WindowSplit {
+  std::set<std::string> hosts;        // the named ranks'
+  std::map<std::string, int> wheres;  // where the others were seen waiting, how often
+  // Own waits by what: the named ranks' shares, the others'.
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> own;
+  std::vector<double> slow_cpu, other_cpu;  // CPU seconds per second, per rank
+};
+
+WindowSplit split_window(const std::deque<Block>& window, const std::set<int>& slow) {
+  WindowSplit w;
   std::map<int, std::pair<double, double>> cpu;  // rank -> (CPU seconds, seconds)
-  for (const auto& b : window_) {
+  for (const auto& b : window) {
     for (const auto& r : b.ranks) {
       if (r.cpu) {
         cpu[r.rank].first += *r.cpu * b.seconds;
@@ -156,60 +159,70 @@ Verdict Watch::describe(Change c, const std::vector<int>& ranks, double at_s) co
                                                       {"sleep", r.own.sleep},
                                                       {"other", r.own.other}};
       for (const auto& [kind, share] : kinds)
-        (slow.count(r.rank) ? own[kind].first : own[kind].second).push_back(share);
-      if (slow.count(r.rank)) hosts.insert(r.host);
-      else if (!r.where.empty()) ++wheres[r.where];
+        (slow.count(r.rank) ? w.own[kind].first : w.own[kind].second).push_back(share);
+      if (slow.count(r.rank)) w.hosts.insert(r.host);
+      else if (!r.where.empty()) ++w.wheres[r.where];
     }
   }
+  for (const auto& [rank, c] : cpu)
+    if (c.second > 0) (slow.count(rank) ? w.slow_cpu : w.other_cpu).push_back(c.first / c.second);
+  return w;
+}
+
+// Who, who waits for them and how much, where, what keeps them, since when.
+std::string verdict_line(const Verdict& v) {
+  const bool one = v.ranks.size() == 1;
+  const std::string waiters = v.others.size() == 1 ? "rank " + rank_ranges(v.others) + " waits"
+                                                   : "ranks " + rank_ranges(v.others) + " wait";
+  const std::string waits =
+      waiters + " for " + (one ? "it " : "them ") + percent(v.lead) + " of the time";
+  if (v.change == Change::recovered)
+    return who(v.ranks, v.hosts) + " recovered: " + waits + " (a straggler since " +
+           seconds_text(v.since_s) + ")";
+  std::string line = who(v.ranks, v.hosts) + " \u2014 " + waits;
+  if (!v.where.empty()) line += " (in " + v.where + ")";
+  if (!v.own_on.empty())
+    line += "; " + waits_on(v.own_on, one) + " " + percent(v.own) + " of the time";
+  if (v.cpu_ratio)
+    line += std::string("; ") + (one ? "it computes " : "they compute ") +
+            ratio_text(*v.cpu_ratio) + " the median";
+  return line + "; since " + seconds_text(v.since_s);
+}
+
+}  // namespace
+
+Verdict Watch::describe(Change c, const std::vector<int>& ranks, double at_s) const {
+  Verdict v;
+  v.change = c;
+  v.ranks = ranks;
+  v.at_s = at_s;
+  const std::set<int> slow(ranks.begin(), ranks.end());
+  WindowSplit w = split_window(window_, slow);
   for (const auto& r : window_.back().ranks)
     if (!slow.count(r.rank)) v.others.push_back(r.rank);
   std::sort(v.others.begin(), v.others.end());
-  v.hosts.assign(hosts.begin(), hosts.end());
-  double lead = 0, since = at_s;
-  std::vector<double> slow_cpu, other_cpu;
+  v.hosts.assign(w.hosts.begin(), w.hosts.end());
+  double since = at_s;
   for (int r : ranks) {
     const Lead l = lead_of(r);
-    lead += l.median / static_cast<double>(ranks.size());
+    v.lead += l.median / static_cast<double>(ranks.size());
     since = std::min(since, l.since_s);
   }
-  for (const auto& [rank, c] : cpu) {
-    if (c.second <= 0) continue;
-    (slow.count(rank) ? slow_cpu : other_cpu).push_back(c.first / c.second);
-  }
-  v.lead = lead;
   v.since_s = c == Change::recovered && named_ ? named_->since_s : since;
-  const double others_cpu = median(other_cpu);
-  if (!slow_cpu.empty() && others_cpu > 1e-3) v.cpu_ratio = median(slow_cpu) / others_cpu;
-  for (const auto& [w, n] : wheres)
-    if (v.where.empty() || n > wheres[v.where]) v.where = w;
+  const double others_cpu = median(w.other_cpu);
+  if (!w.slow_cpu.empty() && others_cpu > 1e-3) v.cpu_ratio = median(w.slow_cpu) / others_cpu;
+  for (const auto& [where, n] : w.wheres)
+    if (v.where.empty() || n > w.wheres[v.where]) v.where = where;
   // Waiting on their own work more than the others do: that is what keeps them.
   double most = s_.threshold / 2;
-  for (const auto& [kind, shares] : own) {
+  for (const auto& [kind, shares] : w.own) {
     const double above = median(shares.first) - median(shares.second);
     if (above < most) continue;
     most = above;
     v.own_on = kind;
     v.own = median(shares.first);
   }
-  // The line: who, who waits for them and how much, where, what they compute, since when.
-  const bool one = ranks.size() == 1;
-  const std::string waiters = v.others.size() == 1 ? "rank " + rank_ranges(v.others) + " waits"
-                                                   : "ranks " + rank_ranges(v.others) + " wait";
-  const std::string waits =
-      waiters + " for " + (one ? "it " : "them ") + percent(v.lead) + " of the time";
-  if (c == Change::recovered) {
-    v.line = who(ranks, v.hosts) + " recovered: " + waits + " (a straggler since " +
-             seconds_text(v.since_s) + ")";
-    return v;
-  }
-  v.line = who(ranks, v.hosts) + " \u2014 " + waits;
-  if (!v.where.empty()) v.line += " (in " + v.where + ")";
-  if (!v.own_on.empty())
-    v.line += "; " + waits_on(v.own_on, one) + " " + percent(v.own) + " of the time";
-  if (v.cpu_ratio)
-    v.line += std::string("; ") + (one ? "it computes " : "they compute ") +
-              ratio_text(*v.cpu_ratio) + " the median";
-  v.line += "; since " + seconds_text(v.since_s);
+  v.line = verdict_line(v);
   return v;
 }
 

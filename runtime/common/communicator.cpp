@@ -35,6 +35,58 @@ const char* backend_name(Backend b) noexcept {
 
 namespace detail {
 
+namespace {
+
+// DP_SHM and DP_PROGRESS: their choices, or an error naming them.
+Result<void> read_switches(ResolvedOptions& r) {
+  if (auto v = env_value(env::kShm)) {
+    if (*v == "off") {
+      r.shared_memory = false;
+    } else if (*v != "auto") {
+      return make_error(Errc::invalid_argument,
+                        std::string(env::kShm) + "='" + *v +
+                            "' is not a choice; use auto (ranks on one host all_reduce through "
+                            "shared memory, the default) or off (always TCP)");
+    }
+  }
+  if (auto v = env_value(env::kProgress); v && *v != "on" && *v != "off") {
+    return make_error(
+        Errc::invalid_argument,
+        std::string(env::kProgress) + "='" + *v +
+            "' is not a choice; use on (collective counters on the heartbeats, for hang and "
+            "straggler detection; the default) or off");
+  }
+  return {};
+}
+
+// The backend the program gets: its own choice, else DP_BACKEND's, else
+// NCCL where a GPU is usable; world 1 needs no communication at all.
+Result<Backend> chosen_backend(const Context& ctx, Backend want, int cuda_devices) {
+  // The user's variable wins over the program's default choice only.
+  if (auto b = env_value(env::kBackend); b && want == Backend::automatic) {
+    if (*b == "gloo") {
+      want = Backend::gloo;
+    } else if (*b == "nccl") {
+      want = Backend::nccl;
+    } else if (*b == "auto") {
+      want = Backend::automatic;
+    } else {
+      return make_error(Errc::invalid_argument, std::string(env::kBackend) + "='" + *b +
+                                                    "' is not a backend; use gloo, nccl or auto");
+    }
+  }
+  if (want == Backend::nccl) return Backend::nccl;  // even for world 1: device buffers asked for
+  if (ctx.world_size == 1) return Backend::single;
+  if (want == Backend::single)
+    return make_error(Errc::invalid_argument, "backend single needs WORLD_SIZE=1 but WORLD_SIZE=" +
+                                                  std::to_string(ctx.world_size) +
+                                                  "; use gloo, nccl or automatic");
+  if (want == Backend::gloo) return Backend::gloo;
+  return cuda_devices > 0 ? Backend::nccl : Backend::gloo;
+}
+
+}  // namespace
+
 Result<ResolvedOptions> resolve_options(const Context& ctx, const InitOptions& opts,
                                         int cuda_devices) {
   ResolvedOptions r;
@@ -51,54 +103,10 @@ Result<ResolvedOptions> resolve_options(const Context& ctx, const InitOptions& o
                       "InitOptions.timeout_ms=" + std::to_string(opts.timeout_ms) +
                           " must be positive (milliseconds)");
   }
-
-  if (auto v = env_value(env::kShm)) {
-    if (*v == "off") {
-      r.shared_memory = false;
-    } else if (*v != "auto") {
-      return make_error(Errc::invalid_argument,
-                        std::string(env::kShm) + "='" + *v +
-                            "' is not a choice; use auto (ranks on one host all_reduce through "
-                            "shared memory, the default) or off (always TCP)");
-    }
-  }
-
-  if (auto v = env_value(env::kProgress); v && *v != "on" && *v != "off") {
-    return make_error(
-        Errc::invalid_argument,
-        std::string(env::kProgress) + "='" + *v +
-            "' is not a choice; use on (collective counters on the heartbeats, for hang and "
-            "straggler detection; the default) or off");
-  }
-
-  Backend want = opts.backend;
-  // The user's variable wins over the program's default choice only.
-  if (auto b = env_value(env::kBackend); b && want == Backend::automatic) {
-    if (*b == "gloo") {
-      want = Backend::gloo;
-    } else if (*b == "nccl") {
-      want = Backend::nccl;
-    } else if (*b == "auto") {
-      want = Backend::automatic;
-    } else {
-      return make_error(Errc::invalid_argument, std::string(env::kBackend) + "='" + *b +
-                                                    "' is not a backend; use gloo, nccl or auto");
-    }
-  }
-  if (want == Backend::nccl) {
-    r.backend = Backend::nccl;  // even for world 1: the caller asked for device buffers
-  } else if (ctx.world_size == 1) {
-    r.backend = Backend::single;
-  } else if (want == Backend::gloo || want == Backend::single) {
-    if (want == Backend::single) {
-      return make_error(Errc::invalid_argument,
-                        "backend single needs WORLD_SIZE=1 but WORLD_SIZE=" +
-                            std::to_string(ctx.world_size) + "; use gloo, nccl or automatic");
-    }
-    r.backend = Backend::gloo;
-  } else {
-    r.backend = cuda_devices > 0 ? Backend::nccl : Backend::gloo;
-  }
+  DP_TRY(read_switches(r));
+  auto backend = chosen_backend(ctx, opts.backend, cuda_devices);
+  DP_TRY(backend);
+  r.backend = *backend;
   return r;
 }
 

@@ -37,8 +37,10 @@ Result<void> read_step_options(Context& c) {
 
 }  // namespace
 
-Result<Context> Context::from_environment() {
-  Context c;
+namespace {
+
+// RANK and WORLD_SIZE: both or neither (a single process).
+Result<void> read_rank(Context& c) {
   auto rank_text = detail::env_value(env::kRank);
   auto world_text = detail::env_value(env::kWorldSize);
   if (rank_text.has_value() != world_text.has_value()) {
@@ -49,31 +51,32 @@ Result<Context> Context::from_environment() {
                           " is not; set both (srun --dp-world=auto does) or neither for a "
                           "single process");
   }
-  if (world_text) {
-    auto world = detail::parse_int(env::kWorldSize, *world_text, 1, kMaxWorld);
-    if (!world) return world.error();
-    c.world_size = *world;
-    auto rank = detail::parse_int(env::kRank, *rank_text, 0, c.world_size - 1);
-    if (!rank) {
-      return make_error(Errc::invalid_argument,
-                        std::string(env::kRank) + "='" + *rank_text +
-                            "' must be an integer in [0, WORLD_SIZE-1] = [0, " +
-                            std::to_string(c.world_size - 1) + "]");
-    }
-    c.rank = *rank;
-  }
+  if (!world_text) return {};
+  auto world = detail::parse_int(env::kWorldSize, *world_text, 1, kMaxWorld);
+  if (!world) return world.error();
+  c.world_size = *world;
+  auto rank = detail::parse_int(env::kRank, *rank_text, 0, c.world_size - 1);
+  if (!rank)
+    return make_error(Errc::invalid_argument,
+                      std::string(env::kRank) + "='" + *rank_text +
+                          "' must be an integer in [0, WORLD_SIZE-1] = [0, " +
+                          std::to_string(c.world_size - 1) + "]");
+  c.rank = *rank;
+  return {};
+}
 
+// LOCAL_WORLD_SIZE, LOCAL_RANK and the node's index.
+Result<void> read_node_place(Context& c) {
   // Unknown LOCAL_WORLD_SIZE (hand-written launch scripts often omit it):
   // WORLD_SIZE is its only safe upper bound.
   auto lws = int_var(env::kLocalWorldSize, c.world_size, 1, c.world_size);
   if (!lws) return lws.error();
   c.local_world_size = *lws;
   auto lr = int_var(env::kLocalRank, 0, 0, c.local_world_size - 1);
-  if (!lr) {
+  if (!lr)
     return make_error(Errc::invalid_argument, lr.error().message +
                                                   " (LOCAL_RANK must be below LOCAL_WORLD_SIZE=" +
                                                   std::to_string(c.local_world_size) + ")");
-  }
   c.local_rank = *lr;
   // torchrun calls the node index GROUP_RANK; NODE_RANK wins when both exist.
   auto group = int_var(env::kGroupRank, 0, 0, kMaxWorld);
@@ -81,7 +84,15 @@ Result<Context> Context::from_environment() {
   auto node = int_var(env::kNodeRank, *group, 0, kMaxWorld);
   if (!node) return node.error();
   c.node_rank = *node;
+  return {};
+}
 
+}  // namespace
+
+Result<Context> Context::from_environment() {
+  Context c;
+  DP_TRY(read_rank(c));
+  DP_TRY(read_node_place(c));
   c.master_addr = detail::env_value(env::kMasterAddr).value_or("");
   auto port = int_var(env::kMasterPort, 0, 1, 65535);
   if (!port) return port.error();

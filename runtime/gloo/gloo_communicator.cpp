@@ -227,25 +227,13 @@ class GlooCommunicator final : public Communicator {
     return {};
   }
 
-  // Ranks that share a host all_reduce through shared memory; with several
-  // hosts, their leaders then join the hosts over TCP. All ranks take the
-  // same decisions: each learns every rank's host and every attach outcome.
-  Result<void> start_shared_memory(StartupLog& log) {
-    const auto mine = domain_digest(shared_memory_domain());
-    std::vector<std::array<uint64_t, 2>> all(static_cast<size_t>(size_));
-    DP_TRY(all_gather(mine.data(), all.data(), 2, DType::i64));
-    const HostGroups g = group_by_host(all, rank_);
-    if (g.largest_host == 1) {
-      log.phase("one rank per host: all_reduce over tcp");
-      return {};
-    }
-
-    // Each host's leader creates its segment; every rank learns where to open it.
+  // Each host's leader creates its segment; every rank learns where to open
+  // it and opens it. What failed on this rank, if anything (shm_ stays empty).
+  Result<std::optional<Error>> open_segment(const HostGroups& g, size_t chunk) {
     constexpr size_t kName = 96;  // exchanged as 32-bit words
     alignas(4) char name[kName] = {};
     std::vector<char> names(kName * static_cast<size_t>(size_));
     std::optional<Error> failure;
-    const size_t chunk = ShmReducer::chunk_bytes_for(g.largest_host);
     if (g.local_ranks.size() == 1) {
       shm_ = ShmReducer::alone(rank_, chunk);
     } else if (g.local_rank == 0) {
@@ -264,6 +252,13 @@ class GlooCommunicator final : public Communicator {
       if (r) shm_ = *r;
       else failure = r.error();
     }
+    return failure;
+  }
+
+  // Whether every rank opened its host's segment. Shared memory is an
+  // optimisation: without it on one rank, every rank stays on TCP, and the
+  // first rank that failed says why, once.
+  Result<bool> every_rank_attached(const std::optional<Error>& failure) {
     std::vector<int32_t> ok(static_cast<size_t>(size_));
     const int32_t mine_ok = shm_ ? 1 : 0;
     DP_TRY(all_gather(&mine_ok, ok.data(), 1, DType::i32));
@@ -271,8 +266,6 @@ class GlooCommunicator final : public Communicator {
     if (shm_) shm_->stop_sharing();
     for (int r = 0; r < size_; ++r) {
       if (ok[static_cast<size_t>(r)]) continue;
-      // Shared memory is an optimisation: without it, every rank stays on TCP.
-      // The first rank that failed says why, once.
       shm_.reset();
       if (r == rank_) {
         std::fprintf(stderr,
@@ -280,6 +273,30 @@ class GlooCommunicator final : public Communicator {
                      "the attempt)\n",
                      rank_, failure ? failure->message.c_str() : "shared memory unavailable");
       }
+      return false;
+    }
+    return true;
+  }
+
+  // Ranks that share a host all_reduce through shared memory; with several
+  // hosts, their leaders then join the hosts over TCP. All ranks take the
+  // same decisions: each learns every rank's host and every attach outcome.
+  Result<void> start_shared_memory(StartupLog& log) {
+    const auto mine = domain_digest(shared_memory_domain());
+    std::vector<std::array<uint64_t, 2>> all(static_cast<size_t>(size_));
+    DP_TRY(all_gather(mine.data(), all.data(), 2, DType::i64));
+    const HostGroups g = group_by_host(all, rank_);
+    if (g.largest_host == 1) {
+      log.phase("one rank per host: all_reduce over tcp");
+      return {};
+    }
+
+    const size_t chunk = ShmReducer::chunk_bytes_for(g.largest_host);
+    auto failure = open_segment(g, chunk);
+    DP_TRY(failure);
+    auto attached = every_rank_attached(*failure);
+    DP_TRY(attached);
+    if (!*attached) {
       log.phase("shared memory unavailable: all_reduce over tcp");
       return {};
     }

@@ -268,6 +268,44 @@ std::vector<uint8_t> line_entry_no_columns(unsigned units, int line_delta) {
   return out;
 }
 
+namespace {
+
+// A thread's state, naming its tid as the version does (in its pthread's
+// struct, or itself).
+uint64_t thread_state(Writer& w, const PythonLayout& l, int tid, SyntheticPython& p) {
+  const uint64_t ts = w.alloc(l.thread.size);
+  if (l.thread_id == ThreadId::pthread) {
+    const uint64_t pthread = w.alloc(kPthreadSize);
+    w.put<int32_t>(pthread + kImagePthreadTid, tid);
+    w.put<uint64_t>(ts + l.thread.native_thread_id, pthread);
+    p.pthreads.push_back(pthread);
+  } else {
+    w.put<uint64_t>(ts + l.thread.native_thread_id, static_cast<uint64_t>(tid));
+  }
+  return ts;
+}
+
+// A thread's frames, innermost first; built outermost first, so that each
+// frame knows the one before it (`entry`: the interpreter's own, or 0).
+std::vector<uint64_t> frame_chain(Builder& b, unsigned minor, const SyntheticThread& t,
+                                  uint64_t entry, const std::map<CodeKey, std::set<int>>& lines,
+                                  const std::map<CodeKey, uint64_t>& codes) {
+  std::vector<uint64_t> frames(t.frames.size());
+  uint64_t previous = entry;
+  for (size_t i = t.frames.size(); i-- > 0;) {
+    const auto& f = t.frames[i];
+    const auto& code_lines = lines.at(key_of(f));
+    const auto unit =
+        static_cast<uint64_t>(std::distance(code_lines.begin(), code_lines.find(f.line)));
+    const uint64_t tag = minor == 14 && i % 2 == 1 ? 1 : 0;
+    frames[i] = b.frame(codes.at(key_of(f)), unit, previous, tag);
+    previous = frames[i];
+  }
+  return frames;
+}
+
+}  // namespace
+
 SyntheticPython build_synthetic_python(unsigned minor, const std::vector<SyntheticThread>& threads,
                                        uint64_t base) {
   Writer w(base);
@@ -300,15 +338,7 @@ SyntheticPython build_synthetic_python(unsigned minor, const std::vector<Synthet
   const bool has_entry =
       l.frames != FrameModel::frame_object && l.owner_max >= l.first_skipped_owner;
   for (const auto& t : threads) {
-    const uint64_t ts = w.alloc(l.thread.size);
-    if (l.thread_id == ThreadId::pthread) {
-      const uint64_t pthread = w.alloc(kPthreadSize);
-      w.put<int32_t>(pthread + kImagePthreadTid, t.tid);
-      w.put<uint64_t>(ts + l.thread.native_thread_id, pthread);
-      p.pthreads.push_back(pthread);
-    } else {
-      w.put<uint64_t>(ts + l.thread.native_thread_id, static_cast<uint64_t>(t.tid));
-    }
+    const uint64_t ts = thread_state(w, l, t.tid, p);
     w.put<uint64_t>(ts + l.thread.next, newer_than);
     newer_than = ts;
     p.thread_states.push_back(ts);
@@ -317,18 +347,7 @@ SyntheticPython build_synthetic_python(unsigned minor, const std::vector<Synthet
       entry = w.alloc(l.frame.size);
       w.put<int8_t>(entry + l.frame.owner, static_cast<int8_t>(l.first_skipped_owner));
     }
-    // Outermost first, so each frame knows the one before it.
-    std::vector<uint64_t> frames(t.frames.size());
-    uint64_t previous = entry;
-    for (size_t i = t.frames.size(); i-- > 0;) {
-      const auto& f = t.frames[i];
-      const auto& code_lines = lines[key_of(f)];
-      const auto unit =
-          static_cast<uint64_t>(std::distance(code_lines.begin(), code_lines.find(f.line)));
-      const uint64_t tag = minor == 14 && i % 2 == 1 ? 1 : 0;
-      frames[i] = b.frame(codes[key_of(f)], unit, previous, tag);
-      previous = frames[i];
-    }
+    std::vector<uint64_t> frames = frame_chain(b, minor, t, entry, lines, codes);
     uint64_t top = frames.empty() ? entry : frames.front();
     if (l.frames == FrameModel::cframe) {
       const uint64_t cframe = w.alloc(16);

@@ -26,11 +26,20 @@ std::string ModelSpec::describe() const {
 dp::Result<std::unique_ptr<Model>> Model::create(const ModelSpec& spec, Ops& ops, int max_batch,
                                                  uint64_t seed, size_t extra_grad_floats) {
   std::unique_ptr<Model> m(new Model(ops));
+  auto layers = m->add_layers(spec);
+  DP_TRY(layers);
+  auto buffers = m->allocate(max_batch, extra_grad_floats);
+  DP_TRY(buffers);
+  m->init_params(max_batch, seed);
+  return m;
+}
+
+dp::Result<void> Model::add_layers(const ModelSpec& spec) {
   Shape s = spec.input;
-  m->input_shape_ = s;
+  input_shape_ = s;
   auto add = [&](std::unique_ptr<Layer> l) {
     s = l->output_shape();
-    m->layers_.push_back(std::move(l));
+    layers_.push_back(std::move(l));
   };
   switch (spec.kind) {
     case ModelKind::mlp:
@@ -54,51 +63,55 @@ dp::Result<std::unique_ptr<Model>> Model::create(const ModelSpec& spec, Ops& ops
       break;
     case ModelKind::linear: add(make_linear(s, spec.outputs, false)); break;
   }
-  m->output_shape_ = s;
+  output_shape_ = s;
+  return {};
+}
 
+dp::Result<void> Model::allocate(int max_batch, size_t extra_grad_floats) {
   // Reverse layout: the last layer's parameters come first.
-  m->offsets_.assign(m->layers_.size(), 0);
+  offsets_.assign(layers_.size(), 0);
   size_t off = 0, workspace = 0, max_act = 0;
-  for (size_t i = m->layers_.size(); i-- > 0;) {
-    m->offsets_[i] = off;
-    off += m->layers_[i]->param_count();
-    workspace += m->layers_[i]->workspace_floats(max_batch);
+  for (size_t i = layers_.size(); i-- > 0;) {
+    offsets_[i] = off;
+    off += layers_[i]->param_count();
+    workspace += layers_[i]->workspace_floats(max_batch);
   }
-  m->param_count_ = off;
-
-  m->params_ = DeviceBuffer(ops, off);
-  m->grads_ = DeviceBuffer(ops, off + extra_grad_floats);
-  m->workspace_ = DeviceBuffer(ops, std::max<size_t>(workspace, 1));
-  Shape a = m->input_shape_;
-  m->acts_.emplace_back(ops, a.size() * max_batch);
+  param_count_ = off;
+  params_ = DeviceBuffer(ops_, off);
+  grads_ = DeviceBuffer(ops_, off + extra_grad_floats);
+  workspace_ = DeviceBuffer(ops_, std::max<size_t>(workspace, 1));
+  Shape a = input_shape_;
+  acts_.emplace_back(ops_, a.size() * max_batch);
   max_act = a.size();
-  for (auto& l : m->layers_) {
+  for (auto& l : layers_) {
     a = l->output_shape();
     max_act = std::max(max_act, a.size());
-    m->acts_.emplace_back(ops, a.size() * max_batch);
+    acts_.emplace_back(ops_, a.size() * max_batch);
   }
-  m->dacts_[0] = DeviceBuffer(ops, max_act * max_batch);
-  m->dacts_[1] = DeviceBuffer(ops, max_act * max_batch);
-  bool ok = m->params_.valid() && m->grads_.valid() && m->workspace_.valid() &&
-            m->dacts_[0].valid() && m->dacts_[1].valid();
-  for (auto& b : m->acts_) ok = ok && b.valid();
+  dacts_[0] = DeviceBuffer(ops_, max_act * max_batch);
+  dacts_[1] = DeviceBuffer(ops_, max_act * max_batch);
+  bool ok = params_.valid() && grads_.valid() && workspace_.valid() && dacts_[0].valid() &&
+            dacts_[1].valid();
+  for (auto& b : acts_) ok = ok && b.valid();
   if (!ok)
-    return dp::make_error(dp::Errc::limit, std::string("model: out of ") + ops.name() +
+    return dp::make_error(dp::Errc::limit, std::string("model: out of ") + ops_.name() +
                                                " memory for batch " + std::to_string(max_batch) +
                                                "; use a smaller --batch");
+  return {};
+}
 
-  std::vector<float> host(off);
+void Model::init_params(int max_batch, uint64_t seed) {
+  std::vector<float> host(param_count_);
   Rng rng(seed);
-  float* ws = m->workspace_.data();
-  for (size_t i = 0; i < m->layers_.size(); ++i) {
-    auto& l = m->layers_[i];
-    l->init_params(rng, host.data() + m->offsets_[i]);
-    l->bind(m->params_.data() + m->offsets_[i], m->grads_.data() + m->offsets_[i]);
+  float* ws = workspace_.data();
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    auto& l = layers_[i];
+    l->init_params(rng, host.data() + offsets_[i]);
+    l->bind(params_.data() + offsets_[i], grads_.data() + offsets_[i]);
     l->bind_workspace(ws);
     ws += l->workspace_floats(max_batch);
   }
-  ops.upload(m->params_.data(), host.data(), off);
-  return m;
+  ops_.upload(params_.data(), host.data(), param_count_);
 }
 
 std::string Model::describe() const {

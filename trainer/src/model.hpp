@@ -57,6 +57,10 @@ class Model {
 
  private:
   Model(Ops& ops) : ops_(ops) {}
+  dp::Result<void> add_layers(const ModelSpec& spec);
+  // The parameters in reverse layout, gradients, workspace and activations.
+  dp::Result<void> allocate(int max_batch, size_t extra_grad_floats);
+  void init_params(int max_batch, uint64_t seed);
   Ops& ops_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<size_t> offsets_;

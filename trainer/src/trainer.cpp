@@ -161,6 +161,7 @@ class Training {
   dp::Result<void> resume();
   void announce();
   dp::Result<void> run_loop();
+  bool advance();  // one step on: true at an epoch's end
   dp::Result<void> finish(const Dataset* test_set);
   TrainSummary take_summary() { return std::move(sum_); }
 
@@ -367,6 +368,16 @@ void Training::log_progress() {
   steps_since_log_ = 0;
 }
 
+bool Training::advance() {
+  ++pos_.global_step;
+  ++sum_.steps_this_run;
+  ++steps_since_log_;
+  if (++pos_.batch_in_epoch != steps_per_epoch_) return false;
+  pos_.batch_in_epoch = 0;
+  ++pos_.epoch;
+  return true;
+}
+
 // On a GPU the stop flag is read one step late (the GPU need not finish a
 // step before the next is queued); every rank reads the same averaged flag,
 // so all stop after the same step.
@@ -396,14 +407,7 @@ dp::Result<void> Training::run_loop() {
     while (!done) {
       DP_TRY(step(sync, order_dev.data() + pos_.batch_in_epoch * B, buffers));
       const uint64_t ticket = ops_.copy_out(extras, kExtraCount);
-      ++pos_.global_step;
-      ++sum_.steps_this_run;
-      ++steps_since_log_;
-      const bool epoch_end = ++pos_.batch_in_epoch == steps_per_epoch_;
-      if (epoch_end) {
-        pos_.batch_in_epoch = 0;
-        ++pos_.epoch;
-      }
+      const bool epoch_end = advance();
       // CPU results are there at once; a GPU's are read a step late.
       if (ops_.host_memory()) previous = ticket;
       if (previous && ops_.fetch(*previous)[kStopFlag] > 0.0f) done = sum_.stopped_by_signal = true;
