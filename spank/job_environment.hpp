@@ -2,7 +2,7 @@
 // Each is the user's word, never Slurm's: srun copies the user's shell into
 // it, and a user's own srun (another slurm.conf, no plugin) writes what it
 // likes. Root does with each only what the user could do without slurm-dp:
-// packaging/ADMIN.md ("What root reads from the job's environment") says what
+// packaging/admin/security.md ("What root reads from the job's environment") says what
 // and why, entry by entry, and tests/unit/spank/root_reads_test.cpp holds each
 // entry to it with a hostile value. Read once, into this struct, at
 // init_post_opt (stepd_facts.hpp); nothing else in root reads the job's

@@ -4,7 +4,7 @@
 # srun's host, as a failed link between two racks can leave them, during an
 # unmodified PyTorch DDP run on 2 nodes x 2 tasks. slurm-dp watches each
 # node's link to srun's host, not the links between nodes (the documented
-# limit, README.md and packaging/ADMIN.md "Partitions between nodes"): for
+# limit, README.md and packaging/admin/settings.md "Partitions between nodes"): for
 # three times the site's bound there is no slurm-dp verdict and srun runs on,
 # as without slurm-dp; once the partition heals, the step finishes rc 0.
 . "$(dirname "$0")/../lib.sh"

@@ -1,12 +1,30 @@
-"""The documents the docs tests read: the top-level guides and every README.md."""
+"""The documents the docs tests read: the top-level guides, the admin guide's
+pages and every README.md."""
 import os
 
 DOCS = ["ARCHITECTURE.md", "packaging/ADMIN.md", "tests/README.md", "torchstore/PROTOCOL.md"]
+# The admin guide's reference pages (packaging/ADMIN.md links each): every
+# *.md there is read, and held to the rules of packaging/ADMIN.md.
+ADMIN_PAGES = "packaging/admin"
+
+
+def admin_pages(root):
+    """packaging/admin/*.md, as paths from root, sorted."""
+    folder = os.path.join(root, ADMIN_PAGES)
+    if not os.path.isdir(folder):
+        return []
+    return [f"{ADMIN_PAGES}/{f}" for f in sorted(os.listdir(folder)) if f.endswith(".md")]
+
+
+def listed(root):
+    """DOCS, then the admin guide's pages."""
+    return DOCS + admin_pages(root)
 
 
 def documents(root):
-    """DOCS that exist, then every README.md below root (build folders and dot folders skipped)."""
-    out = [d for d in DOCS if os.path.isfile(os.path.join(root, d))]
+    """DOCS and the admin pages that exist, then every README.md below root (build
+    folders and dot folders skipped)."""
+    out = [d for d in listed(root) if os.path.isfile(os.path.join(root, d))]
     for here, dirs, files in os.walk(root):
         rel = os.path.relpath(here, root)
         dirs[:] = [d for d in dirs if not d.startswith((".", "build"))]

@@ -4,11 +4,12 @@
     doc_lines.py check SOURCE_DIR
     doc_lines.py record CORPUS TEST LANE FILE...
 
-check: every `slurm-dp:` line that ARCHITECTURE.md, packaging/ADMIN.md and
-the README.md files show (a line of a code block that starts with it, or a
-backtick span that does) must have the shape of a line in the corpus,
-tests/fixtures/slurm-dp-lines.txt. Prints each documented line the suite
-never printed, with its document and line; exits 1 if any.
+check: every `slurm-dp:` line that ARCHITECTURE.md, packaging/ADMIN.md, its
+pages packaging/admin/*.md and the README.md files show (a line of a code
+block that starts with it, or a backtick span that does) must have the
+shape of a line in the corpus, tests/fixtures/slurm-dp-lines.txt. Prints
+each documented line the suite never printed, with its document and line;
+exits 1 if any.
 
 record: the e2e suite's side (tests/e2e/lib.sh, when a test passes): the
 `slurm-dp:` lines of FILE... (its output, the files of its $WORK) replace

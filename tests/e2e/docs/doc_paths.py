@@ -4,9 +4,10 @@
     doc_paths.py SOURCE_DIR [--max-words FILE=N ...] [--max-cell-words FILE=N ...]
                  [--words-only]
 
-Reads ARCHITECTURE.md, every README.md of the tree, packaging/ADMIN.md and
-tests/README.md, and checks each path they name in backticks or links (and,
-in code blocks, each word that starts with a top-level folder of the tree):
+Reads ARCHITECTURE.md, every README.md of the tree, packaging/ADMIN.md, its
+pages packaging/admin/*.md and tests/README.md, and checks each path they
+name in backticks or links (and, in code blocks, each word that starts with
+a top-level folder of the tree):
 a path with a `/` whose first folder is one of the tree's (or of the
 document's own folder), and a bare file name with a source or text
 extension (`layout.cpp`, `run.sh`). A relative path is looked up from the
@@ -23,7 +24,8 @@ and line that name it; exits 1 if any.
 --max-words FILE=N: FILE (from the top of the tree) has at most N words,
 as `wc -w` counts them (ARCHITECTURE.md's promise of a short read).
 --max-cell-words FILE=N: no cell of FILE's Markdown tables has more than N
-words (a table is read across; its detail belongs below it).
+words (a table is read across; its detail belongs below it); the limit
+given for packaging/ADMIN.md holds for its pages packaging/admin/*.md too.
 --words-only: only the word counts.
 """
 import fnmatch
@@ -32,7 +34,7 @@ import re
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from doc_files import DOCS, report  # noqa: E402
+from doc_files import admin_pages, listed, report  # noqa: E402
 
 # Files of other projects that a document names by their bare file name.
 FOREIGN = {
@@ -69,7 +71,8 @@ def index_tree(root):
 
 def documents(root, paths):
     readmes = sorted(p for p in paths if os.path.basename(p) == "README.md")
-    return [d for d in DOCS if d in paths] + [r for r in readmes if r not in DOCS]
+    docs = [d for d in listed(root) if d in paths]
+    return docs + [r for r in readmes if r not in docs]
 
 
 def expand_braces(word):
@@ -248,9 +251,11 @@ def main(argv):
             problems.append(f"{name}: {words} words, more than {n}; move the detail to the part's "
                             "README.md")
     for name, n in cell_limits:
-        for lineno, words, start in long_cells(os.path.join(root, name), n):
-            problems.append(f"{name}:{lineno}: a table cell of {words} words, more than {n} "
-                            f"('{start} ...'); move the detail below the table")
+        pages = admin_pages(root) if name == "packaging/ADMIN.md" else []
+        for doc in [name] + pages:
+            for lineno, words, start in long_cells(os.path.join(root, doc), n):
+                problems.append(f"{doc}:{lineno}: a table cell of {words} words, more than {n} "
+                                f"('{start} ...'); move the detail below the table")
     return report("doc_paths.py", problems,
                   f"{len(docs)} documents, {len(limits) + len(cell_limits)} word limit(s)")
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# packaging/ADMIN.md's Troubleshooting rows, as this lane's Slurm writes
+# packaging/admin/troubleshooting.md's rows, as this lane's Slurm writes
 # them: what an admin meets when the plugin line cannot be loaded, and where
 # each message lands.
 #  1. srun's host (a login node): the plugin line names a .so that is not
@@ -114,4 +114,4 @@ site default=on
 out=$(login srun -N2 --ntasks-per-node=1 true) && fail "a default=on step ran though srun did not prepare it"
 echo "$out"
 expect_contains "$out" "srun did not prepare this step for slurm-dp" "the tasks' stderr"
-pass "every Troubleshooting message of the plugin line, where ADMIN.md says it lands"
+pass "every Troubleshooting message of the plugin line, where the admin guide says it lands"

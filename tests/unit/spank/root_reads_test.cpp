@@ -1,5 +1,5 @@
 // The inventory of what slurmstepd's root reads from the job's environment
-// (packaging/ADMIN.md, "What root reads from the job's environment"), one
+// (packaging/admin/security.md, "What root reads from the job's environment"), one
 // test per entry, each with a hostile value: root does with it only what the
 // user could do without slurm-dp, or refuses it.
 #include <gtest/gtest.h>
@@ -33,19 +33,19 @@ dp::SiteConfig site() {
   return *s;
 }
 
-// The section of ADMIN.md that lists what root reads.
+// The section of the admin guide's security page that lists what root reads.
 std::string admin_inventory() {
   std::ifstream in(DP_ADMIN_MD);
   std::stringstream all;
   all << in.rdbuf();
   const std::string text = all.str();
-  const size_t at = text.find("### What root reads from the job's environment");
+  const size_t at = text.find("## What root reads from the job's environment");
   if (at == std::string::npos) return {};
-  return text.substr(at, text.find("\n### ", at + 1) - at);
+  return text.substr(at, text.find("\n## ", at + 1) - at);
 }
 
 // Every variable read_job_environment asks for is the inventory's, and
-// ADMIN.md's section names each: adding a read without its entry fails here.
+// the security page's section names each: adding a read without its entry fails here.
 TEST(RootReads, TheInventoryIsEveryVariableRootReadsAndAdminMdNamesEach) {
   std::vector<std::string> asked;
   dp::spank::read_job_environment([&](const char* name) {
@@ -55,11 +55,12 @@ TEST(RootReads, TheInventoryIsEveryVariableRootReadsAndAdminMdNamesEach) {
   const auto& inventory = dp::spank::root_read_variables();
   ASSERT_EQ(asked.size(), inventory.size());
   const std::string doc = admin_inventory();
-  ASSERT_FALSE(doc.empty())
-      << "ADMIN.md has no section \"What root reads from the job's environment\"";
+  ASSERT_FALSE(doc.empty()) << DP_ADMIN_MD
+                            << " has no section \"What root reads from the job's environment\"";
   for (size_t i = 0; i < asked.size(); ++i) {
     EXPECT_EQ(asked[i], inventory[i]);
-    EXPECT_TRUE(has(doc, "`" + asked[i] + "`")) << asked[i] << " is not in ADMIN.md's inventory";
+    EXPECT_TRUE(has(doc, "`" + asked[i] + "`"))
+        << asked[i] << " is not in " << DP_ADMIN_MD << "'s inventory";
   }
 }
 
