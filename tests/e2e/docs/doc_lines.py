@@ -5,11 +5,16 @@
     doc_lines.py record CORPUS TEST LANE FILE...
 
 check: every `slurm-dp:` line that ARCHITECTURE.md, packaging/ADMIN.md, its
-pages packaging/admin/*.md and the README.md files show (a line of a code
-block that starts with it, or a backtick span that does) must have the
-shape of a line in the corpus, tests/fixtures/slurm-dp-lines.txt. Prints
-each documented line the suite never printed, with its document and line;
-exits 1 if any.
+pages packaging/admin/*.md, the users' pages docs/*.md and the README.md
+files show (a line of a code block that starts with it, or a backtick span
+that does) must have the shape of a line in the corpus,
+tests/fixtures/slurm-dp-lines.txt; and every shape of the corpus must match
+the Message of a row of docs/messages.md (a `slurm-dp:` span in a table
+row's first cell, which must name at least two words of the line besides
+`...` and `<word>`), so that no line reaches a user without its cause and
+fix. Prints each documented line the suite never printed, with its document
+and line, and each line the suite printed that no row explains, with the
+test that printed it; exits 1 if any.
 
 record: the e2e suite's side (tests/e2e/lib.sh, when a test passes): the
 `slurm-dp:` lines of FILE... (its output, the files of its $WORK) replace
@@ -30,7 +35,9 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from doc_files import report, texts  # noqa: E402
 
 CORPUS = "tests/fixtures/slurm-dp-lines.txt"
+MESSAGES = "docs/messages.md"  # the users' table: each line, its cause and fix
 PREFIX = "slurm-dp: "
+VALUE = r"\.\.\.|…|<[A-Za-z_ -]+>"  # what a documented line leaves open
 MAX_FILE_BYTES = 4 << 20  # a $WORK file read for lines (a dataset is not)
 HEADER = """\
 # The slurm-dp: lines the e2e suite printed, one per test, lane and shape
@@ -57,7 +64,7 @@ def shape(line):
 def pattern(documented):
     """A documented line's shape as a regex: `...` and `<word>` match any text."""
     text = re.sub(r"\d+", "N", " ".join(documented.split()))
-    parts = re.split(r"(\.\.\.|…|<[A-Za-z_ -]+>)", text)
+    parts = re.split(f"({VALUE})", text)
     return re.compile("".join(".*" if i % 2 else re.escape(p) for i, p in enumerate(parts)))
 
 
@@ -98,6 +105,54 @@ def shown_lines(text):
     return found
 
 
+def message_patterns(text):
+    """(line number, documented line) of each `slurm-dp:` span in the first cell
+    of a Markdown table row: the Message column of docs/messages.md."""
+    found = []
+    fenced = False
+    for lineno, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        if fenced or not stripped.startswith("|"):
+            continue
+        first = re.split(r"(?<!\\)\|", stripped[1:])[0]
+        for span in re.findall(r"`([^`]+)`", first):
+            span = span.strip()
+            if span.startswith(PREFIX) and len(span) > len(PREFIX):
+                found.append((lineno, span))
+    return found
+
+
+def unexplained(root, rows):
+    """Problems: the corpus's shapes that no Message of docs/messages.md matches,
+    and Messages so open that they would match any line."""
+    path = os.path.join(root, MESSAGES)
+    if not os.path.isfile(path):
+        return [f"{MESSAGES}: missing: the users' table of every slurm-dp: line, its cause "
+                "and fix"], 0
+    with open(path, encoding="utf-8") as f:
+        messages = message_patterns(f.read())
+    problems, patterns = [], []
+    for lineno, line in messages:
+        if len(re.findall(r"[A-Za-z]{2,}", re.sub(VALUE, " ", line[len(PREFIX):]))) < 2:
+            problems.append(f"{MESSAGES}:{lineno}: a Message that names too little of its line "
+                            f"(two words at least besides ... and <word>): {line}")
+        else:
+            patterns.append(pattern(line))
+    printed_by = {}
+    for test, lane, s in rows:
+        printed_by.setdefault(s, set()).add(f"{test} ({lane})")
+    for s in sorted(printed_by):
+        if not any(rx.fullmatch(s) for rx in patterns):
+            tests = sorted(printed_by[s])
+            more = f" and {len(tests) - 1} more" if len(tests) > 1 else ""
+            problems.append(f"{CORPUS}: {tests[0]}{more} printed a line no row of {MESSAGES} "
+                            f"explains; add a row to {MESSAGES} (Message, Cause, Fix): {s}")
+    return problems, len(messages)
+
+
 def read_corpus(path):
     rows = []
     if os.path.isfile(path):
@@ -112,7 +167,8 @@ def read_corpus(path):
 
 
 def check(root):
-    corpus = {s for _, _, s in read_corpus(os.path.join(root, CORPUS))}
+    rows = read_corpus(os.path.join(root, CORPUS))
+    corpus = {s for _, _, s in rows}
     problems, shown = [], 0
     for doc, text in texts(root):
         for lineno, line in shown_lines(text):
@@ -121,8 +177,10 @@ def check(root):
             if not any(rx.fullmatch(s) for s in corpus):
                 problems.append(f"{doc}:{lineno}: the suite never printed a line of this shape "
                                 f"({CORPUS}): {line}")
-    return report("doc_lines.py", problems,
-                  f"{shown} documented slurm-dp: line(s), {len(corpus)} recorded shape(s)")
+    missing, rows_of_messages = unexplained(root, rows)
+    return report("doc_lines.py", problems + missing,
+                  f"{shown} documented slurm-dp: line(s), {len(corpus)} recorded shape(s), "
+                  f"{rows_of_messages} message(s) in {MESSAGES}")
 
 
 def record(corpus_path, test, lane, files):

@@ -5,9 +5,9 @@
                  [--words-only]
 
 Reads ARCHITECTURE.md, every README.md of the tree, packaging/ADMIN.md, its
-pages packaging/admin/*.md and tests/README.md, and checks each path they
-name in backticks or links (and, in code blocks, each word that starts with
-a top-level folder of the tree):
+pages packaging/admin/*.md, the users' pages docs/*.md and tests/README.md,
+and checks each path they name in backticks or links (and, in code blocks,
+each word that starts with a top-level folder of the tree):
 a path with a `/` whose first folder is one of the tree's (or of the
 document's own folder), and a bare file name with a source or text
 extension (`layout.cpp`, `run.sh`). A relative path is looked up from the
@@ -25,7 +25,8 @@ and line that name it; exits 1 if any.
 as `wc -w` counts them (ARCHITECTURE.md's promise of a short read).
 --max-cell-words FILE=N: no cell of FILE's Markdown tables has more than N
 words (a table is read across; its detail belongs below it); the limit
-given for packaging/ADMIN.md holds for its pages packaging/admin/*.md too.
+given for packaging/ADMIN.md holds for its pages packaging/admin/*.md too,
+the one given for README.md for the users' pages docs/*.md.
 --words-only: only the word counts.
 """
 import fnmatch
@@ -34,7 +35,7 @@ import re
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from doc_files import admin_pages, listed, report  # noqa: E402
+from doc_files import admin_pages, listed, report, user_pages  # noqa: E402
 
 # Files of other projects that a document names by their bare file name.
 FOREIGN = {
@@ -55,6 +56,9 @@ BARE = re.compile(r"^[\w.*-]+\.(%s|\*)$" % "|".join(EXTENSIONS))
 LINE_REF = re.compile(r"^(.*?):(\d+)(?:-(\d+))?$")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 SKIP_DIRS = {".git", ".cache"}
+# A cell limit given for a guide holds for its pages too: the admin guide's
+# reference pages, and the users' pages beside the README (docs/messages.md).
+PAGES_OF = {"packaging/ADMIN.md": admin_pages, "README.md": user_pages}
 
 
 def index_tree(root):
@@ -251,7 +255,7 @@ def main(argv):
             problems.append(f"{name}: {words} words, more than {n}; move the detail to the part's "
                             "README.md")
     for name, n in cell_limits:
-        pages = admin_pages(root) if name == "packaging/ADMIN.md" else []
+        pages = PAGES_OF[name](root) if name in PAGES_OF else []
         for doc in [name] + pages:
             for lineno, words, start in long_cells(os.path.join(root, doc), n):
                 problems.append(f"{doc}:{lineno}: a table cell of {words} words, more than {n} "

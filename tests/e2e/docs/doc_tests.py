@@ -6,8 +6,9 @@
 A claim of behaviour names the test that shows it (a part README's
 "Verified by" lines); when that test is renamed or removed, the claim must
 follow. Reads ARCHITECTURE.md, packaging/ADMIN.md, its pages
-packaging/admin/*.md and every README.md, takes each word in backticks that
-has the shape of a test name, and looks it up in BUILD_DIR's tests (`ctest --show-only=json-v1`):
+packaging/admin/*.md, the users' pages docs/*.md and every README.md, takes
+each word in backticks that has the shape of a test name, and looks it up in
+BUILD_DIR's tests (`ctest --show-only=json-v1`):
 
   e2e.MODE.PART.FEATURE       that test (MODE <mode> or *: in any mode)
   PART.FEATURE                an e2e test of any mode (obs.hang_named), or a
