@@ -7,16 +7,16 @@
 # refreshes); ARCHITECTURE.md stays a short read.
 add_test(NAME docs.named_paths_exist
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/docs/doc_paths.py ${PROJECT_SOURCE_DIR})
-add_test(NAME docs.architecture_fits_1400_words
+add_test(NAME docs.architecture_fits_1300_words
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/docs/doc_paths.py ${PROJECT_SOURCE_DIR}
-                 --words-only --max-words ARCHITECTURE.md=1400)
+                 --words-only --max-words ARCHITECTURE.md=1300)
 add_test(NAME docs.slurm_dp_lines_shown
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/docs/doc_lines.py check ${PROJECT_SOURCE_DIR})
-# A user under pressure reads the README through: 2 000 words at most; no
+# A user under pressure reads the README through: 1 900 words at most; no
 # table cell of the README or the admin guide runs past 40 words.
-add_test(NAME docs.readme_fits_2000_words
+add_test(NAME docs.readme_fits_1900_words
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/docs/doc_paths.py ${PROJECT_SOURCE_DIR}
-                 --words-only --max-words README.md=2000)
+                 --words-only --max-words README.md=1900)
 add_test(NAME docs.table_cells_fit
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/docs/doc_paths.py ${PROJECT_SOURCE_DIR}
                  --words-only --max-cell-words README.md=40 --max-cell-words packaging/ADMIN.md=40)
@@ -24,8 +24,8 @@ add_test(NAME docs.table_cells_fit
 # cluster (e2e.ns.docs.readme_commands records it there).
 add_test(NAME docs.readme_example_output
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/docs/readme_example.py check ${PROJECT_SOURCE_DIR})
-set_tests_properties(docs.named_paths_exist docs.architecture_fits_1400_words
-                     docs.slurm_dp_lines_shown docs.readme_fits_2000_words
+set_tests_properties(docs.named_paths_exist docs.architecture_fits_1300_words
+                     docs.slurm_dp_lines_shown docs.readme_fits_1900_words
                      docs.table_cells_fit docs.readme_example_output PROPERTIES LABELS unit)
 get_property(_dp_every_unit_test GLOBAL PROPERTY DP_EVERY_UNIT_TEST)
 if(DP_UNIT_TESTS AND _dp_every_unit_test)
