@@ -17,7 +17,8 @@ expect_refused() {  # command after srun
   [[ $(grep -c '^slurm-dp: ' <<<"$err") -eq 1 ]] || fail "one slurm-dp line expected for srun $*: $err"
   line=$(grep '^slurm-dp: ' <<<"$err")
   expect_contains "$line" "--ntasks-per-node=1" "the refusal of srun $*"
-  echo "refused ($rc): srun $* -> $line"
+  echo "refused ($rc): srun $*"
+  printf '%s\n' "$line"  # on its own: the suite records the line (docs/messages.md)
 }
 expect_refused --dp-world=auto -N2 --ntasks-per-node=2 torchrun --no_python touch "$marker"
 expect_refused --dp-world=auto -N2 --ntasks-per-node=2 \
@@ -28,6 +29,7 @@ err=$(as_user timeout 60 srun --dp-world=auto -N2 --ntasks-per-node=1 torchrun -
   --no_python touch "$marker" 2>&1) && fail "torchrun --standalone on 2 nodes was accepted"
 [[ ! -e $marker ]] || fail "a task started for torchrun --standalone on 2 nodes"
 expect_contains "$err" "drop --standalone" "the refusal of torchrun --standalone on 2 nodes"
+grep '^slurm-dp: ' <<<"$err" || fail "no slurm-dp line refused torchrun --standalone: $err"
 
 # A plain program with two tasks per node is not a launcher: it runs.
 as_user timeout 60 srun --dp-world=auto -N1 -n2 touch "$marker" || fail "a plain 2-task step failed"
