@@ -26,8 +26,6 @@
 namespace dp::stacks {
 namespace {
 
-constexpr size_t kStatusBytes = 16384;
-
 ProcessStacks none(int pid, NoPython why, std::string detail) {
   ProcessStacks p;
   p.pid = pid;
@@ -69,7 +67,7 @@ std::optional<NoStacks> check_identity(int proc_dir, const Target& t,
                                         std::to_string(t.start_ticks) + ")"};
   }
   cpu_ticks = stat->cpu_ticks;
-  auto uids = status_uids(read_bounded_at(proc_dir, "status", kStatusBytes));
+  auto uids = status_uids(read_bounded_at(proc_dir, "status", kStatusFileBytes));
   if (!uids) return NoStacks{NoPython::gone, pid + " has exited"};
   for (uid_t u : *uids) {
     if (u != t.uid) {
@@ -227,7 +225,7 @@ std::optional<Target> target_now(int pid) {
       ::open(("/proc/" + std::to_string(pid)).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!proc) return std::nullopt;
   auto stat = parse_task_stat(read_bounded_at(proc.get(), "stat", kStatFileBytes));
-  auto uids = status_uids(read_bounded_at(proc.get(), "status", kStatusBytes));
+  auto uids = status_uids(read_bounded_at(proc.get(), "status", kStatusFileBytes));
   if (!stat || !uids) return std::nullopt;
   return Target{pid, stat->start_ticks, (*uids)[0]};
 }

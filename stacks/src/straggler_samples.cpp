@@ -26,10 +26,6 @@ Look classify_look(char state, int syscall) {
 
 namespace {
 
-// More than any /proc/PID/status (about 1.5 KiB; its lists of CPUs and
-// groups grow with the machine).
-constexpr size_t kStatusFileBytes = 16384;
-
 UniqueFd open_in(int dir, const char* name) {
   return UniqueFd(::openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
 }

@@ -16,6 +16,9 @@ namespace dp::stacks {
 
 // More than any /proc/PID/stat line (under 1 KiB), whatever the command's name.
 inline constexpr size_t kStatFileBytes = 4096;
+// More than any /proc/PID/status (about 1.5 KiB; its CPU and group lists grow
+// with the machine).
+inline constexpr size_t kStatusFileBytes = 16384;
 
 struct TaskStat {
   std::string name;  // field 2, the command; it may hold spaces and ')'
