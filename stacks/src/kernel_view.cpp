@@ -135,6 +135,12 @@ std::optional<TaskStat> parse_task_stat(std::string_view text) {
       !number(f[19], s.start_ticks)) {
     return std::nullopt;
   }
+  // Fields 26-28 and 45-51 (f[23..25], f[42..48]); a kernel that lacks them leaves zeros.
+  size_t mark = 0;
+  for (size_t i : {23, 24, 25, 42, 43, 44, 45, 46, 47, 48}) {
+    if (i < f.size() && !number(f[i], s.image_marks[mark])) s.image_marks[mark] = 0;
+    ++mark;
+  }
   s.name = std::string(split->command);
   s.state = f[0][0];
   s.cpu_ticks = utime + stime;

@@ -50,11 +50,14 @@ enum class Step { frame, skip, broken };
 
 class Walker {
  public:
-  Walker(RemoteMemory& memory, const PythonProcess& process, const WalkLimits& limits)
+  Walker(RemoteMemory& memory, const PythonProcess& process, const WalkLimits& limits,
+         const KnownTypes& types)
       : process_(process),
         limits_(limits),
-        mem_(memory, limits, BoundedMemory::Clock::now() + limits.time) {}
+        mem_(memory, limits, BoundedMemory::Clock::now() + limits.time),
+        types_(types) {}
   ProcessStacks run();
+  const KnownTypes& types() const { return types_; }
 
  private:
   std::optional<NoStacks> read_offsets();
@@ -81,8 +84,7 @@ class Walker {
   BoundedMemory mem_;
   PythonLayout off_{};
   std::string version_;
-  // Each type checked by its name once.
-  uint64_t code_type_ = 0, str_type_ = 0, bytes_type_ = 0, frame_type_ = 0;
+  KnownTypes types_;  // each type checked by its name once
   std::unordered_map<uint64_t, std::optional<CodeInfo>> codes_;
   std::vector<uint64_t> pthreads_;  // 3.8-3.10: each listed thread's pthread_t, as `out`
 };
@@ -338,7 +340,7 @@ Step Walker::frame_at(uint64_t addr, Frame& out, uint64_t& previous,
 
 // 3.8-3.10: a PyFrameObject, checked to be one, its line from f_lasti.
 Step Walker::frame_object_at(const Bytes& fb, Frame& out, std::optional<SourceSpan>* span) {
-  if (!is_type(field<uint64_t>(fb, off_.object.ob_type), frame_type_, "frame")) {
+  if (!is_type(field<uint64_t>(fb, off_.object.ob_type), types_.frame, "frame")) {
     return Step::broken;
   }
   const CodeInfo* c = code(field<uint64_t>(fb, off_.frame.executable));
@@ -359,7 +361,7 @@ const CodeInfo* Walker::code(uint64_t addr) {
   if (!fresh) return it->second ? &*it->second : nullptr;
   Bytes cb;
   if (!read(addr, cb, off_.code.size) ||
-      !is_type(field<uint64_t>(cb, off_.object.ob_type), code_type_, "code")) {
+      !is_type(field<uint64_t>(cb, off_.object.ob_type), types_.code, "code")) {
     return nullptr;
   }
   auto qualname = str_object(field<uint64_t>(cb, off_.code.qualname));
@@ -390,7 +392,7 @@ bool Walker::is_type(uint64_t type, uint64_t& known, std::string_view name) {
 std::optional<std::string> Walker::str_object(uint64_t addr) {
   Bytes h;
   if (addr == 0 || !read(addr, h, off_.unicode.ascii_size) ||
-      !is_type(field<uint64_t>(h, off_.object.ob_type), str_type_, "str")) {
+      !is_type(field<uint64_t>(h, off_.object.ob_type), types_.str, "str")) {
     return std::nullopt;
   }
   const auto shape =
@@ -413,7 +415,7 @@ std::optional<std::string> Walker::str_object(uint64_t addr) {
 std::optional<std::vector<uint8_t>> Walker::bytes_object(uint64_t addr) {
   Bytes h;
   if (addr == 0 || !read(addr, h, off_.bytes.ob_sval) ||
-      !is_type(field<uint64_t>(h, off_.object.ob_type), bytes_type_, "bytes")) {
+      !is_type(field<uint64_t>(h, off_.object.ob_type), types_.bytes, "bytes")) {
     return std::nullopt;
   }
   const auto size = field<int64_t>(h, off_.bytes.ob_size);
@@ -443,8 +445,11 @@ std::optional<uint64_t> Walker::u64(uint64_t addr) {
 }  // namespace
 
 ProcessStacks walk_python(RemoteMemory& memory, const PythonProcess& process,
-                          const WalkLimits& limits) {
-  return Walker(memory, process, limits).run();
+                          const WalkLimits& limits, KnownTypes* types) {
+  Walker walker(memory, process, limits, types != nullptr ? *types : KnownTypes{});
+  ProcessStacks out = walker.run();
+  if (types != nullptr) *types = walker.types();
+  return out;
 }
 
 }  // namespace dp::stacks

@@ -53,11 +53,11 @@ std::optional<std::vector<uid_t>> status_uids(std::string_view status) {
 }
 
 // The process behind `proc_dir` is still the one the caller means, and
-// wholly its uid's; its CPU time so far in `cpu_ticks`.
+// wholly its uid's; its /proc/PID/stat in `stat`.
 std::optional<NoStacks> check_identity(int proc_dir, const Target& t,
-                                       unsigned long long& cpu_ticks) {
+                                       std::optional<TaskStat>& stat) {
   const std::string pid = "pid " + std::to_string(t.pid);
-  auto stat = parse_task_stat(read_bounded_at(proc_dir, "stat", kStatFileBytes));
+  stat = parse_task_stat(read_bounded_at(proc_dir, "stat", kStatFileBytes));
   if (!stat || stat->state == 'Z' || stat->state == 'X') {
     return NoStacks{NoPython::gone, pid + " has exited"};
   }
@@ -66,7 +66,6 @@ std::optional<NoStacks> check_identity(int proc_dir, const Target& t,
                                         std::to_string(stat->start_ticks) + ", not " +
                                         std::to_string(t.start_ticks) + ")"};
   }
-  cpu_ticks = stat->cpu_ticks;
   auto uids = status_uids(read_bounded_at(proc_dir, "status", kStatusFileBytes));
   if (!uids) return NoStacks{NoPython::gone, pid + " has exited"};
   for (uid_t u : *uids) {
@@ -121,17 +120,55 @@ InterpreterCache& interpreters() {
   return *cache;
 }
 
-ProcessStacks read_python(int proc_dir, int pid, const ReadLimits& limits) {
+// What earlier reads learned of a program image: the interpreter it runs and
+// the type objects checked by name. The map is the costliest file of a read
+// (the kernel formats a line for each of a few hundred mappings) and a type
+// check two page reads, and neither answer changes while the image lives.
+// An image is its pid, start time and image marks; kept for enough images
+// for a node's ranks and workers.
+struct ImageFacts {
+  PythonProcess python;
+  KnownTypes types;
+  bool kept = false;  // as remembered
+};
+RecentValues<ImageFacts, 512>& images() {
+  static auto* cache = new RecentValues<ImageFacts, 512>;
+  return *cache;
+}
+
+// Empty where the kernel hid the marks: such an image is not remembered.
+std::string image_key(int pid, const TaskStat& stat) {
+  if (stat.image_marks == decltype(stat.image_marks){}) return {};
+  std::string key = std::to_string(pid) + ":" + std::to_string(stat.start_ticks);
+  for (unsigned long long mark : stat.image_marks) key += ":" + std::to_string(mark);
+  return key;
+}
+
+std::variant<ImageFacts, NoStacks> image_facts(int proc_dir, const std::string& image,
+                                               const ReadLimits& limits) {
+  if (auto known = image.empty() ? std::nullopt : images().find(image)) return *known;
   const std::string maps = read_bounded_at(proc_dir, "maps", limits.max_maps_bytes);
   if (maps.empty()) {
-    return none(pid, NoPython::unreadable, "its memory map is not readable to this user");
+    return NoStacks{NoPython::unreadable, "its memory map is not readable to this user"};
   }
   auto found = find_interpreter(maps, mapped_files(proc_dir), &interpreters());
+  if (auto* no = std::get_if<NoStacks>(&found)) return *no;
+  return ImageFacts{std::get<PythonProcess>(found), {}};
+}
+
+ProcessStacks read_python(int proc_dir, int pid, const std::string& image,
+                          const ReadLimits& limits) {
+  auto found = image_facts(proc_dir, image, limits);
   if (auto* no = std::get_if<NoStacks>(&found)) return none(pid, no->why, no->detail);
-  PythonProcess python = std::get<PythonProcess>(found);
-  python.pid = pid;
+  ImageFacts facts = std::get<ImageFacts>(found);
+  facts.python.pid = pid;
   ProcessMemory memory(pid);
-  ProcessStacks p = walk_python(memory, python, limits.walk);
+  const KnownTypes before = facts.types;
+  ProcessStacks p = walk_python(memory, facts.python, limits.walk, &facts.types);
+  if (!image.empty() && (!facts.kept || !(facts.types == before))) {
+    facts.kept = true;
+    images().keep(image, facts);
+  }
   p.pid = pid;
   if (p.no_python && p.no_python->why == NoPython::unreadable && memory.first_errno() != 0) {
     p.no_python->detail += ": " + errno_text(memory.first_errno());
@@ -241,18 +278,18 @@ ProcessStacks read_process(const Target& t, const ReadLimits& limits) {
   const UniqueFd proc(
       ::open(("/proc/" + std::to_string(t.pid)).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!pidfd || !proc) return none(t.pid, NoPython::gone, "no process " + std::to_string(t.pid));
-  unsigned long long cpu_ticks = 0;
-  if (auto refused = check_identity(proc.get(), t, cpu_ticks)) {
+  std::optional<TaskStat> stat;
+  if (auto refused = check_identity(proc.get(), t, stat)) {
     return none(t.pid, refused->why, refused->detail);
   }
   auto kernel = read_kernel_threads(proc.get(), limits.max_kernel_threads);
-  ProcessStacks p = read_python(proc.get(), t.pid, limits);
+  ProcessStacks p = read_python(proc.get(), t.pid, image_key(t.pid, *stat), limits);
   if (exited(pidfd.get())) {
     return none(t.pid, NoPython::gone,
                 "pid " + std::to_string(t.pid) + " exited while it was read");
   }
   join_threads(p, std::move(kernel));
-  p.cpu_ticks = cpu_ticks;
+  p.cpu_ticks = stat->cpu_ticks;
   return p;
 }
 

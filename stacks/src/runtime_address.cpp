@@ -331,19 +331,6 @@ Result<InterpreterFile> describe_interpreter(const FileReader& file) {
   return out;
 }
 
-std::optional<Result<InterpreterFile>> InterpreterCache::find(const std::string& identity) const {
-  std::lock_guard lock(mu_);
-  for (const auto& [id, file] : entries_)
-    if (id == identity) return file;
-  return std::nullopt;
-}
-
-void InterpreterCache::keep(const std::string& identity, const Result<InterpreterFile>& file) {
-  std::lock_guard lock(mu_);
-  entries_.emplace_back(identity, file);
-  if (entries_.size() > kEntries) entries_.pop_front();
-}
-
 std::variant<PythonProcess, NoStacks> find_interpreter(std::string_view maps,
                                                        const MappedFileOpener& open,
                                                        InterpreterCache* cache) {

@@ -80,10 +80,10 @@ std::string name(const std::string& s) { return dp::shown_name(s, 256); }
 void print_each(const dp::stacks::ProcessStacks& p, double read_ms) {
   using namespace dp::stacks;
   if (p.no_python) {
-    std::printf("pid %d: no Python frames (%s): %s, %.2f ms per read\n", p.pid,
+    std::printf("pid %d: no Python frames (%s): %s, %.3f ms per read\n", p.pid,
                 no_python_name(p.no_python->why), text(p.no_python->detail).c_str(), read_ms);
   } else {
-    std::printf("pid %d: Python %s, %llu bytes in %llu reads, %.2f ms per read\n", p.pid,
+    std::printf("pid %d: Python %s, %llu bytes in %llu reads, %.3f ms per read\n", p.pid,
                 text(p.python).c_str(), static_cast<unsigned long long>(p.bytes_read),
                 static_cast<unsigned long long>(p.reads), read_ms);
   }
@@ -114,9 +114,11 @@ void read_each(const Args& args) {
   for (const auto& [pid, rank] : args.pids) {
     dp::stacks::ProcessStacks p;
     std::vector<double> took;
+    // Learned once, as the node agent learns its ranks' when they start.
+    const dp::stacks::Target target = target_of(pid);
     for (int i = 0; i < args.repeat; ++i) {
       const auto start = std::chrono::steady_clock::now();
-      p = dp::stacks::read_process(target_of(pid), args.limits);
+      p = dp::stacks::read_process(target, args.limits);
       if (!p.no_python) dp::stacks::name_calls(p);  // as the node agent does, in the read's time
       took.push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)

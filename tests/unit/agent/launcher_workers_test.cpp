@@ -149,8 +149,9 @@ TEST_P(LauncherWorkersBy, AKilledWorkerIsNamedWithItsRankAndSignal) {
   EXPECT_TRUE(workers.ended().empty());  // rank 2 will be restarted; rank 1 is no worker
 
   kill(w[1], SIGKILL);
-  ASSERT_TRUE(readable(workers.fd()));
-  const auto ends = workers.ended();
+  // The fd may still be readable for the first two ends (seen under load): until one is named.
+  std::vector<WorkerEnd> ends;
+  for (int i = 0; i < 50 && ends.empty() && readable(workers.fd()); ++i) ends = workers.ended();
   ASSERT_EQ(ends.size(), 1u);
   EXPECT_EQ(ends[0].task_rank, 1);
   EXPECT_EQ(ends[0].worker_rank, 3);

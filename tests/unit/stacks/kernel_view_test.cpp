@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <thread>
 
 #include "dp/unique_fd.hpp"
@@ -26,11 +27,26 @@ TEST(KernelView, StatLinesWithAnyCommand) {
   EXPECT_EQ(s->state, 'S');
   EXPECT_EQ(s->cpu_ticks, 175u);
   EXPECT_EQ(s->start_ticks, 98765u);
+  EXPECT_EQ(s->image_marks, decltype(s->image_marks){});  // a line without them
   EXPECT_FALSE(parse_task_stat("4242 (short) S 1 2 3"));
   EXPECT_FALSE(parse_task_stat("no parenthesis S" + tail));
   EXPECT_FALSE(parse_task_stat("1 (x) SS" + tail.substr(2)));
   EXPECT_FALSE(parse_task_stat("1 (x)" + tail.substr(0, 40)));
   EXPECT_FALSE(parse_task_stat(""));
+}
+
+TEST(KernelView, StatLinesTellTheProgramImage) {
+  std::string line = "7 (python3) S";  // fields 1-3; field N holds N * 10 from field 4 on
+  for (int field = 4; field <= 52; ++field) line += " " + std::to_string(field * 10);
+  auto s = parse_task_stat(line + "\n");
+  ASSERT_TRUE(s);
+  const decltype(s->image_marks) marks{260, 270, 280, 450, 460, 470, 480, 490, 500, 510};
+  EXPECT_EQ(s->image_marks, marks);
+  EXPECT_EQ(s->start_ticks, 220u);
+  std::ifstream self("/proc/self/stat");
+  auto own = parse_task_stat(std::string(std::istreambuf_iterator<char>(self), {}));
+  ASSERT_TRUE(own);
+  EXPECT_NE(own->image_marks[2], 0u);  // the stack's start: shown to its own process
 }
 
 TEST(KernelView, SyscallLines) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -259,6 +260,53 @@ TEST(ReadProcess, ANativeProgramIsNotPython) {
   EXPECT_EQ(s.no_python->why, NoPython::not_python);
   ASSERT_EQ(s.threads.size(), 1u);
   EXPECT_EQ(syscall_name(s.threads[0].kernel->syscall), "clock_nanosleep");
+}
+
+// An exec keeps the pid and its start time but is a new program image: what
+// reads of the Python before learned (its interpreter, its types) is not used
+// for what runs after, a native program here.
+TEST(ReadProcess, AnExecIsANewImageOfTheSamePid) {
+  const std::string python = find_python("python3");
+  if (python.empty()) GTEST_SKIP() << "no python3 here";
+  test::TempDir dir;
+  const std::string log = dir.path() + "/out.log";
+  Running py{test::spawn({python, "-c",
+                          "import os, signal\n"
+                          "signal.signal(signal.SIGUSR1, lambda *_: os.execv('" +
+                              find_program("sleep") +
+                              "', ['sleep', '600']))\n"
+                              "print('ready', flush=True)\n"
+                              "while True: signal.pause()\n"},
+                         {}, log)};
+  ASSERT_TRUE(test::wait_for_text(log, "ready", std::chrono::steady_clock::now() + 20s));
+  const auto target = target_now(py.child.pid);
+  ASSERT_TRUE(target);
+  auto stat_now = [&] {
+    std::ifstream f("/proc/" + std::to_string(py.child.pid) + "/stat");
+    return parse_task_stat(std::string(std::istreambuf_iterator<char>(f), {}));
+  };
+  const auto before = stat_now();
+  ASSERT_TRUE(before);
+  EXPECT_NE(before->image_marks, decltype(before->image_marks){});
+  for (int i = 0; i < 2; ++i) {  // the second read from what the first learned
+    const ProcessStacks s = read_process(*target, {});
+    ASSERT_FALSE(s.no_python) << s.no_python->detail;
+    ASSERT_FALSE(s.threads.empty());
+    EXPECT_FALSE(s.threads[0].frames.empty());
+  }
+  ASSERT_EQ(::kill(py.child.pid, SIGUSR1), 0);
+  const std::string exe = "/proc/" + std::to_string(py.child.pid) + "/exe";
+  for (int i = 0; i < 500 && std::filesystem::read_symlink(exe).filename() != "sleep"; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(std::filesystem::read_symlink(exe).filename(), "sleep");
+  const auto after = stat_now();
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->start_ticks, before->start_ticks);
+  EXPECT_NE(after->image_marks, before->image_marks);
+  const ProcessStacks s = read_process(*target, {});
+  ASSERT_TRUE(s.no_python);
+  EXPECT_EQ(s.no_python->why, NoPython::not_python) << s.no_python->detail;
 }
 
 TEST(ReadProcess, ThisTestIsReadByItsThreads) {

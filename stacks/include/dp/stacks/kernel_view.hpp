@@ -4,6 +4,7 @@
 // every file read bounded; the parsers are pure.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -25,6 +26,12 @@ struct TaskStat {
   char state = '?';
   unsigned long long cpu_ticks = 0;    // fields 14 + 15
   unsigned long long start_ticks = 0;  // field 22
+  // Where the kernel placed the address space's code, stack, arguments and
+  // environment (fields 26-28, 45-51): an exec places them anew (and, with
+  // address randomization, elsewhere), so they tell one program image of a
+  // pid from the next. All zero where the kernel hides them (a process this
+  // user may not trace) or lacks them.
+  std::array<unsigned long long, 10> image_marks{};
 };
 std::optional<TaskStat> parse_task_stat(std::string_view text);
 

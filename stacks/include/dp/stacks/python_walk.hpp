@@ -22,7 +22,16 @@ namespace dp::stacks {
 // with its native tid (0 where it could not be told) and no kernel view
 // (read_process adds that). On failure: no threads and `no_python` set. pid
 // is left 0.
+//
+// `types`, where given: the addresses of the type objects ("code", "str",
+// "bytes", "frame") earlier walks of the same program image checked by name,
+// trusted without a read (they are static objects of the interpreter's file,
+// never freed while the image lives); the walk adds those it checks.
+struct KnownTypes {
+  uint64_t code = 0, str = 0, bytes = 0, frame = 0;
+  bool operator==(const KnownTypes&) const = default;
+};
 ProcessStacks walk_python(RemoteMemory& memory, const PythonProcess& process,
-                          const WalkLimits& limits);
+                          const WalkLimits& limits, KnownTypes* types = nullptr);
 
 }  // namespace dp::stacks

@@ -13,9 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -24,6 +22,7 @@
 #include <vector>
 
 #include "dp/result.hpp"
+#include "dp/stacks/recent_values.hpp"
 #include "dp/stacks/stacks.hpp"
 
 namespace dp::stacks {
@@ -103,17 +102,8 @@ using MappedFileOpener = std::function<MappedFile(const Mapping&)>;
 
 // What describe_interpreter said of files by their identity: a node agent
 // reads the same interpreter again and again, and its ELF tables cost about
-// twenty reads each time. Thread-safe; the newest kEntries are kept.
-class InterpreterCache {
- public:
-  static constexpr size_t kEntries = 16;
-  std::optional<Result<InterpreterFile>> find(const std::string& identity) const;
-  void keep(const std::string& identity, const Result<InterpreterFile>& file);
-
- private:
-  mutable std::mutex mu_;
-  std::deque<std::pair<std::string, Result<InterpreterFile>>> entries_;
-};
+// twenty reads each time.
+using InterpreterCache = RecentValues<Result<InterpreterFile>, 16>;
 
 // The interpreter of a process from its /proc/PID/maps text: the first
 // python mapping whose file is an interpreter, or why there is none
