@@ -9,6 +9,7 @@
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
 #include "node_hello.hpp"
+#include "protocol_version.hpp"
 #include "stacks_ask.hpp"
 #include "step_ports_value.hpp"
 
@@ -24,11 +25,12 @@ AgentCore::AgentCore(AgentConfig cfg, AgentOutbox& out, Clock::time_point now)
 
 // ---- the daemon link ----
 
-void AgentCore::send_hello(const std::string& nonce) {
-  const proto::Request req =
-      node_hello_request(NodeHello{cfg_.daemon_addr, cfg_.secret, cfg_.host, cfg_.world_size,
-                                   cfg_.node_ranks, cfg_.node},
-                         nonce);
+void AgentCore::send_hello(const proto::Response& challenge) {
+  auto hello = node_hello_request(NodeHello{cfg_.daemon_addr, cfg_.secret, cfg_.host,
+                                            cfg_.world_size, cfg_.node_ranks, cfg_.node},
+                                  challenge);
+  if (!hello) return on_daemon_lost(hello.error().message);
+  const proto::Request& req = *hello;
   if (req.hello().proof().empty())  // sent empty, it would be refused as a wrong secret
     return on_daemon_lost("cannot compute the hello proof: libcrypto's HMAC failed");
   out_.to_daemon(req);
@@ -47,7 +49,7 @@ void AgentCore::on_daemon_response(const proto::Response& r, Clock::time_point n
     if (r.code() != proto::OK || r.id() != 0 || r.challenge().size() != rdv::kNonceBytes)
       return on_daemon_lost("the step's daemon refused the node: " + rdv::error_from(r).message);
     link_ = Link::awaiting_hello_reply;
-    return send_hello(r.challenge());
+    return send_hello(r);
   }
   if (link_ == Link::awaiting_hello_reply) {
     if (r.id() == 0) return daemon_push(r);
@@ -322,6 +324,7 @@ void AgentCore::on_rank_connect(ConnId conn, Clock::time_point now) {
   l.since = now;
   proto::Response challenge;
   challenge.set_challenge(l.nonce);
+  challenge.set_protocol_version(rdv::protocol_range().newest);
   locals_.emplace(conn, std::move(l));
   out_.to_rank(conn, challenge);
 }
@@ -374,11 +377,10 @@ void AgentCore::on_rank_frame(ConnId conn, std::string_view payload, Clock::time
 }
 
 Result<void> AgentCore::check_hello(const Local& l, const proto::Hello& h) const {
-  if (h.protocol_version() != rdv::kProtocolVersion)
-    return make_error(Errc::protocol, "protocol version " + std::to_string(h.protocol_version()) +
-                                          ", this agent speaks " +
-                                          std::to_string(rdv::kProtocolVersion) +
-                                          "; is the task's libdp the same slurm-dp release?");
+  DP_TRY(rdv::check_said_version(
+      rdv::protocol_range(), h.protocol_version(),
+      {"this node's dp-nodeagent", "slurm-dp on this node"},
+      {"the task's libdp", "the program's libdp (a copy of its own, or slurm-dp on this node)"}));
   if (h.role() != proto::ROLE_RANK)
     return make_error(Errc::unauthorized, "only the node's ranks may connect");
   const std::string proof =

@@ -270,7 +270,7 @@ class AgentCore {
   void reject(ConnId conn, uint64_t id, proto::Code code, const std::string& why);
   void reply(ConnId conn, uint64_t id, proto::Code code, const std::string& why = {});
   void link_response(const proto::Response& r);
-  void send_hello(const std::string& nonce);
+  void send_hello(const proto::Response& challenge);
   void daemon_push(const proto::Response& r);
   void on_restart(const proto::Restart& r);
   void step_ports_answered(const Upstream& u, const proto::Response& r);

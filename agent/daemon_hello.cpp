@@ -9,6 +9,7 @@
 
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
+#include "protocol_version.hpp"
 #include "rendezvous_client.hpp"
 #include "tcp_connect.hpp"
 
@@ -37,7 +38,9 @@ Result<DaemonLink> attempt(const NodeHello& h, const std::string& host, uint16_t
       challenge->challenge().size() != rdv::kNonceBytes)
     return make_error(Errc::protocol,
                       "the step's daemon refused the node: " + rdv::error_from(*challenge).message);
-  const proto::Request req = node_hello_request(h, challenge->challenge());
+  auto hello = node_hello_request(h, *challenge);
+  DP_TRY(hello);
+  const proto::Request& req = *hello;
   if (req.hello().proof().empty())  // sent empty, it would be refused as a wrong secret
     return make_error(Errc::internal, "cannot compute the hello proof: libcrypto's HMAC failed");
   std::string frame;

@@ -2,14 +2,21 @@
 
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
+#include "protocol_version.hpp"
 
 namespace dp::agent {
 
-proto::Request node_hello_request(const NodeHello& n, const std::string& nonce) {
+Result<proto::Request> node_hello_request(const NodeHello& n, const proto::Response& challenge) {
+  auto version = rdv::version_to_say(
+      rdv::protocol_range(), challenge.protocol_version(),
+      {"this node's dp-nodeagent", "slurm-dp on the compute nodes"},
+      {"the step's dp-rendezvousd", "slurm-dp on srun's host (the login nodes)"});
+  DP_TRY(version);
+  const std::string& nonce = challenge.challenge();
   proto::Request req;
   req.set_id(kNodeHelloId);
   auto* h = req.mutable_hello();
-  h->set_protocol_version(rdv::kProtocolVersion);
+  h->set_protocol_version(*version);
   h->set_role(proto::ROLE_NODE);
   h->set_rank(n.node);  // a node agent's rank field is its node's index
   h->set_world_size(n.world_size);

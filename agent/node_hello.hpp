@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "dp/proto/rendezvous.pb.h"
+#include "dp/result.hpp"
 
 namespace dp::agent {
 
@@ -21,8 +22,10 @@ struct NodeHello {
 
 inline constexpr uint64_t kNodeHelloId = 1;
 
-// The hello frame of a node agent; the proof covers its ranks. The proof is
-// empty when libcrypto's HMAC failed.
-proto::Request node_hello_request(const NodeHello& h, const std::string& nonce);
+// The hello frame of a node agent answering the daemon's `challenge`, in the
+// protocol version both speak, or the refusal naming both versions
+// (protocol_version.hpp). The proof covers its ranks; it is empty when
+// libcrypto's HMAC failed.
+Result<proto::Request> node_hello_request(const NodeHello& h, const proto::Response& challenge);
 
 }  // namespace dp::agent

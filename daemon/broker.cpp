@@ -7,6 +7,7 @@
 
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
+#include "protocol_version.hpp"
 #include "step_ports_value.hpp"
 
 namespace dp::daemon {
@@ -148,12 +149,13 @@ void Broker::on_frame(ConnId conn, std::string_view payload, Clock::time_point n
 }
 
 Result<void> Broker::check_hello(const Peer& p, const proto::Hello& h) const {
-  if (h.protocol_version() != rdv::kProtocolVersion) {
-    return make_error(Errc::protocol, "protocol version " + std::to_string(h.protocol_version()) +
-                                          " is not supported; dp-rendezvousd speaks version " +
-                                          std::to_string(rdv::kProtocolVersion) +
-                                          ": use the dp client of the same slurm-dp release");
-  }
+  const rdv::ProtocolSide peer =
+      h.role() == proto::ROLE_NODE
+          ? rdv::ProtocolSide{"the node agent", "slurm-dp on the compute nodes"}
+          : rdv::ProtocolSide{"the dp client", "the dp client (libdp, dp-top)"};
+  DP_TRY(rdv::check_said_version(
+      rdv::protocol_range(), h.protocol_version(),
+      {"the step's dp-rendezvousd", "slurm-dp on srun's host (the login nodes)"}, peer));
   // The proof covers node_ranks too (empty but for node agents).
   const std::string expected =
       rdv::hello_proof(cfg_.secret, p.nonce, h.role(), h.rank(), h.world_size(), h.host(),

@@ -6,6 +6,7 @@
 #include "broker.hpp"
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
+#include "protocol_version.hpp"
 
 namespace dp::daemon {
 namespace {
@@ -48,6 +49,7 @@ void Broker::on_connect(ConnId conn, Clock::time_point now, const std::string& s
   hello_budget_.add(conn, source);
   proto::Response challenge;
   challenge.set_challenge(p.nonce);
+  challenge.set_protocol_version(rdv::protocol_range().newest);
   out_.send(conn, challenge);
   while (auto victim = hello_budget_.next_eviction(unauthenticated_budget()))
     evict_before_hello(*victim, now);

@@ -11,6 +11,7 @@
 
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
+#include "protocol_version.hpp"
 
 namespace {
 
@@ -39,7 +40,7 @@ dp::proto::Request hello(int rank) {
   dp::proto::Request r;
   r.set_id(1);
   auto* h = r.mutable_hello();
-  h->set_protocol_version(dp::rdv::kProtocolVersion);
+  h->set_protocol_version(dp::rdv::protocol_range().newest);
   const auto role = rank >= 0 ? dp::proto::ROLE_RANK : dp::proto::ROLE_AGENT;
   h->set_rank(rank);
   h->set_world_size(2);
@@ -54,7 +55,7 @@ dp::proto::Request node_hello() {
   dp::proto::Request r;
   r.set_id(1);
   auto* h = r.mutable_hello();
-  h->set_protocol_version(dp::rdv::kProtocolVersion);
+  h->set_protocol_version(dp::rdv::protocol_range().newest);
   h->set_world_size(2);
   h->set_host("n");
   h->set_role(dp::proto::ROLE_NODE);

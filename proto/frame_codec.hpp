@@ -13,8 +13,6 @@
 
 namespace dp::rdv {
 
-// 2: challenge-response hello; 3: its proof's input length-prefixed (hello_proof.hpp)
-inline constexpr uint32_t kProtocolVersion = 3;
 inline constexpr size_t kFrameHeaderBytes = 4;
 
 // Appends msg as one frame to out. False only if msg cannot be serialized.

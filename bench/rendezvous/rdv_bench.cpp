@@ -33,6 +33,7 @@
 #include "dp/params.hpp"
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
+#include "protocol_version.hpp"
 
 namespace {
 
@@ -75,7 +76,7 @@ constexpr Step kBatches[] = {Step::hello, Step::set_own, Step::set_id, Step::get
 constexpr int kBatchCount = 5;
 
 void fill_hello(dp::proto::Hello* h, const Peer& p, int world) {
-  h->set_protocol_version(dp::rdv::kProtocolVersion);
+  h->set_protocol_version(dp::rdv::protocol_range().newest);
   h->set_world_size(world);
   h->set_host("bench");
   if (!p.node) {

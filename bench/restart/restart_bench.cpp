@@ -18,6 +18,7 @@
 #include "dp/params.hpp"
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
+#include "protocol_version.hpp"
 
 namespace {
 
@@ -37,7 +38,7 @@ std::string hello(int node, const std::vector<int32_t>& ranks) {
   dp::proto::Request r;
   r.set_id(1);
   auto* h = r.mutable_hello();
-  h->set_protocol_version(dp::rdv::kProtocolVersion);
+  h->set_protocol_version(dp::rdv::protocol_range().newest);
   h->set_role(dp::proto::ROLE_NODE);
   h->set_rank(node);
   h->set_host("n" + std::to_string(node));

@@ -10,6 +10,7 @@
 
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
+#include "protocol_version.hpp"
 #include "tcp_connect.hpp"
 #include "unix_connect.hpp"
 
@@ -27,17 +28,22 @@ Result<void> say_hello(int fd, const ClientOptions& o, rdv::Deadline deadline,
   if (challenge->code() != proto::OK)
     return rdv::error_from(*challenge);  // refused: LIMIT and the like
   if (challenge->id() != 0 || challenge->challenge().size() != rdv::kNonceBytes) {
-    return make_error(
-        Errc::protocol,
-        "dp-rendezvousd sent no challenge; is it the same slurm-dp release (protocol " +
-            std::to_string(rdv::kProtocolVersion) + ")?");
+    return make_error(Errc::protocol,
+                      "dp-rendezvousd sent no challenge; is it a slurm-dp of protocol " +
+                          std::to_string(rdv::protocol_range().oldest) + " or later?");
   }
+  auto version = rdv::version_to_say(
+      rdv::protocol_range(), challenge->protocol_version(),
+      {"this program's libdp", "the program's libdp (a copy of its own, or slurm-dp on this node)"},
+      {"the step's slurm-dp (dp-nodeagent, dp-rendezvousd)",
+       "slurm-dp on the login and compute nodes"});
+  if (!version) return version.error();
   proto::Request req;
   req.set_id(1);
   auto* h = req.mutable_hello();
   const proto::Role role = o.role == PeerRole::rank ? proto::ROLE_RANK : proto::ROLE_AGENT;
   const int rank = o.role == PeerRole::rank ? o.rank : -1;
-  h->set_protocol_version(rdv::kProtocolVersion);
+  h->set_protocol_version(*version);
   h->set_role(role);
   h->set_rank(rank);
   h->set_world_size(o.world_size);

@@ -32,3 +32,23 @@ endif()
 dp_e2e_test(NAME daemon.stranger_flood MODES ns TIMEOUT 600
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_COMM_WORKER=$<TARGET_FILE:dp_comm_worker>
   COMMAND ${CMAKE_CURRENT_LIST_DIR}/daemon/stranger_flood.sh)
+# A rolling upgrade: the next two releases' daemon and agent are this code
+# linked with protocol versions 4 (it speaks 3 too) and 5, each pair in a
+# folder of its own as the plugin finds them; a step mixes them with this
+# release's.
+foreach(newest 4 5)
+  add_library(dp_protocol_v${newest} OBJECT ${PROJECT_SOURCE_DIR}/proto/protocol_version.cpp)
+  target_compile_definitions(dp_protocol_v${newest} PRIVATE DP_PROTOCOL_NEWEST=${newest})
+  target_link_libraries(dp_protocol_v${newest} PRIVATE dp_proto)
+  dp_warnings(dp_protocol_v${newest})
+  dp_daemon_executable(dp-rendezvousd-v${newest} $<TARGET_OBJECTS:dp_protocol_v${newest}>)
+  dp_agent_executable(dp-nodeagent-v${newest} $<TARGET_OBJECTS:dp_protocol_v${newest}>)
+  set_target_properties(dp-rendezvousd-v${newest} PROPERTIES OUTPUT_NAME dp-rendezvousd
+                        RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/upgrade/v${newest})
+  set_target_properties(dp-nodeagent-v${newest} PROPERTIES OUTPUT_NAME dp-nodeagent
+                        RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/upgrade/v${newest})
+endforeach()
+dp_e2e_scripts(PART daemon MODES lo TIMEOUT 300
+  SCRIPTS mixed_versions
+  ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_RDV_PROBE=$<TARGET_FILE:dp-rdv-probe>
+              DP_UPGRADE_DIR=${CMAKE_BINARY_DIR}/upgrade)

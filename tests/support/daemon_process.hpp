@@ -14,11 +14,12 @@
 
 #include "dp/proto/rendezvous.pb.h"
 #include "frame_codec.hpp"
+#include "protocol_version.hpp"
 #include "rendezvous_client.hpp"
 
 namespace dp::test {
 
-inline constexpr uint32_t kProtocol = rdv::kProtocolVersion;
+inline const uint32_t kProtocol = rdv::protocol_range().newest;
 inline const std::string kSecret =
     "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 

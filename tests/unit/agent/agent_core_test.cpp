@@ -12,6 +12,7 @@
 
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
+#include "protocol_version.hpp"
 #include "stacks_ask.hpp"
 #include "step_ports_value.hpp"
 
@@ -78,7 +79,7 @@ class AgentCoreTest : public ::testing::Test {
     proto::Request r;
     r.set_id(1);
     auto* h = r.mutable_hello();
-    h->set_protocol_version(rdv::kProtocolVersion);
+    h->set_protocol_version(rdv::protocol_range().newest);
     h->set_role(proto::ROLE_RANK);
     h->set_rank(rank);
     h->set_world_size(4);

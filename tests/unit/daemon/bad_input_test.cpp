@@ -155,14 +155,19 @@ TEST_F(BadInput, WrongProtocolVersion) {
   EXPECT_FALSE(c.hello(kSecret, -1, proto::ROLE_AGENT, 99));
   EXPECT_TRUE(c.closed_by_peer());
   const std::string refusal = version_refusal(99);
-  EXPECT_NE(refusal.find("protocol version 99"), std::string::npos) << refusal;
+  EXPECT_NE(refusal.find("speaks protocol version 3, the dp client versions 98-99; upgrade "
+                         "slurm-dp on srun's host (the login nodes) to the release of the dp "
+                         "client"),
+            std::string::npos)
+      << refusal;
   expect_healthy();
 }
 
 TEST_F(BadInput, APeerOfTheEarlierHelloIsRefusedNamingBothVersions) {
   const std::string refusal = version_refusal(2);
-  EXPECT_NE(refusal.find("protocol version 2 is not supported; dp-rendezvousd speaks "
-                         "version 3: use the dp client of the same slurm-dp release"),
+  EXPECT_NE(refusal.find("slurm-dp releases too far apart: the step's dp-rendezvousd speaks "
+                         "protocol version 3, the dp client version 2; upgrade the dp client "
+                         "(libdp, dp-top) to the release of the step's dp-rendezvousd"),
             std::string::npos)
       << refusal;
   expect_healthy();

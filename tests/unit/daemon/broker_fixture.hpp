@@ -12,6 +12,7 @@
 #include "broker.hpp"
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
+#include "protocol_version.hpp"
 
 namespace dp::daemon::test {
 
@@ -41,7 +42,7 @@ inline proto::Request hello_req(int rank, proto::Role role, const std::string& h
   proto::Request r;
   r.set_id(1);
   auto* h = r.mutable_hello();
-  h->set_protocol_version(rdv::kProtocolVersion);
+  h->set_protocol_version(rdv::protocol_range().newest);
   h->set_rank(rank);
   h->set_role(role);
   h->set_host(host);
@@ -54,7 +55,7 @@ inline proto::Request node_hello_req(const std::vector<int32_t>& ranks, const st
   proto::Request r;
   r.set_id(1);
   auto* h = r.mutable_hello();
-  h->set_protocol_version(rdv::kProtocolVersion);
+  h->set_protocol_version(rdv::protocol_range().newest);
   h->set_role(proto::ROLE_NODE);
   h->set_host(host);
   for (int32_t x : ranks) h->add_node_ranks(x);

@@ -9,6 +9,7 @@
 
 #include "broker_fixture.hpp"
 #include "dp/master_port.hpp"
+#include "protocol_version.hpp"
 #include "step_ports_value.hpp"
 
 namespace dp::daemon::test {
@@ -36,7 +37,7 @@ class RestartBrokerTest : public BrokerTest {
     proto::Request r;
     r.set_id(1);
     auto* h = r.mutable_hello();
-    h->set_protocol_version(rdv::kProtocolVersion);
+    h->set_protocol_version(rdv::protocol_range().newest);
     h->set_role(proto::ROLE_NODE);
     h->set_rank(index);
     h->set_host(host);

@@ -16,6 +16,7 @@
 #include "broker.hpp"
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
+#include "protocol_version.hpp"
 
 namespace dp::daemon {
 namespace {
@@ -191,7 +192,7 @@ class BrokerReportTest : public ::testing::Test {
       proto::Request q;
       auto* h = q.mutable_hello();
       const std::string host = "node" + std::to_string(r);
-      h->set_protocol_version(rdv::kProtocolVersion);
+      h->set_protocol_version(rdv::protocol_range().newest);
       h->set_role(proto::ROLE_RANK);
       h->set_rank(r);
       h->set_host(host);

@@ -1,6 +1,7 @@
 // What a reader learned of things it meets again and again, by a key that
 // changes whenever the thing does: the newest `kEntries` kept, the oldest
-// dropped first; keeping a key again replaces its value. Thread-safe: the node agent reads its ranks on threads.
+// dropped first; keeping a key again replaces its value. Thread-safe: the node agent reads its
+// ranks on threads.
 #pragma once
 
 #include <cstddef>
