@@ -12,9 +12,9 @@ namespace dp::rdv {
 namespace {
 
 std::string range_text(ProtocolRange r) {
-  return r.oldest == r.newest ? "version " + std::to_string(r.newest)
-                              : "versions " + std::to_string(r.oldest) + "-" +
-                                    std::to_string(r.newest);
+  return r.oldest == r.newest
+             ? "version " + std::to_string(r.newest)
+             : "versions " + std::to_string(r.oldest) + "-" + std::to_string(r.newest);
 }
 
 Error too_far_apart(ProtocolRange ours, ProtocolRange theirs, const ProtocolSide& we,

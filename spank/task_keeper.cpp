@@ -23,6 +23,7 @@
 #include "dp/sys_error.hpp"
 #include "dp/unique_fd.hpp"
 #include "keeper_contract.hpp"
+#include "keeper_phase.hpp"
 #include "unix_connect.hpp"  // dp_sockets
 
 namespace dp::spank {
@@ -114,6 +115,8 @@ class Keeper {
   void on_signals();
   void reap();
   void program_ended(int status);
+  // The phase after `e`; the keeper ends here if the rule says so.
+  void step(KeeperEvent e);
   void stop(std::chrono::milliseconds grace);
   void check_stopped();
   void on_agent(const KeeperLine& l, bool& forked, const SignalState& saved);
@@ -131,12 +134,8 @@ class Keeper {
   pid_t child_ = -1;
   UniqueFd child_fd_;  // a pidfd: readable once the program ended
   int last_status_ = 0;
-  // A stop was ordered: "stopped" once nothing of the program's tree is left.
-  bool stopping_ = false;
-  // The agent's `exit` came while the program ran (a libdp program's
-  // goodbye comes before its process ends): the keeper ends with it.
-  bool exit_due_ = false;
-  std::optional<Clock::time_point> kill_at_;
+  KeeperPhase phase_ = KeeperPhase::idle;
+  std::optional<Clock::time_point> kill_at_;  // while stopping: SIGKILL to the tree then
 };
 
 // The agent, tried until kConnectFor: a keeper without it would be a plain
@@ -173,9 +172,11 @@ void Keeper::say(const KeeperLine& l) {
 
 // The program's process returns true from here and goes on to exec.
 bool Keeper::start(int node_rank, int count, const SignalState& saved) {
-  if (child_ > 0) {  // already running (an order that crossed the first start)
-    say({KeeperLine::Kind::started, child_,
-         static_cast<long long>(::dp::read_start_ticks(child_).value_or(0))});
+  if (phase_ != KeeperPhase::idle) {  // an order that crossed the first start, or a stop's end
+    if (child_ > 0) {
+      say({KeeperLine::Kind::started, child_,
+           static_cast<long long>(::dp::read_start_ticks(child_).value_or(0))});
+    }
     return false;
   }
   if (auto ok = plan_.prepare(node_rank, count); !ok) {
@@ -202,6 +203,7 @@ bool Keeper::start(int node_rank, int count, const SignalState& saved) {
   }
   child_ = pid;
   child_fd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  step(KeeperEvent::started);
   say({KeeperLine::Kind::started, pid,
        static_cast<long long>(::dp::read_start_ticks(pid).value_or(0))});
   return false;
@@ -234,14 +236,25 @@ void Keeper::program_ended(int status) {
   child_fd_.reset();
   last_status_ = status;
   say({KeeperLine::Kind::exited, status});
-  if (!stopping_ && (!agent_ || exit_due_)) finish();
+  step(KeeperEvent::program_ended);
+}
+
+void Keeper::step(KeeperEvent e) {
+  const KeeperStep next = keeper_step(phase_, e, static_cast<bool>(agent_));
+  phase_ = next.phase;
+  if (phase_ != KeeperPhase::stopping && phase_ != KeeperPhase::stopping_to_end) kill_at_.reset();
+  if (next.end_keeper) {
+    // Lost with its program still running (not told to exit): it is killed.
+    finish_as(e == KeeperEvent::agent_lost && child_ > 0 && last_status_ == 0 ? SIGKILL
+                                                                              : last_status_);
+  }
 }
 
 // SIGTERM to the program's whole tree (a program behind a shell, its
 // DataLoader's workers, what it double-forked), SIGKILL to all of it after
 // the grace; "stopped" once none of it is left.
 void Keeper::stop(std::chrono::milliseconds grace) {
-  stopping_ = true;
+  step(KeeperEvent::stop_ordered);
   signal_descendants(getpid(), SIGTERM);
   signal_descendants(getpid(), SIGCONT);  // a stopped process sees its SIGTERM only once continued
   kill_at_ = Clock::now() + grace;
@@ -249,17 +262,15 @@ void Keeper::stop(std::chrono::milliseconds grace) {
 }
 
 void Keeper::check_stopped() {
-  if (!stopping_) return;
+  if (phase_ != KeeperPhase::stopping && phase_ != KeeperPhase::stopping_to_end) return;
   if (kill_at_ && Clock::now() >= *kill_at_) {
     kill_descendants(getpid());
     kill_at_.reset();
   }
   reap();
   if (child_ > 0 || !descendants(getpid()).empty()) return;
-  stopping_ = false;
-  kill_at_.reset();
   say({KeeperLine::Kind::stopped});
-  if (!agent_ || exit_due_) finish();
+  step(KeeperEvent::tree_gone);
 }
 
 void Keeper::on_agent(const KeeperLine& l, bool& forked, const SignalState& saved) {
@@ -269,10 +280,7 @@ void Keeper::on_agent(const KeeperLine& l, bool& forked, const SignalState& save
       return;
     case KeeperLine::Kind::stop: return stop(std::chrono::milliseconds(l.a));
     case KeeperLine::Kind::fence: return stop(std::chrono::milliseconds(0));
-    case KeeperLine::Kind::exit:
-      if (child_ <= 0) finish();
-      exit_due_ = true;
-      return;
+    case KeeperLine::Kind::exit: return step(KeeperEvent::exit_ordered);
     case KeeperLine::Kind::keeper:  // the keeper's own lines, never the agent's
     case KeeperLine::Kind::started:
     case KeeperLine::Kind::exited:
@@ -288,7 +296,7 @@ bool Keeper::read_agent(bool& forked, const SignalState& saved) {
     // The agent is gone, so is the step on this node: nothing of its
     // program may run on unseen (a spare takes its place). A program told
     // to exit (its goodbye said) is waited for.
-    if (!exit_due_) finish_as(last_status_ != 0 || child_ <= 0 ? last_status_ : SIGKILL);
+    step(KeeperEvent::agent_lost);
     return false;
   }
   in_.append(buf, static_cast<size_t>(n));
@@ -309,7 +317,8 @@ bool Keeper::run(const SignalState& saved) {
         {signals_.get(), POLLIN, 0}, {agent_.get(), POLLIN, 0}, {child_fd_.get(), POLLIN, 0}};
     // Without a pidfd (a kernel before 5.3) the program's end is polled for;
     // while it stops, its tree.
-    int timeout = (child_ > 0 && !child_fd_) || stopping_ ? kStoppingPollMs : -1;
+    const bool stopping = phase_ == KeeperPhase::stopping || phase_ == KeeperPhase::stopping_to_end;
+    int timeout = (child_ > 0 && !child_fd_) || stopping ? kStoppingPollMs : -1;
     if (::poll(p, 3, timeout) < 0 && errno != EINTR) finish();
     if (p[0].revents) on_signals();
     reap();

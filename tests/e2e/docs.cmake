@@ -24,9 +24,14 @@ add_test(NAME docs.table_cells_fit
 # cluster (e2e.ns.docs.readme_commands records it there).
 add_test(NAME docs.readme_example_output
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/docs/readme_example.py check ${PROJECT_SOURCE_DIR})
+# docs/output.md's samples (--dp-explain, dp-top) are what a run printed
+# (e2e spank.explain and obs.stacks_top record their shapes).
+add_test(NAME docs.output_samples
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/docs/doc_samples.py check ${PROJECT_SOURCE_DIR})
 set_tests_properties(docs.named_paths_exist docs.architecture_fits_1300_words
                      docs.slurm_dp_lines_shown docs.readme_fits_1900_words
-                     docs.table_cells_fit docs.readme_example_output PROPERTIES LABELS unit)
+                     docs.table_cells_fit docs.readme_example_output docs.output_samples
+                     PROPERTIES LABELS unit)
 get_property(_dp_every_unit_test GLOBAL PROPERTY DP_EVERY_UNIT_TEST)
 if(DP_UNIT_TESTS AND _dp_every_unit_test)
   add_test(NAME docs.named_tests_exist

@@ -213,6 +213,15 @@ record_lines() {
     echo "lines of $TEST_NAME not recorded in $DP_LINES_CORPUS" >&2
 }
 
+# record_sample NAME FILE: what FILE holds (a command's output) is
+# docs/output.md's sample NAME now, by its shape (docs/doc_samples.py); the
+# Debian 12 lane's runs only, whose output the page shows.
+record_sample() {
+  [[ -z ${DP_E2E_LANE:-} && -n $DP_LINES_CORPUS && -w $(dirname "$DP_LINES_CORPUS") ]] || return 0
+  python3 "$(dirname "${BASH_SOURCE[0]}")/docs/doc_samples.py" record "$DP_SOURCE_DIR" "$1" "$2" ||
+    echo "sample $1 of $TEST_NAME not recorded" >&2
+}
+
 # Runs a command as dptest in $WORK; stdin, stdout and stderr pass through. A
 # clean environment, only what a login would give, so anything found in a task
 # was put there by Slurm or the plugin.

@@ -23,6 +23,7 @@ import re
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from doc_samples import marked_blocks  # noqa: E402 (after the line above)
 
 RECORDED = "tests/fixtures/readme-example-output.txt"
 MARK = re.compile(r"^<!-- readme_example: (\S+) -->\s*$")
@@ -30,22 +31,7 @@ MARK = re.compile(r"^<!-- readme_example: (\S+) -->\s*$")
 
 def parts(root):
     """{name: text} of the README's marked blocks."""
-    with open(os.path.join(root, "README.md"), encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    out, i = {}, 0
-    while i < len(lines):
-        m = MARK.match(lines[i])
-        i += 1
-        if not m:
-            continue
-        if i >= len(lines) or not lines[i].startswith("```"):
-            raise SystemExit(f"README.md:{i}: '{m.group(1)}' is not followed by a fenced block")
-        body = []
-        i += 1
-        while i < len(lines) and not lines[i].startswith("```"):
-            body.append(lines[i])
-            i += 1
-        out[m.group(1)] = "\n".join(body) + "\n"
+    out = marked_blocks(os.path.join(root, "README.md"), MARK)
     for name in ("job.sh", "train.py", "output"):
         if name not in out:
             raise SystemExit(f"README.md has no block marked <!-- readme_example: {name} -->")

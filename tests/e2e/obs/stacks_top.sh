@@ -22,8 +22,10 @@ wait_ranks_ready 120
 # socket's search cost what a plain `dp-top --once` costs, measured just before
 # (on 2 cores shared with builds that is a few hundred ms).
 t0=$(date +%s%N)
-as_user "$DP_TOP" --once "$job.0" >/dev/null 2>&1 || fail "dp-top --once failed on the running step"
+as_user "$DP_TOP" --once "$job.0" >"$WORK/top.out" 2>&1 || fail "dp-top --once failed on the running step"
 once_ms=$((($(date +%s%N) - t0) / 1000000))
+cat "$WORK/top.out"
+record_sample dp-top "$WORK/top.out"  # docs/output.md shows it
 t0=$(date +%s%N)
 rc=0
 out=$(as_user "$DP_TOP" --stacks "$job.0" 2>&1) || rc=$?

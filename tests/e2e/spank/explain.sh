@@ -19,6 +19,13 @@ grep -q '^slurm-dp: --dp-explain: dry run' <<<"$out" || fail "dry-run note missi
 no_jobs() { [[ -z $(squeue -h -u dptest) ]]; }
 wait_until 30 "srun's own allocation to be released after the explain" no_jobs
 
+# The README's command, whose output docs/output.md shows.
+as_user timeout 60 srun -N2 --ntasks-per-node=2 --dp-world=auto --dp-explain true >"$WORK/explain.out" 2>&1 ||
+  fail "the README's --dp-explain failed: $(cat "$WORK/explain.out")"
+grep -q '^task 3 on n2: RANK=3 ' "$WORK/explain.out" || fail "the README's --dp-explain printed no layout"
+record_sample explain "$WORK/explain.out"
+wait_until 30 "srun's own allocation to be released after the explain" no_jobs
+
 # Inside a batch job (that the job's next step then starts at once is
 # unlaunched_step.sh).
 job=$(as_user sbatch --parsable -N2 --ntasks-per-node=1 -o "$WORK/job.out" \
