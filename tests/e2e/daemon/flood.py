@@ -3,11 +3,14 @@
 # opens connections to the newest as fast as it can, keeping the last 400
 # open and never saying hello. Usage: flood.py UID ADDR LOG
 # With ADDR "agent" it floods the newest node agent's abstract socket instead
-# (/proc/net/unix lists every abstract name of the namespace to anyone).
+# (/proc/net/unix lists every abstract name of the namespace to anyone);
+# with "keepers", the newest agent's socket for its task keepers (a step
+# that restarts in place).
 import collections, errno, os, socket, sys, time
 
 uid, addr, log = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-agents = addr == "agent"
+agents = addr in ("agent", "keepers")
+suffix = ".keepers" if addr == "keepers" else ""
 hexaddr = "" if agents else "".join("%02X" % int(b) for b in reversed(addr.split(".")))
 
 def listening_ports():
@@ -27,7 +30,8 @@ def listening_agents():
         for line in f.readlines()[1:]:
             w = line.split()
             # Flags 00010000: a listening socket.
-            if len(w) >= 8 and w[3] == "00010000" and w[7].startswith("@slurm-dp-"):
+            if (len(w) >= 8 and w[3] == "00010000" and w[7].startswith("@slurm-dp-")
+                    and w[7].endswith(suffix)):
                 names.append((int(w[6]), w[7]))
     return [n for _, n in sorted(names)]
 

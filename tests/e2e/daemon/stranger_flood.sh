@@ -5,7 +5,8 @@
 # and end with status 0. Once from the login node (the daemon's own host),
 # once from inside the master compute node's namespace, where the flood
 # shares the node agent's source address; then the flood aims at the node
-# agent's abstract socket on n1.
+# agent's abstract socket on n1, and at its task keepers' socket in steps
+# that restart in place.
 . "$(dirname "$0")/../runtime/common.sh"
 [[ $(mode) == ns ]] || fail "this test is for ns mode"
 site
@@ -19,12 +20,14 @@ chmod 644 "$WORK/flood.py"
 flood_pid=""
 trap 'kill $flood_pid 2>/dev/null || true; cleanup_work' EXIT
 
-steps() {  # WHERE: 5 steps under the flood
+program=("$DP_COMM_WORKER" collectives)
+steps() {  # WHERE [SRUN_FLAG...]: 5 steps of ${program[@]} under the flood
   local where=$1 ok=0 i rc
+  shift
   for i in 1 2 3 4 5; do
     rc=0
-    as_user timeout 60 srun --dp-world=auto --dp-verbose -w n1,n2 -N2 --ntasks-per-node=1 \
-      --export=ALL,DP_BACKEND=gloo,DP_TIMEOUT_MS=30000 "$DP_COMM_WORKER" collectives \
+    as_user timeout 60 srun --dp-world=auto --dp-verbose "$@" -w n1,n2 -N2 --ntasks-per-node=1 \
+      --export=ALL,DP_BACKEND=gloo,DP_TIMEOUT_MS=30000 "${program[@]}" \
       >"$WORK/$where.$i.log" 2>&1 || rc=$?
     if ((rc == 0)) && grep -q "^OK rank 1 of 2 " "$WORK/$where.$i.log"; then
       ok=$((ok + 1))
@@ -69,4 +72,14 @@ as_dptest2[-1]=agent
 nsenter "--net=$netns" "${as_dptest2[@]}" "$WORK/agent.flood" 2>"$WORK/agent.flood.err" &
 flood_pid=$!
 steps agent
-pass "5 of 5 steps under a flood from the login node, 5 of 5 from the master node's namespace, 5 of 5 with n1's agent socket flooded"
+
+# The task keepers' socket (a step that restarts in place: each task keeps
+# its program and connects there): turned away by uid too; a keeper retries.
+# The program only prints its rank: what is tested is each keeper's connect.
+# shellcheck disable=SC2016 # expanded in the task
+program=(/bin/sh -c 'echo "OK rank $RANK of $WORLD_SIZE "')
+as_dptest2[-1]=keepers
+nsenter "--net=$netns" "${as_dptest2[@]}" "$WORK/keepers.flood" 2>"$WORK/keepers.flood.err" &
+flood_pid=$!
+steps keepers --dp-max-restarts=1
+pass "5 of 5 steps under a flood from the login node, 5 of 5 from the master node's namespace, 5 of 5 with n1's agent socket flooded, 5 of 5 restartable steps with its keepers' socket flooded"
