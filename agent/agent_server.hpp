@@ -70,22 +70,14 @@ class AgentServer final : public AgentOutbox, public StoreOutbox {
   // this, its connection is shut down and it counts as gone.
   static constexpr size_t kMaxOutBytes = 64u << 20;
   // A PyTorch store client: bytes, not frames (agent_store_io.cpp).
-  struct StoreConn {
-    AgentServer* server = nullptr;
-    service::UniqueFd fd;
-    uint64_t id = 0;
-    service::EventPtr rd, wr;  // after fd: freed before it is closed
+  struct StoreConn : service::ConnBase<AgentServer> {
     std::string out;
     size_t out_pos = 0;
     bool closing = false;
   };
 
   // A task's keeper (agent_keepers.cpp): lines, not frames.
-  struct KeeperConn {
-    AgentServer* server = nullptr;
-    service::UniqueFd fd;
-    uint64_t id = 0;
-    service::EventPtr rd, wr;  // after fd: freed before it is closed
+  struct KeeperConn : service::ConnBase<AgentServer> {
     std::string in;
     pid_t pid = 0;              // SO_PEERCRED's
     int local = -1;             // its task's local index, once it said so

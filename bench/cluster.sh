@@ -1,11 +1,51 @@
 # Sourced by the benchmarks that need a Slurm cluster (srun_overhead,
-# hang_watch, hang_watch/wide_step, straggler): their cluster, their median
-# and the watches' A/B.
+# hang_watch, hang_watch/wide_step, straggler): their command line, their
+# cluster, their median and the watches' A/B.
 
 bench_src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cluster=$bench_src/tests/cluster/dp-cluster
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+
+# bench_args OPTION RUNS SMOKE_RUNS "$@": the command line every cluster bench
+# takes, [--smoke|OPTION] BUILD_DIR [RUNS] [MODE], OPTION the script's own
+# flag ("" for none). Sets smoke (with --smoke, runs is SMOKE_RUNS), option (1
+# when OPTION was given), build (absolute), runs (RUNS by default), mode (lo by
+# default) and the build's plugin and daemon.
+# shellcheck disable=SC2034 # the caller's
+bench_args() {
+  local own=$1 usage="usage: $0 [--smoke${1:+|$1}] BUILD_DIR [RUNS] [MODE]"
+  runs=$2
+  local smoke_runs=$3
+  shift 3
+  smoke=0 option=0
+  if [[ ${1:-} == --smoke ]]; then smoke=1; shift; fi
+  if [[ -n $own && ${1:-} == "$own" ]]; then option=1; shift; fi
+  build=$(realpath "${1:?$usage}")
+  runs=${2:-$runs}
+  mode=${3:-lo}
+  if ((smoke)); then runs=$smoke_runs; fi
+  plugin=$build/spank/spank_dp.so daemon=$build/daemon/dp-rendezvousd
+}
+
+# bench_pairs RUNS CMD OFF ON [turns]: RUNS pairs of `CMD OFF` and `CMD ON`
+# (with turns, in turn off-on and on-off); their outputs in off[] and on[],
+# their medians in mo and mn.
+bench_pairs() {
+  local runs=$1 cmd=$2 turns=${5:-} i
+  off=() on=()
+  for ((i = 0; i < runs; i++)); do
+    if [[ -n $turns ]] && ((i % 2)); then
+      on+=("$("$cmd" "$4")")
+      off+=("$("$cmd" "$3")")
+    else
+      off+=("$("$cmd" "$3")")
+      on+=("$("$cmd" "$4")")
+    fi
+  done
+  mo=$(printf '%s\n' "${off[@]}" | median)
+  mn=$(printf '%s\n' "${on[@]}" | median)
+}
 
 # bench_cluster PLUGIN DAEMON MODE [NODES=2]: the running cluster that
 # DP_CLUSTER_DIR names (ctest's e2e fixture in smoke runs), left up; else one
@@ -65,7 +105,7 @@ bench_cleanup() {
 # pairs' ratios. SMOKE: 1 epoch of 4 096 samples, figures meaningless.
 bench_ab() {
   local trainer=$1 work=$2 smoke=$3 runs=$4 option=$5 off_value=$6 on_value=$7
-  local limit=0 tasks=${DP_BENCH_TASKS:-1} epochs=${DP_BENCH_EPOCHS:-3} impl mo mn pair name i
+  local limit=0 tasks=${DP_BENCH_TASKS:-1} epochs=${DP_BENCH_EPOCHS:-3} impl mo mn pair name
   ((smoke)) && limit=4096 tasks=1 epochs=1
   cp "$bench_src/bench/trainer/ddp_mlp.py" "$work/"
   local common=(--export=ALL,EPOCHS=$epochs,GLOBAL_BATCH=256,THREADS=1,OMP_NUM_THREADS=1,OPENBLAS_NUM_THREADS=1,TRAIN_LIMIT=$limit,USE_LIBUV=0)
@@ -88,17 +128,7 @@ for l in sys.stdin:
   for impl in torch dp; do
     local off=() on=()
     ((smoke)) || "ab_run_$impl" "$off_value" >/dev/null  # warm-up: cold caches
-    for ((i = 0; i < runs; i++)); do
-      if ((i % 2 == 0)); then
-        off+=("$("ab_run_$impl" "$off_value")")
-        on+=("$("ab_run_$impl" "$on_value")")
-      else
-        on+=("$("ab_run_$impl" "$on_value")")
-        off+=("$("ab_run_$impl" "$off_value")")
-      fi
-    done
-    mo=$(printf '%s\n' "${off[@]}" | median)
-    mn=$(printf '%s\n' "${on[@]}" | median)
+    bench_pairs "$runs" "ab_run_$impl" "$off_value" "$on_value" turns
     # Each pair ran back to back: the median of its ratios leaves out the drift
     # that moves both sides of a pair alike (this machine's rates drift by 20 %).
     pair=$(paste <(printf '%s\n' "${off[@]}") <(printf '%s\n' "${on[@]}") | awk '{print $2 / $1}' | median)

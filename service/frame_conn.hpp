@@ -15,13 +15,18 @@
 
 namespace dp::service {
 
+// What open_conn and make_writer use of any connection, framed or not.
 template <class Server>
-struct FrameConn {
+struct ConnBase {
   Server* server = nullptr;
   UniqueFd fd;
   uint64_t id = 0;
   EventPtr rd;  // after fd: freed before it is closed
   EventPtr wr;  // made on the first short write
+};
+
+template <class Server>
+struct FrameConn : ConnBase<Server> {
   rdv::FrameDecoder decoder{4096};
   std::string out;
   size_t out_pos = 0;

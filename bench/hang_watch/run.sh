@@ -26,15 +26,9 @@
 # Nothing is installed: python3-torch and Fashion-MNIST must be there
 # (bench/trainer/run.sh installs them).
 set -euo pipefail
-smoke=0 reader=0
-[[ ${1:-} == --smoke ]] && { smoke=1; shift; }
-[[ ${1:-} == --reader ]] && { reader=1; shift; }
-build=$(realpath "${1:?usage: $0 [--smoke|--reader] BUILD_DIR [RUNS] [MODE]}")
-runs=${2:-7}
-mode=${3:-lo}
-((smoke)) && runs=1
 . "$(dirname "$0")/../cluster.sh"
-plugin=$build/spank/spank_dp.so daemon=$build/daemon/dp-rendezvousd
+bench_args --reader 7 1 "$@"
+reader=$option
 stacks=$build/tools/dp-stacks trainer=$build/trainer/dp-trainer
 for f in "$plugin" "$daemon" "$stacks" "$trainer"; do
   [[ -e $f ]] || { echo "run.sh: $f is not built" >&2; exit 1; }

@@ -16,15 +16,9 @@
 # is read by its layout table; for 3.14's frames:
 #   scripts/debian-root debian-testing run bench/hang_watch/wide_step.sh build-debian-testing
 set -euo pipefail
-smoke=0
-[[ ${1:-} == --smoke ]] && { smoke=1; shift; }
-build=$(realpath "${1:?usage: $0 [--smoke] BUILD_DIR [RUNS] [MODE]}")
-runs=${2:-7}
-mode=${3:-lo}
-((smoke)) && runs=1
-ranks=64
 . "$(dirname "$0")/../cluster.sh"
-plugin=$build/spank/spank_dp.so daemon=$build/daemon/dp-rendezvousd top=$build/tools/dp-top
+bench_args "" 7 1 "$@"
+ranks=64 top=$build/tools/dp-top
 bench_prepare wide "$plugin" "$daemon" "$top"
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 

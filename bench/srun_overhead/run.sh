@@ -11,15 +11,8 @@
 # one and leaves it up. --smoke: 2 runs, for a ratio that means nothing but
 # proves the script works (ctest e2e.lo.bench.srun_overhead).
 set -euo pipefail
-smoke=0
-[[ ${1:-} == --smoke ]] && { smoke=1; shift; }
-build=$(realpath "${1:?usage: $0 [--smoke] BUILD_DIR [RUNS] [MODE]}")
-runs=${2:-30}
-mode=${3:-lo}
-((smoke)) && runs=2
 . "$(dirname "$0")/../cluster.sh"
-plugin=$build/spank/spank_dp.so
-daemon=$build/daemon/dp-rendezvousd
+bench_args "" 30 2 "$@"
 [[ -f $plugin && -x $daemon ]] || { echo "build spank_dp and dp-rendezvousd in $build first" >&2; exit 1; }
 ((smoke || runs >= 20)) || { echo "RUNS must be >= 20" >&2; exit 1; }
 
@@ -28,16 +21,15 @@ bench_cluster "$plugin" "$daemon" "$mode"
 mode=$DP_CLUSTER_MODE
 
 ms() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null; t1=$(date +%s%N); echo $(((t1 - t0) / 1000)); }
+srun_us() {  # srun_us without|with: one srun's wall time
+  local dp=()
+  if [[ $1 == with ]]; then dp=(--dp-world=auto); fi
+  ms srun -Q "${dp[@]}" -N2 --ntasks-per-node=2 true
+}
 
 # Warm-up: first srun pays for cold caches.
 srun -N2 --ntasks-per-node=2 true
 srun --dp-world=auto -N2 --ntasks-per-node=2 true
-with=() without=()
-for ((i = 0; i < runs; i++)); do
-  without+=("$(ms srun -Q -N2 --ntasks-per-node=2 true)")
-  with+=("$(ms srun -Q --dp-world=auto -N2 --ntasks-per-node=2 true)")
-done
-mw=$(printf '%s\n' "${with[@]}" | median)
-mo=$(printf '%s\n' "${without[@]}" | median)
+bench_pairs "$runs" srun_us without with
 printf 'mode=%s runs=%d median without=%.1f ms with --dp-world=auto=%.1f ms ratio=%.3f (target <= 1.15)\n' \
-  "$mode" "$runs" "$(echo "$mo / 1000" | bc -l)" "$(echo "$mw / 1000" | bc -l)" "$(echo "$mw / $mo" | bc -l)"
+  "$mode" "$runs" "$(echo "$mo / 1000" | bc -l)" "$(echo "$mn / 1000" | bc -l)" "$(echo "$mn / $mo" | bc -l)"

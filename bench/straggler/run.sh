@@ -21,16 +21,10 @@
 # python3-torch and Fashion-MNIST must be there (bench/trainer/run.sh
 # installs them).
 set -euo pipefail
-smoke=0 agent_only=0
-[[ ${1:-} == --smoke ]] && { smoke=1; shift; }
-[[ ${1:-} == --agent ]] && { agent_only=1; shift; }
-build=$(realpath "${1:?usage: $0 [--smoke|--agent] BUILD_DIR [RUNS] [MODE]}")
-runs=${2:-5}
-mode=${3:-lo}
-secs=${DP_BENCH_SECONDS:-30}
-((smoke)) && runs=1 secs=5
 . "$(dirname "$0")/../cluster.sh"
-plugin=$build/spank/spank_dp.so daemon=$build/daemon/dp-rendezvousd trainer=$build/trainer/dp-trainer
+bench_args --agent 5 1 "$@"
+agent_only=$option secs=${DP_BENCH_SECONDS:-30} trainer=$build/trainer/dp-trainer
+((smoke)) && secs=5
 bench_prepare straggler "$plugin" "$daemon" "$trainer"
 calc() { awk "BEGIN { print $1 }"; }  # no bc in the testing lane's root
 bench_cluster "$plugin" "$daemon" "$mode"
@@ -68,13 +62,7 @@ agent_ms() {  # agent_ms WATCH: the node agent's CPU ms per second over $secs
   srun_pid="" job=""
   calc "($ticks1 - $ticks0) * 1000 / $hz / $secs"
 }
-on=() off=()
-for ((i = 0; i < runs; i++)); do
-  off+=("$(agent_ms off)")
-  on+=("$(agent_ms name)")
-done
-mo=$(printf '%s\n' "${off[@]}" | median)
-mn=$(printf '%s\n' "${on[@]}" | median)
+bench_pairs "$runs" agent_ms off name
 printf 'node agent of 8 ranks, %d s, median of %d: --dp-straggler=off %.2f ms of CPU per second, =name %.2f ms (%.3f %% of a CPU; the watch %.2f ms, %.3f %%)\n' \
   "$secs" "$runs" "$mo" "$mn" "$(calc "$mn / 10")" "$(calc "$mn - $mo")" "$(calc "($mn - $mo) / 10")"
 echo "  off: ${off[*]}"

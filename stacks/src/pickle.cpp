@@ -65,6 +65,12 @@ class Parser {
     t.text = std::string(*s);
     return push(make(std::move(t)));
   }
+  // Text whose length comes first, in `width` bytes.
+  Result<void> counted_text(int width) {
+    auto n = le(width);
+    DP_TRY(n);
+    return text(*n);
+  }
 
   std::string_view in_;
   Limits limits_;
@@ -238,24 +244,12 @@ Result<void> Parser::step(uint8_t op) {
       return push(stack_.back());
     case 'X':
     case 'B':
-    case 'T': {
-      auto n = le(4);
-      DP_TRY(n);
-      return text(*n);
-    }
+    case 'T': return counted_text(4);
     case 0x8c:
     case 'C':
-    case 'U': {
-      auto n = le(1);
-      DP_TRY(n);
-      return text(*n);
-    }
+    case 'U': return counted_text(1);
     case 0x8d:
-    case 0x8e: {
-      auto n = le(8);
-      DP_TRY(n);
-      return text(*n);
-    }
+    case 0x8e: return counted_text(8);
     default: break;
   }
   auto r = scalar(op, done);

@@ -55,10 +55,6 @@ if(COMMAND dp_e2e_test)
   # The README's and ADMIN.md's Troubleshooting against this lane's Slurm:
   # srun's exit status per case (the README's table, its column for this
   # series) and where Slurm writes a plugin line's load errors.
-  dp_e2e_test(NAME docs.exit_status MODES lo TIMEOUT 300
-    ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
-    COMMAND ${CMAKE_CURRENT_LIST_DIR}/docs/exit_status.sh)
-  dp_e2e_test(NAME docs.plugin_load_errors MODES lo TIMEOUT 180
-    ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>
-    COMMAND ${CMAKE_CURRENT_LIST_DIR}/docs/plugin_load_errors.sh)
+  dp_e2e_scripts(PART docs MODES lo TIMEOUT 300 SCRIPTS exit_status plugin_load_errors
+    ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>)
 endif()

@@ -13,6 +13,7 @@
 #   wait_until SECS WHAT CMD...     poll CMD until it succeeds, fail on the deadline
 #   wait_job_end JOBID SECS         poll until the job ends; prints its final state
 #   job_done JOBID                  the job has left the queue
+#   find_job NAME                   the id of the job NAME in $job, once queued (30 s at most)
 #   as_user CMD...                  run CMD as dptest in $WORK with a login's clean environment
 #   as_other CMD...                 the same as dptest2, another tenant of the nodes (attacks)
 #   test_port_range                 LOW-HIGH: 20 ports of this cluster's own for lease tests
@@ -26,6 +27,8 @@
 #                                   t0 (set by the caller; -1 after SECS); srun_end (ns)
 #   srun_last_line                  srun's last line in $WORK/srun.log as a user sees it
 #                                   (not the daemon's own --dp-verbose log)
+#   expect_srun_failed SECS WHAT    wait_srun SECS, srun's log printed: it exited non-zero
+#                                   within SECS s of WHAT; its last line in $last
 #   node_addr NODE | field LINE NAME | TASK_VARS | print_task
 #   kill_and_expect_failures WHAT PID LIMIT_MS LINE_RE NAMES_RE RANK...
 #                                   kill -9 PID in a held step (daemon/hold_ranks.sh); each
@@ -132,6 +135,14 @@ unset left left_deadline
 
 job_done() { [[ -z $(squeue -h -j "$1" 2>/dev/null) ]]; }
 
+find_job() {
+  local deadline=$((SECONDS + 30))
+  until job=$(squeue -h -o %i -n "$1" | head -n1) && [[ -n $job ]]; do
+    ((SECONDS < deadline)) || fail "no job named $1 in the queue: $(cat "$WORK/srun.log")"
+    sleep 0.1
+  done
+}
+
 wait_srun() {
   local deadline=$((SECONDS + $1))
   rc=0
@@ -144,6 +155,15 @@ wait_srun() {
   ms=$(((srun_end - t0) / 1000000))
 }
 srun_last_line() { grep -v -e '^\s*$' -e '^dp-rendezvousd: ' "$WORK/srun.log" | tail -n1; }
+
+expect_srun_failed() {
+  wait_srun "$1"
+  cat "$WORK/srun.log"
+  ((ms >= 0)) || fail "srun still ran $1 s after $2"
+  ((rc != 0)) || fail "srun exited 0 after $2"
+  # shellcheck disable=SC2034 # the caller's to read
+  last=$(srun_last_line)
+}
 
 # srun_says_killed TASK: srun's stderr has "n2: task 3: Killed" or
 # "n2: tasks 2-3: Killed" for TASK.

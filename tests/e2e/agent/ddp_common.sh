@@ -11,6 +11,7 @@
 #                                     and NAMES='python3(\.[0-9]+)?': torchrun's worker)
 #   expect_srun_ok SECS WHAT          srun (t0 set by the caller) exits 0 within SECS
 #   same_params LABEL                 every rank ended with the same parameters
+#   ddp_site [key=value...]           site, and pytorch_launcher_env's variables in ddp_env
 #   n2_link                           namespace mode: n2's veth in $veth; cut_n2 takes it
 #                                     down, restore (also on exit) brings it back up
 #   expect_node_verdict SECS BOUND NODE RANKS
@@ -26,12 +27,10 @@ chmod 644 "$WORK/ddp.py"
 # The line of ddp.py where a --hang-rank sleeps: its frame in a stacks read.
 sleep_line=$(grep -n 'time.sleep(3600)' "$WORK/ddp.py" | cut -d: -f1)
 
-find_job() {  # find_job NAME
-  local deadline=$((SECONDS + 30))
-  until job=$(squeue -h -o %i -n "$1" | head -n1) && [[ -n $job ]]; do
-    ((SECONDS < deadline)) || fail "no job named $1 in the queue: $(cat "$WORK/srun.log")"
-    sleep 0.1
-  done
+ddp_site() {
+  site "$@"
+  pytorch_launcher_env
+  ddp_env=("${pet[@]}")
 }
 
 start_ddp() {
@@ -82,13 +81,8 @@ same_params() {
 }
 
 expect_node_verdict() {
-  local last
-  wait_srun "$1"
-  cat "$WORK/srun.log"
-  ((ms >= 0)) || fail "srun still ran $1 s after $3 was cut off"
-  ((rc != 0)) || fail "srun exited 0 although $3 was cut off"
+  expect_srun_failed "$1" "$3 was cut off"
   ((ms <= ($2 + 10) * 1000)) || fail "srun exited $ms ms after the cut; the bound is $2 s + 10 s"
-  last=$(srun_last_line)
   expect_contains "$last" "the node agent on host $3 (ranks $4)" "srun's last line"
   [[ $last == *"verdict node_silent"* || $last == *"verdict node_lost"* ]] || fail "srun's last line names no node verdict: $last"
 }

@@ -50,12 +50,7 @@ lost_run() {  # lost_run NODE RANKS
   done
   top=$(as_user "${DP_TOP:?set DP_TOP to the built dp-top}" --once "$job.0" 2>&1) || true
   expect_contains "$top" "restarts: 1, spares left: 0" "dp-top during the restarted step"
-  wait_srun 240
-  cat "$WORK/srun.log"
-  ((ms >= 0)) || spares_fail "srun still ran 240 s after $node was lost"
-  line=$(grep -m1 'slurm-dp: step .*: restart 1 of ' "$WORK/srun.log") ||
-    fail "srun's stderr has no restart line"
-  expect_contains "$line" "node $node lost" "the restart line"
+  expect_restart_line "$node" 'slurm-dp: step .*: restart 1 of '
   expect_contains "$line" "spare n3 takes node rank" "the restart line"
   expect_contains "$line" "(ranks $ranks)" "the restart line"
   expect_contains "$line" "detect " "the restart line"

@@ -16,6 +16,9 @@
 #   lose_node NODE        SIGKILL to all of them at once (t0: the loss, ns since the epoch)
 #   freeze_node NODE      SIGSTOP to all of them (thawed by thaw_all, also on exit)
 #   revive                the lost nodes' slurmd again, every node idle
+#   expect_restart_line NODE RE
+#                         after NODE's loss: srun ends within 240 s, its log printed; its
+#                         first line matching RE in $line, which names NODE lost
 #   done_params           the one parameter digest every rank ended with (fails if not one)
 #   last_end_ns           when the last rank's program printed its done line
 #   first_after NS        the earliest first-step time of a restarted start after NS, minus
@@ -59,11 +62,7 @@ start_resume() {
     "${program[@]}" --ckpt "$WORK/ckpt.pt" --ready-file "$WORK/ready" "$@" \
     >"$WORK/srun.log" 2>&1 &
   srun_pid=$!
-  local deadline=$((SECONDS + 30))
-  until job=$(squeue -h -o %i -n "$name" | head -n1) && [[ -n $job ]]; do
-    ((SECONDS < deadline)) || fail "no job named $name in the queue: $(cat "$WORK/srun.log")"
-    sleep 0.1
-  done
+  find_job "$name"
 }
 
 run_control() {
@@ -81,6 +80,14 @@ wait_ready() {
 }
 
 revive() { "$DP_CLUSTER" revive >/dev/null 2>&1 || fail "the lost node's slurmd did not come back"; }
+
+expect_restart_line() {
+  wait_srun 240
+  cat "$WORK/srun.log"
+  ((ms >= 0)) || spares_fail "srun still ran 240 s after $1 was lost"
+  line=$(grep -m1 "$2" "$WORK/srun.log") || fail "srun's stderr has no restart line"
+  expect_contains "$line" "node $1 lost" "the restart line"
+}
 
 done_params() {
   local params

@@ -17,9 +17,7 @@
 # env:// gives its agent-store client no way to be told.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/ddp_common.sh"
-site kill_grace=2
-pytorch_launcher_env
-ddp_env=("${pet[@]}")
+ddp_site kill_grace=2
 
 # 1. The control: rank 0's TCPStore.
 start_ddp rank0 --steps 30

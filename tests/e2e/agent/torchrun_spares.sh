@@ -36,11 +36,7 @@ start_torchrun() {  # start_torchrun NAME NODES [srun flags...]
     -o "$WORK/task%t.log" torchrun --nproc_per_node=2 --max_restarts=3 "$WORK/resume.py" \
     --ckpt "$WORK/ckpt.pt" --ready-file "$WORK/ready" "${args[@]}" >"$WORK/srun.log" 2>&1 &
   srun_pid=$!
-  local deadline=$((SECONDS + 30))
-  until job=$(squeue -h -o %i -n "$name" | head -n1) && [[ -n $job ]]; do
-    ((SECONDS < deadline)) || fail "no job named $name: $(cat "$WORK/srun.log")"
-    sleep 0.1
-  done
+  find_job "$name"
 }
 
 # The control: torchrun's static rendezvous on 2 nodes.
@@ -63,12 +59,7 @@ for group in 1 0; do
   done
   [[ -n $node ]] || fail "no worker of node rank $group"
   lose_node "$node"  # sets t0
-  wait_srun 240
-  cat "$WORK/srun.log"
-  ((ms >= 0)) || spares_fail "srun still ran 240 s after $node was lost"
-  line=$(grep -m1 'slurm-dp: step .*: restart 1 of 1: node ' "$WORK/srun.log") ||
-    fail "srun's stderr has no restart line"
-  expect_contains "$line" "node $node lost" "the restart line"
+  expect_restart_line "$node" 'slurm-dp: step .*: restart 1 of 1: node '
   expect_contains "$line" "a launcher waiting in torchrun's rendezvous takes its place" "the restart line"
   expect_eq "$(done_params)" "$control" "the parameters after $node (node rank $group) was lost"
   read -r first load <<<"$(first_after "$t0")"

@@ -209,20 +209,22 @@ def word_count(path):
         return len(f.read().split())
 
 
-def long_cells(path, most):
-    """(line number, words, cell's start) of each table cell over `most` words."""
+def long_cells(root, doc, most):
+    """A problem for each table cell of `doc` over `most` words."""
     found = []
     fenced = False
-    with open(path, encoding="utf-8") as f:
+    with open(os.path.join(root, doc), encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             if line.strip().startswith(("```", "~~~")):
                 fenced = not fenced
             if fenced or not line.startswith("|"):
                 continue
             for cell in re.split(r"(?<!\\)\|", line.strip().strip("|")):
-                words = len(cell.split())
-                if words > most:
-                    found.append((lineno, words, " ".join(cell.split()[:6])))
+                words = cell.split()
+                if len(words) > most:
+                    found.append(f"{doc}:{lineno}: a table cell of {len(words)} words, more than "
+                                 f"{most} ('{' '.join(words[:6])} ...'); move the detail below "
+                                 "the table")
     return found
 
 
@@ -257,9 +259,7 @@ def main(argv):
     for name, n in cell_limits:
         pages = PAGES_OF[name](root) if name in PAGES_OF else []
         for doc in [name] + pages:
-            for lineno, words, start in long_cells(os.path.join(root, doc), n):
-                problems.append(f"{doc}:{lineno}: a table cell of {words} words, more than {n} "
-                                f"('{start} ...'); move the detail below the table")
+            problems += long_cells(root, doc, n)
     return report("doc_paths.py", problems,
                   f"{len(docs)} documents, {len(limits) + len(cell_limits)} word limit(s)")
 

@@ -16,9 +16,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../agent/ddp_common.sh"
 bound=${DP_E2E_HEALTHY_BOUND:-6}
-site
-pytorch_launcher_env
-ddp_env=("${pet[@]}")
+ddp_site
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; cleanup_work' EXIT
 

@@ -23,9 +23,7 @@
 . "$(dirname "$0")/../agent/ddp_common.sh"
 : "${DP_TOP:?set DP_TOP to the built dp-top}"
 bound=${DP_E2E_HANG_BOUND:-20}
-site
-pytorch_launcher_env
-ddp_env=("${pet[@]}")
+ddp_site
 trap 'kill "$srun_pid" 2>/dev/null || true; cleanup_work' EXIT
 
 notice() { grep -m1 'slurm-dp: step .*: hang: ' "$WORK/srun.log"; }
@@ -75,11 +73,7 @@ rm -f "$WORK"/ready.* "$WORK"/rank*.log
 stalled_step hang-end end
 wait_until $((bound + 10)) "a hang line on srun's stderr (--dp-on-hang=end)" notice
 named_ms=$((($(date +%s%N) - t0) / 1000000))
-wait_srun 10
-cat "$WORK/srun.log"
-((ms >= 0)) || fail "srun still runs 10 s after the hang line, under --dp-on-hang=end"
-((rc != 0)) || fail "srun exited 0 after a hang under --dp-on-hang=end"
-last=$(srun_last_line)
+expect_srun_failed 10 "the hang line, under --dp-on-hang=end"
 expect_contains "$last" "no rank has made progress for" "srun's last line"
 expect_contains "$last" "verdict hang" "srun's last line"
 echo "under end: named $named_ms ms after the stall, srun gone $ms ms after it"
@@ -107,10 +101,7 @@ wait_until 60 "worker rank 3 asleep in its loop" grep -q "hangs at step" "$WORK/
 t0=$(date +%s%N)
 # torchrun starts its workers as sys.executable: python3.11, python3.13...
 worker=$(rank_pid 3 RANK 'python3(\.[0-9]+)?') || fail "no worker of rank 3 in job $job"
-wait_srun $((bound + 30))
-cat "$WORK/srun.log"
-((ms >= 0)) || fail "srun still runs $((bound + 30)) s after worker rank 3 stopped, under --dp-on-hang=end"
-((rc != 0)) || fail "srun exited 0 after a hang of torchrun's workers under --dp-on-hang=end"
+expect_srun_failed $((bound + 30)) "worker rank 3 stopped, under --dp-on-hang=end"
 line=$(notice) || fail "no hang line before the torchrun step ended"
 expect_contains "$line" "rank 3 (n2, pid $worker)" "the hang line of torchrun's workers"
 expect_contains "$line" "[clock_nanosleep] <- time.sleep <- main ddp.py:$sleep_line" "worker rank 3's time.sleep and its line"

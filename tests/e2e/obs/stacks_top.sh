@@ -9,9 +9,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../agent/ddp_common.sh"
 : "${DP_TOP:?set DP_TOP to the built dp-top}"
-site
-pytorch_launcher_env
-ddp_env=("${pet[@]}")
+ddp_site
 trap 'kill "$srun_pid" 2>/dev/null || true; cleanup_work' EXIT
 
 start_ddp stacks --steps 100000 --step-ms 100

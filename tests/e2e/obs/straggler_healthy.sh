@@ -23,9 +23,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../agent/ddp_common.sh"
 secs=${DP_E2E_STRAGGLER_HEALTHY_S:-75}
-site
-pytorch_launcher_env
-ddp_env=("${pet[@]}")
+ddp_site
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; cleanup_work' EXIT
 

@@ -18,9 +18,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../agent/ddp_common.sh"
 healthy=${DP_E2E_STRAGGLER_INPUT_HEALTHY_S:-40} hold=${DP_E2E_STRAGGLER_INPUT_HOLD_S:-30}
-site
-pytorch_launcher_env
-ddp_env=("${pet[@]}")
+ddp_site
 trap 'kill "$srun_pid" 2>/dev/null || true; cleanup_work' EXIT
 lines() { grep 'slurm-dp: step .*: straggler: ' "$WORK/srun.log" || true; }
 

@@ -20,9 +20,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../agent/ddp_common.sh"
 : "${DP_TOP:?set DP_TOP to the built dp-top}"
-site
-pytorch_launcher_env
-ddp_env=("${pet[@]}")
+ddp_site
 trap 'kill "$srun_pid" 2>/dev/null || true; cleanup_work' EXIT
 new_frames=$(/usr/bin/python3 -c 'import sys; print(sys.version_info >= (3, 13))')
 lines() { grep 'slurm-dp: step .*: straggler: ' "$WORK/srun.log" || true; }

@@ -13,6 +13,7 @@
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
 #include "protocol_version.hpp"
+#include "signed_hello.hpp"
 #include "stacks_ask.hpp"
 #include "step_ports_value.hpp"
 
@@ -76,16 +77,7 @@ class AgentCoreTest : public ::testing::Test {
     return c;
   }
   proto::Request hello(int rank, const std::string& secret = kSecret) {
-    proto::Request r;
-    r.set_id(1);
-    auto* h = r.mutable_hello();
-    h->set_protocol_version(rdv::protocol_range().newest);
-    h->set_role(proto::ROLE_RANK);
-    h->set_rank(rank);
-    h->set_world_size(4);
-    h->set_host("n1");
-    h->set_proof(rdv::hello_proof(secret, nonce(), proto::ROLE_RANK, rank, 4, "n1"));
-    return r;
+    return dp::test::signed_hello(secret, nonce(), proto::ROLE_RANK, rank, 4, "n1");
   }
   void frame(ConnId c, const proto::Request& r) { frame(core, c, r); }
   void frame(AgentCore& k, ConnId c, const proto::Request& r) {

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "daemon_process.hpp"
@@ -144,14 +145,23 @@ TEST(NodeAgent, ANodeRefusedAfterTheMasterNodesAbortStillGetsItsFailureTyped) {
   EXPECT_EQ(n1.answer()->master_failure->reason, "no free MASTER_PORT in 29400-29402");
 }
 
-TEST(NodeAgent, ARankThatVanishesIsNamedToTheOtherNodeAtOnce) {
-  test::DaemonProcess daemon(4);
-  ASSERT_TRUE(daemon.ready());
-  AgentProcess n0(daemon.port(), {0, 1}, PortsRole::none);
-  AgentProcess n1(daemon.port(), {2, 3}, PortsRole::none);
-  ASSERT_TRUE(n0.answer() && n1.answer());
+// A daemon of world 4 and the agents of its two nodes (no master port, no
+// store), each answered: node0 ranks 0-1, node1 ranks 2-3.
+class TwoNodeAgents : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(daemon.ready());
+    n0.emplace(daemon.port(), std::vector<int32_t>{0, 1}, PortsRole::none);
+    n1.emplace(daemon.port(), std::vector<int32_t>{2, 3}, PortsRole::none);
+    ASSERT_TRUE(n0->answer() && n1->answer());
+  }
+  test::DaemonProcess daemon{4};
+  std::optional<AgentProcess> n0, n1;
+};
+
+TEST_F(TwoNodeAgents, ARankThatVanishesIsNamedToTheOtherNodeAtOnce) {
   // Rank 1 connects from its own process and exits without a goodbye.
-  const AgentAnswer node0 = *n0.answer();
+  const AgentAnswer node0 = *n0->answer();
   const pid_t child = fork();
   if (child == 0) {
     ClientOptions o = daemon.client_options(1, 4);
@@ -163,7 +173,7 @@ TEST(NodeAgent, ARankThatVanishesIsNamedToTheOtherNodeAtOnce) {
   waitpid(child, &status, 0);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   const auto lost_at = std::chrono::steady_clock::now();
-  auto r2 = rank_client(daemon, *n1.answer(), 2);
+  auto r2 = rank_client(daemon, *n1->answer(), 2);
   ASSERT_TRUE(r2);
   auto got = r2->barrier("never", 10s);
   ASSERT_FALSE(got);
@@ -174,15 +184,10 @@ TEST(NodeAgent, ARankThatVanishesIsNamedToTheOtherNodeAtOnce) {
 // slurmstepd killed with its node closes the control pipe a moment before
 // the kernel's death signal kills the agent: never a goodbye that would say
 // the node's ranks finished; the daemon names the node lost.
-TEST(NodeAgent, AControlPipeClosedWithoutTheStepsEndIsALostNodeNotAGoodbye) {
-  test::DaemonProcess daemon(4);
-  ASSERT_TRUE(daemon.ready());
-  AgentProcess n0(daemon.port(), {0, 1}, PortsRole::none);
-  AgentProcess n1(daemon.port(), {2, 3}, PortsRole::none);
-  ASSERT_TRUE(n0.answer() && n1.answer());
-  auto r2 = rank_client(daemon, *n1.answer(), 2);
+TEST_F(TwoNodeAgents, AControlPipeClosedWithoutTheStepsEndIsALostNodeNotAGoodbye) {
+  auto r2 = rank_client(daemon, *n1->answer(), 2);
   ASSERT_TRUE(r2);
-  n0.lose_slurmstepd();
+  n0->lose_slurmstepd();
   auto got = r2->barrier("never", 10s);
   ASSERT_FALSE(got);
   EXPECT_NE(got.error().message.find("node agent on host node0"), std::string::npos)

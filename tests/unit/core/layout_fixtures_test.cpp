@@ -5,12 +5,12 @@
 // tests/README.md; the loader and replay are tests/support/layout_fixture.*.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "fixture_files.hpp"
 #include "host_list.hpp"
 #include "layout_fixture.hpp"
 
@@ -25,13 +25,7 @@ namespace {
 using Fixture = dp::test::LayoutFixture;
 
 std::vector<Fixture> all_fixtures() {
-  std::vector<std::filesystem::path> paths;
-  for (const auto& e : std::filesystem::directory_iterator(DP_LAYOUT_FIXTURES))
-    if (e.path().extension() == ".txt") paths.push_back(e.path());
-  std::sort(paths.begin(), paths.end());
-  std::vector<Fixture> out;
-  for (const auto& p : paths) out.push_back(dp::test::load_layout_fixture(p));
-  return out;
+  return dp::test::load_fixture_files(DP_LAYOUT_FIXTURES, dp::test::load_layout_fixture);
 }
 
 dp::Result<std::vector<std::string>> slurm_hosts(const std::string& list) {

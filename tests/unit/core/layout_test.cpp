@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 
 namespace {
 
@@ -47,6 +48,18 @@ dp::Result<dp::LayoutPlan> plan(const dp::Options& o, const dp::SiteConfig& s,
   f.request = request;
   for (auto& g : gres) f.nodes.push_back({g.empty() ? std::nullopt : std::optional(g), {}});
   return dp::plan_layout(f);
+}
+
+// slurmstepd's view: the one node's devices as Slurm listed them.
+dp::StepFacts node_facts(dp::StepShape sh, dp::Options o, const char* visible,
+                         std::optional<dp::DeviceRequest> request = std::nullopt) {
+  dp::StepFacts f;
+  f.shape = std::move(sh);
+  f.options = std::move(o);
+  f.site = site({});
+  f.request = std::move(request);
+  f.nodes.push_back({std::nullopt, dp::VisibleDevices{visible, {}}});
+  return f;
 }
 
 dp::LayoutPlan fixed_plan(int world, int tiles, bool bound_per_task = false) {
@@ -231,12 +244,7 @@ TEST(Plan, SpreadOrDevicesSlurmGaveAreNotCapped) {
       plan(opts("auto", "1"), site({}), shape({"n1", "n2"}, "2(x2)"), {"gpu:4", "gpu:4"}, spread)
           .ok());
   // On the node, Slurm's own list is the step's devices: no request caps it.
-  dp::StepFacts f;
-  f.shape = shape({"n1"}, "2");
-  f.options = opts("auto", "1");
-  f.site = site({});
-  f.request = dp::DeviceRequest{};
-  f.nodes.push_back({std::nullopt, dp::VisibleDevices{"0,1", {}}});
+  auto f = node_facts(shape({"n1"}, "2"), opts("auto", "1"), "0,1", dp::DeviceRequest{});
   auto p = dp::plan_layout(f);
   ASSERT_TRUE(p.ok()) << p.error().message;
   EXPECT_EQ(p->nodes[0].tiles, 2);
@@ -244,12 +252,8 @@ TEST(Plan, SpreadOrDevicesSlurmGaveAreNotCapped) {
 
 TEST(Plan, OneNodeOfALargerStep) {
   // slurmstepd on the second node of 4 tasks: its own tasks only.
-  dp::StepFacts f;
-  f.shape = dp::StepShape{{"n2"}, {{2, 3}}};
+  auto f = node_facts(dp::StepShape{{"n2"}, {{2, 3}}}, opts("4", "1"), "0,1");
   f.task_count = 4;
-  f.options = opts("4", "1");
-  f.site = site({});
-  f.nodes.push_back({std::nullopt, dp::VisibleDevices{"0,1", {}}});
   auto p = dp::plan_layout(f);
   ASSERT_TRUE(p.ok()) << p.error().message;
   EXPECT_EQ(p->world_size, 4);
@@ -259,12 +263,8 @@ TEST(Plan, OneNodeOfALargerStep) {
 
 TEST(Plan, PerTaskBindingTakesTheTasksOwnDevices) {
   // --gpus-per-task=2: Slurm gave local task 1 devices 6,7 of the node's 4..7.
-  dp::StepFacts f;
-  f.shape = dp::StepShape{{"n1"}, {{0, 1}}};
-  f.options = opts("auto", "2");
-  f.site = site({});
-  f.request = dp::parse_device_request("", "gres:gpu:2", "", "gpu:per_task:2");
-  f.nodes.push_back({std::nullopt, dp::VisibleDevices{"4,5,6,7", {}}});
+  auto f = node_facts(dp::StepShape{{"n1"}, {{0, 1}}}, opts("auto", "2"), "4,5,6,7",
+                      dp::parse_device_request("", "gres:gpu:2", "", "gpu:per_task:2"));
   auto p = dp::plan_layout(f);
   ASSERT_TRUE(p.ok()) << p.error().message;
   auto t = dp::task_tiles(*p, f.site, 0, {"6,7", {}});
@@ -286,12 +286,8 @@ TEST(Plan, PerTaskBindingTakesTheTasksOwnDevices) {
 // task 1 of the node's 4..7 (--gpus-per-task=2): its mask lists the node's
 // tasks' GPUs, its first own at index 1, and DP_TILES its CUDA ordinals there.
 TEST(Plan, BoundTasksSeeTheNodesGpusWithTheirOwnAtLocalRank) {
-  dp::StepFacts f;
-  f.shape = dp::StepShape{{"n1"}, {{0, 1}}};
-  f.options = opts("auto", "2");
-  f.site = site({});
-  f.request = dp::parse_device_request("", "gres:gpu:2", "", "gpu:per_task:2");
-  f.nodes.push_back({std::nullopt, dp::VisibleDevices{"4,5,6,7", {}}});
+  auto f = node_facts(dp::StepShape{{"n1"}, {{0, 1}}}, opts("auto", "2"), "4,5,6,7",
+                      dp::parse_device_request("", "gres:gpu:2", "", "gpu:per_task:2"));
   auto p = dp::plan_layout(f);
   ASSERT_TRUE(p.ok()) << p.error().message;
   EXPECT_TRUE(p->mask_by_local_rank);
@@ -311,13 +307,9 @@ TEST(Plan, BoundTasksSeeTheNodesGpusWithTheirOwnAtLocalRank) {
 
 TEST(Plan, GpusPerTaskWithoutTilesMakeTheMaskToo) {
   // --gpus-per-task=1, no --dp-tiles (the README's first example).
-  dp::StepFacts f;
-  f.shape = dp::StepShape{{"n1"}, {{0, 1, 2}}};
-  f.options = opts("auto");
-  f.site = site({});
-  f.request = dp::parse_device_request("", "gres:gpu:1", "", "gpu:per_task:1");
+  auto f = node_facts(dp::StepShape{{"n1"}, {{0, 1, 2}}}, opts("auto"), "1,2,3",
+                      dp::parse_device_request("", "gres:gpu:1", "", "gpu:per_task:1"));
   EXPECT_EQ(f.request->bind_count, 1);
-  f.nodes.push_back({std::nullopt, dp::VisibleDevices{"1,2,3", {}}});
   auto p = dp::plan_layout(f);
   ASSERT_TRUE(p.ok()) << p.error().message;
   EXPECT_EQ(p->bound_tiles, 1);
@@ -337,13 +329,9 @@ TEST(Plan, GpusPerTaskWithoutTilesMakeTheMaskToo) {
 }
 
 TEST(Plan, ConfinedTasksKeepTheirOwnGpuAndGetTheHint) {
-  dp::StepFacts f;
-  f.shape = dp::StepShape{{"n1"}, {{0, 1}}};
-  f.options = opts("auto", "1");
-  f.site = site({});
-  f.request = dp::parse_device_request("", "gres:gpu:1", "", "gpu:per_task:1");
+  auto f = node_facts(dp::StepShape{{"n1"}, {{0, 1}}}, opts("auto", "1"), "0,1",
+                      dp::parse_device_request("", "gres:gpu:1", "", "gpu:per_task:1"));
   f.devices_confined = true;
-  f.nodes.push_back({std::nullopt, dp::VisibleDevices{"0,1", {}}});
   auto p = dp::plan_layout(f);
   ASSERT_TRUE(p.ok()) << p.error().message;
   EXPECT_FALSE(p->mask_by_local_rank);

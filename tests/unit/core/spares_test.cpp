@@ -134,19 +134,15 @@ TEST(Spares, ALauncherStepSurvivesAsManyLossesAsLaunchersWait) {
 }
 
 TEST(Spares, TheRestartLineNamesWhatHappenedAndEachPhase) {
-  RestartRecord r;
-  r.count = 1;
-  r.max_restarts = 3;
-  r.lost_host = "n2";
-  r.why = "its agent's connection dropped";
-  r.spare_host = "n3";
-  r.node_rank = 1;
-  r.tasks_per_node = 2;
-  r.spares_left = 0;
-  r.phase_ms[0] = 120;
-  r.phase_ms[1] = 300;
-  r.phase_ms[2] = 60;
-  r.phase_ms[3] = 2100;
+  const RestartRecord r{.count = 1,
+                        .lost_host = "n2",
+                        .why = "its agent's connection dropped",
+                        .spare_host = "n3",
+                        .node_rank = 1,
+                        .tasks_per_node = 2,
+                        .spares_left = 0,
+                        .max_restarts = 3,
+                        .phase_ms = {120, 300, 60, 2100, -1}};
   EXPECT_EQ(restart_line(r),
             "restart 1 of 3: node n2 lost (its agent's connection dropped); spare n3 takes node "
             "rank 1 (ranks 2-3), 0 spare(s) left; detect 0.1 s, stop 0.3 s, relaunch 0.1 s, "

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dp/straggler.hpp"
+#include "fixture_files.hpp"
 
 namespace dp::straggler {
 namespace {
@@ -69,13 +70,7 @@ Fixture load(const std::filesystem::path& path) {
 }
 
 std::vector<Fixture> all_fixtures() {
-  std::vector<std::filesystem::path> paths;
-  for (const auto& e : std::filesystem::directory_iterator(DP_STRAGGLER_FIXTURES))
-    if (e.path().extension() == ".txt") paths.push_back(e.path());
-  std::sort(paths.begin(), paths.end());
-  std::vector<Fixture> out;
-  for (const auto& p : paths) out.push_back(load(p));
-  return out;
+  return dp::test::load_fixture_files(DP_STRAGGLER_FIXTURES, load);
 }
 
 std::string joined(const std::vector<int>& v) {

@@ -92,21 +92,23 @@ TEST(StragglerWatch, ASlowRankIsNamedWithinAMinuteThenItsRecovery) {
   }
 }
 
-TEST(StragglerWatch, TheLineSaysWhoWhoWaitsHowMuchWhereAndSince) {
+// A new watch fed 5 s blocks 1..last of 4 ranks, rank_at(r) each, until its first verdict.
+std::optional<Verdict> first_verdict(int last, const std::function<RankShare(int r)>& rank_at) {
   Watch w;
   std::optional<Verdict> v;
-  for (int b = 1; b <= 8 && !v; ++b) {
+  for (int b = 1; b <= last && !v; ++b) {
     Block blk{5.0 * b, 5, {}};
-    for (int r = 0; r < 4; ++r)
-      blk.ranks.push_back({r,
-                           host_of(r),
-                           r == 3 ? 0.0 : 0.21,
-                           50,
-                           r == 3 ? 0.635 : 0.5,
-                           r == 3 ? "" : "all_reduce at train.py:122",
-                           {}});
+    for (int r = 0; r < 4; ++r) blk.ranks.push_back(rank_at(r));
     v = w.observe(blk);
   }
+  return v;
+}
+
+TEST(StragglerWatch, TheLineSaysWhoWhoWaitsHowMuchWhereAndSince) {
+  const auto v = first_verdict(8, [](int r) -> RankShare {
+    if (r == 3) return {r, host_of(r), 0.0, 50, 0.635, "", {}};
+    return {r, host_of(r), 0.21, 50, 0.5, "all_reduce at train.py:122", {}};
+  });
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(v->line,
             "rank 3 (n2) \u2014 ranks 0-2 wait for it 21 % of the time (in all_reduce at "
@@ -225,17 +227,10 @@ TEST(StragglerWatch, RankZerosCheckpointIsNotNamed) {
 
 // Half the ranks may straggle (one node of two); more than half are the many, not the few.
 std::optional<Verdict> slow_ranks(std::vector<int> slow) {
-  Watch w;
-  std::optional<Verdict> v;
-  for (int b = 1; b <= 10 && !v; ++b) {
-    Block blk{5.0 * b, 5, {}};
-    for (int r = 0; r < 4; ++r) {
-      const bool is_slow = std::find(slow.begin(), slow.end(), r) != slow.end();
-      blk.ranks.push_back({r, "n" + std::to_string(r + 1), is_slow ? 0.0 : 0.3, 50, {}, "", {}});
-    }
-    v = w.observe(blk);
-  }
-  return v;
+  return first_verdict(10, [&](int r) -> RankShare {
+    const bool is_slow = std::find(slow.begin(), slow.end(), r) != slow.end();
+    return {r, "n" + std::to_string(r + 1), is_slow ? 0.0 : 0.3, 50, {}, "", {}};
+  });
 }
 
 TEST(StragglerWatch, HalfTheRanksButNoMore) {
@@ -258,14 +253,9 @@ TEST(StragglerWatch, ThinEvidenceAndAbsentRanksAreNoEvidence) {
 }
 
 TEST(StragglerWatch, ExactSharesNeedNoLooks) {
-  Watch w;
-  std::optional<Verdict> v;
-  for (int b = 1; b <= 6 && !v; ++b) {
-    Block blk{5.0 * b, 5, {}};
-    for (int r = 0; r < 4; ++r)
-      blk.ranks.push_back({r, host_of(r), r == 2 ? 0.05 : 0.4, kExact, {}, "", {}});
-    v = w.observe(blk);
-  }
+  const auto v = first_verdict(6, [](int r) -> RankShare {
+    return {r, host_of(r), r == 2 ? 0.05 : 0.4, kExact, {}, "", {}};
+  });
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(v->ranks, std::vector<int>{2});
   EXPECT_FALSE(v->cpu_ratio.has_value());

@@ -60,6 +60,12 @@ class BadInput : public ::testing::Test {
     if (r->code() != proto::PROTOCOL) return "(code " + std::to_string(r->code()) + ")";
     return r->message();
   }
+  // That refusal says `text`, and the daemon serves on.
+  void expect_version_refusal(int version, const std::string& text) {
+    const std::string refusal = version_refusal(version);
+    EXPECT_NE(refusal.find(text), std::string::npos) << refusal;
+    expect_healthy();
+  }
   std::unique_ptr<DaemonProcess> d_;
   std::unique_ptr<RendezvousClient> good_;
 };
@@ -154,23 +160,17 @@ TEST_F(BadInput, WrongProtocolVersion) {
   RawConn c(d_->port());
   EXPECT_FALSE(c.hello(kSecret, -1, proto::ROLE_AGENT, 99));
   EXPECT_TRUE(c.closed_by_peer());
-  const std::string refusal = version_refusal(99);
-  EXPECT_NE(refusal.find("speaks protocol version 3, the dp client versions 98-99; upgrade "
+  expect_version_refusal(99,
+                         "speaks protocol version 3, the dp client versions 98-99; upgrade "
                          "slurm-dp on srun's host (the login nodes) to the release of the dp "
-                         "client"),
-            std::string::npos)
-      << refusal;
-  expect_healthy();
+                         "client");
 }
 
 TEST_F(BadInput, APeerOfTheEarlierHelloIsRefusedNamingBothVersions) {
-  const std::string refusal = version_refusal(2);
-  EXPECT_NE(refusal.find("slurm-dp releases too far apart: the step's dp-rendezvousd speaks "
+  expect_version_refusal(2,
+                         "slurm-dp releases too far apart: the step's dp-rendezvousd speaks "
                          "protocol version 3, the dp client version 2; upgrade the dp client "
-                         "(libdp, dp-top) to the release of the step's dp-rendezvousd"),
-            std::string::npos)
-      << refusal;
-  expect_healthy();
+                         "(libdp, dp-top) to the release of the step's dp-rendezvousd");
 }
 
 TEST_F(BadInput, OverLimitValueAndKey) {

@@ -13,6 +13,7 @@
 #include "frame_codec.hpp"
 #include "hello_proof.hpp"
 #include "protocol_version.hpp"
+#include "signed_hello.hpp"
 
 namespace dp::daemon::test {
 
@@ -39,29 +40,12 @@ inline const std::string kNonce(rdv::kNonceBytes, 'n');
 inline proto::Request hello_req(int rank, proto::Role role, const std::string& host,
                                 const std::string& secret = kSecret,
                                 const std::string& nonce = kNonce) {
-  proto::Request r;
-  r.set_id(1);
-  auto* h = r.mutable_hello();
-  h->set_protocol_version(rdv::protocol_range().newest);
-  h->set_rank(rank);
-  h->set_role(role);
-  h->set_host(host);
-  h->set_proof(rdv::hello_proof(secret, nonce, role, rank, 0, host));
-  return r;
+  return dp::test::signed_hello(secret, nonce, role, rank, 0, host);
 }
 
 // A node agent's hello for ranks (ROLE_NODE; the proof covers them).
 inline proto::Request node_hello_req(const std::vector<int32_t>& ranks, const std::string& host) {
-  proto::Request r;
-  r.set_id(1);
-  auto* h = r.mutable_hello();
-  h->set_protocol_version(rdv::protocol_range().newest);
-  h->set_role(proto::ROLE_NODE);
-  h->set_host(host);
-  for (int32_t x : ranks) h->add_node_ranks(x);
-  h->set_proof(rdv::hello_proof(kSecret, kNonce, proto::ROLE_NODE, 0, 0, host,
-                                std::span<const int32_t>(ranks)));
-  return r;
+  return dp::test::signed_hello(kSecret, kNonce, proto::ROLE_NODE, 0, 0, host, ranks);
 }
 
 class BrokerTest : public ::testing::Test {

@@ -34,18 +34,8 @@ class RestartBrokerTest : public BrokerTest {
   // A node agent's hello: its node index in the rank field, its ranks.
   proto::Response node(ConnId c, int index, const std::vector<int32_t>& ranks,
                        const std::string& host) {
-    proto::Request r;
-    r.set_id(1);
-    auto* h = r.mutable_hello();
-    h->set_protocol_version(rdv::protocol_range().newest);
-    h->set_role(proto::ROLE_NODE);
-    h->set_rank(index);
-    h->set_host(host);
-    for (int32_t x : ranks) h->add_node_ranks(x);
-    h->set_proof(rdv::hello_proof(kSecret, kNonce, proto::ROLE_NODE, index, 0, host,
-                                  std::span<const int32_t>(ranks)));
     b_->on_connect(c, t0_);
-    send(c, r);
+    send(c, dp::test::signed_hello(kSecret, kNonce, proto::ROLE_NODE, index, 0, host, ranks));
     return out_.last(c);
   }
   void send(ConnId c, const proto::Request& r) { b_->on_frame(c, r.SerializeAsString(), t0_); }

@@ -28,35 +28,40 @@ void put_u64(std::vector<std::byte>& raw, size_t at, uint64_t v) {
   std::memcpy(raw.data() + at, &v, sizeof v);
 }
 
-TEST(DebugOffsets, Python313AsDebianBuildsIt) {
-  const PythonLayout o = parse_fixture("pyruntime-head-3.13.5.hex");
-  EXPECT_EQ(python_version_text(o.version), "3.13.5");
-  EXPECT_EQ(o.runtime.interpreters_head, 0x278u);
-  EXPECT_EQ(o.interp.threads_head, 0x1cb0u);
-  EXPECT_EQ(o.thread.size, 0x130u);
-  EXPECT_EQ(o.thread.current_frame, 0x48u);
-  EXPECT_EQ(o.thread.native_thread_id, 0xa0u);
-  EXPECT_EQ(o.frame.size, 0x50u);
-  EXPECT_EQ(o.frame.owner, 0x46u);
-  EXPECT_EQ(o.code.qualname, 0x80u);
-  EXPECT_EQ(o.code.code_adaptive, 0xc8u);
-  EXPECT_EQ(o.unicode.ascii_size, 0x28u);
-  EXPECT_EQ(o.bytes.ob_sval, 0x20u);
-}
+// What both builds publish, and where.
+struct Build {
+  const char* fixture;
+  const char* version;
+  uint64_t interpreters_head, thread_size, frame_size, frame_owner, code_adaptive;
+};
 
-TEST(DebugOffsets, Python314AsDebianBuildsIt) {
-  const PythonLayout o = parse_fixture("pyruntime-head-3.14.8.hex");
-  EXPECT_EQ(python_version_text(o.version), "3.14.8");
-  EXPECT_EQ(o.runtime.interpreters_head, 0x328u);
-  EXPECT_EQ(o.interp.threads_head, 0x1cb0u);
-  EXPECT_EQ(o.thread.size, 0x340u);
-  EXPECT_EQ(o.thread.next, 8u);
-  EXPECT_EQ(o.frame.size, 0x58u);
-  EXPECT_EQ(o.frame.instr_ptr, 0x38u);
-  EXPECT_EQ(o.frame.owner, 0x4au);
-  EXPECT_EQ(o.code.code_adaptive, 0xd0u);
-  EXPECT_EQ(o.object.ob_type, 8u);
-  EXPECT_EQ(o.type.tp_name, 0x18u);
+TEST(DebugOffsets, PythonsAsDebianBuildsThem) {
+  const Build builds[] = {
+      {"pyruntime-head-3.13.5.hex", "3.13.5", 0x278, 0x130, 0x50, 0x46, 0xc8},
+      {"pyruntime-head-3.14.8.hex", "3.14.8", 0x328, 0x340, 0x58, 0x4a, 0xd0},
+  };
+  for (const Build& b : builds) {
+    const PythonLayout o = parse_fixture(b.fixture);
+    EXPECT_EQ(python_version_text(o.version), b.version);
+    EXPECT_EQ(o.runtime.interpreters_head, b.interpreters_head) << b.version;
+    EXPECT_EQ(o.interp.threads_head, 0x1cb0u) << b.version;
+    EXPECT_EQ(o.thread.size, b.thread_size) << b.version;
+    EXPECT_EQ(o.frame.size, b.frame_size) << b.version;
+    EXPECT_EQ(o.frame.owner, b.frame_owner) << b.version;
+    EXPECT_EQ(o.code.code_adaptive, b.code_adaptive) << b.version;
+  }
+  // Fields checked on one build only.
+  const PythonLayout o313 = parse_fixture("pyruntime-head-3.13.5.hex");
+  EXPECT_EQ(o313.thread.current_frame, 0x48u);
+  EXPECT_EQ(o313.thread.native_thread_id, 0xa0u);
+  EXPECT_EQ(o313.code.qualname, 0x80u);
+  EXPECT_EQ(o313.unicode.ascii_size, 0x28u);
+  EXPECT_EQ(o313.bytes.ob_sval, 0x20u);
+  const PythonLayout o314 = parse_fixture("pyruntime-head-3.14.8.hex");
+  EXPECT_EQ(o314.thread.next, 8u);
+  EXPECT_EQ(o314.frame.instr_ptr, 0x38u);
+  EXPECT_EQ(o314.object.ob_type, 8u);
+  EXPECT_EQ(o314.type.tp_name, 0x18u);
 }
 
 // 3.11 publishes none: the walk takes its minor version's table instead.

@@ -23,12 +23,11 @@ KernelThread kernel(int tid, char state, int syscall, const std::string& wchan,
 }
 
 ThreadStack thread(int tid, std::vector<Frame> frames, KernelThread k, std::string call = "") {
-  ThreadStack t;
-  t.tid = tid;
-  t.frames = std::move(frames);
-  t.kernel = std::move(k);
-  t.call = std::move(call);
-  return t;
+  return {.tid = tid,
+          .frames = std::move(frames),
+          .kernel = std::move(k),
+          .innermost_at = std::nullopt,
+          .call = std::move(call)};
 }
 
 // main_in: the main thread's system call (a wait in a collective: futex);
