@@ -7,10 +7,9 @@
 namespace dp::agent {
 
 Result<proto::Request> node_hello_request(const NodeHello& n, const proto::Response& challenge) {
-  auto version = rdv::version_to_say(
-      rdv::protocol_range(), challenge.protocol_version(),
-      {"this node's dp-nodeagent", "slurm-dp on the compute nodes"},
-      {"the step's dp-rendezvousd", "slurm-dp on srun's host (the login nodes)"});
+  auto version = rdv::version_to_say(rdv::protocol_range(), challenge.protocol_version(),
+                                     {"this node's dp-nodeagent", "slurm-dp on the compute nodes"},
+                                     rdv::daemon_side());
   DP_TRY(version);
   const std::string& nonce = challenge.challenge();
   proto::Request req;

@@ -153,9 +153,8 @@ Result<void> Broker::check_hello(const Peer& p, const proto::Hello& h) const {
       h.role() == proto::ROLE_NODE
           ? rdv::ProtocolSide{"the node agent", "slurm-dp on the compute nodes"}
           : rdv::ProtocolSide{"the dp client", "the dp client (libdp, dp-top)"};
-  DP_TRY(rdv::check_said_version(
-      rdv::protocol_range(), h.protocol_version(),
-      {"the step's dp-rendezvousd", "slurm-dp on srun's host (the login nodes)"}, peer));
+  DP_TRY(rdv::check_said_version(rdv::protocol_range(), h.protocol_version(), rdv::daemon_side(),
+                                 peer));
   // The proof covers node_ranks too (empty but for node agents).
   const std::string expected =
       rdv::hello_proof(cfg_.secret, p.nonce, h.role(), h.rank(), h.world_size(), h.host(),

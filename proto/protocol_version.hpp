@@ -35,6 +35,11 @@ struct ProtocolSide {
   std::string name, hosts;
 };
 
+// The step's daemon, as the daemon and the node agents name it.
+inline ProtocolSide daemon_side() {
+  return {"the step's dp-rendezvousd", "slurm-dp on srun's host (the login nodes)"};
+}
+
 // The connecting side: the version its hello says, given the version the
 // challenge announced (0: none), or Errc::protocol naming both sides' versions
 // and the hosts to upgrade.

@@ -24,6 +24,11 @@ enum class KeeperEvent {
   agent_lost,     // the agent's connection ended
 };
 
+// Its program's tree is being stopped (SIGTERM sent, SIGKILL due).
+constexpr bool stopping(KeeperPhase p) {
+  return p == KeeperPhase::stopping || p == KeeperPhase::stopping_to_end;
+}
+
 struct KeeperStep {
   KeeperPhase phase;
   bool end_keeper = false;  // the keeper ends now (as its program's last end did)

@@ -242,7 +242,7 @@ void Keeper::program_ended(int status) {
 void Keeper::step(KeeperEvent e) {
   const KeeperStep next = keeper_step(phase_, e, static_cast<bool>(agent_));
   phase_ = next.phase;
-  if (phase_ != KeeperPhase::stopping && phase_ != KeeperPhase::stopping_to_end) kill_at_.reset();
+  if (!stopping(phase_)) kill_at_.reset();
   if (next.end_keeper) {
     // Lost with its program still running (not told to exit): it is killed.
     finish_as(e == KeeperEvent::agent_lost && child_ > 0 && last_status_ == 0 ? SIGKILL
@@ -262,7 +262,7 @@ void Keeper::stop(std::chrono::milliseconds grace) {
 }
 
 void Keeper::check_stopped() {
-  if (phase_ != KeeperPhase::stopping && phase_ != KeeperPhase::stopping_to_end) return;
+  if (!stopping(phase_)) return;
   if (kill_at_ && Clock::now() >= *kill_at_) {
     kill_descendants(getpid());
     kill_at_.reset();
@@ -317,8 +317,7 @@ bool Keeper::run(const SignalState& saved) {
         {signals_.get(), POLLIN, 0}, {agent_.get(), POLLIN, 0}, {child_fd_.get(), POLLIN, 0}};
     // Without a pidfd (a kernel before 5.3) the program's end is polled for;
     // while it stops, its tree.
-    const bool stopping = phase_ == KeeperPhase::stopping || phase_ == KeeperPhase::stopping_to_end;
-    int timeout = (child_ > 0 && !child_fd_) || stopping ? kStoppingPollMs : -1;
+    int timeout = (child_ > 0 && !child_fd_) || stopping(phase_) ? kStoppingPollMs : -1;
     if (::poll(p, 3, timeout) < 0 && errno != EINTR) finish();
     if (p[0].revents) on_signals();
     reap();

@@ -129,7 +129,6 @@ InterpreterCache& interpreters() {
 struct ImageFacts {
   PythonProcess python;
   KnownTypes types;
-  bool kept = false;  // as remembered
 };
 RecentValues<ImageFacts, 512>& images() {
   static auto* cache = new RecentValues<ImageFacts, 512>;
@@ -144,9 +143,12 @@ std::string image_key(int pid, const TaskStat& stat) {
   return key;
 }
 
+// `remembered`: the facts came from an earlier read of the image.
 std::variant<ImageFacts, NoStacks> image_facts(int proc_dir, const std::string& image,
-                                               const ReadLimits& limits) {
-  if (auto known = image.empty() ? std::nullopt : images().find(image)) return *known;
+                                               const ReadLimits& limits, bool& remembered) {
+  auto known = image.empty() ? std::nullopt : images().find(image);
+  remembered = known.has_value();
+  if (known) return *known;
   const std::string maps = read_bounded_at(proc_dir, "maps", limits.max_maps_bytes);
   if (maps.empty()) {
     return NoStacks{NoPython::unreadable, "its memory map is not readable to this user"};
@@ -158,17 +160,15 @@ std::variant<ImageFacts, NoStacks> image_facts(int proc_dir, const std::string& 
 
 ProcessStacks read_python(int proc_dir, int pid, const std::string& image,
                           const ReadLimits& limits) {
-  auto found = image_facts(proc_dir, image, limits);
+  bool remembered = false;
+  auto found = image_facts(proc_dir, image, limits, remembered);
   if (auto* no = std::get_if<NoStacks>(&found)) return none(pid, no->why, no->detail);
   ImageFacts facts = std::get<ImageFacts>(found);
   facts.python.pid = pid;
   ProcessMemory memory(pid);
   const KnownTypes before = facts.types;
   ProcessStacks p = walk_python(memory, facts.python, limits.walk, &facts.types);
-  if (!image.empty() && (!facts.kept || !(facts.types == before))) {
-    facts.kept = true;
-    images().keep(image, facts);
-  }
+  if (!image.empty() && (!remembered || !(facts.types == before))) images().keep(image, facts);
   p.pid = pid;
   if (p.no_python && p.no_python->why == NoPython::unreadable && memory.first_errno() != 0) {
     p.no_python->detail += ": " + errno_text(memory.first_errno());
