@@ -89,6 +89,20 @@ Result<void> read_node_place(Context& c) {
 
 }  // namespace
 
+namespace {
+
+bool is_loopback_host(const std::string& h) {
+  return h == "localhost" || h == "::1" || h == "[::1]" || h.rfind("127.", 0) == 0;
+}
+
+}  // namespace
+
+std::string Context::route_host() const {
+  const std::string daemon = rdv_addr.substr(0, rdv_addr.rfind(':'));
+  if (master_addr.empty() || (is_loopback_host(master_addr) && !daemon.empty())) return daemon;
+  return master_addr;
+}
+
 Result<Context> Context::from_environment() {
   Context c;
   DP_TRY(read_rank(c));

@@ -199,9 +199,7 @@ class GlooCommunicator final : public Communicator {
         shm->abort();
       });
     }
-    const std::string& peer = !ctx.master_addr.empty()
-                                  ? ctx.master_addr
-                                  : ctx.rdv_addr.substr(0, ctx.rdv_addr.rfind(':'));
+    const std::string peer = ctx.route_host();
     std::string local = "127.0.0.1";
     if (!peer.empty()) {
       auto addr = net::local_address_towards(peer);

@@ -4,7 +4,7 @@
 # naming it, within 10 s); and on one node, all_reduce through shared memory.
 # The scripts point the cluster at the built daemon.
 dp_e2e_scripts(PART runtime MODES lo ns TIMEOUT 300
-  SCRIPTS collectives kill_rank one_node_shm
+  SCRIPTS collectives kill_rank one_node_shm restart_in_place
   ENVIRONMENT DP_DAEMON=$<TARGET_FILE:dp-rendezvousd> DP_COMM_WORKER=$<TARGET_FILE:dp_comm_worker>)
 # A libdp program that exits after its goodbye, in a step whose tasks keep
 # their programs (--dp-max-restarts): the task ends with it. Not a matter of

@@ -8,6 +8,8 @@
 //   comm_worker linger        all-reduces once, leaves the world (goodbye), and
 //                             only DP_TEST_LINGER_MS later exits (a checkpoint
 //                             written after the communicator is gone)
+//   comm_worker restart       generation 0 (DP_RESTART_COUNT): as long; the
+//                             next: as collectives, then "OK ... generation N"
 // Prints "OK" / "LOOPING pid <pid>" / "ERROR <message>" lines; exit 0 on success.
 #include <cmath>
 #include <cstdint>
@@ -248,6 +250,18 @@ int linger(std::unique_ptr<dp::Communicator> c) {
   return 0;
 }
 
+// A step that restarts in place (--dp-max-restarts): the first generation
+// loops until the test kills a rank; the next one checks every collective
+// and ends.
+int restart(dp::Communicator& c) {
+  const char* count = std::getenv("DP_RESTART_COUNT");
+  const int generation = count ? std::atoi(count) : 0;
+  if (generation == 0) return long_all_reduce(c);
+  if (!collectives(c)) return 1;
+  std::printf("OK rank %d of %d generation %d\n", c.rank(), c.size(), generation);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -261,6 +275,7 @@ int main(int argc, char** argv) {
   g_rank = (*comm)->rank();
   if (mode == "long") return long_all_reduce(**comm);
   if (mode == "stall") return stall(**comm);
+  if (mode == "restart") return restart(**comm);
   if (mode == "linger") return linger(std::move(*comm));
   if (!collectives(**comm)) return 1;
   std::printf("OK rank %d of %d backend %s via %s\n", (*comm)->rank(), (*comm)->size(),

@@ -32,6 +32,13 @@ struct Context {
   // else LOCAL_RANK. The NCCL communicator and the trainer both ask here, so
   // they never pick different devices. Errc::unavailable when visible is 0.
   Result<int> cuda_device(int visible) const;
+
+  // The host whose route names this task's address for its peers: MASTER_ADDR,
+  // except where it is a loopback address in a step with a rendezvous daemon
+  // (a task of a step that restarts in place is handed its node agent's
+  // PyTorch store, on 127.0.0.1): then the daemon's host, which every node
+  // reaches. Empty: neither is known (a single process).
+  std::string route_host() const;
 };
 
 }  // namespace dp

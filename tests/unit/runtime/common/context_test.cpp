@@ -129,6 +129,23 @@ TEST(Context, SecretNeverInErrors) {
   EXPECT_EQ(c.error().message.find("topsecretvalue"), std::string::npos);
 }
 
+// Under --dp-max-restarts a task's MASTER_ADDR is its node agent's store on
+// 127.0.0.1: a route towards it would publish 127.0.0.1 to the other nodes.
+TEST(Context, PeersAreRoutedTowardsAnAddressEveryNodeReaches) {
+  dp::Context c;
+  EXPECT_EQ(c.route_host(), "");
+  c.rdv_addr = "10.0.0.1:4000";
+  EXPECT_EQ(c.route_host(), "10.0.0.1");
+  c.master_addr = "10.0.0.7";
+  EXPECT_EQ(c.route_host(), "10.0.0.7");
+  for (const char* loop : {"127.0.0.1", "127.1.2.3", "localhost", "::1"}) {
+    c.master_addr = loop;
+    EXPECT_EQ(c.route_host(), "10.0.0.1") << loop;
+  }
+  c.rdv_addr.clear();  // no daemon: the loopback is all there is (one node)
+  EXPECT_EQ(c.route_host(), "::1");
+}
+
 dp::Context world(int n) {
   dp::Context c;
   c.world_size = n;
