@@ -17,6 +17,7 @@
 #include "dp/env_names.hpp"
 #include "dp/layout.hpp"
 #include "dp/params.hpp"
+#include "dp/spares.hpp"
 #include "dp/step_ports.hpp"
 #include "job_options.hpp"
 #include "plugin_state.hpp"
@@ -279,22 +280,25 @@ DaemonLaunch daemon_launch(const SiteConfig& site, const Options& opts, const St
   d.path = daemon_path(site);
   dp::daemon::LaunchArgs& a = d.args;
   a.world_size = static_cast<int>(id.tasks);
-  // Restarts in place: the world is the ranks of the nodes that are not
-  // spares (a shape the layout refuses abandons this daemon).
-  const int nodes = static_cast<int>(id.nodes), k = opts.spares.value_or(0);
-  if (opts.restarts_programs() && nodes > k && id.tasks % id.nodes == 0) {
-    a.tasks_per_node = static_cast<int>(id.tasks / id.nodes);
-    a.spares = k;
-    a.max_restarts = opts.restart_budget(site.max_restarts);
+  // Restarts in place: the shape the layout plans (a shape it refuses
+  // abandons this daemon, and the layout's error reaches the user).
+  const int nodes = static_cast<int>(id.nodes);
+  const Launcher mode = opts.launcher.value_or(Launcher::auto_detect);
+  const RestartAsk ask{static_cast<int>(id.tasks),
+                       nodes,
+                       {},
+                       mode == Launcher::none       ? std::string()
+                       : mode == Launcher::torchrun ? std::string("torchrun")
+                                                    : launcher_in_command(command)};
+  if (auto shape = restart_shape(opts, site, ask); shape && *shape) {
+    a.world_size = (*shape)->world_size;
+    a.tasks_per_node = (*shape)->tasks_per_node;
+    a.spares = (*shape)->spares;
+    a.max_restarts = (*shape)->max_restarts;
+    a.restart_programs = (*shape)->keepers;
     a.restart_stop_ms = site.restart_stop_s() * 1000LL;
     a.spare_silence_ms = site.spare_timeout_s * 1000LL;
     a.fence_ms = site.fence_after_s * 1000LL;
-    // torchrun restarts its own workers, and its rendezvous keeps the spare
-    // launchers waiting: every launcher is a rank, a lost node's place torchrun's.
-    const Launcher mode = opts.launcher.value_or(Launcher::auto_detect);
-    a.restart_programs = !(mode == Launcher::torchrun || (mode == Launcher::auto_detect &&
-                                                          !launcher_in_command(command).empty()));
-    if (a.restart_programs) a.world_size = (nodes - k) * a.tasks_per_node;
   }
   a.nodes = nodes;
   a.job_id = std::to_string(id.job);

@@ -10,6 +10,7 @@
 #include "dp/env_names.hpp"
 #include "dp/params.hpp"
 #include "dp/shown_value.hpp"
+#include "dp/spares.hpp"
 #include "layout_text.hpp"
 
 namespace dp {
@@ -221,55 +222,21 @@ Result<void> check_world(const Options& opts, const LayoutPlan& plan) {
                         std::to_string(*opts.world) + " tasks (-n/--ntasks-per-node)");
 }
 
-// --dp-spares and --dp-max-restarts: the world counts the ranks of the nodes
-// that are not spares, and every node runs as many tasks (a spare takes a
-// lost node's whole place). A launcher step's torchrun restarts its own
-// workers; only its spare nodes are slurm-dp's.
+// --dp-spares and --dp-max-restarts: the one shape (spares.hpp) the plan
+// carries to the tasks.
 Result<void> plan_restarts(const StepFacts& f, int tasks, int nodes, LayoutPlan& plan) {
-  const Options& o = f.options;
-  if (!o.spares && !o.max_restarts) return {};
-  const int k = o.spares.value_or(0);
-  const std::string opt = k > 0 ? "--dp-spares=" + std::to_string(k)
-                                : "--dp-max-restarts=" + std::to_string(*o.max_restarts);
-  const bool launcher = !plan.launch.launcher.empty();
-  if (launcher && o.max_restarts)
-    return make_error(Errc::invalid_argument,
-                      opt + ": " + plan.launch.launcher +
-                          " restarts its own workers; use its --max-restarts instead of "
-                          "--dp-max-restarts (--dp-spares still gives it spare nodes)");
-  if (k > f.site.max_spares)
-    return make_error(Errc::invalid_argument,
-                      f.site.max_spares == 0
-                          ? opt +
-                                ": this site keeps no spare nodes (site key max_spares=0); "
-                                "drop --dp-spares"
-                          : opt + ": this site allows at most " +
-                                std::to_string(f.site.max_spares) +
-                                " spare nodes per step (site key max_spares); use fewer");
-  if (k >= nodes)
-    return make_error(Errc::invalid_argument,
-                      opt + ": the step has " + std::to_string(nodes) +
-                          " node(s) and at least one must hold ranks; ask Slurm for -N " +
-                          std::to_string(k + 1) + " or more (the spares are nodes of the step)");
-  const int here = f.shape.task_ids.empty() ? 0 : static_cast<int>(f.shape.task_ids[0].size());
-  bool even = tasks % nodes == 0;
+  RestartAsk ask{tasks, nodes, {}, plan.launch.launcher};
   for (const auto& ids : f.shape.task_ids)
-    even = even && static_cast<int>(ids.size()) * nodes == tasks;
-  if (!even || here == 0)
-    return make_error(Errc::invalid_argument,
-                      opt +
-                          ": every node must run as many tasks (a spare takes a lost node's "
-                          "whole place), but this step puts " +
-                          std::to_string(tasks) + " tasks on " + std::to_string(nodes) +
-                          " nodes unevenly; use --ntasks-per-node=T");
-  plan.spares = k;
-  plan.launch.spares = launcher ? k : 0;
-  plan.tasks_per_node = tasks / nodes;
-  // Every launcher runs (torchrun's rendezvous keeps K of them waiting):
-  // the world of slurm-dp's tasks is all of them.
-  if (!launcher) plan.world_size = (nodes - k) * plan.tasks_per_node;
-  plan.restarts = !launcher;
-  plan.max_restarts = launcher ? k : o.restart_budget(f.site.max_restarts);
+    ask.tasks_by_node.push_back(static_cast<int>(ids.size()));
+  auto shape = restart_shape(f.options, f.site, ask);
+  if (!shape) return shape.error();
+  if (!*shape) return {};
+  plan.spares = (*shape)->spares;
+  plan.launch.spares = (*shape)->keepers ? 0 : (*shape)->spares;
+  plan.tasks_per_node = (*shape)->tasks_per_node;
+  plan.world_size = (*shape)->world_size;
+  plan.restarts = (*shape)->keepers;
+  plan.max_restarts = (*shape)->max_restarts;
   return {};
 }
 

@@ -7,6 +7,51 @@
 
 namespace dp {
 
+Result<std::optional<RestartShape>> restart_shape(const Options& o, const SiteConfig& site,
+                                                  const RestartAsk& ask) {
+  if (!o.restarts_programs()) return std::optional<RestartShape>{};
+  const int k = o.spares.value_or(0);
+  const std::string opt = k > 0 ? "--dp-spares=" + std::to_string(k)
+                                : "--dp-max-restarts=" + std::to_string(*o.max_restarts);
+  const bool launcher = !ask.launcher.empty();
+  if (launcher && o.max_restarts)
+    return make_error(Errc::invalid_argument,
+                      opt + ": " + ask.launcher +
+                          " restarts its own workers; use its --max-restarts instead of "
+                          "--dp-max-restarts (--dp-spares still gives it spare nodes)");
+  if (k > site.max_spares)
+    return make_error(Errc::invalid_argument,
+                      site.max_spares == 0
+                          ? opt +
+                                ": this site keeps no spare nodes (site key max_spares=0); "
+                                "drop --dp-spares"
+                          : opt + ": this site allows at most " + std::to_string(site.max_spares) +
+                                " spare nodes per step (site key max_spares); use fewer");
+  if (k >= ask.nodes)
+    return make_error(Errc::invalid_argument,
+                      opt + ": the step has " + std::to_string(ask.nodes) +
+                          " node(s) and at least one must hold ranks; ask Slurm for -N " +
+                          std::to_string(k + 1) + " or more (the spares are nodes of the step)");
+  bool even = ask.tasks > 0 && ask.tasks % ask.nodes == 0;
+  for (int n : ask.tasks_by_node) even = even && n * ask.nodes == ask.tasks;
+  if (!even)
+    return make_error(Errc::invalid_argument,
+                      opt +
+                          ": every node must run as many tasks (a spare takes a lost node's "
+                          "whole place), but this step puts " +
+                          std::to_string(ask.tasks) + " tasks on " + std::to_string(ask.nodes) +
+                          " nodes unevenly; use --ntasks-per-node=T");
+  RestartShape s;
+  s.spares = k;
+  s.tasks_per_node = ask.tasks / ask.nodes;
+  s.keepers = !launcher;
+  // Every launcher runs (torchrun's rendezvous keeps K of them waiting): the
+  // world of slurm-dp's tasks is all of them.
+  s.world_size = launcher ? ask.tasks : (ask.nodes - k) * s.tasks_per_node;
+  s.max_restarts = launcher ? k : o.restart_budget(site.max_restarts);
+  return std::optional<RestartShape>{s};
+}
+
 int Roster::spares_left() const noexcept {
   return static_cast<int>(std::count(node_rank.begin(), node_rank.end(), kSpare));
 }

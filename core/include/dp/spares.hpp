@@ -13,6 +13,33 @@
 
 namespace dp {
 
+// How a step restarts (--dp-spares, --dp-max-restarts), decided once: srun's
+// daemon launch, the layout plan and the tasks' keepers all ask here.
+struct RestartShape {
+  int spares = 0;          // the last K nodes wait as spares
+  int tasks_per_node = 0;  // every node's, the same (a spare takes a whole place)
+  int world_size = 0;      // (N - K) x T; under a launcher every launcher: N x T
+  int max_restarts = 0;    // the budget; under a launcher, torchrun's spares
+  bool keepers = false;    // each task keeps its program and starts it again; false:
+                           // a per-node launcher (torchrun) restarts its own workers
+};
+
+struct RestartAsk {
+  int tasks = 0;
+  int nodes = 0;
+  // The tasks of each node known here (srun: every node; slurmstepd: its
+  // own); empty: only the total is known.
+  std::vector<int> tasks_by_node;
+  std::string launcher;  // the per-node launcher the step runs ("torchrun"); empty: none
+};
+
+// nullopt: the step does not restart (neither option asks for it; an explicit
+// --dp-max-restarts=0 without spares is a plain step). An error names the
+// option and the fix: a launcher with --dp-max-restarts, more spares than the
+// site allows or than the step has nodes, nodes of unequal tasks.
+Result<std::optional<RestartShape>> restart_shape(const Options& o, const SiteConfig& site,
+                                                  const RestartAsk& ask);
+
 // The step's nodes, by their index in Slurm's order (SLURM_NODEID): each
 // holds a node rank (0..N-1), waits as a spare, or is lost for good.
 struct Roster {

@@ -117,26 +117,33 @@ TEST(NodeAgent, TwoNodesOfTwoRanksTalkThroughOneConnectionEach) {
 
   ASSERT_TRUE(ranks[0]->set_once("nccl/id", "the-id"));
   for (auto& c : ranks) EXPECT_EQ(c->get("nccl/id", 5s).value(), "the-id");
-  auto before = ranks[0]->stats();
-  ASSERT_TRUE(before);
-  EXPECT_EQ(before->connections, 2u);  // one per node, however many ranks
-  // A second round of gets of the write-once key: every agent answers from its cache.
-  for (auto& c : ranks) EXPECT_EQ(c->get("nccl/id", 5s).value(), "the-id");
-  // The barrier: every rank through its node, one arrival per node upstream.
-  std::vector<std::thread> waiting;
-  std::vector<Result<void>> done(4);
-  for (int r = 0; r < 4; ++r)
-    waiting.emplace_back([&, r] { done[r] = ranks[r]->barrier("b", 5s); });
-  for (auto& t : waiting) t.join();
-  for (auto& d : done) EXPECT_TRUE(d) << d.error().message;
-  auto after = ranks[0]->stats();
-  ASSERT_TRUE(after);
-  // Between the two stats calls: two folded barriers and the stats request
-  // itself; no get reached the daemon.
-  EXPECT_EQ(requests_but_heartbeats(*after) - requests_but_heartbeats(*before), 3u)
-      << "before:\n"
-      << before->text << "after:\n"
-      << after->text;
+  // Each window between two stats calls: a round of gets of the write-once
+  // key (every agent answers from its cache), a barrier (one arrival per node
+  // upstream) and the stats request itself: three requests. A frame of the
+  // agents' own may land in a window (seen once under ASan: two more); one
+  // of three windows must hold exactly the three, which no uncached get allows.
+  std::string windows;
+  bool clean = false;
+  for (int window = 0; window < 3 && !clean; ++window) {
+    auto before = ranks[0]->stats();
+    ASSERT_TRUE(before);
+    EXPECT_EQ(before->connections, 2u);  // one per node, however many ranks
+    for (auto& c : ranks) EXPECT_EQ(c->get("nccl/id", 5s).value(), "the-id");
+    std::vector<std::thread> waiting;
+    std::vector<Result<void>> done(4);
+    const std::string name = "b" + std::to_string(window);
+    for (int r = 0; r < 4; ++r)
+      waiting.emplace_back([&, r] { done[r] = ranks[r]->barrier(name, 5s); });
+    for (auto& t : waiting) t.join();
+    for (auto& d : done) ASSERT_TRUE(d) << d.error().message;
+    auto after = ranks[0]->stats();
+    ASSERT_TRUE(after);
+    const uint64_t seen = requests_but_heartbeats(*after) - requests_but_heartbeats(*before);
+    clean = seen == 3;
+    windows += "window " + std::to_string(window) + ": " + std::to_string(seen) +
+               " requests; before:\n" + before->text + "after:\n" + after->text;
+  }
+  EXPECT_TRUE(clean) << windows;
   for (auto& c : ranks) EXPECT_TRUE(c->goodbye());
 }
 

@@ -8,6 +8,81 @@ namespace {
 constexpr int kSpare = Roster::kSpare;
 constexpr int kLost = Roster::kLost;
 
+SiteConfig restart_site() {
+  SiteConfig s;
+  s.max_spares = 2;
+  s.max_restarts = 3;
+  return s;
+}
+
+Options restart_options(std::optional<int> spares, std::optional<int> max_restarts) {
+  Options o;
+  o.spares = spares;
+  o.max_restarts = max_restarts;
+  return o;
+}
+
+// srun's daemon launch, the layout plan and the keepers all take this shape.
+TEST(RestartShape, SparesMakeKeepersOverTheNodesThatHoldRanks) {
+  auto s = restart_shape(restart_options(1, std::nullopt), restart_site(), {6, 3, {2, 2, 2}, ""});
+  ASSERT_TRUE(s) << s.error().message;
+  ASSERT_TRUE(*s);
+  EXPECT_TRUE((*s)->keepers);
+  EXPECT_EQ((*s)->spares, 1);
+  EXPECT_EQ((*s)->tasks_per_node, 2);
+  EXPECT_EQ((*s)->world_size, 4);
+  EXPECT_EQ((*s)->max_restarts, 3);  // the site's budget
+  s = restart_shape(restart_options(std::nullopt, 2), restart_site(), {4, 2, {}, ""});
+  ASSERT_TRUE(s && *s);
+  EXPECT_EQ((*s)->world_size, 4);
+  EXPECT_EQ((*s)->max_restarts, 2);
+}
+
+// An explicit --dp-max-restarts=0 asks for no restart: a plain step (its
+// tasks were once keepers while srun's daemon knew of no restart).
+TEST(RestartShape, NoOptionOrABudgetOfZeroIsAPlainStep) {
+  for (auto o : {restart_options(std::nullopt, std::nullopt), restart_options(std::nullopt, 0)}) {
+    auto s = restart_shape(o, restart_site(), {4, 2, {2, 2}, ""});
+    ASSERT_TRUE(s) << s.error().message;
+    EXPECT_FALSE(*s);
+  }
+}
+
+TEST(RestartShape, ALauncherRestartsItsWorkersAndEveryLauncherIsARank) {
+  auto s = restart_shape(restart_options(1, std::nullopt), restart_site(), {3, 3, {1}, "torchrun"});
+  ASSERT_TRUE(s && *s);
+  EXPECT_FALSE((*s)->keepers);
+  EXPECT_EQ((*s)->world_size, 3);
+  EXPECT_EQ((*s)->max_restarts, 1);  // each of its spares one restart of torchrun's
+  s = restart_shape(restart_options(1, 2), restart_site(), {3, 3, {1}, "torchrun"});
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("use its --max-restarts"), std::string::npos);
+}
+
+TEST(RestartShape, ImpossibleShapesNameTheOptionAndTheFix) {
+  const struct {
+    Options o;
+    RestartAsk ask;
+    const char* says;
+  } cases[] = {
+      {restart_options(3, std::nullopt), {8, 4, {}, ""}, "at most 2 spare nodes"},
+      {restart_options(2, std::nullopt), {4, 2, {}, ""}, "ask Slurm for -N 3"},
+      {restart_options(1, std::nullopt), {5, 2, {}, ""}, "--ntasks-per-node=T"},
+      {restart_options(std::nullopt, 1), {6, 2, {4}, ""}, "6 tasks on 2 nodes unevenly"},
+  };
+  for (const auto& c : cases) {
+    auto s = restart_shape(c.o, restart_site(), c.ask);
+    ASSERT_FALSE(s) << c.says;
+    EXPECT_NE(s.error().message.find(c.says), std::string::npos) << s.error().message;
+    EXPECT_EQ(s.error().message.rfind("--dp-", 0), 0u) << s.error().message;
+  }
+  SiteConfig none = restart_site();
+  none.max_spares = 0;
+  auto s = restart_shape(restart_options(1, std::nullopt), none, {4, 2, {}, ""});
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("max_spares=0"), std::string::npos);
+}
+
 TEST(Spares, InitialRosterPutsTheSparesLast) {
   const Roster r = initial_roster(3, 1, 2, 3);
   EXPECT_EQ(r.node_rank, (std::vector<int>{0, 1, kSpare}));
