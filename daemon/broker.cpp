@@ -27,6 +27,7 @@ Broker::Broker(BrokerConfig cfg, Outbox& out, Clock::time_point now)
   set_up_hello_budget();
   if (cfg_.limits.restarts()) {
     restarts_.emplace();
+    restarts_->machine = RestartMachine(cfg_.limits.restart_stop);
     // Per-node launchers all run (torchrun keeps the spares waiting): no
     // roster spares, and each lost node one of torchrun's restarts.
     const bool programs = cfg_.limits.restart_programs != 0;
@@ -96,11 +97,13 @@ void Broker::reject_and_close(ConnId conn, uint64_t id, proto::Code code, std::s
             ? node_loss(conn, it->second, AbortCause::How::refused, why)
             : cause_of(it->second, AbortCause::How::refused, describe_peer(it->second) + " " + why);
   }
+  std::optional<Peer> gone;
+  if (auto it = peers_.find(conn); it != peers_.end()) gone = it->second;
   reply_error(conn, id, code, std::move(message));
   forget_peer(conn);
   out_.close(conn);
   if (lost) abort_job(std::move(*lost));
-  if (restarts_) restart_answered(conn, Clock::now());  // no answer will come from it
+  if (gone) restart_node_left(*gone, Clock::now());  // no answer will come from it
 }
 
 bool Broker::on_oversized_frame(ConnId conn, uint32_t announced, uint32_t limit,
@@ -373,7 +376,7 @@ void Broker::on_disconnect(ConnId conn, Clock::time_point now) {
   forget_peer(conn);
   if (lost) abort_job(std::move(*lost));
   else node_gone(gone);
-  if (restarts_) restart_answered(conn, now);  // no answer will come from it
+  restart_node_left(gone, now);  // no answer will come from it
 }
 
 std::optional<AbortCause> Broker::loss_of(ConnId conn, const Peer& p, Clock::time_point now) const {
@@ -472,7 +475,7 @@ void Broker::on_tick(Clock::time_point now) {
                          " of connecting; closing the connection");
   }
   // While the programs stop and start again, nobody's silence or stillness counts.
-  const bool steady = !restarts_ || restarts_->phase == Restarts::Phase::running;
+  const bool steady = !restarts_ || restarts_->machine.phase() == RestartMachine::Phase::running;
   if (!abort_ && steady) judge_silence(now);
   if (!abort_ && steady) judge_hang(now);
   if (!abort_ && steady) watch_stacks(now);

@@ -7,8 +7,9 @@
 // (one function per request), broker_torch_ops.cpp (PyTorch's store's own),
 // broker_nodes.cpp (node agents: one connection speaking for several ranks),
 // broker_waiters.cpp (blocking calls, barriers, deadlines), broker_stats.cpp,
-// broker_stacks.cpp; below them kv_store.cpp (the store), liveness.cpp,
-// step_report.cpp and broker_limits.hpp, which include no broker header.
+// broker_stacks.cpp, broker_restart.cpp (carries out core's RestartMachine);
+// below them kv_store.cpp (the store), liveness.cpp, step_report.cpp and
+// broker_limits.hpp, which include no broker header.
 #pragma once
 
 #include <array>
@@ -26,6 +27,7 @@
 
 #include "broker_limits.hpp"
 #include "dp/proto/rendezvous.pb.h"
+#include "dp/restart_machine.hpp"
 #include "dp/result.hpp"
 #include "dp/spares.hpp"
 #include "dp/stacks/flight_recorder.hpp"
@@ -252,18 +254,16 @@ class Broker {
   // A lost node's place is another's: FENCE to its agent (which kills its
   // programs' trees), and its spare's START waits until they are known dead.
   void fence_node(const AbortCause& cause, Clock::time_point now);
-  // Fences whose programs are dead by now end (their links closed); the
-  // START that waited for them goes out.
-  void settle_fences(Clock::time_point now);
   // A frame or the drop of a fenced node's link (no peer any more): true
   // when `conn` was one.
   bool fenced_frame(ConnId conn, std::string_view payload, Clock::time_point now);
   bool fenced_drop(ConnId conn, Clock::time_point now);
+  // Carries out what the restart machine says, and prints its lines.
+  void run_restart(RestartMachine::Commands commands, Clock::time_point now);
   void start_programs(Clock::time_point now);
   void op_restart_ready(const Call& c, const proto::RestartReady& m);
-  void restart_answered(ConnId conn, Clock::time_point now);
-  // Every node agent due answered (or left): the next phase.
-  void restart_phase_done(Clock::time_point now);
+  // A node agent left (or was dropped): no answer will come from it.
+  void restart_node_left(const Peer& p, Clock::time_point now);
   // A node that holds a node rank but has no agent now (its drop unheard):
   // lost, as if heard; false when every such node has one.
   bool lose_unheard_node(Clock::time_point now);
@@ -280,16 +280,10 @@ class Broker {
   // node's tasks keep srun waiting until slurmctld ends the step.
   void end_lost_nodes();
   struct Restarts {
-    // running -> stopping (STOP to every live agent) -> fencing (every lost
-    // node's programs known dead) -> starting (START) -> running; a loss
-    // while stopping, fencing or starting goes back to stopping. Changed only
-    // by restart_phase, which logs each change.
-    enum class Phase : uint8_t { running, stopping, fencing, starting };
-    Phase phase = Phase::running;
-    uint64_t generation = 0;
+    // The phases (restart_machine.hpp): STOP, FENCE and START, and the
+    // lines saying each change.
+    RestartMachine machine{std::chrono::milliseconds(0)};
     Roster roster;
-    std::set<ConnId> waiting;  // node agents whose answer to the phase is due
-    Clock::time_point deadline{};
     RestartRecord record;  // the restart under way, until its line is out
     bool record_open = false;
     Clock::time_point loss_at{}, decided_at{}, stopped_at{}, started_at{}, rendezvous_at{};
@@ -300,14 +294,6 @@ class Broker {
     // a waiting launcher's that ended once the step's work was done.
     std::set<int> gone;
     bool lost_ended = false;  // slurmctld was asked to end the lost nodes' tasks
-    // Lost nodes whose programs may still run, by node index: dead once
-    // their agent answers FENCE, `dead_by` passes, or (link closed) soon.
-    struct Fence {
-      ConnId conn = 0;        // 0: the link is closed
-      std::string host, how;  // how its programs' end is known
-      Clock::time_point dead_by{};
-    };
-    std::map<int, Fence> fences;
     // This start's rendezvous (every PyTorch client's init/, or libdp's):
     // a failure before it or within kAtOnceMs is "at once"; by node index,
     // each node's failures at once in a row (failure_setback).
@@ -315,7 +301,6 @@ class Broker {
     std::map<int, int> early;
   };
   std::optional<Restarts> restarts_;
-  void restart_phase(Restarts::Phase to, const std::string& why);
   // PyTorch's store saw a client's "init/" add (broker_torch_ops.cpp): every
   // rank's client after a restart marks its rendezvous.
   void note_torch_init(Clock::time_point now);

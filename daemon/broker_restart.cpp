@@ -87,8 +87,7 @@ bool Broker::restart_instead(AbortCause& cause) {
   Restarts& rs = *restarts_;
   const Clock::time_point now = cause.when == Clock::time_point{} ? Clock::now() : cause.when;
   if (!cfg_.limits.restart_programs) return launcher_loss(cause, *what, now);
-  const bool stopped =
-      rs.phase == Restarts::Phase::stopping || rs.phase == Restarts::Phase::fencing;
+  const bool stopped = rs.machine.stopped_phase();
   if (*what == Setback::program_failed && !stopped && cause.node >= 0) {
     const bool at_once = !rs.met_at || now - *rs.met_at < std::chrono::milliseconds(kAtOnceMs);
     what = failure_setback(rs.roster, rs.early[cause.node], at_once);
@@ -104,7 +103,8 @@ bool Broker::restart_instead(AbortCause& cause) {
   // fails as they start again is a restart of its own. A node lost while
   // either happens joins the restart under way.
   if (stopped && *what == Setback::program_failed) return true;
-  const bool further = rs.phase != Restarts::Phase::running && *what == Setback::node_lost;
+  const bool further =
+      rs.machine.phase() != RestartMachine::Phase::running && *what == Setback::node_lost;
   const RestartPlan plan = further ? plan_further_loss(rs.roster, cause.node)
                                    : plan_restart(rs.roster, *what, cause.node);
   switch (plan.verdict) {
@@ -180,7 +180,7 @@ constexpr auto kKeeperReaction = std::chrono::seconds(1);
 void Broker::fence_node(const AbortCause& cause, Clock::time_point now) {
   const int node = cause.node;
   Restarts& rs = *restarts_;
-  Restarts::Fence f;
+  RestartMachine::Fence f;
   f.host = cause.host;
   // When the node was last heard: its agent fenced itself fence_after later.
   Clock::time_point heard{};
@@ -201,63 +201,65 @@ void Broker::fence_node(const AbortCause& cause, Clock::time_point now) {
       f.how = "its agent's link closed";
     }
   } else {
-    proto::Restart fence;
-    fence.set_phase(proto::Restart::FENCE);
-    fence.set_generation(rs.generation + 1);
-    push_restart(conn, fence);
     // No peer any more (nothing it says counts), but its link stays open
     // for the answer; a hello from it later is refused.
     forget_peer(conn);
-    f.conn = conn;
+    f.link = conn;
   }
-  rs.fences[node] = f;
-  settle_fences(now);
+  run_restart(rs.machine.fence(node, std::move(f), now), now);
 }
 
 bool Broker::fenced_frame(ConnId conn, std::string_view payload, Clock::time_point now) {
   if (!restarts_) return false;
-  for (auto& [node, f] : restarts_->fences) {
-    if (f.conn != conn) continue;
-    proto::Request req;
-    if (req.ParseFromArray(payload.data(), static_cast<int>(payload.size())) &&
-        req.has_restart_ready() && req.restart_ready().phase() == proto::Restart::FENCE) {
-      f.dead_by = now;
-      f.how = "its agent said so";
-      settle_fences(now);
-    }
-    return true;
-  }
-  return false;
+  const int node = restarts_->machine.fenced_node(conn);
+  if (node < 0) return false;
+  proto::Request req;
+  if (req.ParseFromArray(payload.data(), static_cast<int>(payload.size())) &&
+      req.has_restart_ready() && req.restart_ready().phase() == proto::Restart::FENCE)
+    run_restart(restarts_->machine.fence_answered(node, now), now);
+  return true;
 }
 
 bool Broker::fenced_drop(ConnId conn, Clock::time_point now) {
   if (!restarts_) return false;
-  for (auto& [node, f] : restarts_->fences) {
-    if (f.conn != conn) continue;
-    f.conn = 0;
-    if (now + kKeeperReaction < f.dead_by) {
-      f.dead_by = now + kKeeperReaction;
-      f.how = "its agent's link closed";
-    }
-    return true;
-  }
-  return false;
+  const int node = restarts_->machine.fenced_node(conn);
+  if (node < 0) return false;
+  run_restart(restarts_->machine.fence_link_closed(node, now, kKeeperReaction), now);
+  return true;
 }
 
-void Broker::settle_fences(Clock::time_point now) {
+void Broker::run_restart(RestartMachine::Commands commands, Clock::time_point now) {
   Restarts& rs = *restarts_;
-  for (auto it = rs.fences.begin(); it != rs.fences.end();) {
-    if (now < it->second.dead_by) {
-      ++it;
-      continue;
+  for (const std::string& line : rs.machine.take_lines())
+    std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
+                 cfg_.step_id.c_str(), line.c_str());
+  for (auto& c : commands) {
+    proto::Restart r;
+    r.set_generation(c.generation);
+    switch (c.kind) {
+      case RestartMachine::Command::Kind::stop:
+        r.set_phase(proto::Restart::STOP);
+        if (const ConnId conn = node_conn(c.node)) push_restart(conn, r);
+        break;
+      case RestartMachine::Command::Kind::fence:
+        r.set_phase(proto::Restart::FENCE);
+        push_restart(c.link, r);
+        break;
+      case RestartMachine::Command::Kind::close_link: out_.close(c.link); break;
+      case RestartMachine::Command::Kind::start:
+        if (!abort_) start_programs(now);
+        break;
+      case RestartMachine::Command::Kind::lose:
+        if (const ConnId conn = node_conn(c.node))
+          reject_and_close(conn, 0, proto::UNAVAILABLE, c.why);
+        break;
+      case RestartMachine::Command::Kind::running:
+        rs.started_at = now;
+        // The launchers' own rendezvous and restart are torchrun's, unseen here.
+        if (!cfg_.limits.restart_programs) finish_record(now);
+        break;
     }
-    if (it->second.conn != 0) out_.close(it->second.conn);
-    std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s's programs are dead: %s\n",
-                 cfg_.job_id.c_str(), cfg_.step_id.c_str(), it->second.host.c_str(),
-                 it->second.how.c_str());
-    it = rs.fences.erase(it);
   }
-  if (rs.phase == Restarts::Phase::fencing && rs.fences.empty() && !abort_) start_programs(now);
 }
 
 // STOP to every live node agent; the spares answer at once. A loss while the
@@ -294,35 +296,21 @@ void Broker::begin_restart(const AbortCause& cause, const RestartPlan& plan, boo
   rs.roster = plan.roster;
   rs.record.spares_left = rs.roster.spares_left();
   rs.record_open = true;
-  ++rs.generation;
-  restart_phase(Restarts::Phase::stopping,
-                "restart " + std::to_string(rs.record.count) + ": " + cause.message);
-  proto::Restart stop;
-  stop.set_phase(proto::Restart::STOP);
-  stop.set_generation(rs.generation);
-  rs.waiting.clear();
+  std::set<int> live;
   for (const auto& [conn, p] : peers_)
     if (p.state == PeerState::ready && p.role == proto::ROLE_NODE && p.node >= 0 &&
         p.node < rs.roster.nodes() &&
         rs.roster.node_rank[static_cast<size_t>(p.node)] != Roster::kLost)
-      rs.waiting.insert(conn);
-  for (ConnId conn : std::set<ConnId>(rs.waiting)) push_restart(conn, stop);
-  rs.deadline = now + cfg_.limits.restart_stop;
-  if (rs.waiting.empty()) start_programs(now);
+      live.insert(p.node);
+  run_restart(rs.machine.begin(live, now,
+                               "restart " + std::to_string(rs.record.count) + ": " + cause.message),
+              now);
 }
 
 // Every program stopped: the programs' keys and calls go, every rank is
 // held by its node's agent (the spare's for the lost node's), START.
 void Broker::start_programs(Clock::time_point now) {
   Restarts& rs = *restarts_;
-  // Never a START while a lost node's programs may still run (a spare
-  // beside them: two generations, two writers of a checkpoint).
-  if (!rs.fences.empty()) {
-    std::string hosts;
-    for (const auto& [node, f] : rs.fences) hosts += (hosts.empty() ? "" : ", ") + f.host;
-    return restart_phase(Restarts::Phase::fencing,
-                         "every live node stopped; waiting for " + hosts + "'s programs' end");
-  }
   // Never a START to a world one of whose nodes cannot come: its ranks
   // would be waited for until the rendezvous' timeout.
   if (lose_unheard_node(now)) return;
@@ -335,13 +323,12 @@ void Broker::start_programs(Clock::time_point now) {
   report_.on_restart();
   rs.torch_inits = 0;
   rs.met_at.reset();
-  restart_phase(Restarts::Phase::starting, "every program stopped");
-  rs.waiting.clear();
   proto::Restart start;
   start.set_phase(proto::Restart::START);
-  start.set_generation(rs.generation);
+  start.set_generation(rs.machine.generation());
   start.set_restart_count(static_cast<uint32_t>(rs.roster.restarts));
   const int t = rs.roster.tasks_per_node;
+  std::set<int> starting;
   for (auto& [conn, p] : peers_) {
     if (p.state != PeerState::ready || p.role != proto::ROLE_NODE || p.node < 0 ||
         p.node >= rs.roster.nodes())
@@ -357,15 +344,10 @@ void Broker::start_programs(Clock::time_point now) {
     start.set_node_rank(nr);
     start.clear_node_ranks();
     for (int r : p.node_ranks) start.add_node_ranks(r);
-    rs.waiting.insert(conn);
-  }
-  for (ConnId conn : rs.waiting) {
-    start.set_node_rank(rs.roster.node_rank[static_cast<size_t>(peers_.at(conn).node)]);
-    start.clear_node_ranks();
-    for (int r : peers_.at(conn).node_ranks) start.add_node_ranks(r);
     push_restart(conn, start);
+    starting.insert(p.node);
   }
-  rs.deadline = now + cfg_.limits.restart_stop;
+  run_restart(rs.machine.starting(starting, now), now);
 }
 
 bool Broker::lose_unheard_node(Clock::time_point now) {
@@ -394,55 +376,22 @@ bool Broker::lose_unheard_node(Clock::time_point now) {
   return false;
 }
 
-namespace {
-template <typename Phase>
-const char* phase_name(Phase p) {
-  constexpr const char* kNames[] = {"running", "stopping", "fencing", "starting"};
-  const auto i = static_cast<size_t>(p);
-  return i < std::size(kNames) ? kNames[i] : "?";
-}
-}  // namespace
-
-// The only place the restart's phase changes: one line each (srun
-// --dp-verbose shows the daemon's stderr).
-void Broker::restart_phase(Restarts::Phase to, const std::string& why) {
-  Restarts& rs = *restarts_;
-  std::fprintf(stderr, "dp-rendezvousd: job %s step %s: restart generation %llu: %s -> %s (%s)\n",
-               cfg_.job_id.c_str(), cfg_.step_id.c_str(),
-               static_cast<unsigned long long>(rs.generation), phase_name(rs.phase), phase_name(to),
-               why.c_str());
-  rs.phase = to;
-}
-
 void Broker::op_restart_ready(const Call& c, const proto::RestartReady& m) {
-  if (!restarts_ || c.peer.role != proto::ROLE_NODE) return;
-  Restarts& rs = *restarts_;
-  const bool stop = m.phase() == proto::Restart::STOP && rs.phase == Restarts::Phase::stopping;
-  const bool start = m.phase() == proto::Restart::START && rs.phase == Restarts::Phase::starting;
-  if (m.generation() != rs.generation || !(stop || start)) return;  // a late answer
-  restart_answered(c.conn, c.now);
+  if (!restarts_ || c.peer.role != proto::ROLE_NODE || abort_) return;
+  RestartMachine& machine = restarts_->machine;
+  if (m.phase() == proto::Restart::STOP)
+    run_restart(machine.stopped(c.peer.node, m.generation(), c.now), c.now);
+  else if (m.phase() == proto::Restart::START)
+    run_restart(machine.started(c.peer.node, m.generation(), c.now), c.now);
 }
 
-void Broker::restart_answered(ConnId conn, Clock::time_point now) {
-  Restarts& rs = *restarts_;
-  if (rs.waiting.erase(conn) == 0 || !rs.waiting.empty() || abort_) return;
-  restart_phase_done(now);
-}
-
-void Broker::restart_phase_done(Clock::time_point now) {
-  Restarts& rs = *restarts_;
-  if (rs.phase == Restarts::Phase::stopping) return start_programs(now);
-  if (rs.phase != Restarts::Phase::starting) return;
-  restart_phase(Restarts::Phase::running, "every node started its programs");
-  rs.started_at = now;
-  // The launchers' own rendezvous and restart are torchrun's, unseen here.
-  if (!cfg_.limits.restart_programs) finish_record(now);
+void Broker::restart_node_left(const Peer& p, Clock::time_point now) {
+  if (!restarts_ || abort_ || p.role != proto::ROLE_NODE) return;
+  run_restart(restarts_->machine.left(p.node, now), now);
 }
 
 void Broker::note_torch_init(Clock::time_point now) {
-  if (!restarts_ || restarts_->phase == Restarts::Phase::stopping ||
-      restarts_->phase == Restarts::Phase::fencing)
-    return;
+  if (!restarts_ || restarts_->machine.stopped_phase()) return;
   Restarts& rs = *restarts_;
   if (++rs.torch_inits < cfg_.world_size) return;
   note_met(now);
@@ -481,23 +430,11 @@ void Broker::finish_record(Clock::time_point now) {
 void Broker::watch_restarts(Clock::time_point now) {
   if (!restarts_ || abort_) return;
   Restarts& rs = *restarts_;
-  settle_fences(now);
-  if (rs.phase == Restarts::Phase::fencing) return;
-  if (rs.phase != Restarts::Phase::running) {
-    // An agent that left with no drop heard (its goodbye, a fence) answers nothing.
-    const size_t due = rs.waiting.size();
-    std::erase_if(rs.waiting, [&](ConnId c) { return peers_.count(c) == 0; });
-    if (due > 0 && rs.waiting.empty()) return restart_phase_done(now);
-    if (now < rs.deadline) return;
-    // A node agent that neither stopped nor started its programs in time is lost.
-    const std::string what = rs.phase == Restarts::Phase::stopping ? "stop" : "start";
-    for (ConnId conn : std::set<ConnId>(rs.waiting))
-      if (peers_.count(conn))
-        reject_and_close(conn, 0, proto::UNAVAILABLE,
-                         "its node agent did not " + what + " its programs within " +
-                             ms_text(cfg_.limits.restart_stop) + " of the restart");
-    return;
-  }
+  // An agent that left with no drop heard (its goodbye, a fence) answers nothing.
+  for (int node : std::set<int>(rs.machine.waiting()))
+    if (node_conn(node) == 0) run_restart(rs.machine.left(node, now), now);
+  run_restart(rs.machine.tick(now), now);
+  if (abort_ || rs.machine.phase() != RestartMachine::Phase::running) return;
   if (rs.met_at && now - *rs.met_at >= std::chrono::milliseconds(kAtOnceMs)) rs.early.clear();
   if (report_.resumed().initialized) note_met(now);
   if (rs.record_open) {
@@ -515,7 +452,7 @@ void Broker::watch_restarts(Clock::time_point now) {
     finish_record(now);
     proto::Restart done;
     done.set_phase(proto::Restart::DONE);
-    done.set_generation(rs.generation);
+    done.set_generation(rs.machine.generation());
     for (const auto& [conn, p] : peers_)
       if (p.state == PeerState::ready && p.role == proto::ROLE_NODE) push_restart(conn, done);
   }

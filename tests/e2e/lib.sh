@@ -35,6 +35,7 @@
 #                                   RANK must fail naming it in time; RANK~ may instead be
 #                                   killed by the step's end (srun says so); sets worst (ms)
 #   pytorch_launcher_env            the array pet: variables torchrun needs on this machine
+#   record_restart_log              (by pass) DP_RECORD_RESTART_LOGS=1: the restart logs kept
 #   WORK                            a fresh folder any user may write, removed at exit
 set -euo pipefail
 
@@ -44,6 +45,7 @@ fail() { echo "FAIL [$TEST_NAME]: $*" >&2; exit 1; }
 pass() {
   echo "ok [$TEST_NAME]: $*"
   record_lines
+  record_restart_log
 }
 # In the Debian 13 and testing lanes (scripts/test-debian-lane sets
 # DP_E2E_LANE), a test leaves out the parts that prove slurm-dp's own logic,
@@ -231,6 +233,21 @@ record_lines() {
   python3 "$(dirname "${BASH_SOURCE[0]}")/docs/doc_lines.py" record "$DP_LINES_CORPUS" \
     "e2e.${DP_CLUSTER_MODE:-own}.$TEST_PART.$TEST_NAME" "${DP_E2E_LANE:-host}" "${files[@]}" ||
     echo "lines of $TEST_NAME not recorded in $DP_LINES_CORPUS" >&2
+}
+
+# With DP_RECORD_RESTART_LOGS=1 (Debian 12 lane), the restart machine's lines
+# in each log of $WORK (a step run with --dp-verbose) become the fixture
+# tests/fixtures/restart-logs/MODE.PART.TEST.LOG.txt, which the unit test
+# RestartMachine.RecordedRunsReplayLineForLine replays.
+record_restart_log() {
+  [[ ${DP_RECORD_RESTART_LOGS:-0} == 1 && -z ${DP_E2E_LANE:-} && -n ${DP_SOURCE_DIR:-} ]] ||
+    return 0
+  local dir=$DP_SOURCE_DIR/tests/fixtures/restart-logs f
+  mkdir -p "$dir"
+  while IFS= read -r f; do
+    sed -n "s/^dp-rendezvousd: job [0-9]* step [0-9]*: \(restart machine: .*\|restart event .*\|restart generation .*\|[^ ]*'s programs are dead: .*\)\$/\1/p" \
+      "$f" >"$dir/${DP_CLUSTER_MODE:-own}.$TEST_PART.$TEST_NAME.$(basename "$f" .log).txt"
+  done < <(grep -rl 'restart event +' "$WORK" 2>/dev/null | grep -v '/\.output$')
 }
 
 # record_sample NAME FILE: what FILE holds (a command's output) is

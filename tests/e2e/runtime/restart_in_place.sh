@@ -7,7 +7,7 @@
 . "$(dirname "$0")/common.sh"
 site
 
-as_user timeout 150 srun --dp-world=auto -N2 --ntasks-per-node=2 --dp-max-restarts=1 \
+as_user timeout 150 srun --dp-world=auto --dp-verbose -N2 --ntasks-per-node=2 --dp-max-restarts=1 \
   --export=ALL,DP_BACKEND=gloo -o "$WORK/rank%t.log" \
   "$DP_COMM_WORKER" restart >"$WORK/srun.log" 2>&1 &
 srun_pid=$!
