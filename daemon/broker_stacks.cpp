@@ -46,7 +46,7 @@ Clock::time_point Broker::ask_stacks(StacksDone done, Clock::time_point now) {
 void Broker::watch_stacks(Clock::time_point now) {
   // A libdp step's collective counters name its hangs: its ranks are not read.
   if (report_.counts_collectives()) return;
-  // A straggler suspected or named: a round every second says where the
+  // A straggler suspected or named: a round twice a second says where the
   // others wait. The flight recorders are read for the hang watch's rounds,
   // and for the straggler watch each block once a rank has one (until then
   // every kFlightProbeEvery).

@@ -32,9 +32,11 @@ class StragglerReport {
   using Json = nlohmann::ordered_json;
   static constexpr std::chrono::seconds kBlock{5};
   static constexpr std::chrono::milliseconds kLookEvery{100};  // SampleAsk's every_ms
-  // A stacks round this often while wants_where(): a waiting rank is caught
-  // in a read within a few (each of the others waits a share of the time).
-  static constexpr std::chrono::seconds kWhereEvery{1};
+  // A stacks round this often while wants_where(): each of the others waits
+  // only a share of the time (a fifth, for a rank 25 % slower), so a round
+  // misses them that often; over the ~10 s of suspicion before a verdict,
+  // 20 rounds miss all with odds of 1 %, 10 rounds (once a second) of 11 %.
+  static constexpr std::chrono::milliseconds kWhereEvery{500};
   // Until a rank's flight recorder is seen, a round reads the dumps this
   // often (PyTorch makes a rank's pipe at init_process_group); from then on
   // one each block (wants_flights).
