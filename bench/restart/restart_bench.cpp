@@ -59,6 +59,7 @@ double us(Clock::duration d) { return std::chrono::duration<double, std::micro>(
 
 struct Times {
   double stop_us, start_us, running_us;
+  bool restarted;
 };
 
 Times one_restart(int nodes, int spares, int per_node) {
@@ -91,20 +92,25 @@ Times one_restart(int nodes, int spares, int per_node) {
     set.mutable_set()->set_value(std::string(64, 'v'));
     b.on_frame(static_cast<ConnId>(r / per_node + 1), set.SerializeAsString(), t);
   }
-  const ConnId lost = 11;
+  const ConnId lost = static_cast<ConnId>(std::min(nodes, 11));  // n10, or the last node
   const auto t0 = Clock::now();
   b.on_disconnect(lost, t0);
   const auto t1 = Clock::now();
   for (int n = 0; n < all; ++n)
     if (static_cast<ConnId>(n + 1) != lost)
       b.on_frame(static_cast<ConnId>(n + 1), ready(1, dp::proto::Restart::STOP), t1);
+  // The lost node's link closed: its programs are known dead a keeper's
+  // reaction later (fencing), and the tick past it sends START.
+  const auto fenced = t1 + std::chrono::seconds(2);
+  b.on_tick(fenced);
   const auto t2 = Clock::now();
   for (int n = 0; n < all; ++n)
     if (static_cast<ConnId>(n + 1) != lost)
-      b.on_frame(static_cast<ConnId>(n + 1), ready(1, dp::proto::Restart::START), t2);
+      b.on_frame(static_cast<ConnId>(n + 1), ready(1, dp::proto::Restart::START), fenced);
   const auto t3 = Clock::now();
-  if (b.aborted() || b.stats().keys() > 1) std::fprintf(stderr, "dp-restart-bench: no restart\n");
-  return {us(t1 - t0), us(t2 - t1), us(t3 - t2)};
+  // Restarted: the programs' keys cleared at START, the step not ended.
+  const bool restarted = !b.aborted() && b.stats().keys() <= 1;
+  return {us(t1 - t0), us(t2 - t1), us(t3 - t2), restarted};
 }
 
 double median(std::vector<double> v) {
@@ -130,6 +136,12 @@ int main(int argc, char** argv) {
   std::vector<double> stop, start, running;
   for (int r = 0; r < reps; ++r) {
     const Times t = one_restart(nodes, spares, per_node);
+    if (!t.restarted) {
+      std::fprintf(stderr,
+                   "dp-restart-bench: run %d did not restart (no START, or the step ended)\n",
+                   r + 1);
+      return 1;
+    }
     stop.push_back(t.stop_us);
     start.push_back(t.start_us);
     running.push_back(t.running_us);
