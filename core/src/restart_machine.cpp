@@ -31,6 +31,10 @@ void RestartMachine::to(Phase next, const std::string& why) {
 
 namespace {
 
+void append(RestartMachine::Commands& out, RestartMachine::Commands more) {
+  out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+}
+
 std::string node_list(const std::set<int>& nodes) {
   std::string out;
   for (int n : nodes) out += (out.empty() ? "" : ",") + std::to_string(n);
@@ -59,8 +63,6 @@ std::vector<std::string> RestartMachine::take_lines() {
   return out;
 }
 
-bool RestartMachine::fenced(uint64_t link) const noexcept { return fenced_node(link) >= 0; }
-
 int RestartMachine::fenced_node(uint64_t link) const noexcept {
   if (link == 0) return -1;
   for (const auto& [node, f] : fences_)
@@ -76,8 +78,7 @@ RestartMachine::Commands RestartMachine::fence(int node, Fence f, Time now) {
   Commands out;
   if (f.link != 0) out.push_back({Kind::fence, node, generation_ + 1, f.link, {}});
   fences_[node] = std::move(f);
-  Commands more = settle(now);
-  out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  append(out, settle(now));
   return out;
 }
 
@@ -90,18 +91,13 @@ RestartMachine::Commands RestartMachine::begin(const std::set<int>& live_nodes, 
   deadline_ = now + bound_;
   Commands out;
   for (int node : waiting_) out.push_back({Kind::stop, node, generation_, 0, {}});
-  if (waiting_.empty()) {
-    Commands more = try_start(now);
-    out.insert(out.end(), std::make_move_iterator(more.begin()),
-               std::make_move_iterator(more.end()));
-  }
+  if (waiting_.empty()) append(out, try_start());
   return out;
 }
 
 // Never a START while a lost node's programs may still run (a spare beside
 // them: two generations, two writers of a checkpoint).
-RestartMachine::Commands RestartMachine::try_start(Time now) {
-  (void)now;
+RestartMachine::Commands RestartMachine::try_start() {
   if (!fences_.empty()) {
     if (phase_ != Phase::fencing) {
       std::string hosts;
@@ -118,38 +114,42 @@ RestartMachine::Commands RestartMachine::starting(const std::set<int>& nodes, Ti
   to(Phase::starting, "every program stopped");
   waiting_ = nodes;
   deadline_ = now + bound_;
-  return waiting_.empty() ? phase_done(now) : Commands{};
+  return waiting_.empty() ? phase_done() : Commands{};
 }
 
-RestartMachine::Commands RestartMachine::phase_done(Time now) {
-  if (phase_ == Phase::stopping) return try_start(now);
+RestartMachine::Commands RestartMachine::phase_done() {
+  if (phase_ == Phase::stopping) return try_start();
   if (phase_ != Phase::starting) return {};
   to(Phase::running, "every node started its programs");
   return {{Kind::running, -1, generation_, 0, {}}};
 }
 
 RestartMachine::Commands RestartMachine::stopped(int node, uint64_t generation, Time now) {
-  // A late answer (or one not waited for) changes nothing.
-  if (phase_ != Phase::stopping || generation != generation_ || !waiting_.count(node)) return {};
-  event(now, "stopped node=" + std::to_string(node) + " gen=" + std::to_string(generation));
-  return answer(node, now);
+  return answered(Phase::stopping, "stopped", node, generation, now);
 }
 
 RestartMachine::Commands RestartMachine::started(int node, uint64_t generation, Time now) {
-  if (phase_ != Phase::starting || generation != generation_ || !waiting_.count(node)) return {};
-  event(now, "started node=" + std::to_string(node) + " gen=" + std::to_string(generation));
-  return answer(node, now);
+  return answered(Phase::starting, "started", node, generation, now);
+}
+
+// A late answer (or one not waited for) changes nothing.
+RestartMachine::Commands RestartMachine::answered(Phase of, const char* what, int node,
+                                                  uint64_t generation, Time now) {
+  if (phase_ != of || generation != generation_ || !waiting_.count(node)) return {};
+  event(now,
+        std::string(what) + " node=" + std::to_string(node) + " gen=" + std::to_string(generation));
+  return answer(node);
 }
 
 RestartMachine::Commands RestartMachine::left(int node, Time now) {
   if (!waiting_.count(node)) return {};
   event(now, "left node=" + std::to_string(node));
-  return answer(node, now);
+  return answer(node);
 }
 
-RestartMachine::Commands RestartMachine::answer(int node, Time now) {
+RestartMachine::Commands RestartMachine::answer(int node) {
   waiting_.erase(node);
-  return waiting_.empty() ? phase_done(now) : Commands{};
+  return waiting_.empty() ? phase_done() : Commands{};
 }
 
 RestartMachine::Commands RestartMachine::fence_answered(int node, Time now) {
@@ -186,11 +186,7 @@ RestartMachine::Commands RestartMachine::settle(Time now) {
     lines_.push_back(it->second.host + "'s programs are dead: " + it->second.how);
     it = fences_.erase(it);
   }
-  if (phase_ == Phase::fencing && fences_.empty()) {
-    Commands more = try_start(now);
-    out.insert(out.end(), std::make_move_iterator(more.begin()),
-               std::make_move_iterator(more.end()));
-  }
+  if (phase_ == Phase::fencing && fences_.empty()) append(out, try_start());
   return out;
 }
 

@@ -90,7 +90,6 @@ class RestartMachine {
     return phase_ == Phase::stopping || phase_ == Phase::fencing;
   }
   const std::set<int>& waiting() const noexcept { return waiting_; }
-  bool fenced(uint64_t link) const noexcept;
   int fenced_node(uint64_t link) const noexcept;
   // Every line so far, and what happened since the last take (the daemon prints them).
   const std::vector<std::string>& lines() const noexcept { return lines_; }
@@ -101,9 +100,10 @@ class RestartMachine {
   void event(Time now, const std::string& what);
   int64_t since_origin(Time t);  // microseconds; the first call sets the origin
   Commands settle(Time now);
-  Commands try_start(Time now);
-  Commands phase_done(Time now);
-  Commands answer(int node, Time now);
+  Commands try_start();
+  Commands answered(Phase of, const char* what, int node, uint64_t generation, Time now);
+  Commands phase_done();
+  Commands answer(int node);
 
   std::chrono::milliseconds bound_;
   Phase phase_ = Phase::running;
