@@ -38,6 +38,7 @@
 #include "liveness.hpp"
 #include "startup_phases.hpp"
 #include "step_report.hpp"
+#include "torchrun_launchers.hpp"
 
 namespace dp::daemon {
 
@@ -251,6 +252,9 @@ class Broker {
                      Clock::time_point now);
   // The same for a per-node launcher's step (torchrun restarts its workers).
   bool launcher_loss(AbortCause& cause, Setback what, Clock::time_point now);
+  // torchrun's launchers left would wait out a lost one's keep-alive: its
+  // heartbeats in their rendezvous are aged instead (torchrun_launchers.hpp).
+  void age_lost_launchers(const AbortCause& cause, Clock::time_point now);
   // A lost node's place is another's: FENCE to its agent (which kills its
   // programs' trees), and its spare's START waits until they are known dead.
   void fence_node(const AbortCause& cause, Clock::time_point now);
@@ -299,6 +303,7 @@ class Broker {
     // each node's failures at once in a row (failure_setback).
     std::optional<Clock::time_point> met_at;
     std::map<int, int> early;
+    TorchrunLaunchers launchers;  // a launcher step's: which node each runs on
   };
   std::optional<Restarts> restarts_;
   // PyTorch's store saw a client's "init/" add (broker_torch_ops.cpp): every

@@ -136,6 +136,8 @@ void Broker::op_compare_and_set(const Call& c, const proto::CompareAndSet& m) {
   proto::Response r;
   r.set_id(c.id);
   if (match) {
+    if (c.space == proto::SPACE_TORCH && restarts_ && !cfg_.limits.restart_programs)
+      restarts_->launchers.note_write(c.peer.node, m.key(), cur, m.desired());
     if (!store_value(c, m.key(), m.desired())) return;
     key_changed(c.space, m.key(), c.now);
     r.set_value(m.desired());

@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "broker.hpp"
+#include "dp/shown_value.hpp"
 
 namespace dp::daemon {
 namespace {
@@ -149,6 +150,7 @@ bool Broker::launcher_loss(AbortCause& cause, Setback what, Clock::time_point no
   if (plan.verdict != RestartPlan::Verdict::restart)
     return plan.verdict == RestartPlan::Verdict::none;
   fence_node(cause, now);
+  age_lost_launchers(cause, now);
   for (int r : node_rank_ranks(cause.node, rs.roster.tasks_per_node)) rs.gone.insert(r);
   if (rs.record_open) finish_record(now);
   rs.roster = plan.roster;
@@ -166,6 +168,23 @@ bool Broker::launcher_loss(AbortCause& cause, Setback what, Clock::time_point no
   rs.record_open = true;
   finish_record(now);
   return true;
+}
+
+void Broker::age_lost_launchers(const AbortCause& cause, Clock::time_point now) {
+  const auto aged = restarts_->launchers.age_node(
+      cause.node, [&](const std::string& key) { return store_.find(proto::SPACE_TORCH, key); });
+  for (const auto& a : aged) {
+    if (!store_.put(proto::SPACE_TORCH, a.key, a.value)) continue;
+    key_changed(proto::SPACE_TORCH, a.key, now);
+    std::string names;
+    for (const auto& n : a.names) names += (names.empty() ? "" : ", ") + shown_value(n);
+    std::fprintf(stderr,
+                 "dp-rendezvousd: job %s step %s: torchrun's rendezvous %s: the heartbeat of "
+                 "launcher %s on lost node %s aged, so the launchers left drop it at their next "
+                 "read instead of after its keep-alive\n",
+                 cfg_.job_id.c_str(), cfg_.step_id.c_str(), shown_value(a.key).c_str(),
+                 names.c_str(), shown_value(cause.host).c_str());
+  }
 }
 
 // A lost node's programs are known dead when its agent answers FENCE (its

@@ -195,8 +195,7 @@ std::vector<std::pair<std::string, std::string>> launcher_master_environment(
   if (shape.elastic())
     return {{env::kPetRdzvEndpoint, "127.0.0.1:" + port},
             {env::kPetRdzvId, "slurm-dp"},
-            {env::kPetRdzvConf,
-             "is_host=false,join_timeout=86400,keep_alive_interval=1,keep_alive_max_attempt=5"},
+            {env::kPetRdzvConf, "is_host=false,join_timeout=86400"},
             {env::kTorchDisableShareRdzvStore, "1"}};
   return {{env::kPetMasterAddr, addr}, {env::kPetMasterPort, port}};
 }

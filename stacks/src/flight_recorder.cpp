@@ -6,7 +6,7 @@
 #include <set>
 
 #include "dp/list_text.hpp"
-#include "dp/stacks/pickle.hpp"
+#include "dp/pickle.hpp"
 
 namespace dp::stacks {
 namespace {

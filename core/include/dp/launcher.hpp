@@ -67,10 +67,9 @@ std::vector<std::pair<std::string, std::string>> launcher_environment(const Laun
 // PET_MASTER_ADDR and PET_MASTER_PORT, for a per-node step. An elastic
 // step's instead: PET_RDZV_ENDPOINT (the node agent's store on 127.0.0.1,
 // `port`), PET_RDZV_ID and PET_RDZV_CONF (every launcher a client,
-// is_host=false; a keep-alive of 1 s x 5, so a lost node's place is free
-// within 5 s where torchrun reads it: PyTorch 2.14 does, 1.13 and 2.6 keep
-// their own 5 s x 3, which frees it 10 to 15 s after the loss; a join
-// timeout of a day, so a spare waits as long as the step),
+// is_host=false; a join timeout of a day, so a spare waits as long as the
+// step; torchrun's own keep-alive, as the daemon ages a lost node's
+// launchers in the rendezvous at once: daemon/torchrun_launchers.hpp),
 // and TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 (env_names.hpp says why).
 std::vector<std::pair<std::string, std::string>> launcher_master_environment(
     const LaunchShape& shape, const std::string& addr, const std::string& port);

@@ -25,6 +25,9 @@
 #                         its checkpoint load: "<ms since NS> <load ms>"
 #   begun_after NS        ms from NS to the latest begin of a restarted program after NS
 #                         (the launcher or agent has started it; PyTorch's import follows)
+#                         A restarted program is any begun after NS: torchrun restarts
+#                         its workers as a membership change (TORCHELASTIC_RESTART_COUNT
+#                         kept) when a waiting launcher joins before they fail.
 #   spares_fail MSG       fail, after printing what a CI log needs to tell why: the
 #                         daemon's log (srun runs with --dp-verbose), the tasks' last
 #                         lines, Slurm's view and where every process of the job waits
@@ -111,7 +114,7 @@ last_end_ns() {
 # The restarted programs' latest begin, in ms since NS (-1: none).
 begun_after() {
   local worst=-1 at
-  for at in $(sed -n 's/^begin rank=.* restart=[1-9][0-9]* at=\([0-9]*\)$/\1/p' "$WORK"/task*.log); do
+  for at in $(sed -n 's/^begin rank=.* at=\([0-9]*\)$/\1/p' "$WORK"/task*.log); do
     if ((at > $1 && (at - $1) / 1000000 > worst)); then worst=$(((at - $1) / 1000000)); fi
   done
   echo "$worst"
@@ -126,10 +129,10 @@ first_after() {
     r=$(sed -n 's/^first rank=\([0-9]*\) .*/\1/p' <<<"$line")
     ((at > $1)) || continue
     (((at - $1) / 1000000 > worst)) && worst=$(((at - $1) / 1000000))
-    l=$(grep -h "^resume rank=$r .*restart=[1-9]" "$WORK"/task*.log | tail -n1 |
+    l=$(grep -h "^resume rank=$r " "$WORK"/task*.log | tail -n1 |
       sed -n 's/.*load_ms=\([0-9]*\).*/\1/p')
     ((${l:-0} > load)) && load=${l:-0}
-  done < <(grep -h '^first rank=.* restart=[1-9]' "$WORK"/task*.log)
+  done < <(grep -h '^first rank=' "$WORK"/task*.log)
   echo "$worst $load"
 }
 

@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 #include "broker_fixture.hpp"
 #include "dp/master_port.hpp"
+#include "dp/torchstore/rendezvous_state.hpp"
 #include "protocol_version.hpp"
 #include "step_ports_value.hpp"
 
@@ -342,6 +345,86 @@ TEST_F(RestartBrokerTest, AFailureAfterTheProgramsMetAndRanIsNoNodesFault) {
   ASSERT_FALSE(b_->aborted());
   EXPECT_EQ(restart_push(kB)->phase(), proto::Restart::STOP);
   EXPECT_EQ(restart_push(kB)->generation(), 2u);
+}
+
+// torchrun per node (--restart-programs=0): the launchers restart their own
+// workers, a launcher waiting in their rendezvous takes a lost node's place.
+// The lost node's launcher is aged in that rendezvous at once, so the others
+// need not wait out its keep-alive; the writes of the state said whose it is.
+class LauncherRestartTest : public RestartBrokerTest {
+ protected:
+  void SetUp() override {
+    BrokerConfig c = config(3);  // the waiting launcher is a task of its own
+    c.limits.nodes = 3;
+    c.limits.spares = 1;
+    c.limits.tasks_per_node = 1;
+    c.limits.restart_programs = 0;
+    b_.emplace(c, out_, t0_);
+    ASSERT_EQ(node(kA, 0, {0}, "na").code(), proto::OK);
+    ASSERT_EQ(node(kB, 1, {1}, "nb").code(), proto::OK);
+    ASSERT_EQ(node(kSpare, 2, {2}, "nc").code(), proto::OK);
+    std::ifstream in(std::string(DP_TORCHRUN_STATE_FIXTURES) + "/torch-2.14.b64");
+    std::stringstream text;
+    text << in.rdbuf();
+    state_ = text.str();
+    while (!state_.empty() && state_.back() == '\n') state_.pop_back();
+  }
+  // The fixture's state (launchers n0:4000, n1:4001, n2:4002) with `names` aged.
+  std::string aged(const std::vector<std::string>& names) {
+    auto st = torchstore::read_rendezvous_state(state_);
+    EXPECT_TRUE(st);
+    int n = 0;
+    return torchstore::with_heartbeats_expired(*st, names, n);
+  }
+  proto::Response torch(ConnId c, proto::Request r) {
+    r.set_id(++id_);
+    r.set_space(proto::SPACE_TORCH);
+    send(c, r);
+    return out_.last(c);
+  }
+  std::string cas(ConnId c, const std::string& expected, const std::string& desired) {
+    proto::Request r;
+    r.mutable_compare_and_set()->set_key(kKey);
+    r.mutable_compare_and_set()->set_expected(expected);
+    r.mutable_compare_and_set()->set_desired(desired);
+    return torch(c, r).value();
+  }
+  std::string stored() {
+    proto::Request r;
+    r.mutable_get()->set_key(kKey);
+    return torch(kA, r).value();
+  }
+  static constexpr const char* kKey = "/torch.rendezvous.slurm-dp";  // as torchrun sends it
+  const std::string n0 = "n0.cluster:4000", n1 = "n1.cluster:4001", n2 = "n2.cluster:4002";
+  std::string state_;
+  uint64_t id_ = 100;
+};
+
+TEST_F(LauncherRestartTest, ALostNodesLauncherIsAgedInTheRendezvousAtOnce) {
+  // Each node's launcher refreshes its own heartbeat; the first write adds
+  // all three (aged), so the spare's node holds none of them for long.
+  const std::string v0 = aged({n0, n1, n2}), v1 = aged({n1, n2}), v2 = aged({n2});
+  EXPECT_EQ(cas(kSpare, "", v0), v0);
+  EXPECT_EQ(cas(kA, v0, v1), v1);
+  EXPECT_EQ(cas(kB, v1, v2), v2);
+  EXPECT_EQ(cas(kA, v0, state_), v2);  // a failed compare-and-set says nothing of its writer
+  EXPECT_EQ(cas(kSpare, v2, state_), state_);
+  b_->on_disconnect(kB, t0_);
+  ASSERT_FALSE(b_->aborted());
+  ASSERT_EQ(out_.notices.size(), 1u);
+  EXPECT_NE(out_.notices[0].find("a launcher waiting in torchrun's rendezvous takes its place"),
+            std::string::npos)
+      << out_.notices[0];
+  // Node nb's launcher (n1:4001, refreshed by nb's write) aged; the others kept.
+  EXPECT_EQ(stored(), aged({n1}));
+}
+
+TEST_F(LauncherRestartTest, ARendezvousWithoutTheLostNodesLauncherIsLeftAlone) {
+  const std::string v1 = aged({n1, n2});
+  EXPECT_EQ(cas(kA, "", v1), v1);  // only kA wrote: every launcher is its node's
+  b_->on_disconnect(kB, t0_);
+  ASSERT_FALSE(b_->aborted());
+  EXPECT_EQ(stored(), v1);
 }
 
 class RestartBudgetTest : public RestartBrokerTest {

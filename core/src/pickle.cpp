@@ -1,11 +1,11 @@
-#include "dp/stacks/pickle.hpp"
+#include "dp/pickle.hpp"
 
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <unordered_map>
 
-namespace dp::stacks::pickle {
+namespace dp::pickle {
 namespace {
 
 constexpr uint32_t kMark = std::numeric_limits<uint32_t>::max();
@@ -58,13 +58,18 @@ class Parser {
   Result<std::vector<uint32_t>> pop_to_mark();
   Result<void> extend(uint32_t target, const std::vector<uint32_t>& values, Kind want);
   Result<void> text(uint64_t n) {
+    const size_t at = pos_;
     auto s = take(n);
     DP_TRY(s);
     Node t;
     t.kind = Kind::text;
+    t.offset = static_cast<uint32_t>(at);
     t.text = std::string(*s);
     return push(make(std::move(t)));
   }
+  Result<std::string_view> line();  // GLOBAL's operands: up to '\n'
+  Result<void> object(uint8_t op, bool& done);
+  Result<void> set_op(uint8_t op, bool& done);
   // Text whose length comes first, in `width` bytes.
   Result<void> counted_text(int width) {
     auto n = le(width);
@@ -198,6 +203,96 @@ Result<void> Parser::container(uint8_t op, bool& done) {
   }
 }
 
+Result<void> Parser::set_op(uint8_t op, bool& done) {
+  switch (op) {
+    case 0x8f: {  // EMPTY_SET
+      Node n;
+      n.kind = Kind::set;
+      return push(make(std::move(n)));
+    }
+    case 0x90: {  // ADDITEMS
+      auto v = pop_to_mark();
+      DP_TRY(v);
+      if (stack_.empty() || stack_.back() == kMark) return fail("no set to add to");
+      return extend(stack_.back(), *v, Kind::set);
+    }
+    case 0x91: {  // FROZENSET
+      auto v = pop_to_mark();
+      DP_TRY(v);
+      items_ += v->size();
+      if (items_ > limits_.max_items) return fail("more items than the bound");
+      Node n;
+      n.kind = Kind::set;
+      n.items = std::move(*v);
+      return push(make(std::move(n)));
+    }
+    default: done = false; return {};
+  }
+}
+
+Result<std::string_view> Parser::line() {
+  const size_t end = in_.find('\n', pos_);
+  if (end == std::string_view::npos) return fail("truncated input (a line without its end)");
+  const auto s = in_.substr(pos_, end - pos_);
+  pos_ = end + 1;
+  return s;
+}
+
+// Records only: a type is its name, an object its type, arguments and state.
+Result<void> Parser::object(uint8_t op, bool& done) {
+  if (op != 'c' && op != 0x93 && op != 'R' && op != 0x81 && op != 'b') {
+    done = false;
+    return {};
+  }
+  if (!limits_.objects)
+    return fail("a class named or called, outside the subset of built-in values");
+  Node n;
+  switch (op) {
+    case 'c': {  // GLOBAL: module and name, a line each
+      auto module = line();
+      DP_TRY(module);
+      auto name = line();
+      DP_TRY(name);
+      n.kind = Kind::type;
+      n.text = std::string(*module) + "." + std::string(*name);
+      break;
+    }
+    case 0x93: {  // STACK_GLOBAL: module and name from the stack
+      auto name = pop();
+      DP_TRY(name);
+      auto module = pop();
+      DP_TRY(module);
+      if (nodes_[*module].kind != Kind::text || nodes_[*name].kind != Kind::text)
+        return fail("STACK_GLOBAL of a value that is not text");
+      n.kind = Kind::type;
+      n.text = nodes_[*module].text + "." + nodes_[*name].text;
+      break;
+    }
+    case 'R':
+    case 0x81: {  // REDUCE, NEWOBJ: a callable or class and its arguments
+      auto args = pop();
+      DP_TRY(args);
+      auto type = pop();
+      DP_TRY(type);
+      if (nodes_[*args].kind != Kind::list) return fail("arguments that are no tuple");
+      n.kind = Kind::object;
+      n.items = {*type, *args};
+      break;
+    }
+    default: {  // BUILD: the object below takes the state on top
+      auto state = pop();
+      DP_TRY(state);
+      if (stack_.empty() || stack_.back() == kMark) return fail("BUILD without an object");
+      Node& target = nodes_[stack_.back()];
+      if (target.kind != Kind::object || target.items.size() != 2)
+        return fail("BUILD of a value that is no object, or one built before");
+      target.items.push_back(*state);
+      return {};
+    }
+  }
+  return push(make(std::move(n)));
+}
+
 Result<void> Parser::memo_op(uint8_t op, bool& done) {
   switch (op) {
     case 'q':
@@ -252,21 +347,22 @@ Result<void> Parser::step(uint8_t op) {
     case 0x8e: return counted_text(8);
     default: break;
   }
-  auto r = scalar(op, done);
-  if (done) return r;
-  done = true;
-  r = container(op, done);
-  if (done) return r;
-  done = true;
-  r = memo_op(op, done);
-  if (done) return r;
+  // Each family of opcodes in turn; one that is not its own says so (done = false).
+  using Family = Result<void> (Parser::*)(uint8_t, bool&);
+  for (Family family :
+       {&Parser::scalar, &Parser::container, &Parser::memo_op, &Parser::set_op, &Parser::object}) {
+    done = true;
+    auto r = (this->*family)(op, done);
+    if (done) return r;
+  }
   char hex[8];
   std::snprintf(hex, sizeof hex, "0x%02x", op);
   return fail(std::string("opcode ") + hex + " is outside the subset of built-in values");
 }
 
 Result<Document> Parser::run() {
-  if (in_.size() > limits_.max_bytes) return fail("input larger than the bound");
+  if (in_.size() > limits_.max_bytes || in_.size() > UINT32_MAX)
+    return fail("input larger than the bound");
   while (pos_ < in_.size()) {
     at_ = pos_;
     const auto op = static_cast<uint8_t>(in_[pos_++]);
@@ -283,6 +379,10 @@ Result<Document> Parser::run() {
 }  // namespace
 
 const Node* Document::get(const Node& n, std::string_view key) const {
+  if (n.kind == Kind::object) {  // its state, once a dict (never another object: no cycle)
+    const Node* state = n.items.size() > 2 ? &nodes_[n.items[2]] : nullptr;
+    return state && state->kind == Kind::dict ? get(*state, key) : nullptr;
+  }
   if (n.kind != Kind::dict) return nullptr;
   for (size_t i = 0; i + 1 < n.items.size(); i += 2) {
     const Node& k = nodes_[n.items[i]];
@@ -291,8 +391,14 @@ const Node* Document::get(const Node& n, std::string_view key) const {
   return nullptr;
 }
 
+std::string_view Document::type_name(const Node& n) const {
+  if (n.kind != Kind::object || n.items.empty()) return {};
+  const Node& t = nodes_[n.items[0]];
+  return t.kind == Kind::type ? std::string_view(t.text) : std::string_view();
+}
+
 Result<Document> parse(std::string_view bytes, const Limits& limits) {
   return Parser(bytes, limits).run();
 }
 
-}  // namespace dp::stacks::pickle
+}  // namespace dp::pickle

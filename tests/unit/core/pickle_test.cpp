@@ -1,20 +1,22 @@
 // The pickle subset of built-in values: pickles Python 3.11 wrote (protocols
 // 2 and 5), the opcodes that would run code refused, a truncated dump, a
 // container that holds itself, and the bounds.
-#include "dp/stacks/pickle.hpp"
+#include "dp/pickle.hpp"
 
 #include <gtest/gtest.h>
 
-#include "fixtures.hpp"
+#include <string>
 
-namespace dp::stacks::pickle_test {
+namespace dp::pickle_test {
 namespace {
 
 using pickle::Kind;
 
 std::string bytes(const std::string& hex) {
-  const auto b = fixtures::unhex(hex);
-  return std::string(b.begin(), b.end());
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out += static_cast<char>(std::stoul(hex.substr(i, 2), nullptr, 16));
+  return out;
 }
 
 // {'a': [1, -2, None, True, False, 2**40, -2**40, 1.5, 300, 70000], 'b': 'xé',
@@ -59,6 +61,42 @@ TEST(Pickle, RefusesOpcodesThatNameOrCallAClass) {
   ASSERT_FALSE(d);
   EXPECT_NE(d.error().message.find("outside the subset"), std::string::npos) << d.error().message;
   EXPECT_NE(d.error().message.find("offset"), std::string::npos);
+}
+
+TEST(Pickle, ReadsSets) {
+  // {"s": {1, 2}, "f": frozenset([3])}, protocol 4: EMPTY_SET, ADDITEMS, FROZENSET.
+  auto d = pickle::parse(
+      bytes("8004951a000000000000007d94288c0173948f94284b014b02908c016694284b039194752e"));
+  ASSERT_TRUE(d) << d.error().message;
+  ASSERT_EQ(d->get(d->root(), "s")->kind, Kind::set);
+  EXPECT_EQ(d->get(d->root(), "s")->items.size(), 2u);
+  EXPECT_EQ(d->get(d->root(), "f")->items.size(), 1u);
+}
+
+TEST(Pickle, TakesAClassAsAnInertRecordOnlyWhenAsked) {
+  // {'bytes': b'\x00\x01'} in protocol 2: _codecs.encode('\x00\x01', 'latin1').
+  const std::string codecs = bytes(
+      "80027d7100580500000062797465737101635f636f646563730a656e636f64650a710258020000000001710358"
+      "060000006c6174696e317104867105527106732e");
+  pickle::Limits objects;
+  objects.objects = true;
+  auto d = pickle::parse(codecs, objects);
+  ASSERT_TRUE(d) << d.error().message;
+  const pickle::Node* call = d->get(d->root(), "bytes");
+  ASSERT_TRUE(call && call->kind == Kind::object);
+  EXPECT_EQ(d->type_name(*call), "_codecs.encode");
+  const pickle::Node& args = d->at(call->items[1]);
+  ASSERT_EQ(args.items.size(), 2u);
+  EXPECT_EQ(d->at(args.items[0]).text, std::string("\x00\x01", 2));
+  // Where each text's bytes lie: 'latin1' at 49, after BINUNICODE's length.
+  EXPECT_EQ(d->at(args.items[1]).offset, 49u);
+  EXPECT_EQ(codecs.substr(49, 6), "latin1");
+  // An object whose state is itself (DUP, BUILD): a record, no attribute, no loop.
+  auto self = pickle::parse(bytes("800263610a620a298132622e"), objects);
+  ASSERT_TRUE(self) << self.error().message;
+  EXPECT_EQ(self->get(self->root(), "x"), nullptr);
+  EXPECT_FALSE(pickle::parse(bytes("80024b014b02622e"), objects));  // BUILD of no object
+  EXPECT_FALSE(pickle::parse(bytes("800263610a"), objects));        // GLOBAL cut short
 }
 
 TEST(Pickle, NamesATruncatedDump) {
@@ -107,4 +145,4 @@ TEST(Pickle, HoldsItsBounds) {
 }
 
 }  // namespace
-}  // namespace dp::stacks::pickle_test
+}  // namespace dp::pickle_test
