@@ -111,6 +111,10 @@ void AgentCore::on_restart(const proto::Restart& r) {
     return fenced();  // killed already: the daemon hears it (again) now
   }
   if (abort_ || fenced_) return;
+  const std::pair<uint64_t, int> order{r.generation(), r.phase()};
+  if (order == last_restart_) return out_.restart(r);  // a repeat: answered again, not done
+  if (r.phase() == proto::Restart::STOP || r.phase() == proto::Restart::START)
+    last_restart_ = order;
   if (r.phase() == proto::Restart::STOP) {
     restarting_ = true;
     for (auto& [conn, l] : locals_) out_.close_rank(conn);

@@ -333,6 +333,9 @@ class AgentCore {
   Clock::time_point next_beat_, next_ping_;
   std::optional<std::pair<int, Clock::time_point>> signal_;  // the last step signal, when
   bool restarting_ = false;
+  // The latest STOP or START (generation, phase): the daemon repeats it on
+  // a new link, and a repeat is answered, not done again.
+  std::pair<uint64_t, int> last_restart_{0, -1};
   // The node's programs were killed (fence_programs), and why; a FENCE's
   // generation, answered once they are.
   std::optional<std::string> fenced_;

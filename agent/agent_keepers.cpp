@@ -134,6 +134,13 @@ void AgentServer::keeper_line(KeeperConn& k, const KeeperLine& l) {
 // The daemon's STOP, START, DONE, carried out by the node's keepers; a step
 // without keepers (a per-node launcher restarts its own workers) answers at once.
 void AgentServer::restart(const proto::Restart& r) {
+  // The daemon's repeat on a new link: the answer again if it went out
+  // (maybe on the old link), else it goes once the keepers are done.
+  if (restart_ && restart_->generation() == r.generation() && restart_->phase() == r.phase() &&
+      r.phase() != proto::Restart::DONE) {
+    if (restart_told_) core_.restart_ready(r.generation(), r.phase());
+    return;
+  }
   restart_ = r;
   restart_told_ = false;
   // A keeper that says who it is only later hears it then (identify_keeper).

@@ -221,6 +221,7 @@ void Broker::handle_hello(ConnId conn, Peer& p, uint64_t id, const proto::Hello&
   if (predecessor != 0) take_over_node(predecessor, conn, now);
   else register_ranks(conn, p, now);
   reply_ok(conn, id);
+  if (predecessor != 0) repeat_restart(conn, p);
   if (p.role == proto::ROLE_NODE) ask_samples(conn);
 }
 

@@ -252,6 +252,11 @@ class Broker {
                      Clock::time_point now);
   // The same for a per-node launcher's step (torchrun restarts its workers).
   bool launcher_loss(AbortCause& cause, Setback what, Clock::time_point now);
+  // A node agent's new link while the restart waits for its answer: the
+  // STOP or START sent on the old one may never have reached it.
+  void repeat_restart(ConnId conn, const Peer& p);
+  // The START a node holding node rank `nr` is sent: its ranks anew.
+  proto::Restart start_push(int nr) const;
   // torchrun's launchers left would wait out a lost one's keep-alive: its
   // heartbeats in their rendezvous are aged instead (torchrun_launchers.hpp).
   void age_lost_launchers(const AbortCause& cause, Clock::time_point now);

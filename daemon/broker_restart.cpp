@@ -342,10 +342,6 @@ void Broker::start_programs(Clock::time_point now) {
   report_.on_restart();
   rs.torch_inits = 0;
   rs.met_at.reset();
-  proto::Restart start;
-  start.set_phase(proto::Restart::START);
-  start.set_generation(rs.machine.generation());
-  start.set_restart_count(static_cast<uint32_t>(rs.roster.restarts));
   const int t = rs.roster.tasks_per_node;
   std::set<int> starting;
   for (auto& [conn, p] : peers_) {
@@ -360,13 +356,35 @@ void Broker::start_programs(Clock::time_point now) {
       report_.on_hello(r, p.host, now);
     }
     if (nr < 0) continue;  // it stays a spare
-    start.set_node_rank(nr);
-    start.clear_node_ranks();
-    for (int r : p.node_ranks) start.add_node_ranks(r);
-    push_restart(conn, start);
+    push_restart(conn, start_push(nr));
     starting.insert(p.node);
   }
   run_restart(rs.machine.starting(starting, now), now);
+}
+
+proto::Restart Broker::start_push(int nr) const {
+  const Restarts& rs = *restarts_;
+  proto::Restart start;
+  start.set_phase(proto::Restart::START);
+  start.set_generation(rs.machine.generation());
+  start.set_restart_count(static_cast<uint32_t>(rs.roster.restarts));
+  start.set_node_rank(nr);
+  for (int r : node_rank_ranks(nr, rs.roster.tasks_per_node)) start.add_node_ranks(r);
+  return start;
+}
+
+// The agent answers a repeat of what it did already without doing it twice.
+void Broker::repeat_restart(ConnId conn, const Peer& p) {
+  if (!restarts_ || p.node < 0 || !restarts_->machine.waiting().count(p.node)) return;
+  const RestartMachine& m = restarts_->machine;
+  if (m.phase() == RestartMachine::Phase::stopping) {
+    proto::Restart stop;
+    stop.set_phase(proto::Restart::STOP);
+    stop.set_generation(m.generation());
+    push_restart(conn, stop);
+  } else if (m.phase() == RestartMachine::Phase::starting) {
+    push_restart(conn, start_push(restarts_->roster.node_rank[static_cast<size_t>(p.node)]));
+  }
 }
 
 bool Broker::lose_unheard_node(Clock::time_point now) {

@@ -775,6 +775,23 @@ TEST_F(AgentCoreTest, ARestartStopsTheProgramsQuietlyAndStartsThemWithTheNewRank
   EXPECT_FALSE(out.to_daemon_.back().rank_lost().task_gone());
 }
 
+// The daemon repeats a STOP or START on a new link (the old one may have
+// lost it): passed on to be answered again, never done twice: a rank of the
+// new start that already said hello keeps its connection.
+TEST_F(AgentCoreTest, ARepeatedRestartOrderIsAnsweredNotDoneTwice) {
+  join(10, 1);
+  core.on_daemon_response(restart_push(proto::Restart::STOP, -1, {}), now);
+  core.on_daemon_response(restart_push(proto::Restart::START, 0, {0, 1}), now);
+  join(11, 0);
+  const auto closed = out.closed;
+  core.on_daemon_response(restart_push(proto::Restart::START, 0, {0, 1}), now);
+  ASSERT_EQ(out.restarts.size(), 3u);
+  EXPECT_EQ(out.restarts[2].phase(), proto::Restart::START);
+  EXPECT_EQ(out.closed, closed);
+  EXPECT_FALSE(core.restarting());
+  EXPECT_EQ(core.node_ranks(), (std::vector<int32_t>{0, 1}));
+}
+
 TEST_F(AgentCoreTest, ATaskThatEndedForGoodIsTheNodesLoss) {
   core.on_task_gone(2, "its task (the program's keeper) ended", now);
   ASSERT_TRUE(out.to_daemon_.back().has_rank_lost());

@@ -127,6 +127,43 @@ TEST_F(RestartBrokerTest, ALostNodesPlaceGoesToTheSpareAndEveryProgramStartsAgai
   EXPECT_EQ(b_->report().spares_left(), 0);
 }
 
+// A short stall: the agent links again while its old link still seems open.
+// What the restart waits for from it goes again on the new link, so the
+// stall costs no node (the old link's STOP or START may never have arrived).
+TEST_F(RestartBrokerTest, AnAgentThatLinksAgainMidRestartIsAskedAgain) {
+  constexpr ConnId kA2 = 10, kA3 = 11;
+  b_->on_disconnect(kB, t0_);
+  ASSERT_EQ(restart_push(kA)->phase(), proto::Restart::STOP);
+  ASSERT_EQ(node(kA2, 0, {0, 1}, "na").code(), proto::OK);
+  ASSERT_TRUE(restart_push(kA2));
+  EXPECT_EQ(restart_push(kA2)->phase(), proto::Restart::STOP);
+  EXPECT_EQ(restart_push(kA2)->generation(), 1u);
+  ready(kA2, proto::Restart::STOP);
+  ready(kSpare, proto::Restart::STOP);
+  tick(1000);
+  ASSERT_EQ(restart_push(kA2)->phase(), proto::Restart::START);
+  ASSERT_EQ(node(kA3, 0, {0, 1}, "na").code(), proto::OK);
+  const auto again = restart_push(kA3);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->phase(), proto::Restart::START);
+  EXPECT_EQ(again->node_rank(), 0);
+  EXPECT_EQ(again->restart_count(), 1u);
+  EXPECT_EQ(std::vector<int32_t>(again->node_ranks().begin(), again->node_ranks().end()),
+            (std::vector<int32_t>{0, 1}));
+  ready(kA3, proto::Restart::START);
+  ready(kSpare, proto::Restart::START);
+  // Running: a link again now repeats nothing, and no node was lost meanwhile.
+  ASSERT_EQ(node(20, 0, {0, 1}, "na").code(), proto::OK);
+  EXPECT_FALSE(restart_push(20));
+  EXPECT_FALSE(b_->aborted());
+  for (int r : {0, 1}) goodbye(20, r);
+  for (int r : {2, 3}) goodbye(kSpare, r);
+  tick(1100);
+  EXPECT_EQ(restart_push(kSpare)->phase(), proto::Restart::DONE);
+  EXPECT_EQ(b_->report().restarts().size(), 1u);
+  EXPECT_EQ(b_->report().spares_left(), 0);
+}
+
 TEST_F(RestartBrokerTest, TheLostNodesAgentIsRefusedWhenItComesBack) {
   b_->on_disconnect(kB, t0_);
   EXPECT_EQ(node(20, 1, {2, 3}, "nb").code(), proto::ABORTED);
