@@ -178,12 +178,14 @@ void Broker::age_lost_launchers(const AbortCause& cause, Clock::time_point now) 
     key_changed(proto::SPACE_TORCH, a.key, now);
     std::string names;
     for (const auto& n : a.names) names += (names.empty() ? "" : ", ") + shown_value(n);
+    const bool one = a.names.size() == 1;
     std::fprintf(stderr,
-                 "dp-rendezvousd: job %s step %s: torchrun's rendezvous %s: the heartbeat of "
-                 "launcher %s on lost node %s aged, so the launchers left drop it at their next "
-                 "read instead of after its keep-alive\n",
+                 "dp-rendezvousd: job %s step %s: torchrun's rendezvous %s: the heartbeat%s of "
+                 "launcher%s %s on lost node %s aged, so the launchers left drop %s at their next "
+                 "read instead of after the keep-alive\n",
                  cfg_.job_id.c_str(), cfg_.step_id.c_str(), shown_value(a.key).c_str(),
-                 names.c_str(), shown_value(cause.host).c_str());
+                 one ? "" : "s", one ? "" : "s", names.c_str(), shown_value(cause.host).c_str(),
+                 one ? "it" : "them");
   }
 }
 

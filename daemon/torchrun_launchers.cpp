@@ -4,7 +4,10 @@ namespace dp::daemon {
 
 void TorchrunLaunchers::note_write(int node, const std::string& key, const std::string* current,
                                    const std::string& desired) {
-  if (node < 0 || !torchstore::is_rendezvous_state_key(key)) return;
+  // A node's launcher, once known, stays (torchrun restarts its workers, not
+  // itself): the state is read only until then, not at each keep-alive (a
+  // 1000-launcher state takes about a millisecond to read).
+  if (node < 0 || known_.count(node) || !torchstore::is_rendezvous_state_key(key)) return;
   auto next = torchstore::read_rendezvous_state(desired);
   if (!next) return;
   torchstore::RendezvousState prev;
@@ -18,6 +21,7 @@ void TorchrunLaunchers::note_write(int node, const std::string& key, const std::
   for (const auto& l : torchstore::heartbeats_moved(prev, *next)) {
     if (node_of_.size() >= kMostLaunchers && !node_of_.count(l.name())) break;
     node_of_[l.name()] = node;
+    known_.insert(node);
   }
   last_key_ = key;
   last_value_ = desired;

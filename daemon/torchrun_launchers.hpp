@@ -43,6 +43,7 @@ class TorchrunLaunchers {
  private:
   std::unordered_map<std::string, int> node_of_;  // "host:pid" -> node index
   std::set<std::string> keys_;                    // the rendezvous states written
+  std::set<int> known_;                           // the nodes whose launcher is known
   // The last state written, read: the next write's `current`, as a rule
   // (one read per write, not two).
   std::string last_key_, last_value_;

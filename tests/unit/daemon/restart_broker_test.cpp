@@ -426,10 +426,10 @@ class LauncherRestartTest : public RestartBrokerTest {
     r.mutable_compare_and_set()->set_desired(desired);
     return torch(c, r).value();
   }
-  std::string stored() {
+  std::string stored(ConnId via = kA) {
     proto::Request r;
     r.mutable_get()->set_key(kKey);
-    return torch(kA, r).value();
+    return torch(via, r).value();
   }
   static constexpr const char* kKey = "/torch.rendezvous.slurm-dp";  // as torchrun sends it
   const std::string n0 = "n0.cluster:4000", n1 = "n1.cluster:4001", n2 = "n2.cluster:4002";
@@ -454,6 +454,18 @@ TEST_F(LauncherRestartTest, ALostNodesLauncherIsAgedInTheRendezvousAtOnce) {
       << out_.notices[0];
   // Node nb's launcher (n1:4001, refreshed by nb's write) aged; the others kept.
   EXPECT_EQ(stored(), aged({n1}));
+}
+
+// A node's launcher is learnt once (torchrun restarts its workers, not
+// itself): its keep-alives are not read again.
+TEST_F(LauncherRestartTest, ANodesLauncherIsLearntOnce) {
+  const std::string v1 = aged({n1, n2}), v2 = aged({n1});
+  EXPECT_EQ(cas(kA, "", v1), v1);          // kA's first write: n0 (and, new to it, n1 and n2)
+  EXPECT_EQ(cas(kB, v1, v2), v2);          // kB moves n2's heartbeat: n2 is kB's
+  EXPECT_EQ(cas(kA, v2, state_), state_);  // kA moves n1's: not read, kA is known
+  b_->on_disconnect(kA, t0_);
+  ASSERT_FALSE(b_->aborted());
+  EXPECT_EQ(stored(kB), aged({n0, n1}));  // kA's as learnt: n0 and n1, not n2
 }
 
 TEST_F(LauncherRestartTest, ARendezvousWithoutTheLostNodesLauncherIsLeftAlone) {
