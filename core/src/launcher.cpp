@@ -196,6 +196,7 @@ std::vector<std::pair<std::string, std::string>> launcher_master_environment(
     return {{env::kPetRdzvEndpoint, "127.0.0.1:" + port},
             {env::kPetRdzvId, "slurm-dp"},
             {env::kPetRdzvConf, "is_host=false,join_timeout=86400"},
+            {env::kPetMonitorInterval, "0.1"},
             {env::kTorchDisableShareRdzvStore, "1"}};
   return {{env::kPetMasterAddr, addr}, {env::kPetMasterPort, port}};
 }

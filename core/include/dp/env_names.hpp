@@ -42,6 +42,9 @@ inline constexpr const char* kPetRdzvBackend = "PET_RDZV_BACKEND";
 inline constexpr const char* kPetRdzvEndpoint = "PET_RDZV_ENDPOINT";
 inline constexpr const char* kPetRdzvId = "PET_RDZV_ID";
 inline constexpr const char* kPetRdzvConf = "PET_RDZV_CONF";
+// How often torchrun looks at its workers: PyTorch 2.x's own 0.1 s, which
+// 1.13 (5 s) would otherwise make a lost node's survivors wait on.
+inline constexpr const char* kPetMonitorInterval = "PET_MONITOR_INTERVAL";
 // PyTorch 2.6+ shares one worker store per rendezvous and keeps its address
 // on a launcher that is not node rank 0 again: after a lost node it names the
 // lost node. "1": every round publishes its own (older PyTorch ignores it).

@@ -70,7 +70,9 @@ std::vector<std::pair<std::string, std::string>> launcher_environment(const Laun
 // is_host=false; a join timeout of a day, so a spare waits as long as the
 // step; torchrun's own keep-alive, as the daemon ages a lost node's
 // launchers in the rendezvous at once: daemon/torchrun_launchers.hpp),
-// and TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 (env_names.hpp says why).
+// PET_MONITOR_INTERVAL=0.1 (PyTorch 2.x's own; 1.13 looks at its workers
+// every 5 s) and TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 (env_names.hpp says
+// why).
 std::vector<std::pair<std::string, std::string>> launcher_master_environment(
     const LaunchShape& shape, const std::string& addr, const std::string& port);
 

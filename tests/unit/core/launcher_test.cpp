@@ -209,6 +209,25 @@ TEST(LauncherLayout, ALauncherGetsTorchrunsSettingsAndEveryWorkersTiles) {
             "worker 1: 2,3");
 }
 
+// --dp-spares: the launchers meet in torchrun's c10d rendezvous in the
+// step's store, through their node agent; none hosts it.
+TEST(LauncherLayout, ALaunchersStepWithSparesMeetsInTheStepsStore) {
+  dp::LaunchShape shape;
+  shape.per_node = true;
+  shape.launcher = "torchrun";
+  shape.nodes = 2;
+  shape.spares = 1;
+  Env env;
+  for (auto& [k, v] : dp::launcher_master_environment(shape, "10.0.0.1", "29600")) env[k] = v;
+  EXPECT_EQ(env["PET_RDZV_ENDPOINT"], "127.0.0.1:29600");
+  EXPECT_EQ(env["PET_RDZV_ID"], "slurm-dp");
+  // torchrun's own keep-alive: the daemon ages a lost launcher at once.
+  EXPECT_EQ(env["PET_RDZV_CONF"], "is_host=false,join_timeout=86400");
+  EXPECT_EQ(env["PET_MONITOR_INTERVAL"], "0.1");
+  EXPECT_EQ(env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"], "1");
+  EXPECT_EQ(env.count("PET_MASTER_ADDR"), 0u);
+}
+
 TEST(LauncherLayout, WithoutTilesTheNodesDevicesDecideTheWorkers) {
   dp::StepFacts f = two_nodes({"python3", "-m", "torch.distributed.run", "t.py"}, nullptr);
   // slurmstepd's view: its own node, the devices Slurm gave the step there.
