@@ -13,7 +13,7 @@
 # others do not wait out its keep-alive (5 s x 3): from the loss to the
 # restarted workers' first step (their PyTorch import included, checkpoint
 # load excluded) at most 10 s on every PyTorch (Debian 12 took 13.7 to 15.3 s
-# before; 5.5 and 6.4 s since).
+# before; 2.9 to 3.9 s since, with PET_MONITOR_INTERVAL=0.1 for 1.13's torchrun).
 # PyTorch before 2.3
 # has no redundancy list: there a healthy step's waiting launcher ends with
 # RendezvousClosedError (README.md says so); the loss is tested everywhere.
