@@ -189,7 +189,7 @@ bool StoreFront::fits_upstream(ConnId conn, const proto::Request& up, const std:
 void StoreFront::read(ConnId conn, Client& c, torchstore::Request& r) {
   const uint64_t slot = take_slot(c, r.op == Op::wait);
   if (r.op == Op::wait) c.wait_slot = slot;
-  ride(r, Rider{conn, slot, r.op, r.op == Op::add ? r.delta : 0});
+  ride(r, Rider{conn, slot, r.op, r.op == Op::add ? r.delta : 0, torchstore::announces_worker(r)});
 }
 
 uint64_t StoreFront::take_slot(Client& c, bool wait) {
@@ -242,8 +242,13 @@ void StoreFront::launch(const std::string& name, Fold& f) {
   proto::Request up = f.request;
   if (up.has_add()) {
     int64_t sum = 0;
-    for (const auto& r : f.riding) sum = wrapping_add(sum, r.delta);
+    uint32_t workers = 0;
+    for (const auto& r : f.riding) {
+      sum = wrapping_add(sum, r.delta);
+      workers += r.announces ? 1 : 0;
+    }
     up.mutable_add()->set_delta(sum);
+    up.mutable_add()->set_workers(workers);
   }
   f.inflight = send(std::move(up), f.op, Sent{name, {}, true, {}});
 }

@@ -100,7 +100,8 @@ class StoreFront final : public UpstreamSink {
     ConnId conn = 0;
     uint64_t slot = 0;
     Op op = Op::get;
-    int64_t delta = 0;  // ADD
+    int64_t delta = 0;       // ADD
+    bool announces = false;  // TCPStore's worker handshake (the daemon counts them)
   };
   // Identical reads (or one key's adds): the one in flight and the next.
   struct Fold {

@@ -296,14 +296,14 @@ class Broker {
     RestartRecord record;  // the restart under way, until its line is out
     bool record_open = false;
     Clock::time_point loss_at{}, decided_at{}, stopped_at{}, started_at{}, rendezvous_at{};
-    int64_t torch_inits = 0;         // PyTorch store clients' "init/" adds since the restart
+    int64_t store_workers = 0;       // PyTorch store clients up since the restart (Add.workers)
     std::vector<std::string> lines;  // every restart's line, for the report and srun
     bool done_pushed = false;        // every rank is done: DONE went to the agents
     // A launcher step's ranks that will never say goodbye: a lost node's, or
     // a waiting launcher's that ended once the step's work was done.
     std::set<int> gone;
     bool lost_ended = false;  // slurmctld was asked to end the lost nodes' tasks
-    // This start's rendezvous (every PyTorch client's init/, or libdp's):
+    // This start's rendezvous (every PyTorch store client up, or libdp's):
     // a failure before it or within kAtOnceMs is "at once"; by node index,
     // each node's failures at once in a row (failure_setback).
     std::optional<Clock::time_point> met_at;
@@ -311,9 +311,10 @@ class Broker {
     TorchrunLaunchers launchers;  // a launcher step's: which node each runs on
   };
   std::optional<Restarts> restarts_;
-  // PyTorch's store saw a client's "init/" add (broker_torch_ops.cpp): every
-  // rank's client after a restart marks its rendezvous.
-  void note_torch_init(Clock::time_point now);
+  // An agent's ADD announced PyTorch store clients up (Add.workers, counted
+  // from TCPStore's own handshake): every rank's after a restart marks its
+  // rendezvous.
+  void note_store_workers(uint32_t workers, Clock::time_point now);
   void note_met(Clock::time_point now);
 
   // broker_stacks.cpp

@@ -119,10 +119,9 @@ void Broker::op_add(const Call& c, const proto::Add& m) {
   }
   if (!store_value(c, m.key(), std::to_string(next))) return;
   key_changed(c.space, m.key(), c.now);
-  // Each PyTorch store client built with a world size adds to "init/" once
-  // it is up: after a restart, every rank's means they met again.
-  if (torch && m.key().size() >= 5 && m.key().compare(m.key().size() - 5, 5, "init/") == 0)
-    note_torch_init(c.now);
+  // The agents name TCPStore's worker handshakes: after a restart, every
+  // rank's client up means the programs met again.
+  if (torch && m.workers() > 0) note_store_workers(m.workers(), c.now);
   proto::Response r;
   r.set_id(c.id);
   r.set_number(next);

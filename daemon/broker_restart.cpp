@@ -342,7 +342,7 @@ void Broker::start_programs(Clock::time_point now) {
   for (uint64_t wid : ids) drop_waiter(wid);
   barriers_.clear();
   report_.on_restart();
-  rs.torch_inits = 0;
+  rs.store_workers = 0;
   rs.met_at.reset();
   const int t = rs.roster.tasks_per_node;
   std::set<int> starting;
@@ -429,10 +429,11 @@ void Broker::restart_node_left(const Peer& p, Clock::time_point now) {
   run_restart(restarts_->machine.left(p.node, now), now);
 }
 
-void Broker::note_torch_init(Clock::time_point now) {
+void Broker::note_store_workers(uint32_t workers, Clock::time_point now) {
   if (!restarts_ || restarts_->machine.stopped_phase()) return;
   Restarts& rs = *restarts_;
-  if (++rs.torch_inits < cfg_.world_size) return;
+  rs.store_workers += workers;
+  if (rs.store_workers < cfg_.world_size) return;
   note_met(now);
   if (rs.record_open && rs.rendezvous_at == Clock::time_point{}) rs.rendezvous_at = now;
 }

@@ -55,4 +55,8 @@ Result<std::string> encode_request(Dialect d, const Request& r) {
   return out;
 }
 
+bool announces_worker(const Request& r) {
+  return r.op == Op::add && r.delta == 1 && r.key == "init/";
+}
+
 }  // namespace dp::torchstore

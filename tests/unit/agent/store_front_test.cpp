@@ -11,6 +11,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "broker.hpp"
 #include "dp/torchstore/reply.hpp"
@@ -123,6 +124,7 @@ struct World : daemon::Outbox {
 
   Clock::time_point t0 = Clock::time_point{} + std::chrono::hours(1);
   std::deque<std::pair<ConnId, std::string>> up;
+  std::optional<proto::Add> last_add;  // the last ADD a front sent the daemon
   std::deque<std::pair<ConnId, proto::Response>> down;
   daemon::Broker broker;
   std::vector<std::unique_ptr<Node>> nodes_;
@@ -145,6 +147,7 @@ Node::Node(World& w, ConnId l, std::vector<int32_t> ranks, int world_size, size_
       front(core, *this, {}, upstream_frame) {}
 
 void Node::to_daemon(const proto::Request& r) {
+  if (r.has_add()) world.last_add = r.add();
   world.up.emplace_back(link, r.SerializeAsString());
 }
 
@@ -242,11 +245,15 @@ TEST(StoreFront, ANodesAddsAreOneUpstreamAddHandedOutInArrivalOrder) {
   EXPECT_EQ(w.node(0).front.counters().upstream, 0u);  // they leave at the pass's end
   w.pump();
   EXPECT_EQ(w.node(0).front.counters().upstream, 1u);
+  ASSERT_TRUE(w.last_add);
+  EXPECT_EQ(w.last_add->delta(), 8);
+  EXPECT_EQ(w.last_add->workers(), 8u);  // TCPStore's handshakes, counted through the fold
   for (ConnId c = 1; c <= 8; ++c)
     EXPECT_EQ(w.node(0).got[c], i64(static_cast<int64_t>(c))) << "client " << c;
   for (ConnId c = 1; c <= 8; ++c) w.ask(0, c, add("init/", 0), ts::Dialect::legacy);
   w.pump();
   EXPECT_EQ(w.node(0).front.counters().upstream, 2u);
+  EXPECT_EQ(w.last_add->workers(), 0u);  // polls announce nobody
   for (ConnId c = 1; c <= 8; ++c) EXPECT_EQ(w.node(0).got[c], i64(c) + i64(8));
 }
 

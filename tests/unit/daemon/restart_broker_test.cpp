@@ -354,34 +354,40 @@ TEST_F(RestartBrokerTest, ANodeWhoseProgramFailsAtOnceTwiceIsRetiredForTheNextSp
   EXPECT_EQ(restart_push(kSpare)->restart_count(), 2u);
 }
 
-// The same failures with the programs' rendezvous (every PyTorch client's
-// init/ add) and 10 s of running between them restart in place: no node's fault.
+// The same failures with the programs' rendezvous (every PyTorch store
+// client up: the agents count TCPStore's handshakes, two to a node's folded
+// ADD) and 10 s of running between them restart in place: no node's fault.
+// ADDs that announce nobody, whatever their keys, are no rendezvous.
 TEST_F(RestartBrokerTest, AFailureAfterTheProgramsMetAndRanIsNoNodesFault) {
-  rank_lost(kB, 2, 1);
-  for (ConnId c : {kA, kB, kSpare}) ready(c, proto::Restart::STOP);
-  for (ConnId c : {kA, kB}) ready(c, proto::Restart::START);
-  for (int r = 0; r < 4; ++r) {
-    proto::Request add;
-    add.set_id(20 + r);
-    add.set_space(proto::SPACE_TORCH);
-    add.mutable_add()->set_key("/default_pg/0//cuda//init/");
-    add.mutable_add()->set_delta(1);
-    send(r < 2 ? kA : kB, add);
+  for (bool announced : {true, false}) {
+    SCOPED_TRACE(announced ? "the clients announced" : "keys alone");
+    b_.reset();
+    out_ = Recorder{};
+    SetUp();
+    rank_lost(kB, 2, 1);
+    for (ConnId c : {kA, kB, kSpare}) ready(c, proto::Restart::STOP);
+    for (ConnId c : {kA, kB}) ready(c, proto::Restart::START);
+    for (ConnId c : {kA, kB}) {
+      proto::Request add;
+      add.set_id(20 + c);
+      add.set_space(proto::SPACE_TORCH);
+      add.mutable_add()->set_key(announced ? "init/" : "/default_pg/0//cuda//init/");
+      add.mutable_add()->set_delta(2);
+      if (announced) add.mutable_add()->set_workers(2);
+      send(c, add);
+    }
+    tick(11'000);
+    proto::Request lost;
+    lost.set_id(8);
+    lost.mutable_rank_lost()->set_rank(3);
+    lost.mutable_rank_lost()->set_exit_code(1);
+    b_->on_frame(kB, lost.SerializeAsString(), t0_ + milliseconds(11'000));
+    ASSERT_FALSE(b_->aborted());
+    EXPECT_EQ(restart_push(kB)->phase(), announced ? proto::Restart::STOP : proto::Restart::FENCE);
+    if (announced) {
+      EXPECT_EQ(restart_push(kB)->generation(), 2u);
+    }
   }
-  tick(11'000);
-  b_->on_frame(
-      kB,
-      [] {
-        proto::Request r;
-        r.set_id(8);
-        r.mutable_rank_lost()->set_rank(3);
-        r.mutable_rank_lost()->set_exit_code(1);
-        return r.SerializeAsString();
-      }(),
-      t0_ + milliseconds(11'000));
-  ASSERT_FALSE(b_->aborted());
-  EXPECT_EQ(restart_push(kB)->phase(), proto::Restart::STOP);
-  EXPECT_EQ(restart_push(kB)->generation(), 2u);
 }
 
 // torchrun per node (--restart-programs=0): the launchers restart their own

@@ -189,5 +189,54 @@ TEST(TorchStoreFixtures, OneThirteenOpensAnIdleSecondConnectionPerClient) {
   EXPECT_EQ(hex(first.substr(0, 22)), "030500000000000000696e69742f0100000000000000");
 }
 
+// The daemon times a restart's rendezvous by TCPStore's worker handshake:
+// each rank's store client announces itself once, before its own requests,
+// and no program's own ADD (every user key starts with "/") reads as one.
+TEST(TorchStoreFixtures, EachRanksClientAnnouncesItselfOnceAndNothingElseDoes) {
+  for (const auto& rec : testing::load_recordings()) {
+    SCOPED_TRACE(rec.name);
+    int announced = 0;
+    for (const auto& [conn, stream] : rec.client_streams()) {
+      const ParsedStream whole = parse(stream, {});
+      int here = 0;
+      for (size_t i = 0; i < whole.requests.size(); ++i) {
+        const Request& r = whole.requests[i];
+        if (r.op == Op::add && !r.key.empty() && r.key.front() == '/') {
+          EXPECT_FALSE(announces_worker(r)) << r.key;
+        }
+        if (!announces_worker(r)) continue;
+        ++here;
+        for (size_t j = 0; j < i; ++j) {  // only the connection's own handshake before it
+          EXPECT_TRUE(whole.requests[j].op == Op::validate || whole.requests[j].op == Op::ping)
+              << "connection " << conn << " request " << j;
+        }
+      }
+      EXPECT_LE(here, 1) << "connection " << conn;
+      announced += here;
+    }
+    if (rec.name.find("-init.txt") != std::string::npos) {
+      EXPECT_EQ(announced, 2);  // two ranks
+    }
+  }
+}
+
+TEST(TorchStoreRequest, OnlyTheRawInitAddOfOneAnnouncesAWorker) {
+  Request r;
+  r.op = Op::add;
+  r.key = "init/";
+  r.delta = 1;
+  EXPECT_TRUE(announces_worker(r));
+  r.delta = 0;  // a barrier's poll shape
+  EXPECT_FALSE(announces_worker(r));
+  r.delta = 1;
+  r.key = "/init/";  // a program's own key
+  EXPECT_FALSE(announces_worker(r));
+  r.key = "/default_pg/0//cuda//init/";
+  EXPECT_FALSE(announces_worker(r));
+  r.key = "init/";
+  r.op = Op::set;
+  EXPECT_FALSE(announces_worker(r));
+}
+
 }  // namespace
 }  // namespace dp::torchstore

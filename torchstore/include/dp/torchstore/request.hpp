@@ -32,4 +32,10 @@ struct Request {
 // or a MULTI_SET whose keys and values differ in number.
 Result<std::string> encode_request(Dialect d, const Request& r);
 
+// TCPStore's worker handshake: every client built with a world size adds 1
+// to the raw key "init/" before anything else (user keys always carry a "/"
+// prefix, so no program's own ADD looks like it). Its count tells that a
+// program's store clients are all up, whatever the program's own keys are.
+bool announces_worker(const Request& r);
+
 }  // namespace dp::torchstore
