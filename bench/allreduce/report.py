@@ -5,6 +5,7 @@ import sys
 
 raw, rounds = sys.argv[1], sys.argv[2]
 pinned = len(sys.argv) > 3 and sys.argv[3] == "1"
+world = int(sys.argv[4]) if len(sys.argv) > 4 else 2
 runs = collections.defaultdict(list)   # (impl, bytes) -> [(us, busbw)]
 ceil = collections.defaultdict(list)
 for line in open(raw):
@@ -19,7 +20,7 @@ def size(b):
     return f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB"
 
 
-print(f"2 ranks{' pinned to CPUs 0,1' if pinned else ''}, medians of {rounds} runs (each run: median of its iterations)")
+print(f"{world} ranks{' pinned, rank r to CPU r mod CPUs' if pinned else ''}, medians of {rounds} runs (each run: median of its iterations)")
 print(f"{'size':>8} | {'libdp tcp us':>12} {'GB/s':>6} | {'libdp shm us':>12} {'GB/s':>6} | {'torch us':>10} {'GB/s':>6} | tcp/torch shm/torch")
 def cells(xs, width):
     """Median time and GB/s of one implementation, or dashes when it did not run."""

@@ -208,9 +208,7 @@ class GlooCommunicator final : public Communicator {
     }
     log.phase("route to master -> " + local);
     DP_TRY(run_gloo("rendezvous", rank_, size_, abort_, store_.client != nullptr, timeout_, [&] {
-      gloo::transport::tcp::attr attr;
-      attr.hostname = local;
-      device_ = gloo::transport::tcp::CreateDevice(attr);
+      device_ = create_device(local, static_cast<int>(param(Param::gloo_loop_nice)));
       auto gctx = std::make_shared<gloo::rendezvous::Context>(rank_, size_);
       gctx->setTimeout(timeout_);
       // A per-process generation keeps a second communicator's keys apart.

@@ -3,12 +3,17 @@
 #include <dirent.h>
 #include <gloo/context.h>
 #include <gloo/transport/tcp/address.h>
+#include <gloo/transport/tcp/device.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <thread>
 
 #include "dp/params.hpp"
 #include "dp/unique_fd.hpp"
@@ -33,6 +38,30 @@ bool same_endpoint(const sockaddr_storage& a, const sockaddr_storage& b) {
 }
 
 }  // namespace
+
+std::shared_ptr<gloo::transport::Device> create_device(const std::string& host, int loop_nice) {
+  std::shared_ptr<gloo::transport::Device> device;
+  std::exception_ptr failed;
+  std::thread helper([&] {
+    // Best effort: a failure leaves the loop at the caller's priority.
+    if (loop_nice > 0) {
+      const int tid = static_cast<int>(gettid());
+      errno = 0;
+      const int now = getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
+      if (errno == 0) setpriority(PRIO_PROCESS, static_cast<id_t>(tid), now + loop_nice);
+    }
+    try {
+      gloo::transport::tcp::attr attr;
+      attr.hostname = host;
+      device = gloo::transport::tcp::CreateDevice(attr);
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  });
+  helper.join();
+  if (failed) std::rethrow_exception(failed);
+  return device;
+}
 
 void GlooSockets::record(gloo::Context& ctx, int self_rank) {
   std::lock_guard<std::mutex> lock(m_);

@@ -5,14 +5,28 @@
 
 #include <sys/socket.h>
 
+#include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace gloo {
 class Context;
+namespace transport {
+class Device;
 }
+}  // namespace gloo
 
 namespace dp::detail {
+
+// gloo's TCP device on `host`, its network thread `loop_nice` steps below the
+// caller's priority. That thread polls while a message waits for its
+// receiver to post a buffer (level-triggered EPOLLIN); at equal priority, on
+// a rank confined to one CPU, it holds off the very thread it waits for until
+// the scheduler's next tick: 4 ms per collective. The thread is born of a
+// short-lived helper that lowered its own priority (Linux threads inherit
+// it, and an unprivileged thread cannot raise its own back). Throws as gloo does.
+std::shared_ptr<gloo::transport::Device> create_device(const std::string& host, int loop_nice);
 
 class GlooSockets {
  public:

@@ -10,6 +10,9 @@
 //                             written after the communicator is gone)
 //   comm_worker restart       generation 0 (DP_RESTART_COUNT): as long; the
 //                             next: as collectives, then "OK ... generation N"
+//   comm_worker priorities    all-reduces once, then prints "NICE main M lowered
+//                             K": its own nice value and how many of its
+//                             threads run at a higher one (Gloo's network thread)
 // Prints "OK" / "LOOPING pid <pid>" / "ERROR <message>" lines; exit 0 on success.
 #include <cmath>
 #include <cstdint>
@@ -19,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include <dirent.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "dp/communicator.hpp"
@@ -262,6 +267,25 @@ int restart(dp::Communicator& c) {
   return 0;
 }
 
+int priorities(dp::Communicator& c) {
+  std::vector<float> v(1024, 1.0f);
+  if (auto r = c.all_reduce(v.data(), v.size(), dp::DType::f32, dp::ReduceOp::sum); !r) {
+    std::printf("ERROR all_reduce: %s\n", r.error().message.c_str());
+    return 3;
+  }
+  const int mine = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
+  int lowered = 0;
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return 4;
+  while (const dirent* e = readdir(d)) {
+    const int tid = std::atoi(e->d_name);
+    if (tid > 0 && getpriority(PRIO_PROCESS, static_cast<id_t>(tid)) > mine) ++lowered;
+  }
+  closedir(d);
+  std::printf("NICE main %d lowered %d\n", mine, lowered);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -277,6 +301,7 @@ int main(int argc, char** argv) {
   if (mode == "stall") return stall(**comm);
   if (mode == "restart") return restart(**comm);
   if (mode == "linger") return linger(std::move(*comm));
+  if (mode == "priorities") return priorities(**comm);
   if (!collectives(**comm)) return 1;
   std::printf("OK rank %d of %d backend %s via %s\n", (*comm)->rank(), (*comm)->size(),
               dp::backend_name((*comm)->backend()), (*comm)->describe().c_str());

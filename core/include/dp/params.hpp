@@ -48,6 +48,9 @@ Result<long long> parse_env_integer(std::string_view name, std::string_view text
     "how long a shared-memory barrier spins before it sleeps")                                  \
   X(shm_slice_ms, "DP_SHM_SLICE_MS", 20, 1, 10000,                                              \
     "how often a shared-memory wait checks that its peers still live")                          \
+  X(gloo_loop_nice, "DP_GLOO_LOOP_NICE", 19, 0, 19,                                             \
+    "how many nice steps below the rank's own Gloo's network thread runs (it polls while a "    \
+    "message waits for its receiver)")                                                          \
   X(nccl_ranks_per_root, "DP_NCCL_RANKS_PER_ROOT", 128, 1, 1048576,                             \
     "NCCL 2.23+: one bootstrap root (unique ID) per this many ranks (ncclCommInitRankScalable)")
 

@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -136,6 +137,32 @@ INSTANTIATE_TEST_SUITE_P(World, Collectives,
                                                                           : "daemon") +
                                   (std::get<2>(info.param) == Transport::shm ? "_shm" : "_tcp");
                          });
+
+// Gloo's network thread polls while a message waits for its receiver; it
+// runs DP_GLOO_LOOP_NICE (default 19) steps below the rank's own threads so
+// that on a rank confined to one CPU it does not hold off the thread it
+// waits for (bench/allreduce). The rank's own threads keep their priority.
+TEST(GlooLoop, RunsBelowTheRanksOwnThreadsAsConfigured) {
+  const int own = getpriority(PRIO_PROCESS, 0);
+  if (own > 10) GTEST_SKIP() << "this test runs at nice " << own << ": no room below it";
+  for (const char* nice : {"", "0", "5"}) {
+    SCOPED_TRACE(std::string("DP_GLOO_LOOP_NICE=") + nice);
+    dp::test::TempDir dir;
+    ASSERT_FALSE(dir.path().empty());
+    auto env = transport_env(Transport::tcp, unique_job_id());
+    env["DP_STORE_DIR"] = dir.path();
+    if (*nice) env["DP_GLOO_LOOP_NICE"] = nice;
+    auto kids = start_world(2, "priorities", dir.path(), env);
+    ASSERT_TRUE(dp::test::wait_all(kids, Clock::now() + std::chrono::seconds(60))) << logs(kids);
+    for (const auto& k : kids) {
+      ASSERT_TRUE(WIFEXITED(*k.status) && WEXITSTATUS(*k.status) == 0) << logs(kids);
+      const std::string want =
+          "NICE main " + std::to_string(own) + " lowered " + (std::string(nice) == "0" ? "0" : "1");
+      EXPECT_NE(dp::test::read_file(k.log).find(want), std::string::npos) << want << "\n"
+                                                                          << logs(kids);
+    }
+  }
+}
 
 // Ranks on several Slurm nodes (of one machine, as the test cluster runs
 // them): each node's ranks share memory and the nodes' leaders join them over
