@@ -7,7 +7,8 @@
 // (one function per request), broker_torch_ops.cpp (PyTorch's store's own),
 // broker_nodes.cpp (node agents: one connection speaking for several ranks),
 // broker_waiters.cpp (blocking calls, barriers, deadlines), broker_stats.cpp,
-// broker_stacks.cpp, broker_restart.cpp (carries out core's RestartMachine);
+// broker_stacks.cpp (with stacks_rounds.cpp), broker_restart.cpp (carries
+// out core's RestartMachine);
 // below them kv_store.cpp (the store), liveness.cpp, step_report.cpp and
 // broker_limits.hpp, which include no broker header.
 #pragma once
@@ -36,6 +37,7 @@
 #include "hello_budget.hpp"
 #include "kv_store.hpp"
 #include "liveness.hpp"
+#include "stacks_rounds.hpp"
 #include "startup_phases.hpp"
 #include "step_report.hpp"
 #include "torchrun_launchers.hpp"
@@ -126,8 +128,8 @@ class Broker {
   // expire_stacks once the deadline passed (nodes still out are named). A
   // second ask while one runs joins it. Returns the deadline; the server's
   // tick (every 100 ms) calls expire_stacks.
-  using StacksDone = std::function<void(std::vector<std::string>)>;
-  static constexpr std::chrono::milliseconds kStacksWait{2'000};
+  using StacksDone = StacksRounds::Done;
+  static constexpr std::chrono::milliseconds kStacksWait = StacksRounds::kWait;
   Clock::time_point ask_stacks(StacksDone done, Clock::time_point now);
   void expire_stacks(Clock::time_point now);
 
@@ -319,7 +321,6 @@ class Broker {
 
   // broker_stacks.cpp
   void op_stacks_answer(const Call& c, const proto::StacksAnswer& m);
-  void failure_stacks(const Call& c, const proto::StacksAnswer& m);
   void finish_stacks(Clock::time_point now);
   // Starts a round when none runs; false when no node agent is connected.
   // flight: the agents also read their NCCL ranks' flight recorders.
@@ -420,21 +421,7 @@ class Broker {
   static uint64_t all_hosts(const std::map<std::string, uint64_t>& by_host);
   uint64_t relinks_ = 0;  // node agents that reconnected after an outage
 
-  struct StacksRound {
-    uint64_t ask = 0;
-    Clock::time_point deadline;
-    std::map<ConnId, std::string> waiting;  // node agents not yet answered: what they hold
-    std::vector<stacks::RankStacks> got;
-    std::vector<stacks::RankFlight> flights;  // the NCCL ranks' flight recorders (watch rounds)
-    std::vector<std::string> read_on;         // "n1 (ranks 0-1)" for each node that answered
-    std::vector<StacksDone> callers;
-    bool for_watch = false;  // the hang watch judges it
-  };
-  std::optional<StacksRound> stacks_;  // the round in flight, at most one
-  // The survivors' stacks the node agents sent at the failure, and whose.
-  std::vector<stacks::RankStacks> failure_got_;
-  std::set<ConnId> failure_read_;
-  uint64_t next_stacks_ask_ = 1;
+  StacksRounds rounds_;  // the stacks round in flight, and the survivors' at the failure
   std::optional<stacks::HangWatch> hang_watch_;  // while hang_timeout is on
 };
 

@@ -1,44 +1,36 @@
-// Stacks rounds: dp-top --stacks, the hang watch, and where the others wait
-// for a straggler. The node agents read
-// their own ranks (only they run as the job's user beside them), the daemon
-// merges. Nothing here blocks: the ask is a push, answers are requests
-// without reply, and a round ends when the last node answered or at its
-// deadline (the server's tick).
+// Stacks rounds (stacks_rounds.hpp): dp-top --stacks, the hang watch, and
+// where the others wait for a straggler. The node agents read their own
+// ranks (only they run as the job's user beside them), the daemon merges.
+// Nothing here blocks: the ask is a push, answers are requests without
+// reply, and a round ends when the last node answered or at its deadline
+// (the server's tick). Here: whom to ask, when the watch asks, and what a
+// round's stacks and flight recorders say of a hang.
 #include <algorithm>
 #include <cstdio>
 
 #include "broker.hpp"
 #include "dp/stacks/straggler_samples.hpp"
-#include "flight_message.hpp"
-#include "stacks_message.hpp"
+#include "stacks_ask.hpp"
 
 namespace dp::daemon {
 
 bool Broker::start_stacks_round(Clock::time_point now, bool flight) {
-  if (stacks_) return true;
-  StacksRound round;
-  round.ask = next_stacks_ask_++;
-  round.deadline = now + kStacksWait;
-  proto::Response push;
-  push.mutable_stacks_ask()->set_ask(round.ask);
-  push.mutable_stacks_ask()->set_flight(flight);
-  // The agent's own deadline leaves room for its answer to travel.
-  push.mutable_stacks_ask()->set_deadline_ms(static_cast<uint32_t>(kStacksWait.count() * 3 / 4));
+  if (rounds_.running()) return true;
+  std::map<ConnId, std::string> nodes;
   for (const auto& [conn, p] : peers_) {
     if (p.state != PeerState::ready || p.role != proto::ROLE_NODE) continue;
-    round.waiting.emplace(conn, "ranks " + stacks::rank_ranges(p.node_ranks) + " (" +
-                                    (p.host.empty() ? "?" : p.host) + ")");
-    out_.send(conn, push);
+    nodes.emplace(conn, "ranks " + stacks::rank_ranges(p.node_ranks) + " (" +
+                            (p.host.empty() ? "?" : p.host) + ")");
   }
-  const bool any = !round.waiting.empty();
-  stacks_ = std::move(round);
-  return any;
+  const auto push = rounds_.start(now, flight, nodes);
+  for (const auto& [conn, held] : nodes) out_.send(conn, *push);
+  return !nodes.empty();
 }
 
 Clock::time_point Broker::ask_stacks(StacksDone done, Clock::time_point now) {
   const bool any = start_stacks_round(now, true);
-  stacks_->callers.push_back(std::move(done));
-  const auto deadline = stacks_->deadline;
+  rounds_.add_caller(std::move(done));
+  const auto deadline = rounds_.deadline();
   if (!any) finish_stacks(now);
   return deadline;
 }
@@ -64,67 +56,31 @@ void Broker::watch_stacks(Clock::time_point now) {
   if (hang) last_hang_round_ = now;
   if (flight) last_flight_round_ = now;
   if (!start_stacks_round(now, flight)) {
-    stacks_.reset();  // no node agent (ranks that connect themselves): libdp's counters judge
+    rounds_.drop();  // no node agent (ranks that connect themselves): libdp's counters judge
     return;
   }
-  stacks_->for_watch = true;
+  rounds_.for_watch();
 }
 
 void Broker::op_stacks_answer(const Call& c, const proto::StacksAnswer& m) {
-  if (m.ask() == rdv::kStacksAtFailure) return failure_stacks(c, m);
-  if (!stacks_ || m.ask() != stacks_->ask || !stacks_->waiting.erase(c.conn)) return;
-  // Not checked against the node's ranks: a launcher's workers carry
-  // torch's ranks, which are not the Slurm tasks the node's hello claimed.
-  std::vector<int> ranks;
-  for (const auto& r : m.ranks()) {
-    stacks_->got.push_back(rdv::rank_stacks(r, c.peer.host));
-    ranks.push_back(r.rank());
+  if (m.ask() == rdv::kStacksAtFailure) {
+    // A node agent read its survivors before ending them (agent_core's abort).
+    if (!abort_ || c.peer.role != proto::ROLE_NODE) return;
+    if (auto lines = rounds_.at_failure(c.conn, c.peer.host, m))
+      report_.note_failure_stacks(std::move(*lines));
+    return;
   }
-  for (const auto& f : m.flights()) stacks_->flights.push_back(rdv::rank_flight(f, c.peer.host));
-  std::sort(ranks.begin(), ranks.end());
-  stacks_->read_on.push_back(
-      (c.peer.host.empty() ? "?" : c.peer.host) + " (" +
-      (ranks.empty() ? "no rank running" : "ranks " + stacks::rank_ranges(ranks)) + ")");
-  if (stacks_->waiting.empty()) finish_stacks(c.now);
-}
-
-// A node agent read its survivors before ending them (agent_core's abort):
-// each node's answer once, merged with the others' into the failure's record.
-void Broker::failure_stacks(const Call& c, const proto::StacksAnswer& m) {
-  if (!abort_ || c.peer.role != proto::ROLE_NODE || !failure_read_.insert(c.conn).second) return;
-  for (const auto& r : m.ranks()) failure_got_.push_back(rdv::rank_stacks(r, c.peer.host));
-  report_.note_failure_stacks(stacks::format_groups(stacks::merge_stacks(failure_got_)));
+  if (rounds_.answer(c.conn, c.peer.host, m)) finish_stacks(c.now);
 }
 
 void Broker::expire_stacks(Clock::time_point now) {
-  if (stacks_ && now >= stacks_->deadline) finish_stacks(now);
+  if (rounds_.expired(now)) finish_stacks(now);
 }
 
 void Broker::finish_stacks(Clock::time_point now) {
-  StacksRound round = std::move(*stacks_);
-  stacks_.reset();
-  if (round.for_watch && !abort_)
-    judge_stacks(round.got, round.flights, round.waiting.empty(), now);
-  if (round.callers.empty()) return;
-  std::vector<std::string> lines;
-  if (round.got.empty() && round.waiting.empty())
-    lines.push_back("no node agent is connected: no rank to read");
-  else lines = stacks::format_groups(stacks::merge_stacks(round.got));
-  // NCCL ranks' places (a rank without a pipe is no NCCL program: not listed).
-  std::vector<stacks::RankFlight> nccl;
-  for (const auto& f : round.flights)
-    if (f.unread.rfind("no pipe", 0) != 0) nccl.push_back(f);
-  for (auto& l : stacks::flight_lines(nccl)) lines.push_back(std::move(l));
-  if (!round.read_on.empty()) {
-    std::sort(round.read_on.begin(), round.read_on.end());  // by host, not by arrival
-    std::string line = "read on";
-    for (size_t i = 0; i < round.read_on.size(); ++i) line += (i ? ", " : " ") + round.read_on[i];
-    lines.push_back(line);
-  }
-  for (const auto& [conn, who] : round.waiting)
-    lines.push_back(who + ": no answer within " + std::to_string(kStacksWait.count() / 1000) +
-                    " s");
-  for (auto& done : round.callers) done(lines);
+  StacksRounds::Finished round = rounds_.finish();
+  if (round.for_watch && !abort_) judge_stacks(round.got, round.flights, round.complete, now);
+  for (auto& done : round.callers) done(round.lines);
 }
 
 // An NCCL rank waiting in a collective spins (its CPU time grows), so the
