@@ -19,7 +19,8 @@ Broker::Broker(BrokerConfig cfg, Outbox& out, Clock::time_point now)
       report_(now, cfg_.job_id, cfg_.step_id, cfg_.world_size, cfg_.limits.hang_timeout,
               cfg_.limits.hang_timeout_by_user),
       live_(cfg_.world_size, cfg_.limits.silence_limit(), now),
-      store_(cfg_.limits) {
+      store_(cfg_.limits),
+      calls_(cfg_.world_size) {
   if (!cfg_.make_nonce) cfg_.make_nonce = rdv::random_nonce;
   // Rendezvous code commonly sets a key or two per rank: sized once, the
   // table does not rehash while a large world arrives.
@@ -306,8 +307,7 @@ AbortCause Broker::cause_of(const Peer& p, AbortCause::How how, std::string mess
 void Broker::forget_peer(ConnId conn, bool goodbye) {
   auto it = peers_.find(conn);
   if (it == peers_.end()) return;
-  std::vector<uint64_t> ws = it->second.waiters;
-  for (uint64_t wid : ws) drop_waiter(wid);
+  for (uint64_t wid : calls_.of_conn(conn)) calls_.take(wid);
   const Peer& p = it->second;
   if (p.state == PeerState::awaiting_hello) hello_budget_.remove(conn);
   if (p.state == PeerState::ready) {
@@ -335,8 +335,8 @@ void Broker::abort_job(AbortCause cause) {
   // Waits given up while the step was healthy were not news until now.
   for (const auto& line : report_.unset_waits()) torch_log(line);
   std::vector<uint64_t> ids;
-  ids.reserve(waiters_.size());
-  for (const auto& [wid, w] : waiters_) {
+  for (uint64_t wid : calls_.ids()) {
+    const Waiter& w = *calls_.find(wid);
     // PyTorch's store outlives the failure: its waits stay, named.
     if (w.space == proto::SPACE_TORCH) {
       if (auto p = peers_.find(w.conn); p != peers_.end())

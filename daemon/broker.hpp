@@ -6,7 +6,8 @@
 // Files: broker.cpp (connections, hello, dispatch, abort), broker_ops.cpp
 // (one function per request), broker_torch_ops.cpp (PyTorch's store's own),
 // broker_nodes.cpp (node agents: one connection speaking for several ranks),
-// broker_waiters.cpp (blocking calls, barriers, deadlines), broker_stats.cpp,
+// broker_waiters.cpp (answering blocking calls; pending_calls.cpp keeps
+// them, their barriers and deadlines), broker_stats.cpp,
 // broker_stacks.cpp (with stacks_rounds.cpp), broker_restart.cpp (carries
 // out core's RestartMachine);
 // below them kv_store.cpp (the store), liveness.cpp, step_report.cpp and
@@ -37,6 +38,7 @@
 #include "hello_budget.hpp"
 #include "kv_store.hpp"
 #include "liveness.hpp"
+#include "pending_calls.hpp"
 #include "stacks_rounds.hpp"
 #include "startup_phases.hpp"
 #include "step_report.hpp"
@@ -107,7 +109,7 @@ class Broker {
   uint32_t max_frame_bytes(ConnId conn) const;
   bool knows(ConnId conn) const { return peers_.count(conn) != 0; }
   size_t connections() const { return peers_.size(); }
-  size_t pending_calls() const { return waiters_.size(); }
+  size_t pending_calls() const { return calls_.size(); }
   int unauthenticated() const { return hello_budget_.count(); }
   // Every rank of the world said goodbye and nobody is connected.
   bool finished() const;
@@ -144,25 +146,6 @@ class Broker {
     std::vector<int> node_ranks;  // ROLE_NODE: the ranks it speaks for, ascending
     int node = -1;                // ROLE_NODE: its node's index in the step (SLURM_NODEID)
     Clock::time_point connected_at;
-    std::vector<uint64_t> waiters;  // pending blocking calls of this peer
-  };
-  enum class WaitKind : uint8_t { get, wait, barrier };
-  struct Waiter {
-    ConnId conn = 0;
-    uint64_t request_id = 0;
-    WaitKind kind = WaitKind::get;
-    proto::Space space = proto::SPACE_STEP;  // get, wait: the keys' space
-    std::vector<std::string> keys;           // get: one key; wait: all keys; barrier: the name
-    std::vector<int> ranks;                  // barrier: the ranks that arrived with this call
-    bool has_deadline = false;
-    Clock::time_point since;  // when it was asked
-    Clock::time_point deadline;
-    std::chrono::milliseconds timeout{0};
-  };
-  struct BarrierState {
-    std::vector<char> arrived;  // by rank
-    int count = 0;
-    std::vector<uint64_t> waiters;
   };
   struct Call {  // one request being handled
     ConnId conn;
@@ -365,21 +348,19 @@ class Broker {
   void torch_queue_push(const Call& c, const proto::QueuePush& m);
   void torch_queue_pop(const Call& c, const proto::QueuePop& m);
   void torch_queue_len(const Call& c, const proto::QueueLen& m);
-  // broker_waiters.cpp. Replies LIMIT and returns false when one more
-  // pending call (or a new barrier) would pass the step's limits.
+  // broker_waiters.cpp: answering the blocking calls (pending_calls.hpp
+  // keeps them). Replies LIMIT and returns false when one more pending call
+  // (or a new barrier) would pass the step's limits.
   bool room_for_call(const Call& c, const std::string* new_barrier);
-  // timeout_ms 0: no deadline.
-  uint64_t add_waiter(const Call& c, WaitKind kind, std::vector<std::string> keys,
-                      uint32_t timeout_ms);
+  // A get or wait on `keys`; timeout_ms 0: no deadline.
+  void add_waiter(const Call& c, WaitKind kind, std::vector<std::string> keys, uint32_t timeout_ms);
   void finish_waiter(uint64_t wid, Clock::time_point now);
   // A node agent's caller gave up a get or wait: it is dropped unanswered.
   void op_cancel_call(const Call& c, const proto::CancelCall& m);
-  void drop_waiter(uint64_t wid);
   void fail_waiter(uint64_t wid, proto::Code code, std::string message);
   void key_changed(proto::Space space, const std::string& key, Clock::time_point now);
   void expire_waiters(Clock::time_point now);
   std::string timeout_message(const Waiter& w) const;
-  std::string missing_ranks(const BarrierState& b) const;
 
   BrokerConfig cfg_;
   Outbox& out_;
@@ -396,13 +377,7 @@ class Broker {
   Liveness live_;
   KvStore store_;
 
-  uint64_t next_waiter_ = 1;
-  std::unordered_map<uint64_t, Waiter> waiters_;
-  // By space: the waiters on each key.
-  std::array<std::unordered_map<std::string, std::vector<uint64_t>>, 2> key_waiters_;
-  auto& key_waiters(proto::Space s) { return key_waiters_[s == proto::SPACE_TORCH ? 1 : 0]; }
-  std::multimap<Clock::time_point, uint64_t> deadlines_;
-  std::unordered_map<std::string, BarrierState> barriers_;
+  PendingCalls calls_;
 
   std::optional<AbortCause> abort_;
   struct SignalSeen {

@@ -93,8 +93,7 @@ void Broker::op_get(const Call& c, const proto::Get& m) {
     return reply_error(c.conn, c.id, proto::NOT_FOUND,
                        "key " + shown_key(m.key()) + " does not exist");
   if (!room_for_call(c, nullptr)) return;
-  const uint64_t wid = add_waiter(c, WaitKind::get, {m.key()}, m.timeout_ms());
-  key_waiters(c.space)[m.key()].push_back(wid);
+  add_waiter(c, WaitKind::get, {m.key()}, m.timeout_ms());
 }
 
 // The step's keys hold strict decimal integers; PyTorch's store reads a
@@ -175,8 +174,7 @@ void Broker::op_wait(const Call& c, const proto::Wait& m) {
   }
   if (missing.empty()) return reply_ok(c.conn, c.id);
   if (!room_for_call(c, nullptr)) return;
-  const uint64_t wid = add_waiter(c, WaitKind::wait, missing, m.timeout_ms());
-  for (const auto& k : missing) key_waiters(c.space)[k].push_back(wid);
+  add_waiter(c, WaitKind::wait, std::move(missing), m.timeout_ms());
 }
 
 // A rank arrives alone; a node agent's call brings its listed ranks together (folded).
@@ -185,26 +183,24 @@ void Broker::op_barrier(const Call& c, const proto::Barrier& m) {
   if (!ranks) return reply_error(c.conn, c.id, ranks.error());
   if (auto k = store_.check_key(m.name()); !k) return reply_error(c.conn, c.id, k.error());
   if (!room_for_call(c, &m.name())) return;
-  auto& b = barriers_[m.name()];
-  if (b.arrived.empty()) b.arrived.assign(static_cast<size_t>(cfg_.world_size), 0);
-  for (int rank : *ranks) {
-    if (b.arrived[static_cast<size_t>(rank)]) {
-      return reply_error(c.conn, c.id, proto::CONFLICT,
-                         "barrier " + shown_key(m.name()) + ": rank " + std::to_string(rank) +
-                             " entered it twice");
-    }
+  Waiter w;
+  w.conn = c.conn;
+  w.request_id = c.id;
+  w.kind = WaitKind::barrier;
+  w.keys = {m.name()};
+  w.ranks = std::move(*ranks);
+  w.since = c.now;
+  w.timeout = std::chrono::milliseconds(m.timeout_ms());
+  int twice = -1;
+  auto arrival = calls_.arrive(std::move(w), &twice);
+  if (!arrival) {
+    return reply_error(
+        c.conn, c.id, proto::CONFLICT,
+        "barrier " + shown_key(m.name()) + ": rank " + std::to_string(twice) + " entered it twice");
   }
-  const uint64_t wid = add_waiter(c, WaitKind::barrier, {m.name()}, m.timeout_ms());
-  for (int rank : *ranks) b.arrived[static_cast<size_t>(rank)] = 1;
-  b.count += static_cast<int>(ranks->size());
-  waiters_.at(wid).ranks = std::move(*ranks);
-  b.waiters.push_back(wid);
-  if (b.count == cfg_.world_size) {
-    BarrierState done = std::move(b);
-    barriers_.erase(m.name());
-    for (uint64_t x : done.waiters) finish_waiter(x, c.now);
-    phases_.reached(Phase::first_barrier, c.now);
-  }
+  if (arrival->complete.empty()) return;
+  for (uint64_t x : arrival->complete) finish_waiter(x, c.now);
+  phases_.reached(Phase::first_barrier, c.now);
 }
 
 void Broker::op_abort(const Call& c, const proto::Abort& m) {

@@ -337,10 +337,7 @@ void Broker::start_programs(Clock::time_point now) {
   if (lose_unheard_node(now)) return;
   rs.stopped_at = now;
   store_.clear_programs(kStepPortsKey);
-  std::vector<uint64_t> ids;
-  for (const auto& [wid, w] : waiters_) ids.push_back(wid);
-  for (uint64_t wid : ids) drop_waiter(wid);
-  barriers_.clear();
+  for (uint64_t wid : calls_.ids()) calls_.take(wid);  // barriers close with their calls
   report_.on_restart();
   rs.store_workers = 0;
   rs.met_at.reset();

@@ -46,8 +46,8 @@ proto::Stats Broker::stats() const {
   line("bytes_stored", store_.bytes());
   line("requests", requests_);
   line("heartbeats", heartbeats_);
-  line("pending_calls", waiters_.size());
-  line("open_barriers", barriers_.size());
+  line("pending_calls", calls_.size());
+  line("open_barriers", calls_.open_barriers());
   line("rejected_unauthorized", rejected_auth_);
   line("store_strangers_refused", all_hosts(store_strangers_));
   line("store_requests_refused", all_hosts(store_refused_));
