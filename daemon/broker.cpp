@@ -29,6 +29,7 @@ Broker::Broker(BrokerConfig cfg, Outbox& out, Clock::time_point now)
   if (cfg_.limits.restarts()) {
     restarts_.emplace();
     restarts_->machine = RestartMachine(cfg_.limits.restart_stop);
+    restarts_->times = RestartTimes(cfg_.world_size);
     // Per-node launchers all run (torchrun keeps the spares waiting): no
     // roster spares, and each lost node one of torchrun's restarts.
     const bool programs = cfg_.limits.restart_programs != 0;

@@ -39,6 +39,7 @@
 #include "kv_store.hpp"
 #include "liveness.hpp"
 #include "pending_calls.hpp"
+#include "restart_times.hpp"
 #include "stacks_rounds.hpp"
 #include "startup_phases.hpp"
 #include "step_report.hpp"
@@ -278,20 +279,16 @@ class Broker {
     // lines saying each change.
     RestartMachine machine{std::chrono::milliseconds(0)};
     Roster roster;
-    RestartRecord record;  // the restart under way, until its line is out
-    bool record_open = false;
-    Clock::time_point loss_at{}, decided_at{}, stopped_at{}, started_at{}, rendezvous_at{};
-    int64_t store_workers = 0;       // PyTorch store clients up since the restart (Add.workers)
+    RestartRecord record;            // the restart under way, until its line is out (times.is_open)
+    RestartTimes times{1};           // sized to the world at the broker's start
     std::vector<std::string> lines;  // every restart's line, for the report and srun
     bool done_pushed = false;        // every rank is done: DONE went to the agents
     // A launcher step's ranks that will never say goodbye: a lost node's, or
     // a waiting launcher's that ended once the step's work was done.
     std::set<int> gone;
     bool lost_ended = false;  // slurmctld was asked to end the lost nodes' tasks
-    // This start's rendezvous (every PyTorch store client up, or libdp's):
-    // a failure before it or within kAtOnceMs is "at once"; by node index,
-    // each node's failures at once in a row (failure_setback).
-    std::optional<Clock::time_point> met_at;
+    // By node index, each node's failures at once (times.at_once) in a row
+    // (failure_setback).
     std::map<int, int> early;
     TorchrunLaunchers launchers;  // a launcher step's: which node each runs on
   };
@@ -300,7 +297,6 @@ class Broker {
   // from TCPStore's own handshake): every rank's after a restart marks its
   // rendezvous.
   void note_store_workers(uint32_t workers, Clock::time_point now);
-  void note_met(Clock::time_point now);
 
   // broker_stacks.cpp
   void op_stacks_answer(const Call& c, const proto::StacksAnswer& m);

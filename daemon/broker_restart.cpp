@@ -14,16 +14,6 @@
 namespace dp::daemon {
 namespace {
 
-// After the rendezvous, how long a step whose ranks report no counters
-// (no libdp) is given before its restart's line goes out without a first step.
-constexpr std::chrono::seconds kFirstStepWait{2};
-
-int64_t ms_between(Clock::time_point from, Clock::time_point to) {
-  if (from == Clock::time_point{} || to == Clock::time_point{}) return -1;
-  return std::max<int64_t>(
-      0, std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count());
-}
-
 // What a failure means for a step that may restart; none: it ends the step.
 std::optional<Setback> setback_of(const AbortCause& c) {
   switch (c.how) {
@@ -90,8 +80,7 @@ bool Broker::restart_instead(AbortCause& cause) {
   if (!cfg_.limits.restart_programs) return launcher_loss(cause, *what, now);
   const bool stopped = rs.machine.stopped_phase();
   if (*what == Setback::program_failed && !stopped && cause.node >= 0) {
-    const bool at_once = !rs.met_at || now - *rs.met_at < std::chrono::milliseconds(kAtOnceMs);
-    what = failure_setback(rs.roster, rs.early[cause.node], at_once);
+    what = failure_setback(rs.roster, rs.early[cause.node], rs.times.at_once(now));
     if (*what == Setback::node_lost) {
       cause.how = AbortCause::How::node_lost;
       cause.message = "rank " + std::to_string(cause.rank) + " (host " + cause.host +
@@ -152,7 +141,7 @@ bool Broker::launcher_loss(AbortCause& cause, Setback what, Clock::time_point no
   fence_node(cause, now);
   age_lost_launchers(cause, now);
   for (int r : node_rank_ranks(cause.node, rs.roster.tasks_per_node)) rs.gone.insert(r);
-  if (rs.record_open) finish_record(now);
+  finish_record(now);
   rs.roster = plan.roster;
   rs.record = RestartRecord{};
   rs.record.count = rs.roster.restarts;
@@ -161,11 +150,10 @@ bool Broker::launcher_loss(AbortCause& cause, Setback what, Clock::time_point no
   rs.record.why = short_why(cause, live_.silence_limit());
   rs.record.by_launcher = true;
   rs.record.spares_left = cfg_.limits.spares - rs.roster.lost();
-  rs.loss_at = rs.decided_at = now;
+  Clock::time_point loss_at = now;
   for (int r : node_rank_ranks(cause.node, rs.roster.tasks_per_node))
-    rs.loss_at = std::min(rs.loss_at, live_.slot(r).last_heard);
-  rs.stopped_at = rs.started_at = rs.rendezvous_at = Clock::time_point{};
-  rs.record_open = true;
+    loss_at = std::min(loss_at, live_.slot(r).last_heard);
+  rs.times.open(loss_at, now);
   finish_record(now);
   return true;
 }
@@ -275,7 +263,7 @@ void Broker::run_restart(RestartMachine::Commands commands, Clock::time_point no
           reject_and_close(conn, 0, proto::UNAVAILABLE, c.why);
         break;
       case RestartMachine::Command::Kind::running:
-        rs.started_at = now;
+        rs.times.started(now);
         // The launchers' own rendezvous and restart are torchrun's, unseen here.
         if (!cfg_.limits.restart_programs) finish_record(now);
         break;
@@ -290,19 +278,18 @@ void Broker::begin_restart(const AbortCause& cause, const RestartPlan& plan, boo
                            Clock::time_point now) {
   Restarts& rs = *restarts_;
   if (!further) {
-    if (rs.record_open) finish_record(now);
+    finish_record(now);
     rs.record = RestartRecord{};
     rs.record.count = plan.roster.restarts;
     rs.record.max_restarts = plan.roster.max_restarts;
     rs.record.tasks_per_node = plan.roster.tasks_per_node;
     rs.record.why = short_why(cause, live_.silence_limit());
-    rs.decided_at = now;
     // A lost node was last heard at most a heartbeat before it went.
-    rs.loss_at = now;
+    Clock::time_point loss_at = now;
     if (*setback_of(cause) == Setback::node_lost)
       for (int r : node_rank_ranks(plan.node_rank, plan.roster.tasks_per_node))
-        rs.loss_at = std::min(rs.loss_at, live_.slot(r).last_heard);
-    rs.stopped_at = rs.started_at = rs.rendezvous_at = Clock::time_point{};
+        loss_at = std::min(loss_at, live_.slot(r).last_heard);
+    rs.times.open(loss_at, now);
   }
   if (*setback_of(cause) == Setback::node_lost) {
     // A program that failed first only felt this loss (rank 0's node lost,
@@ -316,7 +303,7 @@ void Broker::begin_restart(const AbortCause& cause, const RestartPlan& plan, boo
   }
   rs.roster = plan.roster;
   rs.record.spares_left = rs.roster.spares_left();
-  rs.record_open = true;
+  rs.times.keep_open();
   std::set<int> live;
   for (const auto& [conn, p] : peers_)
     if (p.state == PeerState::ready && p.role == proto::ROLE_NODE && p.node >= 0 &&
@@ -335,12 +322,10 @@ void Broker::start_programs(Clock::time_point now) {
   // Never a START to a world one of whose nodes cannot come: its ranks
   // would be waited for until the rendezvous' timeout.
   if (lose_unheard_node(now)) return;
-  rs.stopped_at = now;
+  rs.times.stopped(now);
   store_.clear_programs(kStepPortsKey);
   for (uint64_t wid : calls_.ids()) calls_.take(wid);  // barriers close with their calls
   report_.on_restart();
-  rs.store_workers = 0;
-  rs.met_at.reset();
   const int t = rs.roster.tasks_per_node;
   std::set<int> starting;
   for (auto& [conn, p] : peers_) {
@@ -428,34 +413,15 @@ void Broker::restart_node_left(const Peer& p, Clock::time_point now) {
 
 void Broker::note_store_workers(uint32_t workers, Clock::time_point now) {
   if (!restarts_ || restarts_->machine.stopped_phase()) return;
-  Restarts& rs = *restarts_;
-  rs.store_workers += workers;
-  if (rs.store_workers < cfg_.world_size) return;
-  note_met(now);
-  if (rs.record_open && rs.rendezvous_at == Clock::time_point{}) rs.rendezvous_at = now;
-}
-
-// This start's programs met: failures from kAtOnceMs on are no node's fault.
-void Broker::note_met(Clock::time_point now) {
-  Restarts& rs = *restarts_;
-  if (rs.met_at) return;
-  rs.met_at = now;
+  restarts_->times.store_clients(workers, now);
 }
 
 void Broker::finish_record(Clock::time_point now) {
   Restarts& rs = *restarts_;
-  if (!rs.record_open) return;
-  rs.record_open = false;
+  const auto phases = rs.times.close(now, report_.resumed().stepped);
+  if (!phases) return;
   RestartRecord& r = rs.record;
-  r.phase_ms[0] = ms_between(rs.loss_at, rs.decided_at);
-  r.phase_ms[1] = ms_between(rs.decided_at, rs.stopped_at);
-  r.phase_ms[2] = ms_between(rs.stopped_at, rs.started_at);
-  const bool started = rs.started_at != Clock::time_point{};
-  r.phase_ms[3] = ms_between(started ? rs.started_at : rs.stopped_at, rs.rendezvous_at);
-  const auto resumed = report_.resumed();
-  r.phase_ms[4] = resumed.stepped && rs.rendezvous_at != Clock::time_point{}
-                      ? ms_between(rs.rendezvous_at, now)
-                      : -1;
+  std::copy(phases->begin(), phases->end(), r.phase_ms);
   const std::string line = restart_line(r);
   rs.lines.push_back(line);
   report_.note_restarts(rs.lines, rs.roster.spares_left());
@@ -472,17 +438,11 @@ void Broker::watch_restarts(Clock::time_point now) {
     if (node_conn(node) == 0) run_restart(rs.machine.left(node, now), now);
   run_restart(rs.machine.tick(now), now);
   if (abort_ || rs.machine.phase() != RestartMachine::Phase::running) return;
-  if (rs.met_at && now - *rs.met_at >= std::chrono::milliseconds(kAtOnceMs)) rs.early.clear();
-  if (report_.resumed().initialized) note_met(now);
-  if (rs.record_open) {
-    const auto resumed = report_.resumed();
-    if (resumed.initialized && rs.rendezvous_at == Clock::time_point{}) rs.rendezvous_at = now;
-    const bool met = rs.rendezvous_at != Clock::time_point{};
-    // Without libdp's counters there is no first step to wait for.
-    if (resumed.stepped || (met && !resumed.reported && now - rs.rendezvous_at >= kFirstStepWait) ||
-        now - rs.started_at >= std::chrono::seconds(60))
-      finish_record(now);
-  }
+  if (rs.times.settled(now)) rs.early.clear();
+  const auto resumed = report_.resumed();
+  if (resumed.initialized) rs.times.initialized(now);
+  // Without libdp's counters there is no first step to wait for.
+  if (rs.times.due(now, resumed.stepped, resumed.reported)) finish_record(now);
   if (!rs.done_pushed &&
       live_.goodbye_count() + static_cast<int>(rs.gone.size()) >= cfg_.world_size) {
     rs.done_pushed = true;
