@@ -23,6 +23,12 @@ constexpr ConnId kA = 1, kB = 2, kSpare = 3;
 class RestartBrokerTest : public BrokerTest {
  protected:
   RestartBrokerTest() : BrokerTest(4) {}
+  // A fresh broker and recorder, for one more case in the same test.
+  void start_again() {
+    b_.reset();
+    out_ = Recorder{};
+    SetUp();
+  }
   void SetUp() override {
     BrokerConfig c = config(4);
     c.limits.nodes = 3;
@@ -305,9 +311,7 @@ TEST_F(RestartBrokerTest, TheProgramsKeysGoAtARestartButTheAgentsExchangeStays) 
 TEST_F(RestartBrokerTest, ALostNodesSpareStartsOnlyOnceItsProgramsAreKnownDead) {
   for (bool answer : {true, false}) {
     SCOPED_TRACE(answer ? "the agent answers" : "the agent is silent");
-    b_.reset();
-    out_ = Recorder{};
-    SetUp();
+    start_again();
     proto::Request gone;
     gone.set_id(8);
     gone.mutable_rank_lost()->set_rank(2);
@@ -361,9 +365,7 @@ TEST_F(RestartBrokerTest, ANodeWhoseProgramFailsAtOnceTwiceIsRetiredForTheNextSp
 TEST_F(RestartBrokerTest, AFailureAfterTheProgramsMetAndRanIsNoNodesFault) {
   for (bool announced : {true, false}) {
     SCOPED_TRACE(announced ? "the clients announced" : "keys alone");
-    b_.reset();
-    out_ = Recorder{};
-    SetUp();
+    start_again();
     rank_lost(kB, 2, 1);
     for (ConnId c : {kA, kB, kSpare}) ready(c, proto::Restart::STOP);
     for (ConnId c : {kA, kB}) ready(c, proto::Restart::START);
