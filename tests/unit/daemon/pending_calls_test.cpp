@@ -14,25 +14,25 @@ namespace {
 
 using std::chrono::milliseconds;
 
-const Clock::time_point t0 = Clock::time_point{} + std::chrono::hours(1);
+const Clock::time_point kCalls0 = Clock::time_point{} + std::chrono::hours(1);
 
-Waiter call(ConnId conn, WaitKind kind, std::vector<std::string> keys, int timeout_ms = 0,
-            std::vector<int> ranks = {}) {
+Waiter pending_call(ConnId conn, WaitKind kind, std::vector<std::string> keys, int timeout_ms = 0,
+                    std::vector<int> ranks = {}) {
   Waiter w;
   w.conn = conn;
   w.request_id = 7;
   w.kind = kind;
   w.keys = std::move(keys);
   w.ranks = std::move(ranks);
-  w.since = t0;
+  w.since = kCalls0;
   w.timeout = milliseconds(timeout_ms);
   return w;
 }
 
 TEST(PendingCalls, AGetWakesOnItsKeyAWaitOnceEveryKeyIsSet) {
   PendingCalls calls(4);
-  const uint64_t get = calls.add(call(1, WaitKind::get, {"a"}));
-  const uint64_t wait = calls.add(call(2, WaitKind::wait, {"a", "b"}));
+  const uint64_t get = calls.add(pending_call(1, WaitKind::get, {"a"}));
+  const uint64_t wait = calls.add(pending_call(2, WaitKind::wait, {"a", "b"}));
   std::set<std::string> set{"a"};
   auto is_set = [&](const std::string& k) { return set.count(k) != 0; };
   EXPECT_EQ(calls.key_set(proto::SPACE_TORCH, "a", is_set),
@@ -50,14 +50,14 @@ TEST(PendingCalls, AGetWakesOnItsKeyAWaitOnceEveryKeyIsSet) {
 TEST(PendingCalls, ABarrierClosesWhenTheWholeWorldIsIn) {
   PendingCalls calls(4);
   int twice = -1;
-  auto a = calls.arrive(call(1, WaitKind::barrier, {"b"}, 0, {0, 1}), &twice);
+  auto a = calls.arrive(pending_call(1, WaitKind::barrier, {"b"}, 0, {0, 1}), &twice);
   ASSERT_TRUE(a);
   EXPECT_TRUE(a->complete.empty());
   EXPECT_EQ(calls.barrier_progress("b"), "2 of 4 ranks arrived; missing ranks 2,3");
-  EXPECT_FALSE(calls.arrive(call(2, WaitKind::barrier, {"b"}, 0, {1}), &twice));
+  EXPECT_FALSE(calls.arrive(pending_call(2, WaitKind::barrier, {"b"}, 0, {1}), &twice));
   EXPECT_EQ(twice, 1);
   EXPECT_EQ(calls.size(), 1u);  // the refused arrival left nothing
-  auto b = calls.arrive(call(2, WaitKind::barrier, {"b"}, 0, {2, 3}), &twice);
+  auto b = calls.arrive(pending_call(2, WaitKind::barrier, {"b"}, 0, {2, 3}), &twice);
   ASSERT_TRUE(b);
   EXPECT_EQ(b->complete, (std::vector<uint64_t>{a->id, b->id}));
   EXPECT_FALSE(calls.has_barrier("b"));
@@ -69,40 +69,41 @@ TEST(PendingCalls, ABarrierClosesWhenTheWholeWorldIsIn) {
 TEST(PendingCalls, ACallTakenBackLeavesNoTraceItsArrivalsIncluded) {
   PendingCalls calls(3);
   int twice = -1;
-  auto a = calls.arrive(call(1, WaitKind::barrier, {"b"}, 0, {0}), &twice);
-  auto b = calls.arrive(call(2, WaitKind::barrier, {"b"}, 0, {1}), &twice);
-  const uint64_t get = calls.add(call(1, WaitKind::get, {"k"}, 1000));
+  auto a = calls.arrive(pending_call(1, WaitKind::barrier, {"b"}, 0, {0}), &twice);
+  auto b = calls.arrive(pending_call(2, WaitKind::barrier, {"b"}, 0, {1}), &twice);
+  const uint64_t get = calls.add(pending_call(1, WaitKind::get, {"k"}, 1000));
   EXPECT_EQ(calls.of_conn(1), (std::vector<uint64_t>{a->id, get}));
   for (uint64_t id : calls.of_conn(1)) calls.take(id);  // conn 1 left
   EXPECT_TRUE(calls.of_conn(1).empty());
   EXPECT_EQ(calls.barrier_progress("b"), "1 of 3 ranks arrived; missing ranks 0,2");
-  EXPECT_FALSE(calls.take(get));                          // gone already
-  EXPECT_FALSE(calls.next_due(t0 + milliseconds(5000)));  // its deadline went with it
+  EXPECT_FALSE(calls.take(get));                               // gone already
+  EXPECT_FALSE(calls.next_due(kCalls0 + milliseconds(5000)));  // its deadline went with it
   EXPECT_TRUE(
       calls.key_set(proto::SPACE_STEP, "k", [](const std::string&) { return true; }).empty());
-  ASSERT_TRUE(calls.arrive(call(3, WaitKind::barrier, {"b"}, 0, {0}), &twice));  // 0 may come again
+  ASSERT_TRUE(
+      calls.arrive(pending_call(3, WaitKind::barrier, {"b"}, 0, {0}), &twice));  // 0 may come again
   calls.take(b->id);
   EXPECT_EQ(calls.barrier_progress("b"), "1 of 3 ranks arrived; missing ranks 1,2");
 }
 
 TEST(PendingCalls, DeadlinesComeDueInTheirOrder) {
   PendingCalls calls(2);
-  const uint64_t late = calls.add(call(1, WaitKind::get, {"x"}, 300));
-  const uint64_t none = calls.add(call(1, WaitKind::get, {"y"}));
-  const uint64_t soon = calls.add(call(2, WaitKind::wait, {"z"}, 100));
-  EXPECT_FALSE(calls.next_due(t0 + milliseconds(99)));
-  EXPECT_EQ(calls.next_due(t0 + milliseconds(300)), soon);
+  const uint64_t late = calls.add(pending_call(1, WaitKind::get, {"x"}, 300));
+  const uint64_t none = calls.add(pending_call(1, WaitKind::get, {"y"}));
+  const uint64_t soon = calls.add(pending_call(2, WaitKind::wait, {"z"}, 100));
+  EXPECT_FALSE(calls.next_due(kCalls0 + milliseconds(99)));
+  EXPECT_EQ(calls.next_due(kCalls0 + milliseconds(300)), soon);
   calls.take(soon);
-  EXPECT_EQ(calls.next_due(t0 + milliseconds(300)), late);
+  EXPECT_EQ(calls.next_due(kCalls0 + milliseconds(300)), late);
   calls.take(late);
-  EXPECT_FALSE(calls.next_due(t0 + std::chrono::hours(24)));
+  EXPECT_FALSE(calls.next_due(kCalls0 + std::chrono::hours(24)));
   EXPECT_TRUE(calls.find(none));
 }
 
 TEST(PendingCalls, AnOpenBarrierNamesAtMostEightMissingRanks) {
   PendingCalls calls(20);
   int twice = -1;
-  ASSERT_TRUE(calls.arrive(call(1, WaitKind::barrier, {"b"}, 0, {0}), &twice));
+  ASSERT_TRUE(calls.arrive(pending_call(1, WaitKind::barrier, {"b"}, 0, {0}), &twice));
   EXPECT_EQ(calls.barrier_progress("b"),
             "1 of 20 ranks arrived; missing ranks 1,2,3,4,5,6,7,8,...");
   EXPECT_FALSE(calls.barrier_progress("other"));
