@@ -39,10 +39,8 @@ uint64_t PendingCalls::index(Waiter w) {
 
 uint64_t PendingCalls::add(Waiter w) {
   auto& keys = by_key(w.space);
-  const std::vector<std::string> on = w.keys;
-  const uint64_t id = index(std::move(w));
-  for (const auto& k : on) keys[k].push_back(id);
-  return id;
+  for (const auto& k : w.keys) keys[k].push_back(next_);  // the id index() gives it
+  return index(std::move(w));
 }
 
 std::optional<PendingCalls::Arrival> PendingCalls::arrive(Waiter w, int* twice) {
