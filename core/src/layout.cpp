@@ -199,9 +199,9 @@ void decide_task_masks(const StepFacts& f, LayoutPlan& plan) {
       "--gpus-per-task: Slurm binds each task to its own GPU and this site confines tasks to "
       "their devices (cgroup.conf ConstrainDevices=yes), so each task sees only its own, "
       "numbered from cuda:0: a script's cuda:LOCAL_RANK names no device for local ranks " +
-      std::to_string(k) + " and up. Add --gpu-bind=none (or ask --gpus-per-node=N instead " +
-      "of --gpus-per-task) so that CUDA_VISIBLE_DEVICES lists the node's GPUs with cuda:" +
-      "LOCAL_RANK each task's own, or use cuda:0 in the script";
+      std::to_string(k) + " and up. Ask --gpus-per-node=N instead of --gpus-per-task, so " +
+      "that CUDA_VISIBLE_DEVICES lists the node's GPUs of the step with cuda:LOCAL_RANK each " +
+      "task's own, or use cuda:0 in the script";
 }
 
 // --dp-world=N must be the step's task count; in a launcher's step that

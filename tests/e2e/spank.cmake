@@ -80,3 +80,9 @@ add_test(NAME e2e.own.spank.gres_uuid COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/gr
 set_tests_properties(e2e.own.spank.gres_uuid PROPERTIES
   LABELS "e2e;debian-testing" TIMEOUT 300 SKIP_RETURN_CODE 77 RESOURCE_LOCK cluster_own75
   ENVIRONMENT "DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>;DP_CLUSTER_PLUGIN=$<TARGET_FILE:spank_dp>;DP_BUILD_DIR=${CMAKE_BINARY_DIR};DP_CLUSTER_PORT_BASE=${DP_CLUSTER_PORT_BASE};DP_SOURCE_DIR=${PROJECT_SOURCE_DIR};DP_CLUSTER=${DP_CLUSTER}")
+# Its own cluster whose nodes confine each task to its GPUs (task/cgroup,
+# ConstrainDevices=yes), on gres_uuid's ports: Debian 12's Slurm (cgroup/v1).
+add_test(NAME e2e.own.spank.confined_gpus COMMAND ${CMAKE_CURRENT_LIST_DIR}/spank/confined_gpus.sh)
+set_tests_properties(e2e.own.spank.confined_gpus PROPERTIES
+  LABELS "e2e" TIMEOUT 300 RESOURCE_LOCK cluster_own75
+  ENVIRONMENT "DP_DAEMON=$<TARGET_FILE:dp-rendezvousd>;DP_CLUSTER_PLUGIN=$<TARGET_FILE:spank_dp>;DP_BUILD_DIR=${CMAKE_BINARY_DIR};DP_CLUSTER_PORT_BASE=${DP_CLUSTER_PORT_BASE};DP_SOURCE_DIR=${PROJECT_SOURCE_DIR};DP_CLUSTER=${DP_CLUSTER}")

@@ -69,7 +69,7 @@ mkdir -p "$WORK/etc"
 sed 's|^TaskPlugin=.*|TaskPlugin=task/affinity,task/cgroup|' "$SLURM_CONF" >"$WORK/etc/slurm.conf"
 printf 'ConstrainCores=yes\nConstrainDevices=yes   # each task its own GPUs\n' >"$WORK/etc/cgroup.conf"
 chmod 644 "$WORK/etc/slurm.conf" "$WORK/etc/cgroup.conf"
-hint="cuda:LOCAL_RANK names no device for local ranks 1 and up. Add --gpu-bind=none"
+hint="cuda:LOCAL_RANK names no device for local ranks 1 and up. Ask --gpus-per-node=N"
 out=$(SLURM_CONF=$WORK/etc/slurm.conf as_user timeout 60 srun --dp-world=auto --dp-tiles=1 --dp-explain \
   -N1 -n2 --gpus-per-task=1 true 2>&1) || fail "--dp-explain on a confining site failed: $out"
 expect_contains "$out" "slurm-dp: hint: --gpus-per-task: Slurm binds each task to its own GPU" "--dp-explain's hint"

@@ -13,13 +13,10 @@ if ! printf '26.05\n%s\n' "$version" | sort -V -C; then
   echo "SKIP [gres_uuid]: Slurm $version has no gres.conf Flags=env_uuid (26.05 added it)"
   exit 77
 fi
-DP_CLUSTER=${DP_CLUSTER:-$(cd "$(dirname "$0")/../../cluster" && pwd)/dp-cluster}
-export DP_CLUSTER_DIR=$DP_BUILD_DIR/e2e-cluster-uuid DP_CLUSTER_MODE=lo DP_CLUSTER_NODES=2 \
-  DP_CLUSTER_PORT_BASE=$((DP_CLUSTER_PORT_BASE + 75)) DP_CLUSTER_GPU_IDS=uuid DP_CLUSTER
-"$DP_CLUSTER" up >"$DP_BUILD_DIR/e2e-cluster-uuid.up.log" 2>&1 ||
-  { cat "$DP_BUILD_DIR/e2e-cluster-uuid.up.log" >&2; echo "FAIL [gres_uuid]: dp-cluster up (uuid) failed" >&2; exit 1; }
+. "$(dirname "$0")/own_cluster.sh"
+own_cluster uuid 75 DP_CLUSTER_GPU_IDS=uuid
 . "$(dirname "$0")/../lib.sh"
-trap 'cleanup_work; "$DP_CLUSTER" down >/dev/null 2>&1 || true' EXIT
+trap 'cleanup_work; own_cluster_down' EXIT
 site
 
 # dp-cluster's fake UUID of node N's GPU G (gpu_uuid there).

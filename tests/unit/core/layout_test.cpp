@@ -335,7 +335,9 @@ TEST(Plan, ConfinedTasksKeepTheirOwnGpuAndGetTheHint) {
   auto p = dp::plan_layout(f);
   ASSERT_TRUE(p.ok()) << p.error().message;
   EXPECT_FALSE(p->mask_by_local_rank);
-  EXPECT_NE(p->device_hint.find("--gpu-bind=none"), std::string::npos) << p->device_hint;
+  EXPECT_NE(p->device_hint.find("Ask --gpus-per-node=N instead of --gpus-per-task"),
+            std::string::npos)
+      << p->device_hint;
   EXPECT_NE(p->device_hint.find("local ranks 1 and up"), std::string::npos) << p->device_hint;
   auto t = dp::task_tiles(*p, f.site, 0, {"1", {}}, 1);
   ASSERT_TRUE(t.ok());
