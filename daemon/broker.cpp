@@ -9,6 +9,7 @@
 #include "hello_proof.hpp"
 #include "protocol_version.hpp"
 #include "step_ports_value.hpp"
+#include "torch_store_ops.hpp"
 
 namespace dp::daemon {
 
@@ -69,15 +70,19 @@ void Broker::reply_ok(ConnId conn, uint64_t id) {
   out_.send(conn, r);
 }
 
+void Broker::answer(ConnId conn, const proto::Response& r) {
+  if (r.code() == proto::PROTOCOL) ++protocol_errors_;
+  if (r.code() == proto::LIMIT) ++limit_errors_;
+  out_.send(conn, r);
+}
+
 void Broker::reply_error(ConnId conn, uint64_t id, proto::Code code, std::string message) {
-  if (code == proto::PROTOCOL) ++protocol_errors_;
-  if (code == proto::LIMIT) ++limit_errors_;
   proto::Response r;
   r.set_id(id);
   r.set_code(code);
   r.set_message(std::move(message));
   if (code == proto::ABORTED) add_master_failure(r);
-  out_.send(conn, r);
+  answer(conn, r);
 }
 
 void Broker::add_master_failure(proto::Response& r) const {
@@ -264,7 +269,10 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
                        "unknown key space " + std::to_string(static_cast<int>(c.space)) +
                            ": the client is newer than dp-rendezvousd; use the same slurm-dp "
                            "release for both");
-  if (torch_op(c, req)) return;
+  if (auto done = torch_store_op(store_, req)) {
+    for (const auto& key : done->changed) key_changed(c.space, key, now);
+    return answer(conn, done->reply);
+  }
   switch (req.op_case()) {
     case proto::Request::kHello:
       return reply_error(conn, c.id, proto::PROTOCOL, "hello sent twice on one connection");

@@ -4,7 +4,8 @@
 // This is what the unit tests and the fuzzer drive directly.
 //
 // Files: broker.cpp (connections, hello, dispatch, abort), broker_ops.cpp
-// (one function per request), broker_torch_ops.cpp (PyTorch's store's own),
+// (one function per request), broker_torch_ops.cpp (what PyTorch's store
+// tells the report; its own operations: torch_store_ops.cpp),
 // broker_nodes.cpp (node agents: one connection speaking for several ranks),
 // broker_waiters.cpp (answering blocking calls; pending_calls.cpp keeps
 // them, their barriers and deadlines), broker_stats.cpp,
@@ -162,6 +163,8 @@ class Broker {
                     Clock::time_point now);
   void handle_request(ConnId conn, Peer& p, const proto::Request& req, Clock::time_point now);
   void reply_ok(ConnId conn, uint64_t id);
+  // Sends r, counting its PROTOCOL and LIMIT refusals.
+  void answer(ConnId conn, const proto::Response& r);
   void reply_error(ConnId conn, uint64_t id, proto::Code code, std::string message);
   void reply_error(ConnId conn, uint64_t id, const Error& e);
   // An ABORTED reply names the master node's failure when that ended the step.
@@ -317,9 +320,7 @@ class Broker {
   // The latest stacks round of any kind, the hang watch's latest, and the
   // latest that read the flight recorders.
   Clock::time_point last_watch_round_{}, last_hang_round_{}, last_flight_round_{};
-  // broker_torch_ops.cpp: PyTorch's store operations of SPACE_TORCH.
-  // Handles `req` when it is one of them (false: not one of them).
-  bool torch_op(const Call& c, const proto::Request& req);
+  // broker_torch_ops.cpp (PyTorch's own operations: torch_store_ops.hpp).
   // PyTorch's own timeout error names neither the keys a wait was for nor
   // who never set them, so the daemon does, with the step's first failure:
   // when a wait is given up (the clients' timeout, or they left) and, for
@@ -331,19 +332,6 @@ class Broker {
   void torch_refused(const Call& c, const proto::StoreRefused& m);
   // One line of the daemon's log about the step's store.
   void torch_log(const std::string& line) const;
-  // True in SPACE_TORCH; else `op` is refused with PROTOCOL.
-  bool in_torch_space(const Call& c, const char* op);
-  // Every key's size; else the error is sent and false returned.
-  template <class Keys>
-  bool keys_fit(const Call& c, const Keys& keys);
-  void torch_append(const Call& c, const proto::Append& m);
-  void torch_check(const Call& c, const proto::Check& m);
-  void torch_num_keys(const Call& c);
-  void torch_multi_get(const Call& c, const proto::MultiGet& m);
-  void torch_multi_set(const Call& c, const proto::MultiSet& m);
-  void torch_queue_push(const Call& c, const proto::QueuePush& m);
-  void torch_queue_pop(const Call& c, const proto::QueuePop& m);
-  void torch_queue_len(const Call& c, const proto::QueueLen& m);
   // broker_waiters.cpp: answering the blocking calls (pending_calls.hpp
   // keeps them). Replies LIMIT and returns false when one more pending call
   // (or a new barrier) would pass the step's limits.

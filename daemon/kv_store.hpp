@@ -24,6 +24,7 @@ class KvStore {
  public:
   using Space = proto::Space;
   explicit KvStore(const BrokerLimits& limits) : limits_(limits) {}
+  const BrokerLimits& limits() const { return limits_; }
 
   Result<void> check_key(std::string_view key) const;
   // Stores value under key unless a value or the step's total would exceed its
