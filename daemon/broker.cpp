@@ -232,6 +232,15 @@ void Broker::handle_hello(ConnId conn, Peer& p, uint64_t id, const proto::Hello&
   if (p.role == proto::ROLE_NODE) ask_samples(conn);
 }
 
+namespace {
+proto::Response with_stats(uint64_t id, proto::Stats stats) {
+  proto::Response r;
+  r.set_id(id);
+  *r.mutable_stats() = std::move(stats);
+  return r;
+}
+}  // namespace
+
 void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
                             Clock::time_point now) {
   const Call c{conn, p, req.id(), now, req.space()};
@@ -251,12 +260,7 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
     case proto::Request::kStacks:
       return reply_error(conn, c.id, proto::PROTOCOL,
                          "stacks are asked on the step's report socket (dp-top --stacks)");
-    case proto::Request::kStats: {
-      proto::Response r;
-      r.set_id(c.id);
-      *r.mutable_stats() = stats();
-      return out_.send(conn, r);
-    }
+    case proto::Request::kStats: return answer(conn, with_stats(c.id, stats()));
     default: break;
   }
   // PyTorch's store outlives a failure: survivors kept (on_failure=keep)

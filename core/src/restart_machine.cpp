@@ -259,6 +259,49 @@ std::optional<std::set<int>> nodes_of(const std::map<std::string, std::string>& 
 constexpr std::string_view kBound = "restart machine: bound ";
 constexpr std::string_view kEvent = "restart event +";
 
+// One logged event applied to the machine; else why it is not one.
+std::optional<std::string> apply_event(RestartMachine& m, const std::string& name,
+                                       const std::map<std::string, std::string>& f,
+                                       RestartMachine::Time t, RestartMachine::Time origin) {
+  using std::chrono::microseconds;
+  const auto node = number(f, "node");
+  if (name == "begin") {
+    const auto live = nodes_of(f, "live");
+    if (!live || !f.count("why")) return "begin without live= or why=";
+    m.begin(*live, t, f.at("why"));
+  } else if (name == "starting") {
+    const auto nodes = nodes_of(f, "nodes");
+    if (!nodes) return "starting without nodes=";
+    m.starting(*nodes, t);
+  } else if (name == "tick") {
+    m.tick(t);
+  } else if (!node) {
+    return "no node=";
+  } else if (name == "fence") {
+    const auto link = number(f, "link"), by = number(f, "dead_by");
+    if (!link || !by || !f.count("host") || !f.count("how")) return "a fence's field missing";
+    m.fence(static_cast<int>(*node),
+            {static_cast<uint64_t>(*link), f.at("host"), f.at("how"), origin + microseconds(*by)},
+            t);
+  } else if (name == "stopped" || name == "started") {
+    const auto gen = number(f, "gen");
+    if (!gen) return "no gen=";
+    if (name == "stopped") m.stopped(static_cast<int>(*node), static_cast<uint64_t>(*gen), t);
+    else m.started(static_cast<int>(*node), static_cast<uint64_t>(*gen), t);
+  } else if (name == "left") {
+    m.left(static_cast<int>(*node), t);
+  } else if (name == "fence_answered") {
+    m.fence_answered(static_cast<int>(*node), t);
+  } else if (name == "fence_link_closed") {
+    const auto reaction = number(f, "reaction");
+    if (!reaction) return "no reaction=";
+    m.fence_link_closed(static_cast<int>(*node), t, std::chrono::milliseconds(*reaction));
+  } else {
+    return "unknown event '" + name + "'";
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Result<ReplayedLog> replay_restart_log(const std::vector<std::string>& log) {
@@ -293,42 +336,7 @@ Result<ReplayedLog> replay_restart_log(const std::vector<std::string>& log) {
     const std::string name = line.substr(colon + 2, space - colon - 2);
     const std::string rest = space < line.size() ? line.substr(space + 1) : "";
     const auto f = fields(rest, name == "begin" ? "why" : "how");
-    const auto node = number(f, "node");
-    if (name == "begin") {
-      const auto live = nodes_of(f, "live");
-      if (!live || !f.count("why")) return bad("begin without live= or why=");
-      m->begin(*live, t, f.at("why"));
-    } else if (name == "starting") {
-      const auto nodes = nodes_of(f, "nodes");
-      if (!nodes) return bad("starting without nodes=");
-      m->starting(*nodes, t);
-    } else if (name == "tick") {
-      m->tick(t);
-    } else if (!node) {
-      return bad("no node=");
-    } else if (name == "fence") {
-      const auto link = number(f, "link"), by = number(f, "dead_by");
-      if (!link || !by || !f.count("host") || !f.count("how"))
-        return bad("a fence's field missing");
-      m->fence(
-          static_cast<int>(*node),
-          {static_cast<uint64_t>(*link), f.at("host"), f.at("how"), origin + microseconds(*by)}, t);
-    } else if (name == "stopped" || name == "started") {
-      const auto gen = number(f, "gen");
-      if (!gen) return bad("no gen=");
-      if (name == "stopped") m->stopped(static_cast<int>(*node), static_cast<uint64_t>(*gen), t);
-      else m->started(static_cast<int>(*node), static_cast<uint64_t>(*gen), t);
-    } else if (name == "left") {
-      m->left(static_cast<int>(*node), t);
-    } else if (name == "fence_answered") {
-      m->fence_answered(static_cast<int>(*node), t);
-    } else if (name == "fence_link_closed") {
-      const auto reaction = number(f, "reaction");
-      if (!reaction) return bad("no reaction=");
-      m->fence_link_closed(static_cast<int>(*node), t, std::chrono::milliseconds(*reaction));
-    } else {
-      return bad("unknown event '" + name + "'");
-    }
+    if (auto why = apply_event(*m, name, f, t, origin)) return bad(*why);
   }
   if (m) out.replayed = m->lines();
   return out;
