@@ -97,12 +97,12 @@ void Broker::reply_error(ConnId conn, uint64_t id, const Error& e) {
 void Broker::reject_and_close(ConnId conn, uint64_t id, proto::Code code, std::string message) {
   std::optional<AbortCause> lost;
   if (auto it = peers_.find(conn);
-      it != peers_.end() && holds_ranks(conn, it->second) && code != proto::TIMEOUT) {
+      it != peers_.end() && peers_.holds_ranks(conn, it->second) && code != proto::TIMEOUT) {
     const std::string why = "was disconnected by the rendezvous daemon (" + message + ")";
-    lost =
-        it->second.role == proto::ROLE_NODE
-            ? node_loss(conn, it->second, AbortCause::How::refused, why)
-            : cause_of(it->second, AbortCause::How::refused, describe_peer(it->second) + " " + why);
+    lost = it->second.role == proto::ROLE_NODE
+               ? node_loss(conn, it->second, AbortCause::How::refused, why)
+               : cause_of(it->second, AbortCause::How::refused,
+                          peers_.describe_peer(it->second) + " " + why);
   }
   std::optional<Peer> gone;
   if (auto it = peers_.find(conn); it != peers_.end()) gone = it->second;
@@ -222,7 +222,8 @@ void Broker::handle_hello(ConnId conn, Peer& p, uint64_t id, const proto::Hello&
   p.node = h.role() == proto::ROLE_NODE ? h.rank() : -1;
   p.host = shown_value(h.host(), 255);
   p.nonce.clear();
-  const ConnId predecessor = p.role == proto::ROLE_NODE ? node_predecessor(h, conn) : 0;
+  const ConnId predecessor =
+      p.role == proto::ROLE_NODE ? peers_.node_predecessor(h, conn, restarts_.has_value()) : 0;
   if (p.role == proto::ROLE_NODE) p.node_ranks.assign(h.node_ranks().begin(), h.node_ranks().end());
   hello_budget_.remove(conn);
   if (predecessor != 0) take_over_node(predecessor, conn, now);
@@ -298,14 +299,6 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
           "unknown operation (field " + std::to_string(static_cast<int>(req.op_case())) +
               "): the client is newer than dp-rendezvousd; use the same slurm-dp release for both");
   }
-}
-
-std::string Broker::describe_peer(const Peer& p) const {
-  if (p.role == proto::ROLE_NODE)
-    return "the node agent on host " + (p.host.empty() ? "?" : p.host);
-  if (p.rank >= 0)
-    return "rank " + std::to_string(p.rank) + " (host " + (p.host.empty() ? "?" : p.host) + ")";
-  return "an agent on host " + (p.host.empty() ? std::string("?") : p.host);
 }
 
 AbortCause Broker::cause_of(const Peer& p, AbortCause::How how, std::string message) const {
@@ -394,13 +387,13 @@ void Broker::on_disconnect(ConnId conn, Clock::time_point now) {
 }
 
 std::optional<AbortCause> Broker::loss_of(ConnId conn, const Peer& p, Clock::time_point now) const {
-  if (!holds_ranks(conn, p)) return std::nullopt;
+  if (!peers_.holds_ranks(conn, p)) return std::nullopt;
   AbortCause c =
       p.role == proto::ROLE_NODE
           ? node_loss(conn, p, AbortCause::How::node_lost,
                       "lost its connection to the rendezvous daemon")
           : cause_of(p, AbortCause::How::lost_connection,
-                     describe_peer(p) +
+                     peers_.describe_peer(p) +
                          " lost its connection to the rendezvous daemon without saying goodbye: "
                          "the task exited, crashed or was killed");
   c.when = now;
@@ -430,7 +423,7 @@ void Broker::judge_silence(Clock::time_point now) {
       abort_job(std::move(node));
       continue;
     }
-    const std::string who = describe_rank(r);
+    const std::string who = peers_.describe_rank(r);
     AbortCause cause;
     cause.how = AbortCause::How::silence;
     cause.rank = r;

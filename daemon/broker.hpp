@@ -43,6 +43,7 @@
 #include "restart_times.hpp"
 #include "stacks_rounds.hpp"
 #include "startup_phases.hpp"
+#include "step_peers.hpp"
 #include "step_report.hpp"
 #include "torchrun_launchers.hpp"
 
@@ -138,17 +139,6 @@ class Broker {
   void expire_stacks(Clock::time_point now);
 
  private:
-  enum class PeerState : uint8_t { awaiting_hello, ready };
-  struct Peer {
-    PeerState state = PeerState::awaiting_hello;
-    proto::Role role = proto::ROLE_AGENT;
-    int rank = -1;
-    std::string host;
-    std::string nonce;            // the challenge its hello must answer
-    std::vector<int> node_ranks;  // ROLE_NODE: the ranks it speaks for, ascending
-    int node = -1;                // ROLE_NODE: its node's index in the step (SLURM_NODEID)
-    Clock::time_point connected_at;
-  };
   struct Call {  // one request being handled
     ConnId conn;
     Peer& peer;
@@ -173,7 +163,6 @@ class Broker {
   void forget_peer(ConnId conn, bool goodbye = false);
   void abort_job(AbortCause cause);
   AbortCause cause_of(const Peer& p, AbortCause::How how, std::string message) const;
-  std::string describe_peer(const Peer& p) const;
   // The abort a ready peer's lost connection means (none for agents, or a node whose ranks left).
   std::optional<AbortCause> loss_of(ConnId conn, const Peer& p, Clock::time_point now) const;
   void judge_silence(Clock::time_point now);
@@ -206,14 +195,8 @@ class Broker {
   void mark_fetched(ConnId conn, const Peer& p, Clock::time_point now);
   // broker_nodes.cpp: node agents (ROLE_NODE)
   Result<void> check_node_hello(const proto::Hello& h) const;
-  // `self`: the connection saying this hello (never its own predecessor).
-  ConnId node_predecessor(const proto::Hello& h, ConnId self = 0) const;
   void take_over_node(ConnId old, ConnId conn, Clock::time_point now);
   void register_ranks(ConnId conn, Peer& p, Clock::time_point now);
-  // conn holds rank (a rank's own connection, or its node agent's) and it has not left.
-  bool holds(ConnId conn, int rank) const;
-  bool holds_ranks(ConnId conn, const Peer& p) const;
-  std::string describe_rank(int rank) const;
   Result<std::vector<int>> arriving_ranks(const Call& c, const proto::Barrier& m);
   void node_heartbeat(const Call& c, const proto::Heartbeat& m);
   void node_goodbye(const Call& c, const proto::Goodbye& m);
@@ -269,8 +252,6 @@ class Broker {
   void watch_restarts(Clock::time_point now);
   void finish_record(Clock::time_point now);
   void push_restart(ConnId conn, const proto::Restart& r);
-  ConnId node_conn(int node, ConnId except = 0) const;
-  std::string node_host(int node) const;
   // A node agent that held no ranks (a spare) left or was lost.
   void node_gone(const Peer& p);
   std::set<int> nodes_left_;  // node agents that said goodbye (their programs end with them)
@@ -351,14 +332,14 @@ class Broker {
   StartupPhases phases_;
   StepReport report_;
 
-  std::unordered_map<ConnId, Peer> peers_;
+  Liveness live_;
+  StepPeers peers_{live_};
   HelloBudget hello_budget_;  // peers awaiting hello, by source address
   Clock::time_point eviction_logged_{};
   uint64_t evictions_unlogged_ = 0;
   int agents_ = 0;
   int nodes_ = 0;       // node agents connected
   int rank_peers_ = 0;  // ready connections holding ranks: direct ranks and node agents
-  Liveness live_;
   KvStore store_;
 
   PendingCalls calls_;

@@ -25,33 +25,8 @@ std::string or_unknown(const std::string& host) { return host.empty() ? "?" : ho
 
 }  // namespace
 
-// A hello naming exactly the ranks and host of a live node agent is that
-// agent again on a new connection (it doubted its link after an outage): the
-// old connection, 0 when the hello is no such thing.
-ConnId Broker::node_predecessor(const proto::Hello& h, ConnId self) const {
-  // A step that restarts knows its node agents by node index: their ranks change.
-  if (restarts_ && h.rank() >= 0) {
-    const ConnId held = node_conn(h.rank(), self);
-    auto it = peers_.find(held);
-    return it != peers_.end() && it->second.host == shown_value(h.host(), 255) ? held : 0;
-  }
-  for (int r : h.node_ranks()) {
-    if (r < 0 || r >= cfg_.world_size) return 0;
-    const ConnId held = live_.slot(r).conn;
-    if (held == 0) continue;
-    auto it = peers_.find(held);
-    if (it == peers_.end()) return 0;
-    const Peer& p = it->second;
-    const bool same = p.role == proto::ROLE_NODE && p.host == shown_value(h.host(), 255) &&
-                      std::equal(p.node_ranks.begin(), p.node_ranks.end(), h.node_ranks().begin(),
-                                 h.node_ranks().end());
-    return same ? held : 0;
-  }
-  return 0;
-}
-
 Result<void> Broker::check_node_hello(const proto::Hello& h) const {
-  const ConnId predecessor = node_predecessor(h);
+  const ConnId predecessor = peers_.node_predecessor(h, 0, restarts_.has_value());
   const int most = std::max(cfg_.world_size, cfg_.limits.nodes);
   if (predecessor == 0 && nodes_ >= most) {
     return make_error(Errc::limit, "too many node agents connected (one per node, at most " +
@@ -139,26 +114,6 @@ void Broker::register_ranks(ConnId conn, Peer& p, Clock::time_point now) {
   if (live_.seen_count() == cfg_.world_size) phases_.reached(Phase::all_hellos, now);
 }
 
-bool Broker::holds(ConnId conn, int rank) const {
-  return rank >= 0 && rank < cfg_.world_size && live_.slot(rank).conn == conn;
-}
-
-bool Broker::holds_ranks(ConnId conn, const Peer& p) const {
-  if (p.state != PeerState::ready) return false;
-  if (p.role == proto::ROLE_RANK) return true;
-  // A node: some rank of it has neither said goodbye nor been reported lost.
-  return p.role == proto::ROLE_NODE && std::any_of(p.node_ranks.begin(), p.node_ranks.end(),
-                                                   [&](int r) { return holds(conn, r); });
-}
-
-std::string Broker::describe_rank(int rank) const {
-  const RankSlot& s = live_.slot(rank);
-  std::string d = "rank " + std::to_string(rank) + " (host " + or_unknown(s.host);
-  if (auto it = peers_.find(s.conn); it != peers_.end() && it->second.role == proto::ROLE_NODE)
-    d += ", via its node agent";
-  return d + ")";
-}
-
 // The ranks a barrier call brings: the sender itself, or the node's listed ranks.
 Result<std::vector<int>> Broker::arriving_ranks(const Call& c, const proto::Barrier& m) {
   if (c.peer.role == proto::ROLE_RANK && c.peer.rank >= 0) return std::vector<int>{c.peer.rank};
@@ -173,7 +128,7 @@ Result<std::vector<int>> Broker::arriving_ranks(const Call& c, const proto::Barr
   }
   std::vector<int> ranks(m.ranks().begin(), m.ranks().end());
   for (int r : ranks) {
-    if (!holds(c.conn, r)) {
+    if (!peers_.holds(c.conn, r)) {
       return make_error(Errc::invalid_argument, "barrier " + shown_key(m.name()) + ": rank " +
                                                     std::to_string(r) +
                                                     " is not a live rank of this node agent");
@@ -194,7 +149,7 @@ void Broker::node_heartbeat(const Call& c, const proto::Heartbeat& m) {
   if (auto p = peers_.find(c.conn); p != peers_.end() && m.store_strangers() > 0)
     store_strangers_[p->second.host] = m.store_strangers();
   for (const proto::RankProgress& rp : m.ranks()) {
-    if (!holds(c.conn, rp.rank())) continue;
+    if (!peers_.holds(c.conn, rp.rank())) continue;
     live_.heard(rp.rank(), c.now);
     if (rp.has_progress()) report_.on_progress(rp.rank(), rp.progress(), c.now);
   }
@@ -216,7 +171,7 @@ void Broker::rank_goodbye(ConnId conn, int rank, const proto::Progress* final_co
 // node leaves, and every rank it still holds says goodbye with it.
 void Broker::node_goodbye(const Call& c, const proto::Goodbye& m) {
   if (m.has_rank()) {
-    if (!holds(c.conn, m.rank())) {
+    if (!peers_.holds(c.conn, m.rank())) {
       return reply_error(
           c.conn, c.id, proto::INVALID_ARGUMENT,
           "goodbye: rank " + std::to_string(m.rank()) + " is not a live rank of this node agent");
@@ -225,7 +180,7 @@ void Broker::node_goodbye(const Call& c, const proto::Goodbye& m) {
     return reply_ok(c.conn, c.id);
   }
   for (int r : c.peer.node_ranks) {
-    if (holds(c.conn, r)) rank_goodbye(c.conn, r, nullptr, c.now);
+    if (peers_.holds(c.conn, r)) rank_goodbye(c.conn, r, nullptr, c.now);
   }
   reply_ok(c.conn, c.id);
   if (c.peer.node >= 0) nodes_left_.insert(c.peer.node);  // its agent ends: its keepers too
@@ -264,7 +219,7 @@ void Broker::op_rank_lost(const Call& c, const proto::RankLost& m) {
         "rank_lost: rank " + std::to_string(r) + " is not a rank of this node agent");
   }
   // A task that exits after its goodbye ended its part of the step: Slurm reports its status.
-  if (!holds(c.conn, r)) return reply_ok(c.conn, c.id);
+  if (!peers_.holds(c.conn, r)) return reply_ok(c.conn, c.id);
   AbortCause cause;
   cause.how = AbortCause::How::rank_lost;
   cause.rank = r;
@@ -335,7 +290,7 @@ AbortCause Broker::node_loss(ConnId conn, const Peer& p, AbortCause::How how,
                              const std::string& why) const {
   std::vector<int> live;
   for (int r : p.node_ranks) {
-    if (holds(conn, r)) live.push_back(r);
+    if (peers_.holds(conn, r)) live.push_back(r);
   }
   AbortCause c;
   c.how = how;
@@ -350,7 +305,7 @@ AbortCause Broker::node_loss(ConnId conn, const Peer& p, AbortCause::How how,
 
 bool Broker::node_fell_silent(ConnId conn, const Peer& p, const std::vector<int>& silent) const {
   return std::all_of(p.node_ranks.begin(), p.node_ranks.end(), [&](int r) {
-    return !holds(conn, r) || std::binary_search(silent.begin(), silent.end(), r);
+    return !peers_.holds(conn, r) || std::binary_search(silent.begin(), silent.end(), r);
   });
 }
 

@@ -31,7 +31,7 @@ bool Broker::store_value(const Call& c, const std::string& key, const std::strin
 void Broker::mark_fetched(ConnId conn, const Peer& p, Clock::time_point now) {
   bool all = p.rank >= 0 && live_.mark_fetched(p.rank);
   for (int r : p.node_ranks) {
-    if (holds(conn, r) && live_.mark_fetched(r)) all = true;
+    if (peers_.holds(conn, r) && live_.mark_fetched(r)) all = true;
   }
   if (all) phases_.reached(Phase::id_fetched_by_all, now);
 }
@@ -53,7 +53,7 @@ void Broker::op_set(const Call& c, const proto::Set& m) {
   if (!store_value(c, m.key(), m.value(), m.once())) return;
   key_changed(c.space, m.key(), c.now);
   if (c.space != proto::SPACE_STEP) return reply_ok(c.conn, c.id);
-  if (c.peer.rank == 0 || (c.peer.role == proto::ROLE_NODE && holds(c.conn, 0)))
+  if (c.peer.rank == 0 || (c.peer.role == proto::ROLE_NODE && peers_.holds(c.conn, 0)))
     phases_.reached(Phase::id_published, c.now);
   // A tool's agent (no node agents) publishes the master port with a set.
   if (c.peer.role == proto::ROLE_AGENT) report_.on_agent_set(c.now);
@@ -64,7 +64,7 @@ void Broker::op_set(const Call& c, const proto::Set& m) {
 // once: kept write-once under kStepPortsKey for the other nodes' agents, and
 // named in the report. Only the node holding rank 0 speaks for them.
 void Broker::op_publish_ports(const Call& c, const proto::PublishPorts& m) {
-  if (c.peer.role != proto::ROLE_NODE || !holds(c.conn, 0))
+  if (c.peer.role != proto::ROLE_NODE || !peers_.holds(c.conn, 0))
     return reply_error(c.conn, c.id, proto::UNAUTHORIZED,
                        "publish_ports: only the node agent holding rank 0 publishes the step's "
                        "ports");
@@ -205,15 +205,15 @@ void Broker::op_barrier(const Call& c, const proto::Barrier& m) {
 
 void Broker::op_abort(const Call& c, const proto::Abort& m) {
   AbortCause cause = cause_of(c.peer, AbortCause::How::explicit_abort, "");
-  std::string who = describe_peer(c.peer);
+  std::string who = peers_.describe_peer(c.peer);
   // From a node agent: the local rank that asked.
-  if (c.peer.role == proto::ROLE_NODE && m.has_rank() && holds(c.conn, m.rank())) {
+  if (c.peer.role == proto::ROLE_NODE && m.has_rank() && peers_.holds(c.conn, m.rank())) {
     cause.rank = m.rank();
-    who = describe_rank(m.rank());
+    who = peers_.describe_rank(m.rank());
   }
   cause.message = "job aborted by " + who + ": " + shown_value(m.reason(), 1024);
   // Only the node that holds rank 0 speaks for the master node.
-  if (m.has_master_failure() && c.peer.role == proto::ROLE_NODE && holds(c.conn, 0))
+  if (m.has_master_failure() && c.peer.role == proto::ROLE_NODE && peers_.holds(c.conn, 0))
     cause.master_failure = rdv::from_proto(m.master_failure());
   abort_job(std::move(cause));
   reply_ok(c.conn, c.id);

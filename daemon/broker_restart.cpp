@@ -52,19 +52,6 @@ std::string short_why(const AbortCause& c, std::chrono::milliseconds silence) {
 
 }  // namespace
 
-ConnId Broker::node_conn(int node, ConnId except) const {
-  for (const auto& [conn, p] : peers_)
-    if (conn != except && p.state == PeerState::ready && p.role == proto::ROLE_NODE &&
-        p.node == node)
-      return conn;
-  return 0;
-}
-
-std::string Broker::node_host(int node) const {
-  const ConnId c = node_conn(node);
-  return c == 0 ? "node " + std::to_string(node) : peers_.at(c).host;
-}
-
 void Broker::push_restart(ConnId conn, const proto::Restart& r) {
   proto::Response push;  // id 0: a push
   *push.mutable_restart() = r;
@@ -202,7 +189,7 @@ void Broker::fence_node(const AbortCause& cause, Clock::time_point now) {
   f.dead_by = heard + cfg_.limits.fence + kFenceMargin;
   f.how = "unheard for " + ms_text(cfg_.limits.fence) +
           " (site key fence_after): its agent killed them";
-  const ConnId conn = node_conn(node);
+  const ConnId conn = peers_.node_conn(node);
   if (conn == 0) {
     // Closed by the daemon (silence, a stop not done in time) proves nothing.
     if (cause.peer_closed && now + kKeeperReaction < f.dead_by) {
@@ -248,7 +235,7 @@ void Broker::run_restart(RestartMachine::Commands commands, Clock::time_point no
     switch (c.kind) {
       case RestartMachine::Command::Kind::stop:
         r.set_phase(proto::Restart::STOP);
-        if (const ConnId conn = node_conn(c.node)) push_restart(conn, r);
+        if (const ConnId conn = peers_.node_conn(c.node)) push_restart(conn, r);
         break;
       case RestartMachine::Command::Kind::fence:
         r.set_phase(proto::Restart::FENCE);
@@ -259,7 +246,7 @@ void Broker::run_restart(RestartMachine::Commands commands, Clock::time_point no
         if (!abort_) start_programs(now);
         break;
       case RestartMachine::Command::Kind::lose:
-        if (const ConnId conn = node_conn(c.node))
+        if (const ConnId conn = peers_.node_conn(c.node))
           reject_and_close(conn, 0, proto::UNAVAILABLE, c.why);
         break;
       case RestartMachine::Command::Kind::running:
@@ -298,7 +285,8 @@ void Broker::begin_restart(const AbortCause& cause, const RestartPlan& plan, boo
     rs.record.lost_host += (rs.record.lost_host.empty() ? "" : ", ") + cause.host;
   }
   if (plan.spare >= 0) {
-    rs.record.spare_host += (rs.record.spare_host.empty() ? "" : ", ") + node_host(plan.spare);
+    rs.record.spare_host +=
+        (rs.record.spare_host.empty() ? "" : ", ") + peers_.node_host(plan.spare);
     rs.record.node_rank = plan.node_rank;
   }
   rs.roster = plan.roster;
@@ -374,7 +362,7 @@ void Broker::repeat_restart(ConnId conn, const Peer& p) {
 bool Broker::lose_unheard_node(Clock::time_point now) {
   const Restarts& rs = *restarts_;
   for (int node = 0; node < rs.roster.nodes(); ++node) {
-    if (rs.roster.node_rank[static_cast<size_t>(node)] < 0 || node_conn(node) != 0) continue;
+    if (rs.roster.node_rank[static_cast<size_t>(node)] < 0 || peers_.node_conn(node) != 0) continue;
     AbortCause lost;
     lost.how = AbortCause::How::node_lost;
     lost.node = node;
@@ -435,7 +423,7 @@ void Broker::watch_restarts(Clock::time_point now) {
   Restarts& rs = *restarts_;
   // An agent that left with no drop heard (its goodbye, a fence) answers nothing.
   for (int node : std::set<int>(rs.machine.waiting()))
-    if (node_conn(node) == 0) run_restart(rs.machine.left(node, now), now);
+    if (peers_.node_conn(node) == 0) run_restart(rs.machine.left(node, now), now);
   run_restart(rs.machine.tick(now), now);
   if (abort_ || rs.machine.phase() != RestartMachine::Phase::running) return;
   if (rs.times.settled(now)) rs.early.clear();

@@ -24,7 +24,7 @@ void Broker::torch_note_unset(const Peer& p, const Waiter& w, Clock::time_point 
   const std::string who =
       p.role == proto::ROLE_NODE
           ? "the clients on host " + p.host + " (ranks " + rank_list(p.node_ranks) + ")"
-          : describe_peer(p);
+          : peers_.describe_peer(p);
   const std::string waited = seconds_text(now - w.since, 1);
   const std::string why =
       abort_ ? abort_->message

@@ -12,6 +12,8 @@
 #   expect_srun_ok SECS WHAT          srun (t0 set by the caller) exits 0 within SECS
 #   same_params LABEL                 every rank ended with the same parameters
 #   ddp_site [key=value...]           site, and pytorch_launcher_env's variables in ddp_env
+#   kill_pids_at_exit                 pids=(): the processes a test adds there are killed,
+#                                     and the work folder removed, at its exit
 #   n2_link                           namespace mode: n2's veth in $veth; cut_n2 takes it
 #                                     down, restore (also on exit) brings it back up
 #   expect_node_verdict SECS BOUND NODE RANKS
@@ -31,6 +33,11 @@ ddp_site() {
   site "$@"
   pytorch_launcher_env
   ddp_env=("${pet[@]}")
+}
+
+kill_pids_at_exit() {
+  pids=()
+  trap 'kill "${pids[@]}" 2>/dev/null || true; cleanup_work' EXIT
 }
 
 start_ddp() {

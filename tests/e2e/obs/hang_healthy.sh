@@ -17,8 +17,7 @@
 . "$(dirname "$0")/../agent/ddp_common.sh"
 bound=${DP_E2E_HEALTHY_BOUND:-6}
 ddp_site
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true; cleanup_work' EXIT
+kill_pids_at_exit
 
 healthy() {  # healthy NAME TASKS-PER-NODE ddp.py-ARGS...: srun in the background
   local name=$1 tasks=$2

@@ -24,8 +24,7 @@
 . "$(dirname "$0")/../agent/ddp_common.sh"
 secs=${DP_E2E_STRAGGLER_HEALTHY_S:-75}
 ddp_site
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true; cleanup_work' EXIT
+kill_pids_at_exit
 
 healthy() {  # healthy NAME ddp.py-ARGS...: srun in the background
   local name=$1

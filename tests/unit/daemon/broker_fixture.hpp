@@ -14,6 +14,7 @@
 #include "hello_proof.hpp"
 #include "protocol_version.hpp"
 #include "signed_hello.hpp"
+#include "stacks_answer.hpp"
 
 namespace dp::daemon::test {
 

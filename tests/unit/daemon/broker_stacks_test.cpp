@@ -28,15 +28,9 @@ class BrokerStacksTest : public BrokerTest {
     proto::Request r;
     r.mutable_stacks_answer()->set_ask(ask);
     for (int rank : ranks) {
-      auto* m = r.mutable_stacks_answer()->add_ranks();
-      m->set_rank(rank);
-      m->set_pid(100 + rank);
+      auto* m = add_rank_thread(*r.mutable_stacks_answer(), rank);
       m->set_no_python("debug_build");
       m->set_no_python_detail("a debug build of Python 3.11");
-      auto* t0 = m->add_threads();
-      t0->set_tid(100 + rank);
-      t0->mutable_kernel()->set_state('S');
-      t0->mutable_kernel()->set_syscall(-1);
     }
     frame(c, r, t);
   }

@@ -153,14 +153,9 @@ TEST_F(BrokerStragglerTest, ASlowRankIsNamedOnceThenItsRecovery) {
 TEST_F(BrokerStragglerTest, StacksRoundsSayWhereTheOthersWait) {
   Broker& b = watched(10);
   const Fill stacks = [](int rank, proto::StacksAnswer& answer) {
-    auto* m = answer.add_ranks();
-    m->set_rank(rank);
-    m->set_pid(100 + rank);
+    auto* m = add_rank_thread(answer, rank, rank == 3 ? 'R' : 'S', rank == 3 ? -1 : SYS_futex);
     m->set_python("3.14.8");
-    auto* th = m->add_threads();
-    th->set_tid(100 + rank);
-    th->mutable_kernel()->set_state(rank == 3 ? 'R' : 'S');
-    th->mutable_kernel()->set_syscall(rank == 3 ? -1 : SYS_futex);
+    auto* th = m->mutable_threads(0);
     auto* f = th->add_frames();
     f->set_function(rank == 3 ? "step" : "main");
     f->set_file("/home/u/train.py");

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "stacks_answer.hpp"
+
 namespace dp::daemon {
 namespace {
 
@@ -24,14 +26,7 @@ proto::StacksAnswer node_answer(uint64_t ask, std::vector<int> ranks,
   proto::StacksAnswer a;
   a.set_ask(ask);
   for (int rank : ranks) {
-    auto* m = a.add_ranks();
-    m->set_rank(rank);
-    m->set_pid(100 + rank);
-    m->set_no_python("debug_build");
-    auto* t = m->add_threads();
-    t->set_tid(100 + rank);
-    t->mutable_kernel()->set_state('S');
-    t->mutable_kernel()->set_syscall(-1);
+    test::add_rank_thread(a, rank)->set_no_python("debug_build");
     if (!unread.empty()) {
       auto* f = a.add_flights();
       f->set_rank(rank);

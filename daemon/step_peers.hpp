@@ -1,0 +1,75 @@
+// The step's connections and what each said in its hello: a rank, a node
+// agent speaking for its node's ranks, or a tool. Which connection holds a
+// rank now is Liveness's word (its slots); this part answers the questions
+// that need both: who holds a rank, which agent serves a node, how to name
+// a peer in a line, and whether a node's new hello takes over an old link.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "dp/proto/rendezvous.pb.h"
+#include "liveness.hpp"
+
+namespace dp::daemon {
+
+enum class PeerState : uint8_t { awaiting_hello, ready };
+
+struct Peer {
+  PeerState state = PeerState::awaiting_hello;
+  proto::Role role = proto::ROLE_AGENT;
+  int rank = -1;
+  std::string host;
+  std::string nonce;            // the challenge its hello must answer
+  std::vector<int> node_ranks;  // ROLE_NODE: the ranks it speaks for, ascending
+  int node = -1;                // ROLE_NODE: its node's index in the step (SLURM_NODEID)
+  Clock::time_point connected_at;
+};
+
+class StepPeers {
+ public:
+  using Map = std::unordered_map<ConnId, Peer>;
+  explicit StepPeers(const Liveness& live) : live_(live) {}
+
+  // The connections, as a map.
+  Map::iterator begin() { return map_.begin(); }
+  Map::iterator end() { return map_.end(); }
+  Map::const_iterator begin() const { return map_.begin(); }
+  Map::const_iterator end() const { return map_.end(); }
+  Map::iterator find(ConnId c) { return map_.find(c); }
+  Map::const_iterator find(ConnId c) const { return map_.find(c); }
+  const Peer& at(ConnId c) const { return map_.at(c); }
+  Peer& operator[](ConnId c) { return map_[c]; }
+  size_t count(ConnId c) const { return map_.count(c); }
+  size_t size() const { return map_.size(); }
+  bool empty() const { return map_.empty(); }
+  void emplace(ConnId c, Peer p) { map_.emplace(c, std::move(p)); }
+  Map::iterator erase(Map::iterator it) { return map_.erase(it); }
+
+  // conn holds rank (a rank's own connection, or its node agent's) and it has not left.
+  bool holds(ConnId conn, int rank) const;
+  // A ready peer that still holds a rank: a rank, or a node agent some of whose ranks
+  // have neither said goodbye nor been reported lost.
+  bool holds_ranks(ConnId conn, const Peer& p) const;
+  // "rank 3 (host n2)", "the node agent on host n2", "an agent on host n1".
+  std::string describe_peer(const Peer& p) const;
+  // "rank 3 (host n2, via its node agent)".
+  std::string describe_rank(int rank) const;
+  // The ready node agent of node index `node` other than `except`; 0: none.
+  ConnId node_conn(int node, ConnId except = 0) const;
+  // Its host, or "node N" while it has no agent.
+  std::string node_host(int node) const;
+  // The live link a node agent's hello replaces (it reconnected): the same
+  // host and ranks, or with `by_node_index` (a step that restarts, whose
+  // nodes' ranks change) the same host and node index. 0: none. `self`: the
+  // connection saying this hello (never its own predecessor).
+  ConnId node_predecessor(const proto::Hello& h, ConnId self, bool by_node_index) const;
+
+ private:
+  const Liveness& live_;
+  Map map_;
+};
+
+}  // namespace dp::daemon
