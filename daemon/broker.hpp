@@ -119,7 +119,9 @@ class Broker {
   bool aborted() const { return abort_.has_value(); }
   const std::optional<AbortCause>& abort_cause() const { return abort_; }
   const Liveness& liveness() const { return live_; }
-  proto::Stats stats() const;
+  // The counters and lines; with_report: also the report's JSON and rank
+  // table, whose cost grows with the world (a million ranks: seconds).
+  proto::Stats stats(bool with_report = true) const;
   std::string startup_summary() const { return phases_.summary(); }
   // The step report: JSON, srun's start-up line, the first failure.
   const StepReport& report() const { return report_; }

@@ -20,7 +20,7 @@ std::string verdict_lines(const StepReport& report) {
 
 }  // namespace
 
-proto::Stats Broker::stats() const {
+proto::Stats Broker::stats(bool with_report) const {
   proto::Stats s;
   s.set_connections(peers_.size());
   s.set_ranks_connected(static_cast<uint64_t>(live_.connected_count()));
@@ -67,8 +67,10 @@ proto::Stats Broker::stats() const {
   t += verdict_lines(report_);
   s.set_text(std::move(t));
   s.set_startup_line(startup_line());
-  s.set_report_json(report_json(Clock::now()));
-  s.set_rank_table(report_.text(Clock::now()));
+  if (with_report) {
+    s.set_report_json(report_json(Clock::now()));
+    s.set_rank_table(report_.text(Clock::now()));
+  }
   if (report_.failure()) s.set_first_failure(report_.failure()->message);
   s.set_ended_by_user(report_.ended_by_user());
   for (const auto& line : report_.unset_waits()) s.add_store_waits_unset(line);

@@ -234,7 +234,7 @@ Server::~Server() = default;
 void Server::run() { event_base_dispatch(base_.get()); }
 
 void Server::stop(const char* why) {
-  const proto::Stats st = broker_->stats();
+  const proto::Stats st = broker_->stats(false);  // two counters for the log
   std::fprintf(
       stderr,
       "dp-rendezvousd: job %s step %s: exiting: %s (requests %llu, keys %llu, startup %s)\n",

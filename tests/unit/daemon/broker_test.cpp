@@ -226,6 +226,7 @@ TEST_F(BrokerTest, TotalBytesLimit) {
   b.on_frame(1, s.SerializeAsString(), t0_);
   EXPECT_EQ(out.last(1).code(), proto::LIMIT);
   EXPECT_NE(out.last(1).message().find("--max-total-bytes"), std::string::npos);
+  EXPECT_EQ(b.stats(false).keys(), 1u) << "the refused key is not left behind";
   // Overwriting the same key with a smaller value is fine.
   s.mutable_set()->set_key("k");
   s.mutable_set()->set_value("small");
