@@ -229,7 +229,9 @@ void Broker::handle_hello(ConnId conn, Peer& p, uint64_t id, const proto::Hello&
   if (predecessor != 0) take_over_node(predecessor, conn, now);
   else register_ranks(conn, p, now);
   reply_ok(conn, id);
-  if (predecessor != 0) repeat_restart(conn, p);
+  if (predecessor != 0 && restarts_) {  // a repeat of what it did already, without doing it twice
+    if (auto again = restarts_->repeat_for(p.node)) out_.send(conn, restart_push(*again));
+  }
   if (p.role == proto::ROLE_NODE) ask_samples(conn);
 }
 
@@ -381,8 +383,8 @@ void Broker::on_disconnect(ConnId conn, Clock::time_point now) {
   std::optional<AbortCause> lost = loss_of(conn, it->second, now);
   const Peer gone = it->second;
   forget_peer(conn);
+  if (!lost && restarts_) lost = restarts_->spare_loss(gone);
   if (lost) abort_job(std::move(*lost));
-  else node_gone(gone);
   restart_node_left(gone, now);  // no answer will come from it
 }
 

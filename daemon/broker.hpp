@@ -10,7 +10,7 @@
 // broker_waiters.cpp (answering blocking calls; pending_calls.cpp keeps
 // them, their barriers and deadlines), broker_stats.cpp,
 // broker_stacks.cpp (with stacks_rounds.cpp), broker_restart.cpp (carries
-// out core's RestartMachine);
+// out core's RestartMachine; step_restart.cpp decides what to push);
 // below them kv_store.cpp (the store), liveness.cpp, step_report.cpp and
 // broker_limits.hpp, which include no broker header.
 #pragma once
@@ -45,6 +45,7 @@
 #include "startup_phases.hpp"
 #include "step_peers.hpp"
 #include "step_report.hpp"
+#include "step_restart.hpp"
 #include "torchrun_launchers.hpp"
 
 namespace dp::daemon {
@@ -228,9 +229,7 @@ class Broker {
   bool launcher_loss(AbortCause& cause, Setback what, Clock::time_point now);
   // A node agent's new link while the restart waits for its answer: the
   // STOP or START sent on the old one may never have reached it.
-  void repeat_restart(ConnId conn, const Peer& p);
   // The START a node holding node rank `nr` is sent: its ranks anew.
-  proto::Restart start_push(int nr) const;
   // torchrun's launchers left would wait out a lost one's keep-alive: its
   // heartbeats in their rendezvous are aged instead (torchrun_launchers.hpp).
   void age_lost_launchers(const AbortCause& cause, Clock::time_point now);
@@ -249,40 +248,17 @@ class Broker {
   void restart_node_left(const Peer& p, Clock::time_point now);
   // A node that holds a node rank but has no agent now (its drop unheard):
   // lost, as if heard; false when every such node has one.
-  bool lose_unheard_node(Clock::time_point now);
   // Phase deadlines, the rendezvous and first step timed, the step's end.
   void watch_restarts(Clock::time_point now);
   void finish_record(Clock::time_point now);
-  void push_restart(ConnId conn, const proto::Restart& r);
   // A node agent that held no ranks (a spare) left or was lost.
-  void node_gone(const Peer& p);
   std::set<int> nodes_left_;  // node agents that said goodbye (their programs end with them)
   // Every live node agent said goodbye after the step completed: a lost
   // node's tasks keep srun waiting until slurmctld ends the step.
-  void end_lost_nodes();
-  struct Restarts {
-    // The phases (restart_machine.hpp): STOP, FENCE and START, and the
-    // lines saying each change.
-    RestartMachine machine{std::chrono::milliseconds(0)};
-    Roster roster;
-    RestartRecord record;            // the restart under way, until its line is out (times.is_open)
-    RestartTimes times{1};           // sized to the world at the broker's start
-    std::vector<std::string> lines;  // every restart's line, for the report and srun
-    bool done_pushed = false;        // every rank is done: DONE went to the agents
-    // A launcher step's ranks that will never say goodbye: a lost node's, or
-    // a waiting launcher's that ended once the step's work was done.
-    std::set<int> gone;
-    bool lost_ended = false;  // slurmctld was asked to end the lost nodes' tasks
-    // By node index, each node's failures at once (times.at_once) in a row
-    // (failure_setback).
-    std::map<int, int> early;
-    TorchrunLaunchers launchers;  // a launcher step's: which node each runs on
-  };
-  std::optional<Restarts> restarts_;
+  std::optional<StepRestart> restarts_;
   // An agent's ADD announced PyTorch store clients up (Add.workers, counted
   // from TCPStore's own handshake): every rank's after a restart marks its
   // rendezvous.
-  void note_store_workers(uint32_t workers, Clock::time_point now);
 
   // broker_stacks.cpp
   void op_stacks_answer(const Call& c, const proto::StacksAnswer& m);

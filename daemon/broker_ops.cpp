@@ -120,7 +120,8 @@ void Broker::op_add(const Call& c, const proto::Add& m) {
   key_changed(c.space, m.key(), c.now);
   // The agents name TCPStore's worker handshakes: after a restart, every
   // rank's client up means the programs met again.
-  if (torch && m.workers() > 0) note_store_workers(m.workers(), c.now);
+  if (torch && m.workers() > 0 && restarts_ && !restarts_->machine.stopped_phase())
+    restarts_->times.store_clients(m.workers(), c.now);
   proto::Response r;
   r.set_id(c.id);
   r.set_number(next);

@@ -52,17 +52,11 @@ std::string short_why(const AbortCause& c, std::chrono::milliseconds silence) {
 
 }  // namespace
 
-void Broker::push_restart(ConnId conn, const proto::Restart& r) {
-  proto::Response push;  // id 0: a push
-  *push.mutable_restart() = r;
-  out_.send(conn, push);
-}
-
 bool Broker::restart_instead(AbortCause& cause) {
   if (!restarts_ || abort_) return false;
   std::optional<Setback> what = setback_of(cause);
   if (!what) return false;
-  Restarts& rs = *restarts_;
+  StepRestart& rs = *restarts_;
   const Clock::time_point now = cause.when == Clock::time_point{} ? Clock::now() : cause.when;
   if (!cfg_.limits.restart_programs) return launcher_loss(cause, *what, now);
   const bool stopped = rs.machine.stopped_phase();
@@ -109,7 +103,7 @@ bool Broker::restart_instead(AbortCause& cause) {
 // (as many launchers finished as the world has nodes): then it was one of
 // those waiting, which PyTorch before 2.3 ends with RendezvousClosedError.
 bool Broker::launcher_loss(AbortCause& cause, Setback what, Clock::time_point now) {
-  Restarts& rs = *restarts_;
+  StepRestart& rs = *restarts_;
   const int finished = live_.goodbye_count();
   if (what == Setback::program_failed) {
     if (finished < cfg_.world_size - cfg_.limits.spares || cause.rank < 0) return false;
@@ -175,7 +169,7 @@ constexpr auto kKeeperReaction = std::chrono::seconds(1);
 
 void Broker::fence_node(const AbortCause& cause, Clock::time_point now) {
   const int node = cause.node;
-  Restarts& rs = *restarts_;
+  StepRestart& rs = *restarts_;
   RestartMachine::Fence f;
   f.host = cause.host;
   // When the node was last heard: its agent fenced itself fence_after later.
@@ -225,7 +219,7 @@ bool Broker::fenced_drop(ConnId conn, Clock::time_point now) {
 }
 
 void Broker::run_restart(RestartMachine::Commands commands, Clock::time_point now) {
-  Restarts& rs = *restarts_;
+  StepRestart& rs = *restarts_;
   for (const std::string& line : rs.machine.take_lines())
     std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
                  cfg_.step_id.c_str(), line.c_str());
@@ -235,11 +229,11 @@ void Broker::run_restart(RestartMachine::Commands commands, Clock::time_point no
     switch (c.kind) {
       case RestartMachine::Command::Kind::stop:
         r.set_phase(proto::Restart::STOP);
-        if (const ConnId conn = peers_.node_conn(c.node)) push_restart(conn, r);
+        if (const ConnId conn = peers_.node_conn(c.node)) out_.send(conn, restart_push(r));
         break;
       case RestartMachine::Command::Kind::fence:
         r.set_phase(proto::Restart::FENCE);
-        push_restart(c.link, r);
+        out_.send(c.link, restart_push(r));
         break;
       case RestartMachine::Command::Kind::close_link: out_.close(c.link); break;
       case RestartMachine::Command::Kind::start:
@@ -263,7 +257,7 @@ void Broker::run_restart(RestartMachine::Commands commands, Clock::time_point no
 // generation, so late answers to the old one count for nothing).
 void Broker::begin_restart(const AbortCause& cause, const RestartPlan& plan, bool further,
                            Clock::time_point now) {
-  Restarts& rs = *restarts_;
+  StepRestart& rs = *restarts_;
   if (!further) {
     finish_record(now);
     rs.record = RestartRecord{};
@@ -292,13 +286,7 @@ void Broker::begin_restart(const AbortCause& cause, const RestartPlan& plan, boo
   rs.roster = plan.roster;
   rs.record.spares_left = rs.roster.spares_left();
   rs.times.keep_open();
-  std::set<int> live;
-  for (const auto& [conn, p] : peers_)
-    if (p.state == PeerState::ready && p.role == proto::ROLE_NODE && p.node >= 0 &&
-        p.node < rs.roster.nodes() &&
-        rs.roster.node_rank[static_cast<size_t>(p.node)] != Roster::kLost)
-      live.insert(p.node);
-  run_restart(rs.machine.begin(live, now,
+  run_restart(rs.machine.begin(rs.live_nodes(peers_), now,
                                "restart " + std::to_string(rs.record.count) + ": " + cause.message),
               now);
 }
@@ -306,10 +294,15 @@ void Broker::begin_restart(const AbortCause& cause, const RestartPlan& plan, boo
 // Every program stopped: the programs' keys and calls go, every rank is
 // held by its node's agent (the spare's for the lost node's), START.
 void Broker::start_programs(Clock::time_point now) {
-  Restarts& rs = *restarts_;
+  StepRestart& rs = *restarts_;
   // Never a START to a world one of whose nodes cannot come: its ranks
   // would be waited for until the rendezvous' timeout.
-  if (lose_unheard_node(now)) return;
+  if (auto lost = rs.unheard_node_loss(peers_, live_, nodes_left_, now)) {
+    std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
+                 cfg_.step_id.c_str(), lost->message.c_str());
+    abort_job(std::move(*lost));  // a further loss: a spare's restart, or the step's end
+    return;
+  }
   rs.times.stopped(now);
   store_.clear_programs(kStepPortsKey);
   for (uint64_t wid : calls_.ids()) calls_.take(wid);  // barriers close with their calls
@@ -328,61 +321,10 @@ void Broker::start_programs(Clock::time_point now) {
       report_.on_hello(r, p.host, now);
     }
     if (nr < 0) continue;  // it stays a spare
-    push_restart(conn, start_push(nr));
+    out_.send(conn, restart_push(rs.start_push(nr)));
     starting.insert(p.node);
   }
   run_restart(rs.machine.starting(starting, now), now);
-}
-
-proto::Restart Broker::start_push(int nr) const {
-  const Restarts& rs = *restarts_;
-  proto::Restart start;
-  start.set_phase(proto::Restart::START);
-  start.set_generation(rs.machine.generation());
-  start.set_restart_count(static_cast<uint32_t>(rs.roster.restarts));
-  start.set_node_rank(nr);
-  for (int r : node_rank_ranks(nr, rs.roster.tasks_per_node)) start.add_node_ranks(r);
-  return start;
-}
-
-// The agent answers a repeat of what it did already without doing it twice.
-void Broker::repeat_restart(ConnId conn, const Peer& p) {
-  if (!restarts_ || p.node < 0 || !restarts_->machine.waiting().count(p.node)) return;
-  const RestartMachine& m = restarts_->machine;
-  if (m.phase() == RestartMachine::Phase::stopping) {
-    proto::Restart stop;
-    stop.set_phase(proto::Restart::STOP);
-    stop.set_generation(m.generation());
-    push_restart(conn, stop);
-  } else if (m.phase() == RestartMachine::Phase::starting) {
-    push_restart(conn, start_push(restarts_->roster.node_rank[static_cast<size_t>(p.node)]));
-  }
-}
-
-bool Broker::lose_unheard_node(Clock::time_point now) {
-  const Restarts& rs = *restarts_;
-  for (int node = 0; node < rs.roster.nodes(); ++node) {
-    if (rs.roster.node_rank[static_cast<size_t>(node)] < 0 || peers_.node_conn(node) != 0) continue;
-    AbortCause lost;
-    lost.how = AbortCause::How::node_lost;
-    lost.node = node;
-    lost.when = now;
-    lost.peer_closed = nodes_left_.count(node) > 0;
-    const auto ranks =
-        node_rank_ranks(rs.roster.node_rank[static_cast<size_t>(node)], rs.roster.tasks_per_node);
-    lost.rank = ranks.empty() ? -1 : ranks.front();
-    // Its ranks' slots keep the host its agent last named in its hello.
-    lost.host = ranks.empty() || live_.slot(ranks.front()).host.empty()
-                    ? "node " + std::to_string(node)
-                    : live_.slot(ranks.front()).host;
-    lost.message = "the node agent on host " + lost.host +
-                   " left without its loss being heard, and its ranks cannot start again";
-    std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
-                 cfg_.step_id.c_str(), lost.message.c_str());
-    abort_job(std::move(lost));  // a further loss: a spare's restart, or the step's end
-    return true;
-  }
-  return false;
 }
 
 void Broker::op_restart_ready(const Call& c, const proto::RestartReady& m) {
@@ -399,13 +341,8 @@ void Broker::restart_node_left(const Peer& p, Clock::time_point now) {
   run_restart(restarts_->machine.left(p.node, now), now);
 }
 
-void Broker::note_store_workers(uint32_t workers, Clock::time_point now) {
-  if (!restarts_ || restarts_->machine.stopped_phase()) return;
-  restarts_->times.store_clients(workers, now);
-}
-
 void Broker::finish_record(Clock::time_point now) {
-  Restarts& rs = *restarts_;
+  StepRestart& rs = *restarts_;
   const auto phases = rs.times.close(now, report_.resumed().stepped);
   if (!phases) return;
   RestartRecord& r = rs.record;
@@ -420,7 +357,7 @@ void Broker::finish_record(Clock::time_point now) {
 
 void Broker::watch_restarts(Clock::time_point now) {
   if (!restarts_ || abort_) return;
-  Restarts& rs = *restarts_;
+  StepRestart& rs = *restarts_;
   // An agent that left with no drop heard (its goodbye, a fence) answers nothing.
   for (int node : std::set<int>(rs.machine.waiting()))
     if (peers_.node_conn(node) == 0) run_restart(rs.machine.left(node, now), now);
@@ -435,48 +372,14 @@ void Broker::watch_restarts(Clock::time_point now) {
       live_.goodbye_count() + static_cast<int>(rs.gone.size()) >= cfg_.world_size) {
     rs.done_pushed = true;
     finish_record(now);
-    proto::Restart done;
-    done.set_phase(proto::Restart::DONE);
-    done.set_generation(rs.machine.generation());
+    const proto::Response done = restart_push(rs.done_push());
     for (const auto& [conn, p] : peers_)
-      if (p.state == PeerState::ready && p.role == proto::ROLE_NODE) push_restart(conn, done);
+      if (p.state == PeerState::ready && p.role == proto::ROLE_NODE) out_.send(conn, done);
   }
-  if (rs.done_pushed && !rs.lost_ended && rs.roster.lost() > 0 && nodes_ == 0) end_lost_nodes();
-}
-
-void Broker::end_lost_nodes() {
-  Restarts& rs = *restarts_;
-  rs.lost_ended = true;
-  if (cfg_.limits.on_failure != OnFailure::end) return;
-  AbortCause done;
-  done.how = AbortCause::How::explicit_abort;
-  done.message = "the step completed after " + std::to_string(rs.roster.restarts) +
-                 " restart(s); " + std::to_string(rs.roster.lost()) +
-                 " lost node(s) still hold tasks in Slurm's eyes";
-  out_.end_step_in_slurm(done);
-}
-
-// A node agent that held no ranks left: a spare (one spare fewer), or a
-// spare given a lost node's place that had not started it yet (its loss
-// then needs another spare, or ends the step).
-void Broker::node_gone(const Peer& p) {
-  if (!restarts_ || p.role != proto::ROLE_NODE || p.node < 0 || p.node >= restarts_->roster.nodes())
-    return;
-  Restarts& rs = *restarts_;
-  const int held = rs.roster.node_rank[static_cast<size_t>(p.node)];
-  if (held == Roster::kLost || rs.done_pushed) return;
-  AbortCause lost;
-  lost.how = AbortCause::How::node_lost;
-  lost.node = p.node;
-  lost.host = p.host;
-  lost.peer_closed = true;  // its link's end, heard
-  const auto ranks = node_rank_ranks(held, rs.roster.tasks_per_node);
-  lost.rank = ranks.empty() ? -1 : ranks.front();
-  lost.message =
-      "the node agent on host " + p.host +
-      (held < 0 ? " (a spare)" : " (the spare taking node rank " + std::to_string(held) + ")") +
-      " lost its connection to the rendezvous daemon";
-  abort_job(std::move(lost));
+  if (rs.done_pushed && !rs.lost_ended && rs.roster.lost() > 0 && nodes_ == 0) {
+    rs.lost_ended = true;
+    if (cfg_.limits.on_failure == OnFailure::end) out_.end_step_in_slurm(rs.lost_nodes_done());
+  }
 }
 
 }  // namespace dp::daemon
