@@ -21,7 +21,7 @@ Broker::Broker(BrokerConfig cfg, Outbox& out, Clock::time_point now)
               cfg_.limits.hang_timeout_by_user),
       live_(cfg_.world_size, cfg_.limits.silence_limit(), now),
       store_(cfg_.limits),
-      calls_(cfg_.world_size) {
+      calls_(cfg_.world_size, cfg_.limits.max_pending_calls, cfg_.limits.max_open_barriers) {
   if (!cfg_.make_nonce) cfg_.make_nonce = rdv::random_nonce;
   // Rendezvous code commonly sets a key or two per rank: sized once, the
   // table does not rehash while a large world arrives.

@@ -292,9 +292,7 @@ class Broker {
   // One line of the daemon's log about the step's store.
   void torch_log(const std::string& line) const;
   // broker_waiters.cpp: answering the blocking calls (pending_calls.hpp
-  // keeps them). Replies LIMIT and returns false when one more pending call
-  // (or a new barrier) would pass the step's limits.
-  bool room_for_call(const Call& c, const std::string* new_barrier);
+  // keeps them, their limits and their timeout messages).
   // A get or wait on `keys`; timeout_ms 0: no deadline.
   void add_waiter(const Call& c, WaitKind kind, std::vector<std::string> keys, uint32_t timeout_ms);
   void finish_waiter(uint64_t wid, Clock::time_point now);
@@ -303,7 +301,6 @@ class Broker {
   void fail_waiter(uint64_t wid, proto::Code code, std::string message);
   void key_changed(proto::Space space, const std::string& key, Clock::time_point now);
   void expire_waiters(Clock::time_point now);
-  std::string timeout_message(const Waiter& w) const;
 
   BrokerConfig cfg_;
   Outbox& out_;

@@ -92,7 +92,7 @@ void Broker::op_get(const Call& c, const proto::Get& m) {
   if (!m.blocking())
     return reply_error(c.conn, c.id, proto::NOT_FOUND,
                        "key " + shown_key(m.key()) + " does not exist");
-  if (!room_for_call(c, nullptr)) return;
+  if (auto no = calls_.refusal(nullptr)) return reply_error(c.conn, c.id, proto::LIMIT, *no);
   add_waiter(c, WaitKind::get, {m.key()}, m.timeout_ms());
 }
 
@@ -174,7 +174,7 @@ void Broker::op_wait(const Call& c, const proto::Wait& m) {
     if (!store_.contains(c.space, k)) missing.push_back(k);
   }
   if (missing.empty()) return reply_ok(c.conn, c.id);
-  if (!room_for_call(c, nullptr)) return;
+  if (auto no = calls_.refusal(nullptr)) return reply_error(c.conn, c.id, proto::LIMIT, *no);
   add_waiter(c, WaitKind::wait, std::move(missing), m.timeout_ms());
 }
 
@@ -183,7 +183,7 @@ void Broker::op_barrier(const Call& c, const proto::Barrier& m) {
   auto ranks = arriving_ranks(c, m);
   if (!ranks) return reply_error(c.conn, c.id, ranks.error());
   if (auto k = store_.check_key(m.name()); !k) return reply_error(c.conn, c.id, k.error());
-  if (!room_for_call(c, &m.name())) return;
+  if (auto no = calls_.refusal(&m.name())) return reply_error(c.conn, c.id, proto::LIMIT, *no);
   Waiter w;
   w.conn = c.conn;
   w.request_id = c.id;

@@ -4,27 +4,6 @@
 
 namespace dp::daemon {
 
-bool Broker::room_for_call(const Call& c, const std::string* new_barrier) {
-  const long long cap = cfg_.limits.max_pending_calls > 0
-                            ? cfg_.limits.max_pending_calls
-                            : 4ll * std::max(cfg_.world_size, 1) + 4096;
-  if (static_cast<long long>(calls_.size()) >= cap) {
-    reply_error(c.conn, c.id, proto::LIMIT,
-                "too many blocking calls pending in the step (limit " + std::to_string(cap) +
-                    ", dp-rendezvousd --max-pending-calls); retry when some are answered");
-    return false;
-  }
-  if (new_barrier && !calls_.has_barrier(*new_barrier) &&
-      static_cast<int>(calls_.open_barriers()) >= cfg_.limits.max_open_barriers) {
-    reply_error(c.conn, c.id, proto::LIMIT,
-                "too many barriers open at once in the step (limit " +
-                    std::to_string(cfg_.limits.max_open_barriers) +
-                    ", dp-rendezvousd --max-open-barriers): are barrier names unique per call?");
-    return false;
-  }
-  return true;
-}
-
 void Broker::add_waiter(const Call& c, WaitKind kind, std::vector<std::string> keys,
                         uint32_t timeout_ms) {
   Waiter w;
@@ -77,25 +56,9 @@ void Broker::key_changed(proto::Space space, const std::string& key, Clock::time
   for (uint64_t wid : done) finish_waiter(wid, now);
 }
 
-std::string Broker::timeout_message(const Waiter& w) const {
-  switch (w.kind) {
-    case WaitKind::get:
-      return "get " + shown_key(w.keys.front()) + " timed out after " + ms_text(w.timeout) +
-             ": no peer set the key; check that the publishing rank is running";
-    case WaitKind::wait:
-      return "wait timed out after " + ms_text(w.timeout) + ": " + std::to_string(w.keys.size()) +
-             " key(s) still missing, first " + shown_key(w.keys.front());
-    case WaitKind::barrier: break;
-  }
-  std::string msg =
-      "barrier " + shown_key(w.keys.front()) + " timed out after " + ms_text(w.timeout);
-  if (auto progress = calls_.barrier_progress(w.keys.front())) msg += ": " + *progress;
-  return msg;
-}
-
 void Broker::expire_waiters(Clock::time_point now) {
   while (auto wid = calls_.next_due(now))
-    fail_waiter(*wid, proto::TIMEOUT, timeout_message(*calls_.find(*wid)));
+    fail_waiter(*wid, proto::TIMEOUT, calls_.timeout_message(*calls_.find(*wid)));
 }
 
 }  // namespace dp::daemon

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "dp/duration_text.hpp"
+#include "dp/shown_value.hpp"
+
 namespace dp::daemon {
 namespace {
 
@@ -153,6 +156,33 @@ std::optional<uint64_t> PendingCalls::next_due(Clock::time_point now) {
     deadlines_.erase(deadlines_.begin());
   }
   return std::nullopt;
+}
+
+std::optional<std::string> PendingCalls::refusal(const std::string* new_barrier) const {
+  if (static_cast<long long>(calls_.size()) >= max_calls_)
+    return "too many blocking calls pending in the step (limit " + std::to_string(max_calls_) +
+           ", dp-rendezvousd --max-pending-calls); retry when some are answered";
+  if (new_barrier && !has_barrier(*new_barrier) &&
+      static_cast<int>(barriers_.size()) >= max_barriers_)
+    return "too many barriers open at once in the step (limit " + std::to_string(max_barriers_) +
+           ", dp-rendezvousd --max-open-barriers): are barrier names unique per call?";
+  return std::nullopt;
+}
+
+std::string PendingCalls::timeout_message(const Waiter& w) const {
+  switch (w.kind) {
+    case WaitKind::get:
+      return "get " + shown_key(w.keys.front()) + " timed out after " + ms_text(w.timeout) +
+             ": no peer set the key; check that the publishing rank is running";
+    case WaitKind::wait:
+      return "wait timed out after " + ms_text(w.timeout) + ": " + std::to_string(w.keys.size()) +
+             " key(s) still missing, first " + shown_key(w.keys.front());
+    case WaitKind::barrier: break;
+  }
+  std::string msg =
+      "barrier " + shown_key(w.keys.front()) + " timed out after " + ms_text(w.timeout);
+  if (auto progress = barrier_progress(w.keys.front())) msg += ": " + *progress;
+  return msg;
 }
 
 }  // namespace dp::daemon

@@ -6,6 +6,7 @@
 // all of them at once, so no index keeps a call another has forgotten.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -37,7 +38,12 @@ struct Waiter {
 
 class PendingCalls {
  public:
-  explicit PendingCalls(int world_size) : world_(world_size) {}
+  // max_calls: the calls pending at once (0: four per rank and 4 096 more);
+  // max_barriers: the barriers open at once (the step's limits).
+  explicit PendingCalls(int world_size, int max_calls = 0, int max_barriers = 1024)
+      : world_(world_size),
+        max_calls_(max_calls > 0 ? max_calls : 4ll * std::max(world_size, 1) + 4096),
+        max_barriers_(max_barriers) {}
 
   size_t size() const { return calls_.size(); }
   size_t open_barriers() const { return barriers_.size(); }
@@ -57,6 +63,11 @@ class PendingCalls {
     std::vector<uint64_t> complete;
   };
   std::optional<Arrival> arrive(Waiter w, int* twice);
+  // Why one more call (opening barrier `new_barrier`, when given and not
+  // open yet) would pass the step's limits; none: there is room.
+  std::optional<std::string> refusal(const std::string* new_barrier) const;
+  // The TIMEOUT message of a call whose deadline passed.
+  std::string timeout_message(const Waiter& w) const;
   // "3 of 8 ranks arrived; missing ranks 1,2,..." while barrier `name` is open.
   std::optional<std::string> barrier_progress(const std::string& name) const;
 
@@ -80,6 +91,8 @@ class PendingCalls {
   uint64_t index(Waiter w);
 
   int world_;
+  long long max_calls_;
+  int max_barriers_;
   uint64_t next_ = 1;
   std::unordered_map<uint64_t, Waiter> calls_;
   std::array<std::unordered_map<std::string, std::vector<uint64_t>>, 2> by_key_;

@@ -109,5 +109,42 @@ TEST(PendingCalls, AnOpenBarrierNamesAtMostEightMissingRanks) {
   EXPECT_FALSE(calls.barrier_progress("other"));
 }
 
+// The step's limits: calls pending at once, barriers open at once; a call
+// joining an open barrier opens none.
+TEST(PendingCalls, OneCallTooManyIsRefusedNamingItsLimit) {
+  PendingCalls calls(2, 2, 1);
+  EXPECT_FALSE(calls.refusal(nullptr).has_value());
+  calls.add(pending_call(1, WaitKind::get, {"a"}));
+  int twice = -1;
+  ASSERT_TRUE(calls.arrive(pending_call(2, WaitKind::barrier, {"b"}, 0, {0}), &twice).has_value());
+  const auto full = calls.refusal(nullptr);
+  ASSERT_TRUE(full.has_value());
+  EXPECT_NE(full->find("(limit 2, dp-rendezvousd --max-pending-calls)"), std::string::npos)
+      << *full;
+  PendingCalls roomy(2, 10, 1);
+  roomy.arrive(pending_call(2, WaitKind::barrier, {"b"}, 0, {0}), &twice);
+  const std::string open = "b", other = "c";
+  EXPECT_FALSE(roomy.refusal(&open).has_value()) << "it joins the open barrier";
+  const auto barriers = roomy.refusal(&other);
+  ASSERT_TRUE(barriers.has_value());
+  EXPECT_NE(barriers->find("--max-open-barriers"), std::string::npos) << *barriers;
+  EXPECT_EQ(PendingCalls(1000).refusal(nullptr), std::nullopt);
+}
+
+TEST(PendingCalls, ATimeoutSaysWhatWasWaitedForAndWhoIsMissing) {
+  PendingCalls calls(3);
+  EXPECT_EQ(calls.timeout_message(pending_call(1, WaitKind::get, {"id"}, 2500)),
+            "get 'id' timed out after 2500 ms: no peer set the key; check that the publishing "
+            "rank is running");
+  EXPECT_EQ(calls.timeout_message(pending_call(1, WaitKind::wait, {"x", "y"}, 1000)),
+            "wait timed out after 1000 ms: 2 key(s) still missing, first 'x'");
+  int twice = -1;
+  const Waiter b = pending_call(1, WaitKind::barrier, {"sync"}, 1000, {0});
+  calls.arrive(b, &twice);
+  const std::string msg = calls.timeout_message(b);
+  EXPECT_EQ(msg.rfind("barrier 'sync' timed out after 1000 ms: 1 of 3 ranks arrived", 0), 0u)
+      << msg;
+}
+
 }  // namespace
 }  // namespace dp::daemon
