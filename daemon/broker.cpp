@@ -26,7 +26,11 @@ Broker::Broker(BrokerConfig cfg, Outbox& out, Clock::time_point now)
   // Rendezvous code commonly sets a key or two per rank: sized once, the
   // table does not rehash while a large world arrives.
   store_.reserve(static_cast<size_t>(std::max(cfg_.world_size, 1)));
-  set_up_hello_budget();
+  const bool agents = cfg_.limits.nodes > 0;
+  hello_budget_.set_caps(HelloBudget::caps_for(
+      cfg_.limits.max_unauthenticated, agents,
+      agents ? cfg_.limits.nodes : static_cast<int>(cfg_.step_nodes.size()), cfg_.world_size));
+  hello_budget_.set_step_nodes(cfg_.step_nodes);
   if (cfg_.limits.restarts()) {
     restarts_.emplace();
     restarts_->machine = RestartMachine(cfg_.limits.restart_stop);
@@ -338,10 +342,9 @@ void Broker::abort_job(AbortCause cause) {
       TaskExit{cause.exit_code, cause.signal, cause.worker_rank, cause.user_signal});
   abort_ = std::move(cause);
   if (restarts_) finish_record(abort_->when);  // a restart under way is told as far as it got
-  std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
-               cfg_.step_id.c_str(), abort_->message.c_str());
+  log_step(cfg_, abort_->message);
   // Waits given up while the step was healthy were not news until now.
-  for (const auto& line : report_.unset_waits()) torch_log(line);
+  for (const auto& line : report_.unset_waits()) log_step(cfg_, line);
   std::vector<uint64_t> ids;
   for (uint64_t wid : calls_.ids()) {
     const Waiter& w = *calls_.find(wid);
@@ -463,8 +466,7 @@ void Broker::hang_found(AbortCause cause, const std::string& which,
                  : may_end ? "; the step runs on (--dp-on-hang=end ends it)"
                            : "; the step runs on (a rank that cannot be read is never judged "
                              "stuck)"));
-    std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
-                 cfg_.step_id.c_str(), cause.message.c_str());
+    log_step(cfg_, cause.message);
   }
   if (ends) abort_job(std::move(cause));
 }

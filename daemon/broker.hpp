@@ -63,6 +63,10 @@ struct BrokerConfig {
   std::function<Result<std::string>()> make_nonce;
 };
 
+// One line of the daemon's log about its step (stderr, which srun's
+// --dp-verbose shows): "dp-rendezvousd: job J step S: line".
+void log_step(const BrokerConfig& cfg, const std::string& line);
+
 // Where the broker's answers go (the server's sockets, or a test recorder).
 class Outbox {
  public:
@@ -178,8 +182,6 @@ class Broker {
                   bool may_end = true);
   uint64_t stack_hangs_ = 0;  // hangs the stacks' watch named
   // broker_hello.cpp
-  void set_up_hello_budget();
-  int unauthenticated_budget() const;
   void evict_before_hello(ConnId conn, Clock::time_point now);
   // broker_ops.cpp: one per operation
   void op_goodbye(const Call& c, const proto::Goodbye& m);
@@ -289,8 +291,6 @@ class Broker {
   // A node agent refused one of its clients' requests (StoreRefused): counted
   // by node, the first few lines kept for the report and srun's end.
   void torch_refused(const Call& c, const proto::StoreRefused& m);
-  // One line of the daemon's log about the step's store.
-  void torch_log(const std::string& line) const;
   // broker_waiters.cpp: answering the blocking calls (pending_calls.hpp
   // keeps them, their limits and their timeout messages).
   // A get or wait on `keys`; timeout_ms 0: no deadline.
@@ -333,7 +333,6 @@ class Broker {
   // By host, each node's count so far: other users' connections the node
   // agents' PyTorch stores closed, and their own clients' requests refused.
   std::map<std::string, uint64_t> store_strangers_, store_refused_;
-  static uint64_t all_hosts(const std::map<std::string, uint64_t>& by_host);
   uint64_t relinks_ = 0;  // node agents that reconnected after an outage
 
   StacksRounds rounds_;  // the stacks round in flight, and the survivors' at the failure

@@ -19,21 +19,6 @@ std::string source_text(const std::string& source) {
 
 }  // namespace
 
-void Broker::set_up_hello_budget() {
-  const int budget = std::max(1, cfg_.limits.max_unauthenticated);
-  const int nodes = std::max(
-      1, cfg_.limits.nodes > 0 ? cfg_.limits.nodes : static_cast<int>(cfg_.step_nodes.size()));
-  // A node's share: the general budget plus its ranks when they connect
-  // directly, so a flood from the node's own address still leaves its agent
-  // (or ranks) the time of `share` further connections to say hello.
-  const int ranks_per_node = (std::max(cfg_.world_size, 1) + nodes - 1) / nodes;
-  HelloBudget::Caps caps;
-  caps.per_stranger = std::max(1, budget / 4);
-  caps.per_node = budget + (cfg_.limits.nodes > 0 ? 1 : ranks_per_node);
-  hello_budget_.set_caps(caps);
-  hello_budget_.set_step_nodes(cfg_.step_nodes);
-}
-
 void Broker::on_connect(ConnId conn, Clock::time_point now, const std::string& source) {
   auto nonce = cfg_.make_nonce();
   if (!nonce) {
@@ -51,17 +36,14 @@ void Broker::on_connect(ConnId conn, Clock::time_point now, const std::string& s
   challenge.set_challenge(p.nonce);
   challenge.set_protocol_version(rdv::protocol_range().newest);
   out_.send(conn, challenge);
-  while (auto victim = hello_budget_.next_eviction(unauthenticated_budget()))
-    evict_before_hello(*victim, now);
+  // The budget grows by the nodes (or ranks) still expected to say hello.
+  const int expected = cfg_.limits.nodes > 0 ? cfg_.limits.nodes : cfg_.world_size;
+  const int budget = cfg_.limits.max_unauthenticated + std::max(0, expected - rank_peers_);
+  while (auto victim = hello_budget_.next_eviction(budget)) evict_before_hello(*victim, now);
 }
 
 // Room for every rank still to come (a whole step starts at once, and each
 // connection waits a round trip for its hello) plus a small budget for the rest.
-int Broker::unauthenticated_budget() const {
-  const int expected = cfg_.limits.nodes > 0 ? cfg_.limits.nodes : cfg_.world_size;
-  return cfg_.limits.max_unauthenticated + std::max(0, expected - rank_peers_);
-}
-
 void Broker::evict_before_hello(ConnId conn, Clock::time_point now) {
   const std::string source = hello_budget_.source_of(conn);
   const int held = hello_budget_.count(source);

@@ -220,9 +220,7 @@ bool Broker::fenced_drop(ConnId conn, Clock::time_point now) {
 
 void Broker::run_restart(RestartMachine::Commands commands, Clock::time_point now) {
   StepRestart& rs = *restarts_;
-  for (const std::string& line : rs.machine.take_lines())
-    std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
-                 cfg_.step_id.c_str(), line.c_str());
+  for (const std::string& line : rs.machine.take_lines()) log_step(cfg_, line);
   for (auto& c : commands) {
     proto::Restart r;
     r.set_generation(c.generation);
@@ -298,8 +296,7 @@ void Broker::start_programs(Clock::time_point now) {
   // Never a START to a world one of whose nodes cannot come: its ranks
   // would be waited for until the rendezvous' timeout.
   if (auto lost = rs.unheard_node_loss(peers_, live_, nodes_left_, now)) {
-    std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
-                 cfg_.step_id.c_str(), lost->message.c_str());
+    log_step(cfg_, lost->message);
     abort_job(std::move(*lost));  // a further loss: a spare's restart, or the step's end
     return;
   }
@@ -350,8 +347,7 @@ void Broker::finish_record(Clock::time_point now) {
   const std::string line = restart_line(r);
   rs.lines.push_back(line);
   report_.note_restarts(rs.lines, rs.roster.spares_left());
-  std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
-               cfg_.step_id.c_str(), line.c_str());
+  log_step(cfg_, line);
   out_.notice("slurm-dp: step " + cfg_.job_id + "." + cfg_.step_id + ": " + line);
 }
 

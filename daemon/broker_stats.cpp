@@ -18,6 +18,13 @@ std::string verdict_lines(const StepReport& report) {
   return t;
 }
 
+// By host, summed.
+uint64_t all_hosts(const std::map<std::string, uint64_t>& by_host) {
+  uint64_t n = 0;
+  for (const auto& [host, count] : by_host) n += count;
+  return n;
+}
+
 }  // namespace
 
 proto::Stats Broker::stats(bool with_report) const {
@@ -78,12 +85,6 @@ proto::Stats Broker::stats(bool with_report) const {
   for (const auto& line : report_.restarts()) s.add_restarts(line);
   s.set_spares_left(report_.spares_left());
   return s;
-}
-
-uint64_t Broker::all_hosts(const std::map<std::string, uint64_t>& by_host) {
-  uint64_t n = 0;
-  for (const auto& [host, count] : by_host) n += count;
-  return n;
 }
 
 std::string Broker::report_json(Clock::time_point now) const {

@@ -11,6 +11,11 @@
 
 namespace dp::daemon {
 
+void log_step(const BrokerConfig& cfg, const std::string& line) {
+  std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg.job_id.c_str(),
+               cfg.step_id.c_str(), line.c_str());
+}
+
 void Broker::torch_note_unset(const Peer& p, const Waiter& w, Clock::time_point now,
                               bool given_up) {
   std::vector<std::string> missing;
@@ -35,7 +40,7 @@ void Broker::torch_note_unset(const Peer& p, const Waiter& w, Clock::time_point 
                      " for " + keys + ", never set; " + why;
   // Once per key, kept for the report; printed (srun --dp-verbose shows it)
   // once the step failed, those before then with the failure (abort_job).
-  if (report_.note_unset_wait(missing.front(), line) && abort_) torch_log(line);
+  if (report_.note_unset_wait(missing.front(), line) && abort_) log_step(cfg_, line);
 }
 
 void Broker::torch_refused(const Call& c, const proto::StoreRefused& m) {
@@ -50,12 +55,7 @@ void Broker::torch_refused(const Call& c, const proto::StoreRefused& m) {
   if (m.line().empty()) return;
   const std::string line =
       "PyTorch's store on host " + c.peer.host + ": " + shown_value(m.line(), 1024);
-  if (report_.note_store_refusal(line)) torch_log(line);
-}
-
-void Broker::torch_log(const std::string& line) const {
-  std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg_.job_id.c_str(),
-               cfg_.step_id.c_str(), line.c_str());
+  if (report_.note_store_refusal(line)) log_step(cfg_, line);
 }
 
 }  // namespace dp::daemon

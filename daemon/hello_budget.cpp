@@ -1,5 +1,7 @@
 #include "hello_budget.hpp"
 
+#include <algorithm>
+
 #include <cstddef>
 
 namespace dp::daemon {
@@ -76,6 +78,19 @@ std::optional<ConnId> HelloBudget::next_eviction(int total) const {
   if (count() <= total || strangers_by_count_.empty()) return std::nullopt;
   if (const ConnId c = oldest(strangers_by_count_.rbegin()->second)) return c;
   return std::nullopt;
+}
+
+HelloBudget::Caps HelloBudget::caps_for(int budget, bool node_agents, int step_nodes, int world) {
+  budget = std::max(1, budget);
+  const int nodes = std::max(1, step_nodes);
+  // A node's share: the general budget plus its ranks when they connect
+  // directly, so a flood from the node's own address still leaves its agent
+  // (or ranks) the time of `share` further connections to say hello.
+  const int ranks_per_node = (std::max(world, 1) + nodes - 1) / nodes;
+  Caps caps;
+  caps.per_stranger = std::max(1, budget / 4);
+  caps.per_node = budget + (node_agents ? 1 : ranks_per_node);
+  return caps;
 }
 
 }  // namespace dp::daemon

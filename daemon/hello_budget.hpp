@@ -27,6 +27,10 @@ class HelloBudget {
     int per_node = 64;      // from one of the step's node addresses
   };
 
+  // The caps of a step: `budget` connections without hello in all
+  // (dp-rendezvousd --max-unauthenticated); with node agents each node
+  // connects once, without them its ranks (`world` over `step_nodes`) do.
+  static Caps caps_for(int budget, bool node_agents, int step_nodes, int world);
   void set_caps(Caps caps) { caps_ = caps; }
   // The step's node addresses (numeric, as the server formats peers).
   void set_step_nodes(const std::vector<std::string>& addresses);

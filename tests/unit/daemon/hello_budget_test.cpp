@@ -13,6 +13,19 @@ namespace {
 
 using namespace test;  // NOLINT: the shared fixture
 
+// A stranger a quarter of the budget; a node the budget and its own: one
+// agent, or its ranks when they connect themselves.
+TEST(HelloBudget, CapsFollowTheBudgetAndWhoConnectsFromANode) {
+  const auto agents = HelloBudget::caps_for(64, true, 4, 32);
+  EXPECT_EQ(agents.per_stranger, 16);
+  EXPECT_EQ(agents.per_node, 65);
+  const auto ranks = HelloBudget::caps_for(64, false, 4, 30);
+  EXPECT_EQ(ranks.per_node, 64 + 8) << "30 ranks on 4 nodes: 8 from the fullest";
+  const auto tiny = HelloBudget::caps_for(0, false, 0, 0);
+  EXPECT_EQ(tiny.per_stranger, 1);
+  EXPECT_EQ(tiny.per_node, 2);
+}
+
 TEST(HelloBudget, AStrangerPastItsCapLosesItsOwnOldest) {
   HelloBudget b;
   b.set_caps({2, 4});
