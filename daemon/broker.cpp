@@ -104,7 +104,7 @@ void Broker::reject_and_close(ConnId conn, uint64_t id, proto::Code code, std::s
       it != peers_.end() && peers_.holds_ranks(conn, it->second) && code != proto::TIMEOUT) {
     const std::string why = "was disconnected by the rendezvous daemon (" + message + ")";
     lost = it->second.role == proto::ROLE_NODE
-               ? node_loss(conn, it->second, AbortCause::How::refused, why)
+               ? peers_.node_loss(conn, it->second, AbortCause::How::refused, why)
                : cause_of(it->second, AbortCause::How::refused,
                           peers_.describe_peer(it->second) + " " + why);
   }
@@ -395,8 +395,8 @@ std::optional<AbortCause> Broker::loss_of(ConnId conn, const Peer& p, Clock::tim
   if (!peers_.holds_ranks(conn, p)) return std::nullopt;
   AbortCause c =
       p.role == proto::ROLE_NODE
-          ? node_loss(conn, p, AbortCause::How::node_lost,
-                      "lost its connection to the rendezvous daemon")
+          ? peers_.node_loss(conn, p, AbortCause::How::node_lost,
+                             "lost its connection to the rendezvous daemon")
           : cause_of(p, AbortCause::How::lost_connection,
                      peers_.describe_peer(p) +
                          " lost its connection to the rendezvous daemon without saying goodbye: "
@@ -422,8 +422,8 @@ void Broker::judge_silence(Clock::time_point now) {
     const ConnId c = live_.slot(r).conn;
     auto it = peers_.find(c);
     if (it == peers_.end()) continue;
-    if (it->second.role == proto::ROLE_NODE && node_fell_silent(c, it->second, silent)) {
-      AbortCause node = node_silence(c, it->second);
+    if (it->second.role == proto::ROLE_NODE && peers_.node_fell_silent(c, it->second, silent)) {
+      AbortCause node = peers_.node_silence(c, it->second, cfg_.limits.heartbeat_timeout);
       reject_and_close(c, 0, proto::TIMEOUT, "no heartbeat for " + ms_text(live_.silence_limit()));
       abort_job(std::move(node));
       continue;

@@ -202,7 +202,6 @@ class Broker {
   Result<void> check_node_hello(const proto::Hello& h) const;
   void take_over_node(ConnId old, ConnId conn, Clock::time_point now);
   void register_ranks(ConnId conn, Peer& p, Clock::time_point now);
-  Result<std::vector<int>> arriving_ranks(const Call& c, const proto::Barrier& m);
   void node_heartbeat(const Call& c, const proto::Heartbeat& m);
   void node_goodbye(const Call& c, const proto::Goodbye& m);
   void rank_goodbye(ConnId conn, int rank, const proto::Progress* final_counters,
@@ -213,12 +212,6 @@ class Broker {
   // A node lost at `now` soon after a signal that ends the step: the user
   // ended it (Slurm then kills what is left, node agents included).
   void explain_by_user_signal(AbortCause& c, Clock::time_point now) const;
-  AbortCause node_loss(ConnId conn, const Peer& p, AbortCause::How how,
-                       const std::string& why) const;
-  // A node agent's ranks fell silent together: the node's verdict, once.
-  AbortCause node_silence(ConnId conn, const Peer& p) const;
-  // Every rank the node agent still holds is silent (a lone stopped libdp rank is not the node).
-  bool node_fell_silent(ConnId conn, const Peer& p, const std::vector<int>& silent) const;
   // broker_restart.cpp: the step restarts in place instead of ending
   // (--dp-spares, --dp-max-restarts). True when a restart (or nothing: a
   // spare was lost) follows instead of the abort; otherwise the cause's text

@@ -11,16 +11,6 @@
 namespace dp::daemon {
 namespace {
 
-// "0-7" for a contiguous run, else the first few and a count.
-std::string ranks_text(const std::vector<int>& ranks) {
-  if (ranks.empty()) return "none";
-  if (ranks.back() - ranks.front() + 1 == static_cast<int>(ranks.size())) {
-    return ranks.size() == 1 ? std::to_string(ranks.front())
-                             : std::to_string(ranks.front()) + "-" + std::to_string(ranks.back());
-  }
-  return rank_list(ranks);
-}
-
 std::string or_unknown(const std::string& host) { return host.empty() ? "?" : host; }
 
 }  // namespace
@@ -112,35 +102,6 @@ void Broker::register_ranks(ConnId conn, Peer& p, Clock::time_point now) {
   }
   phases_.reached(Phase::first_hello, now);
   if (live_.seen_count() == cfg_.world_size) phases_.reached(Phase::all_hellos, now);
-}
-
-// The ranks a barrier call brings: the sender itself, or the node's listed ranks.
-Result<std::vector<int>> Broker::arriving_ranks(const Call& c, const proto::Barrier& m) {
-  if (c.peer.role == proto::ROLE_RANK && c.peer.rank >= 0) return std::vector<int>{c.peer.rank};
-  if (c.peer.role != proto::ROLE_NODE) {
-    return make_error(Errc::invalid_argument,
-                      "barrier " + shown_key(m.name()) +
-                          ": only ranks take part in barriers; connect with role rank");
-  }
-  if (m.ranks().empty()) {
-    return make_error(Errc::invalid_argument,
-                      "barrier " + shown_key(m.name()) + ": a node agent names the arriving ranks");
-  }
-  std::vector<int> ranks(m.ranks().begin(), m.ranks().end());
-  for (int r : ranks) {
-    if (!peers_.holds(c.conn, r)) {
-      return make_error(Errc::invalid_argument, "barrier " + shown_key(m.name()) + ": rank " +
-                                                    std::to_string(r) +
-                                                    " is not a live rank of this node agent");
-    }
-  }
-  std::sort(ranks.begin(), ranks.end());
-  if (std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end()) {
-    return make_error(Errc::invalid_argument,
-                      "barrier " + shown_key(m.name()) + ": a rank is listed twice");
-  }
-  for (int r : ranks) live_.heard(r, c.now);
-  return ranks;
 }
 
 // Listed ranks are heard (with their counters); the others are not.
@@ -283,44 +244,6 @@ void Broker::explain_by_user_signal(AbortCause& c, Clock::time_point now) const 
   c.message = "the node agent on host " + or_unknown(c.host) + " ended with the step's tasks " +
               std::to_string(got.before_end.count()) + " ms after SIG" + signal_name(*by) +
               " from Slurm reached host " + or_unknown(step_signal_->host);
-}
-
-// A node agent gone (or refused) while some of its ranks had not said goodbye.
-AbortCause Broker::node_loss(ConnId conn, const Peer& p, AbortCause::How how,
-                             const std::string& why) const {
-  std::vector<int> live;
-  for (int r : p.node_ranks) {
-    if (peers_.holds(conn, r)) live.push_back(r);
-  }
-  AbortCause c;
-  c.how = how;
-  c.rank = live.empty() ? -1 : live.front();
-  c.host = p.host;
-  c.node = p.node;
-  c.message = "the node agent on host " + or_unknown(p.host) + " (ranks " +
-              ranks_text(p.node_ranks) + ") " + why + " while rank(s) " + ranks_text(live) +
-              " had not said goodbye: the node, its agent or its network failed";
-  return c;
-}
-
-bool Broker::node_fell_silent(ConnId conn, const Peer& p, const std::vector<int>& silent) const {
-  return std::all_of(p.node_ranks.begin(), p.node_ranks.end(), [&](int r) {
-    return !peers_.holds(conn, r) || std::binary_search(silent.begin(), silent.end(), r);
-  });
-}
-
-AbortCause Broker::node_silence(ConnId conn, const Peer& p) const {
-  const auto limit = std::chrono::duration_cast<std::chrono::milliseconds>(live_.silence_limit());
-  AbortCause c = node_loss(conn, p, AbortCause::How::node_silent, "");
-  c.message = "the node agent on host " + or_unknown(p.host) + " (ranks " +
-              ranks_text(p.node_ranks) + ") sent no heartbeat for " +
-              std::to_string(limit.count()) +
-              " ms while other nodes were heard: the node is frozen, stopped alone or cut off "
-              "(the bound is the site's " +
-              (limit != cfg_.limits.heartbeat_timeout ? "spare_timeout, a spare waiting"
-                                                      : "heartbeat_timeout") +
-              ")";
-  return c;
 }
 
 }  // namespace dp::daemon

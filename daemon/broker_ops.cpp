@@ -180,8 +180,10 @@ void Broker::op_wait(const Call& c, const proto::Wait& m) {
 
 // A rank arrives alone; a node agent's call brings its listed ranks together (folded).
 void Broker::op_barrier(const Call& c, const proto::Barrier& m) {
-  auto ranks = arriving_ranks(c, m);
+  auto ranks = peers_.arriving_ranks(c.conn, c.peer, m);
   if (!ranks) return reply_error(c.conn, c.id, ranks.error());
+  if (c.peer.role == proto::ROLE_NODE)  // its listed ranks are heard
+    for (int r : *ranks) live_.heard(r, c.now);
   if (auto k = store_.check_key(m.name()); !k) return reply_error(c.conn, c.id, k.error());
   if (auto no = calls_.refusal(&m.name())) return reply_error(c.conn, c.id, proto::LIMIT, *no);
   Waiter w;

@@ -10,10 +10,15 @@
 #include <utility>
 #include <vector>
 
+#include "abort_cause.hpp"
 #include "dp/proto/rendezvous.pb.h"
+#include "dp/result.hpp"
 #include "liveness.hpp"
 
 namespace dp::daemon {
+
+// "0-7" for a contiguous run, else the first few and a count.
+std::string ranks_text(const std::vector<int>& ranks);
 
 enum class PeerState : uint8_t { awaiting_hello, ready };
 
@@ -66,6 +71,22 @@ class StepPeers {
   // nodes' ranks change) the same host and node index. 0: none. `self`: the
   // connection saying this hello (never its own predecessor).
   ConnId node_predecessor(const proto::Hello& h, ConnId self, bool by_node_index) const;
+
+  // A node agent gone (`how`: lost, refused) while some of its ranks had not
+  // said goodbye; `why` says how it went.
+  AbortCause node_loss(ConnId conn, const Peer& p, AbortCause::How how,
+                       const std::string& why) const;
+  // Every rank the node agent still holds is among `silent` (sorted): the
+  // node fell silent (a lone stopped libdp rank is not the node).
+  bool node_fell_silent(ConnId conn, const Peer& p, const std::vector<int>& silent) const;
+  // Its silence's verdict; heartbeat_timeout: the site's bound (the
+  // liveness' own limit differs while a spare waits: spare_timeout).
+  AbortCause node_silence(ConnId conn, const Peer& p,
+                          std::chrono::milliseconds heartbeat_timeout) const;
+  // The ranks a barrier call on conn brings: the rank itself, or the live
+  // ranks its node agent names (each once); else why not.
+  Result<std::vector<int>> arriving_ranks(ConnId conn, const Peer& p,
+                                          const proto::Barrier& m) const;
 
  private:
   const Liveness& live_;

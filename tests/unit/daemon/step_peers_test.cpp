@@ -100,5 +100,59 @@ TEST_F(StepPeersTest, ARestartingStepKnowsItsNodesByIndex) {
       << "a connection is never its own predecessor";
 }
 
+TEST_F(StepPeersTest, ANodesLossNamesTheRanksThatHadNotSaidGoodbye) {
+  node(1, 0, "n1", {0, 1});
+  live_.disconnected(0, 1, true);
+  const AbortCause c =
+      peers_.node_loss(1, peers_.at(1), AbortCause::How::node_lost, "lost its link");
+  EXPECT_EQ(c.how, AbortCause::How::node_lost);
+  EXPECT_EQ(c.rank, 1);
+  EXPECT_EQ(c.node, 0);
+  EXPECT_EQ(c.message,
+            "the node agent on host n1 (ranks 0-1) lost its link while rank(s) 1 had not said "
+            "goodbye: the node, its agent or its network failed");
+}
+
+TEST_F(StepPeersTest, ANodeFellSilentOnlyWhenEveryRankItHoldsIs) {
+  node(1, 0, "n1", {0, 1});
+  EXPECT_FALSE(peers_.node_fell_silent(1, peers_.at(1), {0}));
+  EXPECT_TRUE(peers_.node_fell_silent(1, peers_.at(1), {0, 1}));
+  live_.disconnected(1, 1, true);
+  EXPECT_TRUE(peers_.node_fell_silent(1, peers_.at(1), {0})) << "rank 1 left";
+  const AbortCause c = peers_.node_silence(1, peers_.at(1), std::chrono::milliseconds(10'000));
+  EXPECT_EQ(c.how, AbortCause::How::node_silent);
+  EXPECT_NE(c.message.find("sent no heartbeat for 10000 ms"), std::string::npos) << c.message;
+  EXPECT_NE(c.message.find("the site's heartbeat_timeout"), std::string::npos) << c.message;
+  const AbortCause spare = peers_.node_silence(1, peers_.at(1), std::chrono::milliseconds(5'000));
+  EXPECT_NE(spare.message.find("spare_timeout, a spare waiting"), std::string::npos);
+}
+
+TEST_F(StepPeersTest, ABarrierCallBringsItsRankOrTheAgentsLiveRanksOnce) {
+  node(1, 0, "n1", {0, 1});
+  proto::Barrier b;
+  b.set_name("sync");
+  Peer rank;
+  rank.role = proto::ROLE_RANK;
+  rank.rank = 3;
+  EXPECT_EQ(*peers_.arriving_ranks(7, rank, b), std::vector<int>{3});
+  EXPECT_FALSE(peers_.arriving_ranks(1, peers_.at(1), b).ok()) << "an agent names its ranks";
+  b.add_ranks(1);
+  b.add_ranks(0);
+  EXPECT_EQ(*peers_.arriving_ranks(1, peers_.at(1), b), (std::vector<int>{0, 1}));
+  b.add_ranks(1);
+  EXPECT_NE(peers_.arriving_ranks(1, peers_.at(1), b).error().message.find("listed twice"),
+            std::string::npos);
+  proto::Barrier other;
+  other.set_name("sync");
+  other.add_ranks(2);
+  EXPECT_NE(peers_.arriving_ranks(1, peers_.at(1), other)
+                .error()
+                .message.find("rank 2 is not a live rank of this node agent"),
+            std::string::npos);
+  Peer tool;
+  EXPECT_NE(peers_.arriving_ranks(8, tool, other).error().message.find("only ranks take part"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace dp::daemon
