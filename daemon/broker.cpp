@@ -21,7 +21,9 @@ Broker::Broker(BrokerConfig cfg, Outbox& out, Clock::time_point now)
               cfg_.limits.hang_timeout_by_user),
       live_(cfg_.world_size, cfg_.limits.silence_limit(), now),
       store_(cfg_.limits),
-      calls_(cfg_.world_size, cfg_.limits.max_pending_calls, cfg_.limits.max_open_barriers) {
+      calls_(cfg_.world_size, cfg_.limits.max_pending_calls, cfg_.limits.max_open_barriers),
+      watch_(cfg_.limits.hang_timeout, cfg_.limits.hang_timeout_by_user, ::sysconf(_SC_CLK_TCK),
+             now) {
   if (!cfg_.make_nonce) cfg_.make_nonce = rdv::random_nonce;
   // Rendezvous code commonly sets a key or two per rank: sized once, the
   // table does not rehash while a large world arrives.
@@ -43,15 +45,10 @@ Broker::Broker(BrokerConfig cfg, Outbox& out, Clock::time_point now)
                                        programs ? cfg_.limits.max_restarts : cfg_.limits.spares);
     if (cfg_.limits.spares > 0) report_.note_restarts({}, cfg_.limits.spares);
   }
-  if (cfg_.limits.hang_timeout.count() > 0)
-    hang_watch_.emplace(cfg_.limits.hang_timeout, ::sysconf(_SC_CLK_TCK));
-  last_watch_round_ = last_hang_round_ = now;
   if (cfg_.limits.straggler_pct > 0) {
     straggler::Settings s;
     s.threshold = cfg_.limits.straggler_pct / 100.0;
     report_.watch_stragglers(s, ::sysconf(_SC_CLK_TCK));
-    last_block_ = now;
-    next_block_ = now + StragglerReport::kBlock;
   }
 }
 

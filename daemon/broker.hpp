@@ -42,6 +42,7 @@
 #include "pending_calls.hpp"
 #include "restart_times.hpp"
 #include "stacks_rounds.hpp"
+#include "stacks_watch.hpp"
 #include "startup_phases.hpp"
 #include "step_peers.hpp"
 #include "step_report.hpp"
@@ -180,7 +181,6 @@ class Broker {
   // may_end false: ranks could not be read (unknown is not stuck): named, never ended.
   void hang_found(AbortCause cause, const std::string& which, const std::vector<std::string>& view,
                   bool may_end = true);
-  uint64_t stack_hangs_ = 0;  // hangs the stacks' watch named
   // broker_hello.cpp
   void evict_before_hello(ConnId conn, Clock::time_point now);
   // broker_ops.cpp: one per operation
@@ -264,16 +264,9 @@ class Broker {
   // The watch rounds: the hang watch's (every hang_sample_every(hang_timeout)),
   // the straggler watch's (where the others wait; the flight recorders each block).
   void watch_stacks(Clock::time_point now);
-  void judge_stacks(const std::vector<stacks::RankStacks>& got,
-                    const std::vector<stacks::RankFlight>& flights, bool complete,
-                    Clock::time_point now);
   // broker_straggler.cpp: the straggler watch's blocks and its lines.
   void ask_samples(ConnId conn);
   void watch_stragglers(Clock::time_point now);
-  Clock::time_point next_block_{}, last_block_{};
-  // The latest stacks round of any kind, the hang watch's latest, and the
-  // latest that read the flight recorders.
-  Clock::time_point last_watch_round_{}, last_hang_round_{}, last_flight_round_{};
   // broker_torch_ops.cpp (PyTorch's own operations: torch_store_ops.hpp).
   // PyTorch's own timeout error names neither the keys a wait was for nor
   // who never set them, so the daemon does, with the step's first failure:
@@ -329,7 +322,7 @@ class Broker {
   uint64_t relinks_ = 0;  // node agents that reconnected after an outage
 
   StacksRounds rounds_;  // the stacks round in flight, and the survivors' at the failure
-  std::optional<stacks::HangWatch> hang_watch_;  // while hang_timeout is on
+  StacksWatch watch_;    // when the watch rounds are due, and what they say of a hang
 };
 
 }  // namespace dp::daemon

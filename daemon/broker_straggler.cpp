@@ -20,12 +20,11 @@ void Broker::ask_samples(ConnId conn) {
 
 void Broker::watch_stragglers(Clock::time_point now) {
   StragglerReport* s = report_.stragglers();
-  if (!s || now < next_block_) return;
-  const double seconds = std::chrono::duration<double>(now - last_block_).count();
-  last_block_ = now;
-  next_block_ = now + StragglerReport::kBlock;
+  if (!s) return;
+  const std::optional<double> seconds = watch_.block_end(now);
+  if (!seconds) return;
   for (const auto& said :
-       s->end_block(report_.step_seconds(now), seconds, report_.counts_collectives())) {
+       s->end_block(report_.step_seconds(now), *seconds, report_.counts_collectives())) {
     if (!said.heard) continue;
     // The flight recorders' verdict says so: it is the one a GPU's work cannot fake.
     const std::string line =
