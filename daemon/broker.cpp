@@ -9,6 +9,7 @@
 #include "hello_proof.hpp"
 #include "protocol_version.hpp"
 #include "step_ports_value.hpp"
+#include "store_ops.hpp"
 #include "torch_store_ops.hpp"
 
 namespace dp::daemon {
@@ -236,6 +237,20 @@ void Broker::handle_hello(ConnId conn, Peer& p, uint64_t id, const proto::Hello&
   if (p.role == proto::ROLE_NODE) ask_samples(conn);
 }
 
+bool Broker::store_alone(const Call& c, const proto::Request& req) {
+  auto done = torch_store_op(store_, req);
+  if (!done) done = store_op(store_, req);
+  if (!done) return false;
+  for (const auto& key : done->changed) key_changed(c.space, key, c.now);
+  // The agents name TCPStore's worker handshakes: after a restart, every
+  // rank's client up means the programs met again.
+  if (req.has_add() && req.add().workers() > 0 && !done->changed.empty() &&
+      c.space == proto::SPACE_TORCH && restarts_ && !restarts_->machine.stopped_phase())
+    restarts_->times.store_clients(req.add().workers(), c.now);
+  answer(c.conn, done->reply);
+  return true;
+}
+
 namespace {
 proto::Response with_stats(uint64_t id, proto::Stats stats) {
   proto::Response r;
@@ -277,19 +292,13 @@ void Broker::handle_request(ConnId conn, Peer& p, const proto::Request& req,
                        "unknown key space " + std::to_string(static_cast<int>(c.space)) +
                            ": the client is newer than dp-rendezvousd; use the same slurm-dp "
                            "release for both");
-  if (auto done = torch_store_op(store_, req)) {
-    for (const auto& key : done->changed) key_changed(c.space, key, now);
-    return answer(conn, done->reply);
-  }
+  if (store_alone(c, req)) return;
   switch (req.op_case()) {
     case proto::Request::kHello:
       return reply_error(conn, c.id, proto::PROTOCOL, "hello sent twice on one connection");
     case proto::Request::kSet: return op_set(c, req.set());
     case proto::Request::kGet: return op_get(c, req.get());
-    case proto::Request::kAdd: return op_add(c, req.add());
     case proto::Request::kCompareAndSet: return op_compare_and_set(c, req.compare_and_set());
-    case proto::Request::kErase: return op_erase(c, req.erase());
-    case proto::Request::kExists: return op_exists(c, req.exists());
     case proto::Request::kWait: return op_wait(c, req.wait());
     case proto::Request::kBarrier: return op_barrier(c, req.barrier());
     case proto::Request::kAbort: return op_abort(c, req.abort());

@@ -163,6 +163,9 @@ class Broker {
   void reply_ok(ConnId conn, uint64_t id);
   // Sends r, counting its PROTOCOL and LIMIT refusals.
   void answer(ConnId conn, const proto::Response& r);
+  // The operations on the store alone (store_ops.hpp, torch_store_ops.hpp):
+  // answered, their keys' waiters woken; false: `req` is none of them.
+  bool store_alone(const Call& c, const proto::Request& req);
   void reply_error(ConnId conn, uint64_t id, proto::Code code, std::string message);
   void reply_error(ConnId conn, uint64_t id, const Error& e);
   // An ABORTED reply names the master node's failure when that ended the step.
@@ -187,10 +190,7 @@ class Broker {
   void op_goodbye(const Call& c, const proto::Goodbye& m);
   void op_set(const Call& c, const proto::Set& m);
   void op_get(const Call& c, const proto::Get& m);
-  void op_add(const Call& c, const proto::Add& m);
   void op_compare_and_set(const Call& c, const proto::CompareAndSet& m);
-  void op_erase(const Call& c, const proto::Erase& m);
-  void op_exists(const Call& c, const proto::Exists& m);
   void op_wait(const Call& c, const proto::Wait& m);
   void op_barrier(const Call& c, const proto::Barrier& m);
   void op_abort(const Call& c, const proto::Abort& m);

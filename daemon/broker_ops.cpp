@@ -1,22 +1,9 @@
 // One function per request of an authenticated peer.
-#include <charconv>
-
 #include "broker.hpp"
 #include "dp/master_port.hpp"
-#include "dp/torchstore/store_model.hpp"
 #include "step_ports_value.hpp"
 
 namespace dp::daemon {
-namespace {
-
-std::optional<int64_t> strict_int64(const std::string& v) {
-  int64_t n = 0;
-  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (ec != std::errc() || ptr != v.data() + v.size()) return std::nullopt;
-  return n;
-}
-
-}  // namespace
 
 bool Broker::store_value(const Call& c, const std::string& key, const std::string& value,
                          bool once) {
@@ -96,38 +83,6 @@ void Broker::op_get(const Call& c, const proto::Get& m) {
   add_waiter(c, WaitKind::get, {m.key()}, m.timeout_ms());
 }
 
-// The step's keys hold strict decimal integers; PyTorch's store reads a
-// value as std::stoll does and its sum wraps (torchstore::parse_like_stoll).
-void Broker::op_add(const Call& c, const proto::Add& m) {
-  if (auto k = store_.check_key(m.key()); !k) return reply_error(c.conn, c.id, k.error());
-  const bool torch = c.space == proto::SPACE_TORCH;
-  int64_t cur = 0;
-  if (const std::string* v = store_.find(c.space, m.key())) {
-    std::optional<int64_t> n = torch ? torchstore::parse_like_stoll(*v) : strict_int64(*v);
-    if (!n) {
-      return reply_error(
-          c.conn, c.id, proto::INVALID_ARGUMENT,
-          "add on key " + shown_key(m.key()) + ": its value is not a decimal integer");
-    }
-    cur = *n;
-  }
-  int64_t next = 0;
-  if (__builtin_add_overflow(cur, m.delta(), &next) && !torch) {
-    return reply_error(c.conn, c.id, proto::INVALID_ARGUMENT,
-                       "add on key " + shown_key(m.key()) + " overflows int64");
-  }
-  if (!store_value(c, m.key(), std::to_string(next))) return;
-  key_changed(c.space, m.key(), c.now);
-  // The agents name TCPStore's worker handshakes: after a restart, every
-  // rank's client up means the programs met again.
-  if (torch && m.workers() > 0 && restarts_ && !restarts_->machine.stopped_phase())
-    restarts_->times.store_clients(m.workers(), c.now);
-  proto::Response r;
-  r.set_id(c.id);
-  r.set_number(next);
-  out_.send(c.conn, r);
-}
-
 void Broker::op_compare_and_set(const Call& c, const proto::CompareAndSet& m) {
   if (auto k = store_.check_key(m.key()); !k) return reply_error(c.conn, c.id, k.error());
   const std::string* cur = store_.find(c.space, m.key());
@@ -145,25 +100,6 @@ void Broker::op_compare_and_set(const Call& c, const proto::CompareAndSet& m) {
   } else if (c.space == proto::SPACE_TORCH) {
     r.set_value(m.expected());  // PyTorch's server answers a missing key with the expected value
   }
-  out_.send(c.conn, r);
-}
-
-void Broker::op_erase(const Call& c, const proto::Erase& m) {
-  auto erased = store_.erase(c.space, m.key());
-  if (c.space == proto::SPACE_TORCH && (erased || erased.error().code == Errc::not_found)) {
-    proto::Response r;  // PyTorch's DELETE_KEY answers how many keys it removed
-    r.set_id(c.id);
-    r.set_number(erased ? 1 : 0);
-    return out_.send(c.conn, r);
-  }
-  if (!erased) return reply_error(c.conn, c.id, erased.error());
-  reply_ok(c.conn, c.id);
-}
-
-void Broker::op_exists(const Call& c, const proto::Exists& m) {
-  proto::Response r;
-  r.set_id(c.id);
-  r.set_flag(store_.contains(c.space, m.key()));
   out_.send(c.conn, r);
 }
 

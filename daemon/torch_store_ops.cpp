@@ -10,22 +10,13 @@
 namespace dp::daemon {
 namespace {
 
-using Done = TorchOpDone;
+using Done = StoreOpDone;
 
-Done answer(uint64_t id) {
-  Done d;
-  d.reply.set_id(id);
-  return d;
-}
-
+Done answer(uint64_t id) { return store_answer(id); }
 Done refused(uint64_t id, proto::Code code, std::string message) {
-  Done d = answer(id);
-  d.reply.set_code(code);
-  d.reply.set_message(std::move(message));
-  return d;
+  return store_refusal(id, code, std::move(message));
 }
-
-Done refused(uint64_t id, const Error& e) { return refused(id, rdv::to_wire(e.code), e.message); }
+Done refused(uint64_t id, const Error& e) { return store_refusal(id, e); }
 
 // Every key's size; else the refusal.
 template <class Keys>
@@ -151,7 +142,7 @@ const char* torch_op_name(proto::Request::OpCase op) {
 
 }  // namespace
 
-std::optional<TorchOpDone> torch_store_op(KvStore& store, const proto::Request& req) {
+std::optional<StoreOpDone> torch_store_op(KvStore& store, const proto::Request& req) {
   const char* name = torch_op_name(req.op_case());
   if (name == nullptr) return std::nullopt;
   if (auto bad = outside_torch_space(req, name)) return bad;

@@ -12,20 +12,14 @@
 
 #include "dp/proto/rendezvous.pb.h"
 #include "kv_store.hpp"
+#include "store_ops.hpp"
 
 namespace dp::daemon {
-
-// One operation done: its answer (the request's id; an error's code and
-// message) and the keys whose values it changed.
-struct TorchOpDone {
-  proto::Response reply;
-  std::vector<std::string> changed;
-};
 
 // nullopt: `req` is none of them (the step's own operations, some shared
 // with PyTorch's key space: SET, GET, ADD, WAIT, ...). One of them outside
 // SPACE_TORCH is refused (PROTOCOL); every key is checked against the
 // store's limits first, and MULTI_SET stores all of its keys or none.
-std::optional<TorchOpDone> torch_store_op(KvStore& store, const proto::Request& req);
+std::optional<StoreOpDone> torch_store_op(KvStore& store, const proto::Request& req);
 
 }  // namespace dp::daemon

@@ -13,7 +13,7 @@ namespace {
 class TorchStoreOps : public ::testing::Test {
  protected:
   // Runs r in PyTorch's key space (or `space`) with a fresh id.
-  std::optional<TorchOpDone> run(proto::Request r, proto::Space space = proto::SPACE_TORCH) {
+  std::optional<StoreOpDone> run(proto::Request r, proto::Space space = proto::SPACE_TORCH) {
     r.set_id(++id_);
     r.set_space(space);
     auto done = torch_store_op(store_, r);
@@ -22,10 +22,10 @@ class TorchStoreOps : public ::testing::Test {
     }
     return done;
   }
-  TorchOpDone done(proto::Request r) {
+  StoreOpDone done(proto::Request r) {
     auto d = run(std::move(r));
     EXPECT_TRUE(d.has_value());
-    return d ? *d : TorchOpDone{};
+    return d ? *d : StoreOpDone{};
   }
   static proto::Request multi_set(std::initializer_list<std::pair<std::string, std::string>> kv) {
     proto::Request r;
