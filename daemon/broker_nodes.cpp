@@ -9,12 +9,6 @@
 #include "dp/step_signals.hpp"
 
 namespace dp::daemon {
-namespace {
-
-std::string or_unknown(const std::string& host) { return host.empty() ? "?" : host; }
-
-}  // namespace
-
 Result<void> Broker::check_node_hello(const proto::Hello& h) const {
   const ConnId predecessor = peers_.node_predecessor(h, 0, restarts_.has_value());
   const int most = std::max(cfg_.world_size, cfg_.limits.nodes);
@@ -56,7 +50,7 @@ Result<void> Broker::check_node_hello(const proto::Hello& h) const {
     if (live_.slot(r).conn != 0 && live_.slot(r).conn != predecessor) {
       return make_error(Errc::conflict, "hello: rank " + std::to_string(r) +
                                             " is already connected from host " +
-                                            or_unknown(live_.slot(r).host) +
+                                            shown_host(live_.slot(r).host) +
                                             ": two node agents (or a node agent and a task) "
                                             "claim the same rank");
     }
@@ -82,7 +76,7 @@ void Broker::take_over_node(ConnId old, ConnId conn, Clock::time_point now) {
   std::fprintf(stderr,
                "dp-rendezvousd: job %s step %s: the node agent on host %s (ranks %s) reconnected "
                "after an outage; its ranks keep their places and its old connection is closed\n",
-               cfg_.job_id.c_str(), cfg_.step_id.c_str(), or_unknown(host).c_str(),
+               cfg_.job_id.c_str(), cfg_.step_id.c_str(), shown_host(host).c_str(),
                ranks_text(ranks).c_str());
 }
 
@@ -196,14 +190,14 @@ void Broker::op_rank_lost(const Call& c, const proto::RankLost& m) {
     cause.user_signal = m.user_signal();
   }
   cause.message =
-      "rank " + std::to_string(r) + " (host " + or_unknown(c.peer.host) + ") " + rank_lost_text(m);
+      "rank " + std::to_string(r) + " (host " + shown_host(c.peer.host) + ") " + rank_lost_text(m);
   // Its task itself ended (a step that restarts: the program's keeper), and
   // Slurm starts no task again: the node can no longer hold its ranks.
   if (m.task_gone()) {
     cause.how = AbortCause::How::node_lost;
-    cause.message = "rank " + std::to_string(r) + " (host " + or_unknown(c.peer.host) +
+    cause.message = "rank " + std::to_string(r) + " (host " + shown_host(c.peer.host) +
                     ")'s task ended for good (" + shown_value(m.detail(), 256) + "), so node " +
-                    or_unknown(c.peer.host) + " can no longer hold its ranks";
+                    shown_host(c.peer.host) + " can no longer hold its ranks";
   }
   live_.disconnected(r, c.conn, /*goodbye=*/false);
   abort_job(std::move(cause));
@@ -229,7 +223,7 @@ void Broker::op_step_signal(const Call& c, const proto::StepSignal& m) {
   if (same_delivery || notice_after_end) return;
   std::fprintf(stderr, "dp-rendezvousd: job %s step %s: SIG%s from Slurm reached host %s\n",
                cfg_.job_id.c_str(), cfg_.step_id.c_str(), signal_name(sig).c_str(),
-               or_unknown(c.peer.host).c_str());
+               shown_host(c.peer.host).c_str());
   step_signal_ = SignalSeen{sig, c.peer.host, c.now};
 }
 
@@ -241,9 +235,9 @@ void Broker::explain_by_user_signal(AbortCause& c, Clock::time_point now) const 
   if (!by) return;
   c.how = AbortCause::How::user_signal;
   c.user_signal = *by;
-  c.message = "the node agent on host " + or_unknown(c.host) + " ended with the step's tasks " +
+  c.message = "the node agent on host " + shown_host(c.host) + " ended with the step's tasks " +
               std::to_string(got.before_end.count()) + " ms after SIG" + signal_name(*by) +
-              " from Slurm reached host " + or_unknown(step_signal_->host);
+              " from Slurm reached host " + shown_host(step_signal_->host);
 }
 
 }  // namespace dp::daemon

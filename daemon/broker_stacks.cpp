@@ -18,8 +18,8 @@ bool Broker::start_stacks_round(Clock::time_point now, bool flight) {
   std::map<ConnId, std::string> nodes;
   for (const auto& [conn, p] : peers_) {
     if (p.state != PeerState::ready || p.role != proto::ROLE_NODE) continue;
-    nodes.emplace(conn, "ranks " + stacks::rank_ranges(p.node_ranks) + " (" +
-                            (p.host.empty() ? "?" : p.host) + ")");
+    nodes.emplace(conn,
+                  "ranks " + stacks::rank_ranges(p.node_ranks) + " (" + shown_host(p.host) + ")");
   }
   const auto push = rounds_.start(now, flight, nodes);
   for (const auto& [conn, held] : nodes) out_.send(conn, *push);

@@ -6,12 +6,6 @@
 #include "step_report.hpp"
 
 namespace dp::daemon {
-namespace {
-
-std::string shown_host(const std::string& host) { return host.empty() ? "?" : host; }
-
-}  // namespace
-
 std::string ranks_text(const std::vector<int>& ranks) {
   if (ranks.empty()) return "none";
   if (ranks.back() - ranks.front() + 1 == static_cast<int>(ranks.size())) {

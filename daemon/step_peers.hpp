@@ -19,6 +19,8 @@ namespace dp::daemon {
 
 // "0-7" for a contiguous run, else the first few and a count.
 std::string ranks_text(const std::vector<int>& ranks);
+// A host as a line names it: "?" when a peer never said.
+inline std::string shown_host(const std::string& host) { return host.empty() ? "?" : host; }
 
 enum class PeerState : uint8_t { awaiting_hello, ready };
 

@@ -12,31 +12,25 @@ namespace {
 
 using Done = StoreOpDone;
 
-Done answer(uint64_t id) { return store_answer(id); }
-Done refused(uint64_t id, proto::Code code, std::string message) {
-  return store_refusal(id, code, std::move(message));
-}
-Done refused(uint64_t id, const Error& e) { return store_refusal(id, e); }
-
 // Every key's size; else the refusal.
 template <class Keys>
 std::optional<Done> misfit(const KvStore& store, uint64_t id, const Keys& keys) {
   for (const auto& k : keys)
-    if (auto ok = store.check_key(k); !ok) return refused(id, ok.error());
+    if (auto ok = store.check_key(k); !ok) return store_refusal(id, ok.error());
   return std::nullopt;
 }
 
 // A write of one key (APPEND, QUEUE_PUSH): an empty answer and the key changed.
 Done wrote(uint64_t id, const std::string& key, const Result<void>& r) {
-  if (!r) return refused(id, r.error());
-  Done d = answer(id);
+  if (!r) return store_refusal(id, r.error());
+  Done d = store_answer(id);
   d.changed.push_back(key);
   return d;
 }
 
 Done check(const KvStore& store, uint64_t id, proto::Space space, const proto::Check& m) {
   if (auto bad = misfit(store, id, m.keys())) return *bad;
-  Done d = answer(id);
+  Done d = store_answer(id);
   d.reply.set_flag(std::all_of(m.keys().begin(), m.keys().end(),
                                [&](const std::string& k) { return store.contains(space, k); }));
   return d;
@@ -44,11 +38,11 @@ Done check(const KvStore& store, uint64_t id, proto::Space space, const proto::C
 
 Done multi_get(const KvStore& store, uint64_t id, proto::Space space, const proto::MultiGet& m) {
   if (auto bad = misfit(store, id, m.keys())) return *bad;
-  Done d = answer(id);
+  Done d = store_answer(id);
   for (const auto& k : m.keys()) {
     const std::string* v = store.find(space, k);
     if (v == nullptr)
-      return refused(id, proto::NOT_FOUND, "key " + shown_key(k) + " does not exist");
+      return store_refusal(id, proto::NOT_FOUND, "key " + shown_key(k) + " does not exist");
     d.reply.add_values(*v);
   }
   return d;
@@ -58,20 +52,20 @@ Done multi_get(const KvStore& store, uint64_t id, proto::Space space, const prot
 Done multi_set(KvStore& store, uint64_t id, proto::Space space, const proto::MultiSet& m) {
   if (auto bad = misfit(store, id, m.keys())) return *bad;
   if (m.keys_size() != m.values_size())
-    return refused(id, proto::INVALID_ARGUMENT,
-                   "multi_set: " + std::to_string(m.keys_size()) + " keys but " +
-                       std::to_string(m.values_size()) + " values");
+    return store_refusal(id, proto::INVALID_ARGUMENT,
+                         "multi_set: " + std::to_string(m.keys_size()) + " keys but " +
+                             std::to_string(m.values_size()) + " values");
   uint64_t total = 0;
   for (int i = 0; i < m.keys_size(); ++i) total += m.keys(i).size() + m.values(i).size();
   const uint64_t limit = store.limits().max_total_bytes;
   if (store.bytes() + total > limit)
-    return refused(id, proto::LIMIT,
-                   "multi_set of " + std::to_string(m.keys_size()) +
-                       " keys would exceed the step's limit of " + std::to_string(limit) +
-                       " stored bytes (dp-rendezvousd --max-total-bytes)");
+    return store_refusal(id, proto::LIMIT,
+                         "multi_set of " + std::to_string(m.keys_size()) +
+                             " keys would exceed the step's limit of " + std::to_string(limit) +
+                             " stored bytes (dp-rendezvousd --max-total-bytes)");
   for (int i = 0; i < m.keys_size(); ++i)
-    if (auto r = store.put(space, m.keys(i), m.values(i)); !r) return refused(id, r.error());
-  Done d = answer(id);
+    if (auto r = store.put(space, m.keys(i), m.values(i)); !r) return store_refusal(id, r.error());
+  Done d = store_answer(id);
   d.changed.assign(m.keys().begin(), m.keys().end());
   return d;
 }
@@ -80,7 +74,7 @@ Done multi_set(KvStore& store, uint64_t id, proto::Space space, const proto::Mul
 // there was one (an empty queue answers 0 and no value).
 Done queue_pop(KvStore& store, uint64_t id, const proto::QueuePop& m) {
   if (auto bad = misfit(store, id, std::array{m.key()})) return *bad;
-  Done d = answer(id);
+  Done d = store_answer(id);
   d.reply.set_number(static_cast<int64_t>(store.queue_length(m.key())));
   if (auto v = store.pop(m.key())) d.reply.set_value(std::move(*v));
   return d;
@@ -88,7 +82,7 @@ Done queue_pop(KvStore& store, uint64_t id, const proto::QueuePop& m) {
 
 Done queue_len(const KvStore& store, uint64_t id, const proto::QueueLen& m) {
   if (auto bad = misfit(store, id, std::array{m.key()})) return *bad;
-  Done d = answer(id);
+  Done d = store_answer(id);
   d.reply.set_number(static_cast<int64_t>(store.queue_length(m.key())));
   return d;
 }
@@ -96,8 +90,8 @@ Done queue_len(const KvStore& store, uint64_t id, const proto::QueueLen& m) {
 // PyTorch's operations are served in its key space only.
 std::optional<Done> outside_torch_space(const proto::Request& req, const char* op) {
   if (req.space() == proto::SPACE_TORCH) return std::nullopt;
-  return refused(req.id(), proto::PROTOCOL,
-                 std::string(op) + " is one of PyTorch's store (key space SPACE_TORCH)");
+  return store_refusal(req.id(), proto::PROTOCOL,
+                       std::string(op) + " is one of PyTorch's store (key space SPACE_TORCH)");
 }
 
 // The operation's name, or nullptr for the step's own: every operation is
@@ -163,7 +157,7 @@ std::optional<StoreOpDone> torch_store_op(KvStore& store, const proto::Request& 
   if (req.has_multi_set()) return multi_set(store, id, space, req.multi_set());
   if (req.has_queue_pop()) return queue_pop(store, id, req.queue_pop());
   if (req.has_queue_len()) return queue_len(store, id, req.queue_len());
-  Done d = answer(id);  // GETNUMKEYS
+  Done d = store_answer(id);  // GETNUMKEYS
   d.reply.set_number(static_cast<int64_t>(store.keys(space)));
   return d;
 }
