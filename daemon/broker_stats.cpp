@@ -18,90 +18,83 @@ std::string verdict_lines(const StepReport& report) {
   return t;
 }
 
-// By host, summed.
-uint64_t all_hosts(const std::map<std::string, uint64_t>& by_host) {
-  uint64_t n = 0;
-  for (const auto& [host, count] : by_host) n += count;
-  return n;
-}
-
 }  // namespace
 
 proto::Stats Broker::stats(bool with_report) const {
   proto::Stats s;
-  s.set_connections(peers_.size());
-  s.set_ranks_connected(static_cast<uint64_t>(live_.connected_count()));
-  s.set_keys(store_.keys());
-  s.set_bytes_stored(store_.bytes());
-  s.set_requests(requests_);
+  s.set_connections(step_.peers.size());
+  s.set_ranks_connected(static_cast<uint64_t>(step_.live.connected_count()));
+  s.set_keys(step_.store.keys());
+  s.set_bytes_stored(step_.store.bytes());
+  s.set_requests(step_.count.requests);
   std::string t;
   auto line = [&t](const char* name, auto value) {
     t += std::string(name) + " " + std::to_string(value) + "\n";
   };
-  t += "job " + cfg_.job_id + " step " + cfg_.step_id + "\n";
-  line("world_size", cfg_.world_size);
-  line("connections", peers_.size());
-  line("connections_accepted", accepted_);
-  line("connections_unauthenticated", hello_budget_.count());
-  line("connections_evicted", evicted_);
-  line("agents_connected", agents_);
-  line("nodes_connected", nodes_);
-  line("ranks_connected", live_.connected_count());
-  line("ranks_seen", live_.seen_count());
-  line("ranks_goodbye", live_.goodbye_count());
-  line("keys", store_.keys());
-  line("bytes_stored", store_.bytes());
-  line("requests", requests_);
-  line("heartbeats", heartbeats_);
-  line("pending_calls", calls_.size());
-  line("open_barriers", calls_.open_barriers());
-  line("rejected_unauthorized", rejected_auth_);
-  line("store_strangers_refused", all_hosts(store_strangers_));
-  line("store_requests_refused", all_hosts(store_refused_));
-  line("protocol_errors", protocol_errors_);
-  line("limit_errors", limit_errors_);
-  line("daemon_stop_gaps", live_.stop_gaps());
-  line("suspensions", live_.suspensions());
-  t += std::string("suspended ") + (live_.suspended() ? "yes" : "no") + "\n";
-  t += std::string("aborted ") + (abort_ ? "yes" : "no") + "\n";
-  if (abort_) {
-    t += std::string("abort_cause ") + how_name(abort_->how) + " rank " +
-         std::to_string(abort_->rank) + " host " + (abort_->host.empty() ? "?" : abort_->host) +
-         "\n";
+  t += "job " + step_.cfg.job_id + " step " + step_.cfg.step_id + "\n";
+  line("world_size", step_.cfg.world_size);
+  line("connections", step_.peers.size());
+  line("connections_accepted", step_.count.accepted);
+  line("connections_unauthenticated", step_.hello_budget.count());
+  line("connections_evicted", step_.count.evicted);
+  line("agents_connected", step_.count.agents);
+  line("nodes_connected", step_.count.nodes);
+  line("ranks_connected", step_.live.connected_count());
+  line("ranks_seen", step_.live.seen_count());
+  line("ranks_goodbye", step_.live.goodbye_count());
+  line("keys", step_.store.keys());
+  line("bytes_stored", step_.store.bytes());
+  line("requests", step_.count.requests);
+  line("heartbeats", step_.count.heartbeats);
+  line("pending_calls", step_.calls.size());
+  line("open_barriers", step_.calls.open_barriers());
+  line("rejected_unauthorized", step_.count.rejected_auth);
+  line("store_strangers_refused", node_agents_.strangers_refused());
+  line("store_requests_refused", node_agents_.requests_refused());
+  line("protocol_errors", step_.count.protocol_errors);
+  line("limit_errors", step_.count.limit_errors);
+  line("daemon_stop_gaps", step_.live.stop_gaps());
+  line("suspensions", step_.live.suspensions());
+  t += std::string("suspended ") + (step_.live.suspended() ? "yes" : "no") + "\n";
+  t += std::string("aborted ") + (step_.abort ? "yes" : "no") + "\n";
+  if (step_.abort) {
+    t += std::string("abort_cause ") + how_name(step_.abort->how) + " rank " +
+         std::to_string(step_.abort->rank) + " host " +
+         (step_.abort->host.empty() ? "?" : step_.abort->host) + "\n";
   }
-  t += "startup " + phases_.summary() + "\n";
-  t += "ports " + report_.ports_text() + "\n";
-  t += verdict_lines(report_);
+  t += "startup " + step_.phases.summary() + "\n";
+  t += "ports " + step_.report.ports_text() + "\n";
+  t += verdict_lines(step_.report);
   s.set_text(std::move(t));
   s.set_startup_line(startup_line());
   if (with_report) {
     s.set_report_json(report_json(Clock::now()));
-    s.set_rank_table(report_.text(Clock::now()));
+    s.set_rank_table(step_.report.text(Clock::now()));
   }
-  if (report_.failure()) s.set_first_failure(report_.failure()->message);
-  s.set_ended_by_user(report_.ended_by_user());
-  for (const auto& line : report_.unset_waits()) s.add_store_waits_unset(line);
-  for (const auto& line : report_.store_refusals()) s.add_store_refusals(line);
-  for (const auto& line : report_.restarts()) s.add_restarts(line);
-  s.set_spares_left(report_.spares_left());
+  if (step_.report.failure()) s.set_first_failure(step_.report.failure()->message);
+  s.set_ended_by_user(step_.report.ended_by_user());
+  for (const auto& line : step_.report.unset_waits()) s.add_store_waits_unset(line);
+  for (const auto& line : step_.report.store_refusals()) s.add_store_refusals(line);
+  for (const auto& line : step_.report.restarts()) s.add_restarts(line);
+  s.set_spares_left(step_.report.spares_left());
   return s;
 }
 
 std::string Broker::report_json(Clock::time_point now) const {
   DaemonCounters c;
-  c.connections = peers_.size();
-  c.connections_accepted = accepted_;
-  c.nodes_connected = static_cast<uint64_t>(nodes_);
-  c.requests = requests_;
-  c.heartbeats = heartbeats_;
-  c.keys = store_.keys();
-  c.bytes_stored = store_.bytes();
-  c.refused_unauthorized = rejected_auth_;
-  c.store_strangers_refused = all_hosts(store_strangers_);
-  c.store_requests_refused = all_hosts(store_refused_);
-  c.protocol_errors = protocol_errors_;
-  c.limit_errors = limit_errors_;
-  return report_.json(phases_, c, now);
+  c.connections = step_.peers.size();
+  c.connections_accepted = step_.count.accepted;
+  c.nodes_connected = static_cast<uint64_t>(step_.count.nodes);
+  c.requests = step_.count.requests;
+  c.heartbeats = step_.count.heartbeats;
+  c.keys = step_.store.keys();
+  c.bytes_stored = step_.store.bytes();
+  c.refused_unauthorized = step_.count.rejected_auth;
+  c.store_strangers_refused = node_agents_.strangers_refused();
+  c.store_requests_refused = node_agents_.requests_refused();
+  c.protocol_errors = step_.count.protocol_errors;
+  c.limit_errors = step_.count.limit_errors;
+  return step_.report.json(step_.phases, c, now);
 }
 
 }  // namespace dp::daemon

@@ -1,7 +1,7 @@
 // The step's blocking calls: gets and waits on keys, barriers by name, and
 // their deadlines. Pure bookkeeping, no replies: the broker asks what a set
 // key, an arrival or the clock completed and answers those calls itself
-// (broker_waiters.cpp). Every call is indexed by id, by key (gets and
+// (blocking_calls.cpp). Every call is indexed by id, by key (gets and
 // waits), by connection, by deadline and by barrier; take() removes it from
 // all of them at once, so no index keeps a call another has forgotten.
 #pragma once

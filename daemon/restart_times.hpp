@@ -4,7 +4,7 @@
 // first step came; the restart's line reads its five phases from here. And
 // whether this start's programs have met: a failure before that, or within
 // kAtOnceMs of it, is "at once" (the node's fault when it repeats). Pure;
-// the broker feeds it the events (broker_restart.cpp).
+// the broker feeds it the events (restart_runner.cpp).
 #pragma once
 
 #include <array>

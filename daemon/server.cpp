@@ -170,7 +170,7 @@ Result<std::unique_ptr<Server>> Server::create(const DaemonOptions& in, std::str
   // A connection whose data goes unacknowledged for the site's whole bound
   // has lost its peer's host or network (a stopped or suspended process's
   // kernel still acknowledges). Shorter outages are survived: a node agent
-  // that doubts its link says hello again on a new one (broker_nodes.cpp).
+  // that doubts its link says hello again on a new one (node_agents.cpp).
   // Accepted connections inherit it; 0 (no bound) leaves the kernel's.
   const long long bound = std::min<long long>(opts.limits.heartbeat_timeout.count(), UINT_MAX);
   const unsigned user_timeout = static_cast<unsigned>(std::max<long long>(bound, 0));

@@ -4,7 +4,7 @@
 // deadline, and its callers get the merged lines. Apart from it, the
 // survivors each node agent reads at the step's failure, merged once per
 // node. Pure: the broker sends the ask this returns, routes the answers here
-// and acts on what a finished round says (broker_stacks.cpp).
+// and acts on what a finished round says (step_watches.cpp).
 #pragma once
 
 #include <chrono>

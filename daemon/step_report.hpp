@@ -83,7 +83,7 @@ class StepReport {
   std::string ports_text() const;
   void on_progress(int rank, const proto::Progress& p, Clock::time_point now);
   void on_goodbye(int rank);
-  // A PyTorch store wait for keys never set (broker_torch_ops.cpp), named by
+  // A PyTorch store wait for keys never set (blocking_calls.cpp), named by
   // its first missing key: false when that key is named already, or enough
   // are (the report and srun's output stay short).
   bool note_unset_wait(const std::string& key, std::string line);

@@ -2,7 +2,7 @@
 // state and the decisions that need nothing but that state and the step's
 // peers, each a pure function with its own unit tests. Core's RestartMachine
 // holds the phases (STOP, FENCE, START); the broker carries out what they
-// say (broker_restart.cpp) and asks this part what to push and whom a loss
+// say (restart_runner.cpp) and asks this part what to push and whom a loss
 // names.
 #pragma once
 

@@ -15,6 +15,7 @@
 #include "protocol_version.hpp"
 #include "signed_hello.hpp"
 #include "stacks_answer.hpp"
+#include "step_fixture.hpp"
 
 namespace dp::daemon::test {
 
@@ -22,18 +23,6 @@ using std::chrono::milliseconds;
 
 // Two node agents' connections, the tests' node "na" and node "nb".
 inline constexpr ConnId kNodeA = 1, kNodeB = 2;
-
-struct Recorder : Outbox {
-  std::map<ConnId, std::vector<proto::Response>> sent;
-  std::vector<ConnId> closed;
-  void send(ConnId c, const proto::Response& r) override { sent[c].push_back(r); }
-  void close(ConnId c) override { closed.push_back(c); }
-  void end_step_in_slurm(const AbortCause& c) override { slurm_ends.push_back(c.how); }
-  std::vector<AbortCause::How> slurm_ends;  // steps ended through slurmctld
-  void notice(const std::string& line) override { notices.push_back(line); }
-  std::vector<std::string> notices;  // srun's stderr
-  proto::Response last(ConnId c) { return sent[c].empty() ? proto::Response() : sent[c].back(); }
-};
 
 inline const std::string kSecret(64, 'a');
 inline const std::string kNonce(rdv::kNonceBytes, 'n');

@@ -1,28 +1,22 @@
 // The step's connections alone (step_peers.hpp): who holds a rank, which
 // agent serves a node, how a peer is named, and which old link a node
-// agent's new hello takes over. Plain peers and a Liveness; no broker.
+// agent's new hello takes over. Peers placed by hand (step_fixture.hpp); no broker.
 #include "step_peers.hpp"
 
-#include <gtest/gtest.h>
+#include "step_fixture.hpp"
 
-namespace dp::daemon {
+namespace dp::daemon::test {
 namespace {
 
-const Clock::time_point kPeersT0 = Clock::time_point{} + std::chrono::hours(1);
+BrokerConfig heard_every_ten_seconds() {
+  BrokerConfig c;
+  c.limits.heartbeat_timeout = std::chrono::milliseconds(10'000);
+  return c;
+}
 
-class StepPeersTest : public ::testing::Test {
+class StepPeersTest : public StepTest {
  protected:
-  // A ready node agent on `conn` for node index `node` holding `ranks`.
-  void node(ConnId conn, int node, const std::string& host, std::vector<int> ranks) {
-    Peer p;
-    p.state = PeerState::ready;
-    p.role = proto::ROLE_NODE;
-    p.host = host;
-    p.node = node;
-    p.node_ranks = ranks;
-    peers_.emplace(conn, p);
-    for (int r : ranks) live_.connected(r, conn, host, kPeersT0);
-  }
+  StepPeersTest() : StepTest(4, heard_every_ten_seconds()) {}
   static proto::Hello node_hello(const std::string& host, std::vector<int> ranks, int node = -1) {
     proto::Hello h;
     h.set_role(proto::ROLE_NODE);
@@ -31,8 +25,8 @@ class StepPeersTest : public ::testing::Test {
     for (int r : ranks) h.add_node_ranks(r);
     return h;
   }
-  Liveness live_{4, std::chrono::milliseconds(10'000), kPeersT0};
-  StepPeers peers_{live_};
+  StepPeers& peers_ = step_.peers;
+  Liveness& live_ = step_.live;
 };
 
 TEST_F(StepPeersTest, ANodeAgentHoldsItsRanksUntilEachLeaves) {
@@ -155,4 +149,4 @@ TEST_F(StepPeersTest, ABarrierCallBringsItsRankOrTheAgentsLiveRanksOnce) {
 }
 
 }  // namespace
-}  // namespace dp::daemon
+}  // namespace dp::daemon::test

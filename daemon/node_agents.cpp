@@ -1,23 +1,20 @@
-// Node agents (ROLE_NODE): one connection speaking for the ranks of
-// a node. Each listed rank keeps its own slot (liveness, progress, barrier
-// arrival, goodbye), so hang detection, stragglers and the first failure stay
-// per rank while connections, frames and heartbeats follow nodes.
-#include <algorithm>
-#include <cstdio>
+#include "node_agents.hpp"
 
-#include "broker.hpp"
+#include <algorithm>
+
+#include "dp/shown_value.hpp"
 #include "dp/step_signals.hpp"
 
 namespace dp::daemon {
-Result<void> Broker::check_node_hello(const proto::Hello& h) const {
-  const ConnId predecessor = peers_.node_predecessor(h, 0, restarts_.has_value());
-  const int most = std::max(cfg_.world_size, cfg_.limits.nodes);
-  if (predecessor == 0 && nodes_ >= most) {
+Result<void> NodeAgents::check_hello(const proto::Hello& h) const {
+  const ConnId predecessor = step_.peers.node_predecessor(h, 0, step_.restarts.has_value());
+  const int most = std::max(step_.cfg.world_size, step_.cfg.limits.nodes);
+  if (predecessor == 0 && step_.count.nodes >= most) {
     return make_error(Errc::limit, "too many node agents connected (one per node, at most " +
                                        std::to_string(most) + ")");
   }
-  if (restarts_) {
-    const Roster& roster = restarts_->roster;
+  if (step_.restarts) {
+    const Roster& roster = step_.restarts->roster;
     if (h.rank() < 0 || h.rank() >= roster.nodes())
       return make_error(Errc::invalid_argument, "hello: node index " + std::to_string(h.rank()) +
                                                     " is not one of the step's " +
@@ -32,14 +29,14 @@ Result<void> Broker::check_node_hello(const proto::Hello& h) const {
       return make_error(Errc::invalid_argument,
                         "hello: node " + std::to_string(h.rank()) + " holds ranks, not a spare");
   }
-  if (h.node_ranks().empty() && !restarts_)
+  if (h.node_ranks().empty() && !step_.restarts)
     return make_error(Errc::invalid_argument, "hello: a node agent must name at least one rank");
   int prev = -1;
   for (int r : h.node_ranks()) {
-    if (r < 0 || r >= cfg_.world_size) {
+    if (r < 0 || r >= step_.cfg.world_size) {
       return make_error(Errc::invalid_argument, "hello: node rank " + std::to_string(r) +
                                                     " is outside 0.." +
-                                                    std::to_string(cfg_.world_size - 1));
+                                                    std::to_string(step_.cfg.world_size - 1));
     }
     if (r <= prev) {
       return make_error(Errc::invalid_argument,
@@ -47,10 +44,10 @@ Result<void> Broker::check_node_hello(const proto::Hello& h) const {
                             std::to_string(r) + " after " + std::to_string(prev) + ")");
     }
     prev = r;
-    if (live_.slot(r).conn != 0 && live_.slot(r).conn != predecessor) {
+    if (step_.live.slot(r).conn != 0 && step_.live.slot(r).conn != predecessor) {
       return make_error(Errc::conflict, "hello: rank " + std::to_string(r) +
                                             " is already connected from host " +
-                                            shown_host(live_.slot(r).host) +
+                                            shown_host(step_.live.slot(r).host) +
                                             ": two node agents (or a node agent and a task) "
                                             "claim the same rank");
     }
@@ -58,89 +55,79 @@ Result<void> Broker::check_node_hello(const proto::Hello& h) const {
   return {};
 }
 
-// The node agent's new connection replaces its old one: its ranks keep their
-// slots (no verdict, no second hello in the report); the old connection's
-// pending calls are dropped, barrier arrivals undone, as the agent sends
-// them again on the new one; the old connection is closed.
-void Broker::take_over_node(ConnId old, ConnId conn, Clock::time_point now) {
-  auto it = peers_.find(old);
-  if (it == peers_.end()) return;
+void NodeAgents::take_over(ConnId old, ConnId conn, Clock::time_point now) {
+  auto it = step_.peers.find(old);
+  if (it == step_.peers.end()) return;
   const std::vector<int> ranks = it->second.node_ranks;
   const std::string host = it->second.host;
-  for (int r : ranks) live_.moved(r, old, conn, now);
-  forget_peer(old);
-  out_.close(old);
-  ++rank_peers_;
-  ++nodes_;
-  ++relinks_;
-  std::fprintf(stderr,
-               "dp-rendezvousd: job %s step %s: the node agent on host %s (ranks %s) reconnected "
-               "after an outage; its ranks keep their places and its old connection is closed\n",
-               cfg_.job_id.c_str(), cfg_.step_id.c_str(), shown_host(host).c_str(),
-               ranks_text(ranks).c_str());
+  for (int r : ranks) step_.live.moved(r, old, conn, now);
+  effects_.forget_peer(old, false);
+  step_.out.close(old);
+  ++step_.count.rank_peers;
+  ++step_.count.nodes;
+  ++step_.count.relinks;
+  step_.log("the node agent on host " + shown_host(host) + " (ranks " + ranks_text(ranks) +
+            ") reconnected after an outage; its ranks keep their places and its old connection "
+            "is closed");
 }
 
-// A ready peer that holds ranks: its own (a rank) or its node's.
-void Broker::register_ranks(ConnId conn, Peer& p, Clock::time_point now) {
+void NodeAgents::register_ranks(ConnId conn, const Peer& p, Clock::time_point now) {
   if (p.role == proto::ROLE_AGENT) {
-    ++agents_;
+    ++step_.count.agents;
     return;
   }
-  ++rank_peers_;
-  if (p.role == proto::ROLE_NODE) ++nodes_;
+  ++step_.count.rank_peers;
+  if (p.role == proto::ROLE_NODE) ++step_.count.nodes;
   const std::vector<int> own{p.rank};
   const std::vector<int>& ranks = p.role == proto::ROLE_NODE ? p.node_ranks : own;
   for (int r : ranks) {
-    live_.connected(r, conn, p.host, now);
-    report_.on_hello(r, p.host, now);
+    step_.live.connected(r, conn, p.host, now);
+    step_.report.on_hello(r, p.host, now);
   }
-  phases_.reached(Phase::first_hello, now);
-  if (live_.seen_count() == cfg_.world_size) phases_.reached(Phase::all_hellos, now);
+  step_.phases.reached(Phase::first_hello, now);
+  if (step_.live.seen_count() == step_.cfg.world_size) step_.phases.reached(Phase::all_hellos, now);
 }
 
-// Listed ranks are heard (with their counters); the others are not.
-void Broker::node_heartbeat(const Call& c, const proto::Heartbeat& m) {
+void NodeAgents::heartbeat(const Call& c, const proto::Heartbeat& m) {
   // Each node's count so far: a node that reconnects sends on from it.
-  if (auto p = peers_.find(c.conn); p != peers_.end() && m.store_strangers() > 0)
+  if (auto p = step_.peers.find(c.conn); p != step_.peers.end() && m.store_strangers() > 0)
     store_strangers_[p->second.host] = m.store_strangers();
   for (const proto::RankProgress& rp : m.ranks()) {
-    if (!peers_.holds(c.conn, rp.rank())) continue;
-    live_.heard(rp.rank(), c.now);
-    if (rp.has_progress()) report_.on_progress(rp.rank(), rp.progress(), c.now);
+    if (!step_.peers.holds(c.conn, rp.rank())) continue;
+    step_.live.heard(rp.rank(), c.now);
+    if (rp.has_progress()) step_.report.on_progress(rp.rank(), rp.progress(), c.now);
   }
   // The straggler watch's looks: ranks as the agent reads them (a launcher's
   // workers carry torch's), like its stacks answers.
-  if (auto* s = report_.stragglers())
+  if (auto* s = step_.report.stragglers())
     for (const proto::RankSamples& rs : m.samples()) s->on_looks(rs, c.peer.host);
 }
 
-void Broker::rank_goodbye(ConnId conn, int rank, const proto::Progress* final_counters,
-                          Clock::time_point now) {
+void NodeAgents::rank_goodbye(ConnId conn, int rank, const proto::Progress* final_counters,
+                              Clock::time_point now) {
   // The final counters, so even a short step reports its progress.
-  if (final_counters) report_.on_progress(rank, *final_counters, now);
-  report_.on_goodbye(rank);
-  live_.disconnected(rank, conn, /*goodbye=*/true);
+  if (final_counters) step_.report.on_progress(rank, *final_counters, now);
+  step_.report.on_goodbye(rank);
+  step_.live.disconnected(rank, conn, /*goodbye=*/true);
 }
 
-// With a rank: that local rank leaves and the connection stays. Without: the
-// node leaves, and every rank it still holds says goodbye with it.
-void Broker::node_goodbye(const Call& c, const proto::Goodbye& m) {
+void NodeAgents::goodbye(const Call& c, const proto::Goodbye& m) {
   if (m.has_rank()) {
-    if (!peers_.holds(c.conn, m.rank())) {
-      return reply_error(
+    if (!step_.peers.holds(c.conn, m.rank())) {
+      return step_.reply_error(
           c.conn, c.id, proto::INVALID_ARGUMENT,
           "goodbye: rank " + std::to_string(m.rank()) + " is not a live rank of this node agent");
     }
     rank_goodbye(c.conn, m.rank(), m.has_progress() ? &m.progress() : nullptr, c.now);
-    return reply_ok(c.conn, c.id);
+    return step_.reply_ok(c.conn, c.id);
   }
   for (int r : c.peer.node_ranks) {
-    if (peers_.holds(c.conn, r)) rank_goodbye(c.conn, r, nullptr, c.now);
+    if (step_.peers.holds(c.conn, r)) rank_goodbye(c.conn, r, nullptr, c.now);
   }
-  reply_ok(c.conn, c.id);
-  if (c.peer.node >= 0) nodes_left_.insert(c.peer.node);  // its agent ends: its keepers too
-  forget_peer(c.conn, /*goodbye=*/true);
-  out_.close(c.conn);
+  step_.reply_ok(c.conn, c.id);
+  if (c.peer.node >= 0) step_.nodes_left.insert(c.peer.node);  // its agent ends: its keepers too
+  effects_.forget_peer(c.conn, /*goodbye=*/true);
+  step_.out.close(c.conn);
 }
 
 namespace {
@@ -165,16 +152,16 @@ std::string rank_lost_text(const proto::RankLost& m) {
 }
 }  // namespace
 
-void Broker::op_rank_lost(const Call& c, const proto::RankLost& m) {
+void NodeAgents::rank_lost(const Call& c, const proto::RankLost& m) {
   const int r = m.rank();
   const auto& mine = c.peer.node_ranks;
   if (c.peer.role != proto::ROLE_NODE || !std::binary_search(mine.begin(), mine.end(), r)) {
-    return reply_error(
+    return step_.reply_error(
         c.conn, c.id, proto::INVALID_ARGUMENT,
         "rank_lost: rank " + std::to_string(r) + " is not a rank of this node agent");
   }
   // A task that exits after its goodbye ended its part of the step: Slurm reports its status.
-  if (!peers_.holds(c.conn, r)) return reply_ok(c.conn, c.id);
+  if (!step_.peers.holds(c.conn, r)) return step_.reply_ok(c.conn, c.id);
   AbortCause cause;
   cause.how = AbortCause::How::rank_lost;
   cause.rank = r;
@@ -199,16 +186,16 @@ void Broker::op_rank_lost(const Call& c, const proto::RankLost& m) {
                     ")'s task ended for good (" + shown_value(m.detail(), 256) + "), so node " +
                     shown_host(c.peer.host) + " can no longer hold its ranks";
   }
-  live_.disconnected(r, c.conn, /*goodbye=*/false);
-  abort_job(std::move(cause));
-  reply_ok(c.conn, c.id);
+  step_.live.disconnected(r, c.conn, /*goodbye=*/false);
+  effects_.abort_job(std::move(cause));
+  step_.reply_ok(c.conn, c.id);
 }
 
-void Broker::op_step_signal(const Call& c, const proto::StepSignal& m) {
+void NodeAgents::step_signal(const Call& c, const proto::StepSignal& m) {
   const int sig = m.signal();
   if (c.peer.role != proto::ROLE_NODE || !is_step_signal(sig)) {
     if (c.id != 0) {
-      reply_error(
+      step_.reply_error(
           c.conn, c.id, proto::INVALID_ARGUMENT,
           "step_signal: only a node agent reports a step signal (HUP, INT, TERM, USR1, ...)");
     }
@@ -221,13 +208,11 @@ void Broker::op_step_signal(const Call& c, const proto::StepSignal& m) {
   const bool notice_after_end =
       step_signal_ && signal_ends_step(step_signal_->sig) && !signal_ends_step(sig);
   if (same_delivery || notice_after_end) return;
-  std::fprintf(stderr, "dp-rendezvousd: job %s step %s: SIG%s from Slurm reached host %s\n",
-               cfg_.job_id.c_str(), cfg_.step_id.c_str(), signal_name(sig).c_str(),
-               shown_host(c.peer.host).c_str());
+  step_.log("SIG" + signal_name(sig) + " from Slurm reached host " + shown_host(c.peer.host));
   step_signal_ = SignalSeen{sig, c.peer.host, c.now};
 }
 
-void Broker::explain_by_user_signal(AbortCause& c, Clock::time_point now) const {
+void NodeAgents::explain_by_user_signal(AbortCause& c, Clock::time_point now) const {
   if (!step_signal_ || c.how != AbortCause::How::node_lost) return;
   const ReceivedSignal got{step_signal_->sig, std::chrono::duration_cast<std::chrono::milliseconds>(
                                                   now - step_signal_->at)};
@@ -239,5 +224,31 @@ void Broker::explain_by_user_signal(AbortCause& c, Clock::time_point now) const 
               std::to_string(got.before_end.count()) + " ms after SIG" + signal_name(*by) +
               " from Slurm reached host " + shown_host(step_signal_->host);
 }
+
+void NodeAgents::store_refused(const Call& c, const proto::StoreRefused& m) {
+  if (c.peer.role != proto::ROLE_NODE) {
+    if (c.id != 0)
+      step_.reply_error(c.conn, c.id, proto::INVALID_ARGUMENT,
+                        "store_refused: only a node agent serves a PyTorch store");
+    return;
+  }
+  uint64_t& count = store_refused_[c.peer.host];
+  count = std::max(count, m.refused());  // a count so far: one sent again changes nothing
+  if (m.line().empty()) return;
+  const std::string line =
+      "PyTorch's store on host " + c.peer.host + ": " + shown_value(m.line(), 1024);
+  if (step_.report.note_store_refusal(line)) step_.log(line);
+}
+
+namespace {
+uint64_t all_hosts(const std::map<std::string, uint64_t>& by_host) {
+  uint64_t n = 0;
+  for (const auto& [host, count] : by_host) n += count;
+  return n;
+}
+}  // namespace
+
+uint64_t NodeAgents::strangers_refused() const { return all_hosts(store_strangers_); }
+uint64_t NodeAgents::requests_refused() const { return all_hosts(store_refused_); }
 
 }  // namespace dp::daemon
