@@ -4,8 +4,10 @@
 // slurmstepd's task exits and ticks, and it answers through AgentOutbox.
 // The unit tests and the fuzzer drive it directly.
 //
-// Files: agent_core.cpp (local hellos, dispatch, liveness, the daemon link),
-// agent_store.cpp (forwarding, coalesced and cached gets, folded barriers).
+// Files: agent_link.cpp (the daemon link), agent_locals.cpp (local hellos,
+// dispatch, task exits), agent_core.cpp (deadlines, heartbeats, silence),
+// agent_store.cpp (forwarding; the gets and barriers folded by NodeFolds,
+// node_folds.hpp).
 #pragma once
 
 #include <chrono>
@@ -26,6 +28,7 @@
 #include "dp/site_config.hpp"
 #include "dp/step_signals.hpp"
 #include "frame_limits.hpp"
+#include "node_folds.hpp"
 
 namespace dp::agent {
 
@@ -220,7 +223,7 @@ class AgentCore {
   // The daemon is gone: the local ranks were told; the agent exits.
   bool finished() const { return link_ == Link::gone; }
   const std::string& end_reason() const { return end_reason_; }
-  size_t cached_keys() const { return cache_.size(); }
+  size_t cached_keys() const { return folds_.cached_keys(); }
 
  private:
   enum class Link : uint8_t { awaiting_challenge, awaiting_hello_reply, ready, relinking, gone };
@@ -237,11 +240,6 @@ class AgentCore {
     std::optional<int> wait_status;
     std::optional<Clock::time_point> dropped_at;  // waiting for its exit status
   };
-  struct Waiter {  // a local call answered later
-    ConnId conn = 0;
-    uint64_t id = 0;
-    Clock::time_point deadline;
-  };
   enum class Kind : uint8_t { plain, get, barrier, set_once, exchange, sink };
   struct Upstream {  // what an upstream request id stands for
     Kind kind = Kind::plain;
@@ -253,17 +251,7 @@ class AgentCore {
     UpstreamSink* sink = nullptr;  // Kind::sink: who is answered
     bool resend = false;           // Kind::sink: may go again on a new connection
   };
-  struct GetState {
-    uint64_t upstream = 0;  // 0: none in flight
-    std::vector<Waiter> waiters;
-  };
-  struct BarrierState {
-    std::set<int32_t> arrived;
-    std::vector<Waiter> waiters;
-    bool sent = false;
-  };
-
-  // agent_core.cpp
+  // agent_link.cpp, agent_locals.cpp, agent_core.cpp
   void handle_hello(ConnId conn, Local& l, const proto::Request& req);
   Result<void> check_hello(const Local& l, const proto::Hello& h) const;
   void dispatch(ConnId conn, int rank, const proto::Request& req, Clock::time_point now);
@@ -294,11 +282,8 @@ class AgentCore {
   void local_get(ConnId conn, const proto::Request& req, Clock::time_point now);
   void local_barrier(ConnId conn, int rank, const proto::Request& req, Clock::time_point now);
   void answered(const Upstream& u, const proto::Response& r);
-  void answer_get(const std::string& key, const proto::Response& r);
-  void answer_barrier(const std::string& name, const proto::Response& r);
-  void remember(const std::string& key, const std::string& value);
+  void answer_waiters(const std::vector<NodeFolds::Waiter>& waiters, proto::Response r);
   void expire_waiters(Clock::time_point now);
-  std::string missing_local(const BarrierState& b) const;
 
   AgentConfig cfg_;
   AgentOutbox& out_;
@@ -322,10 +307,7 @@ class AgentCore {
 
   uint64_t next_up_ = 2;  // 1: the hello
   std::unordered_map<uint64_t, Upstream> pending_;
-  std::unordered_map<std::string, GetState> gets_;
-  std::unordered_map<std::string, BarrierState> barriers_;
-  std::unordered_map<std::string, std::string> cache_;  // write-once keys
-  size_t cache_bytes_ = 0;
+  NodeFolds folds_;  // the node's gets and barriers folded, write-once keys cached
 
   SilenceWatch daemon_;  // the step's daemon, heard or silent
   uint64_t store_strangers_ = 0;
