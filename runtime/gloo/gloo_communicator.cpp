@@ -5,7 +5,6 @@
 // push fails every pending handle at once, with the daemon's reason (which
 // names the rank).
 #include <gloo/allgather.h>
-#include <gloo/allreduce.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
@@ -33,6 +32,7 @@
 #include "dp/params.hpp"
 #include "gloo_sockets.hpp"
 #include "gloo_store.hpp"
+#include "gloo_sum.hpp"
 #include "host_identity.hpp"
 #include "op_queue.hpp"
 #include "reduce_kernels.hpp"
@@ -125,24 +125,6 @@ Result<void> run_gloo(const char* op, int rank, int size, const std::shared_ptr<
   auto fail = catch_gloo(timeout, f);
   if (!fail) return {};
   return explain_failure(op, rank, size, abort, has_daemon, fail->code, fail->what);
-}
-
-// gloo's sum all-reduce in place, any DType: gloo only needs the element size
-// to cut segments, and the sum function knows the type. Throws as gloo does.
-void gloo_sum(const std::shared_ptr<gloo::Context>& ctx, uint32_t tag,
-              std::chrono::milliseconds timeout, void* buf, size_t count, DType type) {
-  gloo::AllreduceOptions o(ctx);
-  o.setTag(tag);
-  o.setTimeout(timeout);
-  switch (dtype_size(type)) {
-    case 2: o.setOutput(static_cast<uint16_t*>(buf), count); break;
-    case 4: o.setOutput(static_cast<uint32_t*>(buf), count); break;
-    default: o.setOutput(static_cast<uint64_t*>(buf), count); break;
-  }
-  SumFn sum = sum_function(type);
-  o.setReduceFunction(
-      [sum](void* out, const void* a, const void* b, size_t n) { sum(out, a, b, n); });
-  gloo::allreduce(o);
 }
 
 // The reducer, once start-up has built it, for the abort callback (which runs
