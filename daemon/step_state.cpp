@@ -11,7 +11,7 @@
 
 namespace dp::daemon {
 
-void log_step(const BrokerConfig& cfg, const std::string& line) {
+void StepState::log(const std::string& line) const {
   std::fprintf(stderr, "dp-rendezvousd: job %s step %s: %s\n", cfg.job_id.c_str(),
                cfg.step_id.c_str(), line.c_str());
 }

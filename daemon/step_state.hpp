@@ -42,10 +42,6 @@ struct BrokerConfig {
   std::function<Result<std::string>()> make_nonce;
 };
 
-// One line of the daemon's log about its step (stderr, which srun's
-// --dp-verbose shows): "dp-rendezvousd: job J step S: line".
-void log_step(const BrokerConfig& cfg, const std::string& line);
-
 // Where the broker's answers go (the server's sockets, or a test recorder).
 class Outbox {
  public:
@@ -104,7 +100,9 @@ struct StepState {
   void reply_error(ConnId conn, uint64_t id, const Error& e);
   // An ABORTED reply names the master node's failure when that ended the step.
   void add_master_failure(proto::Response& r) const;
-  void log(const std::string& line) const { log_step(cfg, line); }
+  // One line of the daemon's log about its step (stderr, which srun's
+  // --dp-verbose shows): "dp-rendezvousd: job J step S: line".
+  void log(const std::string& line) const;
 
   BrokerConfig cfg;
   Outbox& out;

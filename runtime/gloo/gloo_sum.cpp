@@ -20,7 +20,10 @@ constexpr uint8_t kDoublingSlotPrefix = 0x31;
 void doubling_sum(const std::shared_ptr<gloo::Context>& ctx, uint32_t tag,
                   std::chrono::milliseconds timeout, void* buf, size_t count, DType type) {
   const size_t bytes = count * dtype_size(type);
-  std::vector<unsigned char> theirs(bytes);
+  // The peer's buffer, kept per thread (a communicator's op worker, a host
+  // leader's stage): no allocation, zeroing or page faults on each call.
+  thread_local std::vector<unsigned char> theirs;
+  if (theirs.size() < bytes) theirs.resize(bytes);
   auto mine = ctx->createUnboundBuffer(buf, bytes);
   auto in = ctx->createUnboundBuffer(theirs.data(), bytes);
   const gloo::Slot slot = gloo::Slot::build(kDoublingSlotPrefix, tag);
