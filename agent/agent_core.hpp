@@ -52,7 +52,7 @@ struct AgentConfig {
   // stop forgiven), or the daemon's FENCE, or its loss: the node's programs
   // are killed, whole trees, no grace (fence_programs). 0: never.
   std::chrono::milliseconds fence_after{0};
-  // The daemon pings every second: this long without a frame (or a socket
+  // The daemon pings after 1.3 s without a frame: this long without one (or a socket
   // error that is no peer's answer) puts the link in doubt, and a new
   // connection says hello again (at most half the bound).
   std::chrono::milliseconds doubt_after{3'000};

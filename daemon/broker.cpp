@@ -408,14 +408,12 @@ void Broker::on_tick(Clock::time_point now) {
   restart_.watch(now);
 }
 
-void Broker::ping_all(const std::function<bool(ConnId)>& quiet) {
-  proto::Response ping;  // id 0, code OK, nothing else: a keepalive
-  std::vector<ConnId> ready;
-  for (const auto& [conn, p] : step_.peers) {
-    if (p.state == PeerState::ready && (!quiet || quiet(conn))) ready.push_back(conn);
-  }
-  for (ConnId conn : ready) {
-    if (step_.peers.count(conn)) step_.out.send(conn, ping);
+void Broker::ping(const std::vector<ConnId>& conns) {
+  const proto::Response keepalive;  // id 0, code OK, nothing else
+  for (ConnId conn : conns) {
+    auto it = step_.peers.find(conn);
+    if (it != step_.peers.end() && it->second.state == PeerState::ready)
+      step_.out.send(conn, keepalive);
   }
 }
 

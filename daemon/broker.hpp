@@ -57,11 +57,10 @@ class Broker : private StepEffects {
   // Connections of ranks about to be judged silent: the server reads what
   // they sent before the next on_tick, so waiting heartbeats count.
   std::vector<ConnId> silence_suspects(Clock::time_point now) const;
-  // The keepalive push to every authenticated peer (the server calls it each
-  // second); quiet, when given, picks those that got nothing else lately (any
-  // frame tells a client the daemon lives, and at 16 384 node agents a ping
-  // each is as many sends as the whole start-up).
-  void ping_all(const std::function<bool(ConnId)>& quiet = {});
+  // The keepalive push to those of conns that are authenticated peers (the
+  // server picks the connections that got no frame lately: any frame tells a
+  // client the daemon lives).
+  void ping(const std::vector<ConnId>& conns);
 
   uint32_t max_frame_bytes(ConnId conn) const;
   bool knows(ConnId conn) const { return step_.peers.count(conn) != 0; }

@@ -79,7 +79,6 @@ class Server final : public Outbox {
   std::vector<std::unique_ptr<Conn>> dead_;
   ConnId next_id_ = 1;
   pid_t parent_ = 0;
-  Clock::time_point next_ping_;
 };
 
 }  // namespace dp::daemon

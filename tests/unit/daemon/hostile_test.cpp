@@ -320,6 +320,29 @@ TEST(DaemonSilence, KeepalivesKeepAnIdleClientConnected) {
   EXPECT_TRUE((*c)->set("still", "here").ok());
 }
 
+// A peer waiting in a barrier gets a keepalive after 1.3 s without a frame,
+// not one each whole second (at 16 384 nodes those were 2 of a start-up's 9
+// sends per node), and still well within the 3 s after which agents doubt.
+TEST(DaemonSilence, KeepalivesComeOnlyAfterAQuietSpell) {
+  DaemonProcess d(1);
+  ASSERT_TRUE(d.ready());
+  RawConn c(d.port());
+  ASSERT_TRUE(c.hello());
+  auto last = Clock::now();
+  int pings = 0;
+  while (pings < 3) {
+    auto r = c.read_response(milliseconds(3'000));
+    ASSERT_TRUE(r.has_value()) << "no keepalive within 3 s after " << pings;
+    ASSERT_EQ(r->id(), 0u);
+    ASSERT_EQ(r->code(), proto::OK);
+    const auto at = Clock::now();
+    // 1.3 s on the daemon's clock; 0.1 s for a late delivery of the frame before.
+    EXPECT_GE(at - last, milliseconds(1'200)) << "keepalive " << pings;
+    last = at;
+    ++pings;
+  }
+}
+
 TEST(Budget, AFullDaemonIsRetriedWithinTheTimeout) {
   DaemonProcess d(1, {"--max-connections", "2"});
   ASSERT_TRUE(d.ready());
