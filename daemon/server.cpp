@@ -34,12 +34,10 @@ constexpr auto kCloseGrace = std::chrono::seconds(2);
 constexpr int kAcceptBatch = 256;
 constexpr int kReservedFds = 32;  // listener, epoll, signals, stdio, the spare, logs
 constexpr int kMinAgents = 16;    // the nodes' plugins of a step, tools
-// A connection that got nothing this long gets a keepalive: checked at each
-// 100 ms tick, so no peer waits more than 1.4 s for a frame (clients and
-// agents call a daemon silent after 3 s or more), and a peer waiting in a
-// barrier gets one ping per 1.3 s, not one per whole second as when every
-// quiet peer was pinged at once (at 16 384 nodes, a ping each is a send per
-// node, and pings were 2 of the 9 sends per node of a start-up).
+// A connection that got no frame this long gets a keepalive. The 100 ms tick
+// checks, so no peer waits over 1.4 s (agents doubt a daemon after 3 s), and
+// a peer that got any answer lately costs no send: at 16 384 nodes a ping
+// each is a send per node.
 constexpr auto kPingQuiet = std::chrono::milliseconds(1'300);
 
 // How many descriptors the step needs, and whether the limit holds them. With
