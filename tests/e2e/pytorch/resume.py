@@ -10,7 +10,8 @@ all_reduce is deterministic for a fixed world). It reads only torchrun's
 variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_*, TORCHELASTIC_RESTART_COUNT),
 so it runs per task and under torchrun alike. Lines it prints:
 
-  begin rank=R restart=C at=NS                 its process began (before PyTorch's import)
+  begin rank=R restart=C at=NS                 its process began (forked: before any import,
+                                               a sitecustomize's included)
   resume rank=R step=S load_ms=M restart=C     it loaded the checkpoint of step S
   first rank=R step=S restart=C at=NS          its first step of this start completed
                                                (CLOCK_REALTIME ns, the test's clock)
@@ -52,11 +53,22 @@ def parse_args():
     return p.parse_args()
 
 
+def started_ns():
+    """When the launcher forked this process, in CLOCK_REALTIME ns (10 ms
+    steps): /proc's start time, not the clock at this line, which a
+    sitecustomize that imports PyTorch (the suite's no_libuv shim) delays by
+    seconds on a loaded machine."""
+    with open("/proc/self/stat") as f:
+        ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime
+    age = time.clock_gettime_ns(time.CLOCK_BOOTTIME) - ticks * 10**9 // os.sysconf("SC_CLK_TCK")
+    return time.time_ns() - age
+
+
 ARGS = parse_args()
-# Before PyTorch's import, which takes seconds on a small machine: a test
-# tells a launcher's restart from the program's own start-up by it.
+# A test tells a launcher's restart from the program's own start-up (PyTorch's
+# import takes seconds on a small machine) by it.
 print(f"begin rank={os.environ.get('RANK', '-')} "
-      f"restart={os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')} at={time.time_ns()}", flush=True)
+      f"restart={os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')} at={started_ns()}", flush=True)
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
