@@ -58,7 +58,10 @@ std::optional<proto::Request> upstream_request(torchstore::Request& r) {
     case Op::get: up.mutable_get()->set_key(r.key); break;
     case Op::add: up.mutable_add()->set_key(r.key); break;  // the fold's sum is set at send
     case Op::check: copy_keys(r.keys, up.mutable_check()->mutable_keys()); break;
-    case Op::wait: copy_keys(r.keys, up.mutable_wait()->mutable_keys()); break;
+    case Op::wait:
+      copy_keys(r.keys, up.mutable_wait()->mutable_keys());
+      up.mutable_wait()->set_value(r.keys.size() == 1);  // the GET that follows
+      break;
     case Op::get_num_keys: up.mutable_num_keys(); break;
     case Op::delete_key: up.mutable_erase()->set_key(r.key); break;
     case Op::append:
@@ -107,7 +110,7 @@ StoreFront::StoreFront(AgentCore& link, StoreOutbox& out, torchstore::Limits lim
 
 void StoreFront::on_connect(ConnId conn) {
   // Slots count from 1: 0 names every rider of a client (drop_rider).
-  conns_.emplace(conn, Client{torchstore::RequestParser(limits_), {}, 1, {}});
+  conns_.emplace(conn, Client{torchstore::RequestParser(limits_), {}, 1, {}, 0, 0, {}});
   ++counters_.connections;
 }
 
@@ -127,6 +130,13 @@ void StoreFront::on_bytes(ConnId conn, std::string_view bytes) {
 }
 
 void StoreFront::handle(ConnId conn, Client& c, torchstore::Request&& r) {
+  ++c.received;
+  const auto waited = std::move(c.waited);
+  c.waited.reset();
+  if (waited && r.op == Op::get && r.key == waited->first) {
+    ++counters_.gets_with_wait;
+    return fill(conn, take_slot(c), torchstore::encode_value(waited->second));
+  }
   switch (torchstore::op_info(r.op).route) {
     case torchstore::Route::local: return local(conn, c, r);
     case torchstore::Route::write: return write(conn, c, r);
@@ -188,7 +198,10 @@ bool StoreFront::fits_upstream(ConnId conn, const proto::Request& up, const std:
 
 void StoreFront::read(ConnId conn, Client& c, torchstore::Request& r) {
   const uint64_t slot = take_slot(c, r.op == Op::wait);
-  if (r.op == Op::wait) c.wait_slot = slot;
+  if (r.op == Op::wait) {
+    c.wait_slot = slot;
+    c.wait_received = c.received;
+  }
   ride(r, Rider{conn, slot, r.op, r.op == Op::add ? r.delta : 0, torchstore::announces_worker(r)});
 }
 
@@ -279,10 +292,15 @@ void StoreFront::answer_fold(const std::string& name, const proto::Response& r) 
   f.riding.clear();
   f.inflight = 0;
   const std::string what = f.what;  // answers may close clients and so change folds_
+  std::shared_ptr<const std::pair<std::string, std::string>> waited;
+  if (f.request.has_wait() && f.request.wait().value() && r.code() == proto::OK &&
+      r.values_size() == 1)  // a daemon before Wait.value sends none
+    waited = std::make_shared<const std::pair<std::string, std::string>>(f.request.wait().keys(0),
+                                                                         r.values(0));
   if (f.request.has_add()) {
     answer_adds(riders, r, what);
   } else {
-    for (const auto& rider : riders) answer(rider, r, what);
+    for (const auto& rider : riders) answer(rider, r, what, waited);
   }
   // Answers may have closed clients, whose leaving already moved the fold on.
   it = folds_.find(name);
@@ -311,10 +329,16 @@ void StoreFront::answer_adds(const std::vector<Rider>& riders, const proto::Resp
   }
 }
 
-void StoreFront::answer(const Rider& rider, const proto::Response& r, const std::string& what) {
+void StoreFront::answer(const Rider& rider, const proto::Response& r, const std::string& what,
+                        const std::shared_ptr<const std::pair<std::string, std::string>>& waited) {
   auto c = conns_.find(rider.conn);
   if (c == conns_.end()) return;
-  if (rider.op == Op::wait && c->second.wait_slot == rider.slot) c->second.wait_slot.reset();
+  if (rider.op == Op::wait && c->second.wait_slot == rider.slot) {
+    c->second.wait_slot.reset();
+    // Only while this WAIT is its latest request (not a 1.13 client's
+    // timed-out one, answered after it asked on).
+    if (c->second.wait_received == c->second.received) c->second.waited = waited;
+  }
   if (r.code() != proto::OK) return close(rider.conn, refused(what, r));
   std::string bytes;
   switch (torchstore::op_info(rider.op).answer) {

@@ -16,6 +16,14 @@
 // given at some point of its call. Writes go one by one, in order, and
 // after every read that arrived before them.
 //
+// PyTorch's get() is a WAIT and then a GET of the key, each a round trip.
+// A one-key WAIT asks the daemon for the key's value too (Wait.value), and
+// when the client's next request is the GET of that key, that value answers
+// it: the value at a point inside that get() call. Any other request in
+// between (PyTorch's own wait() then, later, its get(): a second WAIT) drops
+// it; so does a daemon that sends none (before Wait.value, or only a queue of
+// that name holds items): the GET is then read upstream.
+//
 // A request is its client's, never the node's: one over the limits (the
 // parser's, PyTorch's own caps; or too large for the daemon's frame) or
 // refused by the daemon closes that client alone, as PyTorch's server closes
@@ -27,10 +35,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "agent_core.hpp"
@@ -51,10 +61,11 @@ class StoreOutbox {
 };
 
 struct StoreCounters {
-  uint64_t connections = 0;  // clients served
-  uint64_t requests = 0;     // their requests
-  uint64_t upstream = 0;     // requests sent to the daemon for them
-  uint64_t closed = 0;       // clients closed for bad input or a refused request
+  uint64_t connections = 0;     // clients served
+  uint64_t requests = 0;        // their requests
+  uint64_t upstream = 0;        // requests sent to the daemon for them
+  uint64_t closed = 0;          // clients closed for bad input or a refused request
+  uint64_t gets_with_wait = 0;  // GETs answered with the value their WAIT brought
 };
 
 class StoreFront final : public UpstreamSink {
@@ -95,6 +106,11 @@ class StoreFront final : public UpstreamSink {
     std::vector<Slot> slots;
     uint64_t next_seq = 0;
     std::optional<uint64_t> wait_slot;  // its WAIT still unanswered (CANCEL_WAIT takes it)
+    uint64_t received = 0;              // requests so far
+    uint64_t wait_received = 0;         // `received` at its last WAIT
+    // The key and value its last WAIT's answer brought, while that WAIT is
+    // its latest request: PyTorch's get() is a WAIT and then a GET of the key.
+    std::shared_ptr<const std::pair<std::string, std::string>> waited;
   };
   struct Rider {  // one client's request riding on an upstream one
     ConnId conn = 0;
@@ -132,7 +148,8 @@ class StoreFront final : public UpstreamSink {
   void answer_fold(const std::string& name, const proto::Response& r);
   void answer_adds(const std::vector<Rider>& riders, const proto::Response& r,
                    const std::string& what);
-  void answer(const Rider& rider, const proto::Response& r, const std::string& what);
+  void answer(const Rider& rider, const proto::Response& r, const std::string& what,
+              const std::shared_ptr<const std::pair<std::string, std::string>>& waited = {});
   void fill(ConnId conn, uint64_t slot, std::string bytes);
   void cancel_wait(ConnId conn, Client& c);
   void drop_rider(ConnId conn, uint64_t slot);

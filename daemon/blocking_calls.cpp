@@ -6,8 +6,9 @@
 namespace dp::daemon {
 
 void BlockingCalls::add(const Call& c, WaitKind kind, std::vector<std::string> keys,
-                        uint32_t timeout_ms) {
+                        uint32_t timeout_ms, bool value) {
   Waiter w;
+  w.value = value && keys.size() == 1;
   w.conn = c.conn;
   w.request_id = c.id;
   w.kind = kind;
@@ -30,9 +31,21 @@ void BlockingCalls::cancel(const Call& c, const proto::CancelCall& m) {
   step_.reply_ok(c.conn, c.id);
 }
 
+void BlockingCalls::answer_wait(ConnId conn, uint64_t id, proto::Space space,
+                                const std::string* value_of) {
+  proto::Response r;
+  r.set_id(id);
+  if (value_of) {
+    if (const KvStore::Entry* e = step_.store.entry(space, *value_of)) r.add_values(e->value);
+  }
+  step_.out.send(conn, r);
+}
+
 void BlockingCalls::finish(uint64_t wid, Clock::time_point now) {
   const std::optional<Waiter> w = step_.calls.take(wid);
   if (!w) return;
+  if (w->kind == WaitKind::wait)
+    return answer_wait(w->conn, w->request_id, w->space, w->value ? &w->keys.front() : nullptr);
   proto::Response r;
   r.set_id(w->request_id);
   if (w->kind == WaitKind::get) {

@@ -14,8 +14,12 @@ class BlockingCalls {
  public:
   explicit BlockingCalls(StepState& step) : step_(step) {}
 
-  // A get or wait on `keys`; timeout_ms 0: no deadline.
-  void add(const Call& c, WaitKind kind, std::vector<std::string> keys, uint32_t timeout_ms);
+  // A get or wait on `keys`; timeout_ms 0: no deadline; value: a wait of one
+  // key whose answer brings its value (Wait.value).
+  void add(const Call& c, WaitKind kind, std::vector<std::string> keys, uint32_t timeout_ms,
+           bool value = false);
+  // A wait whose keys all exist: OK, with value_of's value when it has one.
+  void answer_wait(ConnId conn, uint64_t id, proto::Space space, const std::string* value_of);
   // A node agent's caller gave up a get or wait: it is dropped unanswered.
   void cancel(const Call& c, const proto::CancelCall& m);
   // Answered: a get's value, or OK.

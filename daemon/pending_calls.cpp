@@ -143,6 +143,10 @@ std::vector<uint64_t> PendingCalls::key_set(proto::Space space, const std::strin
       continue;
     }
     auto& left = w->second.keys;
+    if (w->second.value) {  // one key, kept for its value
+      if (is_set(left.front())) done.push_back(id);
+      continue;
+    }
     left.erase(std::remove_if(left.begin(), left.end(), is_set), left.end());
     if (left.empty()) done.push_back(id);
   }

@@ -28,6 +28,8 @@ struct Waiter {
   ConnId conn = 0;
   uint64_t request_id = 0;
   WaitKind kind = WaitKind::get;
+  // wait of one key (Wait.value): the answer brings its value; the key stays in `keys`
+  bool value = false;
   proto::Space space = proto::SPACE_STEP;  // get, wait: the keys' space
   std::vector<std::string> keys;  // get: one key; wait: those still missing; barrier: the name
   std::vector<int> ranks;         // barrier: the ranks that arrived with this call

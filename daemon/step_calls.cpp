@@ -108,10 +108,12 @@ void StepCalls::wait(const Call& c, const proto::Wait& m) {
     if (auto ok = step_.store.check_key(k); !ok) return step_.reply_error(c.conn, c.id, ok.error());
     if (!step_.store.contains(c.space, k)) missing.push_back(k);
   }
-  if (missing.empty()) return step_.reply_ok(c.conn, c.id);
+  const bool value = m.value() && m.keys_size() == 1;
+  if (missing.empty())
+    return blocking_.answer_wait(c.conn, c.id, c.space, value ? &m.keys(0) : nullptr);
   if (auto no = step_.calls.refusal(nullptr))
     return step_.reply_error(c.conn, c.id, proto::LIMIT, *no);
-  blocking_.add(c, WaitKind::wait, std::move(missing), m.timeout_ms());
+  blocking_.add(c, WaitKind::wait, std::move(missing), m.timeout_ms(), value);
 }
 
 // A rank arrives alone; a node agent's call brings its listed ranks together (folded).

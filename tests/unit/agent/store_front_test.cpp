@@ -100,7 +100,10 @@ struct World : daemon::Outbox {
   void deliver_down() {
     auto q = std::move(down);
     down.clear();
-    for (auto& [c, r] : q) nodes_.at(c - 1)->core.on_daemon_response(r, t0);
+    for (auto& [c, r] : q) {
+      if (daemon_before_wait_value) r.clear_values();  // it never set them for a WAIT
+      nodes_.at(c - 1)->core.on_daemon_response(r, t0);
+    }
   }
   Node& node(int i) { return *nodes_.at(static_cast<size_t>(i)); }
 
@@ -124,7 +127,8 @@ struct World : daemon::Outbox {
 
   Clock::time_point t0 = Clock::time_point{} + std::chrono::hours(1);
   std::deque<std::pair<ConnId, std::string>> up;
-  std::optional<proto::Add> last_add;  // the last ADD a front sent the daemon
+  std::optional<proto::Add> last_add;     // the last ADD a front sent the daemon
+  bool daemon_before_wait_value = false;  // answers as a daemon without Wait.value
   std::deque<std::pair<ConnId, proto::Response>> down;
   daemon::Broker broker;
   std::vector<std::unique_ptr<Node>> nodes_;
@@ -283,12 +287,82 @@ TEST(StoreFront, IdenticalWaitsOfANodeRideOneRequestAndWakeTogether) {
   for (ConnId c = 1; c <= 4; ++c)
     EXPECT_EQ(w.node(0).got[c], ts::encode_wait(ts::WaitAnswer::stop_waiting)) << c;
   EXPECT_EQ(w.node(0).front.counters().upstream, 1u);
-  for (ConnId c = 1; c <= 4; ++c) w.ask(0, c, get("/nccl_id"));
+  for (ConnId c = 1; c <= 4; ++c) w.ask(0, c, get("/nccl_id"));  // PyTorch's get(): WAIT, GET
   w.pump();
-  EXPECT_EQ(w.node(0).front.counters().upstream, 2u);
+  // The WAIT went up as a blocking GET: its answer brought the value.
+  EXPECT_EQ(w.node(0).front.counters().upstream, 1u);
+  EXPECT_EQ(w.node(0).front.counters().gets_with_wait, 4u);
   for (ConnId c = 1; c <= 4; ++c)
     EXPECT_EQ(w.node(0).got[c],
               ts::encode_wait(ts::WaitAnswer::stop_waiting) + ts::encode_value("ID"));
+}
+
+// The GET right after its WAIT is answered with the value the WAIT found: the
+// value at a point inside the client's get() call, a later write or not.
+TEST(StoreFront, AGetRightAfterItsWaitIsAnsweredTheValueTheWaitFound) {
+  World w(1);
+  w.ask(0, 9, set("/k", "v1"));
+  w.ask(0, 1, wait_for({"/k"}));
+  w.pump();
+  w.ask(0, 9, set("/k", "v2"));
+  w.pump();
+  const uint64_t up = w.node(0).front.counters().upstream;
+  w.ask(0, 1, get("/k"));
+  EXPECT_EQ(w.node(0).front.counters().upstream, up);  // answered at once
+  EXPECT_EQ(w.node(0).got[1],
+            ts::encode_wait(ts::WaitAnswer::stop_waiting) + ts::encode_value("v1"));
+  w.node(0).got[1].clear();
+  w.ask(0, 1, get("/k"));  // a second GET: its own read
+  w.pump();
+  EXPECT_EQ(w.node(0).front.counters().upstream, up + 1);
+  EXPECT_EQ(w.node(0).got[1], ts::encode_value("v2"));
+  EXPECT_EQ(w.node(0).front.counters().gets_with_wait, 1u);
+}
+
+// A daemon from before Wait.value answers the WAIT alone: the GET is read
+// from the store, as it always was.
+TEST(StoreFront, ADaemonBeforeWaitValueLeavesTheGetToTheStore) {
+  World w(1);
+  w.daemon_before_wait_value = true;
+  w.ask(0, 9, set("/k", "v"));
+  w.ask(0, 1, wait_for({"/k"}));
+  w.pump();
+  const uint64_t up = w.node(0).front.counters().upstream;
+  w.ask(0, 1, get("/k"));
+  w.pump();
+  EXPECT_EQ(w.node(0).front.counters().upstream, up + 1);
+  EXPECT_EQ(w.node(0).front.counters().gets_with_wait, 0u);
+  EXPECT_EQ(w.node(0).got[1],
+            ts::encode_wait(ts::WaitAnswer::stop_waiting) + ts::encode_value("v"));
+}
+
+// Any request between the WAIT and the GET (PyTorch's wait(), the program's
+// own work, then its get()), another key, or a WAIT of several keys: the
+// GET is read from the step's store.
+TEST(StoreFront, AGetNotRightAfterAOneKeyWaitOfItsKeyIsReadFromTheStore) {
+  World w(1);
+  w.ask(0, 9, set("/k", "v"));
+  w.ask(0, 9, set("/j", "j"));
+  w.pump();
+  const uint64_t up = w.node(0).front.counters().upstream;
+  w.ask(0, 1, wait_for({"/k"}));
+  w.pump();
+  w.ask(0, 1, with_keys(Op::check, {"/j"}));
+  w.ask(0, 1, get("/k"));
+  w.ask(0, 2, wait_for({"/k"}));
+  w.pump();
+  w.ask(0, 2, get("/j"));
+  w.ask(0, 3, wait_for({"/k", "/j"}));
+  w.pump();
+  w.ask(0, 3, get("/k"));
+  w.pump();
+  EXPECT_EQ(w.node(0).front.counters().gets_with_wait, 0u);
+  EXPECT_EQ(w.node(0).front.counters().upstream, up + 7);
+  const std::string stop = ts::encode_wait(ts::WaitAnswer::stop_waiting);
+  EXPECT_EQ(w.node(0).got[1],
+            stop + ts::encode_check(ts::CheckAnswer::ready) + ts::encode_value("v"));
+  EXPECT_EQ(w.node(0).got[2], stop + ts::encode_value("j"));
+  EXPECT_EQ(w.node(0).got[3], stop + ts::encode_value("v"));
 }
 
 // A client's own write comes before its read: a GET of another client on its
@@ -388,6 +462,12 @@ TEST(StoreFront, ATimedOutWaitHoldsNoLaterReplyBack) {
   w.pump();
   EXPECT_EQ(w.node(0).got[1], stop + ts::encode_value("v") + stop);
   EXPECT_EQ(w.broker.pending_calls(), 0u);
+  // That old WAIT was not its latest request: a GET of its key is read upstream.
+  const uint64_t up = w.node(0).front.counters().upstream;
+  w.ask(0, 1, get("/missing"), ts::Dialect::legacy);
+  w.pump();
+  EXPECT_EQ(w.node(0).front.counters().upstream, up + 1);
+  EXPECT_EQ(w.node(0).got[1], stop + ts::encode_value("v") + stop + ts::encode_value("late"));
 }
 
 // Answers other than a pending WAIT's still leave in request order.

@@ -252,6 +252,44 @@ TEST_F(TorchSpaceTest, QueuesPushPopLenAndWakeWaiters) {
   EXPECT_EQ(ask(1, len).number(), 0);
 }
 
+// Wait.value (a node agent's WAIT for PyTorch's get()): the answer brings
+// the key's value, at once or when it is set; none for a queue's name (its
+// WAIT is answered by an item, as PyTorch's) or a wait of several keys.
+TEST_F(TorchSpaceTest, AWaitAskedWithValueBringsTheKeysValue) {
+  const auto wait = [](std::vector<std::string> keys) {
+    proto::Request w;
+    for (auto& k : keys) w.mutable_wait()->add_keys(k);
+    w.mutable_wait()->set_value(true);
+    return w;
+  };
+  set("/id", "ID");
+  auto now = ask(2, wait({"/id"}));
+  ASSERT_EQ(now.values_size(), 1);
+  EXPECT_EQ(now.values(0), "ID");
+  proto::Request later = wait({"/late"});
+  later.set_id(70);
+  later.set_space(proto::SPACE_TORCH);
+  frame(2, later, t0_);
+  EXPECT_EQ(broker_.pending_calls(), 1u);
+  set("/late", "L");
+  EXPECT_EQ(out_.last(2).id(), 70u);
+  ASSERT_EQ(out_.last(2).values_size(), 1);
+  EXPECT_EQ(out_.last(2).values(0), "L");
+  proto::Request push;
+  push.mutable_queue_push()->set_key("/q");
+  push.mutable_queue_push()->set_value("item");
+  ask(1, push);
+  const auto queued = ask(2, wait({"/q"}));
+  EXPECT_EQ(queued.code(), proto::OK);
+  EXPECT_EQ(queued.values_size(), 0);
+  const auto two = ask(2, wait({"/id", "/late"}));
+  EXPECT_EQ(two.code(), proto::OK);
+  EXPECT_EQ(two.values_size(), 0);
+  proto::Request plain;
+  plain.mutable_wait()->add_keys("/id");
+  EXPECT_EQ(ask(2, plain).values_size(), 0);  // not asked: as before
+}
+
 TEST_F(TorchSpaceTest, AddReadsValuesAsPyTorchDoesAndWraps) {
   set("/n", " 12abc");  // std::stoll: leading blanks, then digits; the rest ignored
   proto::Request a;
