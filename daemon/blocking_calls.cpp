@@ -8,7 +8,7 @@ namespace dp::daemon {
 void BlockingCalls::add(const Call& c, WaitKind kind, std::vector<std::string> keys,
                         uint32_t timeout_ms, bool value) {
   Waiter w;
-  w.value = value && keys.size() == 1;
+  w.value = value;
   w.conn = c.conn;
   w.request_id = c.id;
   w.kind = kind;
